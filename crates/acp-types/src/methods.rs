@@ -1,0 +1,126 @@
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+/// A params type with its JSON-RPC method name.
+pub trait Method: Serialize + DeserializeOwned {
+    /// The JSON-RPC method name, e.g. `"session/prompt"`.
+    const METHOD: &'static str;
+}
+
+/// The params of a request, with the type of its successful response.
+///
+/// Implement it (with [`Method`] and a direction marker) for your own `_`-prefixed extension
+/// methods to call them with the same typed API as the protocol's own.
+pub trait Request: Method {
+    /// The `result` of a successful response.
+    type Response: Serialize + DeserializeOwned;
+}
+
+/// The params of a notification.
+pub trait Notification: Method {}
+
+/// Sent by the client, handled by the agent.
+pub trait ClientToAgent: Method {}
+
+/// Sent by the agent, handled by the client.
+pub trait AgentToClient: Method {}
+
+/// Which side of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The AI agent.
+    Agent,
+    /// The editor.
+    Client,
+    /// Either side (protocol-level messages such as `$/cancel_request`).
+    Protocol,
+    /// A proxy between client and agent (unstable proxy chains).
+    Proxy,
+}
+
+/// Whether a method is a request or a notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MethodKind {
+    /// Answered by a response.
+    Request,
+    /// Never answered.
+    Notification,
+}
+
+/// A row of [`METHODS`]: the schema's description of a method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodInfo {
+    /// The JSON-RPC method name.
+    pub name: &'static str,
+    /// Request or notification.
+    pub kind: MethodKind,
+    /// The side that receives and handles it.
+    pub handled_by: Side,
+    /// The Rust name of its params type.
+    pub params: &'static str,
+    /// The Rust name of its response type, for requests.
+    pub response: Option<&'static str>,
+}
+
+/// Why an incoming `(method, params)` pair did not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Neither a method of the protocol nor an extension (`_`-prefixed) method: JSON-RPC -32601.
+    UnknownMethod(String),
+    /// The params do not fit the method's params type: JSON-RPC -32602.
+    InvalidParams {
+        /// The method.
+        method: String,
+        /// What did not fit.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::UnknownMethod(method) => write!(f, "unknown method `{method}`"),
+            DecodeError::InvalidParams { method, error } => {
+                write!(f, "invalid params for `{method}`: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// A call of an extension method (its name starts with `_`), params kept as raw JSON to decode
+/// into your own type.
+#[derive(Clone, Debug)]
+pub struct ExtensionCall {
+    /// The method name, e.g. `"_zed.dev/workspace/buffers"`.
+    pub method: String,
+    /// The params as sent (`null` when absent).
+    pub params: Box<RawValue>,
+}
+
+impl ExtensionCall {
+    /// Wraps a method name and its raw params.
+    pub fn new(method: &str, params: Option<&RawValue>) -> Self {
+        let params = params.map_or_else(
+            || RawValue::from_string("null".to_owned()).expect("null is valid JSON"),
+            ToOwned::to_owned,
+        );
+        ExtensionCall {
+            method: method.to_owned(),
+            params,
+        }
+    }
+
+    /// Decodes the params into `T`.
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.params.get())
+    }
+}
+
+impl PartialEq for ExtensionCall {
+    fn eq(&self, other: &Self) -> bool {
+        self.method == other.method && self.params.get() == other.params.get()
+    }
+}

@@ -1,0 +1,92 @@
+//! `cargo xtask codegen`: generates `crates/acp-types/src/generated/*.rs` from the pinned ACP
+//! schemas.
+//!
+//! The pipeline is schema JSON → [`model`] (a handful of shapes) → [`emit`] (Rust text) →
+//! rustfmt → [`crate::ensure_file_contents`]. `--check` compares instead of writing.
+
+pub mod emit;
+pub mod json;
+pub mod model;
+pub mod source;
+
+use crate::{Mode, ensure_file_contents, project_root};
+use json::Json;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Generated files of the crate: pin name → file.
+pub const OUTPUTS: &[(&str, &str)] = &[
+    ("stable", "crates/acp-types/src/generated/stable.rs"),
+    ("unstable", "crates/acp-types/src/generated/unstable.rs"),
+];
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut mode = Mode::Write;
+    let mut schema_file = None;
+    let mut out_file = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--check" => mode = Mode::Check,
+            "--schema" => {
+                schema_file = Some(PathBuf::from(iter.next().ok_or("--schema needs a file")?))
+            }
+            "--out" => out_file = Some(PathBuf::from(iter.next().ok_or("--out needs a file")?)),
+            other => return Err(format!("unknown codegen argument `{other}`")),
+        }
+    }
+    if let Some(schema_file) = schema_file {
+        let text = std::fs::read_to_string(&schema_file)
+            .map_err(|e| format!("reading {}: {e}", schema_file.display()))?;
+        let code = generate(&text, &schema_file.display().to_string())?;
+        let out = out_file.ok_or("--schema needs --out FILE too")?;
+        return ensure_file_contents(&out, &code, mode);
+    }
+    for (pin_name, output) in OUTPUTS {
+        let pin = source::pin(pin_name)?;
+        let text = source::fetch(&pin)?;
+        let code = generate(
+            &text,
+            &format!("{}@{} {}", pin.package, pin.version, pin.path),
+        )?;
+        ensure_file_contents(&project_root().join(output), &code, mode)?;
+    }
+    Ok(())
+}
+
+/// Schema text → formatted Rust source.
+pub fn generate(schema_text: &str, source_description: &str) -> Result<String, String> {
+    let schema: Json = serde_json::from_str(schema_text)
+        .map_err(|e| format!("the schema is not valid JSON: {e}"))?;
+    let model = model::lower(&schema)?;
+    reformat(&emit::emit(&model, source_description))
+}
+
+/// Formats Rust source with the toolchain's rustfmt.
+pub fn reformat(text: &str) -> Result<String, String> {
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2024", "--config", "max_width=100"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running rustfmt (rustup component add rustfmt): {e}"))?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = text.to_owned();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("waiting for rustfmt: {e}"))?;
+    writer
+        .join()
+        .expect("writer thread")
+        .map_err(|e| format!("feeding rustfmt: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "rustfmt rejected the generated code:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    String::from_utf8(output.stdout).map_err(|e| format!("rustfmt output is not UTF-8: {e}"))
+}
