@@ -1,0 +1,28 @@
+//! Protocol-independent engines for the methods a client serves to its agent.
+//!
+//! - [`TerminalHost`] runs commands for `terminal/create`, `terminal/output`,
+//!   `terminal/wait_for_exit`, `terminal/kill` and `terminal/release` (Unix only).
+//! - [`FsHost`] serves `fs/read_text_file` and `fs/write_text_file` within a session's
+//!   [`FsRoots`], optionally through an editor's [`FsHook`].
+//! - [`OutputBuffer`] is the bounded, UTF-8-safe output store behind every terminal.
+//!
+//! These types use plain Rust values; mapping them to and from the protocol's messages
+//! and error codes is left to the connection layer. A session is identified here by any
+//! string key, normally the ACP session id.
+
+mod fs;
+mod output_buffer;
+#[cfg(unix)]
+mod process_group;
+#[cfg(unix)]
+mod terminal;
+
+pub use fs::{FsError, FsHook, FsHost, FsRoots};
+pub use output_buffer::OutputBuffer;
+#[cfg(unix)]
+pub use process_group::signal_name;
+#[cfg(unix)]
+pub use terminal::{
+    CreateTerminal, DEFAULT_OUTPUT_CEILING, TerminalError, TerminalExitStatus, TerminalHost,
+    TerminalOutput,
+};

@@ -1,0 +1,263 @@
+//! Running a command as the leader of its own process group, and ending that group.
+//!
+//! The leader is deliberately left unreaped (a zombie once it exits) until its
+//! [`SpawnedGroup::child`] is dropped: the kernel never reuses the id of an unreaped
+//! process, so as long as we hold the child, `killpg(pgid)` can only reach processes of
+//! this group and never an unrelated group that happens to get the same id later. Exit is
+//! observed without reaping through a pidfd and `waitid(WNOWAIT)`.
+
+use std::future::Future;
+use std::io::{self, PipeReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::pin::Pin;
+
+use async_process::Stdio;
+use smol::Async;
+
+use super::terminal::TerminalExitStatus;
+
+/// What to run; mirrors the `terminal/create` parameters that concern the process.
+pub(crate) struct GroupCommand<'a> {
+    pub program: &'a str,
+    pub args: &'a [String],
+    pub env: &'a [(String, String)],
+    pub cwd: &'a Path,
+}
+
+/// A freshly started process group.
+pub(crate) struct SpawnedGroup {
+    /// Keeps the leader unreaped (see the module docs); dropping it hands the leader to
+    /// async-process, which reaps it in the background.
+    pub child: async_process::Child,
+    /// The group id, equal to the leader's pid.
+    pub pgid: libc::pid_t,
+    /// The read end of the single pipe that is both stdout and stderr of the leader.
+    pub output: Async<PipeReader>,
+    pub exit: ExitWatch,
+}
+
+/// Starts `command` in a new process group with stdin closed and stdout and stderr sharing
+/// one pipe, so the output arrives in exactly the order the process wrote it.
+pub(crate) fn spawn(command: &GroupCommand<'_>) -> io::Result<SpawnedGroup> {
+    let (reader, writer) = io::pipe()?;
+    let stderr_writer = writer.try_clone()?;
+
+    let mut std_command = std::process::Command::new(command.program);
+    std_command
+        .args(command.args)
+        .envs(command.env.iter().map(|(name, value)| (name, value)))
+        .current_dir(command.cwd)
+        .process_group(0);
+    let mut async_command = async_process::Command::from(std_command);
+    async_command
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(stderr_writer)
+        .reap_on_drop(true)
+        .kill_on_drop(false);
+    let mut child = async_command.spawn()?;
+    // The command still owns our copies of the write end; the reader sees end-of-file
+    // only once every write end is closed, so they must go now.
+    drop(async_command);
+
+    // A pid always fits in pid_t; `Child::id` merely widens it to u32.
+    let pgid = child.id() as libc::pid_t;
+    let output = match Async::new(reader) {
+        Ok(output) => output,
+        Err(error) => {
+            // Nobody would ever own this group: do not leave it running.
+            let _ = kill_group(pgid);
+            return Err(error);
+        }
+    };
+    let exit = ExitWatch::new(&mut child, pgid);
+    Ok(SpawnedGroup {
+        child,
+        pgid,
+        output,
+        exit,
+    })
+}
+
+/// Sends SIGKILL to every process of the group. A group that no longer exists is not an
+/// error.
+pub(crate) fn kill_group(pgid: libc::pid_t) -> io::Result<()> {
+    // SAFETY: `killpg` only sends a signal; it has no memory-safety preconditions.
+    if unsafe { libc::killpg(pgid, libc::SIGKILL) } == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
+type ReapingWait = Pin<Box<dyn Future<Output = io::Result<std::process::ExitStatus>> + Send>>;
+
+/// How the exit of the leader is observed.
+pub(crate) enum ExitWatch {
+    /// Linux ≥ 5.4: the pidfd becomes readable on exit, and `waitid(P_PIDFD, WNOWAIT)`
+    /// reads the status while leaving the leader unreaped.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    Pidfd(Async<std::os::fd::OwnedFd>),
+    /// Elsewhere: async-process waits for and reaps the leader. After that, a group kill
+    /// is only safe while some other member of the group keeps its id alive.
+    Reaping(ReapingWait),
+}
+
+impl ExitWatch {
+    fn new(child: &mut async_process::Child, pid: libc::pid_t) -> Self {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(pidfd) = pidfd::open(pid) {
+            return Self::Pidfd(pidfd);
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = pid;
+        // The returned future owns its own handle to the child, not a borrow.
+        Self::Reaping(Box::pin(child.status()))
+    }
+
+    /// Resolves once the leader has exited.
+    pub(crate) async fn wait(self) -> io::Result<TerminalExitStatus> {
+        match self {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Self::Pidfd(pidfd) => loop {
+                if let Some(status) = pidfd::peek_exit(pidfd.get_ref())? {
+                    return Ok(status);
+                }
+                pidfd.readable().await?;
+            },
+            Self::Reaping(status) => {
+                let status = status.await?;
+                Ok(TerminalExitStatus {
+                    exit_code: status.code().and_then(|code| u32::try_from(code).ok()),
+                    signal: status.signal().map(signal_name),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod pidfd {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use smol::Async;
+
+    use super::{TerminalExitStatus, signal_name};
+
+    /// Opens a pidfd for `pid`, or `None` when the kernel cannot provide one that
+    /// `waitid(P_PIDFD)` accepts (before Linux 5.4).
+    pub(super) fn open(pid: libc::pid_t) -> Option<Async<OwnedFd>> {
+        // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if raw < 0 {
+            return None;
+        }
+        // SAFETY: the syscall just returned this descriptor (close-on-exec) and nothing
+        // else owns it.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(i32::try_from(raw).ok()?) };
+        // Linux 5.3 has pidfd_open but not P_PIDFD; probing once tells them apart.
+        peek_exit(&pidfd).ok()?;
+        Async::new(pidfd).ok()
+    }
+
+    /// The exit status if the process has exited, without reaping it.
+    pub(super) fn peek_exit(pidfd: &OwnedFd) -> io::Result<Option<TerminalExitStatus>> {
+        loop {
+            // SAFETY: siginfo_t is plain old data; all-zero is a valid value, and a zero
+            // `si_pid` afterwards is how WNOHANG reports "still running".
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let id = libc::id_t::try_from(pidfd.as_raw_fd()).map_err(io::Error::other)?;
+            // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
+            let result = unsafe {
+                libc::waitid(
+                    libc::P_PIDFD,
+                    id,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+                )
+            };
+            if result == -1 {
+                let error = io::Error::last_os_error();
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            // SAFETY: after a successful waitid the child fields of the union are the
+            // active ones.
+            let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+            if pid == 0 {
+                return Ok(None);
+            }
+            return Ok(match info.si_code {
+                libc::CLD_EXITED => Some(TerminalExitStatus {
+                    exit_code: u32::try_from(status).ok(),
+                    signal: None,
+                }),
+                libc::CLD_KILLED | libc::CLD_DUMPED => Some(TerminalExitStatus {
+                    exit_code: None,
+                    signal: Some(signal_name(status)),
+                }),
+                // Only WEXITED was asked for; anything else is not an exit.
+                _ => None,
+            });
+        }
+    }
+}
+
+/// The conventional name of a signal number, such as `"SIGKILL"` for 9, as reported in
+/// a terminal's exit status; numbers without a standard name become `"SIG<number>"`.
+///
+/// ```
+/// use acp_runtime::host::signal_name;
+///
+/// assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+/// assert_eq!(signal_name(64), "SIG64");
+/// ```
+pub fn signal_name(signal: i32) -> String {
+    let known: &[(i32, &str)] = &[
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGILL, "SIGILL"),
+        (libc::SIGTRAP, "SIGTRAP"),
+        (libc::SIGABRT, "SIGABRT"),
+        (libc::SIGBUS, "SIGBUS"),
+        (libc::SIGFPE, "SIGFPE"),
+        (libc::SIGKILL, "SIGKILL"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGUSR2, "SIGUSR2"),
+        (libc::SIGPIPE, "SIGPIPE"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGTERM, "SIGTERM"),
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        (libc::SIGSTKFLT, "SIGSTKFLT"),
+        (libc::SIGCHLD, "SIGCHLD"),
+        (libc::SIGCONT, "SIGCONT"),
+        (libc::SIGSTOP, "SIGSTOP"),
+        (libc::SIGTSTP, "SIGTSTP"),
+        (libc::SIGTTIN, "SIGTTIN"),
+        (libc::SIGTTOU, "SIGTTOU"),
+        (libc::SIGURG, "SIGURG"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+        (libc::SIGVTALRM, "SIGVTALRM"),
+        (libc::SIGPROF, "SIGPROF"),
+        (libc::SIGWINCH, "SIGWINCH"),
+        (libc::SIGIO, "SIGIO"),
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        (libc::SIGPWR, "SIGPWR"),
+        (libc::SIGSYS, "SIGSYS"),
+    ];
+    known
+        .iter()
+        .find(|(number, _)| *number == signal)
+        .map_or_else(|| format!("SIG{signal}"), |(_, name)| (*name).to_owned())
+}
