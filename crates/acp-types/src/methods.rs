@@ -48,7 +48,7 @@ pub enum MethodKind {
     Notification,
 }
 
-/// A row of [`METHODS`]: the schema's description of a method.
+/// A row of [`METHODS`](crate::METHODS): the schema's description of a method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MethodInfo {
     /// The JSON-RPC method name.
@@ -122,5 +122,21 @@ impl ExtensionCall {
 impl PartialEq for ExtensionCall {
     fn eq(&self, other: &Self) -> bool {
         self.method == other.method && self.params.get() == other.params.get()
+    }
+}
+
+/// Decodes the `result` of a response into `T`, accepting `null` for results whose fields are
+/// all optional: the specification's own examples answer `session/load` and
+/// `fs/write_text_file` with `"result": null`, so peers do it too.
+///
+/// ```
+/// use acp_types::{WriteTextFileResponse, decode_response};
+/// let response: WriteTextFileResponse = decode_response("null").unwrap();
+/// assert_eq!(response, WriteTextFileResponse::default());
+/// ```
+pub fn decode_response<T: DeserializeOwned>(result: &str) -> Result<T, serde_json::Error> {
+    match serde_json::from_str(result) {
+        Err(error) if result.trim() == "null" => serde_json::from_str("{}").map_err(|_| error),
+        decoded => decoded,
     }
 }

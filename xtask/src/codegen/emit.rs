@@ -564,6 +564,11 @@ const KEYWORDS: &[&str] = &[
     "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
+/// The field's Rust identifier (raw for keywords).
+pub fn field_ident(name: &str) -> String {
+    ident(name)
+}
+
 fn ident(name: &str) -> String {
     if KEYWORDS.contains(&name) {
         format!("r#{name}")

@@ -8,6 +8,7 @@ pub mod emit;
 pub mod json;
 pub mod model;
 pub mod source;
+pub mod strategies;
 
 use crate::{Mode, ensure_file_contents, project_root};
 use json::Json;
@@ -15,10 +16,18 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-/// Generated files of the crate: pin name → file.
-pub const OUTPUTS: &[(&str, &str)] = &[
-    ("stable", "crates/acp-types/src/generated/stable.rs"),
-    ("unstable", "crates/acp-types/src/generated/unstable.rs"),
+/// Generated files: pin name → the types module, and the proptest strategies for its test.
+pub const OUTPUTS: &[(&str, &str, &str)] = &[
+    (
+        "stable",
+        "crates/acp-types/src/generated/stable.rs",
+        "crates/acp-types/tests/generated/stable_strategies.rs",
+    ),
+    (
+        "unstable",
+        "crates/acp-types/src/generated/unstable.rs",
+        "crates/acp-types/tests/generated/unstable_strategies.rs",
+    ),
 ];
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -43,24 +52,29 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let out = out_file.ok_or("--schema needs --out FILE too")?;
         return ensure_file_contents(&out, &code, mode);
     }
-    for (pin_name, output) in OUTPUTS {
+    for (pin_name, types_file, strategies_file) in OUTPUTS {
         let pin = source::pin(pin_name)?;
         let text = source::fetch(&pin)?;
-        let code = generate(
-            &text,
-            &format!("{}@{} {}", pin.package, pin.version, pin.path),
-        )?;
-        ensure_file_contents(&project_root().join(output), &code, mode)?;
+        let description = format!("{}@{} {}", pin.package, pin.version, pin.path);
+        let model = lower(&text)?;
+        let code = reformat(&emit::emit(&model, &description))?;
+        ensure_file_contents(&project_root().join(types_file), &code, mode)?;
+        let strategies = reformat(&strategies::emit(&model, &description)?)?;
+        ensure_file_contents(&project_root().join(strategies_file), &strategies, mode)?;
     }
     Ok(())
 }
 
 /// Schema text → formatted Rust source.
 pub fn generate(schema_text: &str, source_description: &str) -> Result<String, String> {
+    reformat(&emit::emit(&lower(schema_text)?, source_description))
+}
+
+/// Schema text → model.
+pub fn lower(schema_text: &str) -> Result<model::Model, String> {
     let schema: Json = serde_json::from_str(schema_text)
         .map_err(|e| format!("the schema is not valid JSON: {e}"))?;
-    let model = model::lower(&schema)?;
-    reformat(&emit::emit(&model, source_description))
+    model::lower(&schema)
 }
 
 /// Formats Rust source with the toolchain's rustfmt.

@@ -1,0 +1,44 @@
+//! Property: every generated type encodes to JSON and decodes back to an equal value.
+//!
+//! The strategies are generated with the types (`tests/generated/*_strategies.rs`), so a
+//! schema update brings its own coverage.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+#[cfg(not(feature = "unstable"))]
+#[path = "generated/stable_strategies.rs"]
+mod strategies;
+#[cfg(feature = "unstable")]
+#[path = "generated/unstable_strategies.rs"]
+mod strategies;
+
+#[path = "common/support.rs"]
+mod support;
+
+#[test]
+fn every_generated_type_round_trips_through_json() {
+    let mut checked = 0;
+    macro_rules! check {
+        ($ty:ident, $arb:ident) => {
+            let mut runner = TestRunner::new(Config {
+                cases: 48,
+                failure_persistence: None,
+                ..Config::default()
+            });
+            let result = runner.run(&strategies::$arb(), |value: acp_types::$ty| {
+                let json = serde_json::to_string(&value).expect("every value encodes");
+                let back: acp_types::$ty = serde_json::from_str(&json)
+                    .map_err(|e| TestCaseError::fail(format!("{json} does not decode: {e}")))?;
+                prop_assert_eq!(&back, &value, "through {}", json);
+                Ok(())
+            });
+            if let Err(error) = result {
+                panic!("{}: {error}", stringify!($ty));
+            }
+            checked += 1;
+        };
+    }
+    for_each_type!(check);
+    assert!(checked > 150, "only {checked} types checked");
+}
