@@ -51,10 +51,10 @@ pub enum Mode {
 /// timestamps (and cargo's rebuilds) move only on real changes. In `Mode::Check` a difference is
 /// an error that says how to fix it.
 pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode) -> Result<(), String> {
-    if let Ok(old) = std::fs::read_to_string(path) {
-        if normalize_newlines(&old) == normalize_newlines(contents) {
-            return Ok(());
-        }
+    if let Ok(old) = std::fs::read_to_string(path)
+        && normalize_newlines(&old) == normalize_newlines(contents)
+    {
+        return Ok(());
     }
     let shown = path
         .strip_prefix(project_root())

@@ -230,10 +230,11 @@ fn spec_examples_decode_and_encode_back() {
                 ),
                 _ => None,
             };
-            if let Some(decoded) = decoded {
-                if decoded.is_err() && !spec_is_wrong {
-                    failures.push(format!("{name}: method table refuses it: {decoded:?}"));
-                }
+            if let Some(decoded) = decoded
+                && decoded.is_err()
+                && !spec_is_wrong
+            {
+                failures.push(format!("{name}: method table refuses it: {decoded:?}"));
             }
         }
     }

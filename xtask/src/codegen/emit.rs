@@ -19,7 +19,7 @@ pub fn emit(model: &Model, source: &str) -> String {
     )
     .unwrap();
     e.out.push_str(
-        "#![allow(clippy::redundant_closure, clippy::large_enum_variant, clippy::derivable_impls, clippy::doc_lazy_continuation, clippy::doc_overindented_list_items)]\n\n\
+        "#![allow(unused_imports, clippy::redundant_closure, clippy::large_enum_variant, clippy::derivable_impls, clippy::doc_lazy_continuation, clippy::doc_overindented_list_items)]\n\n\
          use crate::support::{de, Meta, Patch};\n\
          use serde::{Deserialize, Serialize};\n\n",
     );
@@ -345,10 +345,10 @@ impl Emitter<'_> {
             }
         }
         for v in t.variants.iter().chain(&t.default_arm) {
-            if let Some(p) = &v.payload {
-                if counts[p.as_str()] == 1 {
-                    writeln!(self.out, "impl From<{p}> for {name} {{ fn from(value: {p}) -> Self {{ Self::{}(value) }} }}", v.rust_name).unwrap();
-                }
+            if let Some(p) = &v.payload
+                && counts[p.as_str()] == 1
+            {
+                writeln!(self.out, "impl From<{p}> for {name} {{ fn from(value: {p}) -> Self {{ Self::{}(value) }} }}", v.rust_name).unwrap();
             }
         }
     }
@@ -467,7 +467,11 @@ impl Emitter<'_> {
             )
             .unwrap();
             for m in &members {
-                self.doc(Some(&format!("`{}`", m.method)), "    ");
+                let doc = match &m.doc {
+                    Some(doc) => format!("`{}`: {doc}", m.method),
+                    None => format!("`{}`", m.method),
+                };
+                self.doc(Some(&doc), "    ");
                 writeln!(self.out, "    {}({}),", method_variant(&m.method), m.params).unwrap();
             }
             writeln!(

@@ -104,3 +104,6 @@ pub fn reformat(text: &str) -> Result<String, String> {
     }
     String::from_utf8(output.stdout).map_err(|e| format!("rustfmt output is not UTF-8: {e}"))
 }
+
+#[cfg(test)]
+mod tests;

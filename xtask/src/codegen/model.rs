@@ -321,21 +321,21 @@ impl Lowerer<'_> {
             return Ok((Ty::Ref(self.ref_name(target, path)?), false));
         }
         if let Some(all_of) = schema.get("allOf").and_then(Json::as_array) {
-            if let [single] = all_of {
-                if let Some(target) = single.get("$ref").and_then(Json::as_str) {
-                    return Ok((Ty::Ref(self.ref_name(target, path)?), false));
-                }
+            if let [single] = all_of
+                && let Some(target) = single.get("$ref").and_then(Json::as_str)
+            {
+                return Ok((Ty::Ref(self.ref_name(target, path)?), false));
             }
             return Err(format!(
                 "{path}/allOf: only a single $ref is supported here"
             ));
         }
         if let Some(any_of) = schema.get("anyOf").and_then(Json::as_array) {
-            if let [a, b] = any_of {
-                if b.get("type").and_then(Json::as_str) == Some("null") {
-                    let (ty, _) = self.lower_ty(a, &format!("{path}/anyOf/0"))?;
-                    return Ok((ty, true));
-                }
+            if let [a, b] = any_of
+                && b.get("type").and_then(Json::as_str) == Some("null")
+            {
+                let (ty, _) = self.lower_ty(a, &format!("{path}/anyOf/0"))?;
+                return Ok((ty, true));
             }
             return Err(format!(
                 "{path}/anyOf: only `anyOf: [T, null]` is supported in a property"
@@ -442,10 +442,10 @@ impl Lowerer<'_> {
                     }
                 }
             }
-            if let Some((catch_all, _)) = &open {
-                if variants.iter().any(|v| &v.rust_name == catch_all) {
-                    open.as_mut().expect("checked").0 = "Unknown".to_owned();
-                }
+            if let Some((catch_all, _)) = &open
+                && variants.iter().any(|v| &v.rust_name == catch_all)
+            {
+                open.as_mut().expect("checked").0 = "Unknown".to_owned();
             }
             let taken = |name: &str| variants.iter().any(|v| v.rust_name == name);
             match &mut open {
@@ -646,15 +646,15 @@ impl Lowerer<'_> {
                 let mut synthetic = arm.clone();
                 if let (Json::Object(members), Some(tag)) = (&mut synthetic, tag) {
                     for (key, value) in members.iter_mut() {
-                        if key == "properties" {
-                            if let Json::Object(props) = value {
-                                props.retain(|(k, _)| k != tag);
-                            }
+                        if key == "properties"
+                            && let Json::Object(props) = value
+                        {
+                            props.retain(|(k, _)| k != tag);
                         }
-                        if key == "required" {
-                            if let Json::Array(names) = value {
-                                names.retain(|n| n.as_str() != Some(tag));
-                            }
+                        if key == "required"
+                            && let Json::Array(names) = value
+                        {
+                            names.retain(|n| n.as_str() != Some(tag));
                         }
                     }
                 }

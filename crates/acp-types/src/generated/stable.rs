@@ -2,6 +2,7 @@
 // Do not edit: change the generator (xtask/src/codegen) or the pin (xtask/schema-pins.json).
 
 #![allow(
+    unused_imports,
     clippy::redundant_closure,
     clippy::large_enum_variant,
     clippy::derivable_impls,
@@ -6482,29 +6483,62 @@ pub const METHODS: &[crate::MethodInfo] = &[
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ClientRequest {
-    /// `initialize`
+    /// `initialize`: Request parameters for the initialize method.
+    ///
+    /// Sent by the client to establish connection and negotiate capabilities.
+    ///
+    /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
     Initialize(InitializeRequest),
-    /// `authenticate`
+    /// `authenticate`: Request parameters for the authenticate method.
+    ///
+    /// Specifies which authentication method to use.
     Authenticate(AuthenticateRequest),
-    /// `logout`
+    /// `logout`: Request parameters for the logout method.
+    ///
+    /// Terminates the current authenticated session.
     Logout(LogoutRequest),
-    /// `session/new`
+    /// `session/new`: Request parameters for creating a new session.
+    ///
+    /// See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/session-setup#creating-a-session)
     SessionNew(NewSessionRequest),
-    /// `session/load`
+    /// `session/load`: Request parameters for loading an existing session.
+    ///
+    /// Only available if the Agent supports the `loadSession` capability.
+    ///
+    /// See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/session-setup#loading-sessions)
     SessionLoad(LoadSessionRequest),
-    /// `session/list`
+    /// `session/list`: Request parameters for listing existing sessions.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.list` capability.
     SessionList(ListSessionsRequest),
-    /// `session/delete`
+    /// `session/delete`: Request parameters for deleting an existing session from `session/list`.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.delete` capability.
     SessionDelete(DeleteSessionRequest),
-    /// `session/resume`
+    /// `session/resume`: Request parameters for resuming an existing session.
+    ///
+    /// Resumes an existing session without returning previous messages (unlike `session/load`).
+    /// This is useful for agents that can resume sessions but don't implement full session loading.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.resume` capability.
     SessionResume(ResumeSessionRequest),
-    /// `session/close`
+    /// `session/close`: Request parameters for closing an active session.
+    ///
+    /// If supported, the agent **must** cancel any ongoing work related to the session
+    /// (treat it as if `session/cancel` was called) and then free up any resources
+    /// associated with the session.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.close` capability.
     SessionClose(CloseSessionRequest),
-    /// `session/set_mode`
+    /// `session/set_mode`: Request parameters for setting a session mode.
     SessionSetMode(SetSessionModeRequest),
-    /// `session/set_config_option`
+    /// `session/set_config_option`: Request parameters for setting a session configuration option.
     SessionSetConfigOption(SetSessionConfigOptionRequest),
-    /// `session/prompt`
+    /// `session/prompt`: Request parameters for sending a user prompt to the agent.
+    ///
+    /// Contains the user's message and any additional context.
+    ///
+    /// See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/prompt-turn#1-user-message)
     SessionPrompt(PromptRequest),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),
@@ -6591,9 +6625,13 @@ impl ClientRequest {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ClientNotification {
-    /// `session/cancel`
+    /// `session/cancel`: Notification to cancel ongoing operations for a session.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
     SessionCancel(CancelNotification),
-    /// `$/cancel_request`
+    /// `$/cancel_request`: Notification to cancel an ongoing request.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/cancellation)
     CancelRequest(CancelRequestNotification),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),
@@ -6642,23 +6680,35 @@ impl ClientNotification {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum AgentRequest {
-    /// `fs/write_text_file`
+    /// `fs/write_text_file`: Request to write content to a text file.
+    ///
+    /// Only available if the client supports the `fs.writeTextFile` capability.
     FsWriteTextFile(WriteTextFileRequest),
-    /// `fs/read_text_file`
+    /// `fs/read_text_file`: Request to read content from a text file.
+    ///
+    /// Only available if the client supports the `fs.readTextFile` capability.
     FsReadTextFile(ReadTextFileRequest),
-    /// `session/request_permission`
+    /// `session/request_permission`: Request for user permission to execute a tool call.
+    ///
+    /// Sent when the agent needs authorization before performing a sensitive operation.
+    ///
+    /// See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)
     SessionRequestPermission(RequestPermissionRequest),
-    /// `terminal/create`
+    /// `terminal/create`: Request to create a new terminal and execute a command.
     TerminalCreate(CreateTerminalRequest),
-    /// `terminal/output`
+    /// `terminal/output`: Request to get the current output and status of a terminal.
     TerminalOutput(TerminalOutputRequest),
-    /// `terminal/release`
+    /// `terminal/release`: Request to release a terminal and free its resources.
     TerminalRelease(ReleaseTerminalRequest),
-    /// `terminal/wait_for_exit`
+    /// `terminal/wait_for_exit`: Request to wait for a terminal command to exit.
     TerminalWaitForExit(WaitForTerminalExitRequest),
-    /// `terminal/kill`
+    /// `terminal/kill`: Request to kill a terminal without releasing it.
     TerminalKill(KillTerminalRequest),
-    /// `elicitation/create`
+    /// `elicitation/create`: Request from the agent to elicit structured user input.
+    ///
+    /// The agent sends this to the client to request information from the user,
+    /// either via a form or by directing them to a URL.
+    /// Elicitations are tied to a session (optionally a tool call) or a request.
     ElicitationCreate(CreateElicitationRequest),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),
@@ -6742,11 +6792,17 @@ impl AgentRequest {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum AgentNotification {
-    /// `session/update`
+    /// `session/update`: Notification containing a session update from the agent.
+    ///
+    /// Used to stream real-time progress and results during prompt processing.
+    ///
+    /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)
     SessionUpdate(SessionNotification),
-    /// `elicitation/complete`
+    /// `elicitation/complete`: Notification sent by the agent when a URL-based elicitation is complete.
     ElicitationComplete(CompleteElicitationNotification),
-    /// `$/cancel_request`
+    /// `$/cancel_request`: Notification to cancel an ongoing request.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/cancellation)
     CancelRequest(CancelRequestNotification),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),

@@ -2,6 +2,7 @@
 // Do not edit: change the generator (xtask/src/codegen) or the pin (xtask/schema-pins.json).
 
 #![allow(
+    unused_imports,
     clippy::redundant_closure,
     clippy::large_enum_variant,
     clippy::derivable_impls,
@@ -9619,47 +9620,157 @@ pub const METHODS: &[crate::MethodInfo] = &[
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ClientRequest {
-    /// `initialize`
+    /// `initialize`: Request parameters for the initialize method.
+    ///
+    /// Sent by the client to establish connection and negotiate capabilities.
+    ///
+    /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
     Initialize(InitializeRequest),
-    /// `authenticate`
+    /// `authenticate`: Request parameters for the authenticate method.
+    ///
+    /// Specifies which authentication method to use.
     Authenticate(AuthenticateRequest),
-    /// `providers/list`
+    /// `providers/list`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for `providers/list`.
     ProvidersList(ListProvidersRequest),
-    /// `providers/set`
+    /// `providers/set`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for `providers/set`.
+    ///
+    /// Replaces the full configuration for one provider ID.
     ProvidersSet(SetProviderRequest),
-    /// `providers/disable`
+    /// `providers/disable`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for `providers/disable`.
     ProvidersDisable(DisableProviderRequest),
-    /// `logout`
+    /// `logout`: Request parameters for the logout method.
+    ///
+    /// Terminates the current authenticated session.
     Logout(LogoutRequest),
-    /// `auth/status`
+    /// `auth/status`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for the `auth/status` method.
+    ///
+    /// Queries the agent's current authentication state without changing it.
+    ///
+    /// Agents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn
+    /// whether authentication is required.
     AuthStatus(AuthStatusRequest),
-    /// `session/new`
+    /// `session/new`: Request parameters for creating a new session.
+    ///
+    /// See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
     SessionNew(NewSessionRequest),
-    /// `session/load`
+    /// `session/load`: Request parameters for loading an existing session.
+    ///
+    /// Only available if the Agent supports the `loadSession` capability.
+    ///
+    /// See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/draft/session-setup#loading-sessions)
     SessionLoad(LoadSessionRequest),
-    /// `session/list`
+    /// `session/list`: Request parameters for listing existing sessions.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.list` capability.
     SessionList(ListSessionsRequest),
-    /// `session/delete`
+    /// `session/delete`: Request parameters for deleting an existing session from `session/list`.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.delete` capability.
     SessionDelete(DeleteSessionRequest),
-    /// `session/fork`
+    /// `session/fork`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for forking an existing session.
+    ///
+    /// Creates a new session based on the context of an existing one, allowing
+    /// operations like generating summaries without affecting the original session's history.
+    ///
+    /// Only available if the Agent supports the `session.fork` capability.
     SessionFork(ForkSessionRequest),
-    /// `session/archive`
+    /// `session/archive`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for archiving a session.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.archive` capability.
+    ///
+    /// Archiving hides the session from default `session/list` results. It keeps the session ID
+    /// and saved history. If the session is active, the Agent MUST cancel any ongoing work and
+    /// free the session's resources as if `session/close` had been called, then archive it.
+    /// Archiving an archived session succeeds. A session that does not exist gets `-32002`.
     SessionArchive(ArchiveSessionRequest),
-    /// `session/unarchive`
+    /// `session/unarchive`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for unarchiving a session.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.archive` capability.
+    ///
+    /// Unarchiving returns the session to default `session/list` results with the same ID and
+    /// saved history. It never loads or resumes the session. Clients that want to continue an
+    /// archived session SHOULD unarchive it before calling `session/load` or `session/resume`.
+    /// Unarchiving a session that is not archived succeeds. A session that does not exist
+    /// gets `-32002`.
     SessionUnarchive(UnarchiveSessionRequest),
-    /// `session/status`
+    /// `session/status`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for checking the status of a session.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.status` capability.
+    ///
+    /// `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+    /// close, or change the session, and does not attach the requesting connection to it.
+    /// A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
     SessionStatus(SessionStatusRequest),
-    /// `session/set_title`
+    /// `session/set_title`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for setting the title of a session.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.title` capability.
+    ///
+    /// The session does not need to be active on the connection. Any session the Agent would
+    /// return from `session/list` can be retitled. A session that does not exist gets `-32002`.
+    ///
+    /// The Agent responds only after it has stored the title. After a successful response, the
+    /// Agent SHOULD NOT replace the title with one it generates automatically.
     SessionSetTitle(SetSessionTitleRequest),
-    /// `session/resume`
+    /// `session/resume`: Request parameters for resuming an existing session.
+    ///
+    /// Resumes an existing session without returning previous messages (unlike `session/load`).
+    /// This is useful for agents that can resume sessions but don't implement full session loading.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.resume` capability.
     SessionResume(ResumeSessionRequest),
-    /// `session/close`
+    /// `session/close`: Request parameters for closing an active session.
+    ///
+    /// If supported, the agent **must** cancel any ongoing work related to the session
+    /// (treat it as if `session/cancel` was called) and then free up any resources
+    /// associated with the session.
+    ///
+    /// Only available if the Agent supports the `sessionCapabilities.close` capability.
     SessionClose(CloseSessionRequest),
-    /// `session/set_mode`
+    /// `session/set_mode`: Request parameters for setting a session mode.
     SessionSetMode(SetSessionModeRequest),
-    /// `session/set_config_option`
+    /// `session/set_config_option`: Request parameters for setting a session configuration option.
     SessionSetConfigOption(SetSessionConfigOptionRequest),
-    /// `session/prompt`
+    /// `session/prompt`: Request parameters for sending a user prompt to the agent.
+    ///
+    /// Contains the user's message and any additional context.
+    ///
+    /// See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#1-user-message)
     SessionPrompt(PromptRequest),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),
@@ -9787,11 +9898,22 @@ impl ClientRequest {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ClientNotification {
-    /// `session/cancel`
+    /// `session/cancel`: Notification to cancel ongoing operations for a session.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
     SessionCancel(CancelNotification),
-    /// `mcp/message`
+    /// `mcp/message`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Notification parameters for `mcp/message`.
+    ///
+    /// Sent by the provider to the consumer for an active request (including
+    /// subscription acknowledgements and updates). The outer envelope has no `id`.
     McpMessage(MessageMcpNotification),
-    /// `$/cancel_request`
+    /// `$/cancel_request`: Notification to cancel an ongoing request.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
     CancelRequest(CancelRequestNotification),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),
@@ -9843,25 +9965,41 @@ impl ClientNotification {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum AgentRequest {
-    /// `fs/write_text_file`
+    /// `fs/write_text_file`: Request to write content to a text file.
+    ///
+    /// Only available if the client supports the `fs.writeTextFile` capability.
     FsWriteTextFile(WriteTextFileRequest),
-    /// `fs/read_text_file`
+    /// `fs/read_text_file`: Request to read content from a text file.
+    ///
+    /// Only available if the client supports the `fs.readTextFile` capability.
     FsReadTextFile(ReadTextFileRequest),
-    /// `session/request_permission`
+    /// `session/request_permission`: Request for user permission to execute a tool call.
+    ///
+    /// Sent when the agent needs authorization before performing a sensitive operation.
+    ///
+    /// See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#requesting-permission)
     SessionRequestPermission(RequestPermissionRequest),
-    /// `terminal/create`
+    /// `terminal/create`: Request to create a new terminal and execute a command.
     TerminalCreate(CreateTerminalRequest),
-    /// `terminal/output`
+    /// `terminal/output`: Request to get the current output and status of a terminal.
     TerminalOutput(TerminalOutputRequest),
-    /// `terminal/release`
+    /// `terminal/release`: Request to release a terminal and free its resources.
     TerminalRelease(ReleaseTerminalRequest),
-    /// `terminal/wait_for_exit`
+    /// `terminal/wait_for_exit`: Request to wait for a terminal command to exit.
     TerminalWaitForExit(WaitForTerminalExitRequest),
-    /// `terminal/kill`
+    /// `terminal/kill`: Request to kill a terminal without releasing it.
     TerminalKill(KillTerminalRequest),
-    /// `elicitation/create`
+    /// `elicitation/create`: Request from the agent to elicit structured user input.
+    ///
+    /// The agent sends this to the client to request information from the user,
+    /// either via a form or by directing them to a URL.
+    /// Elicitations are tied to a session (optionally a tool call) or a request.
     ElicitationCreate(CreateElicitationRequest),
-    /// `mcp/message`
+    /// `mcp/message`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Request parameters for `mcp/message`.
     McpMessage(MessageMcpRequest),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),
@@ -9948,13 +10086,27 @@ impl AgentRequest {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum AgentNotification {
-    /// `session/update`
+    /// `session/update`: Notification containing a session update from the agent.
+    ///
+    /// Used to stream real-time progress and results during prompt processing.
+    ///
+    /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
     SessionUpdate(SessionNotification),
-    /// `elicitation/complete`
+    /// `elicitation/complete`: Notification sent by the agent when a URL-based elicitation is complete.
     ElicitationComplete(CompleteElicitationNotification),
-    /// `auth/status_update`
+    /// `auth/status_update`: **UNSTABLE**
+    ///
+    /// This capability is not part of the spec yet, and may be removed or changed at any point.
+    ///
+    /// Notification sent by the agent when its authentication status changes.
+    ///
+    /// Carries the same fields as the `auth/status` response. Agents that advertise the
+    /// `auth.status` capability MAY send it at any time after `initialize`, and SHOULD only
+    /// send it when the reported status differs from the last one sent on the connection.
     AuthStatusUpdate(AuthStatusUpdateNotification),
-    /// `$/cancel_request`
+    /// `$/cancel_request`: Notification to cancel an ongoing request.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
     CancelRequest(CancelRequestNotification),
     /// An extension method (its name starts with `_`), params kept raw.
     Extension(crate::ExtensionCall),

@@ -1,0 +1,144 @@
+//! Generator tests: small schemas written for the constructs (snapshots of the emitted code),
+//! and the three pinned schemas generating code that compiles.
+
+use super::*;
+
+fn fixture(name: &str) -> String {
+    let path = project_root().join("fixtures/codegen").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn struct_field_presences() {
+    insta::assert_snapshot!(
+        generate(&fixture("structs.json"), "fixtures/codegen/structs.json").unwrap()
+    );
+}
+
+#[test]
+fn unions_and_enums() {
+    insta::assert_snapshot!(
+        generate(&fixture("unions.json"), "fixtures/codegen/unions.json").unwrap()
+    );
+}
+
+#[test]
+fn method_tables() {
+    insta::assert_snapshot!(
+        generate(&fixture("methods.json"), "fixtures/codegen/methods.json").unwrap()
+    );
+}
+
+#[test]
+fn unrecognised_shapes_stop_with_the_schema_path() {
+    let error = generate(&fixture("unsupported.json"), "unsupported").unwrap_err();
+    assert_eq!(
+        error,
+        "#/$defs/Broken/properties/inline: inline object types are not supported; use a $ref"
+    );
+}
+
+#[test]
+fn docs_become_valid_rustdoc() {
+    let known = ["Flags"].into_iter().collect();
+    let doc = "```\ncode\n```\n```rust\nfn x() {}\n```\nSee [`Flags`], [`Gone`] and [`Gone`](https://x.y), https://a.b/c.";
+    assert_eq!(
+        emit::rustdoc(doc, &known),
+        "```text\ncode\n```\n```text\nfn x() {}\n```\nSee [`Flags`], `Gone` and [`Gone`](https://x.y), <https://a.b/c>."
+    );
+}
+
+/// The stable schema's method list is exactly what the generated tables hold.
+#[test]
+fn stable_method_table_matches_the_schema() {
+    let pin = source::pin("stable").unwrap();
+    let text = source::fetch(&pin).unwrap();
+    let schema: Json = serde_json::from_str(&text).unwrap();
+    let mut in_schema: Vec<String> = schema
+        .get("$defs")
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| !name.ends_with("Response"))
+        .filter_map(|(_, def)| {
+            def.get("x-method")
+                .and_then(Json::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+    in_schema.sort();
+    in_schema.dedup();
+    let model = lower(&text).unwrap();
+    let mut in_model: Vec<String> = model.methods.iter().map(|m| m.method.clone()).collect();
+    in_model.sort();
+    assert_eq!(in_model, in_schema);
+    assert_eq!(in_model.len(), 25, "the issue pins 25 stable methods");
+    let generated =
+        std::fs::read_to_string(project_root().join("crates/acp-types/src/generated/stable.rs"))
+            .unwrap();
+    for method in &in_model {
+        assert!(
+            generated.contains(&format!("name: {method:?}")),
+            "{method} missing from METHODS"
+        );
+    }
+}
+
+/// Each pinned schema (stable, unstable, and the Oct 2025 one the seeds describe) generates
+/// code that compiles together with acp-types' hand-written support.
+#[test]
+fn every_pinned_schema_generates_compiling_code() {
+    // One small crate per schema, in one throwaway workspace: the generated code names
+    // `crate::...`, so each needs its own crate root with acp-types' hand-written support.
+    let workspace = project_root().join("target/codegen-check");
+    let support = project_root().join("crates/acp-types/src");
+    let mut members = Vec::new();
+    for pin in source::load_pins().unwrap() {
+        let text = source::fetch(&pin).unwrap();
+        let code = generate(&text, &pin.name).unwrap();
+        let name = format!("schema-{}", pin.name);
+        let dir = workspace.join(&name);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/generated.rs"), code).unwrap();
+        std::fs::write(
+            dir.join("src/lib.rs"),
+            format!(
+                "#[path = {:?}] mod methods;\n#[path = {:?}] pub mod support;\nmod generated;\n\
+                 pub use generated::*;\npub use methods::*;\npub use support::{{Meta, Patch, de}};\n",
+                support.join("methods.rs"),
+                support.join("support/mod.rs"),
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            format!(
+                "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\
+                 [dependencies]\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
+                 serde_json = {{ version = \"1\", features = [\"raw_value\"] }}\n"
+            ),
+        )
+        .unwrap();
+        members.push(format!("{name:?}"));
+    }
+    assert_eq!(members.len(), 3, "stable, unstable and 2025-10 are pinned");
+    std::fs::write(
+        workspace.join("Cargo.toml"),
+        format!(
+            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n",
+            members.join(", ")
+        ),
+    )
+    .unwrap();
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["check", "--quiet", "--workspace", "--manifest-path"])
+        .arg(workspace.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", workspace.join("target"))
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "generated code does not compile; see the errors above"
+    );
+}
