@@ -328,8 +328,11 @@ fn existing(path: PathBuf) -> Result<Vec<String>, String> {
 }
 
 fn find_root() -> Result<PathBuf, String> {
-    let is_root = |p: &Path| p.join("bench/peers/Cargo.toml").is_file() && p.join("Cargo.toml").is_file();
-    let manifest_parent = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf);
+    let is_root =
+        |p: &Path| p.join("bench/peers/Cargo.toml").is_file() && p.join("Cargo.toml").is_file();
+    let manifest_parent = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf);
     if let Some(p) = manifest_parent.filter(|p| is_root(p)) {
         return Ok(p);
     }
@@ -385,9 +388,13 @@ fn which(program: &str) -> Option<String> {
 fn build(layout: &Layout, notes: &mut Vec<String>) -> Result<(), String> {
     run_step(
         "building acp-bench (release)",
-        Command::new(cargo())
-            .current_dir(&layout.root)
-            .args(["build", "--release", "-p", "acp-bench", "--bins"]),
+        Command::new(cargo()).current_dir(&layout.root).args([
+            "build",
+            "--release",
+            "-p",
+            "acp-bench",
+            "--bins",
+        ]),
     )?;
     run_step(
         "building bench/official (release)",
@@ -401,9 +408,11 @@ fn build(layout: &Layout, notes: &mut Vec<String>) -> Result<(), String> {
             (Some(_), Some(npm)) if !layout.ts_dir.join("node_modules").is_dir() => {
                 let install = run_step(
                     "installing the TypeScript SDK (npm ci)",
-                    Command::new(npm)
-                        .current_dir(&layout.ts_dir)
-                        .args(["ci", "--no-audit", "--no-fund"]),
+                    Command::new(npm).current_dir(&layout.ts_dir).args([
+                        "ci",
+                        "--no-audit",
+                        "--no-fund",
+                    ]),
                 );
                 if let Err(e) = install {
                     notes.push(format!("TypeScript peers skipped: {e}"));
@@ -729,7 +738,11 @@ fn read_stat(pid: u32) -> Option<Stat> {
 }
 
 fn tree_cpu_ticks(tree: &[u32]) -> (usize, u64) {
-    let ticks = tree.iter().filter_map(|p| read_stat(*p)).map(|s| s.ticks).sum();
+    let ticks = tree
+        .iter()
+        .filter_map(|p| read_stat(*p))
+        .map(|s| s.ticks)
+        .sum();
     (tree.len(), ticks)
 }
 
@@ -844,11 +857,11 @@ fn rows(
             let cpu = |side: fn(&Measurement) -> Option<Rusage>| {
                 fmt_ms(g.median_of(|m| side(m).map(|r| r.cpu_ms)))
             };
-            let rss = |side: fn(&Measurement) -> Option<Rusage>| {
-                match g.median_of(|m| side(m).map(|r| r.maxrss_kb as f64)) {
-                    Some(kb) => format!("{:.1}", kb / 1024.0),
-                    None => "–".to_owned(),
-                }
+            let rss = |side: fn(&Measurement) -> Option<Rusage>| match g
+                .median_of(|m| side(m).map(|r| r.maxrss_kb as f64))
+            {
+                Some(kb) => format!("{:.1}", kb / 1024.0),
+                None => "–".to_owned(),
             };
             Row {
                 cells: vec![
@@ -959,12 +972,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         println!("clients:");
         for (n, s) in CLIENTS {
             let p = layout.resolve(n, *s);
-            println!("  {n:<12} {}", p.command.map_or_else(|e| e, |c| c.join(" ")));
+            println!(
+                "  {n:<12} {}",
+                p.command.map_or_else(|e| e, |c| c.join(" "))
+            );
         }
         println!("agents:");
         for (n, s) in AGENTS {
             let p = layout.resolve(n, *s);
-            println!("  {n:<12} {}", p.command.map_or_else(|e| e, |c| c.join(" ")));
+            println!(
+                "  {n:<12} {}",
+                p.command.map_or_else(|e| e, |c| c.join(" "))
+            );
         }
         println!("default pairs (client/agent):");
         for (c, a) in default_pairs() {
@@ -1077,7 +1096,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             let table = text_table(&table_rows);
             println!("\n{heading}\n{table}");
             let _ = writeln!(text, "\n{heading}\n{table}");
-            let _ = writeln!(md, "Placement `{placement}`:\n\n{}", markdown_table(&table_rows));
+            let _ = writeln!(
+                md,
+                "Placement `{placement}`:\n\n{}",
+                markdown_table(&table_rows)
+            );
             for pair in &pairs_run {
                 let Some(g) = groups.get(&pair.name()) else {
                     continue;

@@ -1,1 +1,192 @@
-//! Hand-written conveniences on generated types.
+//! Hand-written conveniences on generated types: the short expressions for the messages every
+//! agent and client writes.
+
+use crate::*;
+
+impl ProtocolVersion {
+    /// Protocol version 1, the only version so far.
+    pub const V1: ProtocolVersion = ProtocolVersion(1);
+    /// The newest version this crate speaks.
+    pub const LATEST: ProtocolVersion = ProtocolVersion::V1;
+}
+
+impl ContentBlock {
+    /// A plain text block.
+    ///
+    /// ```
+    /// let block = acp_types::ContentBlock::text("Hello");
+    /// assert_eq!(serde_json::to_string(&block).unwrap(), r#"{"type":"text","text":"Hello"}"#);
+    /// ```
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text(TextContent::new(text))
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(text) => Some(&text.text),
+            _ => None,
+        }
+    }
+}
+
+impl From<&str> for ContentBlock {
+    fn from(text: &str) -> Self {
+        ContentBlock::text(text)
+    }
+}
+
+impl From<String> for ContentBlock {
+    fn from(text: String) -> Self {
+        ContentBlock::text(text)
+    }
+}
+
+impl From<&str> for ContentChunk {
+    fn from(text: &str) -> Self {
+        ContentChunk::new(ContentBlock::text(text))
+    }
+}
+
+impl From<ContentBlock> for ContentChunk {
+    fn from(content: ContentBlock) -> Self {
+        ContentChunk::new(content)
+    }
+}
+
+impl From<ContentBlock> for ToolCallContent {
+    fn from(content: ContentBlock) -> Self {
+        ToolCallContent::Content(Content::new(content))
+    }
+}
+
+impl SessionUpdate {
+    /// A chunk of the agent's reply.
+    ///
+    /// ```
+    /// use acp_types::{SessionNotification, SessionUpdate};
+    /// let note = SessionNotification::new("s1", SessionUpdate::agent_message_chunk("Hi"));
+    /// assert_eq!(
+    ///     serde_json::to_string(&note).unwrap(),
+    ///     r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hi"}}}"#
+    /// );
+    /// ```
+    pub fn agent_message_chunk(content: impl Into<ContentBlock>) -> Self {
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(content))
+    }
+
+    /// A chunk of the agent's reasoning.
+    pub fn agent_thought_chunk(content: impl Into<ContentBlock>) -> Self {
+        SessionUpdate::AgentThoughtChunk(ContentChunk::new(content))
+    }
+
+    /// A chunk of the user's message (when replaying history).
+    pub fn user_message_chunk(content: impl Into<ContentBlock>) -> Self {
+        SessionUpdate::UserMessageChunk(ContentChunk::new(content))
+    }
+}
+
+impl ToolCall {
+    /// Sets the kind.
+    ///
+    /// ```
+    /// use acp_types::{SessionUpdate, ToolCall, ToolCallStatus, ToolKind};
+    /// let call = ToolCall::new("call_1", "Reading main.rs")
+    ///     .kind(ToolKind::Read)
+    ///     .status(ToolCallStatus::InProgress);
+    /// let update = SessionUpdate::from(call);
+    /// assert_eq!(
+    ///     serde_json::to_string(&update).unwrap(),
+    ///     r#"{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"Reading main.rs","kind":"read","status":"in_progress"}"#
+    /// );
+    /// ```
+    pub fn kind(mut self, kind: ToolKind) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+
+    /// Sets the status.
+    pub fn status(mut self, status: ToolCallStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Adds a piece of content.
+    pub fn content(mut self, content: impl Into<ToolCallContent>) -> Self {
+        self.content
+            .get_or_insert_with(Vec::new)
+            .push(content.into());
+        self
+    }
+
+    /// Adds a file location the call touches.
+    pub fn location(mut self, path: impl Into<String>) -> Self {
+        self.locations
+            .get_or_insert_with(Vec::new)
+            .push(ToolCallLocation::new(path));
+        self
+    }
+
+    /// Sets the raw input.
+    pub fn raw_input(mut self, input: serde_json::Value) -> Self {
+        self.raw_input = Some(input);
+        self
+    }
+}
+
+impl ToolCallUpdate {
+    /// Sets the status.
+    ///
+    /// ```
+    /// use acp_types::{SessionUpdate, ToolCallStatus, ToolCallUpdate};
+    /// let update = SessionUpdate::from(ToolCallUpdate::new("call_1").status(ToolCallStatus::Completed));
+    /// assert_eq!(
+    ///     serde_json::to_string(&update).unwrap(),
+    ///     r#"{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed"}"#
+    /// );
+    /// ```
+    pub fn status(mut self, status: ToolCallStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Adds a piece of content (replacing what the client shows once sent).
+    pub fn content(mut self, content: impl Into<ToolCallContent>) -> Self {
+        self.content
+            .get_or_insert_with(Vec::new)
+            .push(content.into());
+        self
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the raw output.
+    pub fn raw_output(mut self, output: serde_json::Value) -> Self {
+        self.raw_output = Some(output);
+        self
+    }
+}
+
+impl PromptResponse {
+    /// A response ending the turn for `reason`.
+    pub fn stop(reason: StopReason) -> Self {
+        PromptResponse::new(reason)
+    }
+}
+
+impl From<StopReason> for PromptResponse {
+    fn from(reason: StopReason) -> Self {
+        PromptResponse::new(reason)
+    }
+}
+
+impl RequestPermissionOutcome {
+    /// The user picked `option`.
+    pub fn selected(option: impl Into<PermissionOptionId>) -> Self {
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option))
+    }
+}

@@ -19,7 +19,7 @@ pub fn emit(model: &Model, source: &str) -> String {
     )
     .unwrap();
     e.out.push_str(
-        "#![allow(unused_imports, clippy::redundant_closure, clippy::large_enum_variant, clippy::derivable_impls, clippy::doc_lazy_continuation, clippy::doc_overindented_list_items)]\n\n\
+        "#![allow(unused_imports, clippy::redundant_closure, clippy::new_without_default, clippy::too_many_arguments, clippy::large_enum_variant, clippy::derivable_impls, clippy::doc_lazy_continuation, clippy::doc_overindented_list_items)]\n\n\
          use crate::support::{de, Meta, Patch};\n\
          use serde::{Deserialize, Serialize};\n\n",
     );
@@ -123,6 +123,37 @@ impl Emitter<'_> {
             writeln!(self.out, "    /// The variant part of this object.\n    #[serde(flatten)]\n    pub kind: {union},").unwrap();
         }
         writeln!(self.out, "}}").unwrap();
+        self.constructor(name, s);
+    }
+
+    /// `new` takes the required fields (and the variant part); the others start empty.
+    fn constructor(&mut self, name: &str, s: &Struct) {
+        let mut params = Vec::new();
+        let mut inits = Vec::new();
+        for f in &s.fields {
+            let field = ident(&f.rust_name);
+            match f.presence {
+                Presence::Required => {
+                    params.push(format!("{field}: impl Into<{}>", rust_ty(&f.ty)));
+                    inits.push(format!("{field}: {field}.into()"));
+                }
+                Presence::RequiredNullable | Presence::Optional => inits.push(format!("{field}: None")),
+                Presence::Patch => inits.push(format!("{field}: Patch::Unchanged")),
+                Presence::Defaulted => inits.push(format!("{field}: Default::default()")),
+            }
+        }
+        if let Some(union) = &s.flattened {
+            params.push(format!("kind: impl Into<{union}>"));
+            inits.push("kind: kind.into()".to_owned());
+        }
+        writeln!(
+            self.out,
+            "\nimpl {name} {{\n    /// A value with the given required fields; optional fields are absent.\n    \
+             pub fn new({}) -> Self {{\n        Self {{ {} }}\n    }}\n}}",
+            params.join(", "),
+            inits.join(", ")
+        )
+        .unwrap();
     }
 
     fn newtype(&mut self, name: &str, ty: &Ty) {

@@ -4,6 +4,8 @@
 #![allow(
     unused_imports,
     clippy::redundant_closure,
+    clippy::new_without_default,
+    clippy::too_many_arguments,
     clippy::large_enum_variant,
     clippy::derivable_impls,
     clippy::doc_lazy_continuation,
@@ -67,6 +69,22 @@ pub struct WriteTextFileRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl WriteTextFileRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        session_id: impl Into<SessionId>,
+        path: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            path: path.into(),
+            content: content.into(),
+            meta: None,
+        }
+    }
 }
 
 /// A unique identifier for a conversation session between a client and agent.
@@ -145,6 +163,19 @@ pub struct ReadTextFileRequest {
     pub meta: Option<Meta>,
 }
 
+impl ReadTextFileRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, path: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            path: path.into(),
+            line: None,
+            limit: None,
+            meta: None,
+        }
+    }
+}
+
 /// Request for user permission to execute a tool call.
 ///
 /// Sent when the agent needs authorization before performing a sensitive operation.
@@ -172,6 +203,22 @@ pub struct RequestPermissionRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl RequestPermissionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        session_id: impl Into<SessionId>,
+        tool_call: impl Into<ToolCallUpdate>,
+        options: impl Into<Vec<PermissionOption>>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            tool_call: tool_call.into(),
+            options: options.into(),
+            meta: None,
+        }
+    }
 }
 
 /// An update to an existing tool call.
@@ -258,6 +305,24 @@ pub struct ToolCallUpdate {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ToolCallUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(tool_call_id: impl Into<ToolCallId>) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            kind: None,
+            status: None,
+            title: None,
+            name: None,
+            content: None,
+            locations: None,
+            raw_input: None,
+            raw_output: None,
+            meta: None,
+        }
+    }
 }
 
 /// Unique identifier for a tool call within a session.
@@ -640,6 +705,18 @@ pub struct Annotations {
     pub meta: Option<Meta>,
 }
 
+impl Annotations {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            audience: None,
+            last_modified: None,
+            priority: None,
+            meta: None,
+        }
+    }
+}
+
 /// The sender or recipient of messages and data in a conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -713,6 +790,17 @@ pub struct TextContent {
     pub meta: Option<Meta>,
 }
 
+impl TextContent {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            annotations: None,
+            text: text.into(),
+            meta: None,
+        }
+    }
+}
+
 /// An image provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ImageContent {
@@ -749,6 +837,19 @@ pub struct ImageContent {
     pub meta: Option<Meta>,
 }
 
+impl ImageContent {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            annotations: None,
+            data: data.into(),
+            mime_type: mime_type.into(),
+            uri: None,
+            meta: None,
+        }
+    }
+}
+
 /// Audio provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AudioContent {
@@ -776,6 +877,18 @@ pub struct AudioContent {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl AudioContent {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            annotations: None,
+            data: data.into(),
+            mime_type: mime_type.into(),
+            meta: None,
+        }
+    }
 }
 
 /// A resource that the server is capable of reading, included in a prompt or tool call result.
@@ -835,6 +948,22 @@ pub struct ResourceLink {
     pub meta: Option<Meta>,
 }
 
+impl ResourceLink {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(name: impl Into<String>, uri: impl Into<String>) -> Self {
+        Self {
+            annotations: None,
+            description: None,
+            mime_type: None,
+            name: name.into(),
+            size: None,
+            title: None,
+            uri: uri.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Resource content that can be embedded in a message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -884,6 +1013,18 @@ pub struct TextResourceContents {
     pub meta: Option<Meta>,
 }
 
+impl TextResourceContents {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(text: impl Into<String>, uri: impl Into<String>) -> Self {
+        Self {
+            mime_type: None,
+            text: text.into(),
+            uri: uri.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Binary resource contents.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BlobResourceContents {
@@ -913,6 +1054,18 @@ pub struct BlobResourceContents {
     pub meta: Option<Meta>,
 }
 
+impl BlobResourceContents {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(blob: impl Into<String>, uri: impl Into<String>) -> Self {
+        Self {
+            blob: blob.into(),
+            mime_type: None,
+            uri: uri.into(),
+            meta: None,
+        }
+    }
+}
+
 /// The contents of a resource, embedded into a prompt or tool call result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EmbeddedResource {
@@ -939,6 +1092,17 @@ pub struct EmbeddedResource {
     pub meta: Option<Meta>,
 }
 
+impl EmbeddedResource {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(resource: impl Into<EmbeddedResourceResource>) -> Self {
+        Self {
+            annotations: None,
+            resource: resource.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Standard content block (text, images, resources).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Content {
@@ -956,6 +1120,16 @@ pub struct Content {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl Content {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(content: impl Into<ContentBlock>) -> Self {
+        Self {
+            content: content.into(),
+            meta: None,
+        }
+    }
 }
 
 /// A diff representing file modifications.
@@ -990,6 +1164,18 @@ pub struct Diff {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl Diff {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(path: impl Into<String>, new_text: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            old_text: None,
+            new_text: new_text.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Typed identifier used for terminal values on the wire.
@@ -1057,6 +1243,16 @@ pub struct Terminal {
     pub meta: Option<Meta>,
 }
 
+impl Terminal {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(terminal_id: impl Into<TerminalId>) -> Self {
+        Self {
+            terminal_id: terminal_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// A file location being accessed or modified by a tool.
 ///
 /// Enables clients to implement "follow-along" features that track
@@ -1088,6 +1284,17 @@ pub struct ToolCallLocation {
     pub meta: Option<Meta>,
 }
 
+impl ToolCallLocation {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(path: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            line: None,
+            meta: None,
+        }
+    }
+}
+
 /// An option presented to the user when requesting permission.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PermissionOption {
@@ -1110,6 +1317,22 @@ pub struct PermissionOption {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl PermissionOption {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        option_id: impl Into<PermissionOptionId>,
+        name: impl Into<String>,
+        kind: impl Into<PermissionOptionKind>,
+    ) -> Self {
+        Self {
+            option_id: option_id.into(),
+            name: name.into(),
+            kind: kind.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Unique identifier for a permission option.
@@ -1263,6 +1486,21 @@ pub struct CreateTerminalRequest {
     pub meta: Option<Meta>,
 }
 
+impl CreateTerminalRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, command: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            command: command.into(),
+            args: None,
+            env: None,
+            cwd: None,
+            output_byte_limit: None,
+            meta: None,
+        }
+    }
+}
+
 /// An environment variable to set when launching an MCP server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnvVariable {
@@ -1282,6 +1520,17 @@ pub struct EnvVariable {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl EnvVariable {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Request to get the current output and status of a terminal.
@@ -1307,6 +1556,17 @@ pub struct TerminalOutputRequest {
     pub meta: Option<Meta>,
 }
 
+impl TerminalOutputRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, terminal_id: impl Into<TerminalId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Request to release a terminal and free its resources.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseTerminalRequest {
@@ -1328,6 +1588,17 @@ pub struct ReleaseTerminalRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ReleaseTerminalRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, terminal_id: impl Into<TerminalId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Request to wait for a terminal command to exit.
@@ -1353,6 +1624,17 @@ pub struct WaitForTerminalExitRequest {
     pub meta: Option<Meta>,
 }
 
+impl WaitForTerminalExitRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, terminal_id: impl Into<TerminalId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Request to kill a terminal without releasing it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KillTerminalRequest {
@@ -1374,6 +1656,17 @@ pub struct KillTerminalRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl KillTerminalRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, terminal_id: impl Into<TerminalId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: None,
+        }
+    }
 }
 
 /// The variant part of [`CreateElicitationRequest`].
@@ -1458,6 +1751,17 @@ pub struct CreateElicitationRequest {
     pub kind: CreateElicitationRequestKind,
 }
 
+impl CreateElicitationRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(message: impl Into<String>, kind: impl Into<CreateElicitationRequestKind>) -> Self {
+        Self {
+            message: message.into(),
+            meta: None,
+            kind: kind.into(),
+        }
+    }
+}
+
 /// Session-scoped elicitation, optionally tied to a specific tool call.
 ///
 /// When `toolCallId` is set, the elicitation is tied to a specific tool call.
@@ -1481,6 +1785,16 @@ pub struct ElicitationSessionScope {
     pub tool_call_id: Option<ToolCallId>,
 }
 
+impl ElicitationSessionScope {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            tool_call_id: None,
+        }
+    }
+}
+
 /// Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
 /// (e.g., during auth/configuration phases before any session is started).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1488,6 +1802,15 @@ pub struct ElicitationRequestScope {
     /// The request this elicitation is tied to.
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
+}
+
+impl ElicitationRequestScope {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(request_id: impl Into<RequestId>) -> Self {
+        Self {
+            request_id: request_id.into(),
+        }
+    }
 }
 
 /// Type-safe elicitation schema for requesting structured user input.
@@ -1543,6 +1866,20 @@ pub struct ElicitationSchema {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ElicitationSchema {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            r#type: None,
+            title: None,
+            properties: Default::default(),
+            required: None,
+            description: None,
+            meta: None,
+        }
+    }
 }
 
 /// Type discriminator for elicitation schemas.
@@ -1760,6 +2097,18 @@ pub struct EnumOption {
     pub meta: Option<Meta>,
 }
 
+impl EnumOption {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(r#const: impl Into<String>, title: impl Into<String>) -> Self {
+        Self {
+            r#const: r#const.into(),
+            title: title.into(),
+            description: None,
+            meta: None,
+        }
+    }
+}
+
 /// Schema for string properties in an elicitation form.
 ///
 /// When `enum` or `oneOf` is set, this represents a single-select enum
@@ -1839,6 +2188,24 @@ pub struct StringPropertySchema {
     pub meta: Option<Meta>,
 }
 
+impl StringPropertySchema {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            title: None,
+            description: None,
+            min_length: None,
+            max_length: None,
+            pattern: None,
+            format: None,
+            default: None,
+            r#enum: None,
+            one_of: None,
+            meta: None,
+        }
+    }
+}
+
 /// Schema for number (floating-point) properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NumberPropertySchema {
@@ -1893,6 +2260,20 @@ pub struct NumberPropertySchema {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl NumberPropertySchema {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            title: None,
+            description: None,
+            minimum: None,
+            maximum: None,
+            default: None,
+            meta: None,
+        }
+    }
 }
 
 /// Schema for integer properties in an elicitation form.
@@ -1951,6 +2332,20 @@ pub struct IntegerPropertySchema {
     pub meta: Option<Meta>,
 }
 
+impl IntegerPropertySchema {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            title: None,
+            description: None,
+            minimum: None,
+            maximum: None,
+            default: None,
+            meta: None,
+        }
+    }
+}
+
 /// Schema for boolean properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BooleanPropertySchema {
@@ -1995,6 +2390,18 @@ pub struct BooleanPropertySchema {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl BooleanPropertySchema {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            title: None,
+            description: None,
+            default: None,
+            meta: None,
+        }
+    }
 }
 
 /// Items for a multi-select (array) property schema.
@@ -2067,6 +2474,16 @@ pub struct StringMultiSelectItems {
     pub meta: Option<Meta>,
 }
 
+impl StringMultiSelectItems {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(r#enum: impl Into<Vec<String>>) -> Self {
+        Self {
+            r#enum: r#enum.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Items definition for titled multi-select enum properties.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TitledMultiSelectItems {
@@ -2087,6 +2504,16 @@ pub struct TitledMultiSelectItems {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl TitledMultiSelectItems {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(any_of: impl Into<Vec<EnumOption>>) -> Self {
+        Self {
+            any_of: any_of.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Schema for multi-select (array) properties in an elicitation form.
@@ -2147,6 +2574,21 @@ pub struct MultiSelectPropertySchema {
     pub meta: Option<Meta>,
 }
 
+impl MultiSelectPropertySchema {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(items: impl Into<MultiSelectItems>) -> Self {
+        Self {
+            title: None,
+            description: None,
+            min_items: None,
+            max_items: None,
+            items: items.into(),
+            default: None,
+            meta: None,
+        }
+    }
+}
+
 /// The variant part of [`ElicitationFormMode`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -2177,6 +2619,19 @@ pub struct ElicitationFormMode {
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: ElicitationFormModeKind,
+}
+
+impl ElicitationFormMode {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        requested_schema: impl Into<ElicitationSchema>,
+        kind: impl Into<ElicitationFormModeKind>,
+    ) -> Self {
+        Self {
+            requested_schema: requested_schema.into(),
+            kind: kind.into(),
+        }
+    }
 }
 
 /// Unique identifier for an elicitation.
@@ -2254,6 +2709,21 @@ pub struct ElicitationUrlMode {
     pub kind: ElicitationUrlModeKind,
 }
 
+impl ElicitationUrlMode {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        elicitation_id: impl Into<ElicitationId>,
+        url: impl Into<String>,
+        kind: impl Into<ElicitationUrlModeKind>,
+    ) -> Self {
+        Self {
+            elicitation_id: elicitation_id.into(),
+            url: url.into(),
+            kind: kind.into(),
+        }
+    }
+}
+
 /// Allows for sending an arbitrary request that is not part of the ACP spec.
 /// Extension methods provide a way to add custom functionality while maintaining
 /// protocol compatibility.
@@ -2312,6 +2782,19 @@ pub struct InitializeResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl InitializeResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(protocol_version: impl Into<ProtocolVersion>) -> Self {
+        Self {
+            protocol_version: protocol_version.into(),
+            agent_capabilities: Default::default(),
+            auth_methods: Default::default(),
+            agent_info: None,
+            meta: None,
+        }
+    }
 }
 
 /// Protocol version identifier.
@@ -2378,6 +2861,20 @@ pub struct AgentCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl AgentCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            load_session: Default::default(),
+            prompt_capabilities: Default::default(),
+            mcp_capabilities: Default::default(),
+            session_capabilities: Default::default(),
+            auth: Default::default(),
+            meta: None,
+        }
+    }
+}
+
 /// Prompt capabilities supported by the agent in `session/prompt` requests.
 ///
 /// Baseline agent functionality requires support for `text`
@@ -2418,6 +2915,18 @@ pub struct PromptCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl PromptCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            image: Default::default(),
+            audio: Default::default(),
+            embedded_context: Default::default(),
+            meta: None,
+        }
+    }
+}
+
 /// MCP capabilities supported by the agent
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpCapabilities {
@@ -2439,6 +2948,17 @@ pub struct McpCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl McpCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            http: Default::default(),
+            sse: Default::default(),
+            meta: None,
+        }
+    }
 }
 
 /// Session capabilities supported by the agent.
@@ -2522,6 +3042,20 @@ pub struct SessionCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl SessionCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            list: None,
+            delete: None,
+            additional_directories: None,
+            resume: None,
+            close: None,
+            meta: None,
+        }
+    }
+}
+
 /// Capabilities for the `session/list` method.
 ///
 /// Supplying `{}` means the agent supports listing sessions.
@@ -2541,6 +3075,13 @@ pub struct SessionListCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl SessionListCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// Capabilities for the `session/delete` method.
 ///
 /// Supplying `{}` means the agent supports deleting sessions from `session/list`.
@@ -2558,6 +3099,13 @@ pub struct SessionDeleteCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SessionDeleteCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Capabilities for additional session directories support.
@@ -2582,6 +3130,13 @@ pub struct SessionAdditionalDirectoriesCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl SessionAdditionalDirectoriesCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// Capabilities for the `session/resume` method.
 ///
 /// Supplying `{}` means the agent supports resuming sessions.
@@ -2601,6 +3156,13 @@ pub struct SessionResumeCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl SessionResumeCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// Capabilities for the `session/close` method.
 ///
 /// Supplying `{}` means the agent supports closing sessions.
@@ -2618,6 +3180,13 @@ pub struct SessionCloseCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SessionCloseCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Authentication-related capabilities supported by the agent.
@@ -2647,6 +3216,16 @@ pub struct AgentAuthCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl AgentAuthCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            logout: None,
+            meta: None,
+        }
+    }
+}
+
 /// Logout capabilities supported by the agent.
 ///
 /// Supplying `{}` means the agent supports the logout method.
@@ -2664,6 +3243,13 @@ pub struct LogoutCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl LogoutCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Describes an available authentication method.
@@ -2807,6 +3393,20 @@ pub struct AuthMethodTerminal {
     pub meta: Option<Meta>,
 }
 
+impl AuthMethodTerminal {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(id: impl Into<AuthMethodId>, name: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: None,
+            args: None,
+            env: None,
+            meta: None,
+        }
+    }
+}
+
 /// Agent handles authentication itself through `authenticate`.
 ///
 /// This is the default authentication method type.
@@ -2835,6 +3435,18 @@ pub struct AuthMethodAgent {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl AuthMethodAgent {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(id: impl Into<AuthMethodId>, name: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: None,
+            meta: None,
+        }
+    }
 }
 
 /// Metadata about the implementation of the client or agent.
@@ -2872,6 +3484,18 @@ pub struct Implementation {
     pub meta: Option<Meta>,
 }
 
+impl Implementation {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            version: version.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Response to the `authenticate` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AuthenticateResponse {
@@ -2889,6 +3513,13 @@ pub struct AuthenticateResponse {
     pub meta: Option<Meta>,
 }
 
+impl AuthenticateResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// Response to the `logout` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogoutResponse {
@@ -2904,6 +3535,13 @@ pub struct LogoutResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl LogoutResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Response from creating a new session.
@@ -2947,6 +3585,18 @@ pub struct NewSessionResponse {
     pub meta: Option<Meta>,
 }
 
+impl NewSessionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            modes: None,
+            config_options: None,
+            meta: None,
+        }
+    }
+}
+
 /// The set of modes and the one currently active.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionModeState {
@@ -2968,6 +3618,20 @@ pub struct SessionModeState {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SessionModeState {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        current_mode_id: impl Into<SessionModeId>,
+        available_modes: impl Into<Vec<SessionMode>>,
+    ) -> Self {
+        Self {
+            current_mode_id: current_mode_id.into(),
+            available_modes: available_modes.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Unique identifier for a Session Mode.
@@ -3039,6 +3703,18 @@ pub struct SessionMode {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SessionMode {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(id: impl Into<SessionModeId>, name: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: None,
+            meta: None,
+        }
+    }
 }
 
 /// The variant part of [`SessionConfigOption`].
@@ -3121,6 +3797,24 @@ pub struct SessionConfigOption {
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: SessionConfigOptionKind,
+}
+
+impl SessionConfigOption {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        id: impl Into<SessionConfigId>,
+        name: impl Into<String>,
+        kind: impl Into<SessionConfigOptionKind>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: None,
+            category: None,
+            meta: None,
+            kind: kind.into(),
+        }
+    }
 }
 
 /// Unique identifier for a session configuration option.
@@ -3318,6 +4012,18 @@ pub struct SessionConfigSelectOption {
     pub meta: Option<Meta>,
 }
 
+impl SessionConfigSelectOption {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(value: impl Into<SessionConfigValueId>, name: impl Into<String>) -> Self {
+        Self {
+            value: value.into(),
+            name: name.into(),
+            description: None,
+            meta: None,
+        }
+    }
+}
+
 /// A group of possible values for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionConfigSelectGroup {
@@ -3340,6 +4046,22 @@ pub struct SessionConfigSelectGroup {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SessionConfigSelectGroup {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        group: impl Into<SessionConfigGroupId>,
+        name: impl Into<String>,
+        options: impl Into<Vec<SessionConfigSelectOption>>,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            name: name.into(),
+            options: options.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Unique identifier for a session configuration option value group.
@@ -3393,12 +4115,34 @@ pub struct SessionConfigSelect {
     pub options: SessionConfigSelectOptions,
 }
 
+impl SessionConfigSelect {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        current_value: impl Into<SessionConfigValueId>,
+        options: impl Into<SessionConfigSelectOptions>,
+    ) -> Self {
+        Self {
+            current_value: current_value.into(),
+            options: options.into(),
+        }
+    }
+}
+
 /// A boolean on/off toggle session configuration option payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionConfigBoolean {
     /// The current value of the boolean option.
     #[serde(rename = "currentValue")]
     pub current_value: bool,
+}
+
+impl SessionConfigBoolean {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(current_value: impl Into<bool>) -> Self {
+        Self {
+            current_value: current_value.into(),
+        }
+    }
 }
 
 /// Response from loading an existing session.
@@ -3435,6 +4179,17 @@ pub struct LoadSessionResponse {
     pub meta: Option<Meta>,
 }
 
+impl LoadSessionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            modes: None,
+            config_options: None,
+            meta: None,
+        }
+    }
+}
+
 /// Response from listing sessions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ListSessionsResponse {
@@ -3462,6 +4217,17 @@ pub struct ListSessionsResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ListSessionsResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(sessions: impl Into<Vec<SessionInfo>>) -> Self {
+        Self {
+            sessions: sessions.into(),
+            next_cursor: None,
+            meta: None,
+        }
+    }
 }
 
 /// Information about a session returned by session/list
@@ -3513,6 +4279,20 @@ pub struct SessionInfo {
     pub meta: Option<Meta>,
 }
 
+impl SessionInfo {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, cwd: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            additional_directories: None,
+            title: None,
+            updated_at: None,
+            meta: None,
+        }
+    }
+}
+
 /// Response from deleting a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeleteSessionResponse {
@@ -3528,6 +4308,13 @@ pub struct DeleteSessionResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl DeleteSessionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Response from resuming an existing session.
@@ -3564,6 +4351,17 @@ pub struct ResumeSessionResponse {
     pub meta: Option<Meta>,
 }
 
+impl ResumeSessionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            modes: None,
+            config_options: None,
+            meta: None,
+        }
+    }
+}
+
 /// Response from closing a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CloseSessionResponse {
@@ -3581,6 +4379,13 @@ pub struct CloseSessionResponse {
     pub meta: Option<Meta>,
 }
 
+impl CloseSessionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// Response to `session/set_mode` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SetSessionModeResponse {
@@ -3596,6 +4401,13 @@ pub struct SetSessionModeResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SetSessionModeResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Response to `session/set_config_option` method.
@@ -3618,6 +4430,16 @@ pub struct SetSessionConfigOptionResponse {
     pub meta: Option<Meta>,
 }
 
+impl SetSessionConfigOptionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(config_options: impl Into<Vec<SessionConfigOption>>) -> Self {
+        Self {
+            config_options: config_options.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Response from processing a user prompt.
 ///
 /// See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/prompt-turn#4-check-for-completion)
@@ -3638,6 +4460,16 @@ pub struct PromptResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl PromptResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(stop_reason: impl Into<StopReason>) -> Self {
+        Self {
+            stop_reason: stop_reason.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Reasons why an agent stops processing a prompt turn.
@@ -3742,6 +4574,17 @@ pub struct Error {
     pub data: Option<serde_json::Value>,
 }
 
+impl Error {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
 /// Predefined error codes for common JSON-RPC and ACP-specific errors.
 ///
 /// Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
@@ -3840,6 +4683,17 @@ pub struct SessionNotification {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl SessionNotification {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, update: impl Into<SessionUpdate>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            update: update.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Different types of updates that can be sent during session processing.
@@ -4066,6 +4920,17 @@ pub struct ContentChunk {
     pub meta: Option<Meta>,
 }
 
+impl ContentChunk {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(content: impl Into<ContentBlock>) -> Self {
+        Self {
+            content: content.into(),
+            message_id: None,
+            meta: None,
+        }
+    }
+}
+
 /// Represents a tool call that the language model has requested.
 ///
 /// Tool calls are actions that the agent executes on behalf of the language model,
@@ -4149,6 +5014,24 @@ pub struct ToolCall {
     pub meta: Option<Meta>,
 }
 
+impl ToolCall {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(tool_call_id: impl Into<ToolCallId>, title: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            title: title.into(),
+            name: None,
+            kind: None,
+            status: None,
+            content: None,
+            locations: None,
+            raw_input: None,
+            raw_output: None,
+            meta: None,
+        }
+    }
+}
+
 /// A single entry in the execution plan.
 ///
 /// Represents a task or goal that the assistant intends to accomplish
@@ -4175,6 +5058,22 @@ pub struct PlanEntry {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl PlanEntry {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        content: impl Into<String>,
+        priority: impl Into<PlanEntryPriority>,
+        status: impl Into<PlanEntryStatus>,
+    ) -> Self {
+        Self {
+            content: content.into(),
+            priority: priority.into(),
+            status: status.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Priority levels for plan entries.
@@ -4315,6 +5214,16 @@ pub struct Plan {
     pub meta: Option<Meta>,
 }
 
+impl Plan {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(entries: impl Into<Vec<PlanEntry>>) -> Self {
+        Self {
+            entries: entries.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Information about a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AvailableCommand {
@@ -4341,6 +5250,18 @@ pub struct AvailableCommand {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl AvailableCommand {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input: None,
+            meta: None,
+        }
+    }
 }
 
 /// The input specification for a command.
@@ -4375,6 +5296,16 @@ pub struct UnstructuredCommandInput {
     pub meta: Option<Meta>,
 }
 
+impl UnstructuredCommandInput {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(hint: impl Into<String>) -> Self {
+        Self {
+            hint: hint.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Available commands are ready or have changed
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AvailableCommandsUpdate {
@@ -4393,6 +5324,16 @@ pub struct AvailableCommandsUpdate {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl AvailableCommandsUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(available_commands: impl Into<Vec<AvailableCommand>>) -> Self {
+        Self {
+            available_commands: available_commands.into(),
+            meta: None,
+        }
+    }
 }
 
 /// The current mode of the session has changed
@@ -4417,6 +5358,16 @@ pub struct CurrentModeUpdate {
     pub meta: Option<Meta>,
 }
 
+impl CurrentModeUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(current_mode_id: impl Into<SessionModeId>) -> Self {
+        Self {
+            current_mode_id: current_mode_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Session configuration options have been updated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigOptionUpdate {
@@ -4435,6 +5386,16 @@ pub struct ConfigOptionUpdate {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ConfigOptionUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(config_options: impl Into<Vec<SessionConfigOption>>) -> Self {
+        Self {
+            config_options: config_options.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Update to session metadata. All fields are optional to support partial updates.
@@ -4472,6 +5433,17 @@ pub struct SessionInfoUpdate {
     pub meta: Option<Meta>,
 }
 
+impl SessionInfoUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            title: Patch::Unchanged,
+            updated_at: Patch::Unchanged,
+            meta: None,
+        }
+    }
+}
+
 /// Cost information for a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
@@ -4492,6 +5464,17 @@ pub struct Cost {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl Cost {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(amount: impl Into<f64>, currency: impl Into<String>) -> Self {
+        Self {
+            amount: amount.into(),
+            currency: currency.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Context window and cost update for a session.
@@ -4520,6 +5503,18 @@ pub struct UsageUpdate {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl UsageUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(used: impl Into<u64>, size: impl Into<u64>) -> Self {
+        Self {
+            used: used.into(),
+            size: size.into(),
+            cost: None,
+            meta: None,
+        }
+    }
 }
 
 /// Severity hint for a session notice.
@@ -4612,6 +5607,18 @@ pub struct Notice {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl Notice {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(severity: impl Into<NoticeSeverity>, title: impl Into<String>) -> Self {
+        Self {
+            severity: severity.into(),
+            title: title.into(),
+            description: None,
+            meta: None,
+        }
+    }
 }
 
 /// Unique identifier for a context compaction within a session.
@@ -4754,6 +5761,22 @@ pub struct CompactionUpdate {
     pub meta: Option<Meta>,
 }
 
+impl CompactionUpdate {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        compaction_id: impl Into<CompactionId>,
+        status: impl Into<CompactionStatus>,
+    ) -> Self {
+        Self {
+            compaction_id: compaction_id.into(),
+            status: status.into(),
+            summary: None,
+            error: None,
+            meta: None,
+        }
+    }
+}
+
 /// A content block appended to a compaction's summary. A first-seen ID creates
 /// an in-progress compaction. Chunks append in receive order.
 /// Agents MUST only send this update when the Client advertised
@@ -4773,6 +5796,17 @@ pub struct CompactionSummaryChunk {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl CompactionSummaryChunk {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(compaction_id: impl Into<CompactionId>, content: impl Into<ContentBlock>) -> Self {
+        Self {
+            compaction_id: compaction_id.into(),
+            content: content.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Notification sent by the agent when a URL-based elicitation is complete.
@@ -4795,6 +5829,16 @@ pub struct CompleteElicitationNotification {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl CompleteElicitationNotification {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(elicitation_id: impl Into<ElicitationId>) -> Self {
+        Self {
+            elicitation_id: elicitation_id.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -4845,6 +5889,18 @@ pub struct InitializeRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl InitializeRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(protocol_version: impl Into<ProtocolVersion>) -> Self {
+        Self {
+            protocol_version: protocol_version.into(),
+            client_capabilities: Default::default(),
+            client_info: None,
+            meta: None,
+        }
+    }
 }
 
 /// Capabilities supported by the client.
@@ -4902,6 +5958,20 @@ pub struct ClientCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl ClientCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            fs: Default::default(),
+            terminal: Default::default(),
+            session: None,
+            auth: Default::default(),
+            elicitation: None,
+            meta: None,
+        }
+    }
+}
+
 /// File system capabilities that a client may support.
 ///
 /// See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/initialization#filesystem)
@@ -4925,6 +5995,17 @@ pub struct FileSystemCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl FileSystemCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            read_text_file: Default::default(),
+            write_text_file: Default::default(),
+            meta: None,
+        }
+    }
 }
 
 /// Session-related capabilities supported by the client.
@@ -4973,9 +6054,28 @@ pub struct ClientSessionCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl ClientSessionCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            compaction: None,
+            config_options: None,
+            notices: None,
+            meta: None,
+        }
+    }
+}
+
 /// Client support for ID-addressed context compaction updates.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompactionCapabilities {}
+
+impl CompactionCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {}
+    }
+}
 
 /// Session configuration option capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -5006,6 +6106,16 @@ pub struct SessionConfigOptionsCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl SessionConfigOptionsCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            boolean: None,
+            meta: None,
+        }
+    }
+}
+
 /// Capabilities for boolean session configuration options.
 ///
 /// Supplying `{}` means the client supports boolean session configuration options.
@@ -5025,9 +6135,23 @@ pub struct BooleanConfigOptionCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl BooleanConfigOptionCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// Client support for presenting live notices to the user.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NoticeCapabilities {}
+
+impl NoticeCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {}
+    }
+}
 
 /// Authentication capabilities supported by the client.
 ///
@@ -5055,6 +6179,16 @@ pub struct AuthCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl AuthCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            terminal: Default::default(),
+            meta: None,
+        }
+    }
 }
 
 /// Elicitation capabilities supported by the client.
@@ -5096,6 +6230,17 @@ pub struct ElicitationCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl ElicitationCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            form: None,
+            url: None,
+            meta: None,
+        }
+    }
+}
+
 /// Form-based elicitation capabilities.
 ///
 /// Supplying `{}` means the client supports form-based elicitation.
@@ -5117,6 +6262,13 @@ pub struct ElicitationFormCapabilities {
     pub meta: Option<Meta>,
 }
 
+impl ElicitationFormCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
+}
+
 /// URL-based elicitation capabilities.
 ///
 /// Supplying `{}` means the client supports URL-based elicitation.
@@ -5136,6 +6288,13 @@ pub struct ElicitationUrlCapabilities {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ElicitationUrlCapabilities {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Request parameters for the authenticate method.
@@ -5161,6 +6320,16 @@ pub struct AuthenticateRequest {
     pub meta: Option<Meta>,
 }
 
+impl AuthenticateRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(method_id: impl Into<AuthMethodId>) -> Self {
+        Self {
+            method_id: method_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Request parameters for the logout method.
 ///
 /// Terminates the current authenticated session.
@@ -5178,6 +6347,13 @@ pub struct LogoutRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl LogoutRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Request parameters for creating a new session.
@@ -5214,6 +6390,18 @@ pub struct NewSessionRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl NewSessionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(cwd: impl Into<String>, mcp_servers: impl Into<Vec<McpServer>>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            additional_directories: None,
+            mcp_servers: mcp_servers.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -5302,6 +6490,17 @@ pub struct HttpHeader {
     pub meta: Option<Meta>,
 }
 
+impl HttpHeader {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            meta: None,
+        }
+    }
+}
+
 /// HTTP transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct McpServerHttp {
@@ -5326,6 +6525,22 @@ pub struct McpServerHttp {
     pub meta: Option<Meta>,
 }
 
+impl McpServerHttp {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        name: impl Into<String>,
+        url: impl Into<String>,
+        headers: impl Into<Vec<HttpHeader>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            headers: headers.into(),
+            meta: None,
+        }
+    }
+}
+
 /// SSE transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct McpServerSse {
@@ -5348,6 +6563,22 @@ pub struct McpServerSse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl McpServerSse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        name: impl Into<String>,
+        url: impl Into<String>,
+        headers: impl Into<Vec<HttpHeader>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            headers: headers.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Stdio transport configuration for MCP.
@@ -5375,6 +6606,24 @@ pub struct McpServerStdio {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl McpServerStdio {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        name: impl Into<String>,
+        command: impl Into<String>,
+        args: impl Into<Vec<String>>,
+        env: impl Into<Vec<EnvVariable>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            command: command.into(),
+            args: args.into(),
+            env: env.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Request parameters for loading an existing session.
@@ -5419,6 +6668,23 @@ pub struct LoadSessionRequest {
     pub meta: Option<Meta>,
 }
 
+impl LoadSessionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        mcp_servers: impl Into<Vec<McpServer>>,
+        cwd: impl Into<String>,
+        session_id: impl Into<SessionId>,
+    ) -> Self {
+        Self {
+            mcp_servers: mcp_servers.into(),
+            cwd: cwd.into(),
+            additional_directories: None,
+            session_id: session_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Request parameters for listing existing sessions.
 ///
 /// Only available if the Agent supports the `sessionCapabilities.list` capability.
@@ -5444,6 +6710,17 @@ pub struct ListSessionsRequest {
     pub meta: Option<Meta>,
 }
 
+impl ListSessionsRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            cwd: None,
+            cursor: None,
+            meta: None,
+        }
+    }
+}
+
 /// Request parameters for deleting an existing session from `session/list`.
 ///
 /// Only available if the Agent supports the `sessionCapabilities.delete` capability.
@@ -5464,6 +6741,16 @@ pub struct DeleteSessionRequest {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl DeleteSessionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Request parameters for resuming an existing session.
@@ -5514,6 +6801,19 @@ pub struct ResumeSessionRequest {
     pub meta: Option<Meta>,
 }
 
+impl ResumeSessionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, cwd: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            additional_directories: None,
+            mcp_servers: None,
+            meta: None,
+        }
+    }
+}
+
 /// Request parameters for closing an active session.
 ///
 /// If supported, the agent **must** cancel any ongoing work related to the session
@@ -5540,6 +6840,16 @@ pub struct CloseSessionRequest {
     pub meta: Option<Meta>,
 }
 
+impl CloseSessionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Request parameters for setting a session mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SetSessionModeRequest {
@@ -5563,11 +6873,31 @@ pub struct SetSessionModeRequest {
     pub meta: Option<Meta>,
 }
 
+impl SetSessionModeRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, mode_id: impl Into<SessionModeId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            mode_id: mode_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// A boolean value (`type: "boolean"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SetSessionConfigOptionRequestKindBoolean {
     /// The boolean value.
     pub value: bool,
+}
+
+impl SetSessionConfigOptionRequestKindBoolean {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(value: impl Into<bool>) -> Self {
+        Self {
+            value: value.into(),
+        }
+    }
 }
 
 /// A `SessionConfigValueId` string value.
@@ -5579,6 +6909,15 @@ pub struct SetSessionConfigOptionRequestKindBoolean {
 pub struct SetSessionConfigOptionRequestKindValueId {
     /// The value ID.
     pub value: SessionConfigValueId,
+}
+
+impl SetSessionConfigOptionRequestKindValueId {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(value: impl Into<SessionConfigValueId>) -> Self {
+        Self {
+            value: value.into(),
+        }
+    }
 }
 
 /// The variant part of [`SetSessionConfigOptionRequest`].
@@ -5656,6 +6995,22 @@ pub struct SetSessionConfigOptionRequest {
     pub kind: SetSessionConfigOptionRequestKind,
 }
 
+impl SetSessionConfigOptionRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(
+        session_id: impl Into<SessionId>,
+        config_id: impl Into<SessionConfigId>,
+        kind: impl Into<SetSessionConfigOptionRequestKind>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            config_id: config_id.into(),
+            meta: None,
+            kind: kind.into(),
+        }
+    }
+}
+
 /// Request parameters for sending a user prompt to the agent.
 ///
 /// Contains the user's message and any additional context.
@@ -5694,6 +7049,17 @@ pub struct PromptRequest {
     pub meta: Option<Meta>,
 }
 
+impl PromptRequest {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>, prompt: impl Into<Vec<ContentBlock>>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            prompt: prompt.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Response to `fs/write_text_file`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WriteTextFileResponse {
@@ -5709,6 +7075,13 @@ pub struct WriteTextFileResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl WriteTextFileResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Response containing the contents of a text file.
@@ -5730,6 +7103,16 @@ pub struct ReadTextFileResponse {
     pub meta: Option<Meta>,
 }
 
+impl ReadTextFileResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Response to a permission request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestPermissionResponse {
@@ -5747,6 +7130,16 @@ pub struct RequestPermissionResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl RequestPermissionResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(outcome: impl Into<RequestPermissionOutcome>) -> Self {
+        Self {
+            outcome: outcome.into(),
+            meta: None,
+        }
+    }
 }
 
 /// The outcome of a permission request.
@@ -5814,6 +7207,16 @@ pub struct SelectedPermissionOutcome {
     pub meta: Option<Meta>,
 }
 
+impl SelectedPermissionOutcome {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(option_id: impl Into<PermissionOptionId>) -> Self {
+        Self {
+            option_id: option_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Response containing the ID of the created terminal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CreateTerminalResponse {
@@ -5832,6 +7235,16 @@ pub struct CreateTerminalResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl CreateTerminalResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(terminal_id: impl Into<TerminalId>) -> Self {
+        Self {
+            terminal_id: terminal_id.into(),
+            meta: None,
+        }
+    }
 }
 
 /// Response containing the terminal output and exit status.
@@ -5861,6 +7274,18 @@ pub struct TerminalOutputResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl TerminalOutputResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(output: impl Into<String>, truncated: impl Into<bool>) -> Self {
+        Self {
+            output: output.into(),
+            truncated: truncated.into(),
+            exit_status: None,
+            meta: None,
+        }
+    }
 }
 
 /// Exit status of a terminal command.
@@ -5895,6 +7320,17 @@ pub struct TerminalExitStatus {
     pub meta: Option<Meta>,
 }
 
+impl TerminalExitStatus {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            exit_code: None,
+            signal: None,
+            meta: None,
+        }
+    }
+}
+
 /// Response to terminal/release method
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseTerminalResponse {
@@ -5910,6 +7346,13 @@ pub struct ReleaseTerminalResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl ReleaseTerminalResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// Response containing the exit status of a terminal command.
@@ -5944,6 +7387,17 @@ pub struct WaitForTerminalExitResponse {
     pub meta: Option<Meta>,
 }
 
+impl WaitForTerminalExitResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self {
+            exit_code: None,
+            signal: None,
+            meta: None,
+        }
+    }
+}
+
 /// Response to `terminal/kill` method
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KillTerminalResponse {
@@ -5959,6 +7413,13 @@ pub struct KillTerminalResponse {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl KillTerminalResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { meta: None }
+    }
 }
 
 /// The variant part of [`CreateElicitationResponse`].
@@ -6036,6 +7497,16 @@ pub struct CreateElicitationResponse {
     pub kind: CreateElicitationResponseKind,
 }
 
+impl CreateElicitationResponse {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(kind: impl Into<CreateElicitationResponseKind>) -> Self {
+        Self {
+            meta: None,
+            kind: kind.into(),
+        }
+    }
+}
+
 /// Allowed wire representations for `ElicitationContentValue`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -6085,6 +7556,13 @@ pub struct ElicitationAcceptAction {
     pub content: Option<std::collections::BTreeMap<String, ElicitationContentValue>>,
 }
 
+impl ElicitationAcceptAction {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new() -> Self {
+        Self { content: None }
+    }
+}
+
 /// Notification to cancel ongoing operations for a session.
 ///
 /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
@@ -6107,6 +7585,16 @@ pub struct CancelNotification {
     pub meta: Option<Meta>,
 }
 
+impl CancelNotification {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(session_id: impl Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: None,
+        }
+    }
+}
+
 /// Notification to cancel an ongoing request.
 ///
 /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/cancellation)
@@ -6127,6 +7615,16 @@ pub struct CancelRequestNotification {
         deserialize_with = "de::lenient"
     )]
     pub meta: Option<Meta>,
+}
+
+impl CancelRequestNotification {
+    /// A value with the given required fields; optional fields are absent.
+    pub fn new(request_id: impl Into<RequestId>) -> Self {
+        Self {
+            request_id: request_id.into(),
+            meta: None,
+        }
+    }
 }
 
 // Methods: what each side may call, with params and response types.
