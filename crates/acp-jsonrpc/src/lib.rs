@@ -1,1 +1,161 @@
-//! placeholder
+//! JSON-RPC 2.0 over newline-delimited streams, as the Agent Client
+//! Protocol uses it: one UTF-8 JSON object per `\n`-terminated line, with
+//! both sides sending requests and notifications.
+//!
+//! This crate knows nothing about ACP's messages and depends on no async
+//! runtime. It is built to never lose, reorder or stall a message:
+//!
+//! - **Nothing is lost.** The [`LineReader`] keeps a partly read line in
+//!   itself, not in a future, so racing a read against anything else never
+//!   drops bytes. Malformed input is answered as JSON-RPC prescribes and
+//!   reported to an [`Observer`], never fatal.
+//! - **Nothing is reordered.** Notifications are handled one at a time in
+//!   arrival order, and each finishes before any later message is read —
+//!   so an update sent before a response is processed before the request
+//!   awaiting that response returns. Everything we send goes through one
+//!   queue, in order.
+//! - **Nothing stalls or grows without bound.** Incoming requests run
+//!   concurrently; queues are bounded, so a slow peer slows the sender
+//!   down instead of filling memory; writes are batched and flushed when
+//!   the queue runs empty.
+//!
+//! # Using it
+//!
+//! [`Connection::new`] takes a reader, a writer and a [`Handler`], and
+//! returns a [`ConnectionHandle`] to send with plus the *driver*: one future
+//! that reads, writes and runs every handler inside itself. Poll it on the
+//! executor of your choice — nothing is spawned and no thread is started.
+//!
+//! ```
+//! use acp_jsonrpc::{
+//!     Connection, ConnectionOptions, Handler, IncomingRequest, Responder, memory,
+//! };
+//!
+//! struct Calculator;
+//!
+//! impl Handler for Calculator {
+//!     async fn request(&self, request: IncomingRequest, responder: Responder) {
+//!         match request.method() {
+//!             "add" => responder.respond(request.params::<[i64; 2]>().map(|[a, b]| a + b)),
+//!             _ => responder.respond_error(request.method_not_found()),
+//!         }
+//!     }
+//! }
+//!
+//! // Two peers joined by an in-memory pipe; over stdio, pass the process's
+//! // stdin (buffered) and stdout instead.
+//! let (client_end, agent_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+//! let (client, client_driver) =
+//!     Connection::new(client_end.reader, client_end.writer, (), ConnectionOptions::default());
+//! let (_agent, agent_driver) = Connection::new(
+//!     agent_end.reader,
+//!     agent_end.writer,
+//!     Calculator,
+//!     ConnectionOptions::default(),
+//! );
+//!
+//! smol::block_on(async {
+//!     let drivers = smol::future::zip(client_driver, agent_driver);
+//!     let calls = async {
+//!         let sum: i64 = client.request("add", &[2, 3]).await?;
+//!         assert_eq!(sum, 5);
+//!         client.close(); // the agent sees end of input and stops too
+//!         Ok::<_, acp_jsonrpc::RequestError>(())
+//!     };
+//!     let ((client_result, agent_result), calls_result) = smol::future::zip(drivers, calls).await;
+//!     client_result.unwrap();
+//!     agent_result.unwrap();
+//!     calls_result.unwrap();
+//! });
+//! ```
+//!
+//! # Handlers
+//!
+//! A [`Handler`] answers requests through a [`Responder`] (exactly one
+//! response per request, even when the handler panics or forgets) and
+//! handles notifications in order. A handler whose futures are not `Send`
+//! implements [`LocalHandler`] and is run with [`Connection::new_local`].
+//! The handler reaches the peer through
+//! [`IncomingRequest::connection`].
+//!
+//! What the connection answers by itself:
+//!
+//! | situation | answer |
+//! |---|---|
+//! | line is not valid JSON (but starts with `{`), or not UTF-8 | `-32700`, id `null` |
+//! | a batch (array), a non-object, a malformed request | `-32600`, with the request's id when it could be read |
+//! | a request whose id is already in flight | `-32600` |
+//! | a handler panicked or dropped its responder | `-32603` |
+//! | a handler was cancelled by `$/cancel_request` | `-32800` |
+//! | a line that is not JSON at all (a stray log line) | nothing; reported |
+//! | a line longer than the maximum | nothing (no id could be read); skipped and reported |
+//! | any notification, even unknown or malformed | nothing, ever |
+//!
+//! Handlers produce `-32601` ([`IncomingRequest::method_not_found`]) and
+//! `-32602` ([`IncomingRequest::params`] returns it ready-made).
+//!
+//! # Requests, timeouts and cancellation
+//!
+//! [`ConnectionHandle::request`] returns a [`RequestFuture`] that decodes
+//! the result into the caller's type. Dropping it after the request went
+//! out sends `$/cancel_request` to the peer; so a timeout is just a race
+//! against any timer, which [`RequestFuture::with_timeout`] packages.
+//! Incoming `$/cancel_request` drops the matching handler, which answers
+//! `-32800`.
+//!
+//! # Shutdown
+//!
+//! | event | effect |
+//! |---|---|
+//! | [`ConnectionHandle::close`] | sending fails from then on, pending requests fail with [`RequestError::ConnectionClosed`], running handlers are dropped, what was already queued is written and flushed, the writer is closed, and the driver returns `Ok(())` |
+//! | the peer closes its side (end of input) | pending requests fail with `ConnectionClosed` at once (no answer can come), new requests fail too; running request handlers finish and their responses and queued messages are written; then as for `close` |
+//! | the driver future is dropped | everything stops at once: nothing more is written, pending requests fail with `ConnectionClosed`, handlers are dropped |
+//! | every [`ConnectionHandle`] is dropped | nothing: the connection keeps serving the peer |
+//! | an I/O error | the driver returns it; otherwise as for dropping |
+//!
+//! # Executors
+//!
+//! The driver is an ordinary future: `smol::spawn(driver)`,
+//! `futures_lite::future::block_on(driver)`, or any other executor. With
+//! tokio, whose I/O types implement tokio's own `AsyncRead`/`AsyncWrite`,
+//! convert them with the `tokio-util` crate's `compat` feature:
+//!
+//! ```text
+//! use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+//!
+//! let reader = futures_lite::io::BufReader::new(tokio::io::stdin().compat());
+//! let writer = tokio::io::stdout().compat_write();
+//! let (handle, driver) = Connection::new(reader, writer, handler, ConnectionOptions::default());
+//! tokio::spawn(driver);
+//! ```
+//!
+//! # Observing
+//!
+//! [`ConnectionOptions::with_observer`] installs an [`Observer`] that sees
+//! every line in and out and every [`Problem`]; without one, the hooks cost
+//! a branch per message.
+
+mod connection;
+mod error;
+#[doc(hidden)]
+pub mod fuzzing;
+mod handler;
+mod id;
+mod line_reader;
+pub mod memory;
+mod message;
+mod observer;
+mod oneshot;
+mod shared;
+mod task_set;
+
+pub use connection::{
+    Connection, ConnectionHandle, ConnectionOptions, NotifyFuture, RequestFuture,
+};
+pub use error::{ConnectionError, ErrorCode, RequestError, ResponseError};
+pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
+pub use id::RequestId;
+pub use line_reader::{DEFAULT_MAX_LINE_LENGTH, LineEvent, LineReader, write_message};
+pub use message::{DecodeError, DecodeErrorKind, Message, Notification, Request, Response};
+pub use observer::{Observer, Problem};
+pub use shared::CANCEL_REQUEST_METHOD;

@@ -1,0 +1,190 @@
+//! The body of the `line_reader` fuzz target, kept here so that a unit test
+//! runs the very same checks on every CI run.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_io::{AsyncBufRead, AsyncRead};
+
+use crate::{LineEvent, LineReader, Message};
+
+/// Feeds `data` through a [`LineReader`] and [`Message::from_slice`] and
+/// checks what comes out. Panics on any violation (that is the point).
+///
+/// The first byte picks the chunk size the input arrives in (1 to 64
+/// bytes) and whether reads sometimes return `Pending` first; the rest is
+/// the input. Checks:
+///
+/// - the reader yields exactly the lines a naive splitter finds;
+/// - every decoded message encodes and decodes back to itself;
+/// - every error reply is itself a valid, decodable response.
+#[doc(hidden)]
+pub fn line_reader(data: &[u8]) {
+    let Some((&control, input)) = data.split_first() else {
+        return;
+    };
+    const MAX_LINE_LENGTH: usize = 200;
+    let chunk_size = usize::from(control & 0x3f) + 1;
+    let stalls = control & 0x40 != 0;
+
+    let expected = naive_lines(input, MAX_LINE_LENGTH);
+    let reader = ChunkedReader {
+        input,
+        position: 0,
+        chunk_size,
+        stalls,
+        stalled: false,
+    };
+    let mut lines = LineReader::with_max_line_length(reader, MAX_LINE_LENGTH);
+    let mut seen = Vec::new();
+    futures_lite::future::block_on(async {
+        while let Some(event) = lines
+            .read_line()
+            .await
+            .expect("in-memory reads cannot fail")
+        {
+            match event {
+                LineEvent::TooLong { length } => {
+                    assert!(length > MAX_LINE_LENGTH);
+                    seen.push(Expected::TooLong(length));
+                }
+                LineEvent::Line(line) => {
+                    check_line(line);
+                    seen.push(Expected::Line(line.to_vec()));
+                }
+            }
+        }
+    });
+    assert_eq!(seen, expected);
+}
+
+fn check_line(line: &[u8]) {
+    match Message::from_slice(line) {
+        Ok(message) => {
+            let mut encoded = Vec::new();
+            message.encode(&mut encoded);
+            assert_eq!(encoded.last(), Some(&b'\n'));
+            let again = Message::from_slice(&encoded[..encoded.len() - 1])
+                .expect("an encoded message decodes");
+            assert_eq!(again, message);
+        }
+        Err(error) => {
+            if let Some(reply) = error.reply() {
+                assert!(reply.result.is_err());
+                let mut encoded = Vec::new();
+                Message::Response(reply.clone()).encode(&mut encoded);
+                let again = Message::from_slice(&encoded[..encoded.len() - 1])
+                    .expect("an error reply decodes");
+                assert_eq!(again, Message::Response(reply.clone()));
+            }
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Expected {
+    Line(Vec<u8>),
+    TooLong(usize),
+}
+
+/// The reader's contract, written as plainly as possible.
+fn naive_lines(input: &[u8], max: usize) -> Vec<Expected> {
+    let mut out = Vec::new();
+    let mut segments: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+    if segments.last().is_some_and(|last| last.is_empty()) {
+        segments.pop();
+    }
+    for segment in segments {
+        if segment.len() > max {
+            out.push(Expected::TooLong(segment.len()));
+            continue;
+        }
+        let line = segment.strip_suffix(b"\r").unwrap_or(segment);
+        if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+            continue;
+        }
+        out.push(Expected::Line(line.to_vec()));
+    }
+    out
+}
+
+/// Hands out the input a few bytes at a time, optionally saying `Pending`
+/// before each chunk.
+struct ChunkedReader<'a> {
+    input: &'a [u8],
+    position: usize,
+    chunk_size: usize,
+    stalls: bool,
+    stalled: bool,
+}
+
+impl AsyncRead for ChunkedReader<'_> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let available = match self.as_mut().poll_fill_buf(cx) {
+            Poll::Ready(Ok(available)) => available,
+            other => return other.map(|r| r.map(|_| 0)),
+        };
+        let count = available.len().min(buf.len());
+        buf[..count].copy_from_slice(&available[..count]);
+        self.consume(count);
+        Poll::Ready(Ok(count))
+    }
+}
+
+impl AsyncBufRead for ChunkedReader<'_> {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.stalls && !this.stalled {
+            this.stalled = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let end = (this.position + this.chunk_size).min(this.input.len());
+        Poll::Ready(Ok(&this.input[this.position..end]))
+    }
+
+    fn consume(self: Pin<&mut Self>, amount: usize) {
+        let this = self.get_mut();
+        this.position += amount;
+        this.stalled = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn nasty_inputs() {
+        let inputs: &[&[u8]] = &[
+            b"",
+            b"\x00",
+            b"\x00\n\n\r\n \t\r\n",
+            b"\x41{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}",
+            b"\x05{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"m\",\"params\":[1,{}]}\n",
+            b"\x02{\"jsonrpc\":\"2.0\",\"id\":-0,\"error\":{\"code\":1,\"message\":\"\\u0000\",\"data\":null}}\n",
+            b"\x07\xff\xfe{\n{\"a\":\"\xff\"}\n[1,2]\n[INFO] hello\n42\n\"x\"\n",
+            b"\x3f{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"method\":\"n\"}\n{\"jsonrpc\":\"1.0\",\"id\":{},\"method\":1}\n",
+            b"\x00{\"jsonrpc\":\"2.0\",\"id\":1.5e300,\"result\":{\"deep\":[[[[[[[]]]]]]]}}\n",
+            b"\x40\r\r\r\n\r",
+            b"\x01{",
+        ];
+        for input in inputs {
+            super::line_reader(input);
+        }
+        let mut long = vec![0x03];
+        long.extend(std::iter::repeat_n(b'x', 1000));
+        long.extend_from_slice(b"\r\n{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n");
+        long.extend(std::iter::repeat_n(b'y', 201));
+        super::line_reader(&long);
+        let mut exact = vec![0x10];
+        exact.extend(std::iter::repeat_n(b'z', 200));
+        exact.push(b'\n');
+        exact.extend(std::iter::repeat_n(b'z', 199));
+        exact.extend_from_slice(b"\r\n");
+        super::line_reader(&exact);
+    }
+}

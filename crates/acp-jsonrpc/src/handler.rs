@@ -1,0 +1,342 @@
+//! What the application implements to answer the peer.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::message::{decode_params, encode_error, encode_result, encode_typed_result};
+use crate::shared::{RequestState, Shared};
+use crate::{ConnectionHandle, Notification, Problem, Request, RequestId, ResponseError};
+
+/// Answers the peer's requests and notifications. For handlers whose
+/// futures are `Send`; see [`LocalHandler`] for the others.
+///
+/// # Requests
+///
+/// [`request`](Self::request) is called in arrival order, and the returned
+/// futures run concurrently inside the connection's driver (at most
+/// [`ConnectionOptions::with_max_in_flight_requests`](crate::ConnectionOptions::with_max_in_flight_requests)
+/// at a time). The [`Responder`] sends the one response; if it is dropped
+/// unanswered — the handler returned early, panicked, or was cancelled —
+/// the connection answers for it (`-32603`, or `-32800` after a
+/// `$/cancel_request`).
+///
+/// **Cancellation** is dropping: when the peer cancels a request with
+/// `$/cancel_request`, the handler's future is dropped at its current
+/// `.await`. Code that must run to completion belongs in a task of its own,
+/// which can watch [`Responder::is_cancelled`].
+///
+/// # Notifications
+///
+/// [`notification`](Self::notification) is called in arrival order, and
+/// each returned future finishes before the next message from the peer is
+/// even read. So a notification is fully handled before any later
+/// notification, and before a later response reaches the request that
+/// waits for it.
+///
+/// The flip side: a notification handler **must not wait for the peer**
+/// (for example by awaiting a request to it): the peer's answer cannot be
+/// read until the handler returns, so the connection would stall. Spawn
+/// such work, or queue it, instead. Sending notifications (awaiting
+/// [`ConnectionHandle::notify`]) is fine.
+///
+/// # Example
+///
+/// ```
+/// use acp_jsonrpc::{Handler, IncomingRequest, Responder};
+///
+/// struct Calculator;
+///
+/// impl Handler for Calculator {
+///     async fn request(&self, request: IncomingRequest, responder: Responder) {
+///         match request.method() {
+///             "add" => responder.respond(request.params::<(i64, i64)>().map(|(a, b)| a + b)),
+///             _ => responder.respond_error(request.method_not_found()),
+///         }
+///     }
+/// }
+/// ```
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one request. The default answers `-32601 Method not found`.
+    fn request(
+        &self,
+        request: IncomingRequest,
+        responder: Responder,
+    ) -> impl Future<Output = ()> + Send {
+        async move { responder.respond_error(request.method_not_found()) }
+    }
+
+    /// Handles one notification. The default reports it as unhandled to
+    /// the observer.
+    fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
+        async move { notification.report_unhandled("no handler for notifications") }
+    }
+}
+
+/// [`Handler`] for single-threaded code: the same contract, but neither
+/// the handler nor its futures need to be `Send` (an `Rc`, a `RefCell`, a
+/// `!Send` client library…). Use it with
+/// [`Connection::new_local`](crate::Connection::new_local) and drive the
+/// connection on a local executor or with a plain `block_on`.
+///
+/// Every [`Handler`] is also a `LocalHandler`.
+pub trait LocalHandler: 'static {
+    /// Handles one request; see [`Handler::request`].
+    fn request(&self, request: IncomingRequest, responder: Responder) -> impl Future<Output = ()> {
+        async move { responder.respond_error(request.method_not_found()) }
+    }
+
+    /// Handles one notification; see [`Handler::notification`].
+    fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> {
+        async move { notification.report_unhandled("no handler for notifications") }
+    }
+}
+
+impl<H: Handler> LocalHandler for H {
+    fn request(&self, request: IncomingRequest, responder: Responder) -> impl Future<Output = ()> {
+        Handler::request(self, request, responder)
+    }
+
+    fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> {
+        Handler::notification(self, notification)
+    }
+}
+
+/// The unit handler answers every request with `-32601` and reports every
+/// notification as unhandled: for a side that only makes calls.
+impl Handler for () {}
+
+/// A request from the peer.
+pub struct IncomingRequest {
+    pub(crate) request: Request,
+    pub(crate) connection: ConnectionHandle,
+}
+
+impl IncomingRequest {
+    /// The request's id.
+    pub fn id(&self) -> &RequestId {
+        &self.request.id
+    }
+
+    /// The method called.
+    pub fn method(&self) -> &str {
+        &self.request.method
+    }
+
+    /// The params as raw JSON; `None` when absent.
+    pub fn raw_params(&self) -> Option<&RawValue> {
+        self.request.params.as_deref()
+    }
+
+    /// Decodes the params (absent params decode as `null`).
+    ///
+    /// The error is the ready-made answer: `-32602 Invalid params` with the
+    /// decode error's text as data.
+    pub fn params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ResponseError> {
+        decode_params(self.raw_params()).map_err(ResponseError::invalid_params)
+    }
+
+    /// `-32601 Method not found` for this request's method.
+    pub fn method_not_found(&self) -> ResponseError {
+        ResponseError::method_not_found(self.method())
+    }
+
+    /// The connection the request came from, to call the peer back.
+    pub fn connection(&self) -> &ConnectionHandle {
+        &self.connection
+    }
+
+    /// The request as a plain message.
+    pub fn into_request(self) -> Request {
+        self.request
+    }
+}
+
+impl fmt::Debug for IncomingRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IncomingRequest")
+            .field("id", &self.request.id)
+            .field("method", &self.request.method)
+            .field("params", &self.request.params)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A notification from the peer.
+pub struct IncomingNotification {
+    pub(crate) notification: Notification,
+    pub(crate) connection: ConnectionHandle,
+}
+
+impl IncomingNotification {
+    /// The method called.
+    pub fn method(&self) -> &str {
+        &self.notification.method
+    }
+
+    /// The params as raw JSON; `None` when absent.
+    pub fn raw_params(&self) -> Option<&RawValue> {
+        self.notification.params.as_deref()
+    }
+
+    /// Decodes the params (absent params decode as `null`).
+    pub fn params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        decode_params(self.raw_params())
+    }
+
+    /// Tells the connection's observer this notification was not handled
+    /// (unknown method, params that did not decode). The peer is never
+    /// told: notifications are not answered.
+    pub fn report_unhandled(&self, reason: impl fmt::Display) {
+        self.connection.report(Problem::UnhandledNotification {
+            method: self.notification.method.clone(),
+            reason: reason.to_string(),
+        });
+    }
+
+    /// The connection the notification came from.
+    pub fn connection(&self) -> &ConnectionHandle {
+        &self.connection
+    }
+
+    /// The notification as a plain message.
+    pub fn into_notification(self) -> Notification {
+        self.notification
+    }
+}
+
+impl fmt::Debug for IncomingNotification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IncomingNotification")
+            .field("method", &self.notification.method)
+            .field("params", &self.notification.params)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sends the one response to an incoming request.
+///
+/// Consumed by [`respond`](Self::respond) and its variants. Dropped
+/// without answering, it answers by itself:
+///
+/// - `-32800 Request cancelled` when the peer cancelled the request with
+///   `$/cancel_request`;
+/// - `-32603 Internal error` otherwise (the handler returned without
+///   answering, or panicked).
+///
+/// A responder is `Send` and `'static`: it can be moved to another task or
+/// thread and answer from there. It does not keep the connection open.
+pub struct Responder {
+    id: RequestId,
+    shared: Arc<Shared>,
+    state: Arc<RequestState>,
+    answered: bool,
+}
+
+impl Responder {
+    pub(crate) fn new(id: RequestId, shared: Arc<Shared>, state: Arc<RequestState>) -> Self {
+        Responder {
+            id,
+            shared,
+            state,
+            answered: false,
+        }
+    }
+
+    /// The id of the request this answers.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Whether the peer cancelled the request. A handler running inside
+    /// the connection is simply dropped on cancellation; this is for work
+    /// that moved the responder elsewhere.
+    pub fn is_cancelled(&self) -> bool {
+        self.state.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Answers with `result` serialized as JSON, or with the error.
+    ///
+    /// A result that fails to serialize is answered with `-32603` and the
+    /// serialization error as data.
+    pub fn respond<T: Serialize>(mut self, result: Result<T, ResponseError>) {
+        let mut bytes = self.shared.take_buffer();
+        match result {
+            Ok(value) => {
+                if let Err(error) = encode_typed_result(&mut bytes, &self.id, &value) {
+                    let error = ResponseError::internal_error(format_args!(
+                        "could not serialize the result: {error}"
+                    ));
+                    encode_error(&mut bytes, &self.id, &error);
+                }
+            }
+            Err(error) => encode_error(&mut bytes, &self.id, &error),
+        }
+        self.send(bytes);
+    }
+
+    /// Answers with a result.
+    pub fn respond_ok<T: Serialize + ?Sized>(mut self, result: &T) {
+        let mut bytes = self.shared.take_buffer();
+        if let Err(error) = encode_typed_result(&mut bytes, &self.id, result) {
+            let error = ResponseError::internal_error(format_args!(
+                "could not serialize the result: {error}"
+            ));
+            encode_error(&mut bytes, &self.id, &error);
+        }
+        self.send(bytes);
+    }
+
+    /// Answers with an error.
+    pub fn respond_error(mut self, error: ResponseError) {
+        let mut bytes = self.shared.take_buffer();
+        encode_error(&mut bytes, &self.id, &error);
+        self.send(bytes);
+    }
+
+    /// Answers with a result that is already JSON, or with the error.
+    pub fn respond_raw(mut self, result: Result<&RawValue, ResponseError>) {
+        let mut bytes = self.shared.take_buffer();
+        match result {
+            Ok(raw) => encode_result(&mut bytes, &self.id, raw.get().as_bytes()),
+            Err(error) => encode_error(&mut bytes, &self.id, &error),
+        }
+        self.send(bytes);
+    }
+
+    fn send(&mut self, bytes: Vec<u8>) {
+        self.answered = true;
+        self.shared.send_response(&self.id, &self.state, bytes);
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let error = if self.is_cancelled() {
+            ResponseError::request_cancelled()
+        } else if std::thread::panicking() || self.state.panicked.load(Ordering::Acquire) {
+            ResponseError::internal_error("the request handler panicked")
+        } else {
+            ResponseError::internal_error("the request handler finished without responding")
+        };
+        let mut bytes = self.shared.take_buffer();
+        encode_error(&mut bytes, &self.id, &error);
+        self.send(bytes);
+    }
+}
+
+impl fmt::Debug for Responder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Responder")
+            .field("id", &self.id)
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,258 @@
+//! Reading newline-delimited messages without ever losing part of one.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures_io::{AsyncBufRead, AsyncWrite};
+use futures_lite::AsyncWriteExt;
+
+use crate::{Message, Problem};
+
+/// The default maximum line length: 64 MiB.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 64 * 1024 * 1024;
+
+/// Splits an [`AsyncBufRead`] into lines, keeping every partly read line in
+/// the reader itself.
+///
+/// That is what makes it safe to race a read against anything else: the
+/// future returned by [`read_line`](Self::read_line) holds no data, so when
+/// it is dropped (because a `select!`, [`futures_lite::future::or`] or a
+/// timeout picked another branch) the bytes already read stay here and the
+/// next call continues the same line.
+///
+/// - `\n` ends a line; a `\r` just before it is removed.
+/// - Blank lines (nothing but spaces, tabs and `\r`) are skipped.
+/// - A line longer than the maximum (not counting its `\n`) is not kept in
+///   memory: it is skipped up to its newline and reported as
+///   [`LineEvent::TooLong`], and reading continues with the next line.
+/// - Bytes after the last newline at end of input form a last line.
+///
+/// ```
+/// use acp_jsonrpc::{LineEvent, LineReader};
+/// use futures_lite::future::block_on;
+///
+/// let input: &[u8] = b"first\r\n\n  \nsecond";
+/// let mut lines = LineReader::new(input);
+/// block_on(async {
+///     assert!(matches!(lines.read_line().await?, Some(LineEvent::Line(b"first"))));
+///     assert!(matches!(lines.read_line().await?, Some(LineEvent::Line(b"second"))));
+///     assert!(lines.read_line().await?.is_none());
+///     std::io::Result::Ok(())
+/// })
+/// .unwrap();
+/// ```
+#[derive(Debug)]
+pub struct LineReader<R> {
+    reader: R,
+    line: Vec<u8>,
+    max_line_length: usize,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Accumulating a line in `line`.
+    Reading,
+    /// `line` holds the line last handed out; clear it before reading on.
+    Delivered,
+    /// Discarding an over-long line; `length` bytes of it so far.
+    Skipping { length: usize },
+}
+
+/// What [`LineReader::read_line`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEvent<'a> {
+    /// A non-blank line, without its `\n` or `\r\n`.
+    Line(&'a [u8]),
+    /// A line longer than the maximum was skipped.
+    TooLong {
+        /// Its length in bytes, not counting the `\n`.
+        length: usize,
+    },
+}
+
+/// What was found, without borrowing the line (the public functions borrow
+/// it afterwards).
+enum Found {
+    Line,
+    TooLong(usize),
+    End,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// A reader with the default maximum line length (64 MiB).
+    pub fn new(reader: R) -> Self {
+        Self::with_max_line_length(reader, DEFAULT_MAX_LINE_LENGTH)
+    }
+
+    /// A reader that skips lines longer than `max_line_length` bytes.
+    pub fn with_max_line_length(reader: R, max_line_length: usize) -> Self {
+        LineReader {
+            reader,
+            line: Vec::new(),
+            max_line_length,
+            state: State::Reading,
+        }
+    }
+
+    /// The maximum line length.
+    pub fn max_line_length(&self) -> usize {
+        self.max_line_length
+    }
+
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        &self.reader
+    }
+
+    /// The underlying reader, and whatever part of a line has been read from
+    /// it but not returned yet.
+    pub fn into_parts(self) -> (R, Vec<u8>) {
+        let mut line = self.line;
+        if self.state == State::Delivered {
+            line.clear();
+        }
+        (self.reader, line)
+    }
+
+    /// Reads the next line; `None` at end of input.
+    ///
+    /// Cancel-safe: dropping the returned future loses nothing.
+    pub async fn read_line(&mut self) -> io::Result<Option<LineEvent<'_>>> {
+        let found = futures_lite::future::poll_fn(|cx| self.poll_find(cx)).await?;
+        Ok(self.event(found))
+    }
+
+    /// Polls for the next line; `None` at end of input. A `Pending` result
+    /// keeps every byte read so far.
+    pub fn poll_read_line(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<Option<LineEvent<'_>>>> {
+        let found = ready!(self.poll_find(cx))?;
+        Poll::Ready(Ok(self.event(found)))
+    }
+
+    /// Reads the next line and decodes it: `Ok(Some(Ok(message)))`, or
+    /// `Ok(Some(Err(problem)))` for a line that is too long or not a valid
+    /// message (the problem says what to answer, if anything), or `Ok(None)`
+    /// at end of input.
+    ///
+    /// Cancel-safe, like [`read_line`](Self::read_line).
+    pub async fn read_message(&mut self) -> io::Result<Option<Result<Message, Problem>>> {
+        Ok(match self.read_line().await? {
+            None => None,
+            Some(LineEvent::TooLong { length }) => Some(Err(Problem::LineTooLong { length })),
+            Some(LineEvent::Line(line)) => {
+                Some(Message::from_slice(line).map_err(Problem::Malformed))
+            }
+        })
+    }
+
+    fn event(&self, found: Found) -> Option<LineEvent<'_>> {
+        match found {
+            Found::Line => Some(LineEvent::Line(&self.line)),
+            Found::TooLong(length) => Some(LineEvent::TooLong { length }),
+            Found::End => None,
+        }
+    }
+
+    fn poll_find(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Found>> {
+        if self.state == State::Delivered {
+            self.line.clear();
+            self.state = State::Reading;
+        }
+        loop {
+            let available = ready!(Pin::new(&mut self.reader).poll_fill_buf(cx))?;
+            if available.is_empty() {
+                return Poll::Ready(Ok(self.finish_at_end()));
+            }
+            match memchr::memchr(b'\n', available) {
+                Some(newline) => {
+                    let found = match self.state {
+                        State::Skipping { length } => Some(Found::TooLong(length + newline)),
+                        _ if self.line.len() + newline > self.max_line_length => {
+                            Some(Found::TooLong(self.line.len() + newline))
+                        }
+                        _ => {
+                            self.line.extend_from_slice(&available[..newline]);
+                            None
+                        }
+                    };
+                    Pin::new(&mut self.reader).consume(newline + 1);
+                    match found {
+                        Some(too_long) => {
+                            self.line.clear();
+                            self.state = State::Reading;
+                            return Poll::Ready(Ok(too_long));
+                        }
+                        None => {
+                            if self.take_line() {
+                                return Poll::Ready(Ok(Found::Line));
+                            }
+                        }
+                    }
+                }
+                None => {
+                    let count = available.len();
+                    match self.state {
+                        State::Skipping { length } => {
+                            self.state = State::Skipping {
+                                length: length + count,
+                            };
+                        }
+                        _ if self.line.len() + count > self.max_line_length => {
+                            self.state = State::Skipping {
+                                length: self.line.len() + count,
+                            };
+                            self.line = Vec::new();
+                        }
+                        _ => self.line.extend_from_slice(available),
+                    }
+                    Pin::new(&mut self.reader).consume(count);
+                }
+            }
+        }
+    }
+
+    /// Decides what a complete line in `line` is: `true` when it is to be
+    /// delivered, `false` (and cleared) when blank.
+    fn take_line(&mut self) -> bool {
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        if self.line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+            self.line.clear();
+            false
+        } else {
+            self.state = State::Delivered;
+            true
+        }
+    }
+
+    fn finish_at_end(&mut self) -> Found {
+        if let State::Skipping { length } = self.state {
+            self.state = State::Reading;
+            Found::TooLong(length)
+        } else if self.take_line() {
+            Found::Line
+        } else {
+            Found::End
+        }
+    }
+}
+
+/// Writes one message as a line and flushes.
+///
+/// For one-off use (a test, a tool); a [`Connection`](crate::Connection)
+/// batches its writes instead.
+pub async fn write_message<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    message: &Message,
+) -> io::Result<()> {
+    let mut line = Vec::with_capacity(128);
+    message.encode(&mut line);
+    writer.write_all(&line).await?;
+    writer.flush().await
+}

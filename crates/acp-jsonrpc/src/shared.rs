@@ -1,0 +1,355 @@
+//! State shared between a connection's driver, its handles and responders.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::value::RawValue;
+
+use crate::message::{encode_error, encode_notification};
+use crate::observer::SharedObserver;
+use crate::{Problem, RequestError, RequestId, Response, ResponseError, oneshot};
+
+/// The notification either side sends to cancel one of its requests.
+pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
+
+/// Locks ignoring poisoning: every critical section in this crate is a
+/// single insert, remove, swap or assignment, so a panic elsewhere cannot
+/// leave the data half-updated, and a poisoned lock must not turn one
+/// panicking handler into a dead connection.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One serialized line on its way to the writer.
+pub(crate) struct Frame {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) kind: FrameKind,
+}
+
+/// Which budget a queued frame counts against, so the writer can give it
+/// back when it takes the frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FrameKind {
+    /// A request or notification from a handle: holds one permit of the
+    /// outgoing queue.
+    Metered,
+    /// A response: counted in `queued_replies` (bounded by the in-flight
+    /// limit, because the reader stops when it is reached).
+    Reply,
+    /// A `$/cancel_request` sent from a destructor, which cannot wait.
+    /// Each one follows a request that held a permit, so they stay few.
+    Unmetered,
+}
+
+pub(crate) type ResponseResult = Result<Box<RawValue>, RequestError>;
+
+struct PendingRequests {
+    waiters: HashMap<i64, oneshot::Sender<ResponseResult>>,
+    /// Set once no response can arrive any more (end of input, close).
+    refused: bool,
+}
+
+/// Per incoming request: what its responder must know when it is dropped.
+#[derive(Default)]
+pub(crate) struct RequestState {
+    pub(crate) cancelled: AtomicBool,
+    pub(crate) panicked: AtomicBool,
+}
+
+pub(crate) struct Shared {
+    outgoing: async_channel::Sender<Frame>,
+    /// A bounded channel used as a semaphore: sending takes a permit, the
+    /// writer receiving gives one back.
+    permits: async_channel::Sender<()>,
+    permits_returned: async_channel::Receiver<()>,
+    outgoing_capacity: usize,
+    next_id: AtomicI64,
+    pending: Mutex<PendingRequests>,
+    incoming: Mutex<HashMap<RequestId, Arc<RequestState>>>,
+    queued_replies: AtomicUsize,
+    closed: AtomicBool,
+    buffers: Mutex<Vec<Vec<u8>>>,
+    pub(crate) observer: SharedObserver,
+}
+
+const POOLED_BUFFERS: usize = 64;
+const POOLED_BUFFER_MAX_CAPACITY: usize = 64 * 1024;
+const NEW_BUFFER_CAPACITY: usize = 256;
+
+impl Shared {
+    pub(crate) fn new(
+        outgoing_capacity: usize,
+        observer: SharedObserver,
+    ) -> (Arc<Shared>, async_channel::Receiver<Frame>) {
+        let (outgoing, outgoing_rx) = async_channel::unbounded();
+        let (permits, permits_returned) = async_channel::bounded(outgoing_capacity);
+        let shared = Arc::new(Shared {
+            outgoing,
+            permits,
+            permits_returned,
+            outgoing_capacity,
+            next_id: AtomicI64::new(0),
+            pending: Mutex::new(PendingRequests {
+                waiters: HashMap::new(),
+                refused: false,
+            }),
+            incoming: Mutex::new(HashMap::new()),
+            queued_replies: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            buffers: Mutex::new(Vec::new()),
+            observer,
+        });
+        (shared, outgoing_rx)
+    }
+
+    pub(crate) fn report(&self, problem: Problem) {
+        if let Some(observer) = &self.observer {
+            observer.problem(&problem);
+        }
+    }
+
+    // --- buffers -----------------------------------------------------------
+
+    pub(crate) fn take_buffer(&self) -> Vec<u8> {
+        lock(&self.buffers)
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(NEW_BUFFER_CAPACITY))
+    }
+
+    pub(crate) fn recycle(&self, mut buffer: Vec<u8>) {
+        if buffer.capacity() > POOLED_BUFFER_MAX_CAPACITY {
+            return;
+        }
+        buffer.clear();
+        let mut buffers = lock(&self.buffers);
+        if buffers.len() < POOLED_BUFFERS {
+            buffers.push(buffer);
+        }
+    }
+
+    // --- the outgoing queue ---------------------------------------------------
+
+    pub(crate) fn outgoing_capacity(&self) -> usize {
+        self.outgoing_capacity
+    }
+
+    /// Requests and notifications queued and not yet taken by the writer.
+    pub(crate) fn queued(&self) -> usize {
+        self.permits.len()
+    }
+
+    /// Queues a request or notification without waiting; gives the bytes
+    /// back when the queue is full.
+    pub(crate) fn try_enqueue_metered(&self, bytes: Vec<u8>) -> Result<(), TryEnqueue> {
+        match self.permits.try_send(()) {
+            Ok(()) => self.push_metered(bytes),
+            Err(async_channel::TrySendError::Full(())) => Err(TryEnqueue::Full(bytes)),
+            Err(async_channel::TrySendError::Closed(())) => {
+                self.recycle(bytes);
+                Err(TryEnqueue::Closed)
+            }
+        }
+    }
+
+    /// Queues a request or notification, waiting while the queue is full.
+    pub(crate) async fn enqueue_metered(&self, bytes: Vec<u8>) -> Result<(), RequestError> {
+        if self.permits.send(()).await.is_err() {
+            self.recycle(bytes);
+            return Err(RequestError::ConnectionClosed);
+        }
+        self.push_metered(bytes)
+            .map_err(|_| RequestError::ConnectionClosed)
+    }
+
+    fn push_metered(&self, bytes: Vec<u8>) -> Result<(), TryEnqueue> {
+        let frame = Frame {
+            bytes,
+            kind: FrameKind::Metered,
+        };
+        match self.outgoing.try_send(frame) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                let _ = self.permits_returned.try_recv();
+                self.recycle(error.into_inner().bytes);
+                Err(TryEnqueue::Closed)
+            }
+        }
+    }
+
+    /// Called by the writer for every frame it takes off the queue.
+    pub(crate) fn dequeued(&self, kind: FrameKind) {
+        match kind {
+            FrameKind::Metered => {
+                let _ = self.permits_returned.try_recv();
+            }
+            FrameKind::Reply => {
+                self.queued_replies.fetch_sub(1, Ordering::AcqRel);
+            }
+            FrameKind::Unmetered => {}
+        }
+    }
+
+    /// Queues a response whose reply slot was reserved with
+    /// [`reserve_reply`](Self::reserve_reply).
+    fn push_reply(&self, bytes: Vec<u8>) {
+        let frame = Frame {
+            bytes,
+            kind: FrameKind::Reply,
+        };
+        if let Err(error) = self.outgoing.try_send(frame) {
+            // Closed: nothing will be written any more.
+            self.queued_replies.fetch_sub(1, Ordering::AcqRel);
+            self.recycle(error.into_inner().bytes);
+        }
+    }
+
+    pub(crate) fn reserve_reply(&self) {
+        self.queued_replies.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn queued_replies(&self) -> usize {
+        self.queued_replies.load(Ordering::Acquire)
+    }
+
+    /// Sends an error response the connection itself decided on.
+    pub(crate) fn reply_error(&self, id: &RequestId, error: &ResponseError) {
+        let mut bytes = self.take_buffer();
+        encode_error(&mut bytes, id, error);
+        self.reserve_reply();
+        self.push_reply(bytes);
+    }
+
+    /// Sends a response from a [`Responder`](crate::Responder): releases the
+    /// id first, so the peer may reuse it as soon as it sees the answer.
+    pub(crate) fn send_response(&self, id: &RequestId, state: &Arc<RequestState>, bytes: Vec<u8>) {
+        {
+            let mut incoming = lock(&self.incoming);
+            if incoming.get(id).is_some_and(|s| Arc::ptr_eq(s, state)) {
+                incoming.remove(id);
+            }
+        }
+        self.push_reply(bytes);
+    }
+
+    pub(crate) fn send_cancel(&self, id: i64) {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct CancelParams {
+            request_id: i64,
+        }
+        let mut bytes = self.take_buffer();
+        if encode_notification(
+            &mut bytes,
+            CANCEL_REQUEST_METHOD,
+            &CancelParams { request_id: id },
+        )
+        .is_ok()
+        {
+            let frame = Frame {
+                bytes,
+                kind: FrameKind::Unmetered,
+            };
+            let _ = self.outgoing.try_send(frame);
+        }
+    }
+
+    // --- requests we sent ------------------------------------------------------
+
+    pub(crate) fn next_request_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers a waiter for the response to `id`; `None` when the
+    /// connection can no longer receive responses.
+    pub(crate) fn register_waiter(&self, id: i64) -> Option<oneshot::Receiver<ResponseResult>> {
+        let mut pending = lock(&self.pending);
+        if pending.refused {
+            return None;
+        }
+        let (sender, receiver) = oneshot::channel();
+        pending.waiters.insert(id, sender);
+        Some(receiver)
+    }
+
+    /// Forgets the waiter for `id`; returns whether it was still waiting.
+    pub(crate) fn forget_waiter(&self, id: i64) -> bool {
+        lock(&self.pending).waiters.remove(&id).is_some()
+    }
+
+    fn take_waiter(&self, id: &RequestId) -> Option<oneshot::Sender<ResponseResult>> {
+        let id = id.as_i64()?;
+        lock(&self.pending).waiters.remove(&id)
+    }
+
+    /// Hands a response to the request waiting for it.
+    pub(crate) fn complete(&self, response: Response) {
+        match self.take_waiter(&response.id) {
+            Some(waiter) => waiter.send(response.result.map_err(RequestError::Response)),
+            None => self.report(Problem::UnknownResponse(response)),
+        }
+    }
+
+    /// Fails the request waiting for `id` (its response was malformed).
+    pub(crate) fn fail_waiter(&self, id: &RequestId, error: RequestError) {
+        if let Some(waiter) = self.take_waiter(id) {
+            waiter.send(Err(error));
+        }
+    }
+
+    /// No response can arrive any more: fail every waiting request and
+    /// refuse new ones.
+    pub(crate) fn refuse_requests(&self) {
+        let waiters = {
+            let mut pending = lock(&self.pending);
+            pending.refused = true;
+            std::mem::take(&mut pending.waiters)
+        };
+        // Dropping the senders wakes the waiters with "connection closed".
+        drop(waiters);
+    }
+
+    // --- requests the peer sent --------------------------------------------------
+
+    /// Records an incoming request as in flight; `None` when one with the
+    /// same id already is.
+    pub(crate) fn begin_incoming(&self, id: &RequestId) -> Option<Arc<RequestState>> {
+        let mut incoming = lock(&self.incoming);
+        if incoming.contains_key(id) {
+            return None;
+        }
+        let state = Arc::new(RequestState::default());
+        incoming.insert(id.clone(), state.clone());
+        Some(state)
+    }
+
+    pub(crate) fn incoming_state(&self, id: &RequestId) -> Option<Arc<RequestState>> {
+        lock(&self.incoming).get(id).cloned()
+    }
+
+    pub(crate) fn has_unanswered_incoming(&self) -> bool {
+        !lock(&self.incoming).is_empty()
+    }
+
+    // --- shutdown -----------------------------------------------------------------
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Stops accepting messages: the writer still drains what was queued
+    /// before. Every pending request fails with `ConnectionClosed`.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.outgoing.close();
+        self.permits.close();
+        self.refuse_requests();
+    }
+}
+
+pub(crate) enum TryEnqueue {
+    Full(Vec<u8>),
+    Closed,
+}

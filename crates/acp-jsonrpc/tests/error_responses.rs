@@ -1,0 +1,340 @@
+//! Every error case, with the exact bytes answered (insta snapshots): what
+//! the connection says back to malformed input, failing handlers, unknown
+//! methods and bad params — and that notifications get nothing.
+
+mod common;
+
+use std::time::Duration;
+
+use acp_jsonrpc::{
+    ConnectionOptions, DecodeErrorKind, Handler, IncomingRequest, Problem, Responder,
+};
+use common::{Recorder, TestHandler, connect, run};
+
+/// Sends each line to a fresh connection and snapshots what came back.
+fn answers(name: &str, line: &[u8]) -> (String, Vec<Problem>) {
+    run(async {
+        let recorder = Recorder::default();
+        let options = ConnectionOptions::default().with_observer(recorder.clone());
+        let (_handle, mut peer, _driver) = connect(TestHandler::default(), options);
+        let replies = peer.replies_to(line).await;
+        let shown = if replies.is_empty() {
+            "(no reply)".to_owned()
+        } else {
+            replies.join("\n")
+        };
+        let input = show(line);
+        insta::assert_snapshot!(name, format!("in:  {input}\nout: {shown}"));
+        (shown, recorder.problems())
+    })
+}
+
+/// Printable ASCII as is, any other byte as `\xNN`.
+fn show(line: &[u8]) -> String {
+    line.iter()
+        .map(|&b| match b {
+            0x20..0x7f => char::from(b).to_string(),
+            _ => format!("\\x{b:02x}"),
+        })
+        .collect()
+}
+
+fn malformed_kind(problems: &[Problem]) -> DecodeErrorKind {
+    match problems {
+        [Problem::Malformed(error)] => error.kind(),
+        other => panic!("expected one Malformed problem, got {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_json_is_a_parse_error_with_null_id() {
+    let (_, problems) = answers("invalid_json", br#"{"jsonrpc":"2.0","id":1,"method":"#);
+    assert_eq!(malformed_kind(&problems), DecodeErrorKind::InvalidJson);
+}
+
+#[test]
+fn invalid_utf8_is_a_parse_error() {
+    let (_, problems) = answers(
+        "invalid_utf8",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffng\"}",
+    );
+    assert_eq!(malformed_kind(&problems), DecodeErrorKind::InvalidUtf8);
+}
+
+#[test]
+fn log_lines_are_reported_and_skipped() {
+    for (name, line) in [
+        ("log_line", &b"Starting agent v1.2 on stdout..."[..]),
+        ("log_line_bracketed", &b"[INFO] ready"[..]),
+        ("binary_garbage", &b"\x00\xff\x13"[..]),
+    ] {
+        let (shown, problems) = answers(name, line);
+        assert_eq!(shown, "(no reply)");
+        assert_eq!(malformed_kind(&problems), DecodeErrorKind::NotJson);
+    }
+}
+
+#[test]
+fn batch_is_refused() {
+    let (_, problems) = answers("batch", br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    assert_eq!(malformed_kind(&problems), DecodeErrorKind::Batch);
+}
+
+#[test]
+fn non_object_is_an_invalid_request() {
+    let (_, problems) = answers("not_an_object", b"42");
+    assert_eq!(malformed_kind(&problems), DecodeErrorKind::NotAnObject);
+}
+
+#[test]
+fn missing_or_wrong_version_on_a_request_echoes_its_id() {
+    answers("missing_version", br#"{"id":1,"method":"ping"}"#);
+    answers(
+        "wrong_version",
+        br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#,
+    );
+    answers(
+        "version_not_a_string",
+        br#"{"jsonrpc":2.0,"id":2,"method":"ping"}"#,
+    );
+}
+
+#[test]
+fn other_invalid_requests() {
+    answers("missing_method", br#"{"jsonrpc":"2.0","id":3}"#);
+    answers(
+        "method_not_a_string",
+        br#"{"jsonrpc":"2.0","id":4,"method":5}"#,
+    );
+    answers(
+        "id_is_an_object",
+        br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#,
+    );
+    answers(
+        "duplicate_member",
+        br#"{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}"#,
+    );
+    answers("empty_object", b"{}");
+}
+
+#[test]
+fn malformed_response_is_answered_with_null_id() {
+    let (_, problems) = answers(
+        "response_with_result_and_error",
+        br#"{"jsonrpc":"2.0","id":9,"result":1,"error":{"code":1,"message":"x"}}"#,
+    );
+    assert_eq!(malformed_kind(&problems), DecodeErrorKind::InvalidResponse);
+}
+
+#[test]
+fn malformed_notification_is_never_answered() {
+    let (shown, problems) = answers(
+        "notification_wrong_version",
+        br#"{"jsonrpc":"1.0","method":"note"}"#,
+    );
+    assert_eq!(shown, "(no reply)");
+    assert_eq!(
+        malformed_kind(&problems),
+        DecodeErrorKind::InvalidNotification
+    );
+}
+
+#[test]
+fn unknown_method_names_the_method() {
+    answers(
+        "unknown_method",
+        br#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#,
+    );
+}
+
+#[test]
+fn undecodable_params_carry_the_decode_error() {
+    answers(
+        "invalid_params",
+        br#"{"jsonrpc":"2.0","id":8,"method":"add","params":{"a":"x","b":1}}"#,
+    );
+    answers(
+        "missing_params",
+        br#"{"jsonrpc":"2.0","id":9,"method":"add"}"#,
+    );
+}
+
+#[test]
+fn handler_error_is_sent_as_is() {
+    answers(
+        "handler_error",
+        br#"{"jsonrpc":"2.0","id":10,"method":"fail"}"#,
+    );
+}
+
+#[test]
+fn panicking_handler_answers_internal_error_and_connection_survives() {
+    let (_, problems) = answers(
+        "handler_panicked",
+        br#"{"jsonrpc":"2.0","id":11,"method":"panic"}"#,
+    );
+    assert!(
+        matches!(&problems[..], [Problem::RequestHandlerPanicked { message, .. }] if message == "boom"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn dropped_responder_answers_internal_error() {
+    answers(
+        "responder_dropped",
+        br#"{"jsonrpc":"2.0","id":12,"method":"drop"}"#,
+    );
+}
+
+#[test]
+fn notifications_are_never_answered() {
+    for (name, line) in [
+        (
+            "unknown_notification",
+            &br#"{"jsonrpc":"2.0","method":"no/such"}"#[..],
+        ),
+        (
+            "notification_bad_params",
+            &br#"{"jsonrpc":"2.0","method":"typed_note","params":{"a":true}}"#[..],
+        ),
+        (
+            "notification_panics",
+            &br#"{"jsonrpc":"2.0","method":"panic_note"}"#[..],
+        ),
+    ] {
+        let (shown, problems) = answers(name, line);
+        assert_eq!(shown, "(no reply)", "{name}");
+        assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+    }
+}
+
+#[test]
+fn over_long_line_is_skipped_without_answer_and_connection_continues() {
+    run(async {
+        let recorder = Recorder::default();
+        let options = ConnectionOptions::default()
+            .with_max_line_length(100)
+            .with_observer(recorder.clone());
+        let (_handle, mut peer, _driver) = connect(TestHandler::default(), options);
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"echo","params":"{}"}}"#,
+            "x".repeat(500)
+        );
+        assert!(peer.replies_to(long.as_bytes()).await.is_empty());
+        assert_eq!(
+            recorder.problems(),
+            vec![Problem::LineTooLong { length: long.len() }]
+        );
+        // A line right at the limit still goes through.
+        let frame = r#"{"jsonrpc":"2.0","id":2,"method":"echo","params":""}"#;
+        let fits = format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"echo","params":"{}"}}"#,
+            "y".repeat(100 - frame.len())
+        );
+        assert_eq!(fits.len(), 100);
+        let replies = peer.replies_to(fits.as_bytes()).await;
+        assert_eq!(replies.len(), 1);
+        assert!(replies[0].contains("yyyy"));
+    });
+}
+
+/// A handler whose "hold" requests wait for the test to let them go.
+struct Holding {
+    release: async_channel::Receiver<()>,
+}
+
+impl Handler for Holding {
+    async fn request(&self, request: IncomingRequest, responder: Responder) {
+        match request.method() {
+            "hold" => {
+                let _ = self.release.recv().await;
+                responder.respond_ok("released");
+            }
+            "ping" => responder.respond_ok("pong"),
+            _ => responder.respond_error(request.method_not_found()),
+        }
+    }
+}
+
+#[test]
+fn duplicate_in_flight_id_is_refused() {
+    run(async {
+        let (release, released) = async_channel::unbounded();
+        let recorder = Recorder::default();
+        let options = ConnectionOptions::default().with_observer(recorder.clone());
+        let (_handle, mut peer, _driver) = connect(Holding { release: released }, options);
+        peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"hold"}"#)
+            .await;
+        let replies = peer
+            .replies_to(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .await;
+        insta::assert_snapshot!("duplicate_in_flight_id", replies.join("\n"));
+        assert!(matches!(
+            &recorder.problems()[..],
+            [Problem::DuplicateRequestId(_)]
+        ));
+        release.send(()).await.unwrap();
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"result":"released"}"#
+        );
+        // Once answered, the id is free again.
+        let replies = peer
+            .replies_to(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .await;
+        assert_eq!(replies, [r#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#]);
+    });
+}
+
+#[test]
+fn cancel_request_cancels_the_handler_with_request_cancelled() {
+    run(async {
+        let handler = TestHandler::default();
+        let (_handle, mut peer, _driver) = connect(handler, ConnectionOptions::default());
+        peer.send(r#"{"jsonrpc":"2.0","id":"slow","method":"forever"}"#)
+            .await;
+        // The request is in flight: nothing answers it for a while.
+        let mut next = Box::pin(peer.recv());
+        assert!(common::stays_pending(&mut next, Duration::from_millis(50)).await);
+        drop(next);
+        let replies = peer
+            .replies_to(
+                br#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"slow"}}"#,
+            )
+            .await;
+        insta::assert_snapshot!("request_cancelled", replies.join("\n"));
+    });
+}
+
+#[test]
+fn cancel_request_for_unknown_or_bad_ids_is_harmless() {
+    let (shown, problems) = answers(
+        "cancel_unknown_id",
+        br#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":404}}"#,
+    );
+    assert_eq!(shown, "(no reply)");
+    assert!(problems.is_empty());
+    let (shown, problems) = answers(
+        "cancel_without_id",
+        br#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{}}"#,
+    );
+    assert_eq!(shown, "(no reply)");
+    assert!(matches!(&problems[..], [Problem::InvalidCancelRequest(_)]));
+}
+
+#[test]
+fn unknown_response_ids_are_reported_not_fatal() {
+    let (shown, problems) = answers(
+        "unknown_response_id",
+        br#"{"jsonrpc":"2.0","id":999,"result":{}}"#,
+    );
+    assert_eq!(shown, "(no reply)");
+    assert!(matches!(&problems[..], [Problem::UnknownResponse(r)] if r.id == 999.into()));
+    let (shown, problems) = answers(
+        "peer_reports_error_with_null_id",
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+    );
+    assert_eq!(shown, "(no reply)");
+    assert!(matches!(&problems[..], [Problem::UnknownResponse(r)] if r.id.is_null()));
+}
