@@ -1,0 +1,123 @@
+//! The demo agent: no language model, but every part of a real prompt turn. It streams a
+//! thought and a plan, asks permission for a tool call, reads and writes a file through the
+//! client, runs a command in a client terminal, and answers in chunks.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use acp_runtime::Result;
+use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
+use acp_types::*;
+
+#[derive(Default)]
+pub struct DemoAgent {
+    /// Each session's working directory, from `session/new`.
+    cwds: Mutex<HashMap<SessionId, String>>,
+}
+
+impl Agent for DemoAgent {
+    async fn initialize(&self, _request: InitializeRequest) -> Result<InitializeResponse> {
+        let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
+        response.agent_info = Some(Implementation::new("acp-demo-agent", env!("CARGO_PKG_VERSION")));
+        response.agent_capabilities.prompt_capabilities.embedded_context = true;
+        Ok(response)
+    }
+
+    async fn new_session(&self, request: NewSessionRequest, _client: &ClientHandle) -> Result<NewSessionResponse> {
+        let id = agent::new_session_id();
+        self.cwds.lock().unwrap().insert(id.clone(), request.cwd);
+        Ok(NewSessionResponse::new(id))
+    }
+
+    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        let asked: String = request.prompt.iter().filter_map(ContentBlock::as_text).collect();
+        turn.thought(format!("The user asked: {asked:?}. I will look at the project first.")).await?;
+
+        let plan = |done: usize| {
+            ["Read notes.txt", "Check the directory", "Write summary.txt"]
+                .iter()
+                .enumerate()
+                .map(|(i, step)| {
+                    let status = if i < done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+                    PlanEntry::new(*step, PlanEntryPriority::Medium, status)
+                })
+                .collect::<Vec<_>>()
+        };
+        turn.plan(plan(0)).await?;
+
+        let workdir = self.cwds.lock().unwrap().get(turn.id()).cloned().unwrap_or_default();
+        let client_caps = turn.client().capabilities().unwrap_or_default();
+
+        // 1. Read a file through the client.
+        let notes_path = format!("{workdir}/notes.txt");
+        let notes = if client_caps.fs.read_text_file {
+            turn.tool_call(ToolCall::new("read_notes", "Read notes.txt").kind(ToolKind::Read).location(&notes_path))
+                .await?;
+            let notes = turn.read_text_file(&notes_path, None, None).await;
+            let status = if notes.is_ok() { ToolCallStatus::Completed } else { ToolCallStatus::Failed };
+            turn.tool_call_update(ToolCallUpdate::new("read_notes").status(status)).await?;
+            notes.unwrap_or_default()
+        } else {
+            String::new()
+        };
+        turn.plan(plan(1)).await?;
+
+        // 2. Run a command in a client terminal, shown live in the tool call.
+        if client_caps.terminal {
+            let terminal = turn.create_terminal("ls", ["-1"]).await?;
+            turn.tool_call(
+                ToolCall::new("list_dir", "ls -1")
+                    .kind(ToolKind::Execute)
+                    .status(ToolCallStatus::InProgress)
+                    .content(terminal.tool_call_content()),
+            )
+            .await?;
+            let result = terminal.run_with_timeout(Duration::from_secs(10)).await?;
+            terminal.release().await?;
+            turn.tool_call_update(
+                ToolCallUpdate::new("list_dir")
+                    .status(ToolCallStatus::Completed)
+                    .raw_output(serde_json::json!({ "exitStatus": result.exit_status })),
+            )
+            .await?;
+        }
+        turn.plan(plan(2)).await?;
+
+        // 3. Ask before writing, then write through the client.
+        let summary_path = format!("{workdir}/summary.txt");
+        if client_caps.fs.write_text_file {
+            let call = ToolCall::new("write_summary", "Write summary.txt")
+                .kind(ToolKind::Edit)
+                .status(ToolCallStatus::Pending)
+                .location(&summary_path);
+            turn.tool_call(call).await?;
+            let options = vec![
+                PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+                PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+            ];
+            let outcome = turn.request_permission(ToolCallUpdate::new("write_summary"), options).await?;
+            if turn.is_cancelled() {
+                return Ok(StopReason::Cancelled.into());
+            }
+            let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
+            if allowed {
+                let summary = format!("{} lines of notes; the user asked {asked:?}\n", notes.lines().count());
+                turn.write_text_file(&summary_path, summary).await?;
+                let diff = Diff::new(&summary_path, "(summary written)");
+                turn.tool_call_update(ToolCallUpdate::new("write_summary").status(ToolCallStatus::Completed).content(diff))
+                    .await?;
+            } else {
+                turn.tool_call_update(ToolCallUpdate::new("write_summary").status(ToolCallStatus::Failed)).await?;
+            }
+        }
+        turn.plan(plan(3)).await?;
+
+        for word in format!("Done. notes.txt has {} lines, and I wrote summary.txt.", notes.lines().count())
+            .split_inclusive(' ')
+        {
+            turn.message(word).await?;
+        }
+        Ok(StopReason::EndTurn.into())
+    }
+}

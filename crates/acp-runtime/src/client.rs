@@ -1,0 +1,1140 @@
+//! The client side: connect to an agent, initialize, and drive sessions and prompt turns.
+//!
+//! - [`connect`] runs a connection over any stream pair; [`spawn`] starts an agent command
+//!   (see [`crate::process`]) and connects to it.
+//! - [`AgentHandle::initialize`] negotiates the version (an agent answering a version this
+//!   runtime does not speak is a typed [`Error::UnsupportedProtocolVersion`], and the
+//!   connection closes) and records the agent's capabilities, which every later call is
+//!   checked against before anything is sent.
+//! - [`Session::prompt`] sends a prompt and returns a [`PromptTurn`] that yields the turn's
+//!   updates in order, then its stop reason. [`Session::cancel`] sends `session/cancel`,
+//!   answers the session's pending permission requests with `cancelled` (a MUST of the spec),
+//!   and marks its unfinished tool calls cancelled.
+//! - Updates that arrive before the `session/new` response, or between turns, are kept and
+//!   delivered ([`Session::next_update`]), never dropped.
+//! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and
+//!   [`ClientOptions::with_terminals`] serve `fs/*` and `terminal/*` with the complete
+//!   implementations of [`crate::host`], and advertise them.
+//!
+//! ```no_run
+//! use acp_runtime::client::{self, AutoAllow, ClientOptions};
+//! use acp_runtime::process::AgentCommand;
+//!
+//! smol::block_on(async {
+//!     let (agent, driver, _process) =
+//!         client::spawn(AutoAllow, AgentCommand::new("my-agent"), ClientOptions::default())?;
+//!     smol::spawn(driver).detach();
+//!     agent.initialize().await?;
+//!     let session = agent.new_session("/home/me/project").await?;
+//!     let mut turn = session.prompt(vec!["Hello".into()]).await?;
+//!     while let Some(update) = turn.next().await {
+//!         println!("{update:?}");
+//!     }
+//!     println!("stop reason: {:?}", turn.end().await?);
+//!     acp_runtime::Result::Ok(())
+//! })
+//! .unwrap();
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use acp_jsonrpc::{
+    Connection, ConnectionHandle, ConnectionOptions, Handler, IncomingNotification,
+    IncomingRequest, Observer, Problem, Responder, ResponseError,
+};
+use acp_types::*;
+use futures_lite::{AsyncBufRead, AsyncWrite};
+use serde_json::value::RawValue;
+
+use crate::error::{Error, Result, codes};
+use crate::host::{self, FsHost, FsRoots, TerminalHost};
+use crate::process::{AgentCommand, AgentProcess};
+use crate::signal::Signal;
+
+/// Protocol versions this runtime speaks.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = crate::agent::SUPPORTED_PROTOCOL_VERSIONS;
+
+/// How many updates a session buffers before the connection waits for them to be consumed
+/// (back-pressure instead of unbounded memory).
+const SESSION_UPDATE_BUFFER: usize = 1024;
+
+/// How many updates for a session id not yet known (its `session/new` response has not
+/// arrived) are kept. Agents send a few (available commands, modes) before answering.
+const EARLY_UPDATE_LIMIT: usize = 4096;
+
+/// What a client implements: the requests an agent makes. Only
+/// [`request_permission`](Client::request_permission) is required; `fs/*` and `terminal/*`
+/// come ready-made through [`ClientOptions`].
+pub trait Client: Send + Sync + 'static {
+    /// Asks the user for permission. If the turn is cancelled meanwhile, the runtime answers
+    /// `cancelled` for you and drops this future.
+    fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> impl Future<Output = Result<RequestPermissionResponse>> + Send;
+
+    /// Serves `fs/read_text_file` when no file system host is configured.
+    fn read_text_file(
+        &self,
+        request: ReadTextFileRequest,
+    ) -> impl Future<Output = Result<ReadTextFileResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("fs/read_text_file")) }
+    }
+
+    /// Serves `fs/write_text_file` when no file system host is configured.
+    fn write_text_file(
+        &self,
+        request: WriteTextFileRequest,
+    ) -> impl Future<Output = Result<WriteTextFileResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("fs/write_text_file")) }
+    }
+
+    /// Serves `elicitation/create`.
+    fn create_elicitation(
+        &self,
+        request: CreateElicitationRequest,
+    ) -> impl Future<Output = Result<CreateElicitationResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("elicitation/create")) }
+    }
+
+    /// Sees every `session/update`, in order, before it reaches its [`Session`]. Must not wait
+    /// for the agent.
+    fn session_update(&self, notification: &SessionNotification) -> impl Future<Output = ()> + Send {
+        let _ = notification;
+        async {}
+    }
+
+    /// Answers an extension request from the agent.
+    fn ext_method(&self, call: ExtensionCall) -> impl Future<Output = Result<Box<RawValue>>> + Send {
+        async move { Err(Error::method_not_found(&call.method)) }
+    }
+
+    /// Handles an extension notification from the agent.
+    fn ext_notification(&self, call: ExtensionCall) -> impl Future<Output = ()> + Send {
+        let _ = call;
+        async {}
+    }
+}
+
+/// Allows every tool call (picks the first "allow" option).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AutoAllow;
+
+/// Rejects every tool call (picks the first "reject" option).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AutoReject;
+
+/// Asks on the terminal: prints the tool call and its options to stderr and reads the choice
+/// from stdin.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interactive;
+
+fn pick(request: &RequestPermissionRequest, allow: bool) -> RequestPermissionResponse {
+    let wanted = |kind: &PermissionOptionKind| match kind {
+        PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => allow,
+        PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => !allow,
+        PermissionOptionKind::Unknown(_) => false,
+    };
+    let outcome = match request.options.iter().find(|o| wanted(&o.kind)) {
+        Some(option) => RequestPermissionOutcome::selected(option.option_id.clone()),
+        // No option of the wanted kind: not answering for the user is the safe choice.
+        None => RequestPermissionOutcome::Cancelled,
+    };
+    RequestPermissionResponse::new(outcome)
+}
+
+impl Client for AutoAllow {
+    async fn request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse> {
+        Ok(pick(&request, true))
+    }
+}
+
+impl Client for AutoReject {
+    async fn request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse> {
+        Ok(pick(&request, false))
+    }
+}
+
+impl Client for Interactive {
+    async fn request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse> {
+        smol::unblock(move || {
+            use std::io::{BufRead, Write};
+            let title = request.tool_call.title.clone().unwrap_or_else(|| request.tool_call.tool_call_id.to_string());
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "\nPermission requested: {title}");
+            for (i, option) in request.options.iter().enumerate() {
+                let _ = writeln!(err, "  {}) {} [{}]", i + 1, option.name, option.kind);
+            }
+            let _ = write!(err, "choose 1-{}: ", request.options.len());
+            let _ = err.flush();
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line).map_err(|e| Error::Internal(e.to_string()))?;
+            let outcome = line
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| request.options.get(n.wrapping_sub(1)))
+                .map_or(RequestPermissionOutcome::Cancelled, |o| {
+                    RequestPermissionOutcome::selected(o.option_id.clone())
+                });
+            Ok(RequestPermissionResponse::new(outcome))
+        })
+        .await
+    }
+}
+
+/// Options of a client connection: what it advertises and which built-in hosts serve the
+/// agent's calls.
+#[derive(Clone)]
+pub struct ClientOptions {
+    capabilities: ClientCapabilities,
+    info: Option<Implementation>,
+    fs: Option<Arc<FsHost>>,
+    fs_unrestricted: bool,
+    terminals: Option<Arc<TerminalHost>>,
+    connection: ConnectionOptions,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            capabilities: ClientCapabilities::default(),
+            info: Some(Implementation::new("acp-runtime", env!("CARGO_PKG_VERSION"))),
+            fs: None,
+            fs_unrestricted: false,
+            terminals: None,
+            connection: ConnectionOptions::default(),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Serves `fs/read_text_file` and `fs/write_text_file` with `host`, limited to each
+    /// session's `cwd` and additional directories, and advertises both.
+    pub fn with_file_system(mut self, host: FsHost) -> Self {
+        self.capabilities.fs.read_text_file = true;
+        self.capabilities.fs.write_text_file = true;
+        self.fs = Some(Arc::new(host));
+        self
+    }
+
+    /// Lets the file system host reach any absolute path, not only the session's directories.
+    pub fn with_unrestricted_file_system(mut self) -> Self {
+        self.fs_unrestricted = true;
+        self
+    }
+
+    /// Serves `terminal/*` with `host` and advertises `terminal`.
+    pub fn with_terminals(mut self, host: TerminalHost) -> Self {
+        self.capabilities.terminal = true;
+        self.terminals = Some(Arc::new(host));
+        self
+    }
+
+    /// Sets the advertised capabilities (for methods your [`Client`] serves itself).
+    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sets the name and version sent in `initialize`.
+    pub fn with_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.info = Some(Implementation::new(name, version));
+        self
+    }
+
+    /// Options of the underlying JSON-RPC connection (observer, limits).
+    pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
+        self.connection = options;
+        self
+    }
+
+    /// The capabilities `initialize` will advertise.
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.capabilities
+    }
+}
+
+/// Connects `client` to an agent over a reader and a writer. Returns the handle to the agent
+/// and the connection's driver, which must be polled (on any executor) for anything to happen.
+pub fn connect<C: Client, R, W>(
+    client: C,
+    reader: R,
+    writer: W,
+    options: ClientOptions,
+) -> (
+    AgentHandle,
+    impl Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send + use<C, R, W>,
+)
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let state = Arc::new(ClientState {
+        options: options.clone(),
+        agent: Mutex::new(None),
+        routes: Mutex::new(HashMap::new()),
+        exit: Mutex::new(None),
+    });
+    let dispatch = ClientDispatch { client: Arc::new(client), state: state.clone() };
+    let (rpc, driver) = Connection::new(reader, writer, dispatch, options.connection);
+    (AgentHandle { rpc, state }, driver)
+}
+
+/// Spawns `command` and connects `client` to it over its stdin and stdout. Returns the handle,
+/// the driver (poll it), and the process (shut it down with
+/// [`AgentProcess::shutdown`]; dropping it kills the agent's whole process group).
+pub fn spawn<C: Client>(
+    client: C,
+    command: AgentCommand,
+    options: ClientOptions,
+) -> Result<(
+    AgentHandle,
+    impl Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send + use<C>,
+    AgentProcess,
+)> {
+    let mut process = command.spawn().map_err(|e| Error::Internal(e.to_string()))?;
+    let (reader, writer) = process
+        .take_stdio()
+        .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
+    let (agent, driver) = connect(client, reader, writer, options);
+    let watcher = agent.clone();
+    let exited = process.exited();
+    // A crashed agent fails pending calls with its exit status and stderr tail instead of a
+    // bare "connection closed".
+    smol::spawn(async move {
+        let exit = exited.await;
+        watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone());
+    })
+    .detach();
+    Ok((agent, driver, process))
+}
+
+struct ClientState {
+    options: ClientOptions,
+    agent: Mutex<Option<InitializeResponse>>,
+    routes: Mutex<HashMap<SessionId, Route>>,
+    exit: Mutex<Option<(String, String)>>,
+}
+
+enum Route {
+    /// Updates for an id whose `session/new` response has not arrived yet.
+    Early(VecDeque<SessionUpdate>),
+    Known(Arc<SessionShared>),
+}
+
+struct SessionShared {
+    id: SessionId,
+    roots: FsRoots,
+    cwd: PathBuf,
+    updates: (async_channel::Sender<SessionUpdate>, async_channel::Receiver<SessionUpdate>),
+    turn_active: AtomicBool,
+    /// Fired by `cancel`; replaced at the start of each turn.
+    cancel: Mutex<Signal>,
+    tool_calls: Mutex<HashMap<ToolCallId, ToolCallState>>,
+    modes: Mutex<Option<SessionModeState>>,
+    config_options: Mutex<Option<Vec<SessionConfigOption>>>,
+}
+
+/// Where a tool call stands, as the client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolCallState {
+    /// Reported with the given status (or none yet).
+    Reported(Option<ToolCallStatus>),
+    /// Still unfinished when the client cancelled the turn.
+    Cancelled,
+}
+
+impl ToolCallState {
+    fn is_finished(&self) -> bool {
+        matches!(
+            self,
+            ToolCallState::Cancelled
+                | ToolCallState::Reported(Some(ToolCallStatus::Completed | ToolCallStatus::Failed))
+        )
+    }
+}
+
+impl SessionShared {
+    fn track(&self, update: &SessionUpdate) {
+        let mut calls = self.tool_calls.lock().unwrap();
+        match update {
+            SessionUpdate::ToolCall(call) => {
+                calls.insert(call.tool_call_id.clone(), ToolCallState::Reported(call.status.clone()));
+            }
+            SessionUpdate::ToolCallUpdate(update) => {
+                let state = calls.entry(update.tool_call_id.clone()).or_insert(ToolCallState::Reported(None));
+                if let Some(status) = &update.status {
+                    *state = ToolCallState::Reported(Some(status.clone()));
+                }
+            }
+            SessionUpdate::CurrentModeUpdate(mode) => {
+                if let Some(modes) = self.modes.lock().unwrap().as_mut() {
+                    modes.current_mode_id = mode.current_mode_id.clone();
+                }
+            }
+            SessionUpdate::ConfigOptionUpdate(options) => {
+                *self.config_options.lock().unwrap() = Some(options.config_options.clone());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The client's handle on the agent. Cheap to clone, `Send` and `Sync`.
+#[derive(Clone)]
+pub struct AgentHandle {
+    rpc: ConnectionHandle,
+    state: Arc<ClientState>,
+}
+
+impl AgentHandle {
+    /// Sends `initialize` with the options' capabilities. Fails with
+    /// [`Error::UnsupportedProtocolVersion`] (and closes the connection) when the agent
+    /// answers a version this runtime does not speak.
+    pub async fn initialize(&self) -> Result<InitializeResponse> {
+        let mut request = InitializeRequest::new(ProtocolVersion::LATEST);
+        request.client_capabilities = self.state.options.capabilities.clone();
+        request.client_info = self.state.options.info.clone();
+        self.initialize_with(request).await
+    }
+
+    /// Sends this `initialize` request (for a client that sets every field itself).
+    pub async fn initialize_with(&self, request: InitializeRequest) -> Result<InitializeResponse> {
+        let response: InitializeResponse = self.call(&request).await?;
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&response.protocol_version.0) {
+            self.rpc.close();
+            return Err(Error::UnsupportedProtocolVersion {
+                offered: response.protocol_version.0,
+                supported: SUPPORTED_PROTOCOL_VERSIONS,
+            });
+        }
+        *self.state.agent.lock().unwrap() = Some(response.clone());
+        Ok(response)
+    }
+
+    /// The agent's `initialize` answer, once received.
+    pub fn agent_info(&self) -> Option<InitializeResponse> {
+        self.state.agent.lock().unwrap().clone()
+    }
+
+    /// The agent's capabilities, once `initialize` completed.
+    pub fn capabilities(&self) -> Option<AgentCapabilities> {
+        self.state.agent.lock().unwrap().as_ref().map(|r| r.agent_capabilities.clone())
+    }
+
+    /// The underlying JSON-RPC connection.
+    pub fn connection(&self) -> &ConnectionHandle {
+        &self.rpc
+    }
+
+    /// Closes the connection: pending calls fail, the agent sees end of input.
+    pub fn close(&self) {
+        self.rpc.close();
+    }
+
+    /// Authenticates with one of the agent's advertised methods.
+    pub async fn authenticate(&self, method_id: impl Into<AuthMethodId>) -> Result<AuthenticateResponse> {
+        let method_id = method_id.into();
+        let advertised = self.initialized("authenticate")?.auth_methods;
+        let known = advertised.iter().any(|m| match m {
+            AuthMethod::Agent(a) => a.id == method_id,
+            AuthMethod::Terminal(t) => t.id == method_id,
+            _ => false,
+        });
+        if !known {
+            return Err(Error::Invalid(format!("the agent did not advertise the auth method `{method_id}`")));
+        }
+        self.request(&AuthenticateRequest::new(method_id)).await
+    }
+
+    /// Creates a session in `cwd` (absolute) without MCP servers.
+    pub async fn new_session(&self, cwd: impl AsRef<Path>) -> Result<Session> {
+        let cwd = cwd.as_ref().to_string_lossy().into_owned();
+        self.new_session_with(NewSessionRequest::new(cwd, Vec::<McpServer>::new())).await
+    }
+
+    /// Creates a session from a full request.
+    pub async fn new_session_with(&self, request: NewSessionRequest) -> Result<Session> {
+        self.check_session_setup(&request.cwd, &request.mcp_servers)?;
+        let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
+        let response: NewSessionResponse = self.request(&request).await?;
+        Ok(self.open_session(
+            response.session_id.clone(),
+            &cwd,
+            dirs.as_deref(),
+            response.modes.clone(),
+            response.config_options.clone(),
+        ))
+    }
+
+    /// Loads a stored session (needs `loadSession`). The replayed history is waiting in
+    /// [`Session::next_update`] when this returns.
+    pub async fn load_session(&self, request: LoadSessionRequest) -> Result<(Session, LoadSessionResponse)> {
+        self.check_session_setup(&request.cwd, &request.mcp_servers)?;
+        let id = request.session_id.clone();
+        // Registered before sending, so that the replay lands in the session.
+        let session =
+            self.open_session(id, &request.cwd, request.additional_directories.as_deref(), None, None);
+        let response: LoadSessionResponse = self.request(&request).await?;
+        *session.shared.modes.lock().unwrap() = response.modes.clone();
+        *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        Ok((session, response))
+    }
+
+    /// Resumes a stored session (needs `sessionCapabilities.resume`).
+    pub async fn resume_session(&self, request: ResumeSessionRequest) -> Result<(Session, ResumeSessionResponse)> {
+        self.check_session_setup(&request.cwd, request.mcp_servers.as_deref().unwrap_or_default())?;
+        let id = request.session_id.clone();
+        let session =
+            self.open_session(id, &request.cwd, request.additional_directories.as_deref(), None, None);
+        let response: ResumeSessionResponse = self.request(&request).await?;
+        *session.shared.modes.lock().unwrap() = response.modes.clone();
+        *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        Ok((session, response))
+    }
+
+    /// Lists the agent's sessions (needs `sessionCapabilities.list`).
+    pub async fn list_sessions(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse> {
+        self.request(&request).await
+    }
+
+    /// Deletes a stored session (needs `sessionCapabilities.delete`).
+    pub async fn delete_session(&self, session_id: impl Into<SessionId>) -> Result<()> {
+        let id = session_id.into();
+        self.request(&DeleteSessionRequest::new(id.clone())).await?;
+        self.forget_session(&id);
+        Ok(())
+    }
+
+    /// Logs out (needs `auth.logout`).
+    pub async fn logout(&self) -> Result<()> {
+        self.request(&LogoutRequest::new()).await?;
+        Ok(())
+    }
+
+    /// Calls any agent method, typed, after checking that the agent advertised it.
+    pub async fn request<R: Request + ClientToAgent>(&self, params: &R) -> Result<R::Response> {
+        let caps = self.initialized(R::METHOD)?.agent_capabilities;
+        check_agent_capability(R::METHOD, &caps)?;
+        self.call(params).await
+    }
+
+    /// Sends any notification to the agent.
+    pub async fn notify<N: Notification + ClientToAgent>(&self, params: &N) -> Result<()> {
+        self.initialized(N::METHOD)?;
+        self.rpc.notify(N::METHOD, params).await.map_err(|e| self.closed_error(e.into()))
+    }
+
+    /// Calls an extension method (its name must start with `_`).
+    pub async fn ext_method(&self, method: &str, params: &RawValue) -> Result<Box<RawValue>> {
+        if !method.starts_with('_') {
+            return Err(Error::Invalid(format!("extension methods start with `_`, not `{method}`")));
+        }
+        self.rpc.request_raw(method, Some(params)).await.map_err(|e| self.closed_error(e.into()))
+    }
+
+    async fn call<R: Request>(&self, params: &R) -> Result<R::Response> {
+        let raw = serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
+        let result = self
+            .rpc
+            .request_raw(R::METHOD, Some(&raw))
+            .await
+            .map_err(|e| self.closed_error(e.into()))?;
+        decode_response(result.get()).map_err(Error::Decode)
+    }
+
+    /// A closed connection caused by the agent's exit says why.
+    fn closed_error(&self, error: Error) -> Error {
+        match (&error, &*self.state.exit.lock().unwrap()) {
+            (Error::ConnectionClosed, Some((status, tail))) => {
+                Error::AgentExited { status: status.clone(), stderr_tail: tail.clone() }
+            }
+            _ => error,
+        }
+    }
+
+    fn agent_exited(&self, status: String, stderr_tail: String) {
+        *self.state.exit.lock().unwrap() = Some((status, stderr_tail));
+        self.rpc.close();
+    }
+
+    fn initialized(&self, method: &str) -> Result<InitializeResponse> {
+        self.agent_info().ok_or_else(|| Error::NotInitialized(method.to_owned()))
+    }
+
+    fn check_session_setup(&self, cwd: &str, servers: &[McpServer]) -> Result<()> {
+        if !Path::new(cwd).is_absolute() {
+            return Err(Error::Invalid(format!("cwd must be an absolute path, got `{cwd}`")));
+        }
+        let caps = self.initialized("session/new")?.agent_capabilities;
+        for server in servers {
+            match server {
+                McpServer::Http(s) if !caps.mcp_capabilities.http => {
+                    return Err(Error::NotAdvertised {
+                        method: format!("MCP server `{}` over http", s.name),
+                        capability: "mcpCapabilities.http",
+                    });
+                }
+                McpServer::Sse(s) if !caps.mcp_capabilities.sse => {
+                    return Err(Error::NotAdvertised {
+                        method: format!("MCP server `{}` over sse", s.name),
+                        capability: "mcpCapabilities.sse",
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn open_session(
+        &self,
+        id: SessionId,
+        cwd: &str,
+        additional: Option<&[String]>,
+        modes: Option<SessionModeState>,
+        config_options: Option<Vec<SessionConfigOption>>,
+    ) -> Session {
+        let shared = Arc::new(SessionShared {
+            id: id.clone(),
+            roots: if self.state.options.fs_unrestricted {
+                FsRoots::unrestricted()
+            } else {
+                FsRoots::session(cwd, additional.unwrap_or_default().iter().map(PathBuf::from))
+            },
+            cwd: PathBuf::from(cwd),
+            updates: async_channel::bounded(SESSION_UPDATE_BUFFER),
+            turn_active: AtomicBool::new(false),
+            cancel: Mutex::new(Signal::new()),
+            tool_calls: Mutex::new(HashMap::new()),
+            modes: Mutex::new(modes),
+            config_options: Mutex::new(config_options),
+        });
+        let early = {
+            let mut routes = self.state.routes.lock().unwrap();
+            match routes.insert(id, Route::Known(shared.clone())) {
+                Some(Route::Early(updates)) => updates,
+                _ => VecDeque::new(),
+            }
+        };
+        for update in early {
+            shared.track(&update);
+            // The channel is fresh and early updates are capped below its... not necessarily:
+            // keep what does not fit in the channel by blocking-free retry later.
+            if shared.updates.0.try_send(update).is_err() {
+                break;
+            }
+        }
+        Session { agent: self.clone(), shared }
+    }
+
+    fn forget_session(&self, id: &SessionId) {
+        self.state.routes.lock().unwrap().remove(id);
+        if let Some(terminals) = &self.state.options.terminals {
+            terminals.release_session(id.as_str());
+        }
+    }
+}
+
+fn check_agent_capability(method: &str, caps: &AgentCapabilities) -> Result<()> {
+    let missing = |capability: &'static str| Err(Error::NotAdvertised { method: method.to_owned(), capability });
+    let sessions = &caps.session_capabilities;
+    match method {
+        "session/load" if !caps.load_session => missing("loadSession"),
+        "session/list" if sessions.list.is_none() => missing("sessionCapabilities.list"),
+        "session/resume" if sessions.resume.is_none() => missing("sessionCapabilities.resume"),
+        "session/close" if sessions.close.is_none() => missing("sessionCapabilities.close"),
+        "session/delete" if sessions.delete.is_none() => missing("sessionCapabilities.delete"),
+        "logout" if caps.auth.logout.is_none() => missing("auth.logout"),
+        _ => Ok(()),
+    }
+}
+
+fn check_prompt(prompt: &[ContentBlock], caps: &PromptCapabilities) -> Result<()> {
+    for block in prompt {
+        let needed = match block {
+            ContentBlock::Image(_) if !caps.image => "promptCapabilities.image",
+            ContentBlock::Audio(_) if !caps.audio => "promptCapabilities.audio",
+            ContentBlock::Resource(_) if !caps.embedded_context => "promptCapabilities.embeddedContext",
+            _ => continue,
+        };
+        return Err(Error::NotAdvertised { method: "session/prompt".into(), capability: needed });
+    }
+    Ok(())
+}
+
+/// A session on the agent: prompt turns, cancellation, modes and config options, and the
+/// updates that arrive outside turns.
+#[derive(Clone)]
+pub struct Session {
+    agent: AgentHandle,
+    shared: Arc<SessionShared>,
+}
+
+impl Session {
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.shared.id
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.shared.cwd
+    }
+
+    /// The modes the session advertised, with the current one.
+    pub fn modes(&self) -> Option<SessionModeState> {
+        self.shared.modes.lock().unwrap().clone()
+    }
+
+    /// The config options the session advertised, with their current values.
+    pub fn config_options(&self) -> Option<Vec<SessionConfigOption>> {
+        self.shared.config_options.lock().unwrap().clone()
+    }
+
+    /// What the client knows of a tool call of this session.
+    pub fn tool_call(&self, id: &ToolCallId) -> Option<ToolCallState> {
+        self.shared.tool_calls.lock().unwrap().get(id).cloned()
+    }
+
+    /// Sends a prompt. At most one turn runs at a time; content types the agent did not
+    /// advertise are refused without sending.
+    pub async fn prompt(&self, prompt: Vec<ContentBlock>) -> Result<PromptTurn> {
+        self.prompt_with(PromptRequest::new(self.shared.id.clone(), prompt)).await
+    }
+
+    /// Sends a prompt from a full request.
+    pub async fn prompt_with(&self, request: PromptRequest) -> Result<PromptTurn> {
+        let caps = self.agent.initialized("session/prompt")?.agent_capabilities;
+        check_prompt(&request.prompt, &caps.prompt_capabilities)?;
+        if self.shared.turn_active.swap(true, Ordering::AcqRel) {
+            return Err(Error::Invalid(format!(
+                "session `{}` already has a prompt in flight; wait for its end or cancel it",
+                self.shared.id
+            )));
+        }
+        *self.shared.cancel.lock().unwrap() = Signal::new();
+        let raw = serde_json::value::to_raw_value(&request).map_err(|e| Error::Internal(e.to_string()))?;
+        let agent = self.agent.clone();
+        let response = Box::pin(async move {
+            let result = agent.rpc.request_raw("session/prompt", Some(&raw)).await;
+            let result = result.map_err(|e| agent.closed_error(e.into()))?;
+            decode_response::<PromptResponse>(result.get()).map_err(Error::Decode)
+        });
+        Ok(PromptTurn { session: self.clone(), response: Some(response), end: None })
+    }
+
+    /// Cancels the running turn: sends `session/cancel`, answers the session's pending
+    /// permission requests with `cancelled`, and marks its unfinished tool calls cancelled.
+    /// The turn then ends with `cancelled`.
+    pub async fn cancel(&self) -> Result<()> {
+        self.shared.cancel.lock().unwrap().fire();
+        for state in self.shared.tool_calls.lock().unwrap().values_mut() {
+            if !state.is_finished() {
+                *state = ToolCallState::Cancelled;
+            }
+        }
+        self.agent.notify(&CancelNotification::new(self.shared.id.clone())).await
+    }
+
+    /// Switches mode; the mode must be one the session advertised.
+    pub async fn set_mode(&self, mode: impl Into<SessionModeId>) -> Result<()> {
+        let mode = mode.into();
+        let advertised = self.modes().is_some_and(|m| m.available_modes.iter().any(|a| a.id == mode));
+        if !advertised {
+            return Err(Error::Invalid(format!("the session did not advertise the mode `{mode}`")));
+        }
+        self.agent.request(&SetSessionModeRequest::new(self.shared.id.clone(), mode.clone())).await?;
+        if let Some(modes) = self.shared.modes.lock().unwrap().as_mut() {
+            modes.current_mode_id = mode;
+        }
+        Ok(())
+    }
+
+    /// Sets a config option; returns (and records) the full new state.
+    pub async fn set_config_option(
+        &self,
+        config_id: impl Into<SessionConfigId>,
+        value: SetSessionConfigOptionRequestKind,
+    ) -> Result<Vec<SessionConfigOption>> {
+        let config_id = config_id.into();
+        let advertised = self.config_options().is_some_and(|o| o.iter().any(|o| o.id == config_id));
+        if !advertised {
+            return Err(Error::Invalid(format!("the session did not advertise the config option `{config_id}`")));
+        }
+        let request = SetSessionConfigOptionRequest::new(self.shared.id.clone(), config_id, value);
+        let response = self.agent.request(&request).await?;
+        *self.shared.config_options.lock().unwrap() = Some(response.config_options.clone());
+        Ok(response.config_options)
+    }
+
+    /// The next update that arrived outside a turn (or was left over by one), waiting for it.
+    pub async fn next_update(&self) -> Option<SessionUpdate> {
+        self.shared.updates.1.recv().await.ok()
+    }
+
+    /// An update that already arrived, without waiting.
+    pub fn try_next_update(&self) -> Option<SessionUpdate> {
+        self.shared.updates.1.try_recv().ok()
+    }
+
+    /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
+    pub async fn close(&self) -> Result<()> {
+        self.agent.request(&CloseSessionRequest::new(self.shared.id.clone())).await?;
+        self.agent.forget_session(&self.shared.id);
+        Ok(())
+    }
+}
+
+type ResponseFuture = Pin<Box<dyn Future<Output = Result<PromptResponse>> + Send>>;
+
+/// A running prompt turn: [`next`](PromptTurn::next) yields its updates in order, then
+/// [`end`](PromptTurn::end) gives the stop reason.
+///
+/// Dropping it before the end does not cancel the turn (use [`Session::cancel`]); the turn's
+/// remaining updates stay in the session ([`Session::next_update`]).
+pub struct PromptTurn {
+    session: Session,
+    response: Option<ResponseFuture>,
+    end: Option<Result<PromptResponse>>,
+}
+
+impl PromptTurn {
+    /// The session of this turn.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The next update of the turn, or `None` once the turn has ended and every update sent
+    /// before the end was returned.
+    pub async fn next(&mut self) -> Option<SessionUpdate> {
+        let updates = self.session.shared.updates.1.clone();
+        if let Ok(update) = updates.try_recv() {
+            return Some(update);
+        }
+        let response = self.response.as_mut()?;
+        enum Next {
+            Update(Option<SessionUpdate>),
+            End(Result<PromptResponse>),
+        }
+        let next = futures_lite::future::or(
+            async { Next::Update(updates.recv().await.ok()) },
+            async { Next::End(response.await) },
+        )
+        .await;
+        match next {
+            Next::Update(update) => update,
+            Next::End(end) => {
+                self.finish(end);
+                // Every update sent before the response is already queued: the connection
+                // hands notifications over before any later response.
+                updates.try_recv().ok()
+            }
+        }
+    }
+
+    fn finish(&mut self, end: Result<PromptResponse>) {
+        self.response = None;
+        self.session.shared.turn_active.store(false, Ordering::Release);
+        self.end = Some(end);
+    }
+
+    /// Waits for the end of the turn and returns its response. Updates not yet taken with
+    /// [`next`](Self::next) stay available from [`Session::next_update`].
+    pub async fn end(mut self) -> Result<PromptResponse> {
+        if let Some(response) = self.response.take() {
+            let end = response.await;
+            self.finish(end);
+        }
+        self.end.take().expect("finished above")
+    }
+}
+
+impl Drop for PromptTurn {
+    fn drop(&mut self) {
+        if let Some(response) = self.response.take() {
+            // Keep the request alive (dropping it would cancel the turn at the agent) and free
+            // the session for the next turn when it ends.
+            let shared = self.session.shared.clone();
+            smol::spawn(async move {
+                let _ = response.await;
+                shared.turn_active.store(false, Ordering::Release);
+            })
+            .detach();
+        }
+    }
+}
+
+struct ClientDispatch<C> {
+    client: Arc<C>,
+    state: Arc<ClientState>,
+}
+
+impl<C> Clone for ClientDispatch<C> {
+    fn clone(&self) -> Self {
+        ClientDispatch { client: self.client.clone(), state: self.state.clone() }
+    }
+}
+
+fn session_of(request: &AgentRequest) -> Option<&SessionId> {
+    Some(match request {
+        AgentRequest::FsReadTextFile(r) => &r.session_id,
+        AgentRequest::FsWriteTextFile(r) => &r.session_id,
+        AgentRequest::SessionRequestPermission(r) => &r.session_id,
+        AgentRequest::TerminalCreate(r) => &r.session_id,
+        AgentRequest::TerminalOutput(r) => &r.session_id,
+        AgentRequest::TerminalRelease(r) => &r.session_id,
+        AgentRequest::TerminalWaitForExit(r) => &r.session_id,
+        AgentRequest::TerminalKill(r) => &r.session_id,
+        _ => return None,
+    })
+}
+
+fn fs_error(error: host::FsError) -> Error {
+    match &error {
+        host::FsError::NotFound(path) => Error::resource_not_found(&error, &path.display().to_string()),
+        host::FsError::RelativePath(_) | host::FsError::InvalidLine(_) => Error::invalid_params(&error),
+        host::FsError::OutsideRoots { .. } | host::FsError::ParentOfMissing(_) | host::FsError::DanglingSymlink { .. } => {
+            Error::invalid_params(&error)
+        }
+        _ => Error::internal(&error),
+    }
+}
+
+fn terminal_error(error: host::TerminalError) -> Error {
+    match &error {
+        host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => Error::Rpc(
+            ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
+                .with_data(&serde_json::json!({ "terminalId": id })),
+        ),
+        host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => Error::invalid_params(&error),
+        _ => Error::internal(&error),
+    }
+}
+
+fn not_advertised(method: &str, capability: &str) -> Error {
+    Error::Rpc(ResponseError::method_not_found(method).with_data(&serde_json::json!({
+        "method": method,
+        "reason": format!("this client does not advertise `{capability}`"),
+    })))
+}
+
+fn raw<T: serde::Serialize>(value: T) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(&value).map_err(|e| Error::internal(format!("response does not encode: {e}")))
+}
+
+impl<C: Client> ClientDispatch<C> {
+    fn session(&self, id: &SessionId) -> Result<Arc<SessionShared>> {
+        match self.state.routes.lock().unwrap().get(id) {
+            Some(Route::Known(shared)) => Ok(shared.clone()),
+            _ => Err(Error::Rpc(
+                ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Unknown session `{id}`"))
+                    .with_data(&serde_json::json!({ "sessionId": id })),
+            )),
+        }
+    }
+
+    async fn handle(&self, request: AgentRequest) -> Result<Box<RawValue>> {
+        let caps = &self.state.options.capabilities;
+        let session = match session_of(&request) {
+            Some(id) => Some(self.session(id)?),
+            None => None,
+        };
+        let session_id = || session.as_ref().map(|s| s.id.as_str()).unwrap_or_default();
+        match request {
+            AgentRequest::SessionRequestPermission(request) => {
+                let cancel = session.as_ref().map(|s| s.cancel.lock().unwrap().clone()).unwrap_or_else(Signal::new);
+                if cancel.is_fired() {
+                    return raw(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
+                }
+                let client = self.client.clone();
+                let answer = futures_lite::future::or(
+                    async move { Some(client.request_permission(request).await) },
+                    async move {
+                        cancel.wait().await;
+                        None
+                    },
+                )
+                .await;
+                match answer {
+                    Some(response) => raw(response?),
+                    // The spec's MUST: pending permission requests of a cancelled turn are
+                    // answered `cancelled`.
+                    None => raw(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)),
+                }
+            }
+            AgentRequest::FsReadTextFile(request) => {
+                if !caps.fs.read_text_file {
+                    return Err(not_advertised("fs/read_text_file", "fs.readTextFile"));
+                }
+                match (&self.state.options.fs, &session) {
+                    (Some(fs), Some(session)) => {
+                        let content = fs
+                            .read_text_file(&session.roots, Path::new(&request.path), request.line, request.limit)
+                            .await
+                            .map_err(fs_error)?;
+                        raw(ReadTextFileResponse::new(content))
+                    }
+                    _ => raw(self.client.read_text_file(request).await?),
+                }
+            }
+            AgentRequest::FsWriteTextFile(request) => {
+                if !caps.fs.write_text_file {
+                    return Err(not_advertised("fs/write_text_file", "fs.writeTextFile"));
+                }
+                match (&self.state.options.fs, &session) {
+                    (Some(fs), Some(session)) => {
+                        fs.write_text_file(&session.roots, Path::new(&request.path), request.content)
+                            .await
+                            .map_err(fs_error)?;
+                        raw(WriteTextFileResponse::new())
+                    }
+                    _ => raw(self.client.write_text_file(request).await?),
+                }
+            }
+            AgentRequest::TerminalCreate(request) => {
+                let terminals = self.terminals()?;
+                let session = session.as_ref().expect("terminal requests name a session");
+                let mut create = host::CreateTerminal::new(request.command);
+                create.args = request.args.unwrap_or_default();
+                create.env = request.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
+                create.cwd = request.cwd.map(PathBuf::from);
+                create.output_byte_limit = request.output_byte_limit;
+                let id = terminals.create(session_id(), create, &session.cwd).map_err(terminal_error)?;
+                raw(CreateTerminalResponse::new(id))
+            }
+            AgentRequest::TerminalOutput(request) => {
+                let output = self.terminals()?.output(session_id(), request.terminal_id.as_str()).map_err(terminal_error)?;
+                let mut response = TerminalOutputResponse::new(output.output, output.truncated);
+                response.exit_status = output.exit_status.map(exit_status);
+                raw(response)
+            }
+            AgentRequest::TerminalWaitForExit(request) => {
+                let status = self
+                    .terminals()?
+                    .wait_for_exit(session_id(), request.terminal_id.as_str())
+                    .await
+                    .map_err(terminal_error)?;
+                let mut response = WaitForTerminalExitResponse::new();
+                response.exit_code = status.exit_code;
+                response.signal = status.signal;
+                raw(response)
+            }
+            AgentRequest::TerminalKill(request) => {
+                self.terminals()?.kill(session_id(), request.terminal_id.as_str()).map_err(terminal_error)?;
+                raw(KillTerminalResponse::new())
+            }
+            AgentRequest::TerminalRelease(request) => {
+                self.terminals()?.release(session_id(), request.terminal_id.as_str()).map_err(terminal_error)?;
+                raw(ReleaseTerminalResponse::new())
+            }
+            AgentRequest::ElicitationCreate(request) => {
+                if caps.elicitation.is_none() {
+                    return Err(not_advertised("elicitation/create", "elicitation"));
+                }
+                raw(self.client.create_elicitation(request).await?)
+            }
+            AgentRequest::Extension(call) => self.client.ext_method(call).await,
+            other => Err(Error::method_not_found(other.method())),
+        }
+    }
+
+    fn terminals(&self) -> Result<&TerminalHost> {
+        if !self.state.options.capabilities.terminal {
+            return Err(not_advertised("terminal/*", "terminal"));
+        }
+        self.state
+            .options
+            .terminals
+            .as_deref()
+            .ok_or_else(|| Error::internal("`terminal` is advertised but no terminal host is configured"))
+    }
+
+    async fn route_update(&self, notification: SessionNotification, report: impl Fn(String)) {
+        self.client.session_update(&notification).await;
+        let shared = {
+            let mut routes = self.state.routes.lock().unwrap();
+            match routes.entry(notification.session_id.clone()).or_insert_with(|| Route::Early(VecDeque::new())) {
+                Route::Known(shared) => shared.clone(),
+                Route::Early(queue) => {
+                    if queue.len() >= EARLY_UPDATE_LIMIT {
+                        report(format!(
+                            "more than {EARLY_UPDATE_LIMIT} updates for session `{}`, which this client never opened; dropping the oldest",
+                            notification.session_id
+                        ));
+                        queue.pop_front();
+                    }
+                    queue.push_back(notification.update);
+                    return;
+                }
+            }
+        };
+        shared.track(&notification.update);
+        // Waits when the session's buffer is full: back-pressure on the agent.
+        let _ = shared.updates.0.send(notification.update).await;
+    }
+}
+
+fn exit_status(status: host::TerminalExitStatus) -> TerminalExitStatus {
+    let mut out = TerminalExitStatus::new();
+    out.exit_code = status.exit_code;
+    out.signal = status.signal;
+    out
+}
+
+impl<C: Client> Handler for ClientDispatch<C> {
+    fn request(&self, request: IncomingRequest, responder: Responder) -> impl Future<Output = ()> + Send {
+        let dispatch = self.clone();
+        async move {
+            let result = match AgentRequest::decode(request.method(), request.raw_params()) {
+                Ok(call) => dispatch.handle(call).await.map_err(|e| e.to_response()),
+                Err(DecodeError::UnknownMethod(method)) => Err(ResponseError::method_not_found(&method)),
+                Err(DecodeError::InvalidParams { error, .. }) => Err(ResponseError::invalid_params(error)),
+            };
+            match result {
+                Ok(raw) => responder.respond_raw(Ok(&raw)),
+                Err(error) => responder.respond_error(error),
+            }
+        }
+    }
+
+    fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
+        let dispatch = self.clone();
+        async move {
+            match AgentNotification::decode(notification.method(), notification.raw_params()) {
+                Ok(AgentNotification::SessionUpdate(update)) => {
+                    dispatch.route_update(update, |problem| notification.report_unhandled(problem)).await
+                }
+                Ok(AgentNotification::CancelRequest(_)) => {}
+                Ok(AgentNotification::Extension(call)) => dispatch.client.ext_notification(call).await,
+                Ok(other) => notification.report_unhandled(format_args!("no handler for `{}`", other.method())),
+                Err(error) => notification.report_unhandled(error),
+            }
+        }
+    }
+}
+
+/// An [`Observer`] that prints every message in and out to stderr, for debugging.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrintTraffic;
+
+impl Observer for PrintTraffic {
+    fn incoming(&self, line: &[u8]) {
+        eprintln!("<- {}", String::from_utf8_lossy(line));
+    }
+    fn outgoing(&self, line: &[u8]) {
+        eprintln!("-> {}", String::from_utf8_lossy(line));
+    }
+    fn problem(&self, problem: &Problem) {
+        eprintln!("!! {problem}");
+    }
+}

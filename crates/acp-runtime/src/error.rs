@@ -1,0 +1,150 @@
+//! The runtime's error type: what a call to the peer, or a handler, can fail with.
+
+use acp_jsonrpc::{ErrorCode, RequestError, ResponseError};
+
+/// ACP's own error codes, next to JSON-RPC's.
+pub mod codes {
+    use acp_jsonrpc::ErrorCode;
+    /// Authentication is required before this operation (`-32000`).
+    pub const AUTH_REQUIRED: ErrorCode = ErrorCode(-32000);
+    /// A resource, such as a session or a file, was not found (`-32002`).
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// The request was cancelled (`-32800`).
+    pub const REQUEST_CANCELLED: ErrorCode = ErrorCode(-32800);
+}
+
+/// Why a call failed, on either side of a connection.
+///
+/// Handlers return it too: [`Error::Rpc`] goes to the peer as it is; the other variants become
+/// `-32603 Internal error` with their message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The peer answered with a JSON-RPC error (or a handler wants to send one).
+    #[error("{0}")]
+    Rpc(ResponseError),
+    /// The call needs a capability the peer did not advertise; nothing was sent.
+    #[error("`{method}` needs the peer's `{capability}` capability, which it did not advertise")]
+    NotAdvertised {
+        /// The method that was refused.
+        method: String,
+        /// The capability it needs, as named in the protocol.
+        capability: &'static str,
+    },
+    /// A call other than `initialize` before `initialize` completed; nothing was sent.
+    #[error("`{0}` was called before `initialize` completed")]
+    NotInitialized(String),
+    /// The agent answered `initialize` with a protocol version this runtime does not speak.
+    /// The connection is closed.
+    #[error("the agent speaks protocol version {offered}, this client speaks {supported:?}")]
+    UnsupportedProtocolVersion {
+        /// What the agent answered.
+        offered: u16,
+        /// What this runtime speaks.
+        supported: &'static [u16],
+    },
+    /// The arguments break a rule of the protocol (relative `cwd`, second prompt in flight,
+    /// unknown mode...); nothing was sent.
+    #[error("{0}")]
+    Invalid(String),
+    /// The connection closed before an answer came.
+    #[error("the connection is closed")]
+    ConnectionClosed,
+    /// The agent process exited; pending calls fail with this.
+    #[error("the agent exited ({status}); last stderr lines:\n{stderr_tail}")]
+    AgentExited {
+        /// Exit code or signal.
+        status: String,
+        /// The end of what it wrote to stderr.
+        stderr_tail: String,
+    },
+    /// The call did not complete in time (and was cancelled at the peer).
+    #[error("the call timed out")]
+    TimedOut,
+    /// The answer did not decode into the expected type.
+    #[error("the answer does not decode: {0}")]
+    Decode(#[source] serde_json::Error),
+    /// Something else went wrong locally.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// A JSON-RPC error with the given code and message.
+    pub fn rpc(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error::Rpc(ResponseError::new(code, message))
+    }
+
+    /// `-32602 Invalid params`.
+    pub fn invalid_params(detail: impl std::fmt::Display) -> Self {
+        Error::Rpc(ResponseError::invalid_params(detail))
+    }
+
+    /// `-32603 Internal error`.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        Error::Rpc(ResponseError::internal_error(detail))
+    }
+
+    /// `-32601 Method not found`.
+    pub fn method_not_found(method: &str) -> Self {
+        Error::Rpc(ResponseError::method_not_found(method))
+    }
+
+    /// `-32000 Authentication required`.
+    pub fn auth_required() -> Self {
+        Error::rpc(codes::AUTH_REQUIRED, "Authentication required")
+    }
+
+    /// `-32002 Resource not found`, naming the resource in `data`.
+    pub fn resource_not_found(what: impl std::fmt::Display, resource: &str) -> Self {
+        Error::Rpc(
+            ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Resource not found: {what}"))
+                .with_data(&serde_json::json!({ "uri": resource })),
+        )
+    }
+
+    /// The JSON-RPC error code, when the peer answered with one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Rpc(error) => Some(error.code),
+            _ => None,
+        }
+    }
+
+    /// Whether the peer asks for `authenticate` first (`-32000`).
+    pub fn is_auth_required(&self) -> bool {
+        self.code() == Some(codes::AUTH_REQUIRED)
+    }
+
+    /// The error to send to the peer for this failure.
+    pub fn to_response(&self) -> ResponseError {
+        match self {
+            Error::Rpc(error) => error.clone(),
+            Error::Invalid(message) => ResponseError::invalid_params(message),
+            other => ResponseError::internal_error(other),
+        }
+    }
+}
+
+impl From<ResponseError> for Error {
+    fn from(error: ResponseError) -> Self {
+        Error::Rpc(error)
+    }
+}
+
+impl From<RequestError> for Error {
+    fn from(error: RequestError) -> Self {
+        match error {
+            RequestError::Response(error) => Error::Rpc(error),
+            RequestError::ConnectionClosed => Error::ConnectionClosed,
+            RequestError::TimedOut => Error::TimedOut,
+            RequestError::Decode(error) => Error::Decode(error),
+            RequestError::Encode(error) => Error::Internal(format!("params do not encode: {error}")),
+            RequestError::MalformedResponse(detail) => Error::Internal(format!("malformed response: {detail}")),
+            other => Error::Internal(other.to_string()),
+        }
+    }
+}
+
+/// The runtime's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,61 @@
+//! This process's stdin and stdout as async streams.
+//!
+//! Pipes and sockets (how an editor runs an agent) are registered with smol's reactor and read
+//! on the calling thread, without a hand-off to a helper thread per read; anything else (a
+//! terminal, a file) goes through smol's blocking thread pool.
+
+use futures_lite::io::BufReader;
+use futures_lite::{AsyncBufRead, AsyncRead, AsyncWrite};
+use std::io;
+
+/// Buffer size of the stdin reader: large enough that a burst of small messages costs one
+/// read system call, and a 64 KiB message a few.
+const READ_BUFFER: usize = 64 * 1024;
+
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// Stdin (buffered) and stdout of this process.
+pub fn stdio() -> io::Result<(impl AsyncBufRead + Unpin + Send + 'static, impl AsyncWrite + Unpin + Send + 'static)> {
+    Ok((BufReader::with_capacity(READ_BUFFER, stdin()?), stdout()?))
+}
+
+#[cfg(unix)]
+fn stdin() -> io::Result<Reader> {
+    use std::os::fd::AsFd;
+    let fd = io::stdin().as_fd().try_clone_to_owned()?;
+    let file = std::fs::File::from(fd);
+    if is_pipe_or_socket(&file) {
+        Ok(Box::new(smol::Async::new(file)?))
+    } else {
+        Ok(Box::new(smol::Unblock::new(io::stdin())))
+    }
+}
+
+#[cfg(unix)]
+fn stdout() -> io::Result<Writer> {
+    use std::os::fd::AsFd;
+    let fd = io::stdout().as_fd().try_clone_to_owned()?;
+    let file = std::fs::File::from(fd);
+    if is_pipe_or_socket(&file) {
+        Ok(Box::new(smol::Async::new(file)?))
+    } else {
+        Ok(Box::new(smol::Unblock::new(io::stdout())))
+    }
+}
+
+#[cfg(unix)]
+fn is_pipe_or_socket(file: &std::fs::File) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    file.metadata().is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
+}
+
+#[cfg(not(unix))]
+fn stdin() -> io::Result<Reader> {
+    Ok(Box::new(smol::Unblock::new(io::stdin())))
+}
+
+#[cfg(not(unix))]
+fn stdout() -> io::Result<Writer> {
+    Ok(Box::new(smol::Unblock::new(io::stdout())))
+}
