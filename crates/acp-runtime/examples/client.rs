@@ -38,7 +38,11 @@ fn main() {
         None => AgentCommand::new(std::env::current_exe().expect("own path")).arg(SERVE_DEMO_AGENT),
     };
     let result = smol::block_on(async {
-        if ask { run(Interactive, command).await } else { run(AutoAllow, command).await }
+        if ask {
+            run(Interactive, command).await
+        } else {
+            run(AutoAllow, command).await
+        }
     });
     if let Err(error) = result {
         eprintln!("error: {error}");
@@ -49,8 +53,11 @@ fn main() {
 async fn run<C: client::Client>(permissions: C, command: AgentCommand) -> acp_runtime::Result<()> {
     let project = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
     std::fs::create_dir_all(&project).map_err(|e| acp_runtime::Error::Internal(e.to_string()))?;
-    std::fs::write(project.join("notes.txt"), "buy milk\nship the release\ncall Ada\n")
-        .map_err(|e| acp_runtime::Error::Internal(e.to_string()))?;
+    std::fs::write(
+        project.join("notes.txt"),
+        "buy milk\nship the release\ncall Ada\n",
+    )
+    .map_err(|e| acp_runtime::Error::Internal(e.to_string()))?;
 
     let options = ClientOptions::default()
         .with_info("acp-demo-client", env!("CARGO_PKG_VERSION"))
@@ -60,7 +67,10 @@ async fn run<C: client::Client>(permissions: C, command: AgentCommand) -> acp_ru
     let driver = smol::spawn(driver);
 
     let init = agent.initialize().await?;
-    let name = init.agent_info.as_ref().map_or("agent", |i| i.name.as_str());
+    let name = init
+        .agent_info
+        .as_ref()
+        .map_or("agent", |i| i.name.as_str());
     println!("connected to {name} (protocol {})", init.protocol_version);
 
     let session = agent.new_session(&project).await?;
@@ -100,12 +110,25 @@ fn print_update(update: &SessionUpdate) {
             let steps: Vec<String> = plan
                 .entries
                 .iter()
-                .map(|e| format!("[{}] {}", if e.status == PlanEntryStatus::Completed { "x" } else { " " }, e.content))
+                .map(|e| {
+                    format!(
+                        "[{}] {}",
+                        if e.status == PlanEntryStatus::Completed {
+                            "x"
+                        } else {
+                            " "
+                        },
+                        e.content
+                    )
+                })
                 .collect();
             println!("plan: {}", steps.join("  "));
         }
         SessionUpdate::ToolCall(call) => {
-            let kind = call.kind.as_ref().map_or("tool".to_owned(), ToString::to_string);
+            let kind = call
+                .kind
+                .as_ref()
+                .map_or("tool".to_owned(), ToString::to_string);
             println!("tool call {} ({kind}): {}", call.tool_call_id, call.title);
         }
         SessionUpdate::ToolCallUpdate(update) => {
@@ -113,6 +136,9 @@ fn print_update(update: &SessionUpdate) {
                 println!("  {} -> {status}", update.tool_call_id);
             }
         }
-        other => println!("update: {}", serde_json::to_string(other).unwrap_or_default()),
+        other => println!(
+            "update: {}",
+            serde_json::to_string(other).unwrap_or_default()
+        ),
     }
 }

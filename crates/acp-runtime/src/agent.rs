@@ -90,7 +90,10 @@ pub trait Agent: Send + Sync + 'static {
     }
 
     /// Answers `logout` (needs the `auth.logout` capability).
-    fn logout(&self, request: LogoutRequest) -> impl Future<Output = Result<LogoutResponse>> + Send {
+    fn logout(
+        &self,
+        request: LogoutRequest,
+    ) -> impl Future<Output = Result<LogoutResponse>> + Send {
         let _ = request;
         async { Err(Error::method_not_found("logout")) }
     }
@@ -186,7 +189,11 @@ pub trait Agent: Send + Sync + 'static {
         request: SetSessionConfigOptionRequest,
         current: Vec<SessionConfigOption>,
     ) -> impl Future<Output = Result<SetSessionConfigOptionResponse>> + Send {
-        async move { Ok(SetSessionConfigOptionResponse::new(apply_config_value(current, &request))) }
+        async move {
+            Ok(SetSessionConfigOptionResponse::new(apply_config_value(
+                current, &request,
+            )))
+        }
     }
 
     /// Answers an extension request (method starting with `_`).
@@ -235,7 +242,10 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let state = Arc::new(AgentState::default());
-    let dispatch = AgentDispatch { agent: Arc::new(agent), state: state.clone() };
+    let dispatch = AgentDispatch {
+        agent: Arc::new(agent),
+        state: state.clone(),
+    };
     let (rpc, driver) = Connection::new(reader, writer, dispatch, options);
     state.rpc.set(rpc.clone()).expect("set once");
     (ClientHandle { rpc, state }, driver)
@@ -289,13 +299,19 @@ impl AgentState {
     fn register(&self, id: SessionId, entry: SessionEntry, allow_existing: bool) -> Result<()> {
         let mut sessions = self.sessions.lock().unwrap();
         if sessions.contains_key(&id) && !allow_existing {
-            return Err(Error::internal(format!("session id `{id}` is already in use")));
+            return Err(Error::internal(format!(
+                "session id `{id}` is already in use"
+            )));
         }
         sessions.insert(id, entry);
         Ok(())
     }
 
-    fn with_session<T>(&self, id: &SessionId, f: impl FnOnce(&mut SessionEntry) -> Result<T>) -> Result<T> {
+    fn with_session<T>(
+        &self,
+        id: &SessionId,
+        f: impl FnOnce(&mut SessionEntry) -> Result<T>,
+    ) -> Result<T> {
         let mut sessions = self.sessions.lock().unwrap();
         match sessions.get_mut(id) {
             Some(entry) => f(entry),
@@ -306,8 +322,11 @@ impl AgentState {
 
 fn unknown_session(id: &SessionId) -> Error {
     Error::Rpc(
-        ResponseError::new(crate::error::codes::RESOURCE_NOT_FOUND, format!("Unknown session `{id}`"))
-            .with_data(&serde_json::json!({ "sessionId": id })),
+        ResponseError::new(
+            crate::error::codes::RESOURCE_NOT_FOUND,
+            format!("Unknown session `{id}`"),
+        )
+        .with_data(&serde_json::json!({ "sessionId": id })),
     )
 }
 
@@ -333,7 +352,10 @@ impl ClientHandle {
 
     /// The session-scoped view for `session_id`.
     pub fn session(&self, session_id: impl Into<SessionId>) -> SessionClient {
-        SessionClient { id: session_id.into(), client: self.clone() }
+        SessionClient {
+            id: session_id.into(),
+            client: self.clone(),
+        }
     }
 
     /// The underlying JSON-RPC connection, for raw calls.
@@ -344,7 +366,8 @@ impl ClientHandle {
     /// Calls any client method, typed, after checking that the client advertised it.
     pub async fn request<R: Request + AgentToClient>(&self, params: &R) -> Result<R::Response> {
         self.check_advertised(R::METHOD, params)?;
-        let raw = serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
+        let raw =
+            serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
         let result = self.rpc.request_raw(R::METHOD, Some(&raw)).await?;
         decode_response(result.get()).map_err(Error::Decode)
     }
@@ -356,7 +379,11 @@ impl ClientHandle {
     }
 
     /// Sends a `session/update`.
-    pub async fn session_update(&self, session_id: &SessionId, update: SessionUpdate) -> Result<()> {
+    pub async fn session_update(
+        &self,
+        session_id: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<()> {
         // Serialized straight from borrowed parts: the hot path of a streaming turn.
         #[derive(serde::Serialize)]
         struct Params<'a> {
@@ -365,7 +392,13 @@ impl ClientHandle {
             update: &'a SessionUpdate,
         }
         self.rpc
-            .notify("session/update", &Params { session_id, update: &update })
+            .notify(
+                "session/update",
+                &Params {
+                    session_id,
+                    update: &update,
+                },
+            )
             .await?;
         Ok(())
     }
@@ -373,7 +406,9 @@ impl ClientHandle {
     /// Calls an extension method (its name must start with `_`).
     pub async fn ext_method(&self, method: &str, params: &RawValue) -> Result<Box<RawValue>> {
         if !method.starts_with('_') {
-            return Err(Error::Invalid(format!("extension methods start with `_`, not `{method}`")));
+            return Err(Error::Invalid(format!(
+                "extension methods start with `_`, not `{method}`"
+            )));
         }
         Ok(self.rpc.request_raw(method, Some(params)).await?)
     }
@@ -383,15 +418,22 @@ impl ClientHandle {
             return Err(Error::NotInitialized(method.to_owned()));
         };
         let missing = |capability: &'static str| {
-            Err(Error::NotAdvertised { method: method.to_owned(), capability })
+            Err(Error::NotAdvertised {
+                method: method.to_owned(),
+                capability,
+            })
         };
         match method {
             "fs/read_text_file" if !caps.fs.read_text_file => missing("fs.readTextFile"),
             "fs/write_text_file" if !caps.fs.write_text_file => missing("fs.writeTextFile"),
             m if m.starts_with("terminal/") && !caps.terminal => missing("terminal"),
             "elicitation/create" => {
-                let Some(elicitation) = &caps.elicitation else { return missing("elicitation") };
-                let mode = serde_json::to_value(params).ok().and_then(|v| v.get("mode").cloned());
+                let Some(elicitation) = &caps.elicitation else {
+                    return missing("elicitation");
+                };
+                let mode = serde_json::to_value(params)
+                    .ok()
+                    .and_then(|v| v.get("mode").cloned());
                 match mode.as_ref().and_then(|m| m.as_str()) {
                     Some("form") if elicitation.form.is_none() => missing("elicitation.form"),
                     Some("url") if elicitation.url.is_none() => missing("elicitation.url"),
@@ -429,17 +471,20 @@ impl SessionClient {
 
     /// Streams a chunk of the agent's reply.
     pub async fn message(&self, content: impl Into<ContentBlock>) -> Result<()> {
-        self.update(SessionUpdate::agent_message_chunk(content)).await
+        self.update(SessionUpdate::agent_message_chunk(content))
+            .await
     }
 
     /// Streams a chunk of the agent's reasoning.
     pub async fn thought(&self, content: impl Into<ContentBlock>) -> Result<()> {
-        self.update(SessionUpdate::agent_thought_chunk(content)).await
+        self.update(SessionUpdate::agent_thought_chunk(content))
+            .await
     }
 
     /// Streams a chunk of the user's message (history replay).
     pub async fn user_message(&self, content: impl Into<ContentBlock>) -> Result<()> {
-        self.update(SessionUpdate::user_message_chunk(content)).await
+        self.update(SessionUpdate::user_message_chunk(content))
+            .await
     }
 
     /// Reports a new tool call.
@@ -459,8 +504,10 @@ impl SessionClient {
 
     /// Advertises the slash commands available now.
     pub async fn available_commands(&self, commands: Vec<AvailableCommand>) -> Result<()> {
-        self.update(SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)))
-            .await
+        self.update(SessionUpdate::AvailableCommandsUpdate(
+            AvailableCommandsUpdate::new(commands),
+        ))
+        .await
     }
 
     /// Reports that the agent switched mode itself; the runtime records it as current.
@@ -472,7 +519,10 @@ impl SessionClient {
             }
             Ok(())
         });
-        self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode))).await
+        self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+            mode,
+        )))
+        .await
     }
 
     /// Sends the full config option state after the agent changed it; the runtime records it.
@@ -481,7 +531,10 @@ impl SessionClient {
             entry.config_options = Some(options.clone());
             Ok(())
         });
-        self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options))).await
+        self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+            options,
+        )))
+        .await
     }
 
     /// Updates session metadata (title, last activity).
@@ -491,7 +544,8 @@ impl SessionClient {
 
     /// Reports context window usage.
     pub async fn usage(&self, used: u64, size: u64) -> Result<()> {
-        self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size))).await
+        self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
+            .await
     }
 
     /// Replays recorded history, in order (for `session/load`).
@@ -527,7 +581,11 @@ impl SessionClient {
     }
 
     /// Writes a text file through the client (needs `fs.writeTextFile`).
-    pub async fn write_text_file(&self, path: impl Into<String>, content: impl Into<String>) -> Result<()> {
+    pub async fn write_text_file(
+        &self,
+        path: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Result<()> {
         let request = WriteTextFileRequest::new(self.id.clone(), path, content);
         self.client.request(&request).await?;
         Ok(())
@@ -577,10 +635,16 @@ pub fn apply_config_value(
             continue;
         }
         match (&mut option.kind, &request.kind) {
-            (SessionConfigOptionKind::Select(select), SetSessionConfigOptionRequestKind::ValueId(v)) => {
+            (
+                SessionConfigOptionKind::Select(select),
+                SetSessionConfigOptionRequestKind::ValueId(v),
+            ) => {
                 select.current_value = v.value.clone();
             }
-            (SessionConfigOptionKind::Boolean(b), SetSessionConfigOptionRequestKind::Boolean(v)) => {
+            (
+                SessionConfigOptionKind::Boolean(b),
+                SetSessionConfigOptionRequestKind::Boolean(v),
+            ) => {
                 b.current_value = v.value;
             }
             _ => {}
@@ -591,14 +655,20 @@ pub fn apply_config_value(
 
 fn select_values(options: &SessionConfigSelectOptions) -> Vec<&SessionConfigValueId> {
     match options {
-        SessionConfigSelectOptions::Ungrouped(options) => options.iter().map(|o| &o.value).collect(),
-        SessionConfigSelectOptions::Grouped(groups) => {
-            groups.iter().flat_map(|g| g.options.iter().map(|o| &o.value)).collect()
+        SessionConfigSelectOptions::Ungrouped(options) => {
+            options.iter().map(|o| &o.value).collect()
         }
+        SessionConfigSelectOptions::Grouped(groups) => groups
+            .iter()
+            .flat_map(|g| g.options.iter().map(|o| &o.value))
+            .collect(),
     }
 }
 
-fn check_config_value(options: &[SessionConfigOption], request: &SetSessionConfigOptionRequest) -> Result<()> {
+fn check_config_value(
+    options: &[SessionConfigOption],
+    request: &SetSessionConfigOptionRequest,
+) -> Result<()> {
     let Some(option) = options.iter().find(|o| o.id == request.config_id) else {
         return Err(Error::invalid_params(format!(
             "unknown config option `{}`; the session advertised {:?}",
@@ -607,7 +677,10 @@ fn check_config_value(options: &[SessionConfigOption], request: &SetSessionConfi
         )));
     };
     match (&option.kind, &request.kind) {
-        (SessionConfigOptionKind::Select(select), SetSessionConfigOptionRequestKind::ValueId(v)) => {
+        (
+            SessionConfigOptionKind::Select(select),
+            SetSessionConfigOptionRequestKind::ValueId(v),
+        ) => {
             let values = select_values(&select.options);
             if values.contains(&&v.value) {
                 Ok(())
@@ -620,7 +693,9 @@ fn check_config_value(options: &[SessionConfigOption], request: &SetSessionConfi
                 )))
             }
         }
-        (SessionConfigOptionKind::Boolean(_), SetSessionConfigOptionRequestKind::Boolean(_)) => Ok(()),
+        (SessionConfigOptionKind::Boolean(_), SetSessionConfigOptionRequestKind::Boolean(_)) => {
+            Ok(())
+        }
         _ => Err(Error::invalid_params(format!(
             "config option `{}` does not take a value of that type",
             option.id
@@ -632,7 +707,9 @@ fn check_absolute(cwd: &str, what: &str) -> Result<()> {
     if Path::new(cwd).is_absolute() {
         Ok(())
     } else {
-        Err(Error::invalid_params(format!("{what} must be an absolute path, got `{cwd}`")))
+        Err(Error::invalid_params(format!(
+            "{what} must be an absolute path, got `{cwd}`"
+        )))
     }
 }
 
@@ -677,7 +754,11 @@ fn negotiate(requested: ProtocolVersion) -> ProtocolVersion {
     if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested.0) {
         requested
     } else {
-        ProtocolVersion(*SUPPORTED_PROTOCOL_VERSIONS.last().expect("at least one version"))
+        ProtocolVersion(
+            *SUPPORTED_PROTOCOL_VERSIONS
+                .last()
+                .expect("at least one version"),
+        )
     }
 }
 
@@ -705,8 +786,8 @@ impl<A: Agent> AgentDispatch<A> {
                 *init = InitState::Initializing(signal.clone());
                 Gate::Initialize(signal)
             }
-            (_, "initialize") => Gate::Refuse(ResponseError::invalid_request("`initialize` was already called")),
-            (InitState::NotStarted, _) => Gate::Refuse(ResponseError::invalid_request(format!(
+            (_, "initialize") => Gate::Refuse(invalid_request("`initialize` was already called")),
+            (InitState::NotStarted, _) => Gate::Refuse(invalid_request(format!(
                 "`{method}` before `initialize`: the client must call `initialize` first"
             ))),
             (InitState::Initializing(signal), _) => Gate::WaitFor(signal.clone()),
@@ -715,14 +796,23 @@ impl<A: Agent> AgentDispatch<A> {
     }
 
     fn client(&self) -> ClientHandle {
-        ClientHandle { rpc: self.state.rpc.get().expect("set at start").clone(), state: self.state.clone() }
+        ClientHandle {
+            rpc: self.state.rpc.get().expect("set at start").clone(),
+            state: self.state.clone(),
+        }
     }
 
     fn agent_capabilities(&self) -> AgentCapabilities {
-        self.state.negotiated(|n| n.agent_capabilities.clone()).unwrap_or_default()
+        self.state
+            .negotiated(|n| n.agent_capabilities.clone())
+            .unwrap_or_default()
     }
 
-    async fn initialize(&self, request: InitializeRequest, done: Signal) -> Result<InitializeResponse> {
+    async fn initialize(
+        &self,
+        request: InitializeRequest,
+        done: Signal,
+    ) -> Result<InitializeResponse> {
         let requested = request.protocol_version;
         let client_capabilities = request.client_capabilities.clone();
         let result = self.agent.initialize(request).await;
@@ -778,7 +868,8 @@ impl<A: Agent> AgentDispatch<A> {
                     config_options: response.config_options.clone(),
                     ..entry
                 };
-                self.state.register(response.session_id.clone(), entry, false)?;
+                self.state
+                    .register(response.session_id.clone(), entry, false)?;
                 raw(response)
             }
             ClientRequest::SessionLoad(request) => {
@@ -789,7 +880,10 @@ impl<A: Agent> AgentDispatch<A> {
                 check_mcp_servers(&request.mcp_servers, &caps)?;
                 let id = request.session_id.clone();
                 let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-                let response = self.agent.load_session(request, client.session(id.clone())).await?;
+                let response = self
+                    .agent
+                    .load_session(request, client.session(id.clone()))
+                    .await?;
                 let entry = SessionEntry {
                     cwd,
                     additional_directories: dirs,
@@ -802,13 +896,19 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionResume(request) => {
                 if caps.session_capabilities.resume.is_none() {
-                    return Err(not_advertised("session/resume", "sessionCapabilities.resume"));
+                    return Err(not_advertised(
+                        "session/resume",
+                        "sessionCapabilities.resume",
+                    ));
                 }
                 check_absolute(&request.cwd, "cwd")?;
                 check_mcp_servers(request.mcp_servers.as_deref().unwrap_or_default(), &caps)?;
                 let id = request.session_id.clone();
                 let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-                let response = self.agent.resume_session(request, client.session(id.clone())).await?;
+                let response = self
+                    .agent
+                    .resume_session(request, client.session(id.clone()))
+                    .await?;
                 let entry = SessionEntry {
                     cwd,
                     additional_directories: dirs,
@@ -854,14 +954,16 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionDelete(request) => {
                 if caps.session_capabilities.delete.is_none() {
-                    return Err(not_advertised("session/delete", "sessionCapabilities.delete"));
+                    return Err(not_advertised(
+                        "session/delete",
+                        "sessionCapabilities.delete",
+                    ));
                 }
                 let id = request.session_id.clone();
                 let response = self.agent.delete_session(request).await?;
-                if let Some(entry) = self.state.sessions.lock().unwrap().remove(&id) {
-                    if let Some(turn) = entry.turn {
-                        turn.fire();
-                    }
+                let removed = self.state.sessions.lock().unwrap().remove(&id);
+                if let Some(turn) = removed.and_then(|entry| entry.turn) {
+                    turn.fire();
                 }
                 raw(response)
             }
@@ -878,7 +980,10 @@ impl<A: Agent> AgentDispatch<A> {
                     entry.turn = Some(cancel.clone());
                     Ok(())
                 })?;
-                let turn = Turn { session: client.session(id.clone()), cancel: cancel.clone() };
+                let turn = Turn {
+                    session: client.session(id.clone()),
+                    cancel: cancel.clone(),
+                };
                 let result = self.agent.prompt(request, turn).await;
                 let _ = self.state.with_session(&id, |entry| {
                     entry.turn = None;
@@ -894,18 +999,32 @@ impl<A: Agent> AgentDispatch<A> {
             ClientRequest::SessionSetMode(request) => {
                 let id = request.session_id.clone();
                 self.state.with_session(&id, |entry| match &entry.modes {
-                    None => Err(Error::invalid_params(format!("session `{id}` advertised no modes"))),
-                    Some(modes) if !modes.available_modes.iter().any(|m| m.id == request.mode_id) => {
+                    None => Err(Error::invalid_params(format!(
+                        "session `{id}` advertised no modes"
+                    ))),
+                    Some(modes)
+                        if !modes
+                            .available_modes
+                            .iter()
+                            .any(|m| m.id == request.mode_id) =>
+                    {
                         Err(Error::invalid_params(format!(
                             "unknown mode `{}`; the session advertised {:?}",
                             request.mode_id,
-                            modes.available_modes.iter().map(|m| m.id.as_str()).collect::<Vec<_>>()
+                            modes
+                                .available_modes
+                                .iter()
+                                .map(|m| m.id.as_str())
+                                .collect::<Vec<_>>()
                         )))
                     }
                     Some(_) => Ok(()),
                 })?;
                 let mode = request.mode_id.clone();
-                let response = self.agent.set_mode(request, client.session(id.clone())).await?;
+                let response = self
+                    .agent
+                    .set_mode(request, client.session(id.clone()))
+                    .await?;
                 let _ = self.state.with_session(&id, |entry| {
                     if let Some(modes) = &mut entry.modes {
                         modes.current_mode_id = mode;
@@ -916,13 +1035,17 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionSetConfigOption(request) => {
                 let id = request.session_id.clone();
-                let current = self.state.with_session(&id, |entry| match &entry.config_options {
-                    None => Err(Error::invalid_params(format!("session `{id}` advertised no config options"))),
-                    Some(options) => {
-                        check_config_value(options, &request)?;
-                        Ok(options.clone())
-                    }
-                })?;
+                let current =
+                    self.state
+                        .with_session(&id, |entry| match &entry.config_options {
+                            None => Err(Error::invalid_params(format!(
+                                "session `{id}` advertised no config options"
+                            ))),
+                            Some(options) => {
+                                check_config_value(options, &request)?;
+                                Ok(options.clone())
+                            }
+                        })?;
                 let response = self.agent.set_config_option(request, current).await?;
                 let _ = self.state.with_session(&id, |entry| {
                     entry.config_options = Some(response.config_options.clone());
@@ -936,10 +1059,8 @@ impl<A: Agent> AgentDispatch<A> {
     }
 }
 
-impl Error {
-    fn invalid_request(detail: impl std::fmt::Display) -> Self {
-        Error::Rpc(ResponseError::invalid_request(detail))
-    }
+fn invalid_request(detail: impl std::fmt::Display) -> ResponseError {
+    ResponseError::new(acp_jsonrpc::ErrorCode::INVALID_REQUEST, detail.to_string())
 }
 
 fn not_advertised(method: &str, capability: &str) -> Error {
@@ -952,7 +1073,8 @@ fn not_advertised(method: &str, capability: &str) -> Error {
 }
 
 fn raw<T: serde::Serialize>(value: T) -> Result<Box<RawValue>> {
-    serde_json::value::to_raw_value(&value).map_err(|e| Error::internal(format!("response does not encode: {e}")))
+    serde_json::value::to_raw_value(&value)
+        .map_err(|e| Error::internal(format!("response does not encode: {e}")))
 }
 
 fn decode_error(error: DecodeError) -> ResponseError {
@@ -963,16 +1085,25 @@ fn decode_error(error: DecodeError) -> ResponseError {
 }
 
 impl<A: Agent> Handler for AgentDispatch<A> {
-    fn request(&self, request: IncomingRequest, responder: Responder) -> impl Future<Output = ()> + Send {
+    fn request(
+        &self,
+        request: IncomingRequest,
+        responder: Responder,
+    ) -> impl Future<Output = ()> + Send {
         let gate = self.gate(request.method());
-        let dispatch = AgentDispatch { agent: self.agent.clone(), state: self.state.clone() };
+        let dispatch = AgentDispatch {
+            agent: self.agent.clone(),
+            state: self.state.clone(),
+        };
         async move {
             let decoded = ClientRequest::decode(request.method(), request.raw_params());
             match gate {
                 Gate::Refuse(error) => return responder.respond_error(error),
                 Gate::Initialize(done) => {
                     let result = match decoded {
-                        Ok(ClientRequest::Initialize(params)) => dispatch.initialize(params, done).await,
+                        Ok(ClientRequest::Initialize(params)) => {
+                            dispatch.initialize(params, done).await
+                        }
                         Ok(_) => unreachable!("the gate saw `initialize`"),
                         Err(error) => {
                             *dispatch.state.init.lock().unwrap() = InitState::NotStarted;
@@ -986,7 +1117,7 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                 Gate::Go => {}
             }
             if dispatch.state.negotiated(|_| ()).is_none() {
-                return responder.respond_error(ResponseError::invalid_request(format!(
+                return responder.respond_error(invalid_request(format!(
                     "`{}` before a successful `initialize`",
                     request.method()
                 )));
@@ -1016,13 +1147,17 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                         Ok(())
                     });
                     if found.is_err() {
-                        notification.report_unhandled(format_args!("session/cancel for unknown session `{}`", cancel.session_id));
+                        notification.report_unhandled(format_args!(
+                            "session/cancel for unknown session `{}`",
+                            cancel.session_id
+                        ));
                     }
                 }
                 // `$/cancel_request` is handled by the JSON-RPC layer before it gets here.
                 Ok(ClientNotification::CancelRequest(_)) => {}
                 Ok(ClientNotification::Extension(call)) => agent.ext_notification(call).await,
-                Ok(other) => notification.report_unhandled(format_args!("no handler for `{}`", other.method())),
+                Ok(other) => notification
+                    .report_unhandled(format_args!("no handler for `{}`", other.method())),
                 Err(error) => notification.report_unhandled(error),
             }
         }
@@ -1045,7 +1180,11 @@ impl SessionClient {
     /// Starts a terminal from a full request (env, cwd, output limit).
     pub async fn create_terminal_with(&self, request: CreateTerminalRequest) -> Result<Terminal> {
         let response = self.client.request(&request).await?;
-        Ok(Terminal { id: response.terminal_id, session: self.clone(), released: false })
+        Ok(Terminal {
+            id: response.terminal_id,
+            session: self.clone(),
+            released: false,
+        })
     }
 }
 
@@ -1120,13 +1259,10 @@ impl Terminal {
     /// The spec's "run with a timeout" recipe: wait for the exit, or kill the command at the
     /// deadline; then collect the output.
     pub async fn run_with_timeout(&self, timeout: std::time::Duration) -> Result<CommandResult> {
-        let exited = futures_lite::future::or(
-            async { Some(self.wait_for_exit().await) },
-            async {
-                smol::Timer::after(timeout).await;
-                None
-            },
-        )
+        let exited = futures_lite::future::or(async { Some(self.wait_for_exit().await) }, async {
+            smol::Timer::after(timeout).await;
+            None
+        })
         .await;
         let timed_out = match exited {
             Some(result) => {
@@ -1160,5 +1296,40 @@ impl Drop for Terminal {
             let _ = client.request(&request).await;
         })
         .detach();
+    }
+}
+
+impl std::fmt::Debug for ClientHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientHandle")
+            .field("initialized", &self.state.negotiated(|_| ()).is_some())
+            .field("sessions", &self.state.sessions.lock().unwrap().len())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for SessionClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionClient")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Turn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Turn")
+            .field("session", &self.session.id)
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Terminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminal")
+            .field("id", &self.id)
+            .field("session", &self.session.id)
+            .finish()
     }
 }

@@ -107,13 +107,19 @@ pub trait Client: Send + Sync + 'static {
 
     /// Sees every `session/update`, in order, before it reaches its [`Session`]. Must not wait
     /// for the agent.
-    fn session_update(&self, notification: &SessionNotification) -> impl Future<Output = ()> + Send {
+    fn session_update(
+        &self,
+        notification: &SessionNotification,
+    ) -> impl Future<Output = ()> + Send {
         let _ = notification;
         async {}
     }
 
     /// Answers an extension request from the agent.
-    fn ext_method(&self, call: ExtensionCall) -> impl Future<Output = Result<Box<RawValue>>> + Send {
+    fn ext_method(
+        &self,
+        call: ExtensionCall,
+    ) -> impl Future<Output = Result<Box<RawValue>>> + Send {
         async move { Err(Error::method_not_found(&call.method)) }
     }
 
@@ -152,22 +158,35 @@ fn pick(request: &RequestPermissionRequest, allow: bool) -> RequestPermissionRes
 }
 
 impl Client for AutoAllow {
-    async fn request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse> {
+    async fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse> {
         Ok(pick(&request, true))
     }
 }
 
 impl Client for AutoReject {
-    async fn request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse> {
+    async fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse> {
         Ok(pick(&request, false))
     }
 }
 
 impl Client for Interactive {
-    async fn request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse> {
+    async fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse> {
         smol::unblock(move || {
             use std::io::{BufRead, Write};
-            let title = request.tool_call.title.clone().unwrap_or_else(|| request.tool_call.tool_call_id.to_string());
+            let title = request
+                .tool_call
+                .title
+                .clone()
+                .unwrap_or_else(|| request.tool_call.tool_call_id.to_string());
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "\nPermission requested: {title}");
             for (i, option) in request.options.iter().enumerate() {
@@ -176,7 +195,10 @@ impl Client for Interactive {
             let _ = write!(err, "choose 1-{}: ", request.options.len());
             let _ = err.flush();
             let mut line = String::new();
-            std::io::stdin().lock().read_line(&mut line).map_err(|e| Error::Internal(e.to_string()))?;
+            std::io::stdin()
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| Error::Internal(e.to_string()))?;
             let outcome = line
                 .trim()
                 .parse::<usize>()
@@ -207,7 +229,10 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             capabilities: ClientCapabilities::default(),
-            info: Some(Implementation::new("acp-runtime", env!("CARGO_PKG_VERSION"))),
+            info: Some(Implementation::new(
+                "acp-runtime",
+                env!("CARGO_PKG_VERSION"),
+            )),
             fs: None,
             fs_unrestricted: false,
             terminals: None,
@@ -284,7 +309,10 @@ where
         routes: Mutex::new(HashMap::new()),
         exit: Mutex::new(None),
     });
-    let dispatch = ClientDispatch { client: Arc::new(client), state: state.clone() };
+    let dispatch = ClientDispatch {
+        client: Arc::new(client),
+        state: state.clone(),
+    };
     let (rpc, driver) = Connection::new(reader, writer, dispatch, options.connection);
     (AgentHandle { rpc, state }, driver)
 }
@@ -301,7 +329,9 @@ pub fn spawn<C: Client>(
     impl Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send + use<C>,
     AgentProcess,
 )> {
-    let mut process = command.spawn().map_err(|e| Error::Internal(e.to_string()))?;
+    let mut process = command
+        .spawn()
+        .map_err(|e| Error::Internal(e.to_string()))?;
     let (reader, writer) = process
         .take_stdio()
         .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
@@ -335,7 +365,10 @@ struct SessionShared {
     id: SessionId,
     roots: FsRoots,
     cwd: PathBuf,
-    updates: (async_channel::Sender<SessionUpdate>, async_channel::Receiver<SessionUpdate>),
+    updates: (
+        async_channel::Sender<SessionUpdate>,
+        async_channel::Receiver<SessionUpdate>,
+    ),
     turn_active: AtomicBool,
     /// Fired by `cancel`; replaced at the start of each turn.
     cancel: Mutex<Signal>,
@@ -368,10 +401,15 @@ impl SessionShared {
         let mut calls = self.tool_calls.lock().unwrap();
         match update {
             SessionUpdate::ToolCall(call) => {
-                calls.insert(call.tool_call_id.clone(), ToolCallState::Reported(call.status.clone()));
+                calls.insert(
+                    call.tool_call_id.clone(),
+                    ToolCallState::Reported(call.status.clone()),
+                );
             }
             SessionUpdate::ToolCallUpdate(update) => {
-                let state = calls.entry(update.tool_call_id.clone()).or_insert(ToolCallState::Reported(None));
+                let state = calls
+                    .entry(update.tool_call_id.clone())
+                    .or_insert(ToolCallState::Reported(None));
                 if let Some(status) = &update.status {
                     *state = ToolCallState::Reported(Some(status.clone()));
                 }
@@ -428,7 +466,12 @@ impl AgentHandle {
 
     /// The agent's capabilities, once `initialize` completed.
     pub fn capabilities(&self) -> Option<AgentCapabilities> {
-        self.state.agent.lock().unwrap().as_ref().map(|r| r.agent_capabilities.clone())
+        self.state
+            .agent
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|r| r.agent_capabilities.clone())
     }
 
     /// The underlying JSON-RPC connection.
@@ -442,7 +485,10 @@ impl AgentHandle {
     }
 
     /// Authenticates with one of the agent's advertised methods.
-    pub async fn authenticate(&self, method_id: impl Into<AuthMethodId>) -> Result<AuthenticateResponse> {
+    pub async fn authenticate(
+        &self,
+        method_id: impl Into<AuthMethodId>,
+    ) -> Result<AuthenticateResponse> {
         let method_id = method_id.into();
         let advertised = self.initialized("authenticate")?.auth_methods;
         let known = advertised.iter().any(|m| match m {
@@ -451,7 +497,9 @@ impl AgentHandle {
             _ => false,
         });
         if !known {
-            return Err(Error::Invalid(format!("the agent did not advertise the auth method `{method_id}`")));
+            return Err(Error::Invalid(format!(
+                "the agent did not advertise the auth method `{method_id}`"
+            )));
         }
         self.request(&AuthenticateRequest::new(method_id)).await
     }
@@ -459,7 +507,8 @@ impl AgentHandle {
     /// Creates a session in `cwd` (absolute) without MCP servers.
     pub async fn new_session(&self, cwd: impl AsRef<Path>) -> Result<Session> {
         let cwd = cwd.as_ref().to_string_lossy().into_owned();
-        self.new_session_with(NewSessionRequest::new(cwd, Vec::<McpServer>::new())).await
+        self.new_session_with(NewSessionRequest::new(cwd, Vec::<McpServer>::new()))
+            .await
     }
 
     /// Creates a session from a full request.
@@ -478,12 +527,20 @@ impl AgentHandle {
 
     /// Loads a stored session (needs `loadSession`). The replayed history is waiting in
     /// [`Session::next_update`] when this returns.
-    pub async fn load_session(&self, request: LoadSessionRequest) -> Result<(Session, LoadSessionResponse)> {
+    pub async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+    ) -> Result<(Session, LoadSessionResponse)> {
         self.check_session_setup(&request.cwd, &request.mcp_servers)?;
         let id = request.session_id.clone();
         // Registered before sending, so that the replay lands in the session.
-        let session =
-            self.open_session(id, &request.cwd, request.additional_directories.as_deref(), None, None);
+        let session = self.open_session(
+            id,
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            None,
+            None,
+        );
         let response: LoadSessionResponse = self.request(&request).await?;
         *session.shared.modes.lock().unwrap() = response.modes.clone();
         *session.shared.config_options.lock().unwrap() = response.config_options.clone();
@@ -491,11 +548,22 @@ impl AgentHandle {
     }
 
     /// Resumes a stored session (needs `sessionCapabilities.resume`).
-    pub async fn resume_session(&self, request: ResumeSessionRequest) -> Result<(Session, ResumeSessionResponse)> {
-        self.check_session_setup(&request.cwd, request.mcp_servers.as_deref().unwrap_or_default())?;
+    pub async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<(Session, ResumeSessionResponse)> {
+        self.check_session_setup(
+            &request.cwd,
+            request.mcp_servers.as_deref().unwrap_or_default(),
+        )?;
         let id = request.session_id.clone();
-        let session =
-            self.open_session(id, &request.cwd, request.additional_directories.as_deref(), None, None);
+        let session = self.open_session(
+            id,
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            None,
+            None,
+        );
         let response: ResumeSessionResponse = self.request(&request).await?;
         *session.shared.modes.lock().unwrap() = response.modes.clone();
         *session.shared.config_options.lock().unwrap() = response.config_options.clone();
@@ -503,7 +571,10 @@ impl AgentHandle {
     }
 
     /// Lists the agent's sessions (needs `sessionCapabilities.list`).
-    pub async fn list_sessions(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse> {
+    pub async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse> {
         self.request(&request).await
     }
 
@@ -531,19 +602,28 @@ impl AgentHandle {
     /// Sends any notification to the agent.
     pub async fn notify<N: Notification + ClientToAgent>(&self, params: &N) -> Result<()> {
         self.initialized(N::METHOD)?;
-        self.rpc.notify(N::METHOD, params).await.map_err(|e| self.closed_error(e.into()))
+        self.rpc
+            .notify(N::METHOD, params)
+            .await
+            .map_err(|e| self.closed_error(e.into()))
     }
 
     /// Calls an extension method (its name must start with `_`).
     pub async fn ext_method(&self, method: &str, params: &RawValue) -> Result<Box<RawValue>> {
         if !method.starts_with('_') {
-            return Err(Error::Invalid(format!("extension methods start with `_`, not `{method}`")));
+            return Err(Error::Invalid(format!(
+                "extension methods start with `_`, not `{method}`"
+            )));
         }
-        self.rpc.request_raw(method, Some(params)).await.map_err(|e| self.closed_error(e.into()))
+        self.rpc
+            .request_raw(method, Some(params))
+            .await
+            .map_err(|e| self.closed_error(e.into()))
     }
 
     async fn call<R: Request>(&self, params: &R) -> Result<R::Response> {
-        let raw = serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
+        let raw =
+            serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
         let result = self
             .rpc
             .request_raw(R::METHOD, Some(&raw))
@@ -555,9 +635,10 @@ impl AgentHandle {
     /// A closed connection caused by the agent's exit says why.
     fn closed_error(&self, error: Error) -> Error {
         match (&error, &*self.state.exit.lock().unwrap()) {
-            (Error::ConnectionClosed, Some((status, tail))) => {
-                Error::AgentExited { status: status.clone(), stderr_tail: tail.clone() }
-            }
+            (Error::ConnectionClosed, Some((status, tail))) => Error::AgentExited {
+                status: status.clone(),
+                stderr_tail: tail.clone(),
+            },
             _ => error,
         }
     }
@@ -568,12 +649,15 @@ impl AgentHandle {
     }
 
     fn initialized(&self, method: &str) -> Result<InitializeResponse> {
-        self.agent_info().ok_or_else(|| Error::NotInitialized(method.to_owned()))
+        self.agent_info()
+            .ok_or_else(|| Error::NotInitialized(method.to_owned()))
     }
 
     fn check_session_setup(&self, cwd: &str, servers: &[McpServer]) -> Result<()> {
         if !Path::new(cwd).is_absolute() {
-            return Err(Error::Invalid(format!("cwd must be an absolute path, got `{cwd}`")));
+            return Err(Error::Invalid(format!(
+                "cwd must be an absolute path, got `{cwd}`"
+            )));
         }
         let caps = self.initialized("session/new")?.agent_capabilities;
         for server in servers {
@@ -609,7 +693,10 @@ impl AgentHandle {
             roots: if self.state.options.fs_unrestricted {
                 FsRoots::unrestricted()
             } else {
-                FsRoots::session(cwd, additional.unwrap_or_default().iter().map(PathBuf::from))
+                FsRoots::session(
+                    cwd,
+                    additional.unwrap_or_default().iter().map(PathBuf::from),
+                )
             },
             cwd: PathBuf::from(cwd),
             updates: async_channel::bounded(SESSION_UPDATE_BUFFER),
@@ -634,7 +721,10 @@ impl AgentHandle {
                 break;
             }
         }
-        Session { agent: self.clone(), shared }
+        Session {
+            agent: self.clone(),
+            shared,
+        }
     }
 
     fn forget_session(&self, id: &SessionId) {
@@ -646,7 +736,12 @@ impl AgentHandle {
 }
 
 fn check_agent_capability(method: &str, caps: &AgentCapabilities) -> Result<()> {
-    let missing = |capability: &'static str| Err(Error::NotAdvertised { method: method.to_owned(), capability });
+    let missing = |capability: &'static str| {
+        Err(Error::NotAdvertised {
+            method: method.to_owned(),
+            capability,
+        })
+    };
     let sessions = &caps.session_capabilities;
     match method {
         "session/load" if !caps.load_session => missing("loadSession"),
@@ -664,10 +759,15 @@ fn check_prompt(prompt: &[ContentBlock], caps: &PromptCapabilities) -> Result<()
         let needed = match block {
             ContentBlock::Image(_) if !caps.image => "promptCapabilities.image",
             ContentBlock::Audio(_) if !caps.audio => "promptCapabilities.audio",
-            ContentBlock::Resource(_) if !caps.embedded_context => "promptCapabilities.embeddedContext",
+            ContentBlock::Resource(_) if !caps.embedded_context => {
+                "promptCapabilities.embeddedContext"
+            }
             _ => continue,
         };
-        return Err(Error::NotAdvertised { method: "session/prompt".into(), capability: needed });
+        return Err(Error::NotAdvertised {
+            method: "session/prompt".into(),
+            capability: needed,
+        });
     }
     Ok(())
 }
@@ -709,7 +809,8 @@ impl Session {
     /// Sends a prompt. At most one turn runs at a time; content types the agent did not
     /// advertise are refused without sending.
     pub async fn prompt(&self, prompt: Vec<ContentBlock>) -> Result<PromptTurn> {
-        self.prompt_with(PromptRequest::new(self.shared.id.clone(), prompt)).await
+        self.prompt_with(PromptRequest::new(self.shared.id.clone(), prompt))
+            .await
     }
 
     /// Sends a prompt from a full request.
@@ -723,14 +824,19 @@ impl Session {
             )));
         }
         *self.shared.cancel.lock().unwrap() = Signal::new();
-        let raw = serde_json::value::to_raw_value(&request).map_err(|e| Error::Internal(e.to_string()))?;
+        let raw = serde_json::value::to_raw_value(&request)
+            .map_err(|e| Error::Internal(e.to_string()))?;
         let agent = self.agent.clone();
         let response = Box::pin(async move {
             let result = agent.rpc.request_raw("session/prompt", Some(&raw)).await;
             let result = result.map_err(|e| agent.closed_error(e.into()))?;
             decode_response::<PromptResponse>(result.get()).map_err(Error::Decode)
         });
-        Ok(PromptTurn { session: self.clone(), response: Some(response), end: None })
+        Ok(PromptTurn {
+            session: self.clone(),
+            response: Some(response),
+            end: None,
+        })
     }
 
     /// Cancels the running turn: sends `session/cancel`, answers the session's pending
@@ -743,17 +849,28 @@ impl Session {
                 *state = ToolCallState::Cancelled;
             }
         }
-        self.agent.notify(&CancelNotification::new(self.shared.id.clone())).await
+        self.agent
+            .notify(&CancelNotification::new(self.shared.id.clone()))
+            .await
     }
 
     /// Switches mode; the mode must be one the session advertised.
     pub async fn set_mode(&self, mode: impl Into<SessionModeId>) -> Result<()> {
         let mode = mode.into();
-        let advertised = self.modes().is_some_and(|m| m.available_modes.iter().any(|a| a.id == mode));
+        let advertised = self
+            .modes()
+            .is_some_and(|m| m.available_modes.iter().any(|a| a.id == mode));
         if !advertised {
-            return Err(Error::Invalid(format!("the session did not advertise the mode `{mode}`")));
+            return Err(Error::Invalid(format!(
+                "the session did not advertise the mode `{mode}`"
+            )));
         }
-        self.agent.request(&SetSessionModeRequest::new(self.shared.id.clone(), mode.clone())).await?;
+        self.agent
+            .request(&SetSessionModeRequest::new(
+                self.shared.id.clone(),
+                mode.clone(),
+            ))
+            .await?;
         if let Some(modes) = self.shared.modes.lock().unwrap().as_mut() {
             modes.current_mode_id = mode;
         }
@@ -767,9 +884,13 @@ impl Session {
         value: SetSessionConfigOptionRequestKind,
     ) -> Result<Vec<SessionConfigOption>> {
         let config_id = config_id.into();
-        let advertised = self.config_options().is_some_and(|o| o.iter().any(|o| o.id == config_id));
+        let advertised = self
+            .config_options()
+            .is_some_and(|o| o.iter().any(|o| o.id == config_id));
         if !advertised {
-            return Err(Error::Invalid(format!("the session did not advertise the config option `{config_id}`")));
+            return Err(Error::Invalid(format!(
+                "the session did not advertise the config option `{config_id}`"
+            )));
         }
         let request = SetSessionConfigOptionRequest::new(self.shared.id.clone(), config_id, value);
         let response = self.agent.request(&request).await?;
@@ -789,7 +910,9 @@ impl Session {
 
     /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
     pub async fn close(&self) -> Result<()> {
-        self.agent.request(&CloseSessionRequest::new(self.shared.id.clone())).await?;
+        self.agent
+            .request(&CloseSessionRequest::new(self.shared.id.clone()))
+            .await?;
         self.agent.forget_session(&self.shared.id);
         Ok(())
     }
@@ -823,16 +946,16 @@ impl PromptTurn {
         }
         let response = self.response.as_mut()?;
         enum Next {
-            Update(Option<SessionUpdate>),
+            Update(Option<Box<SessionUpdate>>),
             End(Result<PromptResponse>),
         }
         let next = futures_lite::future::or(
-            async { Next::Update(updates.recv().await.ok()) },
+            async { Next::Update(updates.recv().await.ok().map(Box::new)) },
             async { Next::End(response.await) },
         )
         .await;
         match next {
-            Next::Update(update) => update,
+            Next::Update(update) => update.map(|u| *u),
             Next::End(end) => {
                 self.finish(end);
                 // Every update sent before the response is already queued: the connection
@@ -844,7 +967,10 @@ impl PromptTurn {
 
     fn finish(&mut self, end: Result<PromptResponse>) {
         self.response = None;
-        self.session.shared.turn_active.store(false, Ordering::Release);
+        self.session
+            .shared
+            .turn_active
+            .store(false, Ordering::Release);
         self.end = Some(end);
     }
 
@@ -881,7 +1007,10 @@ struct ClientDispatch<C> {
 
 impl<C> Clone for ClientDispatch<C> {
     fn clone(&self) -> Self {
-        ClientDispatch { client: self.client.clone(), state: self.state.clone() }
+        ClientDispatch {
+            client: self.client.clone(),
+            state: self.state.clone(),
+        }
     }
 }
 
@@ -901,35 +1030,46 @@ fn session_of(request: &AgentRequest) -> Option<&SessionId> {
 
 fn fs_error(error: host::FsError) -> Error {
     match &error {
-        host::FsError::NotFound(path) => Error::resource_not_found(&error, &path.display().to_string()),
-        host::FsError::RelativePath(_) | host::FsError::InvalidLine(_) => Error::invalid_params(&error),
-        host::FsError::OutsideRoots { .. } | host::FsError::ParentOfMissing(_) | host::FsError::DanglingSymlink { .. } => {
+        host::FsError::NotFound(path) => {
+            Error::resource_not_found(&error, &path.display().to_string())
+        }
+        host::FsError::RelativePath(_) | host::FsError::InvalidLine(_) => {
             Error::invalid_params(&error)
         }
+        host::FsError::OutsideRoots { .. }
+        | host::FsError::ParentOfMissing(_)
+        | host::FsError::DanglingSymlink { .. } => Error::invalid_params(&error),
         _ => Error::internal(&error),
     }
 }
 
 fn terminal_error(error: host::TerminalError) -> Error {
     match &error {
-        host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => Error::Rpc(
-            ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
-                .with_data(&serde_json::json!({ "terminalId": id })),
-        ),
-        host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => Error::invalid_params(&error),
+        host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => {
+            Error::Rpc(
+                ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
+                    .with_data(&serde_json::json!({ "terminalId": id })),
+            )
+        }
+        host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => {
+            Error::invalid_params(&error)
+        }
         _ => Error::internal(&error),
     }
 }
 
 fn not_advertised(method: &str, capability: &str) -> Error {
-    Error::Rpc(ResponseError::method_not_found(method).with_data(&serde_json::json!({
-        "method": method,
-        "reason": format!("this client does not advertise `{capability}`"),
-    })))
+    Error::Rpc(
+        ResponseError::method_not_found(method).with_data(&serde_json::json!({
+            "method": method,
+            "reason": format!("this client does not advertise `{capability}`"),
+        })),
+    )
 }
 
 fn raw<T: serde::Serialize>(value: T) -> Result<Box<RawValue>> {
-    serde_json::value::to_raw_value(&value).map_err(|e| Error::internal(format!("response does not encode: {e}")))
+    serde_json::value::to_raw_value(&value)
+        .map_err(|e| Error::internal(format!("response does not encode: {e}")))
 }
 
 impl<C: Client> ClientDispatch<C> {
@@ -952,9 +1092,14 @@ impl<C: Client> ClientDispatch<C> {
         let session_id = || session.as_ref().map(|s| s.id.as_str()).unwrap_or_default();
         match request {
             AgentRequest::SessionRequestPermission(request) => {
-                let cancel = session.as_ref().map(|s| s.cancel.lock().unwrap().clone()).unwrap_or_else(Signal::new);
+                let cancel = session
+                    .as_ref()
+                    .map(|s| s.cancel.lock().unwrap().clone())
+                    .unwrap_or_else(Signal::new);
                 if cancel.is_fired() {
-                    return raw(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
+                    return raw(RequestPermissionResponse::new(
+                        RequestPermissionOutcome::Cancelled,
+                    ));
                 }
                 let client = self.client.clone();
                 let answer = futures_lite::future::or(
@@ -969,7 +1114,9 @@ impl<C: Client> ClientDispatch<C> {
                     Some(response) => raw(response?),
                     // The spec's MUST: pending permission requests of a cancelled turn are
                     // answered `cancelled`.
-                    None => raw(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)),
+                    None => raw(RequestPermissionResponse::new(
+                        RequestPermissionOutcome::Cancelled,
+                    )),
                 }
             }
             AgentRequest::FsReadTextFile(request) => {
@@ -979,7 +1126,12 @@ impl<C: Client> ClientDispatch<C> {
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
                         let content = fs
-                            .read_text_file(&session.roots, Path::new(&request.path), request.line, request.limit)
+                            .read_text_file(
+                                &session.roots,
+                                Path::new(&request.path),
+                                request.line,
+                                request.limit,
+                            )
                             .await
                             .map_err(fs_error)?;
                         raw(ReadTextFileResponse::new(content))
@@ -993,9 +1145,13 @@ impl<C: Client> ClientDispatch<C> {
                 }
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
-                        fs.write_text_file(&session.roots, Path::new(&request.path), request.content)
-                            .await
-                            .map_err(fs_error)?;
+                        fs.write_text_file(
+                            &session.roots,
+                            Path::new(&request.path),
+                            request.content,
+                        )
+                        .await
+                        .map_err(fs_error)?;
                         raw(WriteTextFileResponse::new())
                     }
                     _ => raw(self.client.write_text_file(request).await?),
@@ -1006,14 +1162,24 @@ impl<C: Client> ClientDispatch<C> {
                 let session = session.as_ref().expect("terminal requests name a session");
                 let mut create = host::CreateTerminal::new(request.command);
                 create.args = request.args.unwrap_or_default();
-                create.env = request.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
+                create.env = request
+                    .env
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|v| (v.name, v.value))
+                    .collect();
                 create.cwd = request.cwd.map(PathBuf::from);
                 create.output_byte_limit = request.output_byte_limit;
-                let id = terminals.create(session_id(), create, &session.cwd).map_err(terminal_error)?;
+                let id = terminals
+                    .create(session_id(), create, &session.cwd)
+                    .map_err(terminal_error)?;
                 raw(CreateTerminalResponse::new(id))
             }
             AgentRequest::TerminalOutput(request) => {
-                let output = self.terminals()?.output(session_id(), request.terminal_id.as_str()).map_err(terminal_error)?;
+                let output = self
+                    .terminals()?
+                    .output(session_id(), request.terminal_id.as_str())
+                    .map_err(terminal_error)?;
                 let mut response = TerminalOutputResponse::new(output.output, output.truncated);
                 response.exit_status = output.exit_status.map(exit_status);
                 raw(response)
@@ -1030,11 +1196,15 @@ impl<C: Client> ClientDispatch<C> {
                 raw(response)
             }
             AgentRequest::TerminalKill(request) => {
-                self.terminals()?.kill(session_id(), request.terminal_id.as_str()).map_err(terminal_error)?;
+                self.terminals()?
+                    .kill(session_id(), request.terminal_id.as_str())
+                    .map_err(terminal_error)?;
                 raw(KillTerminalResponse::new())
             }
             AgentRequest::TerminalRelease(request) => {
-                self.terminals()?.release(session_id(), request.terminal_id.as_str()).map_err(terminal_error)?;
+                self.terminals()?
+                    .release(session_id(), request.terminal_id.as_str())
+                    .map_err(terminal_error)?;
                 raw(ReleaseTerminalResponse::new())
             }
             AgentRequest::ElicitationCreate(request) => {
@@ -1052,18 +1222,19 @@ impl<C: Client> ClientDispatch<C> {
         if !self.state.options.capabilities.terminal {
             return Err(not_advertised("terminal/*", "terminal"));
         }
-        self.state
-            .options
-            .terminals
-            .as_deref()
-            .ok_or_else(|| Error::internal("`terminal` is advertised but no terminal host is configured"))
+        self.state.options.terminals.as_deref().ok_or_else(|| {
+            Error::internal("`terminal` is advertised but no terminal host is configured")
+        })
     }
 
     async fn route_update(&self, notification: SessionNotification, report: impl Fn(String)) {
         self.client.session_update(&notification).await;
         let shared = {
             let mut routes = self.state.routes.lock().unwrap();
-            match routes.entry(notification.session_id.clone()).or_insert_with(|| Route::Early(VecDeque::new())) {
+            match routes
+                .entry(notification.session_id.clone())
+                .or_insert_with(|| Route::Early(VecDeque::new()))
+            {
                 Route::Known(shared) => shared.clone(),
                 Route::Early(queue) => {
                     if queue.len() >= EARLY_UPDATE_LIMIT {
@@ -1092,13 +1263,21 @@ fn exit_status(status: host::TerminalExitStatus) -> TerminalExitStatus {
 }
 
 impl<C: Client> Handler for ClientDispatch<C> {
-    fn request(&self, request: IncomingRequest, responder: Responder) -> impl Future<Output = ()> + Send {
+    fn request(
+        &self,
+        request: IncomingRequest,
+        responder: Responder,
+    ) -> impl Future<Output = ()> + Send {
         let dispatch = self.clone();
         async move {
             let result = match AgentRequest::decode(request.method(), request.raw_params()) {
                 Ok(call) => dispatch.handle(call).await.map_err(|e| e.to_response()),
-                Err(DecodeError::UnknownMethod(method)) => Err(ResponseError::method_not_found(&method)),
-                Err(DecodeError::InvalidParams { error, .. }) => Err(ResponseError::invalid_params(error)),
+                Err(DecodeError::UnknownMethod(method)) => {
+                    Err(ResponseError::method_not_found(&method))
+                }
+                Err(DecodeError::InvalidParams { error, .. }) => {
+                    Err(ResponseError::invalid_params(error))
+                }
             };
             match result {
                 Ok(raw) => responder.respond_raw(Ok(&raw)),
@@ -1112,11 +1291,16 @@ impl<C: Client> Handler for ClientDispatch<C> {
         async move {
             match AgentNotification::decode(notification.method(), notification.raw_params()) {
                 Ok(AgentNotification::SessionUpdate(update)) => {
-                    dispatch.route_update(update, |problem| notification.report_unhandled(problem)).await
+                    dispatch
+                        .route_update(update, |problem| notification.report_unhandled(problem))
+                        .await
                 }
                 Ok(AgentNotification::CancelRequest(_)) => {}
-                Ok(AgentNotification::Extension(call)) => dispatch.client.ext_notification(call).await,
-                Ok(other) => notification.report_unhandled(format_args!("no handler for `{}`", other.method())),
+                Ok(AgentNotification::Extension(call)) => {
+                    dispatch.client.ext_notification(call).await
+                }
+                Ok(other) => notification
+                    .report_unhandled(format_args!("no handler for `{}`", other.method())),
                 Err(error) => notification.report_unhandled(error),
             }
         }
@@ -1136,5 +1320,36 @@ impl Observer for PrintTraffic {
     }
     fn problem(&self, problem: &Problem) {
         eprintln!("!! {problem}");
+    }
+}
+
+impl std::fmt::Debug for AgentHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentHandle")
+            .field("initialized", &self.state.agent.lock().unwrap().is_some())
+            .field("closed", &self.rpc.is_closed())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.shared.id)
+            .field("cwd", &self.shared.cwd)
+            .field(
+                "turn_active",
+                &self.shared.turn_active.load(Ordering::Relaxed),
+            )
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for PromptTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptTurn")
+            .field("session", &self.session.shared.id)
+            .field("ended", &self.response.is_none())
+            .finish()
     }
 }

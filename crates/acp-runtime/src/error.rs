@@ -77,12 +77,17 @@ impl Error {
 
     /// `-32602 Invalid params`.
     pub fn invalid_params(detail: impl std::fmt::Display) -> Self {
-        Error::Rpc(ResponseError::invalid_params(detail))
+        Error::rpc(ErrorCode::INVALID_PARAMS, detail.to_string())
+    }
+
+    /// `-32600 Invalid request`.
+    pub fn invalid_request(detail: impl std::fmt::Display) -> Self {
+        Error::rpc(ErrorCode::INVALID_REQUEST, detail.to_string())
     }
 
     /// `-32603 Internal error`.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
-        Error::Rpc(ResponseError::internal_error(detail))
+        Error::rpc(ErrorCode::INTERNAL_ERROR, detail.to_string())
     }
 
     /// `-32601 Method not found`.
@@ -98,8 +103,11 @@ impl Error {
     /// `-32002 Resource not found`, naming the resource in `data`.
     pub fn resource_not_found(what: impl std::fmt::Display, resource: &str) -> Self {
         Error::Rpc(
-            ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Resource not found: {what}"))
-                .with_data(&serde_json::json!({ "uri": resource })),
+            ResponseError::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {what}"),
+            )
+            .with_data(&serde_json::json!({ "uri": resource })),
         )
     }
 
@@ -120,8 +128,8 @@ impl Error {
     pub fn to_response(&self) -> ResponseError {
         match self {
             Error::Rpc(error) => error.clone(),
-            Error::Invalid(message) => ResponseError::invalid_params(message),
-            other => ResponseError::internal_error(other),
+            Error::Invalid(message) => ResponseError::new(ErrorCode::INVALID_PARAMS, message),
+            other => ResponseError::new(ErrorCode::INTERNAL_ERROR, other.to_string()),
         }
     }
 }
@@ -139,8 +147,12 @@ impl From<RequestError> for Error {
             RequestError::ConnectionClosed => Error::ConnectionClosed,
             RequestError::TimedOut => Error::TimedOut,
             RequestError::Decode(error) => Error::Decode(error),
-            RequestError::Encode(error) => Error::Internal(format!("params do not encode: {error}")),
-            RequestError::MalformedResponse(detail) => Error::Internal(format!("malformed response: {detail}")),
+            RequestError::Encode(error) => {
+                Error::Internal(format!("params do not encode: {error}"))
+            }
+            RequestError::MalformedResponse(detail) => {
+                Error::Internal(format!("malformed response: {detail}"))
+            }
             other => Error::Internal(other.to_string()),
         }
     }

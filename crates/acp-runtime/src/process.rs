@@ -197,9 +197,10 @@ impl AgentCommand {
     /// Calls `callback` with every line the agent writes to stderr, without the line break
     /// (and without a `\r` before it), invalid UTF-8 replaced by U+FFFD.
     ///
-    /// The callback runs on the background task that drains stderr: while it runs, stderr
-    /// is not read, so it should return quickly (hand the line to a channel or a logger).
-    /// A panic in the callback is caught and the line skipped.
+    /// The callback runs on the background task that drains stderr, on a thread of smol's
+    /// global executor: while it runs, stderr is not read and that thread serves no other
+    /// task, so it must not block (hand the line to a channel or a logger). A panic in the
+    /// callback is caught and the line skipped.
     pub fn on_stderr_line(mut self, callback: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.stderr_line = Some(Arc::new(callback));
         self
@@ -259,7 +260,8 @@ impl AgentCommand {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // The leader is killed and reaped by this module, not by async-process.
+            // Killing is this module's job, and it reaches the whole group rather than just
+            // the leader; reaping on drop stays as a backstop.
             .kill_on_drop(false)
             .reap_on_drop(true);
         let mut leader = command.spawn().map_err(|source| {
@@ -555,7 +557,7 @@ pub struct AgentExitStatus {
     /// The exit code, if the agent exited normally.
     pub code: Option<i32>,
     /// The name of the signal that ended the agent, such as `"SIGKILL"` (see
-    /// [`signal_name`](crate::host::signal_name)).
+    /// [`crate::host::signal_name`]).
     pub signal: Option<String>,
 }
 
@@ -804,8 +806,11 @@ impl Shared {
             }
             leader.take()
         };
-        // The leader is a zombie by now, so async-process reaps it on the spot.
-        drop(leader);
+        if let Some(mut leader) = leader {
+            // The leader has exited, so this reaps it at once instead of leaving the zombie
+            // to async-process's background thread; its status was read already.
+            let _ = leader.try_status();
+        }
     }
 }
 
@@ -968,6 +973,8 @@ async fn supervise(supervision: Supervision) {
             Event::Read(read) => drain.absorb(read),
         }
     };
+    // Also reached when the exit could not be watched (an error from the OS): an agent
+    // that cannot be supervised is not left running either.
     shared.kill_leftovers_and_reap(pgid);
     // Everything the leader wrote is in the pipe by now (a process's descriptors are
     // closed before its exit is reported): take it in before recording the exit, so that

@@ -20,7 +20,13 @@ struct Inner {
 impl Signal {
     pub(crate) fn new() -> Self {
         let (sender, receiver) = async_channel::bounded(1);
-        Signal { inner: Arc::new(Inner { fired: AtomicBool::new(false), sender, receiver }) }
+        Signal {
+            inner: Arc::new(Inner {
+                fired: AtomicBool::new(false),
+                sender,
+                receiver,
+            }),
+        }
     }
 
     pub(crate) fn fire(&self) {

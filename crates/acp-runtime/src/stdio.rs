@@ -16,7 +16,10 @@ type Reader = Box<dyn AsyncRead + Unpin + Send>;
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Stdin (buffered) and stdout of this process.
-pub fn stdio() -> io::Result<(impl AsyncBufRead + Unpin + Send + 'static, impl AsyncWrite + Unpin + Send + 'static)> {
+pub fn stdio() -> io::Result<(
+    impl AsyncBufRead + Unpin + Send + 'static,
+    impl AsyncWrite + Unpin + Send + 'static,
+)> {
     Ok((BufReader::with_capacity(READ_BUFFER, stdin()?), stdout()?))
 }
 
@@ -47,7 +50,8 @@ fn stdout() -> io::Result<Writer> {
 #[cfg(unix)]
 fn is_pipe_or_socket(file: &std::fs::File) -> bool {
     use std::os::unix::fs::FileTypeExt;
-    file.metadata().is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
+    file.metadata()
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
 }
 
 #[cfg(not(unix))]

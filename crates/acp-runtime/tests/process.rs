@@ -197,6 +197,8 @@ fn grandchildren_do_not_outlive_shutdown() {
     let exit = run(agent.shutdown());
     assert_eq!(exit.status, exited_with(0));
     assert_eq!(exit.step, ShutdownStep::StdinClosed);
+    // The leader was reaped before the exit was reported, so not even a zombie is left.
+    assert!(!std::path::Path::new(&format!("/proc/{pgid}")).exists());
     eventually("no process of the group is left", || {
         group_members(pgid).is_empty()
     });

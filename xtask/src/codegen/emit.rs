@@ -137,7 +137,9 @@ impl Emitter<'_> {
                     params.push(format!("{field}: impl Into<{}>", rust_ty(&f.ty)));
                     inits.push(format!("{field}: {field}.into()"));
                 }
-                Presence::RequiredNullable | Presence::Optional => inits.push(format!("{field}: None")),
+                Presence::RequiredNullable | Presence::Optional => {
+                    inits.push(format!("{field}: None"))
+                }
                 Presence::Patch => inits.push(format!("{field}: Patch::Unchanged")),
                 Presence::Defaulted => inits.push(format!("{field}: Default::default()")),
             }

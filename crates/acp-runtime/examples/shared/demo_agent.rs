@@ -19,44 +19,80 @@ pub struct DemoAgent {
 impl Agent for DemoAgent {
     async fn initialize(&self, _request: InitializeRequest) -> Result<InitializeResponse> {
         let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
-        response.agent_info = Some(Implementation::new("acp-demo-agent", env!("CARGO_PKG_VERSION")));
-        response.agent_capabilities.prompt_capabilities.embedded_context = true;
+        response.agent_info = Some(Implementation::new(
+            "acp-demo-agent",
+            env!("CARGO_PKG_VERSION"),
+        ));
+        response
+            .agent_capabilities
+            .prompt_capabilities
+            .embedded_context = true;
         Ok(response)
     }
 
-    async fn new_session(&self, request: NewSessionRequest, _client: &ClientHandle) -> Result<NewSessionResponse> {
+    async fn new_session(
+        &self,
+        request: NewSessionRequest,
+        _client: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
         let id = agent::new_session_id();
         self.cwds.lock().unwrap().insert(id.clone(), request.cwd);
         Ok(NewSessionResponse::new(id))
     }
 
     async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
-        let asked: String = request.prompt.iter().filter_map(ContentBlock::as_text).collect();
-        turn.thought(format!("The user asked: {asked:?}. I will look at the project first.")).await?;
+        let asked: String = request
+            .prompt
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        turn.thought(format!(
+            "The user asked: {asked:?}. I will look at the project first."
+        ))
+        .await?;
 
         let plan = |done: usize| {
             ["Read notes.txt", "Check the directory", "Write summary.txt"]
                 .iter()
                 .enumerate()
                 .map(|(i, step)| {
-                    let status = if i < done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+                    let status = if i < done {
+                        PlanEntryStatus::Completed
+                    } else {
+                        PlanEntryStatus::Pending
+                    };
                     PlanEntry::new(*step, PlanEntryPriority::Medium, status)
                 })
                 .collect::<Vec<_>>()
         };
         turn.plan(plan(0)).await?;
 
-        let workdir = self.cwds.lock().unwrap().get(turn.id()).cloned().unwrap_or_default();
+        let workdir = self
+            .cwds
+            .lock()
+            .unwrap()
+            .get(turn.id())
+            .cloned()
+            .unwrap_or_default();
         let client_caps = turn.client().capabilities().unwrap_or_default();
 
         // 1. Read a file through the client.
         let notes_path = format!("{workdir}/notes.txt");
         let notes = if client_caps.fs.read_text_file {
-            turn.tool_call(ToolCall::new("read_notes", "Read notes.txt").kind(ToolKind::Read).location(&notes_path))
-                .await?;
+            turn.tool_call(
+                ToolCall::new("read_notes", "Read notes.txt")
+                    .kind(ToolKind::Read)
+                    .location(&notes_path),
+            )
+            .await?;
             let notes = turn.read_text_file(&notes_path, None, None).await;
-            let status = if notes.is_ok() { ToolCallStatus::Completed } else { ToolCallStatus::Failed };
-            turn.tool_call_update(ToolCallUpdate::new("read_notes").status(status)).await?;
+            let status = if notes.is_ok() {
+                ToolCallStatus::Completed
+            } else {
+                ToolCallStatus::Failed
+            };
+            turn.tool_call_update(ToolCallUpdate::new("read_notes").status(status))
+                .await?;
             notes.unwrap_or_default()
         } else {
             String::new()
@@ -96,25 +132,40 @@ impl Agent for DemoAgent {
                 PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
                 PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
             ];
-            let outcome = turn.request_permission(ToolCallUpdate::new("write_summary"), options).await?;
+            let outcome = turn
+                .request_permission(ToolCallUpdate::new("write_summary"), options)
+                .await?;
             if turn.is_cancelled() {
                 return Ok(StopReason::Cancelled.into());
             }
             let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
             if allowed {
-                let summary = format!("{} lines of notes; the user asked {asked:?}\n", notes.lines().count());
+                let summary = format!(
+                    "{} lines of notes; the user asked {asked:?}\n",
+                    notes.lines().count()
+                );
                 turn.write_text_file(&summary_path, summary).await?;
                 let diff = Diff::new(&summary_path, "(summary written)");
-                turn.tool_call_update(ToolCallUpdate::new("write_summary").status(ToolCallStatus::Completed).content(diff))
-                    .await?;
+                turn.tool_call_update(
+                    ToolCallUpdate::new("write_summary")
+                        .status(ToolCallStatus::Completed)
+                        .content(diff),
+                )
+                .await?;
             } else {
-                turn.tool_call_update(ToolCallUpdate::new("write_summary").status(ToolCallStatus::Failed)).await?;
+                turn.tool_call_update(
+                    ToolCallUpdate::new("write_summary").status(ToolCallStatus::Failed),
+                )
+                .await?;
             }
         }
         turn.plan(plan(3)).await?;
 
-        for word in format!("Done. notes.txt has {} lines, and I wrote summary.txt.", notes.lines().count())
-            .split_inclusive(' ')
+        for word in format!(
+            "Done. notes.txt has {} lines, and I wrote summary.txt.",
+            notes.lines().count()
+        )
+        .split_inclusive(' ')
         {
             turn.message(word).await?;
         }

@@ -1,0 +1,414 @@
+//! The client side keeps the protocol's rules, checked against a raw agent on the wire.
+
+mod common;
+
+use acp_runtime::Error;
+use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
+use acp_runtime::host::{FsHost, TerminalHost};
+use acp_types::*;
+use common::{RawPeer, within};
+use serde_json::json;
+
+fn start(options: ClientOptions) -> (AgentHandle, RawPeer) {
+    let (peer, endpoint) = RawPeer::new();
+    let (agent, driver) = client::connect(AutoAllow, endpoint.reader, endpoint.writer, options);
+    smol::spawn(driver).detach();
+    (agent, peer)
+}
+
+/// Answers `initialize` with these agent capabilities.
+async fn initialize(agent: &AgentHandle, peer: &mut RawPeer, capabilities: serde_json::Value) {
+    let init = agent.initialize();
+    let answer = async {
+        let request = peer.recv().await;
+        assert_eq!(request["method"], "initialize");
+        peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1, "agentCapabilities": capabilities}}))
+            .await;
+    };
+    let (result, ()) = futures_lite::future::zip(init, answer).await;
+    result.unwrap();
+}
+
+async fn open_session(agent: &AgentHandle, peer: &mut RawPeer, id: &str) -> client::Session {
+    let create = agent.new_session("/tmp");
+    let answer = async {
+        let request = peer.recv().await;
+        assert_eq!(request["method"], "session/new");
+        peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": id}}))
+            .await;
+    };
+    futures_lite::future::zip(create, answer).await.0.unwrap()
+}
+
+#[test]
+fn an_unsupported_protocol_version_is_a_typed_error_and_closes() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        let init = agent.initialize();
+        let answer = async {
+            let request = peer.recv().await;
+            assert_eq!(request["params"]["protocolVersion"], 1);
+            peer.send(
+                json!({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 7}}),
+            )
+            .await;
+        };
+        let (result, ()) = futures_lite::future::zip(init, answer).await;
+        assert!(
+            matches!(
+                result,
+                Err(Error::UnsupportedProtocolVersion { offered: 7, .. })
+            ),
+            "{result:?}"
+        );
+        assert!(agent.connection().is_closed());
+    });
+}
+
+#[test]
+fn calls_before_initialize_or_outside_capabilities_are_refused_locally() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        let early = agent.new_session("/tmp").await;
+        assert!(matches!(early, Err(Error::NotInitialized(_))), "{early:?}");
+        initialize(&agent, &mut peer, json!({})).await;
+
+        let relative = agent.new_session("relative/dir").await;
+        assert!(matches!(relative, Err(Error::Invalid(_))), "{relative:?}");
+        let load = agent
+            .load_session(LoadSessionRequest::new(
+                Vec::<McpServer>::new(),
+                "/tmp",
+                "s1",
+            ))
+            .await;
+        assert!(
+            matches!(
+                load,
+                Err(Error::NotAdvertised {
+                    capability: "loadSession",
+                    ..
+                })
+            ),
+            "{:?}",
+            load.err()
+        );
+        let list = agent.list_sessions(ListSessionsRequest::new()).await;
+        assert!(matches!(
+            list,
+            Err(Error::NotAdvertised {
+                capability: "sessionCapabilities.list",
+                ..
+            })
+        ));
+        let http = McpServer::Http(McpServerHttp::new(
+            "web",
+            "https://x",
+            Vec::<HttpHeader>::new(),
+        ));
+        let with_http = agent
+            .new_session_with(NewSessionRequest::new("/tmp", vec![http]))
+            .await;
+        assert!(matches!(
+            with_http,
+            Err(Error::NotAdvertised {
+                capability: "mcpCapabilities.http",
+                ..
+            })
+        ));
+
+        let session = open_session(&agent, &mut peer, "s1").await;
+        let image = ContentBlock::Image(ImageContent::new("aGk=", "image/png"));
+        let refused = session.prompt(vec![image]).await;
+        assert!(matches!(
+            refused,
+            Err(Error::NotAdvertised {
+                capability: "promptCapabilities.image",
+                ..
+            })
+        ));
+
+        // None of the refused calls reached the wire: the next message is this one.
+        let cancel = session.cancel();
+        let (sent, seen) = futures_lite::future::zip(cancel, peer.recv()).await;
+        sent.unwrap();
+        assert_eq!(seen["method"], "session/cancel");
+    });
+}
+
+#[test]
+fn updates_before_the_session_exists_are_kept() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        initialize(&agent, &mut peer, json!({})).await;
+        let create = agent.new_session("/tmp");
+        let answer = async {
+            let request = peer.recv().await;
+            // Real agents announce commands before answering session/new.
+            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "early",
+                "update": {"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "web", "description": "Search"}]}}}))
+                .await;
+            peer.send(
+                json!({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "early"}}),
+            )
+            .await;
+        };
+        let session = futures_lite::future::zip(create, answer).await.0.unwrap();
+        let update = within("the early update", session.next_update())
+            .await
+            .unwrap();
+        assert!(
+            matches!(update, SessionUpdate::AvailableCommandsUpdate(_)),
+            "{update:?}"
+        );
+    });
+}
+
+#[test]
+fn a_turn_yields_its_updates_then_its_stop_reason() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        initialize(&agent, &mut peer, json!({})).await;
+        let session = open_session(&agent, &mut peer, "s1").await;
+        let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
+        let agent_side = async {
+            let request = peer.recv().await;
+            assert_eq!(request["method"], "session/prompt");
+            for i in 0..50 {
+                peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+                    "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": i.to_string()}}}}))
+                    .await;
+            }
+            peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"stopReason": "end_turn"}})).await;
+        };
+        let reading = async {
+            let mut texts = Vec::new();
+            while let Some(update) = turn.next().await {
+                let SessionUpdate::AgentMessageChunk(chunk) = update else {
+                    panic!("{update:?}")
+                };
+                texts.push(chunk.content.as_text().unwrap().to_owned());
+            }
+            (texts, turn.end().await.unwrap())
+        };
+        let ((), (texts, end)) = futures_lite::future::zip(agent_side, reading).await;
+        assert_eq!(texts, (0..50).map(|i| i.to_string()).collect::<Vec<_>>());
+        assert_eq!(end.stop_reason, StopReason::EndTurn);
+        // A second turn may start now.
+        assert!(session.prompt(vec!["again".into()]).await.is_ok());
+    });
+}
+
+/// A client whose permission prompt never answers (a user who walked away).
+struct NeverAnswers;
+
+impl client::Client for NeverAnswers {
+    async fn request_permission(
+        &self,
+        _: RequestPermissionRequest,
+    ) -> acp_runtime::Result<RequestPermissionResponse> {
+        futures_lite::future::pending().await
+    }
+}
+
+#[test]
+fn cancel_answers_pending_permission_requests_cancelled() {
+    smol::block_on(async {
+        let (mut peer, endpoint) = RawPeer::new();
+        let (agent, driver) = client::connect(
+            NeverAnswers,
+            endpoint.reader,
+            endpoint.writer,
+            ClientOptions::default(),
+        );
+        smol::spawn(driver).detach();
+        initialize(&agent, &mut peer, json!({})).await;
+        let session = open_session(&agent, &mut peer, "s1").await;
+        let turn = session.prompt(vec!["go".into()]).await.unwrap();
+        let ended = smol::spawn(turn.end());
+        let prompt = peer.recv().await;
+        peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+            "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "rm -rf", "status": "pending"}}}))
+            .await;
+        peer.send(json!({"jsonrpc": "2.0", "id": 900, "method": "session/request_permission", "params": {"sessionId": "s1",
+            "toolCall": {"toolCallId": "t1"}, "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}]}}))
+            .await;
+        // Let the permission request reach the client before cancelling.
+        smol::Timer::after(std::time::Duration::from_millis(50)).await;
+        let cancel = session.cancel();
+        let collect = async {
+            let mut seen = vec![peer.recv().await, peer.recv().await];
+            seen.sort_by_key(|m| m.get("method").is_none());
+            seen
+        };
+        let (sent, seen) = futures_lite::future::zip(cancel, collect).await;
+        sent.unwrap();
+        assert_eq!(seen[0]["method"], "session/cancel");
+        assert_eq!(seen[1]["id"], 900);
+        assert_eq!(seen[1]["result"]["outcome"]["outcome"], "cancelled");
+        assert_eq!(
+            session.tool_call(&ToolCallId::new("t1")),
+            Some(client::ToolCallState::Cancelled)
+        );
+        peer.send(
+            json!({"jsonrpc": "2.0", "id": prompt["id"], "result": {"stopReason": "cancelled"}}),
+        )
+        .await;
+        assert_eq!(
+            within("turn end", ended).await.unwrap().stop_reason,
+            StopReason::Cancelled
+        );
+    });
+}
+
+#[test]
+fn auth_required_is_recognisable() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        initialize(&agent, &mut peer, json!({})).await;
+        let create = agent.new_session("/tmp");
+        let answer = async {
+            let request = peer.recv().await;
+            peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32000, "message": "Authentication required"}}))
+                .await;
+        };
+        let result = futures_lite::future::zip(create, answer).await.0;
+        let error = result.err().unwrap();
+        assert!(error.is_auth_required(), "{error:?}");
+        let unknown_method = agent.authenticate("nope").await;
+        assert!(matches!(unknown_method, Err(Error::Invalid(_))));
+    });
+}
+
+#[test]
+fn fs_and_terminal_calls_are_served_by_the_hosts() {
+    smol::block_on(async {
+        let dir = std::env::temp_dir().join(format!("acp-client-rules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let options = ClientOptions::default()
+            .with_file_system(FsHost::new())
+            .with_terminals(TerminalHost::new());
+        let (agent, mut peer) = start(options);
+        let init = agent.initialize();
+        let request = async {
+            let request = peer.recv().await;
+            assert_eq!(
+                request["params"]["clientCapabilities"]["fs"]["readTextFile"],
+                true
+            );
+            assert_eq!(request["params"]["clientCapabilities"]["terminal"], true);
+            peer.send(
+                json!({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1}}),
+            )
+            .await;
+        };
+        futures_lite::future::zip(init, request).await.0.unwrap();
+        let create = agent.new_session(&dir);
+        let answer = async {
+            let request = peer.recv().await;
+            peer.send(
+                json!({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "s1"}}),
+            )
+            .await;
+        };
+        let _session = futures_lite::future::zip(create, answer).await.0.unwrap();
+
+        let path = dir.join("a.txt").display().to_string();
+        let read = peer
+            .request(
+                1,
+                "fs/read_text_file",
+                json!({"sessionId": "s1", "path": path, "line": 2, "limit": 1}),
+            )
+            .await;
+        assert_eq!(read["result"]["content"], "two\n");
+        let outside = peer
+            .request(
+                2,
+                "fs/read_text_file",
+                json!({"sessionId": "s1", "path": "/etc/passwd"}),
+            )
+            .await;
+        assert_eq!(outside["error"]["code"], -32602, "{outside}");
+        let missing_path = dir.join("missing.txt").display().to_string();
+        let missing = peer
+            .request(
+                3,
+                "fs/read_text_file",
+                json!({"sessionId": "s1", "path": missing_path}),
+            )
+            .await;
+        assert_eq!(missing["error"]["code"], -32002, "{missing}");
+        let other_session = peer
+            .request(
+                4,
+                "fs/read_text_file",
+                json!({"sessionId": "s2", "path": path}),
+            )
+            .await;
+        assert_eq!(other_session["error"]["code"], -32002);
+
+        let created = peer
+            .request(
+                5,
+                "terminal/create",
+                json!({"sessionId": "s1", "command": "sh", "args": ["-c", "echo hi; exit 3"]}),
+            )
+            .await;
+        let terminal = created["result"]["terminalId"].clone();
+        let exit = peer
+            .request(
+                6,
+                "terminal/wait_for_exit",
+                json!({"sessionId": "s1", "terminalId": terminal}),
+            )
+            .await;
+        assert_eq!(exit["result"]["exitCode"], 3);
+        let output = peer
+            .request(
+                7,
+                "terminal/output",
+                json!({"sessionId": "s1", "terminalId": terminal}),
+            )
+            .await;
+        assert_eq!(output["result"]["output"], "hi\n");
+        assert_eq!(output["result"]["exitStatus"]["exitCode"], 3);
+        peer.request(
+            8,
+            "terminal/release",
+            json!({"sessionId": "s1", "terminalId": terminal}),
+        )
+        .await;
+        let released = peer
+            .request(
+                9,
+                "terminal/output",
+                json!({"sessionId": "s1", "terminalId": terminal}),
+            )
+            .await;
+        assert_eq!(released["error"]["code"], -32002);
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}
+
+#[test]
+fn a_crashed_agent_fails_calls_with_its_status_and_stderr() {
+    smol::block_on(async {
+        let command = acp_runtime::process::AgentCommand::new("sh")
+            .args(["-c", "echo 'fatal: no API key' >&2; exit 3"]);
+        let (agent, driver, _process) =
+            client::spawn(AutoAllow, command, ClientOptions::default()).unwrap();
+        smol::spawn(driver).detach();
+        let error = within("the crash", agent.initialize()).await.unwrap_err();
+        let Error::AgentExited {
+            status,
+            stderr_tail,
+        } = &error
+        else {
+            panic!("{error:?}")
+        };
+        assert!(status.contains('3'), "{status}");
+        assert!(stderr_tail.contains("fatal: no API key"), "{stderr_tail}");
+    });
+}
