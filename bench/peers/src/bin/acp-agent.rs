@@ -1,0 +1,99 @@
+//! Bench agent built on acp-runtime, written the way a user writes an agent.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::Instant;
+
+use acp_bench::rusage::{self, Role};
+use acp_bench::{FS_PATH, SESSION_ID, Scenario};
+use acp_runtime::Result;
+use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
+use acp_types::*;
+
+const IMPL: &str = "acp-rs";
+
+struct BenchAgent;
+
+impl Agent for BenchAgent {
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new(SESSION_ID))
+    }
+
+    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        let text = request
+            .prompt
+            .first()
+            .and_then(ContentBlock::as_text)
+            .unwrap_or_default();
+        match Scenario::parse(text) {
+            Scenario::Stream { count, size } => {
+                let chunk = "x".repeat(size);
+                for _ in 0..count {
+                    turn.message(chunk.as_str()).await?;
+                }
+            }
+            Scenario::Rpc { count } => {
+                for _ in 0..count {
+                    turn.read_text_file(FS_PATH, None, None).await?;
+                }
+            }
+            Scenario::RpcPar { count, in_flight } => {
+                // `in_flight` workers share the count: each starts a new request as soon as
+                // its previous one completes.
+                let started = Arc::new(AtomicU64::new(0));
+                let worker = |turn: Turn, started: Arc<AtomicU64>| async move {
+                    while started.fetch_add(1, Ordering::Relaxed) < count {
+                        turn.read_text_file(FS_PATH, None, None).await?;
+                    }
+                    Result::Ok(())
+                };
+                let workers: Vec<Pin<Box<dyn Future<Output = Result<()>> + Send>>> = (0..in_flight)
+                    .map(|_| Box::pin(worker(turn.clone(), started.clone())) as Pin<Box<_>>)
+                    .collect();
+                join_all(workers).await?;
+            }
+            Scenario::Hello => {}
+        }
+        Ok(StopReason::EndTurn.into())
+    }
+}
+
+/// Polls every future in place until all are done (the first error wins).
+async fn join_all(
+    mut futures: Vec<Pin<Box<dyn Future<Output = Result<()>> + Send>>>,
+) -> Result<()> {
+    std::future::poll_fn(|cx| {
+        let mut error = None;
+        futures.retain_mut(|future| match future.as_mut().poll(cx) {
+            Poll::Ready(Ok(())) => false,
+            Poll::Ready(Err(e)) => {
+                error.get_or_insert(e);
+                false
+            }
+            Poll::Pending => true,
+        });
+        match error {
+            Some(e) => Poll::Ready(Err(e)),
+            None if futures.is_empty() => Poll::Ready(Ok(())),
+            None => Poll::Pending,
+        }
+    })
+    .await
+}
+
+fn main() {
+    let started = Instant::now();
+    let result = agent::serve_stdio(BenchAgent);
+    rusage::report_or_warn(Role::Agent, IMPL, started);
+    if let Err(error) = result {
+        eprintln!("acp-agent: {error}");
+        std::process::exit(1);
+    }
+}
