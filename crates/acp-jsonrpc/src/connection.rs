@@ -697,7 +697,12 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
-            self.write_buffer.clear();
+            if self.write_buffer.capacity() > 4 * WRITE_BATCH_BYTES {
+                // Left over from one huge message; do not keep it.
+                self.write_buffer = Vec::new();
+            } else {
+                self.write_buffer.clear();
+            }
             self.written = 0;
 
             let mut queue_closed = false;

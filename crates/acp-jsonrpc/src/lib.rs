@@ -100,8 +100,9 @@
 //! the result into the caller's type. Dropping it after the request went
 //! out sends `$/cancel_request` to the peer; so a timeout is just a race
 //! against any timer, which [`RequestFuture::with_timeout`] packages.
-//! Incoming `$/cancel_request` drops the matching handler, which answers
-//! `-32800`.
+//! An incoming `$/cancel_request` is handled by the connection itself (the
+//! handler never sees it): it drops the matching handler's future, and the
+//! responder inside answers `-32800`.
 //!
 //! # Shutdown
 //!

@@ -9,6 +9,9 @@ use futures_lite::AsyncWriteExt;
 
 use crate::{Message, Problem};
 
+/// Line buffers larger than this are freed once their line is consumed.
+const RETAINED_CAPACITY: usize = 1024 * 1024;
+
 /// The default maximum line length: 64 MiB.
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 64 * 1024 * 1024;
 
@@ -160,7 +163,12 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 
     fn poll_find(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Found>> {
         if self.state == State::Delivered {
-            self.line.clear();
+            if self.line.capacity() > RETAINED_CAPACITY {
+                // One huge message should not pin its size in memory.
+                self.line = Vec::new();
+            } else {
+                self.line.clear();
+            }
             self.state = State::Reading;
         }
         loop {

@@ -582,11 +582,8 @@ fn version_problem(jsonrpc: Option<&RawValue>) -> Option<&'static str> {
     match jsonrpc {
         None => Some(r#"missing "jsonrpc": "2.0""#),
         Some(raw) if raw.get() == r#""2.0""# => None,
-        Some(raw) if serde_json::from_str::<&str>(raw.get()).ok() == Some("2.0") => None,
         // An escaped spelling of "2.0" is still "2.0".
-        Some(raw) if serde_json::from_str::<String>(raw.get()).ok().as_deref() == Some("2.0") => {
-            None
-        }
+        Some(raw) if serde_json::from_str::<String>(raw.get()).is_ok_and(|v| v == "2.0") => None,
         Some(_) => Some(r#""jsonrpc" must be "2.0""#),
     }
 }

@@ -100,15 +100,18 @@ impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
         let slot = &mut self.slots[index];
         slot.task = Some((future, data));
         self.len += 1;
-        Waker::from(slot.waker.clone()).wake();
+        // Queued directly rather than woken: the parent is running and will
+        // poll it, so waking the parent too would only cost a spurious poll.
+        slot.waker.queued.store(true, Ordering::Release);
+        lock(&self.ready.indices).push(index);
     }
 
     /// Removes (and so cancels) every task whose data matches.
     pub(crate) fn remove_where(&mut self, mut matches: impl FnMut(&D) -> bool) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
             if slot.task.as_ref().is_some_and(|(_, data)| matches(data)) {
-                // Dropped outside the borrow of the slot list would be nicer,
-                // but the drop only touches the task's own state.
+                // Dropping in place is fine: a task's destructor (a
+                // responder answering, say) cannot reach this set.
                 slot.task = None;
                 self.free.push(index);
                 self.len -= 1;

@@ -815,3 +815,55 @@ fn in_flight_limit_pauses_reading() {
         assert_eq!(peer.recv_json().await["id"], 3);
     });
 }
+
+/// Requests written back to back (`initialize` immediately followed by
+/// more) are all dispatched and answered; none is refused or dropped.
+#[test]
+fn pipelined_requests_are_all_answered() {
+    run(async {
+        let (_handle, mut peer, _driver) =
+            connect(TestHandler::default(), ConnectionOptions::default());
+        let mut burst = String::new();
+        for id in 0..20 {
+            let method = if id == 0 { "sleep" } else { "ping" };
+            burst.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#
+            ));
+            burst.push('\n');
+        }
+        peer.send_bytes(burst.as_bytes()).await;
+        let mut ids: Vec<i64> = Vec::new();
+        for _ in 0..20 {
+            ids.push(peer.recv_json().await["id"].as_i64().unwrap());
+        }
+        // The slow first request does not hold up the others.
+        assert_eq!(ids.last(), Some(&0));
+        ids.sort();
+        assert_eq!(ids, (0..20).collect::<Vec<_>>());
+    });
+}
+
+/// Messages far larger than the pipe and the write batch go through intact,
+/// interleaved with small ones.
+#[test]
+fn large_messages_round_trip() {
+    run(async {
+        let (a, _b, _a_driver, _b_driver) = connected_pair(
+            TestHandler::default(),
+            TestHandler::default(),
+            ConnectionOptions::default(),
+        );
+        let big = "é".repeat(300_000);
+        let params = RawValue::from_string(serde_json::to_string(&big).unwrap()).unwrap();
+        let (echoed, pong) = smol::future::zip(
+            a.request_raw("echo", Some(&params)),
+            a.request::<String, _>("ping", &()),
+        )
+        .await;
+        assert_eq!(
+            serde_json::from_str::<String>(echoed.unwrap().get()).unwrap(),
+            big
+        );
+        assert_eq!(pong.unwrap(), "pong");
+    });
+}

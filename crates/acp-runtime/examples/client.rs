@@ -79,11 +79,14 @@ async fn run<C: client::Client>(permissions: C, command: AgentCommand) -> acp_ru
     let prompt = "Summarize my notes";
     println!("\n> {prompt}\n");
     let mut turn = session.prompt(vec![prompt.into()]).await?;
+    let mut updates = 0;
     while let Some(update) = turn.next().await {
+        updates += 1;
         print_update(&update);
     }
     let response = turn.end().await?;
     println!("\n[turn ended: {}]", response.stop_reason);
+    println!("[updates received: {updates}]");
 
     if let Ok(summary) = std::fs::read_to_string(project.join("summary.txt")) {
         println!("summary.txt: {}", summary.trim_end());

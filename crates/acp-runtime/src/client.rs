@@ -31,7 +31,7 @@
 //!         println!("{update:?}");
 //!     }
 //!     println!("stop reason: {:?}", turn.end().await?);
-//!     acp_runtime::Result::Ok(())
+//!     Ok::<_, acp_runtime::Error>(())
 //! })
 //! .unwrap();
 //! ```
@@ -308,6 +308,8 @@ where
         agent: Mutex::new(None),
         routes: Mutex::new(HashMap::new()),
         exit: Mutex::new(None),
+        exit_recorded: Signal::new(),
+        spawned: AtomicBool::new(false),
     });
     let dispatch = ClientDispatch {
         client: Arc::new(client),
@@ -336,6 +338,7 @@ pub fn spawn<C: Client>(
         .take_stdio()
         .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
     let (agent, driver) = connect(client, reader, writer, options);
+    agent.state.spawned.store(true, Ordering::Release);
     let watcher = agent.clone();
     let exited = process.exited();
     // A crashed agent fails pending calls with its exit status and stderr tail instead of a
@@ -353,11 +356,14 @@ struct ClientState {
     agent: Mutex<Option<InitializeResponse>>,
     routes: Mutex<HashMap<SessionId, Route>>,
     exit: Mutex<Option<(String, String)>>,
+    /// Fired once the spawned agent's exit is recorded in `exit`.
+    exit_recorded: Signal,
+    spawned: AtomicBool,
 }
 
 enum Route {
     /// Updates for an id whose `session/new` response has not arrived yet.
-    Early(VecDeque<SessionUpdate>),
+    Early(VecDeque<Box<SessionUpdate>>),
     Known(Arc<SessionShared>),
 }
 
@@ -366,8 +372,8 @@ struct SessionShared {
     roots: FsRoots,
     cwd: PathBuf,
     updates: (
-        async_channel::Sender<SessionUpdate>,
-        async_channel::Receiver<SessionUpdate>,
+        async_channel::Sender<Box<SessionUpdate>>,
+        async_channel::Receiver<Box<SessionUpdate>>,
     ),
     turn_active: AtomicBool,
     /// Fired by `cancel`; replaced at the start of each turn.
@@ -398,15 +404,16 @@ impl ToolCallState {
 
 impl SessionShared {
     fn track(&self, update: &SessionUpdate) {
-        let mut calls = self.tool_calls.lock().unwrap();
         match update {
             SessionUpdate::ToolCall(call) => {
+                let mut calls = self.tool_calls.lock().unwrap();
                 calls.insert(
                     call.tool_call_id.clone(),
                     ToolCallState::Reported(call.status.clone()),
                 );
             }
             SessionUpdate::ToolCallUpdate(update) => {
+                let mut calls = self.tool_calls.lock().unwrap();
                 let state = calls
                     .entry(update.tool_call_id.clone())
                     .or_insert(ToolCallState::Reported(None));
@@ -602,10 +609,10 @@ impl AgentHandle {
     /// Sends any notification to the agent.
     pub async fn notify<N: Notification + ClientToAgent>(&self, params: &N) -> Result<()> {
         self.initialized(N::METHOD)?;
-        self.rpc
-            .notify(N::METHOD, params)
-            .await
-            .map_err(|e| self.closed_error(e.into()))
+        match self.rpc.notify(N::METHOD, params).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.closed_error(e.into()).await),
+        }
     }
 
     /// Calls an extension method (its name must start with `_`).
@@ -615,36 +622,46 @@ impl AgentHandle {
                 "extension methods start with `_`, not `{method}`"
             )));
         }
-        self.rpc
-            .request_raw(method, Some(params))
-            .await
-            .map_err(|e| self.closed_error(e.into()))
+        match self.rpc.request_raw(method, Some(params)).await {
+            Ok(result) => Ok(result),
+            Err(e) => Err(self.closed_error(e.into()).await),
+        }
     }
 
     async fn call<R: Request>(&self, params: &R) -> Result<R::Response> {
         let raw =
             serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
-        let result = self
-            .rpc
-            .request_raw(R::METHOD, Some(&raw))
-            .await
-            .map_err(|e| self.closed_error(e.into()))?;
+        let result = match self.rpc.request_raw(R::METHOD, Some(&raw)).await {
+            Ok(result) => result,
+            Err(e) => return Err(self.closed_error(e.into()).await),
+        };
         decode_response(result.get()).map_err(Error::Decode)
     }
 
-    /// A closed connection caused by the agent's exit says why.
-    fn closed_error(&self, error: Error) -> Error {
-        match (&error, &*self.state.exit.lock().unwrap()) {
-            (Error::ConnectionClosed, Some((status, tail))) => Error::AgentExited {
+    /// A closed connection caused by the agent's exit says why. The connection can see the
+    /// agent's stdout close a moment before the exit status is known, so wait briefly for it.
+    async fn closed_error(&self, error: Error) -> Error {
+        if !matches!(error, Error::ConnectionClosed) || !self.state.spawned.load(Ordering::Acquire)
+        {
+            return error;
+        }
+        let recorded = self.state.exit_recorded.clone();
+        futures_lite::future::or(recorded.wait(), async {
+            smol::Timer::after(std::time::Duration::from_secs(2)).await;
+        })
+        .await;
+        match &*self.state.exit.lock().unwrap() {
+            Some((status, tail)) => Error::AgentExited {
                 status: status.clone(),
                 stderr_tail: tail.clone(),
             },
-            _ => error,
+            None => error,
         }
     }
 
     fn agent_exited(&self, status: String, stderr_tail: String) {
         *self.state.exit.lock().unwrap() = Some((status, stderr_tail));
+        self.state.exit_recorded.fire();
         self.rpc.close();
     }
 
@@ -688,39 +705,40 @@ impl AgentHandle {
         modes: Option<SessionModeState>,
         config_options: Option<Vec<SessionConfigOption>>,
     ) -> Session {
+        // Under the routes lock, so that no update slips between taking the early ones and
+        // registering the session.
+        let mut routes = self.state.routes.lock().unwrap();
+        let early = match routes.remove(&id) {
+            Some(Route::Early(updates)) => updates,
+            _ => VecDeque::new(),
+        };
+        let roots = if self.state.options.fs_unrestricted {
+            FsRoots::unrestricted()
+        } else {
+            FsRoots::session(
+                cwd,
+                additional.unwrap_or_default().iter().map(PathBuf::from),
+            )
+        };
         let shared = Arc::new(SessionShared {
             id: id.clone(),
-            roots: if self.state.options.fs_unrestricted {
-                FsRoots::unrestricted()
-            } else {
-                FsRoots::session(
-                    cwd,
-                    additional.unwrap_or_default().iter().map(PathBuf::from),
-                )
-            },
+            roots,
             cwd: PathBuf::from(cwd),
-            updates: async_channel::bounded(SESSION_UPDATE_BUFFER),
+            // Room for every early update: none of them may be lost.
+            updates: async_channel::bounded(SESSION_UPDATE_BUFFER.max(early.len())),
             turn_active: AtomicBool::new(false),
             cancel: Mutex::new(Signal::new()),
             tool_calls: Mutex::new(HashMap::new()),
             modes: Mutex::new(modes),
             config_options: Mutex::new(config_options),
         });
-        let early = {
-            let mut routes = self.state.routes.lock().unwrap();
-            match routes.insert(id, Route::Known(shared.clone())) {
-                Some(Route::Early(updates)) => updates,
-                _ => VecDeque::new(),
-            }
-        };
         for update in early {
             shared.track(&update);
-            // The channel is fresh and early updates are capped below its... not necessarily:
-            // keep what does not fit in the channel by blocking-free retry later.
-            if shared.updates.0.try_send(update).is_err() {
-                break;
-            }
+            let sent = shared.updates.0.try_send(update);
+            debug_assert!(sent.is_ok(), "the channel was sized for the early updates");
         }
+        routes.insert(id, Route::Known(shared.clone()));
+        drop(routes);
         Session {
             agent: self.clone(),
             shared,
@@ -828,8 +846,10 @@ impl Session {
             .map_err(|e| Error::Internal(e.to_string()))?;
         let agent = self.agent.clone();
         let response = Box::pin(async move {
-            let result = agent.rpc.request_raw("session/prompt", Some(&raw)).await;
-            let result = result.map_err(|e| agent.closed_error(e.into()))?;
+            let result = match agent.rpc.request_raw("session/prompt", Some(&raw)).await {
+                Ok(result) => result,
+                Err(e) => return Err(agent.closed_error(e.into()).await),
+            };
             decode_response::<PromptResponse>(result.get()).map_err(Error::Decode)
         });
         Ok(PromptTurn {
@@ -900,12 +920,18 @@ impl Session {
 
     /// The next update that arrived outside a turn (or was left over by one), waiting for it.
     pub async fn next_update(&self) -> Option<SessionUpdate> {
-        self.shared.updates.1.recv().await.ok()
+        self.shared
+            .updates
+            .1
+            .recv()
+            .await
+            .ok()
+            .map(|update| *update)
     }
 
     /// An update that already arrived, without waiting.
     pub fn try_next_update(&self) -> Option<SessionUpdate> {
-        self.shared.updates.1.try_recv().ok()
+        self.shared.updates.1.try_recv().ok().map(|update| *update)
     }
 
     /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
@@ -942,25 +968,25 @@ impl PromptTurn {
     pub async fn next(&mut self) -> Option<SessionUpdate> {
         let updates = self.session.shared.updates.1.clone();
         if let Ok(update) = updates.try_recv() {
-            return Some(update);
+            return Some(*update);
         }
         let response = self.response.as_mut()?;
         enum Next {
             Update(Option<Box<SessionUpdate>>),
             End(Result<PromptResponse>),
         }
-        let next = futures_lite::future::or(
-            async { Next::Update(updates.recv().await.ok().map(Box::new)) },
-            async { Next::End(response.await) },
-        )
-        .await;
+        let next =
+            futures_lite::future::or(async { Next::Update(updates.recv().await.ok()) }, async {
+                Next::End(response.await)
+            })
+            .await;
         match next {
             Next::Update(update) => update.map(|u| *u),
             Next::End(end) => {
                 self.finish(end);
                 // Every update sent before the response is already queued: the connection
                 // hands notifications over before any later response.
-                updates.try_recv().ok()
+                updates.try_recv().ok().map(|update| *update)
             }
         }
     }
@@ -1227,31 +1253,37 @@ impl<C: Client> ClientDispatch<C> {
         })
     }
 
-    async fn route_update(&self, notification: SessionNotification, report: impl Fn(String)) {
+    async fn route_update(&self, notification: Box<SessionNotification>, report: impl Fn(String)) {
         self.client.session_update(&notification).await;
+        let SessionNotification {
+            session_id, update, ..
+        } = *notification;
+        let update = Box::new(update);
         let shared = {
             let mut routes = self.state.routes.lock().unwrap();
-            match routes
-                .entry(notification.session_id.clone())
-                .or_insert_with(|| Route::Early(VecDeque::new()))
-            {
+            let route = match routes.get_mut(&session_id) {
+                Some(route) => route,
+                None => routes
+                    .entry(session_id.clone())
+                    .or_insert_with(|| Route::Early(VecDeque::new())),
+            };
+            match route {
                 Route::Known(shared) => shared.clone(),
                 Route::Early(queue) => {
                     if queue.len() >= EARLY_UPDATE_LIMIT {
                         report(format!(
-                            "more than {EARLY_UPDATE_LIMIT} updates for session `{}`, which this client never opened; dropping the oldest",
-                            notification.session_id
+                            "more than {EARLY_UPDATE_LIMIT} updates for session `{session_id}`, which this client never opened; dropping the oldest"
                         ));
                         queue.pop_front();
                     }
-                    queue.push_back(notification.update);
+                    queue.push_back(update);
                     return;
                 }
             }
         };
-        shared.track(&notification.update);
+        shared.track(&update);
         // Waits when the session's buffer is full: back-pressure on the agent.
-        let _ = shared.updates.0.send(notification.update).await;
+        let _ = shared.updates.0.send(update).await;
     }
 }
 
@@ -1289,10 +1321,27 @@ impl<C: Client> Handler for ClientDispatch<C> {
     fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
         let dispatch = self.clone();
         async move {
+            if notification.method() == "session/update" {
+                // The hot path of a streaming turn: decoded straight into a box, so that the
+                // large value is not moved through every layer on its way to its session.
+                let params = notification.raw_params().map_or("null", |raw| raw.get());
+                match serde_json::from_str::<Box<SessionNotification>>(params) {
+                    Ok(update) => {
+                        dispatch
+                            .route_update(update, |problem| notification.report_unhandled(problem))
+                            .await
+                    }
+                    Err(error) => notification
+                        .report_unhandled(format_args!("invalid session/update: {error}")),
+                }
+                return;
+            }
             match AgentNotification::decode(notification.method(), notification.raw_params()) {
                 Ok(AgentNotification::SessionUpdate(update)) => {
                     dispatch
-                        .route_update(update, |problem| notification.report_unhandled(problem))
+                        .route_update(Box::new(update), |problem| {
+                            notification.report_unhandled(problem)
+                        })
                         .await
                 }
                 Ok(AgentNotification::CancelRequest(_)) => {}

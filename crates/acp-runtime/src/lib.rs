@@ -12,6 +12,55 @@
 //! Built on [`acp_jsonrpc`] (framing, correlation, cancellation, back-pressure) and
 //! [`acp_types`] (the generated message types). Runs on smol out of the box; the connection
 //! drivers are plain futures, so any executor can poll them.
+//!
+//! # Running on tokio
+//!
+//! [`agent::serve`] and [`client::connect`] take any futures-io reader and writer and return a
+//! `Send` driver: adapt tokio's I/O types with the `tokio-util` crate's `compat` feature and
+//! `tokio::spawn` the driver. `tests/tokio_executor.rs` runs a full prompt turn this way, on
+//! both of tokio's runtime flavors:
+//!
+//! ```text
+//! use futures_lite::io::BufReader;
+//! use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+//!
+//! // An agent on tokio's stdin and stdout (instead of `agent::serve_stdio`, which blocks the
+//! // thread on smol's `block_on`):
+//! let reader = BufReader::new(tokio::io::stdin().compat());
+//! let writer = tokio::io::stdout().compat_write();
+//! let (_client, driver) = agent::serve(MyAgent, reader, writer, ConnectionOptions::default());
+//! driver.await?;
+//!
+//! // A client over any tokio stream pair (a child's pipes, a socket, `tokio::io::duplex`):
+//! let (read, write) = tokio::io::split(stream);
+//! let (agent, driver) = client::connect(
+//!     AutoAllow,
+//!     BufReader::new(read.compat()),
+//!     write.compat_write(),
+//!     ClientOptions::default(),
+//! );
+//! tokio::spawn(driver);
+//! agent.initialize().await?;
+//! ```
+//!
+//! Some parts still use smol underneath. None needs a smol executor on the calling thread, so
+//! they work from tokio tasks as they are:
+//!
+//! - On smol's global executor (`smol::spawn`; it starts its own thread, `smol-1`, on first
+//!   use; `SMOL_THREADS` sets how many): the terminal host's output collector, the agent
+//!   process supervisor of [`process::AgentCommand::spawn`] and the exit watcher of
+//!   [`client::spawn`], the background release of an unreleased [`agent::Terminal`] on drop,
+//!   and the wait for the end of a [`client::PromptTurn`] dropped before its end.
+//! - On async-io's reactor, which runs on its own thread when no smol `block_on` drives it:
+//!   the timer of [`agent::Terminal::run_with_timeout`] and of the shutdown grace periods of
+//!   [`process::AgentProcess::shutdown`], and the pipes of [`stdio`], agent processes and
+//!   terminals.
+//! - On the blocking thread pool (`smol::unblock`): the file-system host,
+//!   [`client::Interactive`], and stdin or stdout that are not pipes.
+//!
+//! [`agent::serve_stdio`] blocks its thread on `smol::block_on`: on tokio, call it from
+//! `main` before (or instead of) starting a runtime, or use [`stdio::stdio`] with
+//! [`agent::serve`] as above.
 
 pub mod agent;
 pub mod client;
