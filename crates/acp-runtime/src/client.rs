@@ -316,7 +316,30 @@ where
         state: state.clone(),
     };
     let (rpc, driver) = Connection::new(reader, writer, dispatch, options.connection);
+    let guard = ReleaseTerminalsWhenDone(state.clone());
+    let driver = async move {
+        // Dropped when the connection ends or the driver is dropped: either way, no terminal
+        // process outlives the connection.
+        let _guard = guard;
+        driver.await
+    };
     (AgentHandle { rpc, state }, driver)
+}
+
+/// Releases every terminal of every session when the connection's driver finishes or is
+/// dropped.
+struct ReleaseTerminalsWhenDone(Arc<ClientState>);
+
+impl Drop for ReleaseTerminalsWhenDone {
+    fn drop(&mut self) {
+        let Some(terminals) = &self.0.options.terminals else {
+            return;
+        };
+        let sessions: Vec<SessionId> = self.0.routes.lock().unwrap().keys().cloned().collect();
+        for session in sessions {
+            terminals.release_session(session.as_str());
+        }
+    }
 }
 
 /// Spawns `command` and connects `client` to it over its stdin and stdout. Returns the handle,

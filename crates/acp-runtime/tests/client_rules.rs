@@ -412,3 +412,46 @@ fn a_crashed_agent_fails_calls_with_its_status_and_stderr() {
         assert!(stderr_tail.contains("fatal: no API key"), "{stderr_tail}");
     });
 }
+
+#[test]
+fn no_terminal_process_outlives_the_connection() {
+    smol::block_on(async {
+        let (mut peer, endpoint) = RawPeer::new();
+        let options = ClientOptions::default().with_terminals(TerminalHost::new());
+        let (agent, driver) = client::connect(AutoAllow, endpoint.reader, endpoint.writer, options);
+        let driver = smol::spawn(driver);
+        initialize(&agent, &mut peer, json!({})).await;
+        let _session = open_session(&agent, &mut peer, "s1").await;
+        let marker = format!("acp-test-{}-{}", std::process::id(), line!());
+        let created = peer
+            .request(1, "terminal/create", json!({"sessionId": "s1", "command": "sh", "args": ["-c", format!("sleep 1000; : {marker}")]}))
+            .await;
+        assert!(created["result"]["terminalId"].is_string(), "{created}");
+        let running = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|entry| {
+                    std::fs::read(entry.path().join("cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+                })
+        };
+        for _ in 0..100 {
+            if running() {
+                break;
+            }
+            smol::Timer::after(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(running(), "the terminal command should run");
+        // The agent goes away: its end of the connection closes.
+        drop(peer);
+        within("the driver to end", driver).await.unwrap();
+        for _ in 0..100 {
+            if !running() {
+                break;
+            }
+            smol::Timer::after(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!running(), "the terminal process outlived the connection");
+    });
+}

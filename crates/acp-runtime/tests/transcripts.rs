@@ -1,0 +1,120 @@
+//! Whole wire transcripts of the main scenario, pinned as insta snapshots: the demo agent
+//! driven by a client with the built-in hosts, every message in both directions, in order.
+//! What varies between runs (session ids, the scratch directory, terminal ids) is replaced by
+//! stable placeholders.
+
+mod common;
+
+#[path = "../examples/shared/demo_agent.rs"]
+mod demo_agent;
+
+use std::sync::{Arc, Mutex};
+
+use acp_jsonrpc::{ConnectionOptions, Observer, memory};
+use acp_runtime::agent;
+use acp_runtime::client::{self, AutoAllow, AutoReject, Client, ClientOptions};
+use acp_runtime::host::{FsHost, TerminalHost};
+use common::within;
+
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+impl Observer for Recorder {
+    fn incoming(&self, line: &[u8]) {
+        self.0.lock().unwrap().push(format!(
+            "agent → client  {}",
+            String::from_utf8_lossy(line).trim_end()
+        ));
+    }
+    fn outgoing(&self, line: &[u8]) {
+        self.0.lock().unwrap().push(format!(
+            "client → agent  {}",
+            String::from_utf8_lossy(line).trim_end()
+        ));
+    }
+}
+
+async fn demo_turn<C: Client>(permissions: C) -> String {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let project = std::env::temp_dir().join(format!("acp-transcript-{}-{run}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("notes.txt"), "one\ntwo\n").unwrap();
+
+    let (client_end, agent_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    let (_client, agent_driver) = agent::serve(
+        demo_agent::DemoAgent::default(),
+        agent_end.reader,
+        agent_end.writer,
+        ConnectionOptions::default(),
+    );
+    smol::spawn(agent_driver).detach();
+    let recorder = Recorder::default();
+    let options = ClientOptions::default()
+        .with_info("transcript-test", "0")
+        .with_file_system(FsHost::new())
+        .with_terminals(TerminalHost::new())
+        .with_connection_options(ConnectionOptions::default().with_observer(recorder.clone()));
+    let (agent, driver) =
+        client::connect(permissions, client_end.reader, client_end.writer, options);
+    let driver = smol::spawn(driver);
+
+    agent.initialize().await.unwrap();
+    let session = agent.new_session(&project).await.unwrap();
+    let mut turn = session
+        .prompt(vec!["Summarize my notes".into()])
+        .await
+        .unwrap();
+    while turn.next().await.is_some() {}
+    turn.end().await.unwrap();
+    agent.close();
+    within("the client driver", driver).await.unwrap();
+
+    let mut transcript = recorder.0.lock().unwrap().join("\n");
+    transcript = transcript.replace(session.id().as_str(), "<session>");
+    transcript = transcript.replace(&project.display().to_string(), "<project>");
+    transcript = normalize_terminal_ids(&transcript);
+    std::fs::remove_dir_all(&project).unwrap();
+    transcript
+}
+
+/// `"terminalId":"term-17"` → `"terminalId":"<terminal-1>"`, numbered by first appearance.
+fn normalize_terminal_ids(text: &str) -> String {
+    let key = "\"terminalId\":\"";
+    let mut ids: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(key) {
+        let after = &rest[start + key.len()..];
+        let end = after.find('"').unwrap();
+        let id = after[..end].to_owned();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+        rest = &after[end..];
+    }
+    let mut out = text.to_owned();
+    for (i, id) in ids.iter().enumerate() {
+        out = out.replace(
+            &format!("{key}{id}\""),
+            &format!("{key}<terminal-{}>\"", i + 1),
+        );
+    }
+    out
+}
+
+#[test]
+fn prompt_turn_with_tool_calls_fs_terminal_and_permission() {
+    let transcript = smol::block_on(demo_turn(AutoAllow));
+    insta::assert_snapshot!(transcript);
+}
+
+#[test]
+fn prompt_turn_with_permission_rejected() {
+    let transcript = smol::block_on(demo_turn(AutoReject));
+    assert!(
+        !transcript.contains("fs/write_text_file"),
+        "a rejected write must not happen"
+    );
+    insta::assert_snapshot!(transcript);
+}
