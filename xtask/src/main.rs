@@ -4,6 +4,7 @@
 //!   pinned ACP schemas (see `xtask/schema-pins.json`).
 //! - `cargo xtask bench [...]`: build and run the stdio benchmark (see `docs/performance.md`).
 
+mod bench;
 mod codegen;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("codegen") => codegen::run(&args[1..]),
-        Some("bench") => bench_entry(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -27,10 +28,6 @@ fn main() -> ExitCode {
 
 const USAGE: &str =
     "usage: cargo xtask <codegen [--check] [--schema FILE --out FILE] | bench [--help]>";
-
-fn bench_entry(_args: &[String]) -> Result<(), String> {
-    Err("the benchmark harness is not wired in yet".to_owned())
-}
 
 /// The workspace root (the parent of this crate's directory).
 pub fn project_root() -> PathBuf {
