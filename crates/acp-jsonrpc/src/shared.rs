@@ -33,9 +33,9 @@ pub(crate) struct Frame {
 /// back when it takes the frame.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FrameKind {
-    /// A request or notification from a handle: holds one permit of the
-    /// outgoing queue.
-    Metered,
+    /// A request or notification from a handle: holds this much of the
+    /// outgoing queue's budget (see [`frame_cost`]).
+    Metered(usize),
     /// A response: counted in `queued_replies` (bounded by the in-flight
     /// limit, because the reader stops when it is reached).
     Reply,
@@ -61,10 +61,13 @@ pub(crate) struct RequestState {
 
 pub(crate) struct Shared {
     outgoing: async_channel::Sender<Frame>,
-    /// A bounded channel used as a semaphore: sending takes a permit, the
-    /// writer receiving gives one back.
-    permits: async_channel::Sender<()>,
-    permits_returned: async_channel::Receiver<()>,
+    /// The outgoing queue's budget in use: the sum of [`frame_cost`] of the
+    /// queued requests and notifications. Weighing by size bounds memory for
+    /// large messages too, not only the number of small ones.
+    queued_cost: AtomicUsize,
+    queued_messages: AtomicUsize,
+    /// Woken when the writer frees budget, or on close.
+    space: event_listener::Event,
     outgoing_capacity: usize,
     next_id: AtomicI64,
     pending: Mutex<PendingRequests>,
@@ -73,6 +76,15 @@ pub(crate) struct Shared {
     closed: AtomicBool,
     buffers: Mutex<Vec<Vec<u8>>>,
     pub(crate) observer: SharedObserver,
+}
+
+/// What a queued frame costs at least, in bytes: the outgoing capacity counts
+/// messages of about this size, and larger ones cost their length.
+const MIN_FRAME_COST: usize = 256;
+
+/// A frame's share of the outgoing queue's budget.
+fn frame_cost(len: usize) -> usize {
+    len.max(MIN_FRAME_COST)
 }
 
 const POOLED_BUFFERS: usize = 64;
@@ -85,12 +97,12 @@ impl Shared {
         observer: SharedObserver,
     ) -> (Arc<Shared>, async_channel::Receiver<Frame>) {
         let (outgoing, outgoing_rx) = async_channel::unbounded();
-        let (permits, permits_returned) = async_channel::bounded(outgoing_capacity);
         let shared = Arc::new(Shared {
             outgoing,
-            permits,
-            permits_returned,
-            outgoing_capacity,
+            queued_cost: AtomicUsize::new(0),
+            queued_messages: AtomicUsize::new(0),
+            space: event_listener::Event::new(),
+            outgoing_capacity: outgoing_capacity.max(1),
             next_id: AtomicI64::new(0),
             pending: Mutex::new(PendingRequests {
                 waiters: HashMap::new(),
@@ -138,41 +150,69 @@ impl Shared {
 
     /// Requests and notifications queued and not yet taken by the writer.
     pub(crate) fn queued(&self) -> usize {
-        self.permits.len()
+        self.queued_messages.load(Ordering::Acquire)
+    }
+
+    fn budget(&self) -> usize {
+        self.outgoing_capacity * MIN_FRAME_COST
     }
 
     /// Queues a request or notification without waiting; gives the bytes
     /// back when the queue is full.
     pub(crate) fn try_enqueue_metered(&self, bytes: Vec<u8>) -> Result<(), TryEnqueue> {
-        match self.permits.try_send(()) {
-            Ok(()) => self.push_metered(bytes),
-            Err(async_channel::TrySendError::Full(())) => Err(TryEnqueue::Full(bytes)),
-            Err(async_channel::TrySendError::Closed(())) => {
-                self.recycle(bytes);
-                Err(TryEnqueue::Closed)
+        if self.is_closed() {
+            self.recycle(bytes);
+            return Err(TryEnqueue::Closed);
+        }
+        let cost = frame_cost(bytes.len());
+        let mut current = self.queued_cost.load(Ordering::Acquire);
+        loop {
+            // A message larger than the whole budget still goes out, alone.
+            if current != 0 && current + cost > self.budget() {
+                return Err(TryEnqueue::Full(bytes));
+            }
+            match self.queued_cost.compare_exchange_weak(
+                current,
+                current + cost,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(actual) => current = actual,
             }
         }
+        self.queued_messages.fetch_add(1, Ordering::AcqRel);
+        self.push_metered(bytes, cost)
     }
 
     /// Queues a request or notification, waiting while the queue is full.
-    pub(crate) async fn enqueue_metered(&self, bytes: Vec<u8>) -> Result<(), RequestError> {
-        if self.permits.send(()).await.is_err() {
-            self.recycle(bytes);
-            return Err(RequestError::ConnectionClosed);
+    pub(crate) async fn enqueue_metered(&self, mut bytes: Vec<u8>) -> Result<(), RequestError> {
+        loop {
+            match self.try_enqueue_metered(bytes) {
+                Ok(()) => return Ok(()),
+                Err(TryEnqueue::Closed) => return Err(RequestError::ConnectionClosed),
+                Err(TryEnqueue::Full(returned)) => bytes = returned,
+            }
+            // Listen first, then retry: a wake-up between the two is not lost.
+            let listener = self.space.listen();
+            match self.try_enqueue_metered(bytes) {
+                Ok(()) => return Ok(()),
+                Err(TryEnqueue::Closed) => return Err(RequestError::ConnectionClosed),
+                Err(TryEnqueue::Full(returned)) => bytes = returned,
+            }
+            listener.await;
         }
-        self.push_metered(bytes)
-            .map_err(|_| RequestError::ConnectionClosed)
     }
 
-    fn push_metered(&self, bytes: Vec<u8>) -> Result<(), TryEnqueue> {
+    fn push_metered(&self, bytes: Vec<u8>, cost: usize) -> Result<(), TryEnqueue> {
         let frame = Frame {
             bytes,
-            kind: FrameKind::Metered,
+            kind: FrameKind::Metered(cost),
         };
         match self.outgoing.try_send(frame) {
             Ok(()) => Ok(()),
             Err(error) => {
-                let _ = self.permits_returned.try_recv();
+                self.dequeued(FrameKind::Metered(cost));
                 self.recycle(error.into_inner().bytes);
                 Err(TryEnqueue::Closed)
             }
@@ -182,8 +222,10 @@ impl Shared {
     /// Called by the writer for every frame it takes off the queue.
     pub(crate) fn dequeued(&self, kind: FrameKind) {
         match kind {
-            FrameKind::Metered => {
-                let _ = self.permits_returned.try_recv();
+            FrameKind::Metered(cost) => {
+                self.queued_messages.fetch_sub(1, Ordering::AcqRel);
+                self.queued_cost.fetch_sub(cost, Ordering::AcqRel);
+                self.space.notify(usize::MAX);
             }
             FrameKind::Reply => {
                 self.queued_replies.fetch_sub(1, Ordering::AcqRel);
@@ -344,7 +386,7 @@ impl Shared {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.outgoing.close();
-        self.permits.close();
+        self.space.notify(usize::MAX);
         self.refuse_requests();
     }
 }

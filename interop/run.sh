@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Interop test runner: the acp-runtime examples against ACP peers written by others, installed
+# from the npm registry and PyPI at the exact versions pinned beside this script
+# (package.json + package-lock.json, requirements.txt). See docs/interop.md.
+#
+#   bash interop/run.sh
+#
+# Installs into target/interop/ (reused while the pins are unchanged), builds the examples
+# (honouring CARGO_TARGET_DIR), runs every pairing with a timeout, prints a summary table, and
+# exits non-zero if any pairing failed. Logs: target/interop/logs/<pairing>.log.
+# Needs cargo, node + npm, and python3 (3.10 to 3.14) with venv.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+pins="$repo/interop"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+[[ "$target" = /* ]] || target="$repo/$target"
+examples="$target/debug/examples"
+work="$repo/target/interop"
+timeout_secs="${INTEROP_TIMEOUT:-60}"
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'interop: %s\n' "$*" >&2; exit 2; }
+
+for tool in cargo node npm python3 timeout; do
+    command -v "$tool" >/dev/null || die "\`$tool\` is not installed"
+done
+python3 -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] < (3, 15))' ||
+    die "the Python SDK needs Python 3.10 to 3.14, found $(python3 --version)"
+
+mkdir -p "$work"
+
+# --- npm: the TypeScript SDK (its compiled examples) and acpx --------------------------------
+npm_dir="$work/npm"
+if ! cmp -s "$pins/package-lock.json" "$npm_dir/package-lock.json" ||
+    [[ ! -f "$npm_dir/.installed" ]]; then
+    say "npm install ($(node -p 'Object.entries(require(process.argv[1]).dependencies).map(([n, v]) => n + "@" + v).join(", ")' "$pins/package.json"))"
+    rm -rf "$npm_dir"
+    mkdir -p "$npm_dir"
+    cp "$pins/package.json" "$pins/package-lock.json" "$npm_dir/"
+    # No install scripts: the only one (esbuild's, under acpx's tsx) merely checks its binary.
+    # `npm install`, not `npm ci`: @openclaw/fs-safe (under acpx) names optional platform
+    # packages that were never published at its version, which `npm ci` takes for a stale lock.
+    (cd "$npm_dir" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error)
+    touch "$npm_dir/.installed"
+fi
+ts_examples="$npm_dir/node_modules/@agentclientprotocol/sdk/dist/examples"
+acpx_cli="$npm_dir/node_modules/acpx/dist/cli.js"
+
+# --- PyPI: the Python SDK in a venv, and its sdist for the examples -------------------------
+venv="$work/venv"
+py_sdk_version="$(sed -n 's/^agent-client-protocol==//p' "$pins/requirements.txt")"
+py_examples="$work/python-sdk/agent_client_protocol-$py_sdk_version/examples"
+if ! cmp -s "$pins/requirements.txt" "$venv/requirements.txt" || [[ ! -d "$py_examples" ]]; then
+    say "pip install -r interop/requirements.txt (agent-client-protocol==$py_sdk_version)"
+    rm -rf "$venv" "$work/python-sdk"
+    python3 -m venv "$venv"
+    pip=("$venv/bin/python" -m pip --disable-pip-version-check --quiet)
+    "${pip[@]}" install --no-deps -r "$pins/requirements.txt"
+    # The examples ship only in the sdist; its metadata is built with the pinned pdm-backend.
+    "${pip[@]}" download --no-deps --no-binary :all: --no-build-isolation \
+        --dest "$work/python-sdk" "agent-client-protocol==$py_sdk_version"
+    tar -xzf "$work/python-sdk/agent_client_protocol-$py_sdk_version.tar.gz" -C "$work/python-sdk"
+    cp "$pins/requirements.txt" "$venv/requirements.txt"
+fi
+python="$venv/bin/python"
+
+# --- our examples ------------------------------------------------------------------------------
+say "cargo build -p acp-runtime --examples"
+(cd "$repo" && cargo build --quiet -p acp-runtime --examples)
+our_client="$examples/client"
+our_agent="$examples/agent"
+
+# The TypeScript example client hardcodes its agent as `npx tsx <dir>/agent.ts`: a stand-in
+# `npx`, first on its PATH, starts the agent named by ACP_INTEROP_AGENT instead.
+shim="$work/shim"
+mkdir -p "$shim"
+cat >"$shim/npx" <<'SHIM'
+#!/bin/sh
+# Stand-in for `npx tsx agent.ts` (see interop/run.sh).
+exec "$ACP_INTEROP_AGENT"
+SHIM
+chmod +x "$shim/npx"
+
+# --- pairings ----------------------------------------------------------------------------------
+rm -rf "$work/runs" "$work/logs"
+mkdir -p "$work/runs" "$work/logs"
+rows=()
+failed=0
+name="" dir="" log="" rc=0 problems=()
+
+# begin NAME: a fresh scratch project (notes.txt with three lines) and log for one pairing.
+begin() {
+    local slug
+    slug="$(printf %s "$1" | tr -c "[:alnum:]" - | tr -s - | tr "[:upper:]" "[:lower:]")"
+    name="$1" dir="$work/runs/${slug%-}" log="$work/logs/${slug%-}.log" rc=0 problems=()
+    mkdir -p "$dir"
+    printf 'buy milk\nship the release\ncall Ada\n' >"$dir/notes.txt"
+    say "$name"
+}
+
+# attempt INPUT CMD...: runs CMD in the scratch project with INPUT on stdin, under the timeout.
+attempt() {
+    local input="$1"
+    shift
+    rc=0
+    (cd "$dir" && printf '%s' "$input" | timeout --kill-after=5 "$timeout_secs" "$@") \
+        >"$log" 2>&1 </dev/null || rc=$?
+    if ((rc == 124 || rc == 137)); then
+        problems+=("timed out after ${timeout_secs}s")
+    elif ((rc != 0)); then
+        problems+=("exit status $rc")
+    fi
+}
+
+# want TEXT: the output has TEXT (fixed string).
+want() { grep -qF -- "$1" "$log" || problems+=("no \`$1\`"); }
+# want_line TEXT: the output has TEXT as a whole line.
+want_line() { grep -qxF -- "$1" "$log" || problems+=("no line \`$1\`"); }
+# want_joined TEXT: the output, with line breaks removed, has TEXT (chunks printed one a line).
+want_joined() { tr -d '\n' <"$log" | grep -qF -- "$1" || problems+=("no \`$1\` (joined)"); }
+# refuse TEXT: the output does not have TEXT.
+refuse() { ! grep -qF -- "$1" "$log" || problems+=("found \`$1\`"); }
+# want_updates MIN: our client printed that it received at least MIN updates.
+want_updates() {
+    local n
+    n="$(sed -n 's/^\[updates received: \([0-9]*\)\]$/\1/p' "$log")"
+    [[ -n "$n" && "$n" -ge "$1" ]] || problems+=("updates received: ${n:-none}, want >= $1")
+}
+# want_file PATH TEXT: the scratch project's PATH holds TEXT.
+want_file() {
+    grep -qF -- "$2" "$dir/$1" 2>/dev/null || problems+=("$1 lacks \`$2\`")
+}
+
+# end CHECKED: records the pairing's row.
+end() {
+    if ((${#problems[@]} == 0)); then
+        rows+=("$name|pass|$1")
+    else
+        failed=$((failed + 1))
+        local why
+        why="$(printf '%s; ' "${problems[@]}")"
+        rows+=("$name|FAIL|${why%; } (log: ${log#"$repo"/})")
+        {
+            printf -- '--- %s failed: %s\n--- last lines of %s:\n' "$name" "${why%; }" "$log"
+            tail -n 30 "$log"
+        } >&2
+    fi
+}
+
+# (a) our demo client against the TypeScript SDK's example agent: text, two tool calls, and a
+# permission request that our AutoAllow answers (the agent then completes the call).
+begin "our client -> TS example agent"
+attempt "" "$our_client" node "$ts_examples/agent.js"
+want_line "[turn ended: end_turn]"
+want_updates 6
+want "I'll help you with that."
+want "tool call call_2 (edit): Modifying critical configuration file"
+want "call_2 -> completed"
+want "Perfect! I've successfully updated the configuration."
+end "exit 0, stop reason end_turn, >= 6 updates, permission answered (call_2 completed), agent text"
+
+# (a) our demo client against the Python SDK's example agents.
+begin "our client -> Python agent.py"
+attempt "" "$our_client" "$python" "$py_examples/agent.py"
+want "connected to example-agent"
+want_line "[turn ended: end_turn]"
+want_updates 2
+want "Client sent:Summarize my notes"
+end "exit 0, agent info, stop reason end_turn, 2 updates, agent text"
+
+begin "our client -> Python echo_agent.py"
+attempt "" "$our_client" "$python" "$py_examples/echo_agent.py"
+want_line "[turn ended: end_turn]"
+want_updates 1
+want_line "Summarize my notes"
+end "exit 0, stop reason end_turn, 1 update, the prompt echoed"
+
+# (b) the TypeScript SDK's example client against our demo agent. It exits 0 whatever
+# happens, so the output decides. Its fs calls are mocks (reads return one line), and it asks
+# for permission on stdin: option 1 is Allow.
+begin "TS example client -> our agent"
+attempt $'1\n' env PATH="$shim:$PATH" ACP_INTEROP_AGENT="$our_agent" node "$ts_examples/client.js"
+want "Connected to agent (protocol v1)"
+want "Read text file called"
+want "Permission requested"
+want "Write text file called"
+want_joined "Done. notes.txt has 1 lines, and I wrote summary.txt."
+want "Agent completed with: end_turn"
+refuse "[Client] Error"
+end "exit 0, fs read + permission + fs write served, our reply text, end_turn, no error"
+
+# (b) the Python SDK's example client against our demo agent: it advertises no capability, so
+# our agent skips files and terminals, and it reads the prompt from stdin.
+begin "Python client.py -> our agent"
+attempt $'Summarize my notes\n' "$python" "$py_examples/client.py" "$our_agent"
+want_joined "| Agent: Done. | Agent: notes.txt | Agent: has | Agent: 0 | Agent: lines,"
+refuse "Prompt failed"
+end "exit 0, our reply text (no capabilities advertised), no prompt error"
+
+# (c) acpx against our demo agent: fs, terminal and permission all served by acpx. Its state
+# goes to a HOME of its own.
+begin "acpx -> our agent"
+attempt "" env HOME="$dir/home" node "$acpx_cli" --agent "$our_agent" --approve-all \
+    --cwd "$dir" exec "Summarize my notes"
+want "[tool] ls -1 (completed)"
+want "Done. notes.txt has 3 lines, and I wrote summary.txt."
+want "[done] end_turn"
+want_file summary.txt '3 lines of notes; the user asked "Summarize my notes"'
+end "exit 0, terminal run, summary.txt written via fs, our reply text, end_turn"
+
+# --- summary -----------------------------------------------------------------------------------
+printf '\n| %-36s | %-6s | %s |\n' "pairing" "result" "checked"
+printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..38})" "--------" "---------"
+for row in "${rows[@]}"; do
+    IFS='|' read -r n r c <<<"$row"
+    printf '| %-36s | %-6s | %s |\n' "$n" "$r" "$c"
+done
+printf '\n%d passed, %d failed\n' "$((${#rows[@]} - failed))" "$failed"
+((failed == 0))
