@@ -386,7 +386,7 @@ struct ClientState {
 
 enum Route {
     /// Updates for an id whose `session/new` response has not arrived yet.
-    Early(VecDeque<Box<SessionUpdate>>),
+    Early(VecDeque<Box<SessionNotification>>),
     Known(Arc<SessionShared>),
 }
 
@@ -395,8 +395,8 @@ struct SessionShared {
     roots: FsRoots,
     cwd: PathBuf,
     updates: (
-        async_channel::Sender<Box<SessionUpdate>>,
-        async_channel::Receiver<Box<SessionUpdate>>,
+        async_channel::Sender<Box<SessionNotification>>,
+        async_channel::Receiver<Box<SessionNotification>>,
     ),
     turn_active: AtomicBool,
     /// Fired by `cancel`; replaced at the start of each turn.
@@ -756,7 +756,7 @@ impl AgentHandle {
             config_options: Mutex::new(config_options),
         });
         for update in early {
-            shared.track(&update);
+            shared.track(&update.update);
             let sent = shared.updates.0.try_send(update);
             debug_assert!(sent.is_ok(), "the channel was sized for the early updates");
         }
@@ -949,12 +949,17 @@ impl Session {
             .recv()
             .await
             .ok()
-            .map(|update| *update)
+            .map(|notification| notification.update)
     }
 
     /// An update that already arrived, without waiting.
     pub fn try_next_update(&self) -> Option<SessionUpdate> {
-        self.shared.updates.1.try_recv().ok().map(|update| *update)
+        self.shared
+            .updates
+            .1
+            .try_recv()
+            .ok()
+            .map(|notification| notification.update)
     }
 
     /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
@@ -991,11 +996,11 @@ impl PromptTurn {
     pub async fn next(&mut self) -> Option<SessionUpdate> {
         let updates = self.session.shared.updates.1.clone();
         if let Ok(update) = updates.try_recv() {
-            return Some(*update);
+            return Some(update.update);
         }
         let response = self.response.as_mut()?;
         enum Next {
-            Update(Option<Box<SessionUpdate>>),
+            Update(Option<Box<SessionNotification>>),
             End(Result<PromptResponse>),
         }
         let next =
@@ -1004,12 +1009,15 @@ impl PromptTurn {
             })
             .await;
         match next {
-            Next::Update(update) => update.map(|u| *u),
+            Next::Update(update) => update.map(|notification| notification.update),
             Next::End(end) => {
                 self.finish(end);
                 // Every update sent before the response is already queued: the connection
                 // hands notifications over before any later response.
-                updates.try_recv().ok().map(|update| *update)
+                updates
+                    .try_recv()
+                    .ok()
+                    .map(|notification| notification.update)
             }
         }
     }
@@ -1278,13 +1286,10 @@ impl<C: Client> ClientDispatch<C> {
 
     async fn route_update(&self, notification: Box<SessionNotification>, report: impl Fn(String)) {
         self.client.session_update(&notification).await;
-        let SessionNotification {
-            session_id, update, ..
-        } = *notification;
-        let update = Box::new(update);
         let shared = {
             let mut routes = self.state.routes.lock().unwrap();
-            let route = match routes.get_mut(&session_id) {
+            let session_id = &notification.session_id;
+            let route = match routes.get_mut(session_id) {
                 Some(route) => route,
                 None => routes
                     .entry(session_id.clone())
@@ -1299,14 +1304,15 @@ impl<C: Client> ClientDispatch<C> {
                         ));
                         queue.pop_front();
                     }
-                    queue.push_back(update);
+                    queue.push_back(notification);
                     return;
                 }
             }
         };
-        shared.track(&update);
-        // Waits when the session's buffer is full: back-pressure on the agent.
-        let _ = shared.updates.0.send(update).await;
+        shared.track(&notification.update);
+        // Waits when the session's buffer is full: back-pressure on the agent. The box travels
+        // as it is: the update is moved out of it only once, by whoever takes it.
+        let _ = shared.updates.0.send(notification).await;
     }
 }
 
