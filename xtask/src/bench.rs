@@ -67,6 +67,8 @@ const SCENARIOS: &[(&str, &str, &str)] = &[
 pub enum Source {
     /// A binary of the main workspace's `acp-bench` package.
     Main(&'static str),
+    /// A binary of `acp-bench` built on our runtime (its `runtime` feature).
+    Ours(&'static str),
     /// A binary of the `bench/official` workspace.
     Official(&'static str),
     /// A script in `bench/official/ts`, run with `node`.
@@ -76,7 +78,7 @@ pub enum Source {
 /// The bench clients, by implementation name.
 pub const CLIENTS: &[(&str, Source)] = &[
     ("raw", Source::Main("raw-client")),
-    ("ours", Source::Main("acp-client")),
+    ("ours", Source::Ours("acp-client")),
     ("official04", Source::Official("official04-client")),
     ("official5", Source::Official("official5-client")),
     ("ts", Source::Node("client.mjs")),
@@ -85,7 +87,7 @@ pub const CLIENTS: &[(&str, Source)] = &[
 /// The bench agents, by implementation name.
 pub const AGENTS: &[(&str, Source)] = &[
     ("raw", Source::Main("raw-agent")),
-    ("ours", Source::Main("acp-agent")),
+    ("ours", Source::Ours("acp-agent")),
     ("official04", Source::Official("official04-agent")),
     ("official5", Source::Official("official5-agent")),
     ("ts", Source::Node("agent.mjs")),
@@ -293,12 +295,18 @@ struct Layout {
     official_target: PathBuf,
     ts_dir: PathBuf,
     node: Option<String>,
+    /// Why our runtime's peers are unusable in this run (their build failed).
+    ours_unavailable: Option<String>,
 }
 
 impl Layout {
     fn resolve(&self, name: &'static str, source: Source) -> Peer {
         let command = match source {
             Source::Main(bin) => existing(self.main_bin.join(bin)),
+            Source::Ours(bin) => match &self.ours_unavailable {
+                Some(why) => Err(why.clone()),
+                None => existing(self.main_bin.join(bin)),
+            },
             Source::Official(bin) => existing(self.official_target.join("release").join(bin)),
             Source::Node(script) => match &self.node {
                 None => Err("node not found".to_owned()),
@@ -384,10 +392,23 @@ fn which(program: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// Builds the peers; returns notes about optional parts that were skipped.
-fn build(layout: &Layout, notes: &mut Vec<String>) -> Result<(), String> {
+/// Builds the peers, noting the optional parts that were skipped.
+fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), String> {
+    // The raw baseline first, without our runtime: it must build even while
+    // the runtime does not.
     run_step(
-        "building acp-bench (release)",
+        "building the raw peers (release)",
+        Command::new(cargo()).current_dir(&layout.root).args([
+            "build",
+            "--release",
+            "-p",
+            "acp-bench",
+            "--no-default-features",
+            "--bins",
+        ]),
+    )?;
+    let ours = run_step(
+        "building our runtime's peers (release)",
         Command::new(cargo()).current_dir(&layout.root).args([
             "build",
             "--release",
@@ -395,7 +416,11 @@ fn build(layout: &Layout, notes: &mut Vec<String>) -> Result<(), String> {
             "acp-bench",
             "--bins",
         ]),
-    )?;
+    );
+    if let Err(e) = ours {
+        notes.push(format!("our runtime's peers skipped: {e}"));
+        layout.ours_unavailable = Some(e);
+    }
     run_step(
         "building bench/official (release)",
         Command::new(cargo())
@@ -956,7 +981,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let root = find_root()?;
     let target = target_dir(&root)?;
     let node = which("node");
-    let layout = Layout {
+    let mut layout = Layout {
         main_bin: target.join("release"),
         // Fixed, whatever CARGO_TARGET_DIR says: the official peers' workspace
         // is separate and keeps its own build under the main `target/`.
@@ -964,6 +989,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ts_dir: root.join("bench/official/ts"),
         root,
         node,
+        ours_unavailable: None,
     };
     let scenarios = select_scenarios(&o)?;
     let mut notes = Vec::new();
@@ -997,7 +1023,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 
     if o.build {
-        build(&layout, &mut notes)?;
+        build(&mut layout, &mut notes)?;
     }
     if o.placements.iter().any(|p| p == "1cpu") && which("taskset").is_none() {
         return Err("taskset not found (needed for the 1cpu placement)".to_owned());
