@@ -63,6 +63,8 @@
 //! [`agent::serve`] as above.
 
 pub mod agent;
+#[cfg(unix)]
+mod child_exit;
 pub mod client;
 mod error;
 pub mod host;

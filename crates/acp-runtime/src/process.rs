@@ -66,6 +66,7 @@
 //! ```
 #![cfg(unix)]
 
+use crate::child_exit::RawExit;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::ffi::{OsStr, OsString};
@@ -1064,7 +1065,7 @@ enum ExitWatch {
 impl ExitWatch {
     fn new(pid: libc::pid_t) -> Self {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(pidfd) = pidfd::open(pid) {
+        if let Some(pidfd) = crate::child_exit::open_pidfd(pid) {
             return Self::Pidfd(pidfd);
         }
         Self::Blocking(pid)
@@ -1073,24 +1074,18 @@ impl ExitWatch {
     async fn wait(self) -> io::Result<AgentExitStatus> {
         match self {
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            Self::Pidfd(pidfd) => {
-                use std::os::fd::AsRawFd;
-
-                let id =
-                    libc::id_t::try_from(pidfd.get_ref().as_raw_fd()).map_err(io::Error::other)?;
-                loop {
-                    if let Some(status) = peek_exit(libc::P_PIDFD, id, libc::WNOHANG)? {
-                        return Ok(status);
-                    }
-                    pidfd.readable().await?;
+            Self::Pidfd(pidfd) => loop {
+                if let Some(exit) = crate::child_exit::peek_pidfd(pidfd.get_ref())? {
+                    return Ok(exit.into());
                 }
-            }
+                pidfd.readable().await?;
+            },
             Self::Blocking(pid) => {
                 let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
                 smol::unblock(move || {
                     loop {
-                        if let Some(status) = peek_exit(libc::P_PID, id, 0)? {
-                            return Ok(status);
+                        if let Some(exit) = crate::child_exit::peek_exit(libc::P_PID, id, 0)? {
+                            return Ok(exit.into());
                         }
                     }
                 })
@@ -1100,74 +1095,17 @@ impl ExitWatch {
     }
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-mod pidfd {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-    use smol::Async;
-
-    /// A pidfd for `pid`, or `None` when the kernel cannot provide one that
-    /// `waitid(P_PIDFD)` accepts (before Linux 5.4).
-    pub(super) fn open(pid: libc::pid_t) -> Option<Async<OwnedFd>> {
-        // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if raw < 0 {
-            return None;
-        }
-        // SAFETY: the syscall just returned this descriptor (close-on-exec), owned by no one
-        // else.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(i32::try_from(raw).ok()?) };
-        // Linux 5.3 has pidfd_open but not P_PIDFD; one probe tells them apart.
-        let id = libc::id_t::try_from(pidfd.as_raw_fd()).ok()?;
-        super::peek_exit(libc::P_PIDFD, id, libc::WNOHANG).ok()?;
-        Async::new(pidfd).ok()
-    }
-}
-
-/// The exit status of the process `waitid` designates by `id_type` and `id`, if it has
-/// exited, leaving it unreaped. Blocks until then unless `flags` has `WNOHANG`.
-fn peek_exit(
-    id_type: libc::idtype_t,
-    id: libc::id_t,
-    flags: libc::c_int,
-) -> io::Result<Option<AgentExitStatus>> {
-    loop {
-        // SAFETY: siginfo_t is plain old data; all-zero is a valid value, and a zero
-        // `si_pid` afterwards is how WNOHANG reports "still running".
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
-        let result = unsafe {
-            libc::waitid(
-                id_type,
-                id,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT | flags,
-            )
-        };
-        if result == -1 {
-            let error = io::Error::last_os_error();
-            if error.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(error);
-        }
-        // SAFETY: after a successful waitid the child fields of the union are the active
-        // ones.
-        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-        if pid == 0 {
-            return Ok(None);
-        }
-        return Ok(match info.si_code {
-            libc::CLD_EXITED => Some(AgentExitStatus {
-                code: Some(status),
+impl From<RawExit> for AgentExitStatus {
+    fn from(exit: RawExit) -> Self {
+        match exit {
+            RawExit::Code(code) => AgentExitStatus {
+                code: Some(code),
                 signal: None,
-            }),
-            libc::CLD_KILLED | libc::CLD_DUMPED => Some(AgentExitStatus {
+            },
+            RawExit::Signal(signal) => AgentExitStatus {
                 code: None,
-                signal: Some(signal_name(status)),
-            }),
-            // Only WEXITED was asked for; anything else is not an exit.
-            _ => None,
-        });
+                signal: Some(signal_name(signal)),
+            },
+        }
     }
 }

@@ -111,7 +111,7 @@ pub(crate) enum ExitWatch {
 impl ExitWatch {
     fn new(child: &mut async_process::Child, pid: libc::pid_t) -> Self {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(pidfd) = pidfd::open(pid) {
+        if let Some(pidfd) = crate::child_exit::open_pidfd(pid) {
             return Self::Pidfd(pidfd);
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -125,8 +125,8 @@ impl ExitWatch {
         match self {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             Self::Pidfd(pidfd) => loop {
-                if let Some(status) = pidfd::peek_exit(pidfd.get_ref())? {
-                    return Ok(status);
+                if let Some(exit) = crate::child_exit::peek_pidfd(pidfd.get_ref())? {
+                    return Ok(exit.into());
                 }
                 pidfd.readable().await?;
             },
@@ -141,72 +141,17 @@ impl ExitWatch {
     }
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-mod pidfd {
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-    use smol::Async;
-
-    use super::{TerminalExitStatus, signal_name};
-
-    /// Opens a pidfd for `pid`, or `None` when the kernel cannot provide one that
-    /// `waitid(P_PIDFD)` accepts (before Linux 5.4).
-    pub(super) fn open(pid: libc::pid_t) -> Option<Async<OwnedFd>> {
-        // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if raw < 0 {
-            return None;
-        }
-        // SAFETY: the syscall just returned this descriptor (close-on-exec) and nothing
-        // else owns it.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(i32::try_from(raw).ok()?) };
-        // Linux 5.3 has pidfd_open but not P_PIDFD; probing once tells them apart.
-        peek_exit(&pidfd).ok()?;
-        Async::new(pidfd).ok()
-    }
-
-    /// The exit status if the process has exited, without reaping it.
-    pub(super) fn peek_exit(pidfd: &OwnedFd) -> io::Result<Option<TerminalExitStatus>> {
-        loop {
-            // SAFETY: siginfo_t is plain old data; all-zero is a valid value, and a zero
-            // `si_pid` afterwards is how WNOHANG reports "still running".
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let id = libc::id_t::try_from(pidfd.as_raw_fd()).map_err(io::Error::other)?;
-            // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
-            let result = unsafe {
-                libc::waitid(
-                    libc::P_PIDFD,
-                    id,
-                    &mut info,
-                    libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-                )
-            };
-            if result == -1 {
-                let error = io::Error::last_os_error();
-                if error.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error);
-            }
-            // SAFETY: after a successful waitid the child fields of the union are the
-            // active ones.
-            let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-            if pid == 0 {
-                return Ok(None);
-            }
-            return Ok(match info.si_code {
-                libc::CLD_EXITED => Some(TerminalExitStatus {
-                    exit_code: u32::try_from(status).ok(),
-                    signal: None,
-                }),
-                libc::CLD_KILLED | libc::CLD_DUMPED => Some(TerminalExitStatus {
-                    exit_code: None,
-                    signal: Some(signal_name(status)),
-                }),
-                // Only WEXITED was asked for; anything else is not an exit.
-                _ => None,
-            });
+impl From<crate::child_exit::RawExit> for TerminalExitStatus {
+    fn from(exit: crate::child_exit::RawExit) -> Self {
+        match exit {
+            crate::child_exit::RawExit::Code(code) => TerminalExitStatus {
+                exit_code: u32::try_from(code).ok(),
+                signal: None,
+            },
+            crate::child_exit::RawExit::Signal(signal) => TerminalExitStatus {
+                exit_code: None,
+                signal: Some(signal_name(signal)),
+            },
         }
     }
 }
