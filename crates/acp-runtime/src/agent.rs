@@ -414,33 +414,38 @@ impl ClientHandle {
     }
 
     fn check_advertised<R: serde::Serialize>(&self, method: &str, params: &R) -> Result<()> {
-        let Some(caps) = self.capabilities() else {
-            return Err(Error::NotInitialized(method.to_owned()));
-        };
-        let missing = |capability: &'static str| {
-            Err(Error::NotAdvertised {
+        // Read in place under the lock: this runs on every call to the client.
+        let elicitation_mode = (method == "elicitation/create")
+            .then(|| {
+                serde_json::to_value(params)
+                    .ok()?
+                    .get("mode")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .flatten();
+        let missing = self.state.negotiated(|n| {
+            let caps = &n.client_capabilities;
+            match method {
+                "fs/read_text_file" if !caps.fs.read_text_file => Some("fs.readTextFile"),
+                "fs/write_text_file" if !caps.fs.write_text_file => Some("fs.writeTextFile"),
+                m if m.starts_with("terminal/") && !caps.terminal => Some("terminal"),
+                "elicitation/create" => match (&caps.elicitation, elicitation_mode.as_deref()) {
+                    (None, _) => Some("elicitation"),
+                    (Some(e), Some("form")) if e.form.is_none() => Some("elicitation.form"),
+                    (Some(e), Some("url")) if e.url.is_none() => Some("elicitation.url"),
+                    _ => None,
+                },
+                _ => None,
+            }
+        });
+        match missing {
+            None => Err(Error::NotInitialized(method.to_owned())),
+            Some(Some(capability)) => Err(Error::NotAdvertised {
                 method: method.to_owned(),
                 capability,
-            })
-        };
-        match method {
-            "fs/read_text_file" if !caps.fs.read_text_file => missing("fs.readTextFile"),
-            "fs/write_text_file" if !caps.fs.write_text_file => missing("fs.writeTextFile"),
-            m if m.starts_with("terminal/") && !caps.terminal => missing("terminal"),
-            "elicitation/create" => {
-                let Some(elicitation) = &caps.elicitation else {
-                    return missing("elicitation");
-                };
-                let mode = serde_json::to_value(params)
-                    .ok()
-                    .and_then(|v| v.get("mode").cloned());
-                match mode.as_ref().and_then(|m| m.as_str()) {
-                    Some("form") if elicitation.form.is_none() => missing("elicitation.form"),
-                    Some("url") if elicitation.url.is_none() => missing("elicitation.url"),
-                    _ => Ok(()),
-                }
-            }
-            _ => Ok(()),
+            }),
+            Some(None) => Ok(()),
         }
     }
 }
@@ -834,7 +839,7 @@ impl<A: Agent> AgentDispatch<A> {
         result
     }
 
-    async fn handle(&self, request: ClientRequest) -> Result<Box<RawValue>> {
+    async fn handle(&self, request: ClientRequest) -> Result<Reply> {
         let caps = self.agent_capabilities();
         let client = self.client();
         match request {
@@ -1053,7 +1058,7 @@ impl<A: Agent> AgentDispatch<A> {
                 });
                 raw(response)
             }
-            ClientRequest::Extension(call) => self.agent.ext_method(call, &client).await,
+            ClientRequest::Extension(call) => raw_json(self.agent.ext_method(call, &client).await?),
             other => Err(Error::method_not_found(other.method())),
         }
     }
@@ -1072,9 +1077,19 @@ fn not_advertised(method: &str, capability: &str) -> Error {
     )
 }
 
-fn raw<T: serde::Serialize>(value: T) -> Result<Box<RawValue>> {
-    serde_json::value::to_raw_value(&value)
-        .map_err(|e| Error::internal(format!("response does not encode: {e}")))
+/// A handler's answer, serialized once, straight into the response frame when it is sent.
+type Reply = Box<dyn FnOnce(Responder) + Send>;
+
+fn raw<T: serde::Serialize + Send + 'static>(value: T) -> Result<Reply> {
+    Ok(Box::new(move |responder: Responder| {
+        responder.respond_ok(&value)
+    }))
+}
+
+fn raw_json(value: Box<RawValue>) -> Result<Reply> {
+    Ok(Box::new(move |responder: Responder| {
+        responder.respond_raw(Ok(&value))
+    }))
 }
 
 fn decode_error(error: DecodeError) -> ResponseError {
@@ -1127,7 +1142,7 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                 Err(error) => Err(decode_error(error)),
             };
             match result {
-                Ok(raw) => responder.respond_raw(Ok(&raw)),
+                Ok(reply) => reply(responder),
                 Err(error) => responder.respond_error(error),
             }
         }

@@ -105,6 +105,53 @@ pub trait Client: Send + Sync + 'static {
         async { Err(Error::method_not_found("elicitation/create")) }
     }
 
+    /// Serves `terminal/create` when no terminal host is configured: advertise `terminal`
+    /// with [`ClientOptions::with_capabilities`] and implement the five `terminal/*` methods
+    /// (for a client with its own terminals, or a fake one in tests).
+    fn create_terminal(
+        &self,
+        request: CreateTerminalRequest,
+    ) -> impl Future<Output = Result<CreateTerminalResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("terminal/create")) }
+    }
+
+    /// Serves `terminal/output` when no terminal host is configured.
+    fn terminal_output(
+        &self,
+        request: TerminalOutputRequest,
+    ) -> impl Future<Output = Result<TerminalOutputResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("terminal/output")) }
+    }
+
+    /// Serves `terminal/wait_for_exit` when no terminal host is configured.
+    fn wait_for_terminal_exit(
+        &self,
+        request: WaitForTerminalExitRequest,
+    ) -> impl Future<Output = Result<WaitForTerminalExitResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("terminal/wait_for_exit")) }
+    }
+
+    /// Serves `terminal/kill` when no terminal host is configured.
+    fn kill_terminal(
+        &self,
+        request: KillTerminalRequest,
+    ) -> impl Future<Output = Result<KillTerminalResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("terminal/kill")) }
+    }
+
+    /// Serves `terminal/release` when no terminal host is configured.
+    fn release_terminal(
+        &self,
+        request: ReleaseTerminalRequest,
+    ) -> impl Future<Output = Result<ReleaseTerminalResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("terminal/release")) }
+    }
+
     /// Sees every `session/update`, in order, before it reaches its [`Session`]. Must not wait
     /// for the agent.
     fn session_update(
@@ -1124,9 +1171,19 @@ fn not_advertised(method: &str, capability: &str) -> Error {
     )
 }
 
-fn raw<T: serde::Serialize>(value: T) -> Result<Box<RawValue>> {
-    serde_json::value::to_raw_value(&value)
-        .map_err(|e| Error::internal(format!("response does not encode: {e}")))
+/// A handler's answer, serialized once, straight into the response frame when it is sent.
+type Reply = Box<dyn FnOnce(Responder) + Send>;
+
+fn raw<T: serde::Serialize + Send + 'static>(value: T) -> Result<Reply> {
+    Ok(Box::new(move |responder: Responder| {
+        responder.respond_ok(&value)
+    }))
+}
+
+fn raw_json(value: Box<RawValue>) -> Result<Reply> {
+    Ok(Box::new(move |responder: Responder| {
+        responder.respond_raw(Ok(&value))
+    }))
 }
 
 impl<C: Client> ClientDispatch<C> {
@@ -1140,7 +1197,7 @@ impl<C: Client> ClientDispatch<C> {
         }
     }
 
-    async fn handle(&self, request: AgentRequest) -> Result<Box<RawValue>> {
+    async fn handle(&self, request: AgentRequest) -> Result<Reply> {
         let caps = &self.state.options.capabilities;
         let session = match session_of(&request) {
             Some(id) => Some(self.session(id)?),
@@ -1215,7 +1272,9 @@ impl<C: Client> ClientDispatch<C> {
                 }
             }
             AgentRequest::TerminalCreate(request) => {
-                let terminals = self.terminals()?;
+                let Some(terminals) = self.terminals()? else {
+                    return raw(self.client.create_terminal(request).await?);
+                };
                 let session = session.as_ref().expect("terminal requests name a session");
                 let mut create = host::CreateTerminal::new(request.command);
                 create.args = request.args.unwrap_or_default();
@@ -1233,8 +1292,10 @@ impl<C: Client> ClientDispatch<C> {
                 raw(CreateTerminalResponse::new(id))
             }
             AgentRequest::TerminalOutput(request) => {
-                let output = self
-                    .terminals()?
+                let Some(terminals) = self.terminals()? else {
+                    return raw(self.client.terminal_output(request).await?);
+                };
+                let output = terminals
                     .output(session_id(), request.terminal_id.as_str())
                     .map_err(terminal_error)?;
                 let mut response = TerminalOutputResponse::new(output.output, output.truncated);
@@ -1242,8 +1303,10 @@ impl<C: Client> ClientDispatch<C> {
                 raw(response)
             }
             AgentRequest::TerminalWaitForExit(request) => {
-                let status = self
-                    .terminals()?
+                let Some(terminals) = self.terminals()? else {
+                    return raw(self.client.wait_for_terminal_exit(request).await?);
+                };
+                let status = terminals
                     .wait_for_exit(session_id(), request.terminal_id.as_str())
                     .await
                     .map_err(terminal_error)?;
@@ -1253,13 +1316,19 @@ impl<C: Client> ClientDispatch<C> {
                 raw(response)
             }
             AgentRequest::TerminalKill(request) => {
-                self.terminals()?
+                let Some(terminals) = self.terminals()? else {
+                    return raw(self.client.kill_terminal(request).await?);
+                };
+                terminals
                     .kill(session_id(), request.terminal_id.as_str())
                     .map_err(terminal_error)?;
                 raw(KillTerminalResponse::new())
             }
             AgentRequest::TerminalRelease(request) => {
-                self.terminals()?
+                let Some(terminals) = self.terminals()? else {
+                    return raw(self.client.release_terminal(request).await?);
+                };
+                terminals
                     .release(session_id(), request.terminal_id.as_str())
                     .map_err(terminal_error)?;
                 raw(ReleaseTerminalResponse::new())
@@ -1270,18 +1339,17 @@ impl<C: Client> ClientDispatch<C> {
                 }
                 raw(self.client.create_elicitation(request).await?)
             }
-            AgentRequest::Extension(call) => self.client.ext_method(call).await,
+            AgentRequest::Extension(call) => raw_json(self.client.ext_method(call).await?),
             other => Err(Error::method_not_found(other.method())),
         }
     }
 
-    fn terminals(&self) -> Result<&TerminalHost> {
+    /// The terminal host, or `None` when the [`Client`] serves `terminal/*` itself.
+    fn terminals(&self) -> Result<Option<&TerminalHost>> {
         if !self.state.options.capabilities.terminal {
             return Err(not_advertised("terminal/*", "terminal"));
         }
-        self.state.options.terminals.as_deref().ok_or_else(|| {
-            Error::internal("`terminal` is advertised but no terminal host is configured")
-        })
+        Ok(self.state.options.terminals.as_deref())
     }
 
     async fn route_update(&self, notification: Box<SessionNotification>, report: impl Fn(String)) {
@@ -1341,7 +1409,7 @@ impl<C: Client> Handler for ClientDispatch<C> {
                 }
             };
             match result {
-                Ok(raw) => responder.respond_raw(Ok(&raw)),
+                Ok(reply) => reply(responder),
                 Err(error) => responder.respond_error(error),
             }
         }
