@@ -413,11 +413,14 @@ pub fn spawn<C: Client>(
     let exited = process.exited();
     // A crashed agent fails pending calls with its exit status and stderr tail instead of a
     // bare "connection closed".
-    smol::spawn(async move {
-        let exit = exited.await;
-        watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone());
-    })
-    .detach();
+    // A plain thread, not smol's executor (see `process`): it sleeps until the exit.
+    std::thread::Builder::new()
+        .name("acp-agent-exit".into())
+        .spawn(move || {
+            let exit = futures_lite::future::block_on(exited);
+            watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone());
+        })
+        .map_err(|e| Error::Internal(format!("starting the exit watcher: {e}")))?;
     Ok((agent, driver, process))
 }
 

@@ -6,7 +6,8 @@
 //!    stdin and stdout piped for the protocol and stderr piped to a background task.
 //! 2. The connection layer takes the two protocol pipes with
 //!    [`AgentProcess::take_stdin`] and [`AgentProcess::take_stdout`]. Meanwhile a
-//!    background task on smol's global executor reads stderr continuously, so the agent
+//!    supervisor thread of its own (one per agent, named `acp-agent-supervisor`) reads
+//!    stderr continuously, so the agent
 //!    never stalls on a full stderr pipe: each line goes to the optional
 //!    [`AgentCommand::on_stderr_line`] callback and into a bounded tail
 //!    ([`AgentProcess::stderr_tail`]) kept for error reports.
@@ -198,10 +199,9 @@ impl AgentCommand {
     /// Calls `callback` with every line the agent writes to stderr, without the line break
     /// (and without a `\r` before it), invalid UTF-8 replaced by U+FFFD.
     ///
-    /// The callback runs on the background task that drains stderr, on a thread of smol's
-    /// global executor: while it runs, stderr is not read and that thread serves no other
-    /// task, so it must not block (hand the line to a channel or a logger). A panic in the
-    /// callback is caught and the line skipped.
+    /// The callback runs on the agent's supervisor thread, which drains stderr: while it
+    /// runs, stderr is not read, so it must not block for long (hand the line to a channel
+    /// or a logger). A panic in the callback is caught and the line skipped.
     pub fn on_stderr_line(mut self, callback: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.stderr_line = Some(Arc::new(callback));
         self
@@ -314,7 +314,12 @@ impl AgentCommand {
 
         // Detached rather than owned by the handle: even after the handle is dropped it must
         // observe the exit, so that the leader gets reaped and earlier waiters resolve.
-        smol::spawn(supervise(Supervision {
+        //
+        // On a thread of its own rather than smol's executor: executor threads compete with
+        // the connection's thread for the I/O reactor, which would turn every wake-up of the
+        // connection into a hand-off between threads. This thread only sleeps until stderr
+        // or the exit has something.
+        let supervision = supervise(Supervision {
             pgid,
             stderr,
             exit: ExitWatch::new(pgid),
@@ -322,8 +327,14 @@ impl AgentCommand {
             stderr_line: self.stderr_line.clone(),
             exit_notifier,
             handle_dropped,
-        }))
-        .detach();
+        });
+        std::thread::Builder::new()
+            .name("acp-agent-supervisor".into())
+            .spawn(move || future::block_on(supervision))
+            .map_err(|source| AgentProcessError::Spawn {
+                program: program.clone(),
+                source,
+            })?;
 
         Ok(AgentProcess {
             pgid,
