@@ -47,10 +47,11 @@
 //! they work from tokio tasks as they are:
 //!
 //! - On smol's global executor (`smol::spawn`; it starts its own thread, `smol-1`, on first
-//!   use; `SMOL_THREADS` sets how many): the terminal host's output collector, the agent
-//!   process supervisor of [`process::AgentCommand::spawn`] and the exit watcher of
-//!   [`client::spawn`], the background release of an unreleased [`agent::Terminal`] on drop,
-//!   and the wait for the end of a [`client::PromptTurn`] dropped before its end.
+//!   use; `SMOL_THREADS` sets how many): the terminal host's output collector, the background
+//!   release of an unreleased [`agent::Terminal`] on drop, and the wait for the end of a
+//!   [`client::PromptTurn`] dropped before its end.
+//! - On a plain thread per agent process: the supervisor of [`process::AgentCommand::spawn`]
+//!   and the exit watcher of [`client::spawn`].
 //! - On async-io's reactor, which runs on its own thread when no smol `block_on` drives it:
 //!   the timer of [`agent::Terminal::run_with_timeout`] and of the shutdown grace periods of
 //!   [`process::AgentProcess::shutdown`], and the pipes of [`stdio`], agent processes and

@@ -239,7 +239,7 @@ impl AgentCommand {
     /// Starts the agent in a new process group and begins draining its stderr and watching
     /// for its exit.
     ///
-    /// Needs no executor of its own: the background task runs on smol's global executor.
+    /// Needs no executor of its own: the supervision runs on a thread of its own.
     pub fn spawn(&self) -> Result<AgentProcess, AgentProcessError> {
         let program = self.program.to_string_lossy().into_owned();
         if let Some(cwd) = &self.cwd
