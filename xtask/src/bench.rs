@@ -293,6 +293,9 @@ struct Layout {
     root: PathBuf,
     main_bin: PathBuf,
     official_target: PathBuf,
+    /// The TypeScript peers' sources.
+    ts_src: PathBuf,
+    /// Where they run (under `target/`, with their `node_modules`).
     ts_dir: PathBuf,
     node: Option<String>,
     /// Why our runtime's peers are unusable in this run (their build failed).
@@ -313,7 +316,7 @@ impl Layout {
                 Some(node) => {
                     let script = self.ts_dir.join(script);
                     if !self.ts_dir.join("node_modules").is_dir() {
-                        Err(format!("{} has no node_modules", self.ts_dir.display()))
+                        Err(format!("{} not installed", self.ts_dir.display()))
                     } else {
                         existing(script).map(|mut c| {
                             c.insert(0, node.clone());
@@ -428,24 +431,47 @@ fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), String> {
             .env("CARGO_TARGET_DIR", &layout.official_target)
             .args(["build", "--release"]),
     )?;
-    if layout.ts_dir.join("package.json").is_file() {
+    if layout.ts_src.join("package.json").is_file() {
         match (&layout.node, which("npm")) {
-            (Some(_), Some(npm)) if !layout.ts_dir.join("node_modules").is_dir() => {
-                let install = run_step(
-                    "installing the TypeScript SDK (npm ci)",
-                    Command::new(npm).current_dir(&layout.ts_dir).args([
-                        "ci",
-                        "--no-audit",
-                        "--no-fund",
-                    ]),
-                );
-                if let Err(e) = install {
+            (Some(_), Some(npm)) => {
+                if let Err(e) = stage_ts(layout, &npm) {
                     notes.push(format!("TypeScript peers skipped: {e}"));
                 }
             }
-            (Some(_), Some(_)) => {}
             _ => notes.push("TypeScript peers skipped: node/npm not found".to_owned()),
         }
+    }
+    Ok(())
+}
+
+/// Copies the TypeScript peers (package files and scripts) from the source
+/// tree into their run directory under `target/`, and installs the pinned SDK
+/// there with `npm ci` when the lock file changed. `node_modules` thus never
+/// lands in the source tree.
+fn stage_ts(layout: &Layout, npm: &str) -> Result<(), String> {
+    let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    fs::create_dir_all(&layout.ts_dir).map_err(|e| err(&layout.ts_dir, e))?;
+    let entries = fs::read_dir(&layout.ts_src).map_err(|e| err(&layout.ts_src, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == "package.json" || name == "package-lock.json" || name.ends_with(".mjs") {
+            let to = layout.ts_dir.join(&*name);
+            fs::copy(entry.path(), &to).map_err(|e| err(&to, e))?;
+        }
+    }
+    let lock = fs::read(layout.ts_dir.join("package-lock.json")).unwrap_or_default();
+    let marker = layout
+        .ts_dir
+        .join("node_modules/.installed-package-lock.json");
+    if fs::read(&marker).ok().as_deref() != Some(&lock[..]) {
+        run_step(
+            "installing the TypeScript SDK (npm ci)",
+            Command::new(npm)
+                .current_dir(&layout.ts_dir)
+                .args(["ci", "--no-audit", "--no-fund"]),
+        )?;
+        fs::write(&marker, &lock).map_err(|e| err(&marker, e))?;
     }
     Ok(())
 }
@@ -811,7 +837,11 @@ impl Group {
     fn status(&self, reps: usize) -> String {
         let n = self.ok.len();
         if !self.hangs.is_empty() {
-            format!("HANG {}/{reps}", self.hangs.len())
+            // After a hang the remaining repetitions are skipped (see the notes).
+            match n {
+                0 => "HANG".to_owned(),
+                _ => format!("HANG, {n}/{reps} ok"),
+            }
         } else if !self.failures.is_empty() {
             format!("FAIL {}/{reps}", self.failures.len())
         } else {
@@ -963,8 +993,16 @@ fn machine() -> String {
         .unwrap_or("unknown CPU")
         .to_owned();
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let guest = lscpu
+        .lines()
+        .find_map(|l| l.strip_prefix("Hypervisor vendor:"))
+        .map(|h| format!(" ({} guest)", h.trim()))
+        .unwrap_or_default();
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{model}, {cpus} CPUs available, Linux {}", kernel.trim())
+    format!(
+        "{model}{guest}, {cpus} CPUs available, Linux {}",
+        kernel.trim()
+    )
 }
 
 fn loadavg() -> String {
@@ -986,7 +1024,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // Fixed, whatever CARGO_TARGET_DIR says: the official peers' workspace
         // is separate and keeps its own build under the main `target/`.
         official_target: root.join("target").join("official"),
-        ts_dir: root.join("bench/official/ts"),
+        ts_src: root.join("bench/official/ts"),
+        ts_dir: root.join("target").join("official").join("ts"),
         root,
         node,
         ours_unavailable: None,

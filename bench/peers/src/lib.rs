@@ -1,7 +1,7 @@
 //! Shared pieces of the ACP stdio benchmark peers.
 //!
-//! The bench scenario is specified in `SCENARIO.md` (kept with the benchmark
-//! harness): a bench client spawns a bench agent, runs `initialize`,
+//! The bench scenario is specified in `SCENARIO.md` (see `bench/README.md`):
+//! a bench client spawns a bench agent, runs `initialize`,
 //! `session/new` and one `session/prompt` whose text selects a workload, and
 //! prints one result line. Every peer, whatever protocol implementation it is
 //! built on, uses this crate for the parts that must be identical across
