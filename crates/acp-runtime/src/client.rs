@@ -60,8 +60,9 @@ use crate::signal::Signal;
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = crate::agent::SUPPORTED_PROTOCOL_VERSIONS;
 
 /// How many updates a session buffers before the connection waits for them to be consumed
-/// (back-pressure instead of unbounded memory).
-const SESSION_UPDATE_BUFFER: usize = 1024;
+/// (back-pressure instead of unbounded memory). Counted in messages, so kept small: 128
+/// updates of 64 KiB are 8 MiB, and the connection and its consumer share a thread anyway.
+const SESSION_UPDATE_BUFFER: usize = 128;
 
 /// How many updates for a session id not yet known (its `session/new` response has not
 /// arrived) are kept. Agents send a few (available commands, modes) before answering.
