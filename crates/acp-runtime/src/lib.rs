@@ -69,6 +69,8 @@ mod child_exit;
 pub mod client;
 mod error;
 pub mod host;
+#[cfg(target_os = "linux")]
+mod pipe_loop;
 pub mod process;
 mod signal;
 pub mod stdio;

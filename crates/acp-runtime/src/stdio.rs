@@ -10,7 +10,7 @@ use std::io;
 
 /// Buffer size of the stdin reader: large enough that a burst of small messages costs one
 /// read system call, and a 64 KiB message a few.
-const READ_BUFFER: usize = 64 * 1024;
+pub(crate) const READ_BUFFER: usize = 64 * 1024;
 
 type Reader = Box<dyn AsyncRead + Unpin + Send>;
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
@@ -62,4 +62,16 @@ fn stdin() -> io::Result<Reader> {
 #[cfg(not(unix))]
 fn stdout() -> io::Result<Writer> {
     Ok(Box::new(smol::Unblock::new(io::stdout())))
+}
+
+/// Duplicates of stdin and stdout when both are pipes or sockets, for
+/// [`crate::pipe_loop`]; `None` otherwise.
+#[cfg(target_os = "linux")]
+pub(crate) fn pipe_fds() -> io::Result<Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
+    use std::os::fd::AsFd;
+    let stdin = io::stdin().as_fd().try_clone_to_owned()?;
+    let stdout = io::stdout().as_fd().try_clone_to_owned()?;
+    let both = is_pipe_or_socket(&std::fs::File::from(stdin.try_clone()?))
+        && is_pipe_or_socket(&std::fs::File::from(stdout.try_clone()?));
+    Ok(both.then_some((stdin, stdout)))
 }
