@@ -781,6 +781,25 @@ struct AgentDispatch<A> {
     state: Arc<AgentState>,
 }
 
+/// Marks a session's turn as running for as long as it lives.
+struct TurnRunning {
+    state: Arc<AgentState>,
+    session: SessionId,
+    cancel: Signal,
+}
+
+impl Drop for TurnRunning {
+    fn drop(&mut self) {
+        // The turn's handler is gone either way: anything still waiting on its cancellation
+        // signal (helpers racing it) can stop.
+        self.cancel.fire();
+        let _ = self.state.with_session(&self.session, |entry| {
+            entry.turn = None;
+            Ok(())
+        });
+    }
+}
+
 /// What the initialization gate decided for one request, at arrival.
 enum Gate {
     Initialize(Signal),
@@ -994,15 +1013,18 @@ impl<A: Agent> AgentDispatch<A> {
                     entry.turn = Some(cancel.clone());
                     Ok(())
                 })?;
+                // Frees the session when the turn ends, also when this future is dropped
+                // (`$/cancel_request`, a closing connection) before it gets there.
+                let _running = TurnRunning {
+                    state: self.state.clone(),
+                    session: id.clone(),
+                    cancel: cancel.clone(),
+                };
                 let turn = Turn {
                     session: client.session(id.clone()),
                     cancel: cancel.clone(),
                 };
                 let result = self.agent.prompt(request, turn).await;
-                let _ = self.state.with_session(&id, |entry| {
-                    entry.turn = None;
-                    Ok(())
-                });
                 if cancel.is_fired() {
                     // The spec: a cancelled turn answers `cancelled`, never an error caused by
                     // the abort.

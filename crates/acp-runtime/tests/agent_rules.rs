@@ -459,3 +459,30 @@ fn malformed_params_and_unknown_methods_get_precise_errors() {
         let _: Value = next;
     });
 }
+
+#[test]
+fn a_prompt_cancelled_by_cancel_request_frees_the_session() {
+    smol::block_on(async {
+        let mut peer = start();
+        peer.initialize(json!({})).await;
+        let session = new_session(&mut peer, 1).await;
+        peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait-for-cancel"}]}}))
+            .await;
+        assert_eq!(peer.recv().await["method"], "session/update");
+        peer.send(
+            json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}}),
+        )
+        .await;
+        let response = peer.recv_until_response(2).await.pop().unwrap();
+        assert_eq!(response["error"]["code"], -32800, "{response}");
+        let again = peer
+            .request(
+                3,
+                "session/prompt",
+                json!({"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),
+            )
+            .await;
+        assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
+    });
+}
