@@ -1,0 +1,152 @@
+//! Prompt turns: stop reasons, update ordering, cancellation.
+
+use super::Ctx;
+use crate::client::Caps;
+use crate::report::Verdict;
+use crate::turn::{Action, Trigger, TurnResult, is_stop_reason, text_prompt};
+
+pub(super) fn stop_reason(ctx: &mut Ctx<'_>) -> Verdict {
+    let basic = match ctx.basic() {
+        Ok(b) => b,
+        Err(v) => return v,
+    };
+    let turn = match (basic.session, basic.turn) {
+        (Ok(_), Some(turn)) => turn,
+        (Err(verdict), _) => return verdict,
+        (Ok(_), None) => return Verdict::inconclusive("no turn ran"),
+    };
+    match &turn.response {
+        Some(Ok(_)) => match turn.stop_reason() {
+            Some(reason) if is_stop_reason(reason) => Verdict::Pass,
+            _ => Verdict::fail(
+                format!(
+                    "the turn ended with {}, not one of end_turn, max_tokens, max_turn_requests, refusal, cancelled",
+                    turn.outcome()
+                ),
+                turn.evidence(),
+            ),
+        },
+        Some(Err(e)) if e.code == Some(-32000) => ctx.auth_required(),
+        Some(Err(e)) => Verdict::inconclusive(format!(
+            "the turn failed with {e}; an agent that needs a model may need credentials, or another --prompt"
+        )),
+        None => Verdict::fail(
+            format!(
+                "the turn did not end within {} s ({}); slow agents need a longer --turn-timeout",
+                ctx.opts.turn_timeout.as_secs_f64(),
+                turn.outcome()
+            ),
+            turn.evidence(),
+        ),
+    }
+}
+
+pub(super) fn updates_before_response(ctx: &mut Ctx<'_>) -> Verdict {
+    let basic = match ctx.basic() {
+        Ok(b) => b,
+        Err(v) => return v,
+    };
+    let (turn, session) = match (basic.turn, basic.session) {
+        (Some(turn), Ok(session)) => (turn, session),
+        (_, Err(verdict)) => return verdict,
+        (None, Ok(_)) => return Verdict::inconclusive("no turn ran"),
+    };
+    if turn.response.is_none() {
+        return Verdict::inconclusive(format!("the turn did not end: {}", turn.outcome()));
+    }
+    late_updates(&turn, &session)
+}
+
+/// Fails when turn content for `session` followed the response.
+fn late_updates(turn: &TurnResult, session: &str) -> Verdict {
+    let late = turn.late_updates(session);
+    if late.is_empty() {
+        return Verdict::Pass;
+    }
+    let mut evidence = turn.evidence();
+    evidence.extend(late);
+    Verdict::fail(
+        "session updates of the turn arrived after its `session/prompt` response",
+        evidence,
+    )
+}
+
+/// Runs a turn that the checker cancels with `session/cancel` at `trigger`.
+fn cancelled_turn(
+    ctx: &mut Ctx<'_>,
+    label: &str,
+    trigger: Trigger,
+) -> Result<(TurnResult, String), Verdict> {
+    let mut conn = ctx.connect(label, Caps::ALL)?;
+    let session = ctx.open_session(&mut conn)?;
+    let turn = ctx.turn(
+        &mut conn,
+        &session,
+        text_prompt(&ctx.opts.prompt),
+        trigger,
+        Action::SessionCancel,
+    );
+    Ok((turn, session))
+}
+
+/// Judges a turn after `session/cancel` was sent.
+fn judge_cancelled(ctx: &mut Ctx<'_>, turn: &TurnResult, session: &str) -> Verdict {
+    match &turn.response {
+        None => Verdict::fail(
+            format!(
+                "after `session/cancel` the turn never ended ({})",
+                turn.outcome()
+            ),
+            turn.evidence(),
+        ),
+        Some(Ok(_)) if turn.stop_reason() == Some("cancelled") => late_updates(turn, session),
+        Some(Ok(_)) if turn.witnessed => Verdict::fail(
+            format!(
+                "the cancelled turn ended with {} instead of `cancelled` (the agent had read the cancellation: it waited for an answer sent after it)",
+                turn.outcome()
+            ),
+            turn.evidence(),
+        ),
+        Some(Ok(_)) => Verdict::inconclusive(format!(
+            "the turn ended with {}, perhaps before the cancellation reached the agent; a --prompt that keeps the agent busy longer would tell",
+            turn.outcome()
+        )),
+        Some(Err(e)) if e.code == Some(-32000) => ctx.auth_required(),
+        Some(Err(e)) if turn.witnessed || ctx.basic_turn_completed() => Verdict::fail(
+            format!("the cancelled turn was answered with {e} instead of stop reason `cancelled`"),
+            turn.evidence(),
+        ),
+        Some(Err(e)) => Verdict::inconclusive(format!(
+            "the turn failed with {e}, and so does an ordinary turn; no telling whether the cancellation caused it"
+        )),
+    }
+}
+
+pub(super) fn cancel(ctx: &mut Ctx<'_>) -> Verdict {
+    let (turn, session) = match cancelled_turn(ctx, "prompt.cancel", Trigger::FirstActivity) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    if turn.acted.is_none() {
+        return Verdict::inconclusive(format!(
+            "the turn sent no update or request before it ended ({}), so there was no moment to cancel it",
+            turn.outcome()
+        ));
+    }
+    judge_cancelled(ctx, &turn, &session)
+}
+
+pub(super) fn cancel_permission(ctx: &mut Ctx<'_>) -> Verdict {
+    let (turn, session) = match cancelled_turn(ctx, "prompt.cancel.permission", Trigger::Permission)
+    {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    if turn.acted.is_none() {
+        return Verdict::inconclusive(format!(
+            "the agent asked for no permission during the turn ({}); a --prompt that makes it ask would tell",
+            turn.outcome()
+        ));
+    }
+    judge_cancelled(ctx, &turn, &session)
+}

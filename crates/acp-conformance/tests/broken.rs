@@ -1,0 +1,114 @@
+//! Every check can fail: each bug of the broken agent breaks one rule, and the checks about
+//! that rule (and only those, among the ones run) must fail.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use acp_conformance::{Verdict, checks};
+use common::{BROKEN, check};
+
+/// Runs `fails` and `context` against the broken agent with `bug`: every check in `fails`
+/// must fail, every one in `context` (run for the traffic the aggregate checks judge) pass.
+fn assert_fails(bug: &str, fails: &[&str], context: &[&str]) {
+    let only: Vec<&str> = fails.iter().chain(context).copied().collect();
+    let report = check(&[BROKEN, "--bug", bug], &only);
+    for id in fails {
+        let result = report.get(id).unwrap_or_else(|| panic!("{id} did not run"));
+        match &result.verdict {
+            Verdict::Fail { evidence, .. } => {
+                assert!(!evidence.is_empty(), "{id} failed without evidence")
+            }
+            other => panic!("with bug `{bug}`, {id} should fail, got {other:?}"),
+        }
+    }
+    for id in context {
+        let result = report.get(id).unwrap_or_else(|| panic!("{id} did not run"));
+        assert_eq!(result.verdict, Verdict::Pass, "with bug `{bug}`, {id}");
+    }
+}
+
+macro_rules! bugs {
+    ($($test:ident: $bug:literal fails [$($fail:literal),+] $(given [$($context:literal),+])?;)+) => {
+        /// Which checks each bug fails.
+        const TABLE: &[(&str, &[&str])] = &[$(($bug, &[$($fail),+])),+];
+        $(
+            #[test]
+            fn $test() {
+                assert_fails($bug, &[$($fail),+], &[$($($context),+)?]);
+            }
+        )+
+    };
+}
+
+bugs! {
+    init_error: "init-error" fails ["init.response"];
+    old_version: "old-version" fails ["init.version.same"];
+    echo_version: "echo-version" fails ["init.version.future"];
+    bad_caps: "bad-caps" fails ["init.capabilities"];
+    no_agent_info: "no-agent-info" fails ["init.agent_info"];
+    session_new_error: "session-new-error" fails ["session.new"];
+    same_session_id: "same-session-id" fails ["session.new.unique_ids"];
+    accept_relative_cwd: "accept-relative-cwd" fails ["session.new.relative_cwd"];
+    unknown_session_accepted: "unknown-session-accepted" fails ["session.unknown_id"];
+    no_replay: "no-replay" fails ["session.load.replay"];
+    replay_after_load: "replay-after-load" fails ["session.load.replay"];
+    bad_current_mode: "bad-current-mode" fails ["session.modes.consistent"];
+    set_mode_fails: "set-mode-fails" fails ["session.modes.set"];
+    accept_unknown_mode: "accept-unknown-mode" fails ["session.modes.unknown"];
+    bad_config: "bad-config" fails ["session.config.consistent"];
+    boolean_config: "boolean-config" fails ["session.config.boolean_gated"];
+    set_config_fails: "set-config-fails" fails ["session.config.set"];
+    bad_stop_reason: "bad-stop-reason" fails ["prompt.stop_reason"];
+    late_update: "late-update" fails ["prompt.updates_before_response"];
+    cancel_error: "cancel-error" fails ["prompt.cancel", "prompt.cancel.permission"];
+    cancel_ignored: "cancel-ignored" fails ["prompt.cancel", "prompt.cancel.permission"];
+    ignore_caps: "ignore-caps" fails ["caps.client_methods"];
+    reject_resource_link: "reject-resource-link" fails ["caps.prompt.baseline"];
+    reject_images: "reject-images" fails ["caps.prompt.image"];
+    reject_audio: "reject-audio" fails ["caps.prompt.audio"];
+    reject_resource: "reject-resource" fails ["caps.prompt.embedded_context"];
+    wrong_unknown_code: "wrong-unknown-code" fails ["rpc.method_not_found"];
+    ext_method_result: "ext-method-result" fails ["rpc.ext_method_not_found"] given ["rpc.method_not_found"];
+    notification_reply: "notification-reply" fails ["rpc.notifications_unanswered", "rpc.cancel_request", "rpc.response_ids"];
+    crash_on_ext_notification: "crash-on-ext-notification" fails ["rpc.ext_notification_ignored"];
+    no_parse_error: "no-parse-error" fails ["rpc.parse_error"] given ["rpc.invalid_request"];
+    crash_on_malformed: "crash-on-malformed" fails ["rpc.parse_error"];
+    invalid_request_silent: "invalid-request-silent" fails ["rpc.invalid_request"] given ["rpc.parse_error"];
+    invalid_params_accepted: "invalid-params-accepted" fails ["rpc.invalid_params"];
+    reply_stray_response: "reply-stray-response" fails ["rpc.stray_response"];
+    cancel_request_unanswered: "cancel-request-unanswered" fails ["rpc.cancel_request"];
+    no_exit: "no-exit" fails ["transport.exit_on_eof"];
+    duplicate_response: "duplicate-response" fails ["rpc.response_ids"] given ["session.new"];
+    bad_update: "bad-update" fails ["schema.agent_messages"] given ["session.new"];
+    stdout_log: "stdout-log" fails ["transport.stdout_clean"] given ["init.response"];
+}
+
+#[test]
+fn every_check_is_failed_by_some_bug() {
+    let covered: BTreeSet<&str> = TABLE.iter().flat_map(|(_, f)| f.iter().copied()).collect();
+    let missing: Vec<&str> = checks()
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| !covered.contains(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no bug makes these checks fail: {missing:?}"
+    );
+}
+
+#[test]
+fn every_bug_of_the_broken_agent_is_tested() {
+    let listed = std::process::Command::new(BROKEN)
+        .arg("--list")
+        .output()
+        .expect("broken-agent --list");
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let listed: BTreeSet<&str> = listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let tested: BTreeSet<&str> = TABLE.iter().map(|(bug, _)| *bug).collect();
+    assert_eq!(listed, tested);
+}

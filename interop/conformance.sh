@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Conformance verdicts of ACP agents published by others: runs `acp-conformance` against the
+# TypeScript SDK's and the Python SDK's example agents, as installed by interop/run.sh under
+# target/interop/, and compares each agent's verdicts with the file pinned for it in
+# fixtures/conformance/. See docs/conformance.md.
+#
+#   bash interop/conformance.sh                        # compare; exit 1 on any difference
+#   CONFORMANCE_UPDATE=1 bash interop/conformance.sh   # re-pin the verdicts instead
+#
+# Runs interop/run.sh first when the installs are missing or older than the pins. Builds
+# acp-conformance (honouring CARGO_TARGET_DIR). Reports and tables go to
+# target/interop/conformance/<agent>.{json,txt}. Needs cargo, node, python3.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+pins="$repo/interop"
+fixtures="$repo/fixtures/conformance"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+[[ "$target" = /* ]] || target="$repo/$target"
+work="$repo/target/interop"
+out="$work/conformance"
+update="${CONFORMANCE_UPDATE:-}"
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'conformance: %s\n' "$*" >&2; exit 2; }
+
+for tool in cargo node python3; do
+    command -v "$tool" >/dev/null || die "\`$tool\` is not installed"
+done
+
+# --- the agents, installed by interop/run.sh --------------------------------------------------
+py_sdk_version="$(sed -n 's/^agent-client-protocol==//p' "$pins/requirements.txt")"
+ts_sdk_version="$(node -p 'require(process.argv[1]).dependencies["@agentclientprotocol/sdk"]' "$pins/package.json")"
+ts_examples="$work/npm/node_modules/@agentclientprotocol/sdk/dist/examples"
+py_examples="$work/python-sdk/agent_client_protocol-$py_sdk_version/examples"
+python="$work/venv/bin/python"
+if ! cmp -s "$pins/package-lock.json" "$work/npm/package-lock.json" ||
+    [[ ! -f "$work/npm/.installed" ]] ||
+    ! cmp -s "$pins/requirements.txt" "$work/venv/requirements.txt" ||
+    [[ ! -d "$py_examples" ]]; then
+    say "installing the pinned SDKs (bash interop/run.sh)"
+    bash "$pins/run.sh" >&2
+fi
+
+say "cargo build -p acp-conformance"
+(cd "$repo" && cargo build --quiet -p acp-conformance)
+checker="$target/debug/acp-conformance"
+
+# --- one run per agent, in parallel (the agents mostly wait) -----------------------------------
+rm -rf "$out"
+mkdir -p "$out" "$fixtures"
+names=() descriptions=() pids=()
+
+# agent NAME DESCRIPTION COMMAND...: checks one agent in the background.
+agent() {
+    local name="$1" description="$2"
+    shift 2
+    names+=("$name")
+    descriptions+=("$description")
+    local expect=(--expect "$fixtures/$name.json")
+    if [[ -n "$update" ]]; then
+        expect=()
+    fi
+    say "$name: $*"
+    (cd "$work" && "$checker" --color never --json "$out/$name.json" "${expect[@]}" -- "$@") \
+        >"$out/$name.txt" 2>"$out/$name.stderr" &
+    pids+=($!)
+}
+
+agent ts-example-agent \
+    "TypeScript SDK example agent: npm @agentclientprotocol/sdk $ts_sdk_version, dist/examples/agent.js" \
+    node "$ts_examples/agent.js"
+agent python-example-agent \
+    "Python SDK example agent: PyPI agent-client-protocol $py_sdk_version, sdist examples/agent.py" \
+    "$python" "$py_examples/agent.py"
+agent python-echo-agent \
+    "Python SDK echo agent: PyPI agent-client-protocol $py_sdk_version, sdist examples/echo_agent.py" \
+    "$python" "$py_examples/echo_agent.py"
+
+# summarize REPORT: one line of counts from a JSON report.
+summarize() {
+    python3 - "$1" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+print("{passed} pass, {failed} fail ({mustFailed} MUST), {skipped} skipped, "
+      "{inconclusive} inconclusive".format(**s))
+PY
+}
+
+failed=0
+rows=()
+for i in "${!names[@]}"; do
+    name="${names[$i]}"
+    rc=0
+    wait "${pids[$i]}" || rc=$?
+    summary="$(summarize "$out/$name.json" 2>/dev/null || echo "no report")"
+    if [[ -n "$update" ]]; then
+        if [[ ! -f "$out/$name.json" ]]; then
+            failed=$((failed + 1))
+            rows+=("$name|NO REPORT|$summary")
+            cat "$out/$name.stderr" >&2
+            continue
+        fi
+        python3 - "$out/$name.json" "$fixtures/$name.json" "${descriptions[$i]}" <<'PY'
+import json, sys
+report, pinned, description = sys.argv[1:]
+verdicts = json.load(open(report))["verdicts"]
+with open(pinned, "w") as f:
+    json.dump({"agent": description, "verdicts": verdicts}, f, indent=2)
+    f.write("\n")
+PY
+        rows+=("$name|pinned|$summary")
+    elif ((rc == 0)); then
+        rows+=("$name|as pinned|$summary")
+    else
+        failed=$((failed + 1))
+        rows+=("$name|DIFFERS|$summary (see ${out#"$repo"/}/$name.txt)")
+        {
+            printf -- '--- %s: verdicts differ from fixtures/conformance/%s.json\n' "$name" "$name"
+            cat "$out/$name.stderr"
+        } >&2
+    fi
+done
+
+printf '\n| %-22s | %-9s | %s |\n' "agent" "verdicts" "summary"
+printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..24})" "-----------" "---------"
+for row in "${rows[@]}"; do
+    IFS='|' read -r n r s <<<"$row"
+    printf '| %-22s | %-9s | %s |\n' "$n" "$r" "$s"
+done
+((failed == 0))
