@@ -919,13 +919,23 @@ impl Session {
         let raw = serde_json::value::to_raw_value(&request)
             .map_err(|e| Error::Internal(e.to_string()))?;
         let agent = self.agent.clone();
-        let response = Box::pin(async move {
+        let mut response: ResponseFuture = Box::pin(async move {
             let result = match agent.rpc.request_raw("session/prompt", Some(&raw)).await {
                 Ok(result) => result,
                 Err(e) => return Err(agent.closed_error(e.into()).await),
             };
             decode_response::<PromptResponse>(result.get()).map_err(Error::Decode)
         });
+        // Send the prompt now, not when the turn is first polled: a `cancel` right after
+        // `prompt` must find the prompt on its way.
+        if let Some(end) = futures_lite::future::poll_once(&mut response).await {
+            return Ok(PromptTurn {
+                session: self.clone(),
+                response: None,
+                end: Some(end),
+            }
+            .ended());
+        }
         Ok(PromptTurn {
             session: self.clone(),
             response: Some(response),
@@ -1071,6 +1081,15 @@ impl PromptTurn {
                     .map(|notification| notification.update)
             }
         }
+    }
+
+    /// A turn whose response came with the first poll: free the session at once.
+    fn ended(self) -> Self {
+        self.session
+            .shared
+            .turn_active
+            .store(false, Ordering::Release);
+        self
     }
 
     fn finish(&mut self, end: Result<PromptResponse>) {

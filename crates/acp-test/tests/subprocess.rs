@@ -1,0 +1,100 @@
+//! `spawn_agent`: a recorded connection to an agent process. The process is this crate's
+//! `acp-test-agent`, which plays the agent side of a fixture on its stdio, so the client's
+//! side here must follow the fixture; its exit status says whether it did.
+
+mod scenarios;
+
+use std::path::PathBuf;
+
+use acp_runtime::process::AgentCommand;
+use acp_test::{Normalizer, ScriptedClient, TempDir, Transcript};
+use scenarios::Ctx;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/transcripts")
+        .join(format!("{name}.jsonl"))
+}
+
+fn fake_agent(fixture_name: &str, dir: &TempDir) -> AgentCommand {
+    AgentCommand::new(env!("CARGO_BIN_EXE_acp-test-agent"))
+        .arg(fixture(fixture_name))
+        .arg("--tmp")
+        .arg(dir.path())
+}
+
+#[test]
+fn a_client_drives_an_agent_process_through_a_fixture() {
+    smol::block_on(async {
+        let scenario = scenarios::terminal_scenario();
+        let dir = TempDir::new();
+        let client = (scenario.client)(dir.path());
+        let pair = acp_test::spawn_agent(
+            fake_agent(scenario.name, &dir),
+            client.clone(),
+            client.options(),
+        )
+        .unwrap()
+        .with_normalizer(Normalizer::new().tool_call_ids(false))
+        .with_temp_dir(&dir);
+        let ctx = Ctx {
+            agent: pair.agent().clone(),
+            client,
+            dir: dir.path().to_path_buf(),
+        };
+        (scenario.drive)(ctx).await;
+        let (transcript, exit) = pair.finish_with_exit().await;
+        let exit = exit.expect("a process");
+        assert!(
+            exit.status.success(),
+            "the fake agent reported a difference: {}",
+            exit.stderr_tail
+        );
+        // Recorded at the client's end of a pipe, the conversation is the fixture's.
+        assert_eq!(
+            transcript,
+            Transcript::load(fixture(scenario.name)).unwrap()
+        );
+        acp_test::insta::assert_snapshot!(transcript.outline());
+    });
+}
+
+#[test]
+fn a_client_that_strays_from_the_fixture_gets_the_difference() {
+    smol::block_on(async {
+        let dir = TempDir::new();
+        let client = ScriptedClient::new();
+        let pair = acp_test::spawn_agent(
+            fake_agent("prompt_chunks", &dir).arg("--timeout").arg("2"),
+            client.clone(),
+            client.options(),
+        )
+        .unwrap()
+        .with_temp_dir(&dir);
+        pair.agent().initialize().await.unwrap();
+        let session = pair.agent().new_session(dir.path()).await.unwrap();
+        // The fixture says "Hello".
+        let error = session
+            .prompt(vec!["Good morning".into()])
+            .await
+            .unwrap()
+            .end()
+            .await
+            .unwrap_err();
+        let (_, exit) = pair.finish_with_exit().await;
+        let exit = exit.unwrap();
+        assert_eq!(exit.status.code, Some(1));
+        for expected in [
+            "entry 5 differs from what the client sent",
+            r#"-        "text": "Hello","#,
+            r#"+        "text": "Good morning","#,
+        ] {
+            assert!(
+                exit.stderr_tail.contains(expected),
+                "{expected:?} not in:\n{}",
+                exit.stderr_tail
+            );
+        }
+        assert!(error.to_string().contains("the agent exited"), "{error}");
+    });
+}
