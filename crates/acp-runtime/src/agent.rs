@@ -57,6 +57,7 @@ use futures_lite::{AsyncBufRead, AsyncWrite};
 use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
+use crate::reply::{Reply, not_advertised, raw, raw_json};
 use crate::signal::Signal;
 
 /// Protocol versions this runtime speaks, oldest first.
@@ -881,7 +882,7 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::Logout(request) => {
                 if caps.auth.logout.is_none() {
-                    return Err(not_advertised("logout", "auth.logout"));
+                    return Err(not_advertised("agent", "logout", "auth.logout"));
                 }
                 raw(self.agent.logout(request).await?)
             }
@@ -907,7 +908,7 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionLoad(request) => {
                 if !caps.load_session {
-                    return Err(not_advertised("session/load", "loadSession"));
+                    return Err(not_advertised("agent", "session/load", "loadSession"));
                 }
                 check_absolute(&request.cwd, "cwd")?;
                 check_mcp_servers(&request.mcp_servers, &caps)?;
@@ -930,6 +931,7 @@ impl<A: Agent> AgentDispatch<A> {
             ClientRequest::SessionResume(request) => {
                 if caps.session_capabilities.resume.is_none() {
                     return Err(not_advertised(
+                        "agent",
                         "session/resume",
                         "sessionCapabilities.resume",
                     ));
@@ -954,7 +956,11 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionList(request) => {
                 if caps.session_capabilities.list.is_none() {
-                    return Err(not_advertised("session/list", "sessionCapabilities.list"));
+                    return Err(not_advertised(
+                        "agent",
+                        "session/list",
+                        "sessionCapabilities.list",
+                    ));
                 }
                 let known = self
                     .state
@@ -972,7 +978,11 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionClose(request) => {
                 if caps.session_capabilities.close.is_none() {
-                    return Err(not_advertised("session/close", "sessionCapabilities.close"));
+                    return Err(not_advertised(
+                        "agent",
+                        "session/close",
+                        "sessionCapabilities.close",
+                    ));
                 }
                 self.state.with_session(&request.session_id, |entry| {
                     if let Some(turn) = &entry.turn {
@@ -988,6 +998,7 @@ impl<A: Agent> AgentDispatch<A> {
             ClientRequest::SessionDelete(request) => {
                 if caps.session_capabilities.delete.is_none() {
                     return Err(not_advertised(
+                        "agent",
                         "session/delete",
                         "sessionCapabilities.delete",
                     ));
@@ -1097,30 +1108,6 @@ impl<A: Agent> AgentDispatch<A> {
 
 fn invalid_request(detail: impl std::fmt::Display) -> ResponseError {
     ResponseError::new(acp_jsonrpc::ErrorCode::INVALID_REQUEST, detail.to_string())
-}
-
-fn not_advertised(method: &str, capability: &str) -> Error {
-    Error::Rpc(
-        ResponseError::method_not_found(method).with_data(&serde_json::json!({
-            "method": method,
-            "reason": format!("this agent does not advertise `{capability}`"),
-        })),
-    )
-}
-
-/// A handler's answer, serialized once, straight into the response frame when it is sent.
-type Reply = Box<dyn FnOnce(Responder) + Send>;
-
-fn raw<T: serde::Serialize + Send + 'static>(value: T) -> Result<Reply> {
-    Ok(Box::new(move |responder: Responder| {
-        responder.respond_ok(&value)
-    }))
-}
-
-fn raw_json(value: Box<RawValue>) -> Result<Reply> {
-    Ok(Box::new(move |responder: Responder| {
-        responder.respond_raw(Ok(&value))
-    }))
 }
 
 fn decode_error(error: DecodeError) -> ResponseError {

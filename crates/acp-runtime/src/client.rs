@@ -54,6 +54,7 @@ use serde_json::value::RawValue;
 use crate::error::{Error, Result, codes};
 use crate::host::{self, FsHost, FsRoots, TerminalHost};
 use crate::process::{AgentCommand, AgentProcess};
+use crate::reply::{Reply, not_advertised, raw, raw_json};
 use crate::signal::Signal;
 
 /// Protocol versions this runtime speaks.
@@ -1185,30 +1186,6 @@ fn terminal_error(error: host::TerminalError) -> Error {
     }
 }
 
-fn not_advertised(method: &str, capability: &str) -> Error {
-    Error::Rpc(
-        ResponseError::method_not_found(method).with_data(&serde_json::json!({
-            "method": method,
-            "reason": format!("this client does not advertise `{capability}`"),
-        })),
-    )
-}
-
-/// A handler's answer, serialized once, straight into the response frame when it is sent.
-type Reply = Box<dyn FnOnce(Responder) + Send>;
-
-fn raw<T: serde::Serialize + Send + 'static>(value: T) -> Result<Reply> {
-    Ok(Box::new(move |responder: Responder| {
-        responder.respond_ok(&value)
-    }))
-}
-
-fn raw_json(value: Box<RawValue>) -> Result<Reply> {
-    Ok(Box::new(move |responder: Responder| {
-        responder.respond_raw(Ok(&value))
-    }))
-}
-
 impl<C: Client> ClientDispatch<C> {
     fn session(&self, id: &SessionId) -> Result<Arc<SessionShared>> {
         match self.state.routes.lock().unwrap().get(id) {
@@ -1258,7 +1235,11 @@ impl<C: Client> ClientDispatch<C> {
             }
             AgentRequest::FsReadTextFile(request) => {
                 if !caps.fs.read_text_file {
-                    return Err(not_advertised("fs/read_text_file", "fs.readTextFile"));
+                    return Err(not_advertised(
+                        "client",
+                        "fs/read_text_file",
+                        "fs.readTextFile",
+                    ));
                 }
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
@@ -1278,7 +1259,11 @@ impl<C: Client> ClientDispatch<C> {
             }
             AgentRequest::FsWriteTextFile(request) => {
                 if !caps.fs.write_text_file {
-                    return Err(not_advertised("fs/write_text_file", "fs.writeTextFile"));
+                    return Err(not_advertised(
+                        "client",
+                        "fs/write_text_file",
+                        "fs.writeTextFile",
+                    ));
                 }
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
@@ -1358,7 +1343,11 @@ impl<C: Client> ClientDispatch<C> {
             }
             AgentRequest::ElicitationCreate(request) => {
                 if caps.elicitation.is_none() {
-                    return Err(not_advertised("elicitation/create", "elicitation"));
+                    return Err(not_advertised(
+                        "client",
+                        "elicitation/create",
+                        "elicitation",
+                    ));
                 }
                 raw(self.client.create_elicitation(request).await?)
             }
@@ -1370,7 +1359,7 @@ impl<C: Client> ClientDispatch<C> {
     /// The terminal host, or `None` when the [`Client`] serves `terminal/*` itself.
     fn terminals(&self) -> Result<Option<&TerminalHost>> {
         if !self.state.options.capabilities.terminal {
-            return Err(not_advertised("terminal/*", "terminal"));
+            return Err(not_advertised("client", "terminal/*", "terminal"));
         }
         Ok(self.state.options.terminals.as_deref())
     }

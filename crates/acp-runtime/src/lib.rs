@@ -72,6 +72,7 @@ pub mod host;
 #[cfg(target_os = "linux")]
 mod pipe_loop;
 pub mod process;
+mod reply;
 mod signal;
 pub mod stdio;
 
