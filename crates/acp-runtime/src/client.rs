@@ -410,20 +410,95 @@ pub fn spawn<C: Client>(
         .take_stdio()
         .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
     let (agent, driver) = connect(client, reader, writer, options);
+    watch_exit(&agent, &process)?;
+    Ok((agent, driver, process))
+}
+
+/// Spawns `command`, connects `client` to it, runs `work` with the handle on the calling
+/// thread, then closes the connection and shuts the agent down. Returns what `work` returned
+/// and how the agent ended.
+///
+/// Unlike [`spawn`], this owns the thread for the whole run: on Linux the connection waits in
+/// `poll(2)` on the agent's two pipes instead of in smol's reactor, so that a request/response
+/// round trip costs a handful of system calls rather than a hand-off between threads (see
+/// docs/performance.md). Elsewhere it runs on `smol::block_on`. Do not call it from inside an
+/// async executor.
+///
+/// ```no_run
+/// use acp_runtime::client::{self, AutoAllow, ClientOptions};
+/// use acp_runtime::process::AgentCommand;
+///
+/// let (stop, exit) = client::run_spawned(AutoAllow, AgentCommand::new("my-agent"), ClientOptions::default(), |agent| async move {
+///     agent.initialize().await?;
+///     let session = agent.new_session("/tmp").await?;
+///     session.prompt(vec!["hi".into()]).await?.end().await
+/// })?;
+/// println!("{:?}, agent {exit}", stop?.stop_reason);
+/// # Ok::<(), acp_runtime::Error>(())
+/// ```
+pub fn run_spawned<C: Client, F: Future>(
+    client: C,
+    command: AgentCommand,
+    options: ClientOptions,
+    work: impl FnOnce(AgentHandle) -> F,
+) -> Result<(F::Output, crate::process::AgentExit)> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut process = command
+            .spawn()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let (stdout, stdin) = process
+            .take_pipe_fds()
+            .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?
+            .map_err(|e| Error::Internal(format!("the agent's pipes: {e}")))?;
+        let (pipes, reader, writer) =
+            crate::pipe_loop::pipes(stdout, stdin).map_err(|e| Error::Internal(e.to_string()))?;
+        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+        let (agent, driver) = connect(client, reader, writer, options);
+        watch_exit(&agent, &process)?;
+        let run = async {
+            let work = async {
+                let output = work(agent.clone()).await;
+                agent.close();
+                output
+            };
+            futures_lite::future::zip(driver, work).await.1
+        };
+        let output =
+            crate::pipe_loop::block_on(&pipes, run).map_err(|e| Error::Internal(e.to_string()))?;
+        let exit = crate::pipe_loop::block_on(&pipes, process.shutdown())
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        Ok((output, exit))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let (agent, driver, process) = spawn(client, command, options)?;
+        smol::block_on(async {
+            let work = async {
+                let output = work(agent.clone()).await;
+                agent.close();
+                output
+            };
+            let output = futures_lite::future::zip(driver, work).await.1;
+            Ok((output, process.shutdown().await))
+        })
+    }
+}
+
+/// Fails pending calls with the agent's exit status and stderr tail once it exits, from a
+/// plain thread (smol's executor threads would compete for the reactor).
+fn watch_exit(agent: &AgentHandle, process: &AgentProcess) -> Result<()> {
     agent.state.spawned.store(true, Ordering::Release);
     let watcher = agent.clone();
     let exited = process.exited();
-    // A crashed agent fails pending calls with its exit status and stderr tail instead of a
-    // bare "connection closed".
-    // A plain thread, not smol's executor (see `process`): it sleeps until the exit.
     std::thread::Builder::new()
         .name("acp-agent-exit".into())
         .spawn(move || {
             let exit = futures_lite::future::block_on(exited);
             watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone());
         })
-        .map_err(|e| Error::Internal(format!("starting the exit watcher: {e}")))?;
-    Ok((agent, driver, process))
+        .map(drop)
+        .map_err(|e| Error::Internal(format!("starting the exit watcher: {e}")))
 }
 
 struct ClientState {

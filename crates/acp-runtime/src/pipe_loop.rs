@@ -54,9 +54,10 @@ pub(crate) struct PipeReader {
     interest: Arc<Mutex<Interest>>,
 }
 
-/// The write end.
+/// The write end. Closing it (or dropping it) closes the descriptor: the reader at the other
+/// end sees end of input.
 pub(crate) struct PipeWriter {
-    fd: OwnedFd,
+    fd: Option<OwnedFd>,
     interest: Arc<Mutex<Interest>>,
 }
 
@@ -80,7 +81,7 @@ pub(crate) fn pipes(
             interest: interest.clone(),
         },
         PipeWriter {
-            fd: writer,
+            fd: Some(writer),
             interest,
         },
     ))
@@ -143,6 +144,9 @@ impl AsyncWrite for PipeWriter {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        let Some(fd) = self.fd.as_ref().map(AsRawFd::as_raw_fd) else {
+            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+        };
         {
             let mut interest = self.interest.lock().unwrap();
             if !interest.may_write {
@@ -152,7 +156,7 @@ impl AsyncWrite for PipeWriter {
         }
         loop {
             // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
-            let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+            let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
             if n >= 0 {
                 return Poll::Ready(Ok(n as usize));
             }
@@ -175,8 +179,8 @@ impl AsyncWrite for PipeWriter {
         Poll::Ready(Ok(()))
     }
 
-    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // The descriptor closes when the writer is dropped; a duplicate of stdout may live on.
+    fn poll_close(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.fd = None;
         Poll::Ready(Ok(()))
     }
 }

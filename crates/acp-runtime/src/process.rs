@@ -421,6 +421,28 @@ impl AgentProcess {
         Some((self.stdout.take()?, self.stdin.take()?))
     }
 
+    /// The two protocol pipes as plain descriptors (stdout to read, stdin to write), for a
+    /// caller that waits on them itself (see `client::run_spawned`); `None` once taken.
+    ///
+    /// The agent sees end of input when the returned stdin descriptor is closed: close it
+    /// before [`shutdown`](Self::shutdown), whose first step can no longer do it.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn take_pipe_fds(
+        &mut self,
+    ) -> Option<io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
+        use std::os::fd::AsFd;
+        let (stdout, stdin) = self.take_stdio()?;
+        let stdout = stdout.into_inner();
+        let stdin = lock(&stdin.pipe.state).pipe.take()?;
+        // Duplicates outlive the originals, whose drop deregisters them from the reactor.
+        Some(
+            stdout
+                .as_fd()
+                .try_clone_to_owned()
+                .and_then(|out| Ok((out, stdin.as_fd().try_clone_to_owned()?))),
+        )
+    }
+
     /// The writer for the agent's stdin, the first time it is asked for; `None` afterwards.
     pub fn take_stdin(&mut self) -> Option<AgentStdin> {
         self.stdin.take()

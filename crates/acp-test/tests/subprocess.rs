@@ -98,3 +98,54 @@ fn a_client_that_strays_from_the_fixture_gets_the_difference() {
         assert!(error.to_string().contains("the agent exited"), "{error}");
     });
 }
+
+/// `client::run_spawned` (the connection in a poll(2) loop on the calling thread) against a
+/// real process: the fake agent exits 0 only if the conversation matched the fixture.
+#[test]
+fn run_spawned_drives_an_agent_process_on_the_calling_thread() {
+    let scenario = scenarios::terminal_scenario();
+    let dir = TempDir::new();
+    let client = (scenario.client)(dir.path());
+    let options = client.options();
+    let ctx_dir = dir.path().to_path_buf();
+    let client_for_ctx = client.clone();
+    let ((), exit) = acp_runtime::client::run_spawned(
+        client,
+        fake_agent(scenario.name, &dir),
+        options,
+        move |agent| async move {
+            let ctx = Ctx {
+                agent,
+                client: client_for_ctx,
+                dir: ctx_dir,
+            };
+            (scenario.drive)(ctx).await;
+        },
+    )
+    .unwrap();
+    assert!(
+        exit.status.success(),
+        "the fake agent reported a difference: {}",
+        exit.stderr_tail
+    );
+}
+
+/// A crashed agent under `run_spawned`: the call fails with its status and stderr.
+#[test]
+fn run_spawned_reports_a_crashed_agent() {
+    let command = AgentCommand::new("sh").args(["-c", "echo 'fatal: no key' >&2; exit 3"]);
+    let client = ScriptedClient::new();
+    let options = client.options();
+    let (result, exit) =
+        acp_runtime::client::run_spawned(client, command, options, |agent| async move {
+            agent.initialize().await
+        })
+        .unwrap();
+    let error = result.unwrap_err();
+    assert!(
+        matches!(error, acp_runtime::Error::AgentExited { .. }),
+        "{error:?}"
+    );
+    assert_eq!(exit.status.code, Some(3));
+    assert!(exit.stderr_tail.contains("fatal: no key"));
+}

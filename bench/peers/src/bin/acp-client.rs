@@ -37,7 +37,7 @@ impl Client for BenchClient {
 fn main() {
     let started = Instant::now();
     let args = ClientArgs::from_env();
-    match smol::block_on(run(&args, started)) {
+    match run(&args, started) {
         Ok(line) => {
             println!("{line}");
             rusage::report_or_warn(Role::Client, IMPL, started);
@@ -49,7 +49,7 @@ fn main() {
     }
 }
 
-async fn run(args: &ClientArgs, started: Instant) -> Result<String> {
+fn run(args: &ClientArgs, started: Instant) -> Result<String> {
     let bench = BenchClient::default();
     let mut capabilities = ClientCapabilities::default();
     capabilities.fs.read_text_file = true;
@@ -57,44 +57,40 @@ async fn run(args: &ClientArgs, started: Instant) -> Result<String> {
     let command = AgentCommand::new(&args.agent_program)
         .args(&args.agent_args)
         .shutdown_grace(SHUTDOWN_GRACE);
-    let (agent, driver, process) = client::spawn(bench.clone(), command, options)?;
 
-    let work = async {
-        agent.initialize().await?;
-        let session = agent.new_session(SESSION_CWD).await?;
-        let prompt_started = Instant::now();
-        let mut turn = session.prompt(vec![args.prompt.as_str().into()]).await?;
-        let mut updates = 0u64;
-        while let Some(update) = turn.next().await {
-            if matches!(update, SessionUpdate::AgentMessageChunk(_)) {
-                updates += 1;
-            }
-        }
-        let response = turn.end().await?;
-        let prompt_ms = ms_since(prompt_started);
-        let total_ms = ms_since(started);
-        agent.close();
-        if response.stop_reason != StopReason::EndTurn {
-            return Err(Error::Internal(format!(
-                "stop reason {}",
-                response.stop_reason
-            )));
-        }
-        let rpcs = bench.answered.load(Ordering::Relaxed);
-        Ok(result_line(
-            IMPL,
-            &args.prompt,
-            updates,
-            rpcs,
-            prompt_ms,
-            total_ms,
-        ))
-    };
     // The connection runs on this thread, next to the code consuming it.
-    let (driven, line) = futures_lite::future::zip(driver, work).await;
-    driven.map_err(|e| Error::Internal(e.to_string()))?;
-    let line = line?;
-    let exit = process.shutdown().await;
+    let (result, exit) =
+        client::run_spawned(bench.clone(), command, options, |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session(SESSION_CWD).await?;
+            let prompt_started = Instant::now();
+            let mut turn = session.prompt(vec![args.prompt.as_str().into()]).await?;
+            let mut updates = 0u64;
+            while let Some(update) = turn.next().await {
+                if matches!(update, SessionUpdate::AgentMessageChunk(_)) {
+                    updates += 1;
+                }
+            }
+            let response = turn.end().await?;
+            let prompt_ms = ms_since(prompt_started);
+            let total_ms = ms_since(started);
+            if response.stop_reason != StopReason::EndTurn {
+                return Err(Error::Internal(format!(
+                    "stop reason {}",
+                    response.stop_reason
+                )));
+            }
+            let rpcs = bench.answered.load(Ordering::Relaxed);
+            Ok(result_line(
+                IMPL,
+                &args.prompt,
+                updates,
+                rpcs,
+                prompt_ms,
+                total_ms,
+            ))
+        })?;
+    let line = result?;
     if !exit.status.success() {
         return Err(Error::Internal(format!("agent: {exit}")));
     }
