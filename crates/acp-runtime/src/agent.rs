@@ -298,6 +298,23 @@ struct SessionEntry {
     turn: Option<Signal>,
 }
 
+impl SessionEntry {
+    fn new(
+        cwd: String,
+        additional_directories: Option<Vec<String>>,
+        modes: Option<SessionModeState>,
+        config_options: Option<Vec<SessionConfigOption>>,
+    ) -> Self {
+        SessionEntry {
+            cwd,
+            additional_directories,
+            modes,
+            config_options,
+            turn: None,
+        }
+    }
+}
+
 impl AgentState {
     fn negotiated<T>(&self, read: impl FnOnce(&Negotiated) -> T) -> Option<T> {
         match &*self.init.lock().unwrap() {
@@ -889,19 +906,14 @@ impl<A: Agent> AgentDispatch<A> {
             ClientRequest::SessionNew(request) => {
                 check_absolute(&request.cwd, "cwd")?;
                 check_mcp_servers(&request.mcp_servers, &caps)?;
-                let entry = SessionEntry {
-                    cwd: request.cwd.clone(),
-                    additional_directories: request.additional_directories.clone(),
-                    modes: None,
-                    config_options: None,
-                    turn: None,
-                };
+                let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
                 let response = self.agent.new_session(request, &client).await?;
-                let entry = SessionEntry {
-                    modes: response.modes.clone(),
-                    config_options: response.config_options.clone(),
-                    ..entry
-                };
+                let entry = SessionEntry::new(
+                    cwd,
+                    dirs,
+                    response.modes.clone(),
+                    response.config_options.clone(),
+                );
                 self.state
                     .register(response.session_id.clone(), entry, false)?;
                 raw(response)
@@ -918,13 +930,12 @@ impl<A: Agent> AgentDispatch<A> {
                     .agent
                     .load_session(request, client.session(id.clone()))
                     .await?;
-                let entry = SessionEntry {
+                let entry = SessionEntry::new(
                     cwd,
-                    additional_directories: dirs,
-                    modes: response.modes.clone(),
-                    config_options: response.config_options.clone(),
-                    turn: None,
-                };
+                    dirs,
+                    response.modes.clone(),
+                    response.config_options.clone(),
+                );
                 self.state.register(id, entry, true)?;
                 raw(response)
             }
@@ -944,13 +955,12 @@ impl<A: Agent> AgentDispatch<A> {
                     .agent
                     .resume_session(request, client.session(id.clone()))
                     .await?;
-                let entry = SessionEntry {
+                let entry = SessionEntry::new(
                     cwd,
-                    additional_directories: dirs,
-                    modes: response.modes.clone(),
-                    config_options: response.config_options.clone(),
-                    turn: None,
-                };
+                    dirs,
+                    response.modes.clone(),
+                    response.config_options.clone(),
+                );
                 self.state.register(id, entry, true)?;
                 raw(response)
             }
