@@ -11,7 +11,8 @@
 //!   answers the session's pending permission requests with `cancelled` (a MUST of the spec),
 //!   and marks its unfinished tool calls cancelled.
 //! - Updates that arrive before the `session/new` response, or between turns, are kept and
-//!   delivered ([`Session::next_update`]), never dropped.
+//!   delivered ([`Session::next_update`]). Only for a session id this client never opens are
+//!   they capped (the oldest beyond 4096 are dropped and reported to the observer).
 //! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and
 //!   [`ClientOptions::with_terminals`] serve `fs/*` and `terminal/*` with the complete
 //!   implementations of [`crate::host`], and advertise them.

@@ -122,6 +122,7 @@ impl Agent for DemoAgent {
 
         // 3. Ask before writing, then write through the client.
         let summary_path = format!("{workdir}/summary.txt");
+        let mut wrote = false;
         if client_caps.fs.write_text_file {
             let call = ToolCall::new("write_summary", "Write summary.txt")
                 .kind(ToolKind::Edit)
@@ -145,6 +146,7 @@ impl Agent for DemoAgent {
                     notes.lines().count()
                 );
                 turn.write_text_file(&summary_path, summary).await?;
+                wrote = true;
                 let diff = Diff::new(&summary_path, "(summary written)");
                 turn.tool_call_update(
                     ToolCallUpdate::new("write_summary")
@@ -161,8 +163,13 @@ impl Agent for DemoAgent {
         }
         turn.plan(plan(3)).await?;
 
+        let outcome = if wrote {
+            "and I wrote summary.txt"
+        } else {
+            "and I did not write summary.txt"
+        };
         for word in format!(
-            "Done. notes.txt has {} lines, and I wrote summary.txt.",
+            "Done. notes.txt has {} lines, {outcome}.",
             notes.lines().count()
         )
         .split_inclusive(' ')
