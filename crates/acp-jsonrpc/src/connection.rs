@@ -65,8 +65,11 @@ impl ConnectionOptions {
 
     /// How many requests and notifications may wait for the writer before
     /// [`ConnectionHandle::notify`] and [`ConnectionHandle::request`] wait
-    /// for room. Default: 1024. (Responses are bounded separately, by the
-    /// in-flight limit.)
+    /// for room. Default: 1024. Counted for messages of up to 256 bytes:
+    /// larger ones take their size out of the same budget (1024 × 256 bytes
+    /// = 256 KiB by default), so large messages cannot pile up either. A
+    /// message larger than the whole budget is queued alone. (Responses are
+    /// bounded separately, by the in-flight limit.)
     pub fn with_outgoing_capacity(mut self, messages: usize) -> Self {
         self.outgoing_capacity = messages.max(1);
         self
