@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use futures_io::{AsyncBufRead, AsyncWrite};
-use futures_lite::{FutureExt, Stream};
+use futures_lite::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -26,7 +26,7 @@ use crate::message::{
 };
 use crate::observer::SharedObserver;
 use crate::shared::{
-    CANCEL_REQUEST_METHOD, Frame, RequestState, ResponseResult, Shared, TryEnqueue,
+    CANCEL_REQUEST_METHOD, RequestState, ResponseResult, Shared, Taken, TryEnqueue,
 };
 use crate::task_set::TaskSet;
 use crate::{
@@ -458,7 +458,8 @@ impl Future for NotifyFuture {
             match std::mem::replace(&mut self.state, NotifyState::Done) {
                 NotifyState::Ready(shared, bytes) => match shared.try_enqueue_metered(bytes) {
                     Ok(()) => return Poll::Ready(Ok(())),
-                    Err(TryEnqueue::Closed) => {
+                    Err(TryEnqueue::Closed(bytes)) => {
+                        shared.recycle(bytes);
                         return Poll::Ready(Err(RequestError::ConnectionClosed));
                     }
                     Err(TryEnqueue::Full(bytes)) => {
@@ -611,8 +612,6 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 // ---------------------------------------------------------------------------
 // The driver.
 
-/// Most bytes gathered into one write.
-const WRITE_BATCH_BYTES: usize = 64 * 1024;
 /// Most lines read in one round before the other parts get a turn.
 const READ_BATCH_LINES: usize = 64;
 /// Rounds in one poll before yielding to the executor.
@@ -635,7 +634,6 @@ struct Driver<R, W, D: Dispatch> {
     dispatch: D,
     reader: LineReader<R>,
     writer: W,
-    outgoing: Pin<Box<async_channel::Receiver<Frame>>>,
     requests: TaskSet<D::Task, Arc<RequestState>>,
     notification: Option<D::Task>,
     write_buffer: Vec<u8>,
@@ -657,13 +655,12 @@ where
         dispatch: D,
         options: ConnectionOptions,
     ) -> (ConnectionHandle, Self) {
-        let (shared, outgoing) = Shared::new(options.outgoing_capacity, options.observer);
+        let shared = Shared::new(options.outgoing_capacity, options.observer);
         let driver = Driver {
             shared: shared.clone(),
             dispatch,
             reader: LineReader::with_max_line_length(reader, options.max_line_length),
             writer,
-            outgoing: Box::pin(outgoing),
             requests: TaskSet::new(),
             notification: None,
             write_buffer: Vec::new(),
@@ -700,31 +697,17 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
-            if self.write_buffer.capacity() > 4 * WRITE_BATCH_BYTES {
-                // Left over from one huge message; do not keep it.
-                self.write_buffer = Vec::new();
-            } else {
-                self.write_buffer.clear();
-            }
+            self.write_buffer.clear();
             self.written = 0;
 
-            let mut queue_closed = false;
-            while self.write_buffer.len() < WRITE_BATCH_BYTES {
-                match self.outgoing.as_mut().poll_next(cx) {
-                    Poll::Ready(Some(frame)) => {
-                        self.take_frame(frame);
-                        progress = true;
-                    }
-                    Poll::Ready(None) => {
-                        queue_closed = true;
-                        break;
-                    }
-                    Poll::Pending => break,
+            let closed = match self.shared.take_queued(&mut self.write_buffer, cx) {
+                Taken::Lines => {
+                    progress = true;
+                    continue;
                 }
-            }
-            if !self.write_buffer.is_empty() {
-                continue;
-            }
+                Taken::Empty => false,
+                Taken::Closed => true,
+            };
 
             // The queue is momentarily empty: now is the time to flush.
             if self.unflushed {
@@ -737,7 +720,7 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
-            if queue_closed {
+            if closed {
                 // Only `Shared::close` closes the queue, and it has been
                 // drained: the connection is over.
                 match Pin::new(&mut self.writer).poll_close(cx) {
@@ -750,22 +733,6 @@ where
                 }
             }
             return Ok(progress);
-        }
-    }
-
-    fn take_frame(&mut self, frame: Frame) {
-        if let Some(observer) = &self.shared.observer {
-            let line = frame.bytes.strip_suffix(b"\n").unwrap_or(&frame.bytes);
-            observer.outgoing(line);
-        }
-        self.shared.dequeued(frame.kind);
-        if self.write_buffer.is_empty() && frame.bytes.len() >= WRITE_BATCH_BYTES {
-            // A big message is written from its own buffer, not copied.
-            let old = std::mem::replace(&mut self.write_buffer, frame.bytes);
-            self.shared.recycle(old);
-        } else {
-            self.write_buffer.extend_from_slice(&frame.bytes);
-            self.shared.recycle(frame.bytes);
         }
     }
 

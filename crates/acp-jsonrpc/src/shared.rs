@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Waker};
 
 use serde_json::value::RawValue;
 
@@ -23,16 +24,9 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// One serialized line on its way to the writer.
-pub(crate) struct Frame {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) kind: FrameKind,
-}
-
-/// Which budget a queued frame counts against, so the writer can give it
-/// back when it takes the frame.
+/// What a message counts against on its way to the writer.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FrameKind {
+enum Budget {
     /// A request or notification from a handle: holds this much of the
     /// outgoing queue's budget (see [`frame_cost`]).
     Metered(usize),
@@ -42,6 +36,30 @@ pub(crate) enum FrameKind {
     /// A `$/cancel_request` sent from a destructor, which cannot wait.
     /// Each one follows a request that held a permit, so they stay few.
     Unmetered,
+}
+
+/// Complete lines waiting for the writer, kept as one byte buffer: a message
+/// is appended (one copy) and the writer takes everything queued in one swap,
+/// so the hot path has no per-message queue node, allocation or wake-up.
+struct OutgoingQueue {
+    bytes: Vec<u8>,
+    /// Budget used by the queued requests and notifications.
+    metered_cost: usize,
+    metered_messages: usize,
+    replies: usize,
+    closed: bool,
+    /// The driver, when it found the queue empty.
+    writer: Option<Waker>,
+}
+
+/// What the writer found in the queue.
+pub(crate) enum Taken {
+    /// Lines were moved into the writer's buffer.
+    Lines,
+    /// Nothing queued; the writer is woken when something is.
+    Empty,
+    /// Nothing queued and nothing will be: the connection is closed.
+    Closed,
 }
 
 pub(crate) type ResponseResult = Result<Box<RawValue>, RequestError>;
@@ -60,12 +78,10 @@ pub(crate) struct RequestState {
 }
 
 pub(crate) struct Shared {
-    outgoing: async_channel::Sender<Frame>,
-    /// The outgoing queue's budget in use: the sum of [`frame_cost`] of the
-    /// queued requests and notifications. Weighing by size bounds memory for
+    /// The outgoing queue. Its budget is the sum of [`frame_cost`] of the
+    /// queued requests and notifications: weighing by size bounds memory for
     /// large messages too, not only the number of small ones.
-    queued_cost: AtomicUsize,
-    queued_messages: AtomicUsize,
+    outgoing: Mutex<OutgoingQueue>,
     /// Woken when the writer frees budget, or on close.
     space: event_listener::Event,
     outgoing_capacity: usize,
@@ -88,19 +104,26 @@ fn frame_cost(len: usize) -> usize {
 }
 
 const POOLED_BUFFERS: usize = 64;
+/// A message at least this large, arriving at an empty queue, becomes the
+/// queue's buffer instead of being copied into it.
+const LARGE_MESSAGE: usize = 64 * 1024;
+/// The writer's buffer is given back to the queue after each write, unless
+/// one huge message left it larger than this.
+const KEPT_BUFFER_CAPACITY: usize = 256 * 1024;
 const POOLED_BUFFER_MAX_CAPACITY: usize = 64 * 1024;
 const NEW_BUFFER_CAPACITY: usize = 256;
 
 impl Shared {
-    pub(crate) fn new(
-        outgoing_capacity: usize,
-        observer: SharedObserver,
-    ) -> (Arc<Shared>, async_channel::Receiver<Frame>) {
-        let (outgoing, outgoing_rx) = async_channel::unbounded();
-        let shared = Arc::new(Shared {
-            outgoing,
-            queued_cost: AtomicUsize::new(0),
-            queued_messages: AtomicUsize::new(0),
+    pub(crate) fn new(outgoing_capacity: usize, observer: SharedObserver) -> Arc<Shared> {
+        Arc::new(Shared {
+            outgoing: Mutex::new(OutgoingQueue {
+                bytes: Vec::new(),
+                metered_cost: 0,
+                metered_messages: 0,
+                replies: 0,
+                closed: false,
+                writer: None,
+            }),
             space: event_listener::Event::new(),
             outgoing_capacity: outgoing_capacity.max(1),
             next_id: AtomicI64::new(0),
@@ -113,8 +136,7 @@ impl Shared {
             closed: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),
             observer,
-        });
-        (shared, outgoing_rx)
+        })
     }
 
     pub(crate) fn report(&self, problem: Problem) {
@@ -150,39 +172,53 @@ impl Shared {
 
     /// Requests and notifications queued and not yet taken by the writer.
     pub(crate) fn queued(&self) -> usize {
-        self.queued_messages.load(Ordering::Acquire)
+        lock(&self.outgoing).metered_messages
     }
 
     fn budget(&self) -> usize {
         self.outgoing_capacity * MIN_FRAME_COST
     }
 
+    /// Appends one complete line to the outgoing queue. Gives the bytes back
+    /// when the queue is closed, or full for a metered message.
+    fn push(&self, bytes: Vec<u8>, budget: Budget) -> Result<(), TryEnqueue> {
+        let mut queue = lock(&self.outgoing);
+        if queue.closed {
+            drop(queue);
+            return Err(TryEnqueue::Closed(bytes));
+        }
+        match budget {
+            Budget::Metered(cost) => {
+                // A message larger than the whole budget still goes out, alone.
+                if queue.metered_cost != 0 && queue.metered_cost + cost > self.budget() {
+                    return Err(TryEnqueue::Full(bytes));
+                }
+                queue.metered_cost += cost;
+                queue.metered_messages += 1;
+            }
+            Budget::Reply => queue.replies += 1,
+            Budget::Unmetered => {}
+        }
+        let spare = if queue.bytes.is_empty() && bytes.len() >= LARGE_MESSAGE {
+            std::mem::replace(&mut queue.bytes, bytes)
+        } else {
+            queue.bytes.extend_from_slice(&bytes);
+            bytes
+        };
+        let writer = queue.writer.take();
+        drop(queue);
+        self.recycle(spare);
+        if let Some(writer) = writer {
+            writer.wake();
+        }
+        Ok(())
+    }
+
     /// Queues a request or notification without waiting; gives the bytes
     /// back when the queue is full.
     pub(crate) fn try_enqueue_metered(&self, bytes: Vec<u8>) -> Result<(), TryEnqueue> {
-        if self.is_closed() {
-            self.recycle(bytes);
-            return Err(TryEnqueue::Closed);
-        }
         let cost = frame_cost(bytes.len());
-        let mut current = self.queued_cost.load(Ordering::Acquire);
-        loop {
-            // A message larger than the whole budget still goes out, alone.
-            if current != 0 && current + cost > self.budget() {
-                return Err(TryEnqueue::Full(bytes));
-            }
-            match self.queued_cost.compare_exchange_weak(
-                current,
-                current + cost,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(actual) => current = actual,
-            }
-        }
-        self.queued_messages.fetch_add(1, Ordering::AcqRel);
-        self.push_metered(bytes, cost)
+        self.push(bytes, Budget::Metered(cost))
     }
 
     /// Queues a request or notification, waiting while the queue is full.
@@ -190,61 +226,75 @@ impl Shared {
         loop {
             match self.try_enqueue_metered(bytes) {
                 Ok(()) => return Ok(()),
-                Err(TryEnqueue::Closed) => return Err(RequestError::ConnectionClosed),
+                Err(TryEnqueue::Closed(bytes)) => {
+                    self.recycle(bytes);
+                    return Err(RequestError::ConnectionClosed);
+                }
                 Err(TryEnqueue::Full(returned)) => bytes = returned,
             }
             // Listen first, then retry: a wake-up between the two is not lost.
             let listener = self.space.listen();
             match self.try_enqueue_metered(bytes) {
                 Ok(()) => return Ok(()),
-                Err(TryEnqueue::Closed) => return Err(RequestError::ConnectionClosed),
+                Err(TryEnqueue::Closed(bytes)) => {
+                    self.recycle(bytes);
+                    return Err(RequestError::ConnectionClosed);
+                }
                 Err(TryEnqueue::Full(returned)) => bytes = returned,
             }
             listener.await;
         }
     }
 
-    fn push_metered(&self, bytes: Vec<u8>, cost: usize) -> Result<(), TryEnqueue> {
-        let frame = Frame {
-            bytes,
-            kind: FrameKind::Metered(cost),
-        };
-        match self.outgoing.try_send(frame) {
-            Ok(()) => Ok(()),
-            Err(error) => {
-                self.dequeued(FrameKind::Metered(cost));
-                self.recycle(error.into_inner().bytes);
-                Err(TryEnqueue::Closed)
+    /// The writer's side: moves everything queued into `buffer` (which must
+    /// be empty), or registers the writer's waker when nothing is queued.
+    pub(crate) fn take_queued(&self, buffer: &mut Vec<u8>, cx: &Context<'_>) -> Taken {
+        debug_assert!(buffer.is_empty());
+        let mut queue = lock(&self.outgoing);
+        if queue.bytes.is_empty() {
+            if queue.closed {
+                return Taken::Closed;
+            }
+            if !queue
+                .writer
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                queue.writer = Some(cx.waker().clone());
+            }
+            return Taken::Empty;
+        }
+        if buffer.capacity() > KEPT_BUFFER_CAPACITY {
+            *buffer = Vec::new();
+        }
+        std::mem::swap(buffer, &mut queue.bytes);
+        let freed = std::mem::take(&mut queue.metered_cost);
+        queue.metered_messages = 0;
+        let replies = std::mem::take(&mut queue.replies);
+        drop(queue);
+        if replies != 0 {
+            self.queued_replies.fetch_sub(replies, Ordering::AcqRel);
+        }
+        if freed != 0 {
+            self.space.notify(usize::MAX);
+        }
+        if let Some(observer) = &self.observer {
+            for line in buffer.split_inclusive(|&b| b == b'\n') {
+                observer.outgoing(line.strip_suffix(b"\n").unwrap_or(line));
             }
         }
-    }
-
-    /// Called by the writer for every frame it takes off the queue.
-    pub(crate) fn dequeued(&self, kind: FrameKind) {
-        match kind {
-            FrameKind::Metered(cost) => {
-                self.queued_messages.fetch_sub(1, Ordering::AcqRel);
-                self.queued_cost.fetch_sub(cost, Ordering::AcqRel);
-                self.space.notify(usize::MAX);
-            }
-            FrameKind::Reply => {
-                self.queued_replies.fetch_sub(1, Ordering::AcqRel);
-            }
-            FrameKind::Unmetered => {}
-        }
+        Taken::Lines
     }
 
     /// Queues a response whose reply slot was reserved with
     /// [`reserve_reply`](Self::reserve_reply).
     fn push_reply(&self, bytes: Vec<u8>) {
-        let frame = Frame {
-            bytes,
-            kind: FrameKind::Reply,
-        };
-        if let Err(error) = self.outgoing.try_send(frame) {
+        if let Err(TryEnqueue::Closed(bytes) | TryEnqueue::Full(bytes)) =
+            self.push(bytes, Budget::Reply)
+        {
             // Closed: nothing will be written any more.
             self.queued_replies.fetch_sub(1, Ordering::AcqRel);
-            self.recycle(error.into_inner().bytes);
+            self.recycle(bytes);
         }
     }
 
@@ -290,11 +340,13 @@ impl Shared {
         )
         .is_ok()
         {
-            let frame = Frame {
-                bytes,
-                kind: FrameKind::Unmetered,
-            };
-            let _ = self.outgoing.try_send(frame);
+            if let Err(TryEnqueue::Closed(bytes) | TryEnqueue::Full(bytes)) =
+                self.push(bytes, Budget::Unmetered)
+            {
+                self.recycle(bytes);
+            }
+        } else {
+            self.recycle(bytes);
         }
     }
 
@@ -385,13 +437,21 @@ impl Shared {
     /// before. Every pending request fails with `ConnectionClosed`.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.outgoing.close();
+        let writer = {
+            let mut queue = lock(&self.outgoing);
+            queue.closed = true;
+            queue.writer.take()
+        };
+        if let Some(writer) = writer {
+            writer.wake();
+        }
         self.space.notify(usize::MAX);
         self.refuse_requests();
     }
 }
 
+/// Why a message was not queued; the bytes come back for reuse.
 pub(crate) enum TryEnqueue {
     Full(Vec<u8>),
-    Closed,
+    Closed(Vec<u8>),
 }
