@@ -142,7 +142,21 @@ impl Connection {
         W: AsyncWrite + Unpin,
         H: Handler,
     {
-        Driver::start(reader, writer, SendDispatch(Arc::new(handler)), options)
+        let handler = Arc::new(handler);
+        let for_notifications = handler.clone();
+        Driver::start(
+            reader,
+            writer,
+            options,
+            move |request, responder, guard| {
+                let handler = handler.clone();
+                guard.run(async move { Handler::request(&*handler, request, responder).await })
+            },
+            move |notification| {
+                let handler = for_notifications.clone();
+                async move { Handler::notification(&*handler, notification).await }
+            },
+        )
     }
 
     /// Like [`new`](Self::new), for a handler whose futures are not `Send`.
@@ -162,7 +176,21 @@ impl Connection {
         W: AsyncWrite + Unpin,
         H: LocalHandler,
     {
-        Driver::start(reader, writer, LocalDispatch(Rc::new(handler)), options)
+        let handler = Rc::new(handler);
+        let for_notifications = handler.clone();
+        Driver::start(
+            reader,
+            writer,
+            options,
+            move |request, responder, guard| {
+                let handler = handler.clone();
+                guard.run(async move { LocalHandler::request(&*handler, request, responder).await })
+            },
+            move |notification| {
+                let handler = for_notifications.clone();
+                async move { LocalHandler::notification(&*handler, notification).await }
+            },
+        )
     }
 }
 
@@ -490,78 +518,7 @@ impl fmt::Debug for NotifyFuture {
 }
 
 // ---------------------------------------------------------------------------
-// Dispatching to Send and !Send handlers.
-
-/// Turns incoming messages into handler futures; the two implementations
-/// differ only in whether those futures are `Send`.
-trait Dispatch: Unpin {
-    type Task: Future<Output = ()> + Unpin;
-
-    fn request(
-        &self,
-        request: IncomingRequest,
-        responder: Responder,
-        guard: PanicGuard,
-    ) -> Self::Task;
-
-    fn notification(&self, notification: IncomingNotification) -> Self::Task;
-}
-
-struct SendDispatch<H>(Arc<H>);
-
-impl<H: Handler> Dispatch for SendDispatch<H> {
-    type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-    fn request(
-        &self,
-        request: IncomingRequest,
-        responder: Responder,
-        guard: PanicGuard,
-    ) -> Self::Task {
-        let handler = self.0.clone();
-        Box::pin(guard.run(async move { Handler::request(&*handler, request, responder).await }))
-    }
-
-    fn notification(&self, notification: IncomingNotification) -> Self::Task {
-        let handler = self.0.clone();
-        let method = notification.notification.method.clone();
-        let shared = notification.connection.shared.clone();
-        Box::pin(catch_notification_panic(
-            async move { Handler::notification(&*handler, notification).await },
-            method,
-            shared,
-        ))
-    }
-}
-
-struct LocalDispatch<H>(Rc<H>);
-
-impl<H: LocalHandler> Dispatch for LocalDispatch<H> {
-    type Task = Pin<Box<dyn Future<Output = ()>>>;
-
-    fn request(
-        &self,
-        request: IncomingRequest,
-        responder: Responder,
-        guard: PanicGuard,
-    ) -> Self::Task {
-        let handler = self.0.clone();
-        Box::pin(
-            guard.run(async move { LocalHandler::request(&*handler, request, responder).await }),
-        )
-    }
-
-    fn notification(&self, notification: IncomingNotification) -> Self::Task {
-        let handler = self.0.clone();
-        let method = notification.notification.method.clone();
-        let shared = notification.connection.shared.clone();
-        Box::pin(catch_notification_panic(
-            async move { LocalHandler::notification(&*handler, notification).await },
-            method,
-            shared,
-        ))
-    }
-}
+// Handler futures.
 
 /// Turns a panicking request handler into a report and a `-32603`.
 struct PanicGuard {
@@ -583,19 +540,6 @@ impl PanicGuard {
                 message: panic_message(payload.as_ref()),
             });
         }
-    }
-}
-
-async fn catch_notification_panic(
-    handler: impl Future<Output = ()>,
-    method: String,
-    shared: Arc<Shared>,
-) {
-    if let Err(payload) = AssertUnwindSafe(handler).catch_unwind().await {
-        shared.report(Problem::NotificationHandlerPanicked {
-            method,
-            message: panic_message(payload.as_ref()),
-        });
     }
 }
 
@@ -629,13 +573,21 @@ enum Phase {
     Done,
 }
 
-struct Driver<R, W, D: Dispatch> {
+/// The driver, generic over the handler's futures (`Q` for requests, `N` for
+/// notifications) and the functions that make them, so that they are stored
+/// unboxed and their allocations reused.
+struct Driver<R, W, MQ, MN, Q, N> {
     shared: Arc<Shared>,
-    dispatch: D,
+    make_request: MQ,
+    make_notification: MN,
     reader: LineReader<R>,
     writer: W,
-    requests: TaskSet<D::Task, Arc<RequestState>>,
-    notification: Option<D::Task>,
+    requests: TaskSet<Q, Arc<RequestState>>,
+    /// The notification being handled (notifications are handled one at a
+    /// time, in order), in a box kept for the next one.
+    notification: Pin<Box<Option<N>>>,
+    /// Its method, for the report if its handler panics.
+    notification_method: String,
     write_buffer: Vec<u8>,
     written: usize,
     unflushed: bool,
@@ -643,26 +595,32 @@ struct Driver<R, W, D: Dispatch> {
     phase: Phase,
 }
 
-impl<R, W, D> Driver<R, W, D>
+impl<R, W, MQ, MN, Q, N> Driver<R, W, MQ, MN, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
-    D: Dispatch,
+    MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
+    MN: Fn(IncomingNotification) -> N + Unpin,
+    Q: Future<Output = ()>,
+    N: Future<Output = ()>,
 {
     fn start(
         reader: R,
         writer: W,
-        dispatch: D,
         options: ConnectionOptions,
+        make_request: MQ,
+        make_notification: MN,
     ) -> (ConnectionHandle, Self) {
         let shared = Shared::new(options.outgoing_capacity, options.observer);
         let driver = Driver {
             shared: shared.clone(),
-            dispatch,
+            make_request,
+            make_notification,
             reader: LineReader::with_max_line_length(reader, options.max_line_length),
             writer,
             requests: TaskSet::new(),
-            notification: None,
+            notification: Box::pin(None),
+            notification_method: String::new(),
             write_buffer: Vec::new(),
             written: 0,
             unflushed: false,
@@ -736,13 +694,23 @@ where
         }
     }
 
+    /// Polls the notification being handled; returns whether it finished.
     fn poll_notification(&mut self, cx: &mut Context<'_>) -> bool {
-        let finished = self
-            .notification
-            .as_mut()
-            .is_some_and(|task| Pin::new(task).poll(cx).is_ready());
+        let Some(task) = self.notification.as_mut().as_pin_mut() else {
+            return false;
+        };
+        let finished = match std::panic::catch_unwind(AssertUnwindSafe(|| task.poll(cx))) {
+            Ok(poll) => poll.is_ready(),
+            Err(payload) => {
+                self.shared.report(Problem::NotificationHandlerPanicked {
+                    method: self.notification_method.clone(),
+                    message: panic_message(payload.as_ref()),
+                });
+                true
+            }
+        };
         if finished {
-            self.notification = None;
+            self.notification.set(None);
         }
         finished
     }
@@ -809,16 +777,17 @@ where
                 self.cancel_incoming(&notification)
             }
             Message::Notification(notification) => {
+                self.notification_method.clear();
+                self.notification_method.push_str(&notification.method);
                 let notification = IncomingNotification {
                     notification,
                     connection: self.handle(),
                 };
-                let mut task = self.dispatch.notification(notification);
+                self.notification
+                    .set(Some((self.make_notification)(notification)));
                 // Most handlers finish at once; then reading goes on without
                 // a round trip through the main loop.
-                if Pin::new(&mut task).poll(cx).is_pending() {
-                    self.notification = Some(task);
-                }
+                self.poll_notification(cx);
             }
             Message::Response(response) => self.shared.complete(response),
         }
@@ -845,7 +814,7 @@ where
             request,
             connection: self.handle(),
         };
-        let task = self.dispatch.request(request, responder, guard);
+        let task = (self.make_request)(request, responder, guard);
         self.requests.insert(task, state);
     }
 
@@ -876,7 +845,7 @@ where
     fn begin_closing(&mut self) {
         self.phase = Phase::Closing;
         self.shared.close();
-        self.notification = None;
+        self.notification.set(None);
         self.requests.clear();
     }
 
@@ -915,11 +884,14 @@ where
     }
 }
 
-impl<R, W, D> Future for Driver<R, W, D>
+impl<R, W, MQ, MN, Q, N> Future for Driver<R, W, MQ, MN, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
-    D: Dispatch,
+    MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
+    MN: Fn(IncomingNotification) -> N + Unpin,
+    Q: Future<Output = ()>,
+    N: Future<Output = ()>,
 {
     type Output = Result<(), ConnectionError>;
 
@@ -929,7 +901,7 @@ where
         if let Poll::Ready(Err(_)) = &result {
             this.phase = Phase::Done;
             this.shared.close();
-            this.notification = None;
+            this.notification.set(None);
             this.requests.clear();
         }
         result
@@ -938,7 +910,7 @@ where
 
 /// Dropping the driver ends the connection at once: nothing more is read
 /// or written, and handles and waiting requests see it closed.
-impl<R, W, D: Dispatch> Drop for Driver<R, W, D> {
+impl<R, W, MQ, MN, Q, N> Drop for Driver<R, W, MQ, MN, Q, N> {
     fn drop(&mut self) {
         self.shared.close();
     }

@@ -1,6 +1,10 @@
 //! A set of futures polled from one parent future, each only when it was
 //! woken: the driver's way of running many request handlers concurrently
 //! without spawning them on any executor.
+//!
+//! Futures of one type live in boxes that are kept and reused once their
+//! task finishes: a handler future is often kilobytes, and allocating and
+//! freeing one per request showed up in profiles.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,7 +20,10 @@ pub(crate) struct TaskSet<F, D> {
 }
 
 struct Slot<F, D> {
-    task: Option<(F, D)>,
+    /// The task's future, or `None` (the box kept for the next task).
+    future: Pin<Box<Option<F>>>,
+    /// Set exactly while the slot holds a task.
+    data: Option<D>,
     waker: Arc<SlotWaker>,
 }
 
@@ -59,7 +66,7 @@ impl Wake for SlotWaker {
     }
 }
 
-impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
+impl<F: Future<Output = ()>, D> TaskSet<F, D> {
     pub(crate) fn new() -> Self {
         TaskSet {
             slots: Vec::new(),
@@ -87,7 +94,8 @@ impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
             None => {
                 let index = self.slots.len();
                 self.slots.push(Slot {
-                    task: None,
+                    future: Box::pin(None),
+                    data: None,
                     waker: Arc::new(SlotWaker {
                         index,
                         queued: AtomicBool::new(false),
@@ -98,7 +106,8 @@ impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
             }
         };
         let slot = &mut self.slots[index];
-        slot.task = Some((future, data));
+        slot.future.set(Some(future));
+        slot.data = Some(data);
         self.len += 1;
         // Queued directly rather than woken: the parent is running and will
         // poll it, so waking the parent too would only cost a spurious poll.
@@ -109,10 +118,11 @@ impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
     /// Removes (and so cancels) every task whose data matches.
     pub(crate) fn remove_where(&mut self, mut matches: impl FnMut(&D) -> bool) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
-            if slot.task.as_ref().is_some_and(|(_, data)| matches(data)) {
+            if slot.data.as_ref().is_some_and(&mut matches) {
                 // Dropping in place is fine: a task's destructor (a
                 // responder answering, say) cannot reach this set.
-                slot.task = None;
+                slot.future.set(None);
+                slot.data = None;
                 self.free.push(index);
                 self.len -= 1;
             }
@@ -122,7 +132,8 @@ impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
     /// Drops every task.
     pub(crate) fn clear(&mut self) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
-            if slot.task.take().is_some() {
+            if slot.data.take().is_some() {
+                slot.future.set(None);
                 self.free.push(index);
             }
         }
@@ -144,13 +155,14 @@ impl<F: Future<Output = ()> + Unpin, D> TaskSet<F, D> {
         for &index in &woken {
             let slot = &mut self.slots[index];
             slot.waker.queued.store(false, Ordering::Release);
-            let Some((future, _)) = &mut slot.task else {
+            let Some(future) = slot.future.as_mut().as_pin_mut() else {
                 continue;
             };
             let waker = Waker::from(slot.waker.clone());
             let mut task_cx = Context::from_waker(&waker);
-            if Pin::new(future).poll(&mut task_cx).is_ready() {
-                slot.task = None;
+            if future.poll(&mut task_cx).is_ready() {
+                slot.future.set(None);
+                slot.data = None;
                 self.free.push(index);
                 self.len -= 1;
             }
