@@ -751,7 +751,19 @@ where
             };
             progress = true;
             match decoded {
-                Ok(Ok(message)) => self.route(message, cx),
+                Ok(Ok(message)) => {
+                    let expects_a_write =
+                        matches!(message, Message::Request(_) | Message::Response(_));
+                    self.route(message, cx);
+                    // A request (or a response some task waits for) will
+                    // likely be answered by a write. When nothing more is
+                    // buffered, let that happen before reading again: the
+                    // read would most likely find the pipe empty, and after
+                    // the write the transport can go straight to waiting.
+                    if expects_a_write && self.reader.input_exhausted() {
+                        break;
+                    }
+                }
                 Ok(Err(error)) => {
                     if let Some(id) = error.response_id() {
                         let failure = RequestError::MalformedResponse(error.detail().to_owned());
@@ -862,7 +874,15 @@ where
                 return Poll::Ready(Ok(()));
             }
             if self.phase != Phase::Closing {
-                progress |= self.requests.poll(cx);
+                if self.requests.poll(cx) {
+                    progress = true;
+                    // Write what the handlers answered before reading on
+                    // (see `poll_reader`).
+                    self.poll_writer(cx).map_err(ConnectionError::Write)?;
+                    if self.phase == Phase::Done {
+                        return Poll::Ready(Ok(()));
+                    }
+                }
                 progress |= self.poll_notification(cx);
                 progress |= self.poll_reader(cx).map_err(ConnectionError::Read)?;
             }

@@ -51,6 +51,8 @@ pub struct LineReader<R> {
     line: Vec<u8>,
     max_line_length: usize,
     state: State,
+    /// See [`input_exhausted`](Self::input_exhausted).
+    exhausted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +98,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             line: Vec::new(),
             max_line_length,
             state: State::Reading,
+            exhausted: false,
         }
     }
 
@@ -117,6 +120,13 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             line.clear();
         }
         (self.reader, line)
+    }
+
+    /// Whether the line last found ended exactly where the bytes buffered by
+    /// the underlying reader did: reading on would start with a read from
+    /// the source.
+    pub(crate) fn input_exhausted(&self) -> bool {
+        self.exhausted
     }
 
     /// Reads the next line; `None` at end of input.
@@ -178,6 +188,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             }
             match memchr::memchr(b'\n', available) {
                 Some(newline) => {
+                    self.exhausted = newline + 1 == available.len();
                     let found = match self.state {
                         State::Skipping { length } => Some(Found::TooLong(length + newline)),
                         _ if self.line.len() + newline > self.max_line_length => {

@@ -1,6 +1,7 @@
 //! State shared between a connection's driver, its handles and responders.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
@@ -65,9 +66,60 @@ pub(crate) enum Taken {
 pub(crate) type ResponseResult = Result<Box<RawValue>, RequestError>;
 
 struct PendingRequests {
-    waiters: HashMap<i64, oneshot::Sender<ResponseResult>>,
+    waiters: IdMap<i64, oneshot::Sender<ResponseResult>>,
     /// Set once no response can arrive any more (end of input, close).
     refused: bool,
+}
+
+/// A map keyed by request ids, hashed with [`IdHasher`].
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// A multiply-rotate hash (the one rustc uses internally) for request ids:
+/// SipHash cost more than the rest of the map operations together. Flooding
+/// attacks do not apply: both maps hold at most the in-flight limits' worth
+/// of entries.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl IdHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().unwrap()));
+        }
+        let mut tail = [0u8; 8];
+        let rest = chunks.remainder();
+        tail[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(tail) ^ rest.len() as u64);
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Per incoming request: what its responder must know when it is dropped.
@@ -87,7 +139,7 @@ pub(crate) struct Shared {
     outgoing_capacity: usize,
     next_id: AtomicI64,
     pending: Mutex<PendingRequests>,
-    incoming: Mutex<HashMap<RequestId, Arc<RequestState>>>,
+    incoming: Mutex<IdMap<RequestId, Arc<RequestState>>>,
     queued_replies: AtomicUsize,
     closed: AtomicBool,
     buffers: Mutex<Vec<Vec<u8>>>,
@@ -128,10 +180,10 @@ impl Shared {
             outgoing_capacity: outgoing_capacity.max(1),
             next_id: AtomicI64::new(0),
             pending: Mutex::new(PendingRequests {
-                waiters: HashMap::new(),
+                waiters: IdMap::default(),
                 refused: false,
             }),
-            incoming: Mutex::new(HashMap::new()),
+            incoming: Mutex::new(IdMap::default()),
             queued_replies: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),

@@ -28,6 +28,13 @@ struct Interest {
     /// so nothing is missed).
     may_read: bool,
     may_write: bool,
+    /// The last read emptied the pipe (it returned less than asked for).
+    /// Writing after that usually means waiting for the peer's answer to what
+    /// was written, so the next read skips straight to `poll(2)` instead of
+    /// trying a read that would only return `EAGAIN`: one system call less
+    /// per request/response round trip. A reader that does not write (a
+    /// stream of notifications) keeps reading eagerly.
+    drained: bool,
 }
 
 impl Default for Interest {
@@ -37,6 +44,7 @@ impl Default for Interest {
             writable: None,
             may_read: true,
             may_write: true,
+            drained: false,
         }
     }
 }
@@ -121,6 +129,8 @@ impl AsyncRead for PipeReader {
             // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
             let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             if n >= 0 {
+                let drained = (n as usize) < buf.len();
+                self.interest.lock().unwrap().drained = drained;
                 return Poll::Ready(Ok(n as usize));
             }
             let error = io::Error::last_os_error();
@@ -132,6 +142,7 @@ impl AsyncRead for PipeReader {
             }
             let mut interest = self.interest.lock().unwrap();
             interest.may_read = false;
+            interest.drained = false;
             interest.readable = Some(cx.waker().clone());
             return Poll::Pending;
         }
@@ -158,6 +169,11 @@ impl AsyncWrite for PipeWriter {
             // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
             let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
             if n >= 0 {
+                let mut interest = self.interest.lock().unwrap();
+                if interest.drained {
+                    interest.drained = false;
+                    interest.may_read = false;
+                }
                 return Poll::Ready(Ok(n as usize));
             }
             let error = io::Error::last_os_error();
