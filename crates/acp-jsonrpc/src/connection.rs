@@ -7,7 +7,7 @@ use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -528,17 +528,43 @@ struct PanicGuard {
 }
 
 impl PanicGuard {
-    async fn run(self, handler: impl Future<Output = ()>) {
-        // Pinned here rather than consumed by `.await`, so that the handler
-        // future (and any responder inside it) is dropped only after the
-        // panic has been recorded.
-        let mut handler = pin!(AssertUnwindSafe(handler).catch_unwind());
-        if let Err(payload) = handler.as_mut().await {
-            self.state.panicked.store(true, Ordering::Release);
-            self.shared.report(Problem::RequestHandlerPanicked {
-                id: self.id,
-                message: panic_message(payload.as_ref()),
-            });
+    fn run<F: Future<Output = ()>>(self, handler: F) -> Guarded<F> {
+        Guarded {
+            handler,
+            guard: self,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request handler future under a [`PanicGuard`]. A combinator rather
+    /// than an `async fn`, which would store the handler future twice (as
+    /// its argument and as the pinned local it polls).
+    struct Guarded<F> {
+        #[pin]
+        handler: F,
+        guard: PanicGuard,
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Guarded<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let handler = this.handler;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| handler.poll(cx))) {
+            Ok(poll) => poll,
+            Err(payload) => {
+                // Recorded before the handler future (and any responder in
+                // it) is dropped, so that the responder answers -32603.
+                this.guard.state.panicked.store(true, Ordering::Release);
+                this.guard.shared.report(Problem::RequestHandlerPanicked {
+                    id: this.guard.id.clone(),
+                    message: panic_message(payload.as_ref()),
+                });
+                Poll::Ready(())
+            }
         }
     }
 }

@@ -1262,6 +1262,14 @@ fn terminal_error(error: host::TerminalError) -> Error {
     }
 }
 
+/// What [`ClientDispatch::handle`] returns.
+type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply>> + Send + 'a>>;
+
+/// The id of the session a request names, or "" for requests that name none.
+fn session_id(session: &Option<Arc<SessionShared>>) -> &str {
+    session.as_ref().map(|s| s.id.as_str()).unwrap_or_default()
+}
+
 impl<C: Client> ClientDispatch<C> {
     fn session(&self, id: &SessionId) -> Result<Arc<SessionShared>> {
         match self.state.routes.lock().unwrap().get(id) {
@@ -1273,15 +1281,20 @@ impl<C: Client> ClientDispatch<C> {
         }
     }
 
-    async fn handle(&self, request: AgentRequest) -> Result<Reply> {
+    /// The work of answering `request`. Each arm is boxed on its own: one future holding every
+    /// arm inline was over 4 KiB, and moving it into place cost more than the small allocation
+    /// of the one arm run.
+    fn handle(&self, request: AgentRequest) -> HandlerFuture<'_> {
         let caps = &self.state.options.capabilities;
         let session = match session_of(&request) {
-            Some(id) => Some(self.session(id)?),
+            Some(id) => match self.session(id) {
+                Ok(session) => Some(session),
+                Err(error) => return Box::pin(std::future::ready(Err(error))),
+            },
             None => None,
         };
-        let session_id = || session.as_ref().map(|s| s.id.as_str()).unwrap_or_default();
         match request {
-            AgentRequest::SessionRequestPermission(request) => {
+            AgentRequest::SessionRequestPermission(request) => Box::pin(async move {
                 let cancel = session
                     .as_ref()
                     .map(|s| s.cancel.lock().unwrap().clone())
@@ -1308,8 +1321,8 @@ impl<C: Client> ClientDispatch<C> {
                         RequestPermissionOutcome::Cancelled,
                     )),
                 }
-            }
-            AgentRequest::FsReadTextFile(request) => {
+            }),
+            AgentRequest::FsReadTextFile(request) => Box::pin(async move {
                 if !caps.fs.read_text_file {
                     return Err(not_advertised(
                         "client",
@@ -1332,8 +1345,8 @@ impl<C: Client> ClientDispatch<C> {
                     }
                     _ => raw(self.client.read_text_file(request).await?),
                 }
-            }
-            AgentRequest::FsWriteTextFile(request) => {
+            }),
+            AgentRequest::FsWriteTextFile(request) => Box::pin(async move {
                 if !caps.fs.write_text_file {
                     return Err(not_advertised(
                         "client",
@@ -1354,8 +1367,8 @@ impl<C: Client> ClientDispatch<C> {
                     }
                     _ => raw(self.client.write_text_file(request).await?),
                 }
-            }
-            AgentRequest::TerminalCreate(request) => {
+            }),
+            AgentRequest::TerminalCreate(request) => Box::pin(async move {
                 let Some(terminals) = self.terminals()? else {
                     return raw(self.client.create_terminal(request).await?);
                 };
@@ -1371,53 +1384,53 @@ impl<C: Client> ClientDispatch<C> {
                 create.cwd = request.cwd.map(PathBuf::from);
                 create.output_byte_limit = request.output_byte_limit;
                 let id = terminals
-                    .create(session_id(), create, &session.cwd)
+                    .create(session.id.as_str(), create, &session.cwd)
                     .map_err(terminal_error)?;
                 raw(CreateTerminalResponse::new(id))
-            }
-            AgentRequest::TerminalOutput(request) => {
+            }),
+            AgentRequest::TerminalOutput(request) => Box::pin(async move {
                 let Some(terminals) = self.terminals()? else {
                     return raw(self.client.terminal_output(request).await?);
                 };
                 let output = terminals
-                    .output(session_id(), request.terminal_id.as_str())
+                    .output(session_id(&session), request.terminal_id.as_str())
                     .map_err(terminal_error)?;
                 let mut response = TerminalOutputResponse::new(output.output, output.truncated);
                 response.exit_status = output.exit_status.map(exit_status);
                 raw(response)
-            }
-            AgentRequest::TerminalWaitForExit(request) => {
+            }),
+            AgentRequest::TerminalWaitForExit(request) => Box::pin(async move {
                 let Some(terminals) = self.terminals()? else {
                     return raw(self.client.wait_for_terminal_exit(request).await?);
                 };
                 let status = terminals
-                    .wait_for_exit(session_id(), request.terminal_id.as_str())
+                    .wait_for_exit(session_id(&session), request.terminal_id.as_str())
                     .await
                     .map_err(terminal_error)?;
                 let mut response = WaitForTerminalExitResponse::new();
                 response.exit_code = status.exit_code;
                 response.signal = status.signal;
                 raw(response)
-            }
-            AgentRequest::TerminalKill(request) => {
+            }),
+            AgentRequest::TerminalKill(request) => Box::pin(async move {
                 let Some(terminals) = self.terminals()? else {
                     return raw(self.client.kill_terminal(request).await?);
                 };
                 terminals
-                    .kill(session_id(), request.terminal_id.as_str())
+                    .kill(session_id(&session), request.terminal_id.as_str())
                     .map_err(terminal_error)?;
                 raw(KillTerminalResponse::new())
-            }
-            AgentRequest::TerminalRelease(request) => {
+            }),
+            AgentRequest::TerminalRelease(request) => Box::pin(async move {
                 let Some(terminals) = self.terminals()? else {
                     return raw(self.client.release_terminal(request).await?);
                 };
                 terminals
-                    .release(session_id(), request.terminal_id.as_str())
+                    .release(session_id(&session), request.terminal_id.as_str())
                     .map_err(terminal_error)?;
                 raw(ReleaseTerminalResponse::new())
-            }
-            AgentRequest::ElicitationCreate(request) => {
+            }),
+            AgentRequest::ElicitationCreate(request) => Box::pin(async move {
                 if caps.elicitation.is_none() {
                     return Err(not_advertised(
                         "client",
@@ -1426,9 +1439,13 @@ impl<C: Client> ClientDispatch<C> {
                     ));
                 }
                 raw(self.client.create_elicitation(request).await?)
+            }),
+            AgentRequest::Extension(call) => {
+                Box::pin(async move { raw_json(self.client.ext_method(call).await?) })
             }
-            AgentRequest::Extension(call) => raw_json(self.client.ext_method(call).await?),
-            other => Err(Error::method_not_found(other.method())),
+            other => Box::pin(std::future::ready(Err(Error::method_not_found(
+                other.method(),
+            )))),
         }
     }
 
