@@ -406,28 +406,35 @@ impl ClientHandle {
     }
 
     /// Sends a `session/update`.
-    pub async fn session_update(
+    ///
+    /// The update is serialized by this call; the returned future only queues the bytes
+    /// (waiting while the outgoing queue is full), so it holds no large value across its
+    /// awaits.
+    pub fn session_update(
         &self,
         session_id: &SessionId,
         update: SessionUpdate,
-    ) -> Result<()> {
-        // Serialized straight from borrowed parts: the hot path of a streaming turn.
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.send_update(session_id, &update)
+    }
+
+    /// Serializes `update` for `session_id` and returns the future that queues it: the hot
+    /// path of a streaming turn, serialized straight from borrowed parts.
+    fn send_update(
+        &self,
+        session_id: &SessionId,
+        update: &SessionUpdate,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
         #[derive(serde::Serialize)]
         struct Params<'a> {
             #[serde(rename = "sessionId")]
             session_id: &'a SessionId,
             update: &'a SessionUpdate,
         }
-        self.rpc
-            .notify(
-                "session/update",
-                &Params {
-                    session_id,
-                    update: &update,
-                },
-            )
-            .await?;
-        Ok(())
+        let queued = self
+            .rpc
+            .notify("session/update", &Params { session_id, update });
+        async move { Ok(queued.await?) }
     }
 
     /// Calls an extension method (its name must start with `_`).
@@ -496,50 +503,62 @@ impl SessionClient {
         &self.client
     }
 
-    /// Sends any session update.
-    pub async fn update(&self, update: SessionUpdate) -> Result<()> {
-        self.client.session_update(&self.id, update).await
+    /// Sends any session update. Like every update helper here, it serializes the update
+    /// when called; the returned future queues it.
+    pub fn update(&self, update: SessionUpdate) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.client.send_update(&self.id, &update)
     }
 
     /// Streams a chunk of the agent's reply.
-    pub async fn message(&self, content: impl Into<ContentBlock>) -> Result<()> {
+    pub fn message(
+        &self,
+        content: impl Into<ContentBlock>,
+    ) -> impl Future<Output = Result<()>> + Send {
         self.update(SessionUpdate::agent_message_chunk(content))
-            .await
     }
 
     /// Streams a chunk of the agent's reasoning.
-    pub async fn thought(&self, content: impl Into<ContentBlock>) -> Result<()> {
+    pub fn thought(
+        &self,
+        content: impl Into<ContentBlock>,
+    ) -> impl Future<Output = Result<()>> + Send {
         self.update(SessionUpdate::agent_thought_chunk(content))
-            .await
     }
 
     /// Streams a chunk of the user's message (history replay).
-    pub async fn user_message(&self, content: impl Into<ContentBlock>) -> Result<()> {
+    pub fn user_message(
+        &self,
+        content: impl Into<ContentBlock>,
+    ) -> impl Future<Output = Result<()>> + Send {
         self.update(SessionUpdate::user_message_chunk(content))
-            .await
     }
 
     /// Reports a new tool call.
-    pub async fn tool_call(&self, call: ToolCall) -> Result<()> {
-        self.update(SessionUpdate::ToolCall(call)).await
+    pub fn tool_call(&self, call: ToolCall) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::ToolCall(call))
     }
 
     /// Reports progress of a tool call.
-    pub async fn tool_call_update(&self, update: ToolCallUpdate) -> Result<()> {
-        self.update(SessionUpdate::ToolCallUpdate(update)).await
+    pub fn tool_call_update(
+        &self,
+        update: ToolCallUpdate,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::ToolCallUpdate(update))
     }
 
     /// Sends the execution plan (the complete list each time).
-    pub async fn plan(&self, entries: Vec<PlanEntry>) -> Result<()> {
-        self.update(SessionUpdate::Plan(Plan::new(entries))).await
+    pub fn plan(&self, entries: Vec<PlanEntry>) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::Plan(Plan::new(entries)))
     }
 
     /// Advertises the slash commands available now.
-    pub async fn available_commands(&self, commands: Vec<AvailableCommand>) -> Result<()> {
+    pub fn available_commands(
+        &self,
+        commands: Vec<AvailableCommand>,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
         self.update(SessionUpdate::AvailableCommandsUpdate(
             AvailableCommandsUpdate::new(commands),
         ))
-        .await
     }
 
     /// Reports that the agent switched mode itself; the runtime records it as current.
@@ -570,14 +589,16 @@ impl SessionClient {
     }
 
     /// Updates session metadata (title, last activity).
-    pub async fn session_info(&self, info: SessionInfoUpdate) -> Result<()> {
-        self.update(SessionUpdate::SessionInfoUpdate(info)).await
+    pub fn session_info(
+        &self,
+        info: SessionInfoUpdate,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::SessionInfoUpdate(info))
     }
 
     /// Reports context window usage.
-    pub async fn usage(&self, used: u64, size: u64) -> Result<()> {
+    pub fn usage(&self, used: u64, size: u64) -> impl Future<Output = Result<()>> + Send + use<> {
         self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
-            .await
     }
 
     /// Replays recorded history, in order (for `session/load`).
