@@ -1,8 +1,10 @@
 //! The three kinds of JSON-RPC message, how a line becomes one, and how one
 //! becomes a line.
 
+use std::borrow::Cow;
 use std::fmt;
 
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
@@ -496,18 +498,78 @@ impl std::error::Error for DecodeError {}
 /// envelope never fails on a member's type; classification happens after.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(borrow, default, deserialize_with = "present_borrowed")]
-    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present_member")]
+    jsonrpc: Option<StrMember<'a>>,
     #[serde(borrow, default, deserialize_with = "present_borrowed")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present_borrowed")]
-    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present_member")]
+    method: Option<StrMember<'a>>,
     #[serde(borrow, default, deserialize_with = "present_borrowed")]
     params: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present_borrowed")]
     result: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present_borrowed")]
     error: Option<&'a RawValue>,
+}
+
+/// A member that should be a string, decoded in the same pass as the
+/// envelope (borrowed unless escaped); any other JSON value is accepted and
+/// remembered only as "not a string", so that reading the envelope never
+/// fails on it.
+enum StrMember<'a> {
+    Str(Cow<'a, str>),
+    NotAString,
+}
+
+impl<'de> Deserialize<'de> for StrMember<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor;
+        impl<'de> Visitor<'de> for MemberVisitor {
+            type Value = StrMember<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(StrMember::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(StrMember::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(StrMember::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(StrMember::NotAString)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(StrMember::NotAString)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(StrMember::NotAString)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(StrMember::NotAString)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(StrMember::NotAString)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(StrMember::NotAString)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(StrMember::NotAString)
+            }
+        }
+        deserializer.deserialize_any(MemberVisitor)
+    }
+}
+
+fn present_member<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<StrMember<'de>>, D::Error> {
+    StrMember::deserialize(deserializer).map(Some)
 }
 
 /// `Some` whenever the member is present, `null` included; a plain
@@ -578,12 +640,11 @@ fn decode(line: &[u8]) -> Result<Message, DecodeError> {
     classify(envelope)
 }
 
-fn version_problem(jsonrpc: Option<&RawValue>) -> Option<&'static str> {
+fn version_problem(jsonrpc: Option<&StrMember<'_>>) -> Option<&'static str> {
     match jsonrpc {
         None => Some(r#"missing "jsonrpc": "2.0""#),
-        Some(raw) if raw.get() == r#""2.0""# => None,
-        // An escaped spelling of "2.0" is still "2.0".
-        Some(raw) if serde_json::from_str::<String>(raw.get()).is_ok_and(|v| v == "2.0") => None,
+        // An escaped spelling of "2.0" is still "2.0": the string is decoded.
+        Some(StrMember::Str(version)) if version == "2.0" => None,
         Some(_) => Some(r#""jsonrpc" must be "2.0""#),
     }
 }
@@ -591,7 +652,7 @@ fn version_problem(jsonrpc: Option<&RawValue>) -> Option<&'static str> {
 fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
     use DecodeErrorKind as Kind;
 
-    let version_problem = version_problem(envelope.jsonrpc);
+    let version_problem = version_problem(envelope.jsonrpc.as_ref());
     if let Some(method) = envelope.method {
         let id = match envelope.id {
             None => None,
@@ -605,9 +666,9 @@ fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
                 }
             },
         };
-        let method: String = match serde_json::from_str(method.get()) {
-            Ok(method) => method,
-            Err(_) => {
+        let method: String = match method {
+            StrMember::Str(method) => method.into_owned(),
+            StrMember::NotAString => {
                 let error = DecodeError::new(Kind::InvalidRequest, r#""method" must be a string"#);
                 return Err(match id {
                     Some(id) => error.replying_to(id),
@@ -779,6 +840,31 @@ mod tests {
             decoded(r#"{"jsonrpc":"2\u002e0","method":"m"}"#),
             Message::Notification(_)
         ));
+    }
+
+    #[test]
+    fn version_and_method_of_any_json_type_are_classified_not_rejected() {
+        use DecodeErrorKind as K;
+        for version in [r#"2"#, r#"null"#, r#"{"v":"2.0"}"#, r#"["2.0"]"#, r#"true"#] {
+            let line = format!(r#"{{"jsonrpc":{version},"id":1,"method":"m"}}"#);
+            assert_eq!(kind(line.as_bytes()), K::InvalidRequest, "{line}");
+        }
+        for method in [
+            r#"7"#,
+            r#"null"#,
+            r#"{"a":[1,{"b":2}]}"#,
+            r#"[[]]"#,
+            r#"1.5"#,
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":"x","method":{method}}}"#);
+            let error = Message::from_slice(line.as_bytes()).unwrap_err();
+            assert_eq!(error.kind(), K::InvalidRequest, "{line}");
+            assert_eq!(error.reply().unwrap().id, RequestId::from("x"), "{line}");
+        }
+        match decoded(r#"{"jsonrpc":"2.0","method":"pi\u006eg","params":[1]}"#) {
+            Message::Notification(notification) => assert_eq!(notification.method, "ping"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
