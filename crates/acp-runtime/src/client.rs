@@ -1132,10 +1132,10 @@ impl PromptTurn {
     /// The next update of the turn, or `None` once the turn has ended and every update sent
     /// before the end was returned.
     pub async fn next(&mut self) -> Option<SessionUpdate> {
-        let updates = self.session.shared.updates.1.clone();
-        if let Ok(update) = updates.try_recv() {
+        if let Ok(update) = self.session.shared.updates.1.try_recv() {
             return Some(update.update);
         }
+        let updates = self.session.shared.updates.1.clone();
         let response = self.response.as_mut()?;
         enum Next {
             Update(Option<Box<SessionNotification>>),
@@ -1485,7 +1485,11 @@ impl<C: Client> ClientDispatch<C> {
         shared.track(&notification.update);
         // Waits when the session's buffer is full: back-pressure on the agent. The box travels
         // as it is: the update is moved out of it only once, by whoever takes it.
-        let _ = shared.updates.0.send(notification).await;
+        if let Err(async_channel::TrySendError::Full(notification)) =
+            shared.updates.0.try_send(notification)
+        {
+            let _ = shared.updates.0.send(notification).await;
+        }
     }
 }
 
