@@ -463,7 +463,7 @@ pub fn run_spawned<C: Client, F: Future>(
                 agent.close();
                 output
             };
-            futures_lite::future::zip(driver, work).await.1
+            crate::pipe_loop::join_woken(driver, work).await.1
         };
         let output =
             crate::pipe_loop::block_on(&pipes, run).map_err(|e| Error::Internal(e.to_string()))?;
