@@ -322,6 +322,14 @@ fn panicking_handlers_do_not_kill_the_connection() {
             })
             .count();
         assert_eq!(panics, 6);
+        // The notification's method is named, and each handler future that
+        // panicked was dropped before the next notification reused its box.
+        let notes = recorder
+            .problems()
+            .iter()
+            .filter(|p| matches!(p, Problem::NotificationHandlerPanicked { method, .. } if method == "panic_note"))
+            .count();
+        assert_eq!(notes, 3);
     });
 }
 
