@@ -393,10 +393,9 @@ impl ClientHandle {
     /// Calls any client method, typed, after checking that the client advertised it.
     pub async fn request<R: Request + AgentToClient>(&self, params: &R) -> Result<R::Response> {
         self.check_advertised(R::METHOD, params)?;
-        let raw =
-            serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
-        let result = self.rpc.request_raw(R::METHOD, Some(&raw)).await?;
-        decode_response(result.get()).map_err(Error::Decode)
+        // Params are serialized straight into the message, the result decoded straight from it.
+        let MethodResult(response) = self.rpc.request(R::METHOD, params).await?;
+        Ok(response)
     }
 
     /// Sends any notification to the client.

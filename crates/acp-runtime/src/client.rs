@@ -780,13 +780,10 @@ impl AgentHandle {
     }
 
     async fn call<R: Request>(&self, params: &R) -> Result<R::Response> {
-        let raw =
-            serde_json::value::to_raw_value(params).map_err(|e| Error::Internal(e.to_string()))?;
-        let result = match self.rpc.request_raw(R::METHOD, Some(&raw)).await {
-            Ok(result) => result,
-            Err(e) => return Err(self.closed_error(e.into()).await),
-        };
-        decode_response(result.get()).map_err(Error::Decode)
+        match self.rpc.request(R::METHOD, params).await {
+            Ok(MethodResult(response)) => Ok(response),
+            Err(e) => Err(self.closed_error(e.into()).await),
+        }
     }
 
     /// A closed connection caused by the agent's exit says why. The connection can see the

@@ -135,8 +135,44 @@ impl PartialEq for ExtensionCall {
 /// assert_eq!(response, WriteTextFileResponse::default());
 /// ```
 pub fn decode_response<T: DeserializeOwned>(result: &str) -> Result<T, serde_json::Error> {
-    match serde_json::from_str(result) {
-        Err(error) if result.trim() == "null" => serde_json::from_str("{}").map_err(|_| error),
-        decoded => decoded,
+    serde_json::from_str::<MethodResult<T>>(result).map(|result| result.0)
+}
+
+/// A method's `result` as [`decode_response`] reads it (`null` counts as `{}`), for decoding
+/// straight from a response without going through a string first.
+///
+/// ```
+/// use acp_types::{LoadSessionResponse, MethodResult};
+/// let MethodResult(response) = serde_json::from_str::<MethodResult<LoadSessionResponse>>("null").unwrap();
+/// assert_eq!(response, LoadSessionResponse::default());
+/// assert!(serde_json::from_str::<MethodResult<LoadSessionResponse>>("3").is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct MethodResult<T>(pub T);
+
+impl<'de, T: DeserializeOwned> serde::Deserialize<'de> for MethodResult<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NullAsEmpty<T>(std::marker::PhantomData<T>);
+        impl<'de, T: DeserializeOwned> serde::de::Visitor<'de> for NullAsEmpty<T> {
+            type Value = MethodResult<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a method result")
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                serde_json::from_str("{}").map(MethodResult).map_err(|_| {
+                    E::invalid_type(serde::de::Unexpected::Unit, &"a method result object")
+                })
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                self.visit_none()
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<Self::Value, D::Error> {
+                T::deserialize(deserializer).map(MethodResult)
+            }
+        }
+        deserializer.deserialize_option(NullAsEmpty(std::marker::PhantomData))
     }
 }
