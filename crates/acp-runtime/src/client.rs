@@ -12,7 +12,8 @@
 //!   and marks its unfinished tool calls cancelled.
 //! - Updates that arrive before the `session/new` response, or between turns, are kept and
 //!   delivered ([`Session::next_update`]). Only for a session id this client never opens are
-//!   they capped (the oldest beyond 4096 are dropped and reported to the observer).
+//!   they capped (the oldest beyond 4096 are dropped and reported to the observer), and
+//!   updates are kept for at most 16 such ids at a time (later ones are dropped and reported).
 //! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and
 //!   [`ClientOptions::with_terminals`] serve `fs/*` and `terminal/*` with the complete
 //!   implementations of [`crate::host`], and advertise them.
@@ -69,6 +70,11 @@ const SESSION_UPDATE_BUFFER: usize = 128;
 /// How many updates for a session id not yet known (its `session/new` response has not
 /// arrived) are kept. Agents send a few (available commands, modes) before answering.
 const EARLY_UPDATE_LIMIT: usize = 4096;
+
+/// How many session ids not yet known may have updates kept at once. An agent sends early
+/// updates for the one session it is creating; beyond this, updates for yet another unknown
+/// session are dropped (and reported), so that made-up ids cannot grow memory without bound.
+const EARLY_SESSION_LIMIT: usize = 16;
 
 /// What a client implements: the requests an agent makes. Only
 /// [`request_permission`](Client::request_permission) is required; `fs/*` and `terminal/*`
@@ -1459,12 +1465,22 @@ impl<C: Client> ClientDispatch<C> {
         let shared = {
             let mut routes = self.state.routes.lock().unwrap();
             let session_id = &notification.session_id;
-            let route = match routes.get_mut(session_id) {
-                Some(route) => route,
-                None => routes
-                    .entry(session_id.clone())
-                    .or_insert_with(|| Route::Early(VecDeque::new())),
-            };
+            if !routes.contains_key(session_id) {
+                let early_sessions = routes
+                    .values()
+                    .filter(|route| matches!(route, Route::Early(_)))
+                    .count();
+                if early_sessions >= EARLY_SESSION_LIMIT {
+                    report(format!(
+                        "an update for session `{session_id}`, which this client never opened, while updates for {EARLY_SESSION_LIMIT} other unknown sessions are kept; dropping it"
+                    ));
+                    return;
+                }
+                routes.insert(session_id.clone(), Route::Early(VecDeque::new()));
+            }
+            let route = routes
+                .get_mut(session_id)
+                .expect("inserted above when missing");
             match route {
                 Route::Known(shared) => shared.clone(),
                 Route::Early(queue) => {

@@ -8,6 +8,7 @@ use acp_runtime::host::{FsHost, TerminalHost};
 use acp_types::*;
 use common::{RawPeer, within};
 use serde_json::json;
+use std::sync::{Arc, Mutex};
 
 fn start(options: ClientOptions) -> (AgentHandle, RawPeer) {
     let (peer, endpoint) = RawPeer::new();
@@ -162,6 +163,52 @@ fn updates_before_the_session_exists_are_kept() {
             "{update:?}"
         );
     });
+}
+
+/// Updates for made-up session ids are kept for a few ids only: memory stays bounded, the
+/// rest is reported, and a session opened later still gets what was kept for it.
+#[test]
+fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
+    smol::block_on(async {
+        let problems = Arc::new(Mutex::new(Vec::new()));
+        let observer = ProblemLog(problems.clone());
+        let options = ClientOptions::default().with_connection_options(
+            acp_jsonrpc::ConnectionOptions::default().with_observer(observer),
+        );
+        let (agent, mut peer) = start(options);
+        initialize(&agent, &mut peer, json!({})).await;
+        for n in 0..20 {
+            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": format!("made-up-{n}"),
+                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{n}")}}}}))
+                .await;
+        }
+        let session = open_session(&agent, &mut peer, "made-up-3").await;
+        let update = within("the kept update", session.next_update())
+            .await
+            .unwrap();
+        assert!(
+            matches!(&update, SessionUpdate::AgentMessageChunk(chunk) if chunk.content.as_text() == Some("3")),
+            "{update:?}"
+        );
+        let dropped: Vec<String> = problems
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.contains("dropping it"))
+            .cloned()
+            .collect();
+        assert_eq!(dropped.len(), 4, "{dropped:?}");
+        assert!(dropped[0].contains("made-up-16"), "{dropped:?}");
+    });
+}
+
+/// Keeps the text of every problem the connection reports.
+struct ProblemLog(Arc<Mutex<Vec<String>>>);
+
+impl acp_jsonrpc::Observer for ProblemLog {
+    fn problem(&self, problem: &acp_jsonrpc::Problem) {
+        self.0.lock().unwrap().push(problem.to_string());
+    }
 }
 
 #[test]
