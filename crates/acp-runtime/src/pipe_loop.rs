@@ -5,7 +5,7 @@
 //! the connection is a hand-off between the two threads (futex, `epoll_pwait`,
 //! `timerfd_settime`): about 30 system calls per request/response round trip instead of 4. For
 //! the one case where that dominates, a process whose traffic is two pipes, [`block_on`] waits
-//! with `poll(2)` on exactly those pipes plus an eventfd for wake-ups from other threads.
+//! with `epoll_wait(2)` on exactly those pipes plus an eventfd for wake-ups from other threads.
 //! Everything else (timers, other async-io sources) keeps working: while no smol `block_on`
 //! runs, async-io's helper thread drives the reactor and wakes this loop through the eventfd.
 
@@ -23,14 +23,14 @@ use futures_lite::{AsyncRead, AsyncWrite};
 struct Interest {
     readable: Option<Waker>,
     writable: Option<Waker>,
-    /// Cleared when a read returns `EAGAIN`, set when `poll(2)` reports the pipe readable:
-    /// while clear, polling the reader costs no system call (`poll(2)` is level-triggered,
-    /// so nothing is missed).
+    /// Cleared when a read returns `EAGAIN`, set when epoll reports the pipe readable: while
+    /// clear, polling the reader costs no system call. Only cleared once a read found the pipe
+    /// empty, so that any data after that is a new edge for the edge-triggered epoll.
     may_read: bool,
     may_write: bool,
     /// The last read emptied the pipe (it returned less than asked for).
     /// Writing after that usually means waiting for the peer's answer to what
-    /// was written, so the next read skips straight to `poll(2)` instead of
+    /// was written, so the next read skips straight to waiting instead of
     /// trying a read that would only return `EAGAIN`: one system call less
     /// per request/response round trip. A reader that does not write (a
     /// stream of notifications) keeps reading eagerly.
@@ -202,7 +202,7 @@ impl AsyncWrite for PipeWriter {
 }
 
 /// Wakes the loop: a flag for wake-ups during a poll of the future, the eventfd for wake-ups
-/// while the loop sleeps in `poll(2)`.
+/// while the loop sleeps in `epoll_wait(2)`.
 struct LoopWaker {
     woken: AtomicBool,
     sleeping: AtomicBool,
@@ -224,8 +224,91 @@ impl Wake for LoopWaker {
     }
 }
 
-/// Runs `future` to completion on this thread, sleeping in `poll(2)` on the pipes' descriptors
-/// and an eventfd instead of in a reactor.
+/// An epoll instance watching the loop's descriptors, edge-triggered. Edge-triggered and
+/// registered once, a wait costs no per-call registration (what made `poll(2)` on the same
+/// descriptors cost more than the read it waits for); no wake-up is lost because the loop only
+/// sleeps on a pipe after a read or write found it empty or full (see [`Interest`]), and any
+/// later change is an edge.
+struct Epoll {
+    fd: OwnedFd,
+}
+
+/// What an epoll event is about.
+const EVENTFD: u64 = 0;
+const READ_END: u64 = 1;
+const WRITE_END: u64 = 2;
+
+impl Epoll {
+    fn new() -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 takes an integer and returns a new descriptor or -1.
+        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if raw == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the descriptor was just created and is owned by nothing else.
+        let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+        Ok(Epoll { fd })
+    }
+
+    fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: `event` is a valid epoll_event; the kernel validates the descriptors.
+        if unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut event) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Watches `fd` for `events` (edge-triggered). On failure the caller treats the descriptor
+    /// as ready, so that the read or write itself reports what is wrong.
+    fn watch(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let events = events | libc::EPOLLET as u32;
+        match self.control(libc::EPOLL_CTL_ADD, fd, events, token) {
+            Err(error) if error.raw_os_error() == Some(libc::EEXIST) => {
+                self.control(libc::EPOLL_CTL_MOD, fd, events, token)
+            }
+            other => other,
+        }
+    }
+
+    fn unwatch(&self, fd: RawFd) {
+        // Fails only when the descriptor is closed already, which unwatches it too.
+        let _ = self.control(libc::EPOLL_CTL_DEL, fd, 0, 0);
+    }
+
+    /// Waits for events; returns (eventfd, read end, write end) readiness.
+    fn wait(&self) -> io::Result<(bool, bool, bool)> {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
+        // SAFETY: `events` is a valid array of 4 epoll_event.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                -1,
+            )
+        };
+        if n == -1 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                return Ok((false, false, false));
+            }
+            return Err(error);
+        }
+        let mut ready = (false, false, false);
+        for event in &events[..n as usize] {
+            match event.u64 {
+                EVENTFD => ready.0 = true,
+                READ_END => ready.1 = true,
+                _ => ready.2 = true,
+            }
+        }
+        Ok(ready)
+    }
+}
+
+/// Runs `future` to completion on this thread, sleeping in `epoll_wait(2)` on the pipes'
+/// descriptors and an eventfd instead of in a reactor.
 pub(crate) fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
     // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
     let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -234,6 +317,8 @@ pub(crate) fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Out
     }
     // SAFETY: the descriptor was just created and is owned by nothing else.
     let eventfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    let epoll = Epoll::new()?;
+    epoll.watch(eventfd.as_raw_fd(), libc::EPOLLIN as u32, EVENTFD)?;
     let state = Arc::new(LoopWaker {
         woken: AtomicBool::new(false),
         sleeping: AtomicBool::new(false),
@@ -242,6 +327,11 @@ pub(crate) fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Out
     let waker = Waker::from(state.clone());
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
+    // The pipes are watched from the first time a reader or writer waits on them (the
+    // descriptors are open then: the reader or writer holding them is alive). The read end
+    // stays watched; the write end only while a writer waits, since it is rarely full.
+    let mut read_watched = false;
+    let mut write_watched = false;
     loop {
         state.woken.store(false, Ordering::SeqCst);
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
@@ -254,46 +344,47 @@ pub(crate) fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Out
             let interest = pipes.interest.lock().unwrap();
             (interest.readable.is_some(), interest.writable.is_some())
         };
-        let mut fds = [
-            libc::pollfd {
-                fd: state.eventfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: if want_read { pipes.read_fd } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: if want_write { pipes.write_fd } else { -1 },
-                events: libc::POLLOUT,
-                revents: 0,
-            },
-        ];
-        state.sleeping.store(true, Ordering::SeqCst);
-        // A wake-up between the poll of the future and here found `sleeping` false: check.
-        if !state.woken.load(Ordering::SeqCst) {
-            // SAFETY: `fds` is a valid array of three pollfd; negative fds are ignored.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-            if n == -1 {
-                let error = io::Error::last_os_error();
-                if error.kind() != io::ErrorKind::Interrupted {
-                    state.sleeping.store(false, Ordering::SeqCst);
-                    return Err(error);
-                }
+        let (mut read_ready, mut write_ready) = (false, false);
+        if want_read && !read_watched {
+            read_watched = true;
+            read_ready = epoll
+                .watch(pipes.read_fd, libc::EPOLLIN as u32, READ_END)
+                .is_err();
+        }
+        if want_write && !write_watched {
+            write_watched = true;
+            write_ready = epoll
+                .watch(pipes.write_fd, libc::EPOLLOUT as u32, WRITE_END)
+                .is_err();
+        } else if !want_write && write_watched {
+            write_watched = false;
+            epoll.unwatch(pipes.write_fd);
+        }
+        if !read_ready && !write_ready {
+            state.sleeping.store(true, Ordering::SeqCst);
+            // A wake-up between the poll of the future and here found `sleeping` false: check.
+            let ready = if state.woken.load(Ordering::SeqCst) {
+                Ok((false, false, false))
+            } else {
+                epoll.wait()
+            };
+            state.sleeping.store(false, Ordering::SeqCst);
+            let (event, read, write) = ready?;
+            if event {
+                let mut count: u64 = 0;
+                // SAFETY: reads 8 bytes into a valid u64 from our non-blocking eventfd.
+                unsafe { libc::read(state.eventfd.as_raw_fd(), (&raw mut count).cast(), 8) };
             }
+            (read_ready, write_ready) = (read, write);
         }
-        state.sleeping.store(false, Ordering::SeqCst);
-        if fds[0].revents != 0 {
-            let mut count: u64 = 0;
-            // SAFETY: reads 8 bytes into a valid u64 from our non-blocking eventfd.
-            unsafe { libc::read(state.eventfd.as_raw_fd(), (&raw mut count).cast(), 8) };
-        }
-        let (read_ready, write_ready) = (fds[1].revents != 0, fds[2].revents != 0);
         let wake = {
             let mut interest = pipes.interest.lock().unwrap();
-            interest.may_read |= read_ready;
+            if read_ready {
+                // Data came after the read that found the pipe empty: a write must not make the
+                // reader wait for another edge, which may never come.
+                interest.drained = false;
+                interest.may_read = true;
+            }
             interest.may_write |= write_ready;
             [
                 if read_ready {
