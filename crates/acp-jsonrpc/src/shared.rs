@@ -1,6 +1,6 @@
 //! State shared between a connection's driver, its handles and responders.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -39,18 +39,28 @@ enum Budget {
     Unmetered,
 }
 
-/// Complete lines waiting for the writer, kept as one byte buffer: a message
-/// is appended (one copy) and the writer takes everything queued in one swap,
-/// so the hot path has no per-message queue node, allocation or wake-up.
+/// Complete lines waiting for the writer. Small messages are appended to one chunk (one copy
+/// each), which the writer takes whole: the hot path has no per-message queue node, allocation
+/// or wake-up. A large message is a chunk of its own, written from its own buffer without being
+/// copied.
 struct OutgoingQueue {
-    bytes: Vec<u8>,
-    /// Budget used by the queued requests and notifications.
+    chunks: VecDeque<Chunk>,
+    /// Budget used by the queued requests and notifications, over all chunks.
     metered_cost: usize,
     metered_messages: usize,
-    replies: usize,
     closed: bool,
     /// The driver, when it found the queue empty.
     writer: Option<Waker>,
+}
+
+/// Lines the writer takes in one go, and what they count against.
+struct Chunk {
+    bytes: Vec<u8>,
+    /// One large message, which nothing is appended to.
+    large: bool,
+    metered_cost: usize,
+    metered_messages: usize,
+    replies: usize,
 }
 
 /// What the writer found in the queue.
@@ -156,23 +166,24 @@ fn frame_cost(len: usize) -> usize {
 }
 
 const POOLED_BUFFERS: usize = 64;
-/// A message at least this large, arriving at an empty queue, becomes the
-/// queue's buffer instead of being copied into it.
+/// A message at least this large is queued as a chunk of its own instead of
+/// being copied into the chunk of small messages.
 const LARGE_MESSAGE: usize = 64 * 1024;
-/// The writer's buffer is given back to the queue after each write, unless
-/// one huge message left it larger than this.
-const KEPT_BUFFER_CAPACITY: usize = 256 * 1024;
+/// Buffers up to this size are pooled for reuse...
 const POOLED_BUFFER_MAX_CAPACITY: usize = 64 * 1024;
+/// ...and a few up to this size too, so that a stream of large messages
+/// does not grow a fresh buffer (copying as it doubles) for every message.
+const POOLED_LARGE_BUFFER_MAX_CAPACITY: usize = 256 * 1024;
+const POOLED_LARGE_BUFFERS: usize = 4;
 const NEW_BUFFER_CAPACITY: usize = 256;
 
 impl Shared {
     pub(crate) fn new(outgoing_capacity: usize, observer: SharedObserver) -> Arc<Shared> {
         Arc::new(Shared {
             outgoing: Mutex::new(OutgoingQueue {
-                bytes: Vec::new(),
+                chunks: VecDeque::new(),
                 metered_cost: 0,
                 metered_messages: 0,
-                replies: 0,
                 closed: false,
                 writer: None,
             }),
@@ -206,14 +217,25 @@ impl Shared {
     }
 
     pub(crate) fn recycle(&self, mut buffer: Vec<u8>) {
-        if buffer.capacity() > POOLED_BUFFER_MAX_CAPACITY {
+        let large = buffer.capacity() > POOLED_BUFFER_MAX_CAPACITY;
+        if buffer.capacity() > POOLED_LARGE_BUFFER_MAX_CAPACITY || buffer.capacity() == 0 {
             return;
         }
         buffer.clear();
         let mut buffers = lock(&self.buffers);
-        if buffers.len() < POOLED_BUFFERS {
-            buffers.push(buffer);
+        if buffers.len() >= POOLED_BUFFERS {
+            return;
         }
+        if large {
+            let pooled_large = buffers
+                .iter()
+                .filter(|b| b.capacity() > POOLED_BUFFER_MAX_CAPACITY)
+                .count();
+            if pooled_large >= POOLED_LARGE_BUFFERS {
+                return;
+            }
+        }
+        buffers.push(buffer);
     }
 
     // --- the outgoing queue ---------------------------------------------------
@@ -239,27 +261,44 @@ impl Shared {
             drop(queue);
             return Err(TryEnqueue::Closed(bytes));
         }
-        match budget {
+        let (cost, messages, replies) = match budget {
             Budget::Metered(cost) => {
                 // A message larger than the whole budget still goes out, alone.
                 if queue.metered_cost != 0 && queue.metered_cost + cost > self.budget() {
                     return Err(TryEnqueue::Full(bytes));
                 }
-                queue.metered_cost += cost;
-                queue.metered_messages += 1;
+                (cost, 1, 0)
             }
-            Budget::Reply => queue.replies += 1,
-            Budget::Unmetered => {}
-        }
-        let spare = if queue.bytes.is_empty() && bytes.len() >= LARGE_MESSAGE {
-            std::mem::replace(&mut queue.bytes, bytes)
-        } else {
-            queue.bytes.extend_from_slice(&bytes);
-            bytes
+            Budget::Reply => (0, 0, 1),
+            Budget::Unmetered => (0, 0, 0),
+        };
+        queue.metered_cost += cost;
+        queue.metered_messages += messages;
+        let large = bytes.len() >= LARGE_MESSAGE;
+        let spare = match queue.chunks.back_mut() {
+            Some(chunk) if !large && !chunk.large => {
+                chunk.bytes.extend_from_slice(&bytes);
+                chunk.metered_cost += cost;
+                chunk.metered_messages += messages;
+                chunk.replies += replies;
+                Some(bytes)
+            }
+            _ => {
+                queue.chunks.push_back(Chunk {
+                    bytes,
+                    large,
+                    metered_cost: cost,
+                    metered_messages: messages,
+                    replies,
+                });
+                None
+            }
         };
         let writer = queue.writer.take();
         drop(queue);
-        self.recycle(spare);
+        if let Some(spare) = spare {
+            self.recycle(spare);
+        }
         if let Some(writer) = writer {
             writer.wake();
         }
@@ -298,12 +337,13 @@ impl Shared {
         }
     }
 
-    /// The writer's side: moves everything queued into `buffer` (which must
-    /// be empty), or registers the writer's waker when nothing is queued.
+    /// The writer's side: replaces `buffer` (written out, so empty) with the
+    /// next chunk of queued lines, or registers the writer's waker when
+    /// nothing is queued.
     pub(crate) fn take_queued(&self, buffer: &mut Vec<u8>, cx: &Context<'_>) -> Taken {
         debug_assert!(buffer.is_empty());
         let mut queue = lock(&self.outgoing);
-        if queue.bytes.is_empty() {
+        let Some(chunk) = queue.chunks.pop_front() else {
             if queue.closed {
                 return Taken::Closed;
             }
@@ -315,19 +355,17 @@ impl Shared {
                 queue.writer = Some(cx.waker().clone());
             }
             return Taken::Empty;
-        }
-        if buffer.capacity() > KEPT_BUFFER_CAPACITY {
-            *buffer = Vec::new();
-        }
-        std::mem::swap(buffer, &mut queue.bytes);
-        let freed = std::mem::take(&mut queue.metered_cost);
-        queue.metered_messages = 0;
-        let replies = std::mem::take(&mut queue.replies);
+        };
+        queue.metered_cost -= chunk.metered_cost;
+        queue.metered_messages -= chunk.metered_messages;
         drop(queue);
-        if replies != 0 {
-            self.queued_replies.fetch_sub(replies, Ordering::AcqRel);
+        let written = std::mem::replace(buffer, chunk.bytes);
+        self.recycle(written);
+        if chunk.replies != 0 {
+            self.queued_replies
+                .fetch_sub(chunk.replies, Ordering::AcqRel);
         }
-        if freed != 0 {
+        if chunk.metered_cost != 0 {
             self.space.notify(usize::MAX);
         }
         if let Some(observer) = &self.observer {
