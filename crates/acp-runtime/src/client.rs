@@ -1465,25 +1465,9 @@ impl<C: Client> ClientDispatch<C> {
         let shared = {
             let mut routes = self.state.routes.lock().unwrap();
             let session_id = &notification.session_id;
-            if !routes.contains_key(session_id) {
-                let early_sessions = routes
-                    .values()
-                    .filter(|route| matches!(route, Route::Early(_)))
-                    .count();
-                if early_sessions >= EARLY_SESSION_LIMIT {
-                    report(format!(
-                        "an update for session `{session_id}`, which this client never opened, while updates for {EARLY_SESSION_LIMIT} other unknown sessions are kept; dropping it"
-                    ));
-                    return;
-                }
-                routes.insert(session_id.clone(), Route::Early(VecDeque::new()));
-            }
-            let route = routes
-                .get_mut(session_id)
-                .expect("inserted above when missing");
-            match route {
-                Route::Known(shared) => shared.clone(),
-                Route::Early(queue) => {
+            match routes.get_mut(session_id) {
+                Some(Route::Known(shared)) => shared.clone(),
+                Some(Route::Early(queue)) => {
                     if queue.len() >= EARLY_UPDATE_LIMIT {
                         report(format!(
                             "more than {EARLY_UPDATE_LIMIT} updates for session `{session_id}`, which this client never opened; dropping the oldest"
@@ -1491,6 +1475,21 @@ impl<C: Client> ClientDispatch<C> {
                         queue.pop_front();
                     }
                     queue.push_back(notification);
+                    return;
+                }
+                None => {
+                    let early_sessions = routes
+                        .values()
+                        .filter(|route| matches!(route, Route::Early(_)))
+                        .count();
+                    if early_sessions >= EARLY_SESSION_LIMIT {
+                        report(format!(
+                            "an update for session `{session_id}`, which this client never opened, while updates for {EARLY_SESSION_LIMIT} other unknown sessions are kept; dropping it"
+                        ));
+                    } else {
+                        let session_id = session_id.clone();
+                        routes.insert(session_id, Route::Early(VecDeque::from([notification])));
+                    }
                     return;
                 }
             }
