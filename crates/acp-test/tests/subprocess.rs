@@ -99,7 +99,7 @@ fn a_client_that_strays_from_the_fixture_gets_the_difference() {
     });
 }
 
-/// `client::run_spawned` (the connection in a poll(2) loop on the calling thread) against a
+/// `client::run_spawned` (the connection in an epoll loop on the calling thread) against a
 /// real process: the fake agent exits 0 only if the conversation matched the fixture.
 #[test]
 fn run_spawned_drives_an_agent_process_on_the_calling_thread() {
