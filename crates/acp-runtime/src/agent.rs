@@ -257,8 +257,8 @@ where
 pub fn serve_stdio<A: Agent>(agent: A) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
-        // How editors run agents: both ends are pipes. Waiting on exactly these two with
-        // An epoll loop on the two pipes keeps every wake-up on this thread (see `pipe_loop`).
+        // How editors run agents: both ends are pipes. Waiting on exactly these two in an
+        // epoll loop keeps every wake-up on this thread (see `pipe_loop`).
         let (pipes, reader, writer) = crate::pipe_loop::pipes(reader, writer)?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
         let (_client, driver) = serve(agent, reader, writer, ConnectionOptions::default());
