@@ -853,6 +853,31 @@ fn pipelined_requests_are_all_answered() {
     });
 }
 
+/// Large messages are queued as chunks of their own and small ones share a
+/// chunk: whatever the mix, they reach the peer in the order they were sent.
+#[test]
+fn small_and_large_messages_keep_their_order() {
+    run(async {
+        let (handle, mut peer, _driver) =
+            connect(TestHandler::default(), ConnectionOptions::default());
+        let sizes = [10, 70_000, 10, 10, 200_000, 70_000, 10, 300_000, 10];
+        let send = async {
+            for (i, size) in sizes.iter().enumerate() {
+                let params = serde_json::json!({"i": i, "pad": "x".repeat(*size)});
+                handle.notify("n", &params).await.unwrap();
+            }
+        };
+        let receive = async {
+            for (i, size) in sizes.iter().enumerate() {
+                let message = peer.recv_json().await;
+                assert_eq!(message["params"]["i"], i);
+                assert_eq!(message["params"]["pad"].as_str().unwrap().len(), *size);
+            }
+        };
+        smol::future::zip(send, receive).await;
+    });
+}
+
 /// Messages far larger than the pipe and the write batch go through intact,
 /// interleaved with small ones.
 #[test]
