@@ -1240,9 +1240,9 @@ fn fs_error(error: host::FsError) -> Error {
         host::FsError::NotFound(path) => {
             Error::resource_not_found(&error, &path.display().to_string())
         }
-        host::FsError::RelativePath(_) | host::FsError::InvalidLine(_) => {
-            Error::invalid_params(&error)
-        }
+        host::FsError::RelativePath(_)
+        | host::FsError::InvalidLine(_)
+        | host::FsError::TooLarge { .. } => Error::invalid_params(&error),
         host::FsError::OutsideRoots { .. }
         | host::FsError::ParentOfMissing(_)
         | host::FsError::DanglingSymlink { .. } => Error::invalid_params(&error),

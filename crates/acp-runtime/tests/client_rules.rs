@@ -333,8 +333,9 @@ fn fs_and_terminal_calls_are_served_by_the_hosts() {
         let dir = std::env::temp_dir().join(format!("acp-client-rules-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(dir.join("big.txt"), "x".repeat(100)).unwrap();
         let options = ClientOptions::default()
-            .with_file_system(FsHost::new())
+            .with_file_system(FsHost::new().with_max_read_bytes(64))
             .with_terminals(TerminalHost::new());
         let (agent, mut peer) = start(options);
         let init = agent.initialize();
@@ -370,6 +371,22 @@ fn fs_and_terminal_calls_are_served_by_the_hosts() {
             )
             .await;
         assert_eq!(read["result"]["content"], "two\n");
+        let big = dir.join("big.txt").display().to_string();
+        let too_large = peer
+            .request(
+                2,
+                "fs/read_text_file",
+                json!({"sessionId": "s1", "path": big}),
+            )
+            .await;
+        assert_eq!(too_large["error"]["code"], -32602, "{too_large}");
+        assert!(
+            too_large["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("too large"),
+            "{too_large}"
+        );
         let outside = peer
             .request(
                 2,

@@ -382,3 +382,46 @@ fn the_hook_serves_unsaved_buffers_and_observes_writes() {
         );
     });
 }
+
+#[test]
+fn reads_larger_than_the_limit_are_refused_but_ranges_of_them_work() {
+    let sandbox = Sandbox::new();
+    let roots = sandbox.roots();
+    let log = sandbox.root.join("big.log");
+    let lines: String = (1..=1000).map(|n| format!("line {n:04}\n")).collect();
+    std::fs::write(&log, &lines).unwrap();
+    let host = FsHost::new().with_max_read_bytes(100);
+    let read = |line, limit| smol::block_on(host.read_text_file(&roots, &log, line, limit));
+
+    let error = read(None, None).unwrap_err();
+    assert!(
+        matches!(&error, FsError::TooLarge { path, limit: 100 } if *path == log),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("range of lines"), "{error}");
+    // Ten lines of 10 bytes fit exactly; eleven do not.
+    assert_eq!(
+        read(Some(991), Some(10)).unwrap(),
+        lines[990 * 10..].to_owned()
+    );
+    assert!(matches!(
+        read(Some(990), Some(11)),
+        Err(FsError::TooLarge { .. })
+    ));
+    // The tail past the last line, and a limit of 0, are empty whatever the file's size.
+    assert_eq!(read(Some(1001), None).unwrap(), "");
+    assert_eq!(read(Some(5), Some(0)).unwrap(), "");
+    // Invalid UTF-8 outside the requested lines does not matter; inside, it does.
+    let mixed = sandbox.root.join("mixed.txt");
+    std::fs::write(&mixed, b"good\n\xff\xfe\nalso good\n").unwrap();
+    let host = FsHost::new();
+    let read = |line, limit| smol::block_on(host.read_text_file(&roots, &mixed, line, limit));
+    assert_eq!(read(Some(3), None).unwrap(), "also good\n");
+    assert!(matches!(read(Some(2), Some(1)), Err(FsError::NotUtf8(_))));
+}
+
+#[test]
+fn the_default_limit_is_16_mib() {
+    assert_eq!(acp_runtime::host::DEFAULT_MAX_READ_BYTES, 16 * 1024 * 1024);
+    assert!(format!("{:?}", FsHost::new()).contains("16777216"));
+}

@@ -141,6 +141,18 @@ pub enum FsError {
     /// The file is not valid UTF-8 text.
     #[error("`{}` is not a UTF-8 text file", .0.display())]
     NotUtf8(PathBuf),
+    /// The text asked for is larger than the host's limit
+    /// ([`FsHost::with_max_read_bytes`]); a `line`/`limit` range of it may still be read.
+    #[error(
+        "`{}` is too large to read: more than {limit} bytes requested; ask for a range of lines",
+        path.display()
+    )]
+    TooLarge {
+        /// The path as requested.
+        path: PathBuf,
+        /// The host's limit, in bytes.
+        limit: u64,
+    },
     /// Any other operating-system failure.
     #[error("could not {action} `{}`: {source}", path.display())]
     Io {
@@ -192,6 +204,10 @@ impl fmt::Display for RootList<'_> {
 /// and create missing parent directories: the protocol has no other way for an agent
 /// to make a directory, and agents routinely write new files into new folders.
 ///
+/// Reads go line by line and return at most [`DEFAULT_MAX_READ_BYTES`] of text (see
+/// [`with_max_read_bytes`](FsHost::with_max_read_bytes)), so an agent cannot make the client
+/// load a huge file into memory; it can still read any range of lines of it.
+///
 /// ```
 /// use acp_runtime::host::{FsHost, FsRoots};
 ///
@@ -207,15 +223,30 @@ impl fmt::Display for RootList<'_> {
 /// });
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct FsHost {
     hook: Option<Arc<dyn FsHook>>,
+    max_read_bytes: u64,
+}
+
+/// The default limit of [`FsHost::with_max_read_bytes`]: 16 MiB, far above any source file,
+/// and far below what would strain the client's memory or the agent's line length limit.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
+
+impl Default for FsHost {
+    fn default() -> Self {
+        FsHost {
+            hook: None,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+        }
+    }
 }
 
 impl fmt::Debug for FsHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FsHost")
             .field("hook", &self.hook.is_some())
+            .field("max_read_bytes", &self.max_read_bytes)
             .finish()
     }
 }
@@ -228,7 +259,36 @@ impl FsHost {
 
     /// A host that consults `hook` for unsaved contents and reports writes to it.
     pub fn with_hook(hook: Arc<dyn FsHook>) -> Self {
-        Self { hook: Some(hook) }
+        Self {
+            hook: Some(hook),
+            ..Self::default()
+        }
+    }
+
+    /// Refuses reads whose text (the whole file, or the requested lines) is larger than
+    /// `bytes`, with [`FsError::TooLarge`]. Default: [`DEFAULT_MAX_READ_BYTES`]. Files are read
+    /// line by line, so a range of lines from a file of any size stays within this memory.
+    ///
+    /// ```
+    /// use acp_runtime::host::{FsError, FsHost, FsRoots};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("acp-fs-cap-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let file = dir.join("big.log");
+    /// std::fs::write(&file, "a line of the log\n".repeat(1000)).unwrap();
+    /// let roots = FsRoots::session(&dir, Vec::<std::path::PathBuf>::new());
+    /// let host = FsHost::new().with_max_read_bytes(1024);
+    /// smol::block_on(async {
+    ///     let whole = host.read_text_file(&roots, &file, None, None).await;
+    ///     assert!(matches!(whole, Err(FsError::TooLarge { limit: 1024, .. })));
+    ///     let tail = host.read_text_file(&roots, &file, Some(999), Some(10)).await.unwrap();
+    ///     assert_eq!(tail, "a line of the log\n".repeat(2));
+    /// });
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn with_max_read_bytes(mut self, bytes: u64) -> Self {
+        self.max_read_bytes = bytes;
+        self
     }
 
     /// The text of the file at `path` (`fs/read_text_file`), or of the lines
@@ -254,15 +314,21 @@ impl FsHost {
         let roots = roots.clone();
         let path = path.to_path_buf();
         let hook = self.hook.clone();
+        let max = self.max_read_bytes;
         smol::unblock(move || {
             let resolved = resolve_within(&roots, &path)?;
-            let mut content = match hook.and_then(|hook| hook.read_override(&path)) {
-                Some(content) => content,
-                None => read_from_disk(&path, &resolved)?,
+            let content = match hook.and_then(|hook| hook.read_override(&path)) {
+                Some(mut content) => {
+                    let range = line_range(&content, line, limit);
+                    content.truncate(range.end);
+                    content.drain(..range.start);
+                    content
+                }
+                None => read_lines_from_disk(&path, &resolved, line, limit, max)?,
             };
-            let range = line_range(&content, line, limit);
-            content.truncate(range.end);
-            content.drain(..range.start);
+            if content.len() as u64 > max {
+                return Err(FsError::TooLarge { path, limit: max });
+            }
             Ok(content)
         })
         .await
@@ -308,17 +374,62 @@ impl FsHost {
     }
 }
 
-fn read_from_disk(path: &Path, resolved: &Path) -> Result<String, FsError> {
-    fs::read_to_string(resolved).map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => FsError::NotFound(path.to_path_buf()),
-        io::ErrorKind::IsADirectory => FsError::NotAFile(path.to_path_buf()),
-        io::ErrorKind::InvalidData => FsError::NotUtf8(path.to_path_buf()),
-        _ => FsError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        },
-    })
+/// Reads lines `line ..` (`limit` of them, or to the end) of the file, line by line: the
+/// lines before the range are skipped without being kept, and reading stops once the text
+/// passes `max` bytes.
+fn read_lines_from_disk(
+    path: &Path,
+    resolved: &Path,
+    line: Option<u32>,
+    limit: Option<u32>,
+    max: u64,
+) -> Result<String, FsError> {
+    use std::io::{BufRead, Read};
+    let failed = |action: &'static str| {
+        move |source: io::Error| match source.kind() {
+            io::ErrorKind::NotFound => FsError::NotFound(path.to_path_buf()),
+            io::ErrorKind::IsADirectory => FsError::NotAFile(path.to_path_buf()),
+            _ => FsError::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    };
+    let file = fs::File::open(resolved).map_err(failed("open"))?;
+    let mut reader = io::BufReader::new(file);
+    let mut skipped = Vec::new();
+    for _ in 1..line.unwrap_or(1) {
+        skipped.clear();
+        if reader
+            .read_until(b'\n', &mut skipped)
+            .map_err(failed("read"))?
+            == 0
+        {
+            return Ok(String::new());
+        }
+    }
+    let mut text = Vec::new();
+    let mut lines = 0;
+    while limit.is_none_or(|limit| lines < limit) {
+        // Read at most one byte past the limit: enough to know it was passed.
+        let room = (max + 1).saturating_sub(text.len() as u64);
+        let read = (&mut reader)
+            .take(room)
+            .read_until(b'\n', &mut text)
+            .map_err(failed("read"))?;
+        if text.len() as u64 > max {
+            return Err(FsError::TooLarge {
+                path: path.to_path_buf(),
+                limit: max,
+            });
+        }
+        if read == 0 {
+            break;
+        }
+        lines += 1;
+    }
+    String::from_utf8(text).map_err(|_| FsError::NotUtf8(path.to_path_buf()))
 }
 
 /// The byte range of `limit` lines starting at 1-based `line`.

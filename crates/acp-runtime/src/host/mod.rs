@@ -17,7 +17,7 @@ mod process_group;
 #[cfg(unix)]
 mod terminal;
 
-pub use fs::{FsError, FsHook, FsHost, FsRoots};
+pub use fs::{DEFAULT_MAX_READ_BYTES, FsError, FsHook, FsHost, FsRoots};
 pub use output_buffer::OutputBuffer;
 #[cfg(unix)]
 pub use process_group::signal_name;
