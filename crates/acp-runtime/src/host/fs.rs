@@ -3,7 +3,6 @@
 use std::fmt;
 use std::fs;
 use std::io;
-use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -317,19 +316,18 @@ impl FsHost {
         let max = self.max_read_bytes;
         smol::unblock(move || {
             let resolved = resolve_within(&roots, &path)?;
-            let content = match hook.and_then(|hook| hook.read_override(&path)) {
-                Some(mut content) => {
-                    let range = line_range(&content, line, limit);
-                    content.truncate(range.end);
-                    content.drain(..range.start);
-                    content
+            let selected = match hook.and_then(|hook| hook.read_override(&path)) {
+                Some(content) => select_lines(content.as_bytes(), line, limit, max),
+                None => {
+                    let file = fs::File::open(&resolved).map_err(io_error(&path, "open"))?;
+                    select_lines(io::BufReader::new(file), line, limit, max)
                 }
-                None => read_lines_from_disk(&path, &resolved, line, limit, max)?,
             };
-            if content.len() as u64 > max {
-                return Err(FsError::TooLarge { path, limit: max });
+            match selected {
+                Ok(text) => String::from_utf8(text).map_err(|_| FsError::NotUtf8(path)),
+                Err(Selection::TooLarge) => Err(FsError::TooLarge { path, limit: max }),
+                Err(Selection::Io(source)) => Err(io_error(&path, "read")(source)),
             }
-            Ok(content)
         })
         .await
     }
@@ -374,39 +372,44 @@ impl FsHost {
     }
 }
 
-/// Reads lines `line ..` (`limit` of them, or to the end) of the file, line by line: the
-/// lines before the range are skipped without being kept, and reading stops once the text
-/// passes `max` bytes.
-fn read_lines_from_disk(
-    path: &Path,
-    resolved: &Path,
+/// Maps an I/O error on `path` while trying to `action` it.
+fn io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> FsError + 'a {
+    move |source| match source.kind() {
+        io::ErrorKind::NotFound => FsError::NotFound(path.to_path_buf()),
+        io::ErrorKind::IsADirectory => FsError::NotAFile(path.to_path_buf()),
+        _ => FsError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// Why [`select_lines`] gave no text.
+enum Selection {
+    TooLarge,
+    Io(io::Error),
+}
+
+/// Lines `line ..` (1-based; `limit` of them, or to the end) of `reader`, keeping their
+/// terminators. Lines before the range are skipped without being kept, and reading stops as
+/// soon as the text passes `max` bytes, so a file of any size costs at most `max` of memory.
+fn select_lines(
+    mut reader: impl io::BufRead,
     line: Option<u32>,
     limit: Option<u32>,
     max: u64,
-) -> Result<String, FsError> {
+) -> Result<Vec<u8>, Selection> {
     use std::io::{BufRead, Read};
-    let failed = |action: &'static str| {
-        move |source: io::Error| match source.kind() {
-            io::ErrorKind::NotFound => FsError::NotFound(path.to_path_buf()),
-            io::ErrorKind::IsADirectory => FsError::NotAFile(path.to_path_buf()),
-            _ => FsError::Io {
-                action,
-                path: path.to_path_buf(),
-                source,
-            },
-        }
-    };
-    let file = fs::File::open(resolved).map_err(failed("open"))?;
-    let mut reader = io::BufReader::new(file);
     let mut skipped = Vec::new();
     for _ in 1..line.unwrap_or(1) {
         skipped.clear();
         if reader
             .read_until(b'\n', &mut skipped)
-            .map_err(failed("read"))?
+            .map_err(Selection::Io)?
             == 0
         {
-            return Ok(String::new());
+            return Ok(Vec::new());
         }
     }
     let mut text = Vec::new();
@@ -417,39 +420,16 @@ fn read_lines_from_disk(
         let read = (&mut reader)
             .take(room)
             .read_until(b'\n', &mut text)
-            .map_err(failed("read"))?;
+            .map_err(Selection::Io)?;
         if text.len() as u64 > max {
-            return Err(FsError::TooLarge {
-                path: path.to_path_buf(),
-                limit: max,
-            });
+            return Err(Selection::TooLarge);
         }
         if read == 0 {
             break;
         }
         lines += 1;
     }
-    String::from_utf8(text).map_err(|_| FsError::NotUtf8(path.to_path_buf()))
-}
-
-/// The byte range of `limit` lines starting at 1-based `line`.
-fn line_range(content: &str, line: Option<u32>, limit: Option<u32>) -> Range<usize> {
-    let skipped = line.map_or(0, |line| line.saturating_sub(1));
-    let start = skip_lines(content, 0, skipped);
-    let end = limit.map_or(content.len(), |limit| skip_lines(content, start, limit));
-    start..end
-}
-
-/// The offset just past `count` more line ends after `from`, or the end of the text.
-fn skip_lines(content: &str, from: usize, count: u32) -> usize {
-    let mut offset = from;
-    for _ in 0..count {
-        match content[offset..].find('\n') {
-            Some(newline) => offset += newline + 1,
-            None => return content.len(),
-        }
-    }
-    offset
+    Ok(text)
 }
 
 /// Resolves `path` (absolute) as the operating system would and checks it against the
