@@ -424,4 +424,15 @@ fn reads_larger_than_the_limit_are_refused_but_ranges_of_them_work() {
 fn the_default_limit_is_16_mib() {
     assert_eq!(acp_runtime::host::DEFAULT_MAX_READ_BYTES, 16 * 1024 * 1024);
     assert!(format!("{:?}", FsHost::new()).contains("16777216"));
+    // A file just over the limit is refused whole by a default host; its lines are not.
+    let sandbox = Sandbox::new();
+    let roots = sandbox.roots();
+    let big = sandbox.root.join("big.txt");
+    let line = format!("{}\n", "y".repeat(1023));
+    std::fs::write(&big, line.repeat(16 * 1024 + 1)).unwrap();
+    assert!(matches!(
+        read(&roots, &big, None, None),
+        Err(FsError::TooLarge { limit, .. }) if limit == 16 * 1024 * 1024
+    ));
+    assert_eq!(read(&roots, &big, Some(16 * 1024 + 1), None).unwrap(), line);
 }
