@@ -3,7 +3,8 @@
 //! - [`TerminalHost`] runs commands for `terminal/create`, `terminal/output`,
 //!   `terminal/wait_for_exit`, `terminal/kill` and `terminal/release` (Unix only).
 //! - [`FsHost`] serves `fs/read_text_file` and `fs/write_text_file` within a session's
-//!   [`FsRoots`], optionally through an editor's [`FsHook`].
+//!   [`FsRoots`], optionally through an editor's [`FsHook`]; reads return at most
+//!   [`DEFAULT_MAX_READ_BYTES`] of text unless configured otherwise.
 //! - [`OutputBuffer`] is the bounded, UTF-8-safe output store behind every terminal.
 //!
 //! These types use plain Rust values; mapping them to and from the protocol's messages
