@@ -137,6 +137,7 @@
 //! a branch per message.
 
 mod connection;
+mod driver;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -1,0 +1,462 @@
+//! The driver: the one future that reads from the peer, writes to it, and
+//! polls every handler future inside itself.
+
+use std::any::Any;
+use std::future::Future;
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use futures_io::{AsyncBufRead, AsyncWrite};
+
+use crate::connection::{ConnectionHandle, ConnectionOptions};
+use crate::handler::{IncomingNotification, IncomingRequest, Responder};
+use crate::line_reader::{LineEvent, LineReader};
+use crate::shared::{CANCEL_REQUEST_METHOD, RequestState, Shared, Taken};
+use crate::task_set::TaskSet;
+use crate::{
+    ConnectionError, Message, Notification, Problem, Request, RequestError, RequestId,
+    ResponseError,
+};
+
+/// Turns a panicking request handler into a report and a `-32603`.
+pub(crate) struct PanicGuard {
+    id: RequestId,
+    state: Arc<RequestState>,
+    shared: Arc<Shared>,
+}
+
+impl PanicGuard {
+    pub(crate) fn run<F: Future<Output = ()>>(self, handler: F) -> Guarded<F> {
+        Guarded {
+            handler,
+            guard: self,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request handler future under a [`PanicGuard`]. A combinator rather
+    /// than an `async fn`, which would store the handler future twice (as
+    /// its argument and as the pinned local it polls).
+    pub(crate) struct Guarded<F> {
+        #[pin]
+        handler: F,
+        guard: PanicGuard,
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Guarded<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let handler = this.handler;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| handler.poll(cx))) {
+            Ok(poll) => poll,
+            Err(payload) => {
+                // Recorded before the handler future (and any responder in
+                // it) is dropped, so that the responder answers -32603.
+                this.guard.state.panicked.store(true, Ordering::Release);
+                this.guard.shared.report(Problem::RequestHandlerPanicked {
+                    id: this.guard.id.clone(),
+                    message: panic_message(payload.as_ref()),
+                });
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "(a panic payload that is not a string)".to_owned()
+    }
+}
+
+/// Most lines read in one round before the other parts get a turn.
+const READ_BATCH_LINES: usize = 64;
+/// Rounds in one poll before yielding to the executor.
+const ROUNDS_PER_POLL: usize = 32;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Reading, writing, handling.
+    Running,
+    /// The peer's input ended: waiting for our handlers to finish.
+    InputEnded,
+    /// Writing what is left, then closing the writer.
+    Closing,
+    /// Finished.
+    Done,
+}
+
+/// The driver, generic over the handler's futures (`Q` for requests, `N` for
+/// notifications) and the functions that make them, so that they are stored
+/// unboxed and their allocations reused.
+pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
+    shared: Arc<Shared>,
+    make_request: MQ,
+    make_notification: MN,
+    reader: LineReader<R>,
+    writer: W,
+    requests: TaskSet<Q, Arc<RequestState>>,
+    /// The notification being handled (notifications are handled one at a
+    /// time, in order), in a box kept for the next one.
+    notification: Pin<Box<Option<N>>>,
+    /// Its method, for the report if its handler panics.
+    notification_method: String,
+    write_buffer: Vec<u8>,
+    written: usize,
+    unflushed: bool,
+    max_in_flight: usize,
+    phase: Phase,
+}
+
+impl<R, W, MQ, MN, Q, N> Driver<R, W, MQ, MN, Q, N>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+    MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
+    MN: Fn(IncomingNotification) -> N + Unpin,
+    Q: Future<Output = ()>,
+    N: Future<Output = ()>,
+{
+    pub(crate) fn start(
+        reader: R,
+        writer: W,
+        options: ConnectionOptions,
+        make_request: MQ,
+        make_notification: MN,
+    ) -> (ConnectionHandle, Self) {
+        let shared = Shared::new(options.outgoing_capacity, options.observer);
+        let driver = Driver {
+            shared: shared.clone(),
+            make_request,
+            make_notification,
+            reader: LineReader::with_max_line_length(reader, options.max_line_length),
+            writer,
+            requests: TaskSet::new(),
+            notification: Box::pin(None),
+            notification_method: String::new(),
+            write_buffer: Vec::new(),
+            written: 0,
+            unflushed: false,
+            max_in_flight: options.max_in_flight_requests,
+            phase: Phase::Running,
+        };
+        (ConnectionHandle { shared }, driver)
+    }
+
+    fn handle(&self) -> ConnectionHandle {
+        ConnectionHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Writes queued frames, batching whatever is available, and flushes
+    /// once the queue is empty. Returns whether anything happened.
+    fn poll_writer(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
+        let mut progress = false;
+        loop {
+            while self.written < self.write_buffer.len() {
+                match Pin::new(&mut self.writer).poll_write(cx, &self.write_buffer[self.written..])
+                {
+                    Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                    Poll::Ready(Ok(n)) => {
+                        self.written += n;
+                        self.unflushed = true;
+                        progress = true;
+                    }
+                    Poll::Ready(Err(error)) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Poll::Ready(Err(error)) => return Err(error),
+                    Poll::Pending => return Ok(progress),
+                }
+            }
+            self.write_buffer.clear();
+            self.written = 0;
+
+            let closed = match self.shared.take_queued(&mut self.write_buffer, cx) {
+                Taken::Lines => {
+                    progress = true;
+                    continue;
+                }
+                Taken::Empty => false,
+                Taken::Closed => true,
+            };
+
+            // The queue is momentarily empty: now is the time to flush.
+            if self.unflushed {
+                match Pin::new(&mut self.writer).poll_flush(cx) {
+                    Poll::Ready(Ok(())) => {
+                        self.unflushed = false;
+                        progress = true;
+                    }
+                    Poll::Ready(Err(error)) => return Err(error),
+                    Poll::Pending => return Ok(progress),
+                }
+            }
+            if closed {
+                // Only `Shared::close` closes the queue, and it has been
+                // drained: the connection is over.
+                match Pin::new(&mut self.writer).poll_close(cx) {
+                    Poll::Ready(Ok(())) => {
+                        self.phase = Phase::Done;
+                        return Ok(true);
+                    }
+                    Poll::Ready(Err(error)) => return Err(error),
+                    Poll::Pending => return Ok(progress),
+                }
+            }
+            return Ok(progress);
+        }
+    }
+
+    /// Polls the notification being handled; returns whether it finished.
+    fn poll_notification(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(task) = self.notification.as_mut().as_pin_mut() else {
+            return false;
+        };
+        let finished = match std::panic::catch_unwind(AssertUnwindSafe(|| task.poll(cx))) {
+            Ok(poll) => poll.is_ready(),
+            Err(payload) => {
+                self.shared.report(Problem::NotificationHandlerPanicked {
+                    method: self.notification_method.clone(),
+                    message: panic_message(payload.as_ref()),
+                });
+                true
+            }
+        };
+        if finished {
+            self.notification.set(None);
+        }
+        finished
+    }
+
+    /// Whether reading must wait: a notification is being handled, or the
+    /// peer has too many requests in flight (back-pressure on the peer).
+    fn reading_paused(&self) -> bool {
+        self.notification.is_some()
+            || self.requests.len() >= self.max_in_flight
+            || self.shared.queued_replies() >= self.max_in_flight
+    }
+
+    fn poll_reader(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
+        let mut progress = false;
+        for _ in 0..READ_BATCH_LINES {
+            if self.phase != Phase::Running || self.reading_paused() {
+                break;
+            }
+            let decoded = match self.reader.poll_read_line(cx) {
+                Poll::Pending => break,
+                Poll::Ready(Err(error)) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Poll::Ready(Err(error)) => return Err(error),
+                Poll::Ready(Ok(None)) => {
+                    self.phase = Phase::InputEnded;
+                    // No response can arrive any more.
+                    self.shared.refuse_requests();
+                    return Ok(true);
+                }
+                Poll::Ready(Ok(Some(LineEvent::TooLong { length }))) => {
+                    Err(Problem::LineTooLong { length })
+                }
+                Poll::Ready(Ok(Some(LineEvent::Line(line)))) => {
+                    if let Some(observer) = &self.shared.observer {
+                        observer.incoming(line);
+                    }
+                    Ok(Message::from_slice(line))
+                }
+            };
+            progress = true;
+            match decoded {
+                Ok(Ok(message)) => {
+                    let expects_a_write =
+                        matches!(message, Message::Request(_) | Message::Response(_));
+                    self.route(message, cx);
+                    // A request (or a response some task waits for) will
+                    // likely be answered by a write. When nothing more is
+                    // buffered, let that happen before reading again: the
+                    // read would most likely find the pipe empty, and after
+                    // the write the transport can go straight to waiting.
+                    if expects_a_write && self.reader.input_exhausted() {
+                        break;
+                    }
+                }
+                Ok(Err(error)) => {
+                    if let Some(id) = error.response_id() {
+                        let failure = RequestError::MalformedResponse(error.detail().to_owned());
+                        self.shared.fail_waiter(id, failure);
+                    }
+                    if let Some(reply) = error.reply()
+                        && let Err(reply_error) = &reply.result
+                    {
+                        self.shared.reply_error(&reply.id, reply_error);
+                    }
+                    self.shared.report(Problem::Malformed(error));
+                }
+                Err(problem) => self.shared.report(problem),
+            }
+        }
+        Ok(progress)
+    }
+
+    fn route(&mut self, message: Message, cx: &mut Context<'_>) {
+        match message {
+            Message::Request(request) => self.accept_request(request),
+            Message::Notification(notification) if notification.method == CANCEL_REQUEST_METHOD => {
+                self.cancel_incoming(&notification)
+            }
+            Message::Notification(notification) => {
+                self.notification_method.clear();
+                self.notification_method.push_str(&notification.method);
+                let notification = IncomingNotification {
+                    notification,
+                    connection: self.handle(),
+                };
+                self.notification
+                    .set(Some((self.make_notification)(notification)));
+                // Most handlers finish at once; then reading goes on without
+                // a round trip through the main loop.
+                self.poll_notification(cx);
+            }
+            Message::Response(response) => self.shared.complete(response),
+        }
+    }
+
+    fn accept_request(&mut self, request: Request) {
+        let Some(state) = self.shared.begin_incoming(&request.id) else {
+            let error = ResponseError::invalid_request(format_args!(
+                "a request with id {} is already in flight",
+                request.id
+            ));
+            self.shared.reply_error(&request.id, &error);
+            self.shared.report(Problem::DuplicateRequestId(request.id));
+            return;
+        };
+        self.shared.reserve_reply();
+        let responder = Responder::new(request.id.clone(), self.shared.clone(), state.clone());
+        let guard = PanicGuard {
+            id: request.id.clone(),
+            state: state.clone(),
+            shared: self.shared.clone(),
+        };
+        let request = IncomingRequest {
+            request,
+            connection: self.handle(),
+        };
+        let task = (self.make_request)(request, responder, guard);
+        self.requests.insert(task, state);
+    }
+
+    fn cancel_incoming(&mut self, notification: &Notification) {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct CancelParams {
+            request_id: RequestId,
+        }
+        let id = match notification.params::<CancelParams>() {
+            Ok(params) => params.request_id,
+            Err(error) => {
+                self.shared
+                    .report(Problem::InvalidCancelRequest(error.to_string()));
+                return;
+            }
+        };
+        // Unknown ids are normal: the request may have just been answered.
+        if let Some(state) = self.shared.incoming_state(&id) {
+            state.cancelled.store(true, Ordering::Release);
+            // Dropping the handler drops its responder, which answers -32800.
+            self.requests.remove_where(|task| Arc::ptr_eq(task, &state));
+        }
+    }
+
+    /// Moves to `Closing`: nothing more is read or handled; what is queued
+    /// gets written.
+    fn begin_closing(&mut self) {
+        self.phase = Phase::Closing;
+        self.shared.close();
+        self.notification.set(None);
+        self.requests.clear();
+    }
+
+    fn poll_rounds(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        for _ in 0..ROUNDS_PER_POLL {
+            if self.phase == Phase::Done {
+                return Poll::Ready(Ok(()));
+            }
+            if self.shared.is_closed() && self.phase != Phase::Closing {
+                self.begin_closing();
+            }
+            let mut progress = self.poll_writer(cx).map_err(ConnectionError::Write)?;
+            if self.phase == Phase::Done {
+                return Poll::Ready(Ok(()));
+            }
+            if self.phase != Phase::Closing {
+                if self.requests.poll(cx) {
+                    progress = true;
+                    // Write what the handlers answered before reading on
+                    // (see `poll_reader`).
+                    self.poll_writer(cx).map_err(ConnectionError::Write)?;
+                    if self.phase == Phase::Done {
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                progress |= self.poll_notification(cx);
+                progress |= self.poll_reader(cx).map_err(ConnectionError::Read)?;
+            }
+            if self.phase == Phase::InputEnded
+                && self.requests.is_empty()
+                && self.notification.is_none()
+                && !self.shared.has_unanswered_incoming()
+            {
+                self.begin_closing();
+                progress = true;
+            }
+            if !progress {
+                return Poll::Pending;
+            }
+        }
+        // Plenty done: let the executor run others, and come back.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl<R, W, MQ, MN, Q, N> Future for Driver<R, W, MQ, MN, Q, N>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+    MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
+    MN: Fn(IncomingNotification) -> N + Unpin,
+    Q: Future<Output = ()>,
+    N: Future<Output = ()>,
+{
+    type Output = Result<(), ConnectionError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let result = this.poll_rounds(cx);
+        if let Poll::Ready(Err(_)) = &result {
+            this.phase = Phase::Done;
+            this.shared.close();
+            this.notification.set(None);
+            this.requests.clear();
+        }
+        result
+    }
+}
+
+/// Dropping the driver ends the connection at once: nothing more is read
+/// or written, and handles and waiting requests see it closed.
+impl<R, W, MQ, MN, Q, N> Drop for Driver<R, W, MQ, MN, Q, N> {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
