@@ -32,8 +32,12 @@ pub struct ConnectionOptions {
     pub(crate) max_line_length: usize,
     pub(crate) outgoing_capacity: usize,
     pub(crate) max_in_flight_requests: usize,
+    pub(crate) reply_budget: usize,
     pub(crate) observer: SharedObserver,
 }
+
+/// The default of [`ConnectionOptions::with_reply_budget`]: 32 MiB.
+pub const DEFAULT_REPLY_BUDGET: usize = 32 * 1024 * 1024;
 
 impl Default for ConnectionOptions {
     fn default() -> Self {
@@ -41,6 +45,7 @@ impl Default for ConnectionOptions {
             max_line_length: DEFAULT_MAX_LINE_LENGTH,
             outgoing_capacity: 1024,
             max_in_flight_requests: 256,
+            reply_budget: DEFAULT_REPLY_BUDGET,
             observer: None,
         }
     }
@@ -60,17 +65,41 @@ impl ConnectionOptions {
     /// larger ones take their size out of the same budget (1024 × 256 bytes
     /// = 256 KiB by default), so large messages cannot pile up either. A
     /// message larger than the whole budget is queued alone. (Responses are
-    /// bounded separately, by the in-flight limit.)
+    /// bounded separately, by [`with_reply_budget`](Self::with_reply_budget).)
     pub fn with_outgoing_capacity(mut self, messages: usize) -> Self {
         self.outgoing_capacity = messages.max(1);
         self
     }
 
-    /// How many of the peer's requests may be in flight (handled, or
-    /// answered but not yet written) before the connection stops reading
-    /// from the peer. Default: 256.
+    /// How many of the peer's requests may be in flight: not yet answered,
+    /// or with their handler still running. Default: 256.
+    ///
+    /// A request arriving at the limit is answered at once with
+    /// [`ResponseError::too_many_requests`](crate::ResponseError::too_many_requests)
+    /// (`-32603`, data `{"maxInFlightRequests": limit}`), reported as
+    /// [`Problem::TooManyRequests`], and reading goes on: the responses,
+    /// notifications and `$/cancel_request`s that let the running handlers
+    /// finish must still get through. (Before, reaching the limit paused
+    /// reading instead.)
     pub fn with_max_in_flight_requests(mut self, requests: usize) -> Self {
         self.max_in_flight_requests = requests.max(1);
+        self
+    }
+
+    /// How many bytes of our responses may wait for the writer before the
+    /// connection stops reading the peer's input. Default:
+    /// [`DEFAULT_REPLY_BUDGET`] (32 MiB).
+    ///
+    /// A response is never refused (a [`Responder`](crate::Responder)
+    /// answers without waiting), so the budget is kept in two ways: while the
+    /// queued responses exceed it, the peer is evidently not reading our
+    /// answers and the driver reads no more of its messages (taking more
+    /// requests would only grow memory); and handlers that produce large
+    /// answers wait for room first with
+    /// [`Responder::reserve`](crate::Responder::reserve). The connection's
+    /// own error answers count too.
+    pub fn with_reply_budget(mut self, bytes: usize) -> Self {
+        self.reply_budget = bytes;
         self
     }
 
@@ -93,6 +122,7 @@ impl fmt::Debug for ConnectionOptions {
             .field("max_line_length", &self.max_line_length)
             .field("outgoing_capacity", &self.outgoing_capacity)
             .field("max_in_flight_requests", &self.max_in_flight_requests)
+            .field("reply_budget", &self.reply_budget)
             .field("observer", &self.observer.is_some())
             .finish()
     }
@@ -320,6 +350,25 @@ impl ConnectionHandle {
     /// The outgoing queue's capacity.
     pub fn outgoing_capacity(&self) -> usize {
         self.shared.outgoing_capacity()
+    }
+
+    /// Bytes of responses queued and not yet taken by the writer. May exceed
+    /// [`reply_budget`](Self::reply_budget) (by less than one response when
+    /// every large one was [reserved](crate::Responder::reserve) for); the
+    /// connection reads nothing from the peer while it does.
+    pub fn queued_reply_bytes(&self) -> usize {
+        self.shared.queued_reply_bytes()
+    }
+
+    /// Bytes of the reply budget held by responders for answers they have
+    /// not sent yet ([`Responder::reserve`](crate::Responder::reserve)).
+    pub fn reserved_reply_bytes(&self) -> usize {
+        self.shared.reserved_reply_bytes()
+    }
+
+    /// The reply budget ([`ConnectionOptions::with_reply_budget`]).
+    pub fn reply_budget(&self) -> usize {
+        self.shared.reply_budget()
     }
 
     /// Passes a problem to the connection's observer, if it has one.

@@ -15,7 +15,7 @@ use futures_io::{AsyncBufRead, AsyncWrite};
 use crate::connection::{ConnectionHandle, ConnectionOptions};
 use crate::handler::{IncomingNotification, IncomingRequest, Responder};
 use crate::line_reader::{LineEvent, LineReader};
-use crate::shared::{CANCEL_REQUEST_METHOD, RequestState, Shared, Taken};
+use crate::shared::{CANCEL_REQUEST_METHOD, Refusal, RequestState, Shared, Taken};
 use crate::task_set::TaskSet;
 use crate::{
     ConnectionError, Message, Notification, Problem, Request, RequestError, RequestId,
@@ -136,7 +136,11 @@ where
         make_request: MQ,
         make_notification: MN,
     ) -> (ConnectionHandle, Self) {
-        let shared = Shared::new(options.outgoing_capacity, options.observer);
+        let shared = Shared::new(
+            options.outgoing_capacity,
+            options.reply_budget,
+            options.observer,
+        );
         let driver = Driver {
             shared: shared.clone(),
             make_request,
@@ -240,12 +244,13 @@ where
         finished
     }
 
-    /// Whether reading must wait: a notification is being handled, or the
-    /// peer has too many requests in flight (back-pressure on the peer).
+    /// Whether reading must wait: a notification is being handled (the
+    /// ordering contract), or the peer is not reading our answers and taking
+    /// more of its requests would only grow memory. Nothing else may stop
+    /// the reader: the responses and `$/cancel_request`s that free running
+    /// handlers come through it.
     fn reading_paused(&self) -> bool {
-        self.notification.is_some()
-            || self.requests.len() >= self.max_in_flight
-            || self.shared.queued_replies() >= self.max_in_flight
+        self.notification.is_some() || self.shared.replies_over_budget()
     }
 
     fn poll_reader(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
@@ -331,16 +336,33 @@ where
     }
 
     fn accept_request(&mut self, request: Request) {
-        let Some(state) = self.shared.begin_incoming(&request.id) else {
-            let error = ResponseError::invalid_request(format_args!(
-                "a request with id {} is already in flight",
-                request.id
-            ));
-            self.shared.reply_error(&request.id, &error);
-            self.shared.report(Problem::DuplicateRequestId(request.id));
-            return;
+        let limit = self.max_in_flight;
+        let state = match self
+            .shared
+            .begin_incoming(&request.id, limit, self.requests.len())
+        {
+            Ok(state) => state,
+            Err(Refusal::DuplicateId) => {
+                let error = ResponseError::invalid_request(format_args!(
+                    "a request with id {} is already in flight",
+                    request.id
+                ));
+                self.shared.reply_error(&request.id, &error);
+                self.shared.report(Problem::DuplicateRequestId(request.id));
+                return;
+            }
+            Err(Refusal::TooMany) => {
+                // Answered rather than left unread: reading must go on, for
+                // the responses and cancellations that free the handlers.
+                let error = ResponseError::too_many_requests(limit);
+                self.shared.reply_error(&request.id, &error);
+                self.shared.report(Problem::TooManyRequests {
+                    id: request.id,
+                    limit,
+                });
+                return;
+            }
         };
-        self.shared.reserve_reply();
         let responder = Responder::new(request.id.clone(), self.shared.clone(), state.clone());
         let guard = PanicGuard {
             id: request.id.clone(),

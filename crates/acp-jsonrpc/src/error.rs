@@ -149,6 +149,36 @@ impl ResponseError {
         Self::from_code(ErrorCode::REQUEST_CANCELLED)
     }
 
+    /// The message of [`too_many_requests`](Self::too_many_requests).
+    pub const TOO_MANY_REQUESTS_MESSAGE: &'static str = "too many requests in flight";
+
+    /// What the connection answers a request that arrives while `limit` of
+    /// the peer's requests are already in flight:
+    /// `{"code":-32603,"message":"too many requests in flight","data":{"maxInFlightRequests":limit}}`.
+    ///
+    /// `-32603` because every peer understands it; the message tells it
+    /// apart from a failing handler (see
+    /// [`is_too_many_requests`](Self::is_too_many_requests)). Nothing was
+    /// done for the request, so sending it again later is safe.
+    pub fn too_many_requests(limit: usize) -> Self {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Data {
+            max_in_flight_requests: usize,
+        }
+        ResponseError::new(ErrorCode::INTERNAL_ERROR, Self::TOO_MANY_REQUESTS_MESSAGE).with_data(
+            &Data {
+                max_in_flight_requests: limit,
+            },
+        )
+    }
+
+    /// Whether this is a [`too_many_requests`](Self::too_many_requests)
+    /// refusal (code and message; the limit in `data` may be anything).
+    pub fn is_too_many_requests(&self) -> bool {
+        self.code == ErrorCode::INTERNAL_ERROR && self.message == Self::TOO_MANY_REQUESTS_MESSAGE
+    }
+
     fn with_detail(mut self, detail: impl fmt::Display) -> Self {
         self.data = Some(string_raw_value(&detail.to_string()));
         self
@@ -247,6 +277,20 @@ mod tests {
         let back: ResponseError =
             serde_json::from_str(r#"{"code":5,"message":"m","data":null}"#).unwrap();
         assert_eq!(back.data.as_deref().map(RawValue::get), Some("null"));
+    }
+
+    #[test]
+    fn too_many_requests_is_recognisable() {
+        let error = ResponseError::too_many_requests(256);
+        assert_eq!(
+            serde_json::to_string(&error).unwrap(),
+            r#"{"code":-32603,"message":"too many requests in flight","data":{"maxInFlightRequests":256}}"#
+        );
+        assert!(error.is_too_many_requests());
+        let back: ResponseError =
+            serde_json::from_str(&serde_json::to_string(&error).unwrap()).unwrap();
+        assert!(back.is_too_many_requests());
+        assert!(!ResponseError::internal_error("x").is_too_many_requests());
     }
 
     #[test]

@@ -234,6 +234,9 @@ pub struct Responder {
     id: RequestId,
     shared: Arc<Shared>,
     state: Arc<RequestState>,
+    /// Reply room held by [`reserve`](Self::reserve), given back when the
+    /// answer is queued.
+    reserved: usize,
     answered: bool,
 }
 
@@ -243,6 +246,7 @@ impl Responder {
             id,
             shared,
             state,
+            reserved: 0,
             answered: false,
         }
     }
@@ -257,6 +261,35 @@ impl Responder {
     /// that moved the responder elsewhere.
     pub fn is_cancelled(&self) -> bool {
         self.state.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Waits until the connection's reply budget
+    /// ([`ConnectionOptions::with_reply_budget`](crate::ConnectionOptions::with_reply_budget))
+    /// has room for `bytes` more, and holds that room until this responder
+    /// answers or is dropped.
+    ///
+    /// For handlers whose answers are large (a file's contents): call it with
+    /// the expected size of the answer *before* producing it, so that many
+    /// such handlers for a peer that reads slowly wait here instead of each
+    /// holding a large answer in memory. The answer may turn out larger or
+    /// smaller than reserved; the room is given back all the same.
+    ///
+    /// - Room is granted in the order it was asked for, as the peer reads
+    ///   queued answers. A reservation larger than the whole budget is
+    ///   granted once nothing else is queued or reserved, so it still goes
+    ///   out, alone.
+    /// - Calls add up; reserve the whole size at once where possible (two
+    ///   responders each holding room and asking for more can wait for each
+    ///   other).
+    /// - Dropping the future before it resolves takes nothing.
+    /// - Once the connection is closed it resolves at once (the answer will
+    ///   not be sent anyway).
+    pub async fn reserve(&mut self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        self.shared.reserve_reply_room(bytes, self.reserved).await;
+        self.reserved += bytes;
     }
 
     /// Answers with `result` serialized as JSON, or with the error.
@@ -310,7 +343,9 @@ impl Responder {
 
     fn send(&mut self, bytes: Vec<u8>) {
         self.answered = true;
-        self.shared.send_response(&self.id, &self.state, bytes);
+        let reserved = std::mem::take(&mut self.reserved);
+        self.shared
+            .send_response(&self.id, &self.state, bytes, reserved);
     }
 }
 

@@ -152,7 +152,8 @@ mod shared;
 mod task_set;
 
 pub use connection::{
-    Connection, ConnectionHandle, ConnectionOptions, NotifyFuture, RequestFuture,
+    Connection, ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture,
+    RequestFuture,
 };
 pub use error::{ConnectionError, ErrorCode, RequestError, ResponseError};
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};

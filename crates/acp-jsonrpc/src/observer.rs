@@ -52,6 +52,16 @@ pub enum Problem {
     /// A request arrived with the id of a request of the peer that is still
     /// being handled; it was refused with `-32600`.
     DuplicateRequestId(RequestId),
+    /// A request arrived while `limit` of the peer's requests were already
+    /// in flight; it was answered at once with
+    /// [`ResponseError::too_many_requests`](crate::ResponseError::too_many_requests)
+    /// and never reached the handler.
+    TooManyRequests {
+        /// The refused request's id.
+        id: RequestId,
+        /// The limit ([`ConnectionOptions::with_max_in_flight_requests`](crate::ConnectionOptions::with_max_in_flight_requests)).
+        limit: usize,
+    },
     /// A request handler panicked; the request was answered with `-32603`.
     RequestHandlerPanicked {
         /// The request's id.
@@ -101,6 +111,12 @@ impl fmt::Display for Problem {
                 write!(
                     f,
                     "refused request {id}: a request with that id is in flight"
+                )
+            }
+            Problem::TooManyRequests { id, limit } => {
+                write!(
+                    f,
+                    "refused request {id}: {limit} requests are already in flight"
                 )
             }
             Problem::RequestHandlerPanicked { id, message } => {

@@ -31,9 +31,10 @@ enum Budget {
     /// A request or notification from a handle: holds this much of the
     /// outgoing queue's budget (see [`frame_cost`]).
     Metered(usize),
-    /// A response: counted in `queued_replies` (bounded by the in-flight
-    /// limit, because the reader stops when it is reached).
-    Reply,
+    /// A response: its length counts in the queue's `reply_bytes`.
+    /// `released` is the room its responder had reserved for it, given back
+    /// in the same step so that no other reserver can slip in between.
+    Reply { released: usize },
     /// A `$/cancel_request` sent from a destructor, which cannot wait.
     /// Each one follows a request that held a permit, so they stay few.
     Unmetered,
@@ -48,6 +49,17 @@ struct OutgoingQueue {
     /// Budget used by the queued requests and notifications, over all chunks.
     metered_cost: usize,
     metered_messages: usize,
+    /// Bytes of the queued responses (replies are never refused, so this may
+    /// exceed the reply budget; the driver then stops reading).
+    reply_bytes: usize,
+    /// Room of the reply budget held by responders for answers not sent yet
+    /// ([`Responder::reserve`](crate::Responder::reserve)).
+    reserved_bytes: usize,
+    /// Reservers waiting for room, in the order they asked: a large
+    /// reservation, which needs the queue to drain, is not overtaken forever
+    /// by small ones.
+    reservers: VecDeque<u64>,
+    next_reserver: u64,
     closed: bool,
     /// The driver, when it found the queue empty.
     writer: Option<Waker>,
@@ -60,7 +72,7 @@ struct Chunk {
     large: bool,
     metered_cost: usize,
     metered_messages: usize,
-    replies: usize,
+    reply_bytes: usize,
 }
 
 /// What the writer found in the queue.
@@ -147,10 +159,17 @@ pub(crate) struct Shared {
     /// Woken when the writer frees budget, or on close.
     space: event_listener::Event,
     outgoing_capacity: usize,
+    /// Woken when reply room frees up (the writer took replies, a
+    /// reservation was given back, the first waiting reserver changed), or
+    /// on close.
+    reply_room: event_listener::Event,
+    reply_budget: usize,
+    /// A copy of the queue's `reply_bytes`, which the driver checks before
+    /// every line it reads without taking the lock.
+    queued_reply_bytes: AtomicUsize,
     next_id: AtomicI64,
     pending: Mutex<PendingRequests>,
     incoming: Mutex<IdMap<RequestId, Arc<RequestState>>>,
-    queued_replies: AtomicUsize,
     closed: AtomicBool,
     buffers: Mutex<Vec<Vec<u8>>>,
     pub(crate) observer: SharedObserver,
@@ -178,24 +197,34 @@ const POOLED_LARGE_BUFFERS: usize = 4;
 const NEW_BUFFER_CAPACITY: usize = 256;
 
 impl Shared {
-    pub(crate) fn new(outgoing_capacity: usize, observer: SharedObserver) -> Arc<Shared> {
+    pub(crate) fn new(
+        outgoing_capacity: usize,
+        reply_budget: usize,
+        observer: SharedObserver,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             outgoing: Mutex::new(OutgoingQueue {
                 chunks: VecDeque::new(),
                 metered_cost: 0,
                 metered_messages: 0,
+                reply_bytes: 0,
+                reserved_bytes: 0,
+                reservers: VecDeque::new(),
+                next_reserver: 0,
                 closed: false,
                 writer: None,
             }),
             space: event_listener::Event::new(),
             outgoing_capacity: outgoing_capacity.max(1),
+            reply_room: event_listener::Event::new(),
+            reply_budget,
+            queued_reply_bytes: AtomicUsize::new(0),
             next_id: AtomicI64::new(0),
             pending: Mutex::new(PendingRequests {
                 waiters: IdMap::default(),
                 refused: false,
             }),
             incoming: Mutex::new(IdMap::default()),
-            queued_replies: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),
             observer,
@@ -257,11 +286,16 @@ impl Shared {
     /// when the queue is closed, or full for a metered message.
     fn push(&self, bytes: Vec<u8>, budget: Budget) -> Result<(), TryEnqueue> {
         let mut queue = lock(&self.outgoing);
+        let released = match budget {
+            Budget::Reply { released } => released,
+            _ => 0,
+        };
+        queue.reserved_bytes -= released;
         if queue.closed {
             drop(queue);
             return Err(TryEnqueue::Closed(bytes));
         }
-        let (cost, messages, replies) = match budget {
+        let (cost, messages, reply_bytes) = match budget {
             Budget::Metered(cost) => {
                 // A message larger than the whole budget still goes out, alone.
                 if queue.metered_cost != 0 && queue.metered_cost + cost > self.budget() {
@@ -269,18 +303,23 @@ impl Shared {
                 }
                 (cost, 1, 0)
             }
-            Budget::Reply => (0, 0, 1),
+            Budget::Reply { .. } => (0, 0, bytes.len()),
             Budget::Unmetered => (0, 0, 0),
         };
         queue.metered_cost += cost;
         queue.metered_messages += messages;
+        if reply_bytes != 0 {
+            queue.reply_bytes += reply_bytes;
+            self.queued_reply_bytes
+                .store(queue.reply_bytes, Ordering::Release);
+        }
         let large = bytes.len() >= LARGE_MESSAGE;
         let spare = match queue.chunks.back_mut() {
             Some(chunk) if !large && !chunk.large => {
                 chunk.bytes.extend_from_slice(&bytes);
                 chunk.metered_cost += cost;
                 chunk.metered_messages += messages;
-                chunk.replies += replies;
+                chunk.reply_bytes += reply_bytes;
                 Some(bytes)
             }
             _ => {
@@ -289,7 +328,7 @@ impl Shared {
                     large,
                     metered_cost: cost,
                     metered_messages: messages,
-                    replies,
+                    reply_bytes,
                 });
                 None
             }
@@ -301,6 +340,10 @@ impl Shared {
         }
         if let Some(writer) = writer {
             writer.wake();
+        }
+        if released != 0 {
+            // The reply may be smaller than what was reserved for it.
+            self.reply_room.notify(usize::MAX);
         }
         Ok(())
     }
@@ -358,12 +401,16 @@ impl Shared {
         };
         queue.metered_cost -= chunk.metered_cost;
         queue.metered_messages -= chunk.metered_messages;
+        if chunk.reply_bytes != 0 {
+            queue.reply_bytes -= chunk.reply_bytes;
+            self.queued_reply_bytes
+                .store(queue.reply_bytes, Ordering::Release);
+        }
         drop(queue);
         let written = std::mem::replace(buffer, chunk.bytes);
         self.recycle(written);
-        if chunk.replies != 0 {
-            self.queued_replies
-                .fetch_sub(chunk.replies, Ordering::AcqRel);
+        if chunk.reply_bytes != 0 {
+            self.reply_room.notify(usize::MAX);
         }
         if chunk.metered_cost != 0 {
             self.space.notify(usize::MAX);
@@ -376,44 +423,123 @@ impl Shared {
         Taken::Lines
     }
 
-    /// Queues a response whose reply slot was reserved with
-    /// [`reserve_reply`](Self::reserve_reply).
-    fn push_reply(&self, bytes: Vec<u8>) {
+    /// Queues a response, giving back the `released` bytes of reply room
+    /// its responder held. A response is never refused (a responder cannot
+    /// wait): the reply budget is kept by the driver, which stops reading
+    /// while it is exceeded, and by reservers, who wait for room.
+    fn push_reply(&self, bytes: Vec<u8>, released: usize) {
         if let Err(TryEnqueue::Closed(bytes) | TryEnqueue::Full(bytes)) =
-            self.push(bytes, Budget::Reply)
+            self.push(bytes, Budget::Reply { released })
         {
             // Closed: nothing will be written any more.
-            self.queued_replies.fetch_sub(1, Ordering::AcqRel);
             self.recycle(bytes);
         }
     }
 
-    pub(crate) fn reserve_reply(&self) {
-        self.queued_replies.fetch_add(1, Ordering::AcqRel);
+    pub(crate) fn reply_budget(&self) -> usize {
+        self.reply_budget
     }
 
-    pub(crate) fn queued_replies(&self) -> usize {
-        self.queued_replies.load(Ordering::Acquire)
+    /// Bytes of responses queued and not yet taken by the writer.
+    pub(crate) fn queued_reply_bytes(&self) -> usize {
+        self.queued_reply_bytes.load(Ordering::Acquire)
+    }
+
+    /// Whether the peer is so far behind reading our answers that taking
+    /// more of its requests would only grow memory.
+    pub(crate) fn replies_over_budget(&self) -> bool {
+        self.queued_reply_bytes() > self.reply_budget
+    }
+
+    pub(crate) fn reserved_reply_bytes(&self) -> usize {
+        lock(&self.outgoing).reserved_bytes
+    }
+
+    /// Waits until the reply budget has room for `bytes` more, then takes
+    /// it, for a responder that already holds `held`. Dropping the future
+    /// before it resolves takes nothing.
+    pub(crate) async fn reserve_reply_room(&self, bytes: usize, held: usize) {
+        let mut place = ReserverPlace {
+            shared: self,
+            ticket: None,
+        };
+        loop {
+            if self.try_reserve_reply_room(bytes, held, &mut place.ticket) {
+                return;
+            }
+            // Listen first, then retry: a wake-up between the two is not lost.
+            let listener = self.reply_room.listen();
+            if self.try_reserve_reply_room(bytes, held, &mut place.ticket) {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Grants `bytes` when they fit in the budget, or when nothing but the
+    /// asker's own reservation is queued or held (so that a reply larger than
+    /// the whole budget still goes out, alone). Waiting reservers are served
+    /// in order, except that one already holding room may add to it: it
+    /// gives its room back only when it answers, so making it wait behind
+    /// others that wait for that room would deadlock. Otherwise takes a place
+    /// in line, once, in `ticket`.
+    fn try_reserve_reply_room(&self, bytes: usize, held: usize, ticket: &mut Option<u64>) -> bool {
+        let mut queue = lock(&self.outgoing);
+        let first = held != 0
+            || match ticket {
+                Some(ticket) => queue.reservers.front() == Some(ticket),
+                None => queue.reservers.is_empty(),
+            };
+        let used = queue.reply_bytes + queue.reserved_bytes;
+        let fits = used == held || used.saturating_add(bytes) <= self.reply_budget;
+        if queue.closed || (first && fits) {
+            if let Some(ticket) = ticket.take()
+                && let Some(position) = queue.reservers.iter().position(|t| *t == ticket)
+            {
+                queue.reservers.remove(position);
+            }
+            queue.reserved_bytes += bytes;
+            let others_wait = !queue.reservers.is_empty();
+            drop(queue);
+            if others_wait {
+                // The next in line may fit as well.
+                self.reply_room.notify(usize::MAX);
+            }
+            return true;
+        }
+        if ticket.is_none() && held == 0 {
+            let next = queue.next_reserver;
+            queue.next_reserver += 1;
+            queue.reservers.push_back(next);
+            *ticket = Some(next);
+        }
+        false
     }
 
     /// Sends an error response the connection itself decided on.
     pub(crate) fn reply_error(&self, id: &RequestId, error: &ResponseError) {
         let mut bytes = self.take_buffer();
         encode_error(&mut bytes, id, error);
-        self.reserve_reply();
-        self.push_reply(bytes);
+        self.push_reply(bytes, 0);
     }
 
-    /// Sends a response from a [`Responder`](crate::Responder): releases the
-    /// id first, so the peer may reuse it as soon as it sees the answer.
-    pub(crate) fn send_response(&self, id: &RequestId, state: &Arc<RequestState>, bytes: Vec<u8>) {
+    /// Sends a response from a [`Responder`](crate::Responder) that held
+    /// `reserved` bytes of reply room: releases the id first, so the peer may
+    /// reuse it as soon as it sees the answer.
+    pub(crate) fn send_response(
+        &self,
+        id: &RequestId,
+        state: &Arc<RequestState>,
+        bytes: Vec<u8>,
+        reserved: usize,
+    ) {
         {
             let mut incoming = lock(&self.incoming);
             if incoming.get(id).is_some_and(|s| Arc::ptr_eq(s, state)) {
                 incoming.remove(id);
             }
         }
-        self.push_reply(bytes);
+        self.push_reply(bytes, reserved);
     }
 
     pub(crate) fn send_cancel(&self, id: i64) {
@@ -497,16 +623,26 @@ impl Shared {
 
     // --- requests the peer sent --------------------------------------------------
 
-    /// Records an incoming request as in flight; `None` when one with the
-    /// same id already is.
-    pub(crate) fn begin_incoming(&self, id: &RequestId) -> Option<Arc<RequestState>> {
+    /// Records an incoming request as in flight, unless one with the same
+    /// id already is, or `limit` requests are: unanswered ones (responders
+    /// can be moved out of their handlers) or `running` handlers (a handler
+    /// can go on after answering).
+    pub(crate) fn begin_incoming(
+        &self,
+        id: &RequestId,
+        limit: usize,
+        running: usize,
+    ) -> Result<Arc<RequestState>, Refusal> {
         let mut incoming = lock(&self.incoming);
         if incoming.contains_key(id) {
-            return None;
+            return Err(Refusal::DuplicateId);
+        }
+        if incoming.len().max(running) >= limit {
+            return Err(Refusal::TooMany);
         }
         let state = Arc::new(RequestState::default());
         incoming.insert(id.clone(), state.clone());
-        Some(state)
+        Ok(state)
     }
 
     pub(crate) fn incoming_state(&self, id: &RequestId) -> Option<Arc<RequestState>> {
@@ -536,7 +672,40 @@ impl Shared {
             writer.wake();
         }
         self.space.notify(usize::MAX);
+        self.reply_room.notify(usize::MAX);
         self.refuse_requests();
+    }
+}
+
+/// Why an incoming request was not taken.
+pub(crate) enum Refusal {
+    DuplicateId,
+    TooMany,
+}
+
+/// A reserver's place in line, given up when its wait ends or is dropped.
+struct ReserverPlace<'a> {
+    shared: &'a Shared,
+    ticket: Option<u64>,
+}
+
+impl Drop for ReserverPlace<'_> {
+    fn drop(&mut self) {
+        let Some(ticket) = self.ticket else {
+            return;
+        };
+        let was_first = {
+            let mut queue = lock(&self.shared.outgoing);
+            let position = queue.reservers.iter().position(|t| *t == ticket);
+            if let Some(position) = position {
+                queue.reservers.remove(position);
+            }
+            position == Some(0)
+        };
+        if was_first {
+            // Whoever is first now may fit.
+            self.shared.reply_room.notify(usize::MAX);
+        }
     }
 }
 

@@ -778,54 +778,6 @@ fn drivers_and_futures_are_send_for_send_handlers() {
     let _ = Mutex::new(0);
 }
 
-/// At the in-flight limit the connection stops reading the peer's input:
-/// a ping behind two slow requests waits for one of them to finish.
-#[test]
-fn in_flight_limit_pauses_reading() {
-    run(async {
-        let options = ConnectionOptions::default().with_max_in_flight_requests(2);
-        let (_handle, mut peer, _driver) = connect(TestHandler::default(), options);
-        peer.send_bytes(
-            concat!(
-                r#"{"jsonrpc":"2.0","id":1,"method":"sleep"}"#,
-                "\n",
-                r#"{"jsonrpc":"2.0","id":2,"method":"sleep"}"#,
-                "\n",
-                r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
-                "\n",
-            )
-            .as_bytes(),
-        )
-        .await;
-        let first = peer.recv_json().await;
-        assert!(first["id"] == 1 || first["id"] == 2, "{first}");
-        let mut ids = [
-            first["id"].as_i64(),
-            peer.recv_json().await["id"].as_i64(),
-            peer.recv_json().await["id"].as_i64(),
-        ];
-        ids.sort();
-        assert_eq!(ids, [Some(1), Some(2), Some(3)]);
-
-        // Without the limit, the ping is answered before either sleep ends.
-        let (_handle, mut peer, _driver) =
-            connect(TestHandler::default(), ConnectionOptions::default());
-        peer.send_bytes(
-            concat!(
-                r#"{"jsonrpc":"2.0","id":1,"method":"sleep"}"#,
-                "\n",
-                r#"{"jsonrpc":"2.0","id":2,"method":"sleep"}"#,
-                "\n",
-                r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
-                "\n",
-            )
-            .as_bytes(),
-        )
-        .await;
-        assert_eq!(peer.recv_json().await["id"], 3);
-    });
-}
-
 /// Requests written back to back (`initialize` immediately followed by
 /// more) are all dispatched and answered; none is refused or dropped.
 #[test]

@@ -338,3 +338,26 @@ fn unknown_response_ids_are_reported_not_fatal() {
     assert_eq!(shown, "(no reply)");
     assert!(matches!(&problems[..], [Problem::UnknownResponse(r)] if r.id.is_null()));
 }
+
+#[test]
+fn request_beyond_the_in_flight_limit_is_refused() {
+    run(async {
+        let recorder = Recorder::default();
+        let options = ConnectionOptions::default()
+            .with_max_in_flight_requests(1)
+            .with_observer(recorder.clone());
+        let (_handle, mut peer, _driver) = connect(TestHandler::default(), options);
+        peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"forever"}"#)
+            .await;
+        peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+            .await;
+        insta::assert_snapshot!("too_many_requests", peer.recv().await.unwrap());
+        assert_eq!(
+            recorder.problems(),
+            [Problem::TooManyRequests {
+                id: 2.into(),
+                limit: 1
+            }]
+        );
+    });
+}

@@ -1,0 +1,384 @@
+//! Resource limits: requests beyond the in-flight limit are answered with an
+//! error while reading goes on, and responses are bounded in bytes (the
+//! reader pauses while the peer does not read them, and reservers wait for
+//! room).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use acp_jsonrpc::{
+    ConnectionHandle, ConnectionOptions, Handler, IncomingNotification, IncomingRequest, Problem,
+    Responder, ResponseError,
+};
+use common::{RawPeer, Recorder, TestHandler, connect, run};
+use serde_json::Value;
+use smol::Timer;
+
+/// Polls `condition` every millisecond until it holds (the test's own
+/// timeout catches a condition that never does).
+async fn eventually(mut condition: impl FnMut() -> bool) {
+    while !condition() {
+        Timer::after(Duration::from_millis(1)).await;
+    }
+}
+
+fn request(id: impl std::fmt::Display, method: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#)
+}
+
+fn cancel(id: impl std::fmt::Display) -> String {
+    format!(r#"{{"jsonrpc":"2.0","method":"$/cancel_request","params":{{"requestId":{id}}}}}"#)
+}
+
+async fn send_lines(peer: &mut RawPeer, lines: impl IntoIterator<Item = String>) {
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    peer.send_bytes(text.as_bytes()).await;
+}
+
+fn is_too_many(response: &Value, limit: usize) -> bool {
+    response["error"]
+        == serde_json::json!({
+            "code": -32603,
+            "message": "too many requests in flight",
+            "data": {"maxInFlightRequests": limit},
+        })
+}
+
+/// 300 requests that never finish, then more traffic: the 257th to 300th are
+/// refused at once, and responses, notifications and cancellations still get
+/// through; cancelling frees slots for new requests.
+#[test]
+fn requests_beyond_the_in_flight_limit_are_refused_and_reading_goes_on() {
+    run(async {
+        let recorder = Recorder::default();
+        let handler = TestHandler::default();
+        let options = ConnectionOptions::default().with_observer(recorder.clone());
+        let (handle, mut peer, _driver) = connect(handler.clone(), options);
+        let mut answered: BTreeMap<i64, Value> = BTreeMap::new();
+        let mut record = |response: Value| {
+            let id = response["id"].as_i64().expect("an integer id");
+            assert!(
+                answered.insert(id, response).is_none(),
+                "{id} answered twice"
+            );
+        };
+
+        send_lines(&mut peer, (1..=300).map(|id| request(id, "forever"))).await;
+        for id in 257..=300 {
+            let response = peer.recv_json().await;
+            assert_eq!(response["id"], id, "{response}");
+            assert!(is_too_many(&response, 256), "{response}");
+            record(response);
+        }
+
+        // A response to our own request is still read.
+        let call = handle.request::<String, _>("question", &());
+        let answer = async {
+            let asked = peer.recv_json().await;
+            assert_eq!(asked["method"], "question");
+            let id = &asked["id"];
+            peer.send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":"answer"}}"#
+            ))
+            .await;
+        };
+        let (result, ()) = smol::future::zip(call, answer).await;
+        assert_eq!(result.unwrap(), "answer");
+
+        // So is a notification, handled before the request after it.
+        send_lines(
+            &mut peer,
+            [
+                r#"{"jsonrpc":"2.0","method":"note","params":"seen"}"#.to_owned(),
+                request(400, "ping"),
+            ],
+        )
+        .await;
+        let response = peer.recv_json().await;
+        assert!(is_too_many(&response, 256), "{response}");
+        record(response);
+        assert_eq!(handler.log(), [r#"note "seen""#]);
+
+        // And cancellations, which free slots.
+        send_lines(&mut peer, (1..=10).map(cancel)).await;
+        for id in 1..=10 {
+            let response = peer.recv_json().await;
+            assert_eq!(response["id"], id, "{response}");
+            assert_eq!(response["error"]["code"], -32800, "{response}");
+            record(response);
+        }
+        send_lines(&mut peer, [request(401, "ping")]).await;
+        let response = peer.recv_json().await;
+        assert_eq!(response["result"], "pong", "{response}");
+        record(response);
+
+        // Nothing else was answered.
+        assert!(peer.replies_to(b"").await.is_empty());
+        let expected: Vec<i64> = (1..=10).chain(257..=300).chain([400, 401]).collect();
+        assert_eq!(answered.keys().copied().collect::<Vec<_>>(), expected);
+
+        let refused: Vec<_> = recorder
+            .problems()
+            .into_iter()
+            .filter_map(|problem| match problem {
+                Problem::TooManyRequests { id, limit } => Some((id, limit)),
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<_> = (257..=300)
+            .chain([400])
+            .map(|id| (id.into(), 256))
+            .collect();
+        assert_eq!(refused, expected);
+        handle.close();
+    });
+}
+
+/// The refusal does not wait for a slot: a ping behind two slow requests at a
+/// limit of two is answered first.
+#[test]
+fn a_request_at_the_limit_is_refused_at_once() {
+    run(async {
+        let options = ConnectionOptions::default().with_max_in_flight_requests(2);
+        let (_handle, mut peer, _driver) = connect(TestHandler::default(), options);
+        send_lines(
+            &mut peer,
+            [request(1, "sleep"), request(2, "sleep"), request(3, "ping")],
+        )
+        .await;
+        let first = peer.recv_json().await;
+        assert_eq!(first["id"], 3);
+        let error: ResponseError = serde_json::from_value(first["error"].clone()).unwrap();
+        assert!(error.is_too_many_requests());
+        assert_eq!(error, ResponseError::too_many_requests(2));
+        let mut ids = [
+            peer.recv_json().await["id"].as_i64(),
+            peer.recv_json().await["id"].as_i64(),
+        ];
+        ids.sort();
+        assert_eq!(ids, [Some(1), Some(2)]);
+        // Both finished: there is room again.
+        send_lines(&mut peer, [request(4, "ping")]).await;
+        assert_eq!(peer.recv_json().await["result"], "pong");
+    });
+}
+
+/// Answers with large results, counting what it did.
+#[derive(Clone, Default)]
+struct Large {
+    /// Handlers that got their reservation.
+    granted: Arc<AtomicUsize>,
+    /// `ping`s handled.
+    pings: Arc<AtomicUsize>,
+    /// Answers sent without a reservation.
+    unreserved: Arc<AtomicUsize>,
+    /// The most reply bytes seen queued, right after queueing an answer.
+    max_queued: Arc<AtomicUsize>,
+}
+
+/// An upper bound of the JSON-RPC envelope around a result.
+const ENVELOPE: usize = 100;
+
+impl Large {
+    fn answer(&self, connection: &ConnectionHandle, responder: Responder, size: usize) {
+        responder.respond_ok(&"x".repeat(size));
+        self.max_queued
+            .fetch_max(connection.queued_reply_bytes(), Ordering::SeqCst);
+    }
+}
+
+impl Handler for Large {
+    async fn request(&self, request: IncomingRequest, mut responder: Responder) {
+        let size: usize = request.params().unwrap_or(0);
+        match request.method() {
+            "reserved" => {
+                responder.reserve(size + ENVELOPE).await;
+                self.granted.fetch_add(1, Ordering::SeqCst);
+                self.answer(request.connection(), responder, size);
+            }
+            "unreserved" => {
+                self.answer(request.connection(), responder, size);
+                self.unreserved.fetch_add(1, Ordering::SeqCst);
+            }
+            "hold_room" => {
+                responder.reserve(size).await;
+                self.granted.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<()>().await;
+            }
+            "ping" => {
+                self.pings.fetch_add(1, Ordering::SeqCst);
+                responder.respond_ok("pong");
+            }
+            _ => responder.respond_error(request.method_not_found()),
+        }
+    }
+
+    async fn notification(&self, _: IncomingNotification) {}
+}
+
+fn sized(id: usize, method: &str, size: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{size}}}"#)
+}
+
+/// Reads `count` responses and checks that each id in `ids` was answered
+/// exactly once.
+async fn expect_answers(peer: &mut RawPeer, ids: impl IntoIterator<Item = usize>) {
+    let mut expected: Vec<usize> = ids.into_iter().collect();
+    let mut seen = Vec::new();
+    for _ in 0..expected.len() {
+        let response = peer.recv_json().await;
+        seen.push(response["id"].as_u64().expect("an id") as usize);
+    }
+    seen.sort();
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+/// A peer that does not read: handlers that reserve before answering 1 MiB
+/// wait for room, so the queued answers stay within the budget, and the
+/// reader, not over budget, still takes requests.
+#[test]
+fn reservations_keep_queued_replies_within_the_budget() {
+    run(async {
+        const MIB: usize = 1024 * 1024;
+        const BUDGET: usize = 4 * MIB;
+        const HANDLERS: usize = 16;
+        let handler = Large::default();
+        let options = ConnectionOptions::default().with_reply_budget(BUDGET);
+        let (handle, mut peer, _driver) = connect(handler.clone(), options);
+        assert_eq!(handle.reply_budget(), BUDGET);
+
+        send_lines(
+            &mut peer,
+            (0..HANDLERS).map(|id| sized(id, "reserved", MIB)),
+        )
+        .await;
+        // Three reservations fit at once; the writer holds a fourth answer
+        // (the peer took 64 KiB of it).
+        let fitting = BUDGET / (MIB + ENVELOPE);
+        eventually(|| handler.granted.load(Ordering::SeqCst) == fitting + 1).await;
+        assert!(handle.queued_reply_bytes() + handle.reserved_reply_bytes() <= BUDGET);
+
+        // Not over budget: requests are still read and handled.
+        send_lines(&mut peer, (100..110).map(|id| request(id, "ping"))).await;
+        eventually(|| handler.pings.load(Ordering::SeqCst) == 10).await;
+        Timer::after(Duration::from_millis(50)).await;
+        assert_eq!(handler.granted.load(Ordering::SeqCst), fitting + 1);
+
+        expect_answers(&mut peer, (0..HANDLERS).chain(100..110)).await;
+        assert_eq!(handler.granted.load(Ordering::SeqCst), HANDLERS);
+        let max_queued = handler.max_queued.load(Ordering::SeqCst);
+        assert!(max_queued <= BUDGET, "{max_queued} bytes queued");
+        assert!(peer.replies_to(b"").await.is_empty());
+        assert_eq!(handle.queued_reply_bytes(), 0);
+        assert_eq!(handle.reserved_reply_bytes(), 0);
+    });
+}
+
+/// Answers that were not reserved for push the queue over the budget; the
+/// connection then reads nothing more until the peer reads, and afterwards
+/// every request gets its one answer.
+#[test]
+fn unread_replies_over_the_budget_pause_reading() {
+    run(async {
+        const KIB: usize = 1024;
+        const BUDGET: usize = 1024 * KIB;
+        let handler = Large::default();
+        let options = ConnectionOptions::default().with_reply_budget(BUDGET);
+        let (handle, mut peer, _driver) = connect(handler.clone(), options);
+
+        // Two answers queued are over budget; the writer holds a third.
+        send_lines(
+            &mut peer,
+            (0..3).map(|id| sized(id, "unreserved", 512 * KIB)),
+        )
+        .await;
+        eventually(|| {
+            handler.unreserved.load(Ordering::SeqCst) == 3
+                && handle.queued_reply_bytes() < 3 * 512 * KIB
+        })
+        .await;
+        let queued = handle.queued_reply_bytes();
+        assert!(queued > BUDGET, "{queued}");
+        // Over by less than one answer.
+        assert!(queued <= BUDGET + 512 * KIB + ENVELOPE, "{queued}");
+
+        send_lines(&mut peer, (100..300).map(|id| request(id, "ping"))).await;
+        Timer::after(Duration::from_millis(100)).await;
+        assert_eq!(
+            handler.pings.load(Ordering::SeqCst),
+            0,
+            "read while over budget"
+        );
+        assert_eq!(handle.queued_reply_bytes(), queued);
+
+        expect_answers(&mut peer, (0..3).chain(100..300)).await;
+        assert_eq!(handler.pings.load(Ordering::SeqCst), 200);
+        assert!(peer.replies_to(b"").await.is_empty());
+    });
+}
+
+/// An answer larger than the whole budget still goes out: its reservation is
+/// granted once nothing else is queued or reserved.
+#[test]
+fn a_reservation_larger_than_the_budget_is_granted_alone() {
+    run(async {
+        const BUDGET: usize = 64 * 1024;
+        const SIZE: usize = 256 * 1024;
+        let handler = Large::default();
+        let options = ConnectionOptions::default().with_reply_budget(BUDGET);
+        let (handle, mut peer, _driver) = connect(handler.clone(), options);
+        send_lines(&mut peer, (0..3).map(|id| sized(id, "reserved", SIZE))).await;
+        // One answer in the writer, one alone in the queue, one waiting.
+        eventually(|| handler.granted.load(Ordering::SeqCst) == 2).await;
+        Timer::after(Duration::from_millis(50)).await;
+        assert_eq!(handler.granted.load(Ordering::SeqCst), 2);
+        assert!(handle.queued_reply_bytes() <= SIZE + ENVELOPE);
+        expect_answers(&mut peer, 0..3).await;
+    });
+}
+
+/// A reserver dropped while it waits (its request was cancelled) gives up
+/// its place in line, and a dropped responder gives back its room.
+#[test]
+fn cancelled_reservers_give_up_their_place_and_their_room() {
+    run(async {
+        const BUDGET: usize = 1024 * 1024;
+        let handler = Large::default();
+        let options = ConnectionOptions::default().with_reply_budget(BUDGET);
+        let (handle, mut peer, _driver) = connect(handler.clone(), options);
+
+        send_lines(&mut peer, [sized(1, "hold_room", BUDGET)]).await;
+        eventually(|| handle.reserved_reply_bytes() == BUDGET).await;
+        // Both wait: the room is held.
+        send_lines(
+            &mut peer,
+            [sized(2, "reserved", 1000), sized(3, "reserved", 1000)],
+        )
+        .await;
+        Timer::after(Duration::from_millis(50)).await;
+        assert_eq!(handler.granted.load(Ordering::SeqCst), 1);
+
+        // The first in line goes away...
+        send_lines(&mut peer, [cancel(2)]).await;
+        let response = peer.recv_json().await;
+        assert_eq!(
+            (response["id"].as_i64(), &response["error"]["code"]),
+            (Some(2), &(-32800).into())
+        );
+        // ...and the holder's responder is dropped: the second gets room.
+        send_lines(&mut peer, [cancel(1)]).await;
+        expect_answers(&mut peer, [1, 3]).await;
+        assert_eq!(handler.granted.load(Ordering::SeqCst), 2);
+        assert_eq!(handle.reserved_reply_bytes(), 0);
+        assert!(peer.replies_to(b"").await.is_empty());
+    });
+}
