@@ -1,17 +1,45 @@
 //! The client side of `fs/read_text_file` and `fs/write_text_file`.
+//!
+//! [`resolve`] checks a path by name and picks its root; [`open`] opens it beneath that
+//! root ([`beneath`]) without blocking and checks what was opened; [`lines`] selects lines
+//! within a byte budget counted as the text will be on the wire.
+
+#[cfg(unix)]
+mod beneath;
+mod lines;
+mod open;
+mod resolve;
+#[cfg(all(test, unix))]
+mod tests;
 
 use std::fmt;
-use std::fs;
-use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use lines::{Progress, Selection};
+use open::{Access, Refusal};
 
 /// The directories a session's file operations may touch.
 ///
 /// A path is inside when its fully resolved form (symbolic links followed, `..` applied)
 /// lies under the resolved form of one of the roots. Roots that are relative or do not
-/// exist contain nothing. The check is a guard against agents wandering off, not a
-/// sandbox: a symbolic link swapped between the check and the access is not detected.
+/// exist contain nothing.
+///
+/// What is guaranteed on Unix, whatever changes in the roots while a request runs (links
+/// swapped in, directories renamed): the file opened is reached from the root without ever
+/// stepping out of it (Linux's `openat2` with `RESOLVE_BENEATH`, or the same walk done
+/// component by component where that call is missing), so a link swapped in between the
+/// check and the open is refused, not followed out. Directories a write creates are made
+/// the same way. Files with more than one hard link are refused
+/// ([`FsError::HardLinked`]), since another name of the same file may lie outside.
+///
+/// What is not: a mount point inside a root counts as inside; a directory that is moved
+/// *out of* the root while a request is walking through it (which needs write access
+/// outside the roots) can take the request along; the roots themselves are trusted as
+/// given, links in their own paths included. [`FsRoots::unrestricted`] checks nothing
+/// but still refuses what is not a regular file. On other platforms the check is by name
+/// only and races with a swapped link.
 ///
 /// ```
 /// use acp_runtime::host::FsRoots;
@@ -137,13 +165,41 @@ pub enum FsError {
     /// The path names a directory.
     #[error("`{}` is a directory, not a file", .0.display())]
     NotAFile(PathBuf),
+    /// The path names something other than a regular file or a directory: a FIFO, a
+    /// socket, a device. Reading or writing one could block for good or never end, so it is
+    /// refused without being read or written (opening it does not block).
+    #[error(
+        "`{}` is a {kind}, not a regular file; only regular files are read and written",
+        path.display()
+    )]
+    NotARegularFile {
+        /// The path as requested.
+        path: PathBuf,
+        /// What it is: `"fifo"`, `"socket"`, `"character device"`, `"block device"` or
+        /// `"special file"`.
+        kind: &'static str,
+    },
+    /// The file has more than one hard link (within roots only). Another of its names may
+    /// lie outside the session's directories, and nothing tells which name is the "real"
+    /// one, so reading it could leak, and writing it change, a file outside.
+    #[error(
+        "`{}` has {links} hard links; files with more than one name are refused, as another name may lie outside the session's directories",
+        path.display()
+    )]
+    HardLinked {
+        /// The path as requested.
+        path: PathBuf,
+        /// Its number of hard links.
+        links: u64,
+    },
     /// The file is not valid UTF-8 text.
     #[error("`{}` is not a UTF-8 text file", .0.display())]
     NotUtf8(PathBuf),
     /// The text asked for is larger than the host's limit
-    /// ([`FsHost::with_max_read_bytes`]); a `line`/`limit` range of it may still be read.
+    /// ([`FsHost::with_max_read_bytes`]), counted as it will be on the wire (escaped as a
+    /// JSON string); a `line`/`limit` range of it may still be read.
     #[error(
-        "`{}` is too large to read: more than {limit} bytes requested; ask for a range of lines",
+        "`{}` is too large to read: more than {limit} bytes requested (as escaped in JSON); ask for a range of lines",
         path.display()
     )]
     TooLarge {
@@ -197,15 +253,26 @@ impl fmt::Display for RootList<'_> {
 /// Reads and writes text files for an agent, within a session's [`FsRoots`].
 ///
 /// Blocking file-system calls run on smol's blocking thread pool (`smol::unblock`), so
-/// the futures can be awaited on any executor.
+/// the futures can be awaited on any executor. Neither can be made to block for good: only
+/// regular files are read or written ([`FsError::NotARegularFile`]), and opening a FIFO,
+/// socket or device to find out does not block. Dropping a read's future stops the read at
+/// its next 64 KiB chunk; a write, once its file is open and checked, runs to the end,
+/// since stopping it halfway would leave the file cut short.
 ///
 /// Writes replace the whole file (creating it if missing) with exactly the given text,
 /// and create missing parent directories: the protocol has no other way for an agent
-/// to make a directory, and agents routinely write new files into new folders.
+/// to make a directory, and agents routinely write new files into new folders. A write
+/// goes in place: the file is opened without truncating it, checked, then truncated and
+/// written, so its permissions, owner and inode stay and nothing is lost when a check
+/// refuses it; as before, a reader may see it half written, and [`FsHook::did_write`] is
+/// called once the whole text is written. (Writing a temporary file and renaming it over
+/// would be atomic, but would replace a link inside the roots instead of writing through
+/// it, and reset the file's permissions.)
 ///
-/// Reads go line by line and return at most [`DEFAULT_MAX_READ_BYTES`] of text (see
-/// [`with_max_read_bytes`](FsHost::with_max_read_bytes)), so an agent cannot make the client
-/// load a huge file into memory; it can still read any range of lines of it.
+/// Reads go line by line and return at most [`DEFAULT_MAX_READ_BYTES`] of text, counted
+/// as it will be on the wire (see [`with_max_read_bytes`](FsHost::with_max_read_bytes)), so
+/// an agent cannot make the client load a huge file into memory; it can still read any
+/// range of lines of it, and lines before the range cost no memory whatever their length.
 ///
 /// ```
 /// use acp_runtime::host::{FsHost, FsRoots};
@@ -226,10 +293,13 @@ impl fmt::Display for RootList<'_> {
 pub struct FsHost {
     hook: Option<Arc<dyn FsHook>>,
     max_read_bytes: u64,
+    portable: bool,
 }
 
-/// The default limit of [`FsHost::with_max_read_bytes`]: 16 MiB, far above any source file,
-/// and far below what would strain the client's memory or the agent's line length limit.
+/// The default limit of [`FsHost::with_max_read_bytes`]: 16 MiB once escaped as a JSON
+/// string, far above any source file, and far below what would strain the client's memory
+/// or the agent's line length limit (a control character escapes to 6 bytes, so 16 MiB on
+/// the wire is at least 2.6 MiB of any text).
 pub const DEFAULT_MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
 impl Default for FsHost {
@@ -237,6 +307,7 @@ impl Default for FsHost {
         FsHost {
             hook: None,
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            portable: false,
         }
     }
 }
@@ -246,7 +317,18 @@ impl fmt::Debug for FsHost {
         f.debug_struct("FsHost")
             .field("hook", &self.hook.is_some())
             .field("max_read_bytes", &self.max_read_bytes)
+            .field("portable", &self.portable)
             .finish()
+    }
+}
+
+/// Sets the request's [`Progress`] to cancelled when the future awaiting it is dropped
+/// (or done), so that its blocking read stops instead of running on unobserved.
+struct CancelOnDrop(Arc<Progress>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 
@@ -265,8 +347,14 @@ impl FsHost {
     }
 
     /// Refuses reads whose text (the whole file, or the requested lines) is larger than
-    /// `bytes`, with [`FsError::TooLarge`]. Default: [`DEFAULT_MAX_READ_BYTES`]. Files are read
-    /// line by line, so a range of lines from a file of any size stays within this memory.
+    /// `bytes`, with [`FsError::TooLarge`]. Default: [`DEFAULT_MAX_READ_BYTES`].
+    ///
+    /// The size counted is the text's size on the wire, escaped inside a JSON string: `"`
+    /// and `\` count 2 bytes, control characters 2 (`\n`, `\t`, `\r`, `\b`, `\f`) or 6
+    /// (`\u0001`), every other byte 1 (the quotes and the rest of the response are not
+    /// counted). So a response stays within what the cap promises the peer's line limit,
+    /// whatever the file holds. Files are read in fixed-size chunks: lines before the range
+    /// are skipped without being kept, and the kept text never exceeds `bytes` in memory.
     ///
     /// ```
     /// use acp_runtime::host::{FsError, FsHost, FsRoots};
@@ -282,11 +370,24 @@ impl FsHost {
     ///     assert!(matches!(whole, Err(FsError::TooLarge { limit: 1024, .. })));
     ///     let tail = host.read_text_file(&roots, &file, Some(999), Some(10)).await.unwrap();
     ///     assert_eq!(tail, "a line of the log\n".repeat(2));
+    ///     // 19 bytes on the wire per line: "\n" is escaped.
+    ///     let small = FsHost::new().with_max_read_bytes(37);
+    ///     let two = small.read_text_file(&roots, &file, None, Some(2)).await;
+    ///     assert!(matches!(two, Err(FsError::TooLarge { .. })));
     /// });
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn with_max_read_bytes(mut self, bytes: u64) -> Self {
         self.max_read_bytes = bytes;
+        self
+    }
+
+    /// Opens files within roots by walking their paths component by component in user
+    /// space, as on systems without Linux's `openat2`, even where `openat2` works. The two
+    /// give the same answers; this exists so that tests can run both.
+    #[doc(hidden)]
+    pub fn without_openat2(mut self) -> Self {
+        self.portable = true;
         self
     }
 
@@ -296,13 +397,26 @@ impl FsHost {
     /// `line` is 1-based and defaults to 1; 0 is refused with [`FsError::InvalidLine`].
     /// `limit` is a number of lines and defaults to "to the end". Lines end at `\n` and
     /// keep their terminators (`\r\n` stays intact); a start past the last line, or a
-    /// limit of 0, gives an empty string. Files must be UTF-8.
+    /// limit of 0, gives an empty string. Files must be UTF-8 regular files.
     pub async fn read_text_file(
         &self,
         roots: &FsRoots,
         path: &Path,
         line: Option<u32>,
         limit: Option<u32>,
+    ) -> Result<String, FsError> {
+        self.read_watched(roots, path, line, limit, Arc::default())
+            .await
+    }
+
+    /// [`read_text_file`](Self::read_text_file), reporting to `progress` (tests watch it).
+    async fn read_watched(
+        &self,
+        roots: &FsRoots,
+        path: &Path,
+        line: Option<u32>,
+        limit: Option<u32>,
+        progress: Arc<Progress>,
     ) -> Result<String, FsError> {
         if !path.is_absolute() {
             return Err(FsError::RelativePath(path.to_path_buf()));
@@ -312,20 +426,31 @@ impl FsHost {
         }
         let roots = roots.clone();
         let path = path.to_path_buf();
-        let hook = self.hook.clone();
-        let max = self.max_read_bytes;
+        let host = self.clone();
+        let _cancel = CancelOnDrop(progress.clone());
         smol::unblock(move || {
-            let resolved = resolve_within(&roots, &path)?;
-            let selected = match hook.and_then(|hook| hook.read_override(&path)) {
-                Some(content) => select_lines(content.as_bytes(), line, limit, max),
+            let place = resolve::locate(&roots, &path)?;
+            let selected = match host.hook.and_then(|hook| hook.read_override(&path)) {
+                Some(content) => {
+                    lines::select_lines(content.as_bytes(), line, limit, host.max_read_bytes)
+                }
                 None => {
-                    let file = fs::File::open(&resolved).map_err(io_error(&path, "open"))?;
-                    select_lines(io::BufReader::new(file), line, limit, max)
+                    let file = open::open(&place, Access::Read, host.portable)
+                        .map_err(|refusal| refused(refusal, &roots, &path, "open"))?;
+                    let reader = io::BufReader::with_capacity(
+                        lines::CHUNK,
+                        lines::Watched::new(file, &progress),
+                    );
+                    lines::select_lines(reader, line, limit, host.max_read_bytes)
                 }
             };
             match selected {
                 Ok(text) => String::from_utf8(text).map_err(|_| FsError::NotUtf8(path)),
-                Err(Selection::TooLarge) => Err(FsError::TooLarge { path, limit: max }),
+                Err(Selection::TooLarge) => Err(FsError::TooLarge {
+                    path,
+                    limit: host.max_read_bytes,
+                }),
+                Err(Selection::Cancelled) => Err(cancelled(path)),
                 Err(Selection::Io(source)) => Err(io_error(&path, "read")(source)),
             }
         })
@@ -333,7 +458,8 @@ impl FsHost {
     }
 
     /// Replaces the file at `path` with `content` (`fs/write_text_file`), creating the
-    /// file and any missing parent directories, then tells the hook.
+    /// file and any missing parent directories, then tells the hook. Only regular files
+    /// are written, and within roots only files with a single hard link.
     pub async fn write_text_file(
         &self,
         roots: &FsRoots,
@@ -345,30 +471,56 @@ impl FsHost {
         }
         let roots = roots.clone();
         let path = path.to_path_buf();
-        let hook = self.hook.clone();
+        let host = self.clone();
+        let progress = Arc::new(Progress::default());
+        let _cancel = CancelOnDrop(progress.clone());
         smol::unblock(move || {
-            let resolved = resolve_within(&roots, &path)?;
-            if let Some(parent) = resolved.parent() {
-                fs::create_dir_all(parent).map_err(|source| FsError::Io {
-                    action: "create the parent directories of",
-                    path: path.clone(),
-                    source,
-                })?;
+            let place = resolve::locate(&roots, &path)?;
+            let mut file = open::open(&place, Access::Write, host.portable)
+                .map_err(|refusal| refused(refusal, &roots, &path, "open for writing"))?;
+            // The last point where stopping leaves the file as it was.
+            if progress.is_cancelled() {
+                return Err(cancelled(path));
             }
-            fs::write(&resolved, &content).map_err(|source| match source.kind() {
-                io::ErrorKind::IsADirectory => FsError::NotAFile(path.clone()),
-                _ => FsError::Io {
-                    action: "write",
-                    path: path.clone(),
-                    source,
-                },
-            })?;
-            if let Some(hook) = hook {
+            file.set_len(0)
+                .and_then(|()| file.write_all(content.as_bytes()))
+                .map_err(io_error(&path, "write"))?;
+            if let Some(hook) = host.hook {
                 hook.did_write(&path, &content);
             }
             Ok(())
         })
         .await
+    }
+}
+
+/// The error for a request whose future was dropped; nobody receives it.
+fn cancelled(path: PathBuf) -> FsError {
+    FsError::Io {
+        action: "finish",
+        path,
+        source: io::Error::new(io::ErrorKind::Interrupted, "the request was cancelled"),
+    }
+}
+
+/// Maps a [`Refusal`] to open `path` (for `action`) to the agent's error.
+fn refused(refusal: Refusal, roots: &FsRoots, path: &Path, action: &'static str) -> FsError {
+    match refusal {
+        // The path was inside when checked by name and leads out now: say where it leads.
+        Refusal::Escaped => {
+            let resolved = resolve::resolve(path).unwrap_or_else(|_| path.to_path_buf());
+            resolve::outside(roots, path, resolved)
+        }
+        Refusal::Directory => FsError::NotAFile(path.to_path_buf()),
+        Refusal::NotRegular(kind) => FsError::NotARegularFile {
+            path: path.to_path_buf(),
+            kind,
+        },
+        Refusal::HardLinked(links) => FsError::HardLinked {
+            path: path.to_path_buf(),
+            links,
+        },
+        Refusal::Io(source) => io_error(path, action)(source),
     }
 }
 
@@ -383,116 +535,4 @@ fn io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> F
             source,
         },
     }
-}
-
-/// Why [`select_lines`] gave no text.
-enum Selection {
-    TooLarge,
-    Io(io::Error),
-}
-
-/// Lines `line ..` (1-based; `limit` of them, or to the end) of `reader`, keeping their
-/// terminators. Lines before the range are skipped without being kept, and reading stops as
-/// soon as the text passes `max` bytes, so a file of any size costs at most `max` of memory.
-fn select_lines(
-    mut reader: impl io::BufRead,
-    line: Option<u32>,
-    limit: Option<u32>,
-    max: u64,
-) -> Result<Vec<u8>, Selection> {
-    use std::io::{BufRead, Read};
-    let mut skipped = Vec::new();
-    for _ in 1..line.unwrap_or(1) {
-        skipped.clear();
-        if reader
-            .read_until(b'\n', &mut skipped)
-            .map_err(Selection::Io)?
-            == 0
-        {
-            return Ok(Vec::new());
-        }
-    }
-    let mut text = Vec::new();
-    let mut lines = 0;
-    while limit.is_none_or(|limit| lines < limit) {
-        // Read at most one byte past the limit: enough to know it was passed.
-        let room = (max + 1).saturating_sub(text.len() as u64);
-        let read = (&mut reader)
-            .take(room)
-            .read_until(b'\n', &mut text)
-            .map_err(Selection::Io)?;
-        if text.len() as u64 > max {
-            return Err(Selection::TooLarge);
-        }
-        if read == 0 {
-            break;
-        }
-        lines += 1;
-    }
-    Ok(text)
-}
-
-/// Resolves `path` (absolute) as the operating system would and checks it against the
-/// roots. The path may not exist yet: its deepest existing ancestor is resolved and the
-/// missing rest appended, which cannot contain links because it does not exist.
-fn resolve_within(roots: &FsRoots, path: &Path) -> Result<PathBuf, FsError> {
-    let resolved = resolve(path)?;
-    let Some(allowed) = roots.roots() else {
-        return Ok(resolved);
-    };
-    let inside = allowed
-        .iter()
-        .filter(|root| root.is_absolute())
-        .filter_map(|root| fs::canonicalize(root).ok())
-        .any(|root| resolved.starts_with(root));
-    if inside {
-        Ok(resolved)
-    } else {
-        Err(FsError::OutsideRoots {
-            path: path.to_path_buf(),
-            resolved,
-            roots: allowed.to_vec(),
-        })
-    }
-}
-
-fn resolve(path: &Path) -> Result<PathBuf, FsError> {
-    let components: Vec<Component<'_>> = path.components().collect();
-    // Always ≥ 1 for an absolute path: the root itself exists.
-    for existing in (1..=components.len()).rev() {
-        let prefix: PathBuf = components[..existing].iter().collect();
-        match fs::canonicalize(&prefix) {
-            Ok(mut resolved) => {
-                let missing = &components[existing..];
-                if missing.contains(&Component::ParentDir) {
-                    return Err(FsError::ParentOfMissing(path.to_path_buf()));
-                }
-                resolved.extend(missing);
-                return Ok(resolved);
-            }
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                let is_link = fs::symlink_metadata(&prefix)
-                    .is_ok_and(|metadata| metadata.file_type().is_symlink());
-                if is_link {
-                    return Err(FsError::DanglingSymlink {
-                        path: path.to_path_buf(),
-                        link: prefix,
-                    });
-                }
-            }
-            Err(source) => {
-                return Err(FsError::Io {
-                    action: "resolve",
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        }
-    }
-    Err(FsError::NotFound(path.to_path_buf()))
 }
