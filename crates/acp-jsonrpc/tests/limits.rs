@@ -15,6 +15,8 @@ use acp_jsonrpc::{
     Responder, ResponseError,
 };
 use common::{RawPeer, Recorder, TestHandler, connect, run};
+use futures_lite::AsyncWriteExt;
+use proptest::prelude::*;
 use serde_json::Value;
 use smol::Timer;
 
@@ -208,6 +210,16 @@ impl Handler for Large {
                 self.answer(request.connection(), responder, size);
                 self.unreserved.fetch_add(1, Ordering::SeqCst);
             }
+            "yield" => {
+                for _ in 0..size % 4 {
+                    futures_lite::future::yield_now().await;
+                }
+                responder.respond_ok("yielded");
+            }
+            "forever" => {
+                let _keep = responder;
+                std::future::pending::<()>().await;
+            }
             "hold_room" => {
                 responder.reserve(size).await;
                 self.granted.fetch_add(1, Ordering::SeqCst);
@@ -381,4 +393,107 @@ fn cancelled_reservers_give_up_their_place_and_their_room() {
         assert_eq!(handle.reserved_reply_bytes(), 0);
         assert!(peer.replies_to(b"").await.is_empty());
     });
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A request: its method and params.
+    Request(&'static str, usize),
+    /// A `$/cancel_request` for the request this many requests back.
+    Cancel(usize),
+    /// A notification (never answered).
+    Note,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => Just(Op::Request("ping", 0)),
+        3 => (0..4usize).prop_map(|n| Op::Request("yield", n)),
+        2 => Just(Op::Request("forever", 0)),
+        2 => (0..100_000usize).prop_map(|n| Op::Request("unreserved", n)),
+        2 => (0..100_000usize).prop_map(|n| Op::Request("reserved", n)),
+        2 => (0..8usize).prop_map(Op::Cancel),
+        1 => Just(Op::Note),
+    ]
+}
+
+/// Whether `response` is an answer `method` may get: its own result, or a
+/// refusal, or a cancellation.
+fn acceptable(method: &str, response: &Value, limit: usize) -> bool {
+    if is_too_many(response, limit) || response["error"]["code"] == -32800 {
+        return true;
+    }
+    match method {
+        "ping" => response["result"] == "pong",
+        "yield" => response["result"] == "yielded",
+        "unreserved" | "reserved" => response["result"].is_string(),
+        _ => false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Under any in-flight limit and reply budget, with the peer reading
+    /// while it sends, every request gets exactly one acceptable answer and
+    /// notifications get none.
+    #[test]
+    fn every_request_gets_exactly_one_response_under_any_limits(
+        limit in 1..5usize,
+        budget in prop_oneof![Just(0usize), Just(1000), Just(64 * 1024), Just(1024 * 1024)],
+        ops in prop::collection::vec(op(), 1..40),
+    ) {
+        run(async {
+            let options = ConnectionOptions::default()
+                .with_max_in_flight_requests(limit)
+                .with_reply_budget(budget);
+            let (handle, mut peer, _driver) = connect(Large::default(), options);
+            let mut methods: Vec<&str> = Vec::new();
+            let mut lines = Vec::new();
+            for op in &ops {
+                match *op {
+                    Op::Request(method, size) => {
+                        lines.push(sized(methods.len(), method, size));
+                        methods.push(method);
+                    }
+                    Op::Cancel(back) if back < methods.len() => {
+                        lines.push(cancel(methods.len() - 1 - back));
+                    }
+                    Op::Cancel(_) => {}
+                    Op::Note => lines.push(r#"{"jsonrpc":"2.0","method":"note"}"#.to_owned()),
+                }
+            }
+            // Let every request finish.
+            for (id, method) in methods.iter().enumerate() {
+                if *method == "forever" {
+                    lines.push(cancel(id));
+                }
+            }
+
+            let mut writer = peer.writer.take().unwrap();
+            let send = async {
+                for line in &lines {
+                    writer.write_all(line.as_bytes()).await.unwrap();
+                    writer.write_all(b"\n").await.unwrap();
+                }
+                writer
+            };
+            let receive = async {
+                let mut answers: Vec<Option<Value>> = vec![None; methods.len()];
+                for _ in 0..methods.len() {
+                    let response = peer.recv_json().await;
+                    let id = response["id"].as_u64().expect("an id") as usize;
+                    let method = methods[id];
+                    assert!(acceptable(method, &response, limit), "{method}: {response}");
+                    assert!(answers[id].replace(response).is_none(), "{id} answered twice");
+                }
+            };
+            let (writer, ()) = smol::future::zip(send, receive).await;
+            peer.writer = Some(writer);
+            assert!(peer.replies_to(b"").await.is_empty());
+            assert_eq!(handle.queued_reply_bytes(), 0);
+            assert_eq!(handle.reserved_reply_bytes(), 0);
+            handle.close();
+        });
+    }
 }
