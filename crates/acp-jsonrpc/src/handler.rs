@@ -20,10 +20,14 @@ use crate::{ConnectionHandle, Notification, Problem, Request, RequestId, Respons
 /// [`request`](Self::request) is called in arrival order, and the returned
 /// futures run concurrently inside the connection's driver (at most
 /// [`ConnectionOptions::with_max_in_flight_requests`](crate::ConnectionOptions::with_max_in_flight_requests)
-/// at a time). The [`Responder`] sends the one response; if it is dropped
-/// unanswered — the handler returned early, panicked, or was cancelled —
-/// the connection answers for it (`-32603`, or `-32800` after a
-/// `$/cancel_request`).
+/// at a time; the connection refuses further requests itself). The
+/// [`Responder`] sends the one response; if it is dropped unanswered — the
+/// handler returned early, panicked, or was cancelled — the connection
+/// answers for it (`-32603`, or `-32800` after a `$/cancel_request`).
+///
+/// A handler whose answer is large (megabytes) should call
+/// [`Responder::reserve`] before producing it, so that a peer slow to read
+/// makes it wait instead of growing memory.
 ///
 /// **Cancellation** is dropping: when the peer cancels a request with
 /// `$/cancel_request`, the handler's future is dropped at its current

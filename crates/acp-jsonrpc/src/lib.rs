@@ -15,9 +15,11 @@
 //!   awaiting that response returns. Everything we send goes through one
 //!   queue, in order.
 //! - **Nothing stalls or grows without bound.** Incoming requests run
-//!   concurrently; queues are bounded, so a slow peer slows the sender
-//!   down instead of filling memory; writes are batched and flushed when
-//!   the queue runs empty.
+//!   concurrently; queues are bounded in bytes, so a slow peer slows the
+//!   sender down instead of filling memory, and the limits never stop the
+//!   connection from reading the messages that would lift them; writes are
+//!   batched and flushed when the queue runs empty. See
+//!   [Resource limits](#resource-limits).
 //!
 //! # Using it
 //!
@@ -85,6 +87,7 @@
 //! | line is not valid JSON (but starts with `{`), or not UTF-8 | `-32700`, id `null` |
 //! | a batch (array), a non-object, a malformed request | `-32600`, with the request's id when it could be read |
 //! | a request whose id is already in flight | `-32600` |
+//! | a request beyond the in-flight limit | `-32603` [`ResponseError::too_many_requests`], data `{"maxInFlightRequests": N}` |
 //! | a handler panicked or dropped its responder | `-32603` |
 //! | a handler was cancelled by `$/cancel_request` | `-32800` |
 //! | a line that is not JSON at all (a stray log line) | nothing; reported |
@@ -103,6 +106,29 @@
 //! An incoming `$/cancel_request` is handled by the connection itself (the
 //! handler never sees it): it drops the matching handler's future, and the
 //! responder inside answers `-32800`.
+//!
+//! # Resource limits
+//!
+//! | bound | default | when it is reached |
+//! |---|---|---|
+//! | line length, [`ConnectionOptions::with_max_line_length`] | 64 MiB | the line is skipped (nothing answered: its id was never read) and reported as [`Problem::LineTooLong`] |
+//! | the peer's requests in flight (unanswered, or handler still running), [`ConnectionOptions::with_max_in_flight_requests`] | 256 | a further request is answered at once with `-32603` [`ResponseError::too_many_requests`] and reported as [`Problem::TooManyRequests`]; reading goes on |
+//! | notifications being handled | 1 | reading waits for the handler: that is the ordering guarantee |
+//! | our requests and notifications waiting for the writer, [`ConnectionOptions::with_outgoing_capacity`] | 1024 × 256 B = 256 KiB | [`ConnectionHandle::notify`] and [`ConnectionHandle::request`] wait for room; a message larger than the whole budget goes out alone |
+//! | our responses waiting for the writer, [`ConnectionOptions::with_reply_budget`] | 32 MiB | the driver reads nothing more from the peer until the writer catches up; [`Responder::reserve`] waits for room. A response itself is never refused |
+//!
+//! So everything queued for the peer is bounded in bytes: requests and
+//! notifications by the outgoing budget (senders wait), responses by the
+//! reply budget (the reader pauses, reservers wait; at most one response
+//! over it), and `$/cancel_request`s, which cannot wait (they are sent from
+//! destructors), by the requests they cancel. The writer holds one more
+//! batch: up to 64 KiB of small messages, or one large message.
+//!
+//! The one thing that stops reading besides a running notification handler
+//! is a peer that does not read our answers. Two peers that both stop
+//! reading because each has more than its reply budget queued for the other
+//! wait for each other forever; a large enough budget makes that a matter
+//! of misbehaving peers only.
 //!
 //! # Shutdown
 //!
