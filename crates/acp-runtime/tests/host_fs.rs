@@ -449,3 +449,49 @@ fn the_default_limit_is_16_mib() {
     ));
     assert_eq!(read(&roots, &big, Some(16 * 1024 + 1), None).unwrap(), line);
 }
+
+#[test]
+fn writes_go_in_place_and_through_links_that_stay_inside() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let sandbox = Sandbox::new();
+    let roots = sandbox.roots();
+    let script = sandbox.file("run.sh", "#!/bin/sh\necho old\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let inode = std::fs::metadata(&script).unwrap().ino();
+    write(&roots, &script, "#!/bin/sh\necho new\n").unwrap();
+    let metadata = std::fs::metadata(&script).unwrap();
+    assert_eq!(metadata.permissions().mode() & 0o777, 0o750, "mode kept");
+    assert_eq!(metadata.ino(), inode, "same file, not a replacement");
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "#!/bin/sh\necho new\n"
+    );
+
+    // A link inside, to a file inside (relative or absolute): the target is written and
+    // the link stays a link.
+    std::fs::create_dir(sandbox.root.join("docs")).unwrap();
+    let target = sandbox.file("docs/readme.md", "old\n");
+    let relative = sandbox.root.join("readme.md");
+    std::os::unix::fs::symlink("docs/readme.md", &relative).unwrap();
+    write(&roots, &relative, "through a relative link\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "through a relative link\n"
+    );
+    assert!(relative.symlink_metadata().unwrap().is_symlink());
+    let absolute = sandbox.root.join("docs/alias.md");
+    std::os::unix::fs::symlink(&target, &absolute).unwrap();
+    write(&roots, &absolute, "through an absolute link\n").unwrap();
+    assert_eq!(
+        read(&roots, &target, None, None).unwrap(),
+        "through an absolute link\n"
+    );
+    // New directories below a link to a directory inside land in its target.
+    let dir_link = sandbox.root.join("docs-link");
+    std::os::unix::fs::symlink("docs", &dir_link).unwrap();
+    write(&roots, &dir_link.join("new/page.md"), "page\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(sandbox.root.join("docs/new/page.md")).unwrap(),
+        "page\n"
+    );
+}

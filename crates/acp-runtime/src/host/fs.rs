@@ -120,6 +120,33 @@ pub trait FsHook: Send + Sync {
 }
 
 /// Why a file operation failed.
+///
+/// Refusals a hostile agent can provoke inside its own directory are answered at once and
+/// name the path: a FIFO, socket or device ([`FsError::NotARegularFile`]), a second name of
+/// a file ([`FsError::HardLinked`]), a link leading out ([`FsError::OutsideRoots`]).
+///
+/// ```
+/// use acp_runtime::host::{FsError, FsHost, FsRoots};
+///
+/// let base = std::env::temp_dir().join(format!("acp-fs-error-doc-{}", std::process::id()));
+/// let (project, elsewhere) = (base.join("project"), base.join("elsewhere"));
+/// std::fs::create_dir_all(&project).unwrap();
+/// std::fs::create_dir_all(&elsewhere).unwrap();
+/// std::fs::write(elsewhere.join("key"), "private\n").unwrap();
+/// # #[cfg(unix)] {
+/// std::fs::hard_link(elsewhere.join("key"), project.join("notes.txt")).unwrap();
+/// let roots = FsRoots::session(&project, Vec::<std::path::PathBuf>::new());
+/// let host = FsHost::new();
+/// smol::block_on(async {
+///     let read = host.read_text_file(&roots, &project.join("notes.txt"), None, None).await;
+///     assert!(matches!(read, Err(FsError::HardLinked { links: 2, .. })));
+///     let write = host.write_text_file(&roots, &project.join("notes.txt"), "x".into()).await;
+///     assert!(matches!(write, Err(FsError::HardLinked { .. })));
+/// });
+/// assert_eq!(std::fs::read_to_string(elsewhere.join("key")).unwrap(), "private\n");
+/// # }
+/// # std::fs::remove_dir_all(&base).unwrap();
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
     /// The path is not absolute; the protocol requires absolute paths.

@@ -23,6 +23,7 @@ pub(super) enum Access {
 
 /// Why no file was opened.
 #[derive(Debug)]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(super) enum Refusal {
     /// Resolution left the root: something changed since the path was checked by name.
     Escaped,

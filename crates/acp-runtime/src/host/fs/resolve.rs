@@ -14,6 +14,7 @@ use super::{FsError, FsRoots};
 
 /// Where a request leads, as far as can be told by name.
 #[derive(Debug)]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(super) enum Place {
     /// Unrestricted roots: the path resolved by name, opened as is.
     Anywhere(PathBuf),
