@@ -34,12 +34,13 @@ use open::{Access, Refusal};
 /// the same way. Files with more than one hard link are refused
 /// ([`FsError::HardLinked`]), since another name of the same file may lie outside.
 ///
-/// What is not: a mount point inside a root counts as inside; a directory that is moved
-/// *out of* the root while a request is walking through it (which needs write access
-/// outside the roots) can take the request along; the roots themselves are trusted as
-/// given, links in their own paths included. [`FsRoots::unrestricted`] checks nothing
-/// but still refuses what is not a regular file. On other platforms the check is by name
-/// only and races with a swapped link.
+/// What is not: a mount point inside a root counts as inside. Two changes that need write
+/// access outside the roots are not defended against: a directory moved out of a root
+/// while a request walks through it takes the request along, and a hard link made from
+/// outside to a file already opened gives what is written there a name outside. The roots
+/// themselves are trusted as given, links in their own paths included.
+/// [`FsRoots::unrestricted`] checks nothing but still refuses what is not a regular file.
+/// On other platforms the check is by name only and races with a swapped link.
 ///
 /// ```
 /// use acp_runtime::host::FsRoots;

@@ -310,9 +310,18 @@ mod openat2 {
             2 => false,
             _ => {
                 let root = CString::new("/").expect("no NUL");
-                let works = call(libc::AT_FDCWD, &root, libc::O_PATH, 0, 0).is_ok();
-                STATE.store(if works { 1 } else { 2 }, Ordering::Relaxed);
-                works
+                match call(libc::AT_FDCWD, &root, libc::O_PATH, 0, 0) {
+                    Ok(_) => STATE.store(1, Ordering::Relaxed),
+                    Err(error)
+                        if matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) =>
+                    {
+                        STATE.store(2, Ordering::Relaxed);
+                        return false;
+                    }
+                    // Out of descriptors, say: no answer yet, ask again next time.
+                    Err(_) => {}
+                }
+                true
             }
         }
     }
