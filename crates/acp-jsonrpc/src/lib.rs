@@ -119,10 +119,13 @@
 //!
 //! So everything queued for the peer is bounded in bytes: requests and
 //! notifications by the outgoing budget (senders wait), responses by the
-//! reply budget (the reader pauses, reservers wait; at most one response
-//! over it), and `$/cancel_request`s, which cannot wait (they are sent from
-//! destructors), by the requests they cancel. The writer holds one more
-//! batch: up to 64 KiB of small messages, or one large message.
+//! reply budget (the reader pauses, reservers wait), and
+//! `$/cancel_request`s, which cannot wait (they are sent from destructors),
+//! by the requests they cancel. The writer holds one more batch: up to
+//! 64 KiB of small messages, or one large message. Responses go over the
+//! budget by at most one response when large ones are reserved for; the
+//! handlers already running when the reader paused can still add theirs
+//! unreserved, so a handler that may answer megabytes should reserve.
 //!
 //! The one thing that stops reading besides a running notification handler
 //! is a peer that does not read our answers. Two peers that both stop
