@@ -82,7 +82,7 @@ async fn run<C: client::Client>(permissions: C, command: AgentCommand) -> acp_ru
     let mut updates = 0;
     while let Some(update) = turn.next().await {
         updates += 1;
-        print_update(&update);
+        print_update(&update?);
     }
     let response = turn.end().await?;
     println!("\n[turn ended: {}]", response.stop_reason);
@@ -92,7 +92,14 @@ async fn run<C: client::Client>(permissions: C, command: AgentCommand) -> acp_ru
         println!("summary.txt: {}", summary.trim_end());
     }
     agent.close();
-    let _ = driver.await;
+    // Writing what is still queued gets a grace period: an agent that stopped reading its
+    // stdin must not keep this client from exiting. Dropping the driver then closes the
+    // agent's stdin, and the staged shutdown follows.
+    let grace = async {
+        smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE).await;
+        Ok(())
+    };
+    let _ = futures_lite::future::or(driver, grace).await;
     let exit = process.shutdown().await;
     println!("agent exited: {exit}");
     let _ = std::fs::remove_dir_all(&project);

@@ -11,9 +11,13 @@
 //!   answers the session's pending permission requests with `cancelled` (a MUST of the spec),
 //!   and marks its unfinished tool calls cancelled.
 //! - Updates that arrive before the `session/new` response, or between turns, are kept and
-//!   delivered ([`Session::next_update`]). Only for a session id this client never opens are
-//!   they capped (the oldest beyond 4096 are dropped and reported to the observer), and
-//!   updates are kept for at most 16 such ids at a time (later ones are dropped and reported).
+//!   delivered ([`Session::next_update`]).
+//! - Routing an update never waits, so a session nobody reads never holds up responses,
+//!   other sessions or cancellation. Each session keeps updates up to a budget in bytes
+//!   ([`ClientOptions::with_session_update_budget`], 16 MiB); what arrives while it is full
+//!   is dropped and met, in its place in the stream, as [`Error::UpdatesDropped`]. Updates
+//!   for ids this client has not opened share one smaller budget
+//!   ([`ClientOptions::with_unopened_update_budget`], 1 MiB, at most 16 ids).
 //! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and
 //!   [`ClientOptions::with_terminals`] serve `fs/*` and `terminal/*` with the complete
 //!   implementations of [`crate::host`], and advertise them.
@@ -38,7 +42,7 @@
 //! .unwrap();
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -62,19 +66,10 @@ use crate::signal::Signal;
 /// Protocol versions this runtime speaks.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = crate::agent::SUPPORTED_PROTOCOL_VERSIONS;
 
-/// How many updates a session buffers before the connection waits for them to be consumed
-/// (back-pressure instead of unbounded memory). Counted in messages, so kept small: 128
-/// updates of 64 KiB are 8 MiB, and the connection and its consumer share a thread anyway.
-const SESSION_UPDATE_BUFFER: usize = 128;
+mod updates;
 
-/// How many updates for a session id not yet known (its `session/new` response has not
-/// arrived) are kept. Agents send a few (available commands, modes) before answering.
-const EARLY_UPDATE_LIMIT: usize = 4096;
-
-/// How many session ids not yet known may have updates kept at once. An agent sends early
-/// updates for the one session it is creating; beyond this, updates for yet another unknown
-/// session are dropped (and reported), so that made-up ids cannot grow memory without bound.
-const EARLY_SESSION_LIMIT: usize = 16;
+pub use updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
+use updates::{Popped, Routed, Routes, UpdateQueue, update_cost};
 
 /// What a client implements: the requests an agent makes. Only
 /// [`request_permission`](Client::request_permission) is required; `fs/*` and `terminal/*`
@@ -279,6 +274,8 @@ pub struct ClientOptions {
     fs_unrestricted: bool,
     terminals: Option<Arc<TerminalHost>>,
     connection: ConnectionOptions,
+    session_update_budget: usize,
+    unopened_update_budget: usize,
 }
 
 impl Default for ClientOptions {
@@ -293,6 +290,8 @@ impl Default for ClientOptions {
             fs_unrestricted: false,
             terminals: None,
             connection: ConnectionOptions::default(),
+            session_update_budget: DEFAULT_SESSION_UPDATE_BUDGET,
+            unopened_update_budget: DEFAULT_UNOPENED_UPDATE_BUDGET,
         }
     }
 }
@@ -338,6 +337,27 @@ impl ClientOptions {
         self
     }
 
+    /// How many bytes of updates each session keeps for the application before it drops
+    /// further ones (default [`DEFAULT_SESSION_UPDATE_BUDGET`], 16 MiB). An update costs its
+    /// size on the wire plus a few hundred bytes. One update larger than the budget is still
+    /// kept when nothing else waits. Dropped updates are never silent: the application meets
+    /// [`Error::UpdatesDropped`] where they would have been. Reading updates as they come
+    /// ([`PromptTurn::next`], [`Session::next_update`]) keeps a session far below it.
+    pub fn with_session_update_budget(mut self, bytes: usize) -> Self {
+        self.session_update_budget = bytes;
+        self
+    }
+
+    /// How many bytes of updates are kept, over all session ids this client has not opened,
+    /// until it opens them (default [`DEFAULT_UNOPENED_UPDATE_BUDGET`], 1 MiB; at most 16
+    /// ids). Agents send a few updates (commands, modes) for a session before answering
+    /// `session/new`; the rest is dropped and reported to the observer, and a session
+    /// opened later meets [`Error::UpdatesDropped`] first.
+    pub fn with_unopened_update_budget(mut self, bytes: usize) -> Self {
+        self.unopened_update_budget = bytes;
+        self
+    }
+
     /// The capabilities `initialize` will advertise.
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.capabilities
@@ -362,7 +382,7 @@ where
     let state = Arc::new(ClientState {
         options: options.clone(),
         agent: Mutex::new(None),
-        routes: Mutex::new(HashMap::new()),
+        routes: Mutex::new(Routes::new(options.unopened_update_budget)),
         exit: Mutex::new(None),
         exit_recorded: Signal::new(),
         spawned: AtomicBool::new(false),
@@ -383,17 +403,24 @@ where
 }
 
 /// Releases every terminal of every session when the connection's driver finishes or is
-/// dropped.
+/// dropped, and ends the sessions' update streams.
 struct ReleaseTerminalsWhenDone(Arc<ClientState>);
 
 impl Drop for ReleaseTerminalsWhenDone {
     fn drop(&mut self) {
-        let Some(terminals) = &self.0.options.terminals else {
-            return;
-        };
-        let sessions: Vec<SessionId> = self.0.routes.lock().unwrap().keys().cloned().collect();
+        let sessions: Vec<Arc<SessionShared>> = self
+            .0
+            .routes
+            .lock()
+            .unwrap()
+            .known()
+            .map(|(_, session)| session.clone())
+            .collect();
         for session in sessions {
-            terminals.release_session(session.as_str());
+            session.updates.close();
+            if let Some(terminals) = &self.0.options.terminals {
+                terminals.release_session(session.id.as_str());
+            }
         }
     }
 }
@@ -424,6 +451,11 @@ pub fn spawn<C: Client>(
 /// Spawns `command`, connects `client` to it, runs `work` with the handle on the calling
 /// thread, then closes the connection and shuts the agent down. Returns what `work` returned
 /// and how the agent ended.
+///
+/// It always returns: what is still queued for the agent when `work` is done gets
+/// [`DEFAULT_SHUTDOWN_GRACE`](crate::process::DEFAULT_SHUTDOWN_GRACE) to be written (an agent
+/// that stopped reading its stdin cannot hold the run up), then the agent gets its staged
+/// shutdown ([`AgentProcess::shutdown`]).
 ///
 /// Unlike [`spawn`], this owns the thread for the whole run: on Linux the connection waits in
 /// `epoll_wait(2)` on the agent's two pipes instead of in smol's reactor, so that a request/response
@@ -464,11 +496,14 @@ pub fn run_spawned<C: Client, F: Future>(
         let (agent, driver) = connect(client, reader, writer, options);
         watch_exit(&agent, &process)?;
         let run = async {
+            let closed = Signal::new();
             let work = async {
                 let output = work(agent.clone()).await;
                 agent.close();
+                closed.fire();
                 output
             };
+            let driver = bounded_final_flush(driver, &closed);
             crate::pipe_loop::join_woken(driver, work).await.1
         };
         let output =
@@ -481,15 +516,37 @@ pub fn run_spawned<C: Client, F: Future>(
     {
         let (agent, driver, process) = spawn(client, command, options)?;
         smol::block_on(async {
+            let closed = Signal::new();
             let work = async {
                 let output = work(agent.clone()).await;
                 agent.close();
+                closed.fire();
                 output
             };
+            let driver = bounded_final_flush(driver, &closed);
             let output = futures_lite::future::zip(driver, work).await.1;
             Ok((output, process.shutdown().await))
         })
     }
+}
+
+/// How long [`run_spawned`] lets the connection write what is still queued for the agent
+/// once the work is done. An agent that stopped reading its stdin would otherwise keep the
+/// final flush, and so the whole run, waiting for ever; after this the connection is dropped
+/// (the agent sees its stdin close) and the agent's staged shutdown begins.
+const FINAL_FLUSH_GRACE: std::time::Duration = crate::process::DEFAULT_SHUTDOWN_GRACE;
+
+/// The connection's driver, given up [`FINAL_FLUSH_GRACE`] after `closed` fires.
+async fn bounded_final_flush<D: Future<Output = Result<(), acp_jsonrpc::ConnectionError>>>(
+    driver: D,
+    closed: &Signal,
+) -> Result<(), acp_jsonrpc::ConnectionError> {
+    futures_lite::future::or(driver, async {
+        closed.wait().await;
+        smol::Timer::after(FINAL_FLUSH_GRACE).await;
+        Ok(())
+    })
+    .await
 }
 
 /// Fails pending calls with the agent's exit status and stderr tail once it exits, from a
@@ -511,27 +568,18 @@ fn watch_exit(agent: &AgentHandle, process: &AgentProcess) -> Result<()> {
 struct ClientState {
     options: ClientOptions,
     agent: Mutex<Option<InitializeResponse>>,
-    routes: Mutex<HashMap<SessionId, Route>>,
+    routes: Mutex<Routes<Arc<SessionShared>>>,
     exit: Mutex<Option<(String, String)>>,
     /// Fired once the spawned agent's exit is recorded in `exit`.
     exit_recorded: Signal,
     spawned: AtomicBool,
 }
 
-enum Route {
-    /// Updates for an id whose `session/new` response has not arrived yet.
-    Early(VecDeque<Box<SessionNotification>>),
-    Known(Arc<SessionShared>),
-}
-
 struct SessionShared {
     id: SessionId,
     roots: FsRoots,
     cwd: PathBuf,
-    updates: (
-        async_channel::Sender<Box<SessionNotification>>,
-        async_channel::Receiver<Box<SessionNotification>>,
-    ),
+    updates: UpdateQueue,
     turn_active: AtomicBool,
     /// Fired by `cancel`; replaced at the start of each turn.
     cancel: Mutex<Signal>,
@@ -636,6 +684,19 @@ impl AgentHandle {
             .unwrap()
             .as_ref()
             .map(|r| r.agent_capabilities.clone())
+    }
+
+    /// How many bytes of updates wait for the application, over every session and the ids
+    /// not opened yet: never more than the budgets of
+    /// [`ClientOptions::with_session_update_budget`] (per session, plus one larger update)
+    /// and [`ClientOptions::with_unopened_update_budget`].
+    pub fn buffered_update_bytes(&self) -> usize {
+        let routes = self.state.routes.lock().unwrap();
+        routes.early_bytes()
+            + routes
+                .known()
+                .map(|(_, session)| session.updates.bytes())
+                .sum::<usize>()
     }
 
     /// The underlying JSON-RPC connection.
@@ -859,13 +920,6 @@ impl AgentHandle {
         modes: Option<SessionModeState>,
         config_options: Option<Vec<SessionConfigOption>>,
     ) -> Session {
-        // Under the routes lock, so that no update slips between taking the early ones and
-        // registering the session.
-        let mut routes = self.state.routes.lock().unwrap();
-        let early = match routes.remove(&id) {
-            Some(Route::Early(updates)) => updates,
-            _ => VecDeque::new(),
-        };
         let roots = if self.state.options.fs_unrestricted {
             FsRoots::unrestricted()
         } else {
@@ -878,20 +932,19 @@ impl AgentHandle {
             id: id.clone(),
             roots,
             cwd: PathBuf::from(cwd),
-            // Room for every early update: none of them may be lost.
-            updates: async_channel::bounded(SESSION_UPDATE_BUFFER.max(early.len())),
+            updates: UpdateQueue::new(id.clone(), self.state.options.session_update_budget),
             turn_active: AtomicBool::new(false),
             cancel: Mutex::new(Signal::new()),
             tool_calls: Mutex::new(HashMap::new()),
             modes: Mutex::new(modes),
             config_options: Mutex::new(config_options),
         });
-        for update in early {
-            shared.track(&update.update);
-            let sent = shared.updates.0.try_send(update);
-            debug_assert!(sent.is_ok(), "the channel was sized for the early updates");
-        }
-        routes.insert(id, Route::Known(shared.clone()));
+        // Under the routes lock, so that no update slips between taking the early ones and
+        // registering the session.
+        let mut routes = self.state.routes.lock().unwrap();
+        routes.open(id, shared.clone(), &shared.updates, |update| {
+            shared.track(update)
+        });
         drop(routes);
         Session {
             agent: self.clone(),
@@ -900,7 +953,9 @@ impl AgentHandle {
     }
 
     fn forget_session(&self, id: &SessionId) {
-        self.state.routes.lock().unwrap().remove(id);
+        if let Some(session) = self.state.routes.lock().unwrap().remove(id) {
+            session.updates.close();
+        }
         if let Some(terminals) = &self.state.options.terminals {
             terminals.release_session(id.as_str());
         }
@@ -1082,25 +1137,29 @@ impl Session {
         Ok(response.config_options)
     }
 
-    /// The next update that arrived outside a turn (or was left over by one), waiting for it.
-    pub async fn next_update(&self) -> Option<SessionUpdate> {
-        self.shared
-            .updates
-            .1
-            .recv()
-            .await
-            .ok()
-            .map(|notification| notification.update)
+    /// The next update that arrived outside a turn (or was left over by one), waiting for it;
+    /// `None` once the connection is over (or the session closed) and every update was taken.
+    ///
+    /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
+    /// budget was full (see [`ClientOptions::with_session_update_budget`]); the stream goes on
+    /// after it.
+    pub async fn next_update(&self) -> Option<Result<SessionUpdate>> {
+        let entry = self.shared.updates.pop().await?;
+        Some(entry.map(|notification| notification.update))
     }
 
     /// An update that already arrived, without waiting.
-    pub fn try_next_update(&self) -> Option<SessionUpdate> {
-        self.shared
-            .updates
-            .1
-            .try_recv()
-            .ok()
-            .map(|notification| notification.update)
+    pub fn try_next_update(&self) -> Option<Result<SessionUpdate>> {
+        match self.shared.updates.try_pop() {
+            Popped::Entry(entry) => Some(entry.map(|notification| notification.update)),
+            Popped::Empty | Popped::Closed => None,
+        }
+    }
+
+    /// How many bytes of updates wait in this session for the application (see
+    /// [`ClientOptions::with_session_update_budget`]).
+    pub fn buffered_update_bytes(&self) -> usize {
+        self.shared.updates.bytes()
     }
 
     /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
@@ -1118,6 +1177,10 @@ type ResponseFuture = Pin<Box<dyn Future<Output = Result<PromptResponse>> + Send
 /// A running prompt turn: [`next`](PromptTurn::next) yields its updates in order, then
 /// [`end`](PromptTurn::end) gives the stop reason.
 ///
+/// Reading the updates is optional: the connection never waits for them. A session keeps
+/// what is not read up to its budget ([`ClientOptions::with_session_update_budget`]) and
+/// records what it had to drop, and `end` skips what is left.
+///
 /// Dropping it before the end does not cancel the turn (use [`Session::cancel`]); the turn's
 /// remaining updates stay in the session ([`Session::next_update`]).
 pub struct PromptTurn {
@@ -1134,33 +1197,36 @@ impl PromptTurn {
 
     /// The next update of the turn, or `None` once the turn has ended and every update sent
     /// before the end was returned.
-    pub async fn next(&mut self) -> Option<SessionUpdate> {
-        if let Ok(update) = self.session.shared.updates.1.try_recv() {
-            return Some(update.update);
+    ///
+    /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
+    /// budget was full; the turn goes on after it.
+    pub async fn next(&mut self) -> Option<Result<SessionUpdate>> {
+        let updates = &self.session.shared.updates;
+        if let Popped::Entry(entry) = updates.try_pop() {
+            return Some(entry.map(|notification| notification.update));
         }
-        let updates = self.session.shared.updates.1.clone();
         let response = self.response.as_mut()?;
         enum Next {
-            Update(Option<Box<SessionNotification>>),
+            Update(Option<Result<Box<SessionNotification>>>),
             End(Result<PromptResponse>),
         }
-        let next =
-            futures_lite::future::or(async { Next::Update(updates.recv().await.ok()) }, async {
-                Next::End(response.await)
-            })
-            .await;
-        match next {
-            Next::Update(update) => update.map(|notification| notification.update),
+        let next = futures_lite::future::or(async { Next::Update(updates.pop().await) }, async {
+            Next::End(response.await)
+        })
+        .await;
+        let entry = match next {
+            Next::Update(update) => update?,
             Next::End(end) => {
                 self.finish(end);
                 // Every update sent before the response is already queued: the connection
                 // hands notifications over before any later response.
-                updates
-                    .try_recv()
-                    .ok()
-                    .map(|notification| notification.update)
+                match self.session.shared.updates.try_pop() {
+                    Popped::Entry(entry) => entry,
+                    Popped::Empty | Popped::Closed => return None,
+                }
             }
-        }
+        };
+        Some(entry.map(|notification| notification.update))
     }
 
     /// A turn whose response came with the first poll: free the session at once.
@@ -1181,14 +1247,14 @@ impl PromptTurn {
         self.end = Some(end);
     }
 
-    /// Waits for the end of the turn and returns its response. Updates not yet taken with
-    /// [`next`](Self::next) stay available from [`Session::next_update`].
+    /// Waits for the end of the turn and returns its response, skipping the updates not yet
+    /// taken with [`next`](Self::next) (those of this turn, and any left from before it): the
+    /// caller asked for the outcome, not the stream. Tool call states and modes still follow
+    /// them ([`Session::tool_call`]). To keep the updates, read them with `next` first, or drop
+    /// the turn instead (they then stay for [`Session::next_update`]).
     pub async fn end(mut self) -> Result<PromptResponse> {
-        if let Some(response) = self.response.take() {
-            let end = response.await;
-            self.finish(end);
-        }
-        self.end.take().expect("finished above")
+        while self.next().await.is_some() {}
+        self.end.take().expect("the turn has ended")
     }
 }
 
@@ -1245,7 +1311,9 @@ fn fs_error(error: host::FsError) -> Error {
         | host::FsError::TooLarge { .. } => Error::invalid_params(&error),
         host::FsError::OutsideRoots { .. }
         | host::FsError::ParentOfMissing(_)
-        | host::FsError::DanglingSymlink { .. } => Error::invalid_params(&error),
+        | host::FsError::DanglingSymlink { .. }
+        | host::FsError::NotARegularFile { .. }
+        | host::FsError::HardLinked { .. } => Error::invalid_params(&error),
         _ => Error::internal(&error),
     }
 }
@@ -1276,8 +1344,8 @@ fn session_id(session: &Option<Arc<SessionShared>>) -> &str {
 impl<C: Client> ClientDispatch<C> {
     fn session(&self, id: &SessionId) -> Result<Arc<SessionShared>> {
         match self.state.routes.lock().unwrap().get(id) {
-            Some(Route::Known(shared)) => Ok(shared.clone()),
-            _ => Err(Error::Rpc(
+            Some(shared) => Ok(shared.clone()),
+            None => Err(Error::Rpc(
                 ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Unknown session `{id}`"))
                     .with_data(&serde_json::json!({ "sessionId": id })),
             )),
@@ -1287,7 +1355,14 @@ impl<C: Client> ClientDispatch<C> {
     /// The work of answering `request`. Each arm is boxed on its own: one future holding every
     /// arm inline was over 4 KiB, and moving it into place cost more than the small allocation
     /// of the one arm run.
-    fn handle(&self, request: AgentRequest) -> HandlerFuture<'_> {
+    ///
+    /// Handlers that answer with megabytes reserve room for the answer on `responder` first
+    /// (see [`Responder::reserve`]).
+    fn handle<'a>(
+        &'a self,
+        request: AgentRequest,
+        responder: &'a mut Responder,
+    ) -> HandlerFuture<'a> {
         let caps = &self.state.options.capabilities;
         let session = match session_of(&request) {
             Some(id) => match self.session(id) {
@@ -1336,11 +1411,16 @@ impl<C: Client> ClientDispatch<C> {
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
                         let content = fs
-                            .read_text_file(
+                            .read_text_file_reserving(
                                 &session.roots,
                                 Path::new(&request.path),
                                 request.line,
                                 request.limit,
+                                async |bytes| {
+                                    responder
+                                        .reserve(usize::try_from(bytes).unwrap_or(usize::MAX))
+                                        .await
+                                },
                             )
                             .await
                             .map_err(fs_error)?;
@@ -1460,47 +1540,31 @@ impl<C: Client> ClientDispatch<C> {
         Ok(self.state.options.terminals.as_deref())
     }
 
-    async fn route_update(&self, notification: Box<SessionNotification>, report: impl Fn(String)) {
+    /// Hands an update to its session without ever waiting for room (see [`updates`]).
+    /// `wire_bytes` is the size of its params on the wire.
+    async fn route_update(
+        &self,
+        notification: Box<SessionNotification>,
+        wire_bytes: usize,
+        report: impl Fn(String),
+    ) {
         self.client.session_update(&notification).await;
-        let shared = {
-            let mut routes = self.state.routes.lock().unwrap();
-            let session_id = &notification.session_id;
-            match routes.get_mut(session_id) {
-                Some(Route::Known(shared)) => shared.clone(),
-                Some(Route::Early(queue)) => {
-                    if queue.len() >= EARLY_UPDATE_LIMIT {
-                        report(format!(
-                            "more than {EARLY_UPDATE_LIMIT} updates for session `{session_id}`, which this client never opened; dropping the oldest"
-                        ));
-                        queue.pop_front();
-                    }
-                    queue.push_back(notification);
-                    return;
-                }
-                None => {
-                    let early_sessions = routes
-                        .values()
-                        .filter(|route| matches!(route, Route::Early(_)))
-                        .count();
-                    if early_sessions >= EARLY_SESSION_LIMIT {
-                        report(format!(
-                            "an update for session `{session_id}`, which this client never opened, while updates for {EARLY_SESSION_LIMIT} other unknown sessions are kept; dropping it"
-                        ));
-                    } else {
-                        let session_id = session_id.clone();
-                        routes.insert(session_id, Route::Early(VecDeque::from([notification])));
-                    }
-                    return;
+        let cost = update_cost(wire_bytes);
+        let routed = self.state.routes.lock().unwrap().route(notification, cost);
+        match routed {
+            Routed::Known(shared, notification) => {
+                // Tracked even when the queue drops it: tool call states and modes stay true.
+                shared.track(&notification.update);
+                let session_id = notification.session_id.clone();
+                if !shared.updates.push(notification, cost) {
+                    report(format!(
+                        "session `{session_id}` keeps more than {} bytes of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
+                        self.state.options.session_update_budget
+                    ));
                 }
             }
-        };
-        shared.track(&notification.update);
-        // Waits when the session's buffer is full: back-pressure on the agent. The box travels
-        // as it is: the update is moved out of it only once, by whoever takes it.
-        if let Err(async_channel::TrySendError::Full(notification)) =
-            shared.updates.0.try_send(notification)
-        {
-            let _ = shared.updates.0.send(notification).await;
+            Routed::Early => {}
+            Routed::Dropped(reason) => report(reason),
         }
     }
 }
@@ -1520,8 +1584,12 @@ impl<C: Client> Handler for ClientDispatch<C> {
     ) -> impl Future<Output = ()> + Send {
         let dispatch = self.clone();
         async move {
+            let mut responder = responder;
             let result = match AgentRequest::decode(request.method(), request.raw_params()) {
-                Ok(call) => dispatch.handle(call).await.map_err(|e| e.to_response()),
+                Ok(call) => dispatch
+                    .handle(call, &mut responder)
+                    .await
+                    .map_err(|e| e.to_response()),
                 Err(DecodeError::UnknownMethod(method)) => {
                     Err(ResponseError::method_not_found(&method))
                 }
@@ -1546,7 +1614,9 @@ impl<C: Client> Handler for ClientDispatch<C> {
                 match serde_json::from_str::<Box<SessionNotification>>(params) {
                     Ok(update) => {
                         dispatch
-                            .route_update(update, |problem| notification.report_unhandled(problem))
+                            .route_update(update, params.len(), |problem| {
+                                notification.report_unhandled(problem)
+                            })
                             .await
                     }
                     Err(error) => notification
@@ -1556,8 +1626,9 @@ impl<C: Client> Handler for ClientDispatch<C> {
             }
             match AgentNotification::decode(notification.method(), notification.raw_params()) {
                 Ok(AgentNotification::SessionUpdate(update)) => {
+                    let wire_bytes = notification.raw_params().map_or(0, |raw| raw.get().len());
                     dispatch
-                        .route_update(Box::new(update), |problem| {
+                        .route_update(Box::new(update), wire_bytes, |problem| {
                             notification.report_unhandled(problem)
                         })
                         .await

@@ -58,6 +58,23 @@ pub enum Error {
         /// The end of what it wrote to stderr.
         stderr_tail: String,
     },
+    /// Updates for a session were dropped because they arrived while its buffer was full:
+    /// the application took them more slowly than the agent sent them. Met in the session's
+    /// stream of updates where the dropped ones would have been; the updates around it are
+    /// whole and in order. The connection and the other sessions were not held up.
+    #[error(
+        "{updates} updates ({bytes} bytes) for session `{session_id}` were dropped: its buffer of {budget} bytes was full (take updates sooner, or raise `ClientOptions::with_session_update_budget`)"
+    )]
+    UpdatesDropped {
+        /// The session.
+        session_id: String,
+        /// How many updates were dropped in a row.
+        updates: u64,
+        /// What they would have held, in bytes.
+        bytes: u64,
+        /// The session's budget.
+        budget: usize,
+    },
     /// The call did not complete in time (and was cancelled at the peer).
     #[error("the call timed out")]
     TimedOut,

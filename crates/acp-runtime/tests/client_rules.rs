@@ -157,6 +157,7 @@ fn updates_before_the_session_exists_are_kept() {
         let session = futures_lite::future::zip(create, answer).await.0.unwrap();
         let update = within("the early update", session.next_update())
             .await
+            .unwrap()
             .unwrap();
         assert!(
             matches!(update, SessionUpdate::AvailableCommandsUpdate(_)),
@@ -185,6 +186,7 @@ fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
         let session = open_session(&agent, &mut peer, "made-up-3").await;
         let update = within("the kept update", session.next_update())
             .await
+            .unwrap()
             .unwrap();
         assert!(
             matches!(&update, SessionUpdate::AgentMessageChunk(chunk) if chunk.content.as_text() == Some("3")),
@@ -231,6 +233,7 @@ fn a_turn_yields_its_updates_then_its_stop_reason() {
         let reading = async {
             let mut texts = Vec::new();
             while let Some(update) = turn.next().await {
+                let update = update.unwrap();
                 let SessionUpdate::AgentMessageChunk(chunk) = update else {
                     panic!("{update:?}")
                 };

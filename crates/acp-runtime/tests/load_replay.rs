@@ -72,10 +72,12 @@ fn load_replays_history_before_answering() {
         // The replay is there as soon as the load returns, in order.
         let first = session
             .try_next_update()
-            .expect("replayed before the response");
+            .expect("replayed before the response")
+            .unwrap();
         let second = session
             .try_next_update()
-            .expect("replayed before the response");
+            .expect("replayed before the response")
+            .unwrap();
         assert_eq!(first, SessionUpdate::user_message_chunk("What is 2 + 2?"));
         assert_eq!(second, SessionUpdate::agent_message_chunk("4"));
         assert!(session.try_next_update().is_none());

@@ -517,7 +517,7 @@ fn run_spawned_drives_a_whole_turn_over_real_pipes_on_the_calling_thread() {
                 let mut turn = session.prompt(vec!["go".into()]).await?;
                 let mut texts = Vec::new();
                 while let Some(update) = turn.next().await {
-                    if let SessionUpdate::AgentMessageChunk(chunk) = update
+                    if let SessionUpdate::AgentMessageChunk(chunk) = update?
                         && let ContentBlock::Text(text) = chunk.content
                     {
                         texts.push(text.text);

@@ -97,7 +97,7 @@ async fn full_turn(project: &Project) {
         .unwrap();
     let mut updates = Vec::new();
     while let Some(update) = within("an update", turn.next()).await {
-        updates.push(update);
+        updates.push(update.unwrap());
     }
     let response = within("the end of the turn", turn.end()).await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);

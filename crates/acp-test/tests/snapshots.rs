@@ -328,7 +328,7 @@ fn a_hanging_fake_command_is_killed() {
         pair.agent().initialize().await.unwrap();
         let session = pair.agent().new_session("/").await.unwrap();
         let mut turn = session.prompt(vec!["go".into()]).await.unwrap();
-        let Some(SessionUpdate::AgentMessageChunk(chunk)) = turn.next().await else {
+        let Some(Ok(SessionUpdate::AgentMessageChunk(chunk))) = turn.next().await else {
             panic!("a message");
         };
         assert_eq!(chunk.content.as_text(), Some("SIGKILL"));

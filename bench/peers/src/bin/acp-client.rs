@@ -67,7 +67,7 @@ fn run(args: &ClientArgs, started: Instant) -> Result<String> {
             let mut turn = session.prompt(vec![args.prompt.as_str().into()]).await?;
             let mut updates = 0u64;
             while let Some(update) = turn.next().await {
-                if matches!(update, SessionUpdate::AgentMessageChunk(_)) {
+                if matches!(update?, SessionUpdate::AgentMessageChunk(_)) {
                     updates += 1;
                 }
             }

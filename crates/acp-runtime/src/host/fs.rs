@@ -31,8 +31,13 @@ use open::{Access, Refusal};
 /// stepping out of it (Linux's `openat2` with `RESOLVE_BENEATH`, or the same walk done
 /// component by component where that call is missing), so a link swapped in between the
 /// check and the open is refused, not followed out. Directories a write creates are made
-/// the same way. Files with more than one hard link are refused
+/// the same way. Writes to a file with more than one hard link are refused
 /// ([`FsError::HardLinked`]), since another name of the same file may lie outside.
+///
+/// Reads of such files are allowed, deliberately: package managers hard-link whole trees
+/// (pnpm's `node_modules` comes from its store that way), and refusing them would lock agents
+/// out of ordinary projects. The link itself cannot be made through this host, and whoever can
+/// make one to a file outside (a terminal command, say) can read that file directly anyway.
 ///
 /// What is not: a mount point inside a root counts as inside. Two changes that need write
 /// access outside the roots are not defended against: a directory moved out of a root
@@ -123,8 +128,9 @@ pub trait FsHook: Send + Sync {
 /// Why a file operation failed.
 ///
 /// Refusals a hostile agent can provoke inside its own directory are answered at once and
-/// name the path: a FIFO, socket or device ([`FsError::NotARegularFile`]), a second name of
-/// a file ([`FsError::HardLinked`]), a link leading out ([`FsError::OutsideRoots`]).
+/// name the path: a FIFO, socket or device ([`FsError::NotARegularFile`]), a write to a
+/// second name of a file ([`FsError::HardLinked`]), a link leading out
+/// ([`FsError::OutsideRoots`]).
 ///
 /// ```
 /// use acp_runtime::host::{FsError, FsHost, FsRoots};
@@ -139,8 +145,6 @@ pub trait FsHook: Send + Sync {
 /// let roots = FsRoots::session(&project, Vec::<std::path::PathBuf>::new());
 /// let host = FsHost::new();
 /// smol::block_on(async {
-///     let read = host.read_text_file(&roots, &project.join("notes.txt"), None, None).await;
-///     assert!(matches!(read, Err(FsError::HardLinked { links: 2, .. })));
 ///     let write = host.write_text_file(&roots, &project.join("notes.txt"), "x".into()).await;
 ///     assert!(matches!(write, Err(FsError::HardLinked { .. })));
 /// });
@@ -207,11 +211,12 @@ pub enum FsError {
         /// `"special file"`.
         kind: &'static str,
     },
-    /// The file has more than one hard link (within roots only). Another of its names may
-    /// lie outside the session's directories, and nothing tells which name is the "real"
-    /// one, so reading it could leak, and writing it change, a file outside.
+    /// A write to a file with more than one hard link (within roots only). Another of its
+    /// names may lie outside the session's directories, and nothing tells which name is the
+    /// "real" one, so writing it could change a file outside (see [`FsRoots`] for why reads
+    /// are allowed).
     #[error(
-        "`{}` has {links} hard links; files with more than one name are refused, as another name may lie outside the session's directories",
+        "`{}` has {links} hard links; writes to files with more than one name are refused, as another name may lie outside the session's directories",
         path.display()
     )]
     HardLinked {
@@ -433,7 +438,48 @@ impl FsHost {
         line: Option<u32>,
         limit: Option<u32>,
     ) -> Result<String, FsError> {
-        self.read_watched(roots, path, line, limit, Arc::default())
+        self.read_watched(roots, path, line, limit, Arc::default(), async |_| {})
+            .await
+    }
+
+    /// [`read_text_file`](Self::read_text_file) for a server that must bound what its answers
+    /// hold: once the file is open, `reserve` is awaited with the most bytes its text can take
+    /// on the wire (six times its size, for text of nothing but control characters, and never
+    /// more than the cap), before anything is read. The text then read is held to that bound,
+    /// so a file that grew since is refused ([`FsError::TooLarge`]) rather than answered
+    /// larger than what was reserved. The client connection passes
+    /// [`Responder::reserve`](acp_jsonrpc::Responder::reserve), so that reads wait while the
+    /// agent is slow to take their answers instead of each holding a file in memory.
+    ///
+    /// ```
+    /// use acp_runtime::host::{FsHost, FsRoots};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("acp-fs-reserve-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// std::fs::write(dir.join("a.txt"), "hello\n").unwrap();
+    /// let roots = FsRoots::session(&dir, Vec::<std::path::PathBuf>::new());
+    /// let mut reserved = 0;
+    /// let text = smol::block_on(FsHost::new().read_text_file_reserving(
+    ///     &roots,
+    ///     &dir.join("a.txt"),
+    ///     None,
+    ///     None,
+    ///     async |bytes| reserved = bytes,
+    /// ));
+    /// assert_eq!(text.unwrap(), "hello\n");
+    /// // 6 bytes, at most 36 once escaped, and the envelope.
+    /// assert_eq!(reserved, 36 + 128);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub async fn read_text_file_reserving(
+        &self,
+        roots: &FsRoots,
+        path: &Path,
+        line: Option<u32>,
+        limit: Option<u32>,
+        reserve: impl AsyncFnOnce(u64),
+    ) -> Result<String, FsError> {
+        self.read_watched(roots, path, line, limit, Arc::default(), reserve)
             .await
     }
 
@@ -445,6 +491,7 @@ impl FsHost {
         line: Option<u32>,
         limit: Option<u32>,
         progress: Arc<Progress>,
+        reserve: impl AsyncFnOnce(u64),
     ) -> Result<String, FsError> {
         if !path.is_absolute() {
             return Err(FsError::RelativePath(path.to_path_buf()));
@@ -452,24 +499,38 @@ impl FsHost {
         if line == Some(0) {
             return Err(FsError::InvalidLine(path.to_path_buf()));
         }
-        let roots = roots.clone();
-        let path = path.to_path_buf();
-        let host = self.clone();
         let _cancel = CancelOnDrop(progress.clone());
-        smol::unblock(move || {
-            let place = resolve::locate(&roots, &path)?;
-            let selected = match host.hook.and_then(|hook| hook.read_override(&path)) {
-                Some(content) => {
-                    lines::select_lines(content.as_bytes(), line, limit, host.max_read_bytes)
+        let host = self.clone();
+        let (source, size) = {
+            let (roots, path, host) = (roots.clone(), path.to_path_buf(), host.clone());
+            smol::unblock(move || {
+                let place = resolve::locate(&roots, &path)?;
+                if let Some(content) = host.hook.and_then(|hook| hook.read_override(&path)) {
+                    let size = content.len() as u64;
+                    return Ok((Source::Unsaved(content), size));
                 }
-                None => {
-                    let file = open::open(&place, Access::Read, host.portable)
-                        .map_err(|refusal| refused(refusal, &roots, &path, "open"))?;
+                let file = open::open(&place, Access::Read, host.portable)
+                    .map_err(|refusal| refused(refusal, &roots, &path, "open"))?;
+                let size = file.metadata().map_err(io_error(&path, "read"))?.len();
+                Ok::<_, FsError>((Source::Disk(file), size))
+            })
+            .await?
+        };
+        // Escaped, a byte takes at most 6 on the wire (`\u0001`).
+        let bound = size.saturating_mul(6).min(host.max_read_bytes);
+        reserve(bound + REPLY_ENVELOPE_BYTES).await;
+        let path = path.to_path_buf();
+        smol::unblock(move || {
+            let selected = match source {
+                Source::Unsaved(content) => {
+                    lines::select_lines(content.as_bytes(), line, limit, bound)
+                }
+                Source::Disk(file) => {
                     let reader = io::BufReader::with_capacity(
                         lines::CHUNK,
                         lines::Watched::new(file, &progress),
                     );
-                    lines::select_lines(reader, line, limit, host.max_read_bytes)
+                    lines::select_lines(reader, line, limit, bound)
                 }
             };
             match selected {
@@ -521,6 +582,16 @@ impl FsHost {
         .await
     }
 }
+
+/// What a read serves: the disk, or an editor's unsaved buffer.
+enum Source {
+    Disk(std::fs::File),
+    Unsaved(String),
+}
+
+/// What a `fs/read_text_file` answer holds besides the text: the JSON-RPC envelope, the
+/// id and the `content` member.
+const REPLY_ENVELOPE_BYTES: u64 = 128;
 
 /// The error for a request whose future was dropped; nobody receives it.
 fn cancelled(path: PathBuf) -> FsError {

@@ -144,7 +144,7 @@ pub fn session_new_and_load_scenario() -> Scenario {
                 let (session, _) = ctx.agent.load_session(request).await.unwrap();
                 let mut replayed = Vec::new();
                 while let Some(update) = session.try_next_update() {
-                    replayed.push(update);
+                    replayed.push(update.unwrap());
                 }
                 assert_eq!(replayed.len(), 3, "the history arrives before the answer");
                 let stop = prompt(&session, "What did we do?").await;
@@ -175,7 +175,7 @@ pub fn prompt_chunks_scenario() -> Scenario {
                 let mut turn = session.prompt(vec!["Hello".into()]).await.unwrap();
                 let mut text = String::new();
                 while let Some(update) = turn.next().await {
-                    if let SessionUpdate::AgentMessageChunk(chunk) = update {
+                    if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
                         text.push_str(chunk.content.as_text().unwrap_or_default());
                     }
                 }
@@ -430,7 +430,7 @@ pub fn cancel_pending_permission_scenario() -> Scenario {
                 let mut turn = session.prompt(vec!["Clean up".into()]).await.unwrap();
                 // The prompt goes out when the turn is first polled: take the tool call.
                 let first = turn.next().await;
-                assert!(matches!(first, Some(SessionUpdate::ToolCall(_))));
+                assert!(matches!(first, Some(Ok(SessionUpdate::ToolCall(_)))));
                 ctx.client
                     .wait_for_calls("session/request_permission", 1, WAIT)
                     .await;
@@ -639,7 +639,7 @@ pub fn slash_commands_scenario() -> Scenario {
                 let mut turn = session.prompt(vec!["Hi".into()]).await.unwrap();
                 let mut advertised = Vec::new();
                 while let Some(update) = turn.next().await {
-                    if let SessionUpdate::AvailableCommandsUpdate(update) = update {
+                    if let SessionUpdate::AvailableCommandsUpdate(update) = update.unwrap() {
                         advertised = update.available_commands;
                     }
                 }

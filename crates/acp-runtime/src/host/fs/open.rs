@@ -4,8 +4,8 @@
 //! it, so what is checked is what is read or written. Opening cannot block: `O_NONBLOCK`
 //! makes a FIFO open return at once (for writing with no reader it fails with `ENXIO`),
 //! `O_NOCTTY` keeps a terminal from becoming the client's controlling terminal. A file is
-//! then refused unless it is a regular file, and, within roots, unless it has exactly one
-//! name (see [`FsError::HardLinked`](super::FsError::HardLinked)).
+//! then refused unless it is a regular file, and, for writing within roots, unless it has
+//! exactly one name (see [`FsError::HardLinked`](super::FsError::HardLinked)).
 
 use std::fs::File;
 use std::io;
@@ -105,7 +105,7 @@ pub(super) fn open(place: &Place, access: Access, portable: bool) -> Result<File
         "directory" => return Err(Refusal::Directory),
         other => return Err(Refusal::NotRegular(other)),
     }
-    if matches!(place, Place::Beneath { .. }) && metadata.nlink() > 1 {
+    if access == Access::Write && matches!(place, Place::Beneath { .. }) && metadata.nlink() > 1 {
         return Err(Refusal::HardLinked(metadata.nlink()));
     }
     // A regular file ignores O_NONBLOCK on Linux; elsewhere, or on a network file system,

@@ -131,7 +131,7 @@ fn dropping_a_read_stops_its_thread() {
     let roots = FsRoots::session(&root, Vec::<PathBuf>::new());
     let progress = Arc::new(Progress::default());
     let host = FsHost::new();
-    let read = host.read_watched(&roots, &huge, Some(2), None, progress.clone());
+    let read = host.read_watched(&roots, &huge, Some(2), None, progress.clone(), async |_| {});
     let timed_out = smol::block_on(smol::future::or(async { Some(read.await) }, async {
         smol::Timer::after(Duration::from_millis(300)).await;
         None

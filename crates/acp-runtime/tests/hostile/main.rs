@@ -1,0 +1,354 @@
+//! Hostile agents against our client, over real pipes: each case is an agent (this same
+//! binary, run as `hostile agent <case>`) that streams without being read, floods, fills the
+//! in-flight limit or stops reading, and a client that must neither stall nor grow memory
+//! beyond its byte budgets.
+//!
+//! ```text
+//! cargo test -p acp-runtime --test hostile                   # every case, with assertions
+//! cargo test -p acp-runtime --test hostile -- --peak-rss     # peak RSS of the client per case
+//! ```
+//!
+//! Memory is asserted where the bound is deterministic (the bytes the client keeps for the
+//! application); the client's whole-process peak is measured by `--peak-rss`, which runs each
+//! case's client as a process of its own, and is not asserted (it depends on the allocator).
+
+mod agents;
+
+use std::time::{Duration, Instant};
+
+use acp_runtime::client::{
+    self, AgentHandle, AutoAllow, ClientOptions, DEFAULT_SESSION_UPDATE_BUDGET,
+    DEFAULT_UNOPENED_UPDATE_BUDGET,
+};
+use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::process::AgentCommand;
+use acp_runtime::{Error, Result};
+use acp_types::{SessionUpdate, StopReason};
+
+/// A case: the client's side of it, asserting what must hold.
+type Case = fn() -> Result<()>;
+
+/// Every case, by name.
+const CASES: &[(&str, Case)] = &[
+    ("many-updates", many_updates),
+    ("undrained-session", undrained_session),
+    ("in-flight-limit", in_flight_limit),
+    ("deaf", deaf),
+    ("unopened-flood", unopened_flood),
+    ("slow-session", slow_session),
+    ("deaf-reads", deaf_reads),
+];
+
+/// Hang guard for one case: far above what any case takes, so that a regression fails
+/// instead of hanging CI.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("agent") => agents::run(&args[1]),
+        Some("client") => {
+            let case = &args[1];
+            let (_, run) = CASES.iter().find(|(name, _)| name == case).expect("a case");
+            if let Err(error) = run() {
+                eprintln!("{case}: {error}");
+                std::process::exit(1);
+            }
+        }
+        Some("--peak-rss") => peak_rss(),
+        // `cargo test` passes libtest's flags; run everything (or the cases named).
+        _ => run_all(&args),
+    }
+}
+
+fn run_all(args: &[String]) {
+    let chosen: Vec<_> = CASES
+        .iter()
+        .filter(|(name, _)| {
+            let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+            filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
+        })
+        .collect();
+    println!("running {} hostile cases", chosen.len());
+    let mut failed = 0;
+    for (name, run) in chosen {
+        let started = Instant::now();
+        let (done, result) = std::sync::mpsc::channel();
+        let run = *run;
+        std::thread::spawn(move || {
+            let _ = done.send(run());
+        });
+        match result.recv_timeout(HANG_GUARD) {
+            Ok(Ok(())) => println!("case {name} ... ok ({:.1?})", started.elapsed()),
+            Ok(Err(error)) => {
+                failed += 1;
+                println!("case {name} ... FAILED: {error}");
+            }
+            Err(_) => {
+                failed += 1;
+                println!("case {name} ... FAILED: no answer within {HANG_GUARD:?}");
+            }
+        }
+    }
+    if failed != 0 {
+        println!("{failed} hostile cases failed");
+        std::process::exit(1);
+    }
+}
+
+/// Runs each case's client as a process of its own and prints its peak resident set size.
+fn peak_rss() {
+    let exe = std::env::current_exe().expect("own path");
+    println!("| case | client peak RSS | time |");
+    println!("|---|---:|---:|");
+    for (name, _) in CASES {
+        let started = Instant::now();
+        // Reaped by wait4 below, which also gives its peak RSS; `Child::wait` cannot.
+        #[expect(clippy::zombie_processes, reason = "reaped by wait4")]
+        let child = std::process::Command::new(&exe)
+            .args(["client", name])
+            .spawn()
+            .expect("spawn the client");
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for the child we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for our own child, with valid pointers.
+        unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        println!(
+            "| {name} | {:.1} MiB{} | {:.1?} |",
+            usage.ru_maxrss as f64 / 1024.0,
+            if ok { "" } else { " (FAILED)" },
+            started.elapsed()
+        );
+    }
+}
+
+fn agent(case: &str) -> AgentCommand {
+    AgentCommand::new(std::env::current_exe().expect("own path"))
+        .args(["agent", case])
+        .shutdown_grace(Duration::from_millis(200))
+        .term_grace(Duration::from_millis(200))
+}
+
+fn check(condition: bool, what: impl FnOnce() -> String) -> Result<()> {
+    if condition {
+        Ok(())
+    } else {
+        Err(Error::Internal(what()))
+    }
+}
+
+fn text_of(update: &SessionUpdate) -> Option<&str> {
+    match update {
+        SessionUpdate::AgentMessageChunk(chunk) => chunk.content.as_text(),
+        _ => None,
+    }
+}
+
+/// `end()` after 1000 streamed updates nobody read: the turn still ends (it once waited for
+/// ever once 128 were buffered).
+fn many_updates() -> Result<()> {
+    let (stop, exit) = client::run_spawned(
+        AutoAllow,
+        agent("many-updates"),
+        ClientOptions::default(),
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            session.prompt(vec!["hi".into()]).await?.end().await
+        },
+    )?;
+    check(stop?.stop_reason == StopReason::EndTurn, || {
+        "the turn did not end".into()
+    })?;
+    check(exit.status.success(), || format!("agent: {exit}"))
+}
+
+/// 1000 updates to a session nobody reads, then another session opens at once; the first
+/// session still has every update, in order.
+fn undrained_session() -> Result<()> {
+    let (result, _) = client::run_spawned(
+        AutoAllow,
+        agent("undrained-session"),
+        ClientOptions::default(),
+        |agent| async move {
+            agent.initialize().await?;
+            let a = agent.new_session("/tmp").await?;
+            let b = agent.new_session("/tmp").await?;
+            check(b.id().to_string() == "B", || "second session".into())?;
+            for i in 0..1000 {
+                let update = a.try_next_update().expect("every update was kept")?;
+                let expected = i.to_string();
+                check(text_of(&update) == Some(expected.as_str()), || {
+                    format!("update {i}: {update:?}")
+                })?;
+            }
+            Ok::<_, Error>(())
+        },
+    )?;
+    result
+}
+
+/// 300 `terminal/wait_for_exit` calls and a `terminal/kill`: the excess is answered at once
+/// instead of the client ceasing to read, so the agent's cancellation and its second kill get
+/// through and end every wait.
+fn in_flight_limit() -> Result<()> {
+    let options = ClientOptions::default().with_terminals(TerminalHost::new());
+    let (report, _) = client::run_spawned(
+        AutoAllow,
+        agent("in-flight-limit"),
+        options,
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            let mut turn = session.prompt(vec!["go".into()]).await?;
+            let mut report = String::new();
+            while let Some(update) = turn.next().await {
+                report.push_str(text_of(&update?).unwrap_or_default());
+            }
+            turn.end().await?;
+            Ok::<_, Error>(report)
+        },
+    )?;
+    let report = report?;
+    check(
+        report == "refused:44 kill1:-32603 cancelled:1 kill2:ok exited:255 other:0",
+        || format!("the agent saw: {report}"),
+    )
+}
+
+/// The agent stops reading while a megabyte is queued for it, and ignores SIGTERM:
+/// `run_spawned` still returns, after the final flush's grace and the staged shutdown.
+fn deaf() -> Result<()> {
+    let started = Instant::now();
+    let (queued, exit) = client::run_spawned(
+        AutoAllow,
+        agent("deaf"),
+        ClientOptions::default(),
+        |agent: AgentHandle| async move {
+            agent.initialize().await?;
+            agent.new_session("/tmp").await?;
+            let blob = serde_json::value::to_raw_value(&"x".repeat(1 << 20)).unwrap();
+            let blob =
+                serde_json::value::to_raw_value(&serde_json::json!({ "blob": blob })).unwrap();
+            agent
+                .connection()
+                .notify_raw("_hostile/blob", Some(&blob))
+                .await?;
+            Ok::<_, Error>(())
+        },
+    )?;
+    queued?;
+    check(!exit.status.success(), || format!("agent: {exit}"))?;
+    check(started.elapsed() < Duration::from_secs(30), || {
+        format!("took {:?}", started.elapsed())
+    })
+}
+
+/// 480 updates of 32 KiB and 4 of 16 MiB for 20 ids the client never opened: what is kept
+/// stays within the unopened-session budget, and the session opened afterwards learns what it
+/// lost.
+fn unopened_flood() -> Result<()> {
+    let (result, _) = client::run_spawned(
+        AutoAllow,
+        agent("unopened-flood"),
+        ClientOptions::default(),
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            let kept = agent.buffered_update_bytes();
+            check(kept <= DEFAULT_UNOPENED_UPDATE_BUDGET, || {
+                format!("{kept} bytes kept")
+            })?;
+            let mut updates = 0;
+            let mut dropped = 0;
+            while let Some(update) = session.try_next_update() {
+                match update {
+                    Ok(_) => updates += 1,
+                    Err(Error::UpdatesDropped { updates, .. }) => dropped += updates,
+                    Err(other) => return Err(other),
+                }
+            }
+            check(updates > 0 && dropped > 0, || {
+                format!("{updates} kept, {dropped} dropped")
+            })?;
+            Ok::<_, Error>(())
+        },
+    )?;
+    result
+}
+
+/// 48 updates of 1 MiB to a session whose turn is not read: the session keeps at most its
+/// budget (plus one update), the connection goes on (a second session opens), and reading
+/// afterwards yields the kept updates, then the drop, in order.
+fn slow_session() -> Result<()> {
+    let (result, _) = client::run_spawned(
+        AutoAllow,
+        agent("slow-session"),
+        ClientOptions::default(),
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            let mut turn = session.prompt(vec!["go".into()]).await?;
+            // Sends the prompt without taking an update.
+            let first = turn.next().await.expect("an update")?;
+            agent.new_session("/tmp").await?;
+            let kept = session.buffered_update_bytes();
+            check(kept <= DEFAULT_SESSION_UPDATE_BUDGET + (1 << 20), || {
+                format!("{kept} bytes kept")
+            })?;
+            let mut kept_updates = 1;
+            let mut dropped = 0;
+            while let Some(update) = turn.next().await {
+                match update {
+                    Ok(update) => {
+                        check(text_of(&update) == text_of(&first), || "text".into())?;
+                        kept_updates += 1;
+                    }
+                    Err(Error::UpdatesDropped { updates, .. }) => dropped += updates,
+                    Err(other) => return Err(other),
+                }
+            }
+            check(kept_updates + dropped == 48 && dropped > 0, || {
+                format!("{kept_updates} kept, {dropped} dropped")
+            })?;
+            turn.end().await?;
+            Ok::<_, Error>(())
+        },
+    )?;
+    result
+}
+
+/// 32 concurrent reads of a 15 MiB file by an agent that does not read its stdin: the reads
+/// wait for room in the reply budget instead of each holding the file (once 480 MiB queued).
+fn deaf_reads() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("acp-hostile-reads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::Internal(e.to_string()))?;
+    std::fs::write(dir.join("big.txt"), "a".repeat(15 << 20))
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let options = ClientOptions::default().with_file_system(FsHost::new());
+    let work_dir = dir.clone();
+    let (result, _) = client::run_spawned(AutoAllow, agent("deaf-reads"), options, |agent| {
+        async move {
+            agent.initialize().await?;
+            let session = agent.new_session(&work_dir).await?;
+            session.next_update().await.expect("the agent's note")?;
+            // Let every read get as far as it can.
+            let connection = agent.connection();
+            let mut held = 0;
+            for _ in 0..20 {
+                smol::Timer::after(Duration::from_millis(100)).await;
+                held =
+                    held.max(connection.queued_reply_bytes() + connection.reserved_reply_bytes());
+            }
+            let bound = connection.reply_budget() + (15 << 20) + 1024;
+            check(held > 0 && held <= bound, || {
+                format!("{held} bytes of answers held, bound {bound}")
+            })
+        }
+    })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
