@@ -1,11 +1,14 @@
 //! The client the checker plays: which capabilities it advertises and how it answers the
 //! agent's requests. Nothing touches the real file system or runs a command: files live in a
-//! map, and terminals are fakes whose command "exits" 0 at once with no output.
+//! map (of at most [`FILE_BYTES`]), and terminals are fakes whose command "exits" 0 at once
+//! with no output.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Value, json};
+
+use crate::limits::FILE_BYTES;
 
 /// The client capabilities advertised in `initialize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +104,8 @@ pub(crate) struct FakeClient {
     pub caps: Caps,
     pub permission: Permission,
     files: HashMap<String, String>,
+    /// Bytes of content in `files`, at most [`FILE_BYTES`].
+    file_bytes: usize,
     terminals: usize,
 }
 
@@ -109,6 +114,7 @@ impl FakeClient {
         FakeClient {
             caps,
             permission: Permission::Allow,
+            file_bytes: files.values().map(String::len).sum(),
             files,
             terminals: 0,
         }
@@ -179,6 +185,18 @@ impl FakeClient {
                 }
                 let path = str_param("path").unwrap_or_default().to_owned();
                 let content = str_param("content").unwrap_or_default().to_owned();
+                let replaced = self.files.get(&path).map_or(0, String::len);
+                let after = self.file_bytes - replaced + content.len();
+                if after > FILE_BYTES {
+                    return Err(RpcError::new(
+                        -32603,
+                        format!(
+                            "the conformance checker keeps at most {} of written files per connection",
+                            crate::limits::bytes(FILE_BYTES as u64)
+                        ),
+                    ));
+                }
+                self.file_bytes = after;
                 self.files.insert(path, content);
                 Ok(json!({}))
             }

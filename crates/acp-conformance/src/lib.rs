@@ -22,6 +22,7 @@
 
 mod checks;
 mod client;
+pub mod limits;
 mod options;
 mod report;
 mod turn;

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (options, json, expect, color) = match cli {
+    let (options, json, expect, color, report_peak_rss) = match cli {
         Cli::Help => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -40,8 +40,33 @@ fn main() -> ExitCode {
             json,
             expect,
             color,
-        } => (options, json, expect, color),
+            report_peak_rss,
+        } => (options, json, expect, color, report_peak_rss),
     };
+    let status = check(&options, json, expect, color);
+    if report_peak_rss {
+        match peak_rss_kib() {
+            Some(kib) => eprintln!("acp-conformance: peak RSS {kib} KiB"),
+            None => eprintln!("acp-conformance: peak RSS unknown (no /proc/self/status)"),
+        }
+    }
+    status
+}
+
+/// The process's peak resident set size so far (`VmHWM`), on Linux.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Runs the checks and reports; the exit status.
+fn check(
+    options: &acp_conformance::Options,
+    json: Option<std::path::PathBuf>,
+    expect: Option<std::path::PathBuf>,
+    color: ColorChoice,
+) -> ExitCode {
     let json_to_stdout = json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let expected = match &expect {
         None => None,
@@ -63,7 +88,7 @@ fn main() -> ExitCode {
         ColorChoice::Auto => !json_to_stdout && std::io::stdout().is_terminal(),
     };
     let interactive = std::io::stderr().is_terminal();
-    let report = run_with(&options, |result| {
+    let report = run_with(options, |result| {
         if interactive {
             eprint!("\r\x1b[2K{} {}", result.id, result.verdict.name());
             let _ = std::io::stderr().flush();

@@ -33,6 +33,14 @@ pub struct Options {
     pub skip: Vec<String>,
     /// Print every line exchanged with the agent, and its stderr, to our stderr.
     pub trace: bool,
+    /// The longest line read from the agent (default
+    /// [`DEFAULT_MAX_LINE_BYTES`](crate::limits::DEFAULT_MAX_LINE_BYTES), 8 MiB); longer ones
+    /// are skipped and count as output that is not JSON-RPC.
+    pub max_line_bytes: usize,
+    /// How long the whole run may take (default
+    /// [`DEFAULT_RUN_TIMEOUT`](crate::limits::DEFAULT_RUN_TIMEOUT), 30 minutes): every wait
+    /// ends by then, and the checks not started are reported inconclusive.
+    pub run_timeout: Duration,
 }
 
 impl Options {
@@ -50,6 +58,8 @@ impl Options {
             only: Vec::new(),
             skip: Vec::new(),
             trace: false,
+            max_line_bytes: crate::limits::DEFAULT_MAX_LINE_BYTES,
+            run_timeout: crate::limits::DEFAULT_RUN_TIMEOUT,
         }
     }
 
@@ -84,6 +94,8 @@ pub enum Cli {
         expect: Option<PathBuf>,
         /// When to colour.
         color: ColorChoice,
+        /// Print the checker's peak resident set size to stderr at the end (Linux).
+        report_peak_rss: bool,
     },
     /// List the checks.
     List,
@@ -106,8 +118,11 @@ checker acting as the client over its stdin and stdout.
 OPTIONS:
     --prompt TEXT         text of every prompt turn (default: \"Say hello.\")
     --auth METHOD         call `authenticate` with this auth method id after `initialize`
-    --timeout SECS        time limit of one request (default: 10)
+    --timeout SECS        time limit of one request (default: 10); an agent that does
+                          not answer in time is ended
     --turn-timeout SECS   time limit of one prompt turn (default: 60)
+    --run-timeout SECS    time limit of the whole run (default: 1800)
+    --max-line-mib MIB    longest line read from the agent (default: 8)
     --grace-ms MS         how long to watch for late messages after a step (default: 500)
     --only ID[,ID...]     run only these checks (an id or an id prefix such as `rpc`)
     --skip ID[,ID...]     leave out these checks
@@ -118,6 +133,7 @@ OPTIONS:
                           difference instead of on MUST failures
     --color WHEN          auto (default: when stdout is a terminal), always, never
     --trace               print the wire traffic and the agent's stderr to stderr
+    --report-peak-rss     print the checker's peak memory use to stderr at the end
     --list                list the checks and exit
     -h, --help            print this help
     -V, --version         print the version
@@ -135,6 +151,7 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Strin
     let mut json = None;
     let mut expect = None;
     let mut color = ColorChoice::Auto;
+    let mut report_peak_rss = false;
     let mut command = Vec::new();
 
     fn value(
@@ -191,6 +208,17 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Strin
             "-V" | "--version" => return Ok(Cli::Version),
             "--list" => return Ok(Cli::List),
             "--trace" => options.trace = true,
+            "--report-peak-rss" => report_peak_rss = true,
+            "--run-timeout" => {
+                options.run_timeout = seconds(&name, &value(&name, inline, &mut args)?)?
+            }
+            "--max-line-mib" => {
+                let v = value(&name, inline, &mut args)?;
+                options.max_line_bytes = match v.parse::<usize>() {
+                    Ok(mib) if (1..=1024).contains(&mib) => mib * 1024 * 1024,
+                    _ => return Err(format!("--max-line-mib takes 1 to 1024, not `{v}`")),
+                };
+            }
             "--prompt" => options.prompt = value(&name, inline, &mut args)?,
             "--auth" => options.auth = Some(value(&name, inline, &mut args)?),
             "--timeout" => options.timeout = seconds(&name, &value(&name, inline, &mut args)?)?,
@@ -242,5 +270,6 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Strin
         json,
         expect,
         color,
+        report_peak_rss,
     })
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::client::RpcError;
-use crate::wire::{Conn, Event, is_turn_content, received, sent};
+use crate::wire::{Conn, Event, Events, is_turn_content, received, sent};
 
 /// When, during the turn, the checker acts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,9 +37,9 @@ pub(crate) struct TurnResult {
     /// The response line.
     pub response_raw: Option<String>,
     /// Everything the agent sent before the response.
-    pub before: Vec<Event>,
+    pub before: Events,
     /// Everything it sent during the grace period after the response.
-    pub after: Vec<Event>,
+    pub after: Events,
     /// The line sent at the trigger, if the trigger came.
     pub acted: Option<String>,
     /// Evidence of the trigger: what the agent sent, the action, our answers after it.
@@ -49,6 +49,8 @@ pub(crate) struct TurnResult {
     pub witnessed: bool,
     /// Whether the agent's output ended during the turn.
     pub eof: bool,
+    /// Why the checker ended the agent during the turn (its time limit, a flood), if it did.
+    pub ended: Option<String>,
 }
 
 impl TurnResult {
@@ -67,14 +69,15 @@ impl TurnResult {
 
     /// Turn-content updates for `session` that arrived after the response.
     pub fn late_updates(&self, session: &str) -> Vec<String> {
-        self.after
-            .iter()
-            .filter(|e| {
-                e.session_update()
-                    .is_some_and(|(s, kind)| s == session && is_turn_content(kind))
-            })
-            .filter_map(|e| e.raw().map(crate::wire::received))
-            .collect()
+        crate::wire::received_lines(
+            self.after
+                .iter()
+                .filter(|e| {
+                    e.session_update()
+                        .is_some_and(|(s, kind)| s == session && is_turn_content(kind))
+                })
+                .filter_map(Event::raw),
+        )
     }
 
     /// The agent's requests during the turn and after it: (method, raw line).
@@ -92,11 +95,20 @@ impl TurnResult {
     pub fn evidence(&self) -> Vec<String> {
         let mut e = vec![crate::wire::sent(&self.sent)];
         e.extend(self.trail.iter().cloned());
-        match &self.response_raw {
-            Some(raw) => e.push(crate::wire::received(raw)),
-            None if self.eof => e.push("(the agent's output ended before a response)".to_owned()),
-            None => e.push("(no response in time)".to_owned()),
+        match (&self.response_raw, &self.ended) {
+            (Some(raw), _) => e.push(crate::wire::received(raw)),
+            (None, Some(why)) => e.push(format!("(no response: {why})")),
+            (None, None) if self.eof => {
+                e.push("(the agent's output ended before a response)".to_owned())
+            }
+            (None, None) => e.push("(no response in time)".to_owned()),
         }
+        e.extend(self.before.note());
+        e.extend(
+            self.after
+                .note()
+                .map(|n| format!("after the response: {n}")),
+        );
         e
     }
 
@@ -108,6 +120,9 @@ impl TurnResult {
                 None => format!("a result without stopReason: {result}"),
             },
             Some(Err(error)) => format!("{error}"),
+            None if self.ended.is_some() => {
+                format!("no response: {}", self.ended.as_deref().unwrap_or_default())
+            }
             None if self.eof => "no response (the agent's output ended)".to_owned(),
             None => "no response in time".to_owned(),
         }
@@ -147,12 +162,13 @@ pub(crate) fn run_turn(
         sent: prompt_line,
         response: None,
         response_raw: None,
-        before: Vec::new(),
-        after: Vec::new(),
+        before: Events::default(),
+        after: Events::default(),
         acted: None,
         trail: Vec::new(),
         witnessed: false,
         eof: false,
+        ended: None,
     };
     let act = |conn: &mut Conn| match action {
         Action::SessionCancel => conn.notify("session/cancel", json!({ "sessionId": session })),
@@ -223,11 +239,15 @@ pub(crate) fn run_turn(
                 result.eof = true;
                 break;
             }
-            Event::Timeout => break,
+            Event::Timeout => {
+                conn.expire("the end of the turn", timeout);
+                break;
+            }
             _ => {}
         }
         result.before.push(event);
     }
+    result.ended = conn.ended().map(str::to_owned);
     if result.response.is_some() {
         if action == Action::SessionCancel && result.acted.is_some() {
             conn.client.permission = crate::client::Permission::Cancelled;

@@ -7,7 +7,7 @@ use super::Ctx;
 use crate::client::Caps;
 use crate::report::Verdict;
 use crate::turn::{Action, Trigger};
-use crate::wire::received;
+use crate::wire::received_lines;
 
 /// A 1×1 PNG.
 const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
@@ -31,15 +31,15 @@ pub(super) fn client_methods(ctx: &mut Ctx<'_>) -> Verdict {
         Trigger::Never,
         Action::SessionCancel,
     );
-    let calls: Vec<String> = turn
-        .agent_requests()
-        .filter(|(method, _)| {
-            ["fs/", "terminal/", "elicitation/"]
-                .iter()
-                .any(|p| method.starts_with(p))
-        })
-        .map(|(_, raw)| received(raw))
-        .collect();
+    let calls = received_lines(
+        turn.agent_requests()
+            .filter(|(method, _)| {
+                ["fs/", "terminal/", "elicitation/"]
+                    .iter()
+                    .any(|p| method.starts_with(p))
+            })
+            .map(|(_, raw)| raw),
+    );
     if !calls.is_empty() {
         let mut evidence = vec![format!(
             "(initialize advertised clientCapabilities {})",

@@ -18,10 +18,7 @@ pub(super) fn response(ctx: &mut Ctx<'_>) -> Verdict {
     evidence.extend(h.exit.iter().cloned());
     match &h.response {
         None => Verdict::fail(
-            format!(
-                "no answer to `initialize` within {} s",
-                ctx.opts.timeout.as_secs_f64()
-            ),
+            format!("`initialize` was not answered ({})", h.missing),
             evidence,
         ),
         Some(Err(error)) => {

@@ -6,7 +6,7 @@ use super::{Ctx, describe};
 use crate::client::Caps;
 use crate::report::Verdict;
 use crate::turn::{Action, Trigger, text_prompt};
-use crate::wire::{Conn, Event, received, sent};
+use crate::wire::{Conn, Event, Events, received, sent};
 
 /// A request no agent implements, used to see that the agent still answers.
 const BARRIER: &str = "conformance/barrier";
@@ -89,7 +89,7 @@ fn run_notifications(ctx: &mut Ctx<'_>) -> Result<NotificationRun, Verdict> {
     let mut conn = ctx.connect("rpc.notifications", Caps::ALL)?;
     let session = ctx.open_session(&mut conn).ok();
     let mut sent_lines = Vec::new();
-    let mut events = Vec::new();
+    let mut events = Events::default();
 
     sent_lines.push(conn.notify(
         "_conformance/notice",
@@ -387,23 +387,20 @@ pub(super) fn cancel_request(ctx: &mut Ctx<'_>) -> Verdict {
 
 pub(super) fn response_ids(ctx: &mut Ctx<'_>) -> Verdict {
     let logs = ctx.logs();
+    let total: usize = logs.iter().map(|log| log.unsolicited.total).sum();
+    if total == 0 {
+        return Verdict::Pass;
+    }
     let evidence: Vec<String> = logs
         .iter()
         .flat_map(|log| {
             log.unsolicited
-                .iter()
+                .evidence()
                 .map(move |line| format!("[{}] {line}", log.label))
         })
         .collect();
-    if evidence.is_empty() {
-        Verdict::Pass
-    } else {
-        Verdict::fail(
-            format!(
-                "{} response(s) matched no request of the client",
-                evidence.len()
-            ),
-            evidence,
-        )
-    }
+    Verdict::fail(
+        format!("{total} response(s) matched no request of the client"),
+        evidence,
+    )
 }

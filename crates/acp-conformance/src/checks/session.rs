@@ -9,7 +9,7 @@ use super::{Ctx, describe};
 use crate::client::Caps;
 use crate::report::Verdict;
 use crate::turn::{Action, Trigger, text_prompt};
-use crate::wire::{Conn, Event, is_turn_content, received, sent};
+use crate::wire::{Conn, Event, is_turn_content, received, received_lines, sent};
 
 pub(super) fn new(ctx: &mut Ctx<'_>) -> Verdict {
     let basic = match ctx.basic() {
@@ -154,16 +154,21 @@ fn load(ctx: &Ctx<'_>, conn: &mut Conn, session: &str) -> Load {
                 conn.answer(&id, &method, &params);
             }
             e @ Event::Notification { .. } if replay(&e) => result.replayed += 1,
-            Event::Eof | Event::Timeout => break,
+            Event::Eof => break,
+            Event::Timeout => {
+                conn.expire("the response to `session/load`", ctx.opts.turn_timeout);
+                break;
+            }
             _ => {}
         }
     }
+    if result.response.is_none() {
+        result.evidence.extend(conn.exit_evidence());
+    }
     if result.response.is_some() {
-        for e in conn.listen(conn.grace) {
-            if replay(&e) {
-                result.late.extend(e.raw().map(received));
-            }
-        }
+        let after = conn.listen(conn.grace);
+        result.late = received_lines(after.iter().filter(|e| replay(e)).filter_map(Event::raw));
+        result.evidence.extend(after.note());
     }
     result
 }

@@ -2,7 +2,9 @@
 
 use super::Ctx;
 use crate::client::Caps;
+use crate::limits::bytes;
 use crate::report::Verdict;
+use crate::wire::{Capped, ConnLog};
 
 pub(super) fn exit_on_eof(ctx: &mut Ctx<'_>) -> Verdict {
     let mut conn = match ctx.connect("transport.exit_on_eof", Caps::ALL) {
@@ -22,43 +24,54 @@ pub(super) fn exit_on_eof(ctx: &mut Ctx<'_>) -> Verdict {
     }
 }
 
-/// Gathers one kind of problem from every connection's log.
-fn gather(ctx: &Ctx<'_>, pick: fn(&crate::wire::ConnLog) -> &Vec<String>) -> (Vec<String>, usize) {
+/// Gathers one kind of problem from every connection's log: the evidence lines (each
+/// connection's first ones, and a count of the rest), how many problems there were in all,
+/// their bytes, and the number of connections.
+fn gather(ctx: &Ctx<'_>, pick: fn(&ConnLog) -> &Capped) -> (Vec<String>, usize, u64, usize) {
     let logs = ctx.logs();
-    let lines = logs
-        .iter()
-        .flat_map(|log| {
-            pick(log)
-                .iter()
-                .map(move |l| format!("[{}] {l}", log.label))
-        })
-        .collect();
-    (lines, logs.len())
+    let mut lines = Vec::new();
+    let (mut total, mut size) = (0, 0);
+    for log in logs.iter() {
+        let capped = pick(log);
+        total += capped.total;
+        size += capped.bytes;
+        lines.extend(capped.evidence().map(|l| format!("[{}] {l}", log.label)));
+    }
+    (lines, total, size, logs.len())
 }
 
 pub(super) fn stdout_clean(ctx: &mut Ctx<'_>) -> Verdict {
-    let (lines, connections) = gather(ctx, |log| &log.garbage);
-    if lines.is_empty() {
+    let (mut lines, total, size, connections) = gather(ctx, |log| &log.garbage);
+    if total == 0 {
         return Verdict::Pass;
     }
-    Verdict::fail(
-        format!(
-            "{} line(s) on stdout were not JSON-RPC messages (over {connections} connections)",
-            lines.len()
-        ),
-        lines,
-    )
+    let floods: Vec<String> = ctx
+        .logs()
+        .iter()
+        .filter_map(|log| log.flood.as_ref().map(|f| format!("[{}] {f}", log.label)))
+        .collect();
+    let mut reason = format!(
+        "{total} line(s) on stdout ({}) were not JSON-RPC messages (over {connections} connections)",
+        bytes(size)
+    );
+    if !floods.is_empty() {
+        reason.push_str(&format!(
+            "; the agent flooded its stdout on {} connection(s), and the checker ended it there",
+            floods.len()
+        ));
+        lines.splice(0..0, floods);
+    }
+    Verdict::fail(reason, lines)
 }
 
 pub(super) fn agent_messages(ctx: &mut Ctx<'_>) -> Verdict {
-    let (lines, connections) = gather(ctx, |log| &log.invalid);
-    if lines.is_empty() {
+    let (lines, total, _, connections) = gather(ctx, |log| &log.invalid);
+    if total == 0 {
         return Verdict::Pass;
     }
     Verdict::fail(
         format!(
-            "{} message(s) from the agent break the schema or a protocol rule (over {connections} connections)",
-            lines.len()
+            "{total} message(s) from the agent break the schema or a protocol rule (over {connections} connections)"
         ),
         lines,
     )

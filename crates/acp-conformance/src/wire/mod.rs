@@ -4,170 +4,61 @@
 //! Everything is read and written line by line, below any JSON-RPC machinery, so that the
 //! checker sees exactly what the agent sends, including what a connection would reject or
 //! hide: stray output, malformed messages, responses nobody asked for, duplicates.
+//!
+//! Nothing the agent does can hold the checker's clock or grow its memory without bound
+//! (see [`crate::limits`]): every wait has a deadline that is looked at between slices of
+//! reading, writes are queued and written only as the pipe takes them, what is kept of the
+//! traffic is bounded in bytes, and a request or turn that times out ends the agent.
+
+mod classify;
+mod event;
+mod io;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use acp_jsonrpc::{LineEvent, LineReader, Message};
-use acp_runtime::process::{AgentCommand, AgentProcess, AgentStdin, AgentStdout};
-use acp_types::{AgentNotification, AgentRequest, SessionNotification, de::collect_dropped};
-use futures_lite::AsyncWriteExt;
+use acp_jsonrpc::{LineEvent, LineReader};
+use acp_runtime::process::{AgentCommand, AgentExit, AgentProcess, AgentStdout};
 use serde_json::Value;
 
+use self::event::shorten;
+pub(crate) use self::event::{
+    Call, Capped, ConnLog, Event, Events, is_turn_content, received, received_lines, sent,
+};
+use self::io::{Metered, Outbox};
 use crate::client::{Caps, FakeClient, RpcError};
+use crate::limits::{
+    EXIT_WAIT, FLOOD_BYTES, READ_SLICE_BYTES, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, bytes,
+};
 use crate::options::Options;
-
-/// The longest a line is shown in evidence.
-const EVIDENCE_CHARS: usize = 400;
 
 /// Where the logs of finished connections go, for the checks that look at everything.
 pub(crate) type Sink = Rc<RefCell<Vec<ConnLog>>>;
 
-/// What one connection saw that breaks a rule whatever the check was doing.
-#[derive(Debug, Default)]
-pub(crate) struct ConnLog {
-    /// Which check or scenario ran the connection.
-    pub label: String,
-    /// Lines on stdout that are not JSON-RPC messages, with why.
-    pub garbage: Vec<String>,
-    /// Responses that answer no request of ours (unknown id, or a second answer).
-    pub unsolicited: Vec<String>,
-    /// Requests and notifications from the agent that break the schema or a protocol rule.
-    pub invalid: Vec<String>,
-}
-
-/// One thing that happened on the wire.
-#[derive(Debug, Clone)]
-pub(crate) enum Event {
-    /// A notification from the agent.
-    Notification {
-        method: String,
-        params: Value,
-        raw: String,
-    },
-    /// A request from the agent (not answered yet).
-    Request {
-        id: Value,
-        method: String,
-        params: Value,
-        raw: String,
-    },
-    /// A response from the agent.
-    Response {
-        id: Value,
-        result: Result<Value, RpcError>,
-        raw: String,
-        /// Whether the id is one the checker sent (even if answered before), or `null` after
-        /// a deliberately invalid line: a response that is not `ours` answers a notification
-        /// or nothing at all.
-        ours: bool,
-    },
-    /// A line that is not a JSON-RPC message.
-    Garbage { raw: String },
-    /// The agent closed its stdout (it exited, most likely).
-    Eof,
-    /// Nothing came before the deadline.
-    Timeout,
-}
-
-impl Event {
-    /// The line as received, for evidence.
-    pub fn raw(&self) -> Option<&str> {
-        match self {
-            Event::Notification { raw, .. }
-            | Event::Request { raw, .. }
-            | Event::Response { raw, .. }
-            | Event::Garbage { raw, .. } => Some(raw),
-            Event::Eof | Event::Timeout => None,
-        }
-    }
-
-    /// For a `session/update`: its session id and `sessionUpdate` kind.
-    pub fn session_update(&self) -> Option<(&str, &str)> {
-        match self {
-            Event::Notification { method, params, .. } if method == "session/update" => Some((
-                params
-                    .get("sessionId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-                params
-                    .pointer("/update/sessionUpdate")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            )),
-            _ => None,
-        }
-    }
-}
-
-/// Update kinds that belong to a prompt turn (or a replay), as opposed to state the agent may
-/// announce at any time (commands, modes, config, session info, usage).
-pub(crate) fn is_turn_content(kind: &str) -> bool {
-    matches!(
-        kind,
-        "user_message_chunk"
-            | "agent_message_chunk"
-            | "agent_thought_chunk"
-            | "tool_call"
-            | "tool_call_update"
-            | "plan"
-    )
-}
-
-/// A received line for evidence: `< {...}`, shortened.
-pub(crate) fn received(raw: &str) -> String {
-    format!("< {}", shorten(raw))
-}
-
-/// A sent line for evidence: `> {...}`, shortened.
-pub(crate) fn sent(raw: &str) -> String {
-    format!("> {}", shorten(raw))
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() <= EVIDENCE_CHARS {
-        text.to_owned()
-    } else {
-        let cut: String = text.chars().take(EVIDENCE_CHARS).collect();
-        format!("{cut}… ({} bytes)", text.len())
-    }
-}
-
-/// The outcome of [`Conn::call`].
-#[derive(Debug)]
-pub(crate) struct Call {
-    /// The request as sent.
-    pub sent: String,
-    /// The response, unless none came in time.
-    pub response: Option<Result<Value, RpcError>>,
-    /// The response line.
-    pub raw: Option<String>,
-    /// Everything else that arrived meanwhile (agent requests already answered).
-    pub events: Vec<Event>,
-}
-
-impl Call {
-    /// Evidence: the request and, if any, the response.
-    pub fn evidence(&self) -> Vec<String> {
-        let mut e = vec![sent(&self.sent)];
-        match &self.raw {
-            Some(raw) => e.push(received(raw)),
-            None => e.push("(no response)".to_owned()),
-        }
-        e
-    }
-}
-
 /// A spawned agent and the checker's end of its stdio.
 pub(crate) struct Conn {
     pub label: String,
+    /// The agent, until the checker kills it or the connection ends.
     process: Option<AgentProcess>,
-    stdin: Option<AgentStdin>,
-    reader: LineReader<AgentStdout>,
+    /// How the agent ended when the checker killed it.
+    killed: Option<AgentExit>,
+    outbox: Outbox,
+    /// The agent's stdout, until the checker stops reading it.
+    reader: Option<LineReader<Metered<AgentStdout>>>,
+    /// Bytes of stdout consumed when the last line ended.
+    line_start: u64,
+    /// Bytes of stdout that were not JSON-RPC messages.
+    garbage_bytes: u64,
+    /// Why the checker ended the connection (a time limit, a flood), once it has.
+    ended: Option<String>,
     started: Instant,
+    run_deadline: Option<Instant>,
+    max_line: usize,
     next_id: i64,
     /// Our requests without an answer yet: id (as JSON text) → method.
     outstanding: HashMap<String, String>,
@@ -178,30 +69,38 @@ pub(crate) struct Conn {
     pub client: FakeClient,
     /// Session ids this connection created or named.
     pub sessions: HashSet<String>,
-    /// Session ids the agent named, with the line: judged at the end of the connection, so
-    /// that an update racing the `session/new` response is not taken for a stray one.
+    /// Session ids the agent named, with the first line that did: judged at the end of the
+    /// connection, so that an update racing the `session/new` response is not taken for a
+    /// stray one.
     named_sessions: Vec<(String, String)>,
     log: ConnLog,
     sink: Sink,
     trace: bool,
     pub eof: bool,
-    pub timeout: Duration,
     pub grace: Duration,
 }
 
+/// `d` in seconds, for messages: `1`, `0.5`.
+pub(crate) fn secs(d: Duration) -> String {
+    format!("{}", d.as_secs_f64())
+}
+
 impl Conn {
-    /// Starts the agent.
+    /// Starts the agent. Every wait on it ends at `run_deadline` at the latest.
     pub fn spawn(
         options: &Options,
         label: &str,
         caps: Caps,
         files: HashMap<String, String>,
         sink: Sink,
+        run_deadline: Option<Instant>,
     ) -> Result<Conn, String> {
         let mut command = AgentCommand::new(&options.command[0])
             .args(&options.command[1..])
             .shutdown_grace(Duration::from_millis(100))
-            .term_grace(Duration::from_millis(500));
+            .term_grace(Duration::from_millis(500))
+            .stderr_tail_lines(STDERR_TAIL_LINES)
+            .stderr_tail_bytes(STDERR_TAIL_BYTES);
         for (name, value) in &options.env {
             command = command.env(name, value);
         }
@@ -220,9 +119,18 @@ impl Conn {
         Ok(Conn {
             label: label.to_owned(),
             process: Some(process),
-            stdin: Some(stdin),
-            reader: LineReader::new(stdout),
+            killed: None,
+            outbox: Outbox::new(stdin),
+            reader: Some(LineReader::with_max_line_length(
+                Metered::new(stdout),
+                options.max_line_bytes,
+            )),
+            line_start: 0,
+            garbage_bytes: 0,
+            ended: None,
             started: Instant::now(),
+            run_deadline,
+            max_line: options.max_line_bytes,
             next_id: 0,
             outstanding: HashMap::new(),
             answered: HashSet::new(),
@@ -237,7 +145,6 @@ impl Conn {
             sink,
             trace: options.trace,
             eof: false,
-            timeout: options.timeout,
             grace: options.grace,
         })
     }
@@ -249,27 +156,18 @@ impl Conn {
         }
     }
 
-    /// Writes one line (a `\n` is added). False if the agent's stdin is closed or stuck.
+    /// Queues one line (a `\n` is added); it is written as the agent reads. False if the
+    /// agent's stdin is closed, or so far behind that the line was dropped.
     pub fn send_line(&mut self, line: &str) -> bool {
         self.trace(">", line);
-        let Some(stdin) = self.stdin.as_mut() else {
-            return false;
-        };
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        let timeout = self.timeout;
-        let written = smol::block_on(futures_lite::future::or(
-            async {
-                stdin.write_all(&bytes).await?;
-                stdin.flush().await
-            },
-            async {
-                smol::Timer::after(timeout).await;
-                Err(std::io::ErrorKind::TimedOut.into())
-            },
-        ));
-        written.is_ok()
+        let queued = self.outbox.push(line);
+        if !queued && self.outbox.is_open() {
+            self.trace(
+                "-",
+                "(the line was dropped: the agent is not reading its stdin)",
+            );
+        }
+        queued
     }
 
     fn note_sessions(&mut self, params: &Value) {
@@ -331,34 +229,61 @@ impl Conn {
         self.respond(id, result)
     }
 
-    /// The next thing the agent sends, or `Timeout` at `deadline`, or `Eof`. Agent requests
-    /// are returned unanswered.
+    /// The next thing the agent sends, or `Timeout` at `deadline` (or at the run's deadline),
+    /// or `Eof`. Agent requests are returned unanswered. Queued lines are written meanwhile.
     pub fn next_event(&mut self, deadline: Instant) -> Event {
         if self.eof {
             return Event::Eof;
         }
+        let deadline = self.run_deadline.map_or(deadline, |run| run.min(deadline));
+        if Instant::now() >= deadline {
+            return Event::Timeout;
+        }
         enum Read {
             Line(Vec<u8>),
             TooLong(usize),
+            Endless(u64),
             End,
             Failed(String),
             Timeout,
         }
-        let reader = &mut self.reader;
-        let read = smol::block_on(futures_lite::future::or(
-            async {
-                match reader.read_line().await {
-                    Ok(Some(LineEvent::Line(line))) => Read::Line(line.to_vec()),
-                    Ok(Some(LineEvent::TooLong { length })) => Read::TooLong(length),
-                    Ok(None) => Read::End,
-                    Err(e) => Read::Failed(e.to_string()),
+        let Some(reader) = self.reader.as_mut() else {
+            self.eof = true;
+            return Event::Eof;
+        };
+        let outbox = &mut self.outbox;
+        let (line_start, max_line) = (self.line_start, self.max_line as u64);
+        let flood_room = FLOOD_BYTES.saturating_sub(self.garbage_bytes);
+        let mut timer = smol::Timer::at(deadline);
+        let read = smol::block_on(futures_lite::future::poll_fn(|cx| {
+            let _ = outbox.poll_flush(cx);
+            reader.get_ref().refill(READ_SLICE_BYTES);
+            match reader.poll_read_line(cx) {
+                Poll::Ready(Ok(Some(LineEvent::Line(line)))) => {
+                    return Poll::Ready(Read::Line(line.to_vec()));
                 }
-            },
-            async {
-                smol::Timer::at(deadline).await;
-                Read::Timeout
-            },
-        ));
+                Poll::Ready(Ok(Some(LineEvent::TooLong { length }))) => {
+                    return Poll::Ready(Read::TooLong(length));
+                }
+                Poll::Ready(Ok(None)) => return Poll::Ready(Read::End),
+                Poll::Ready(Err(e)) => return Poll::Ready(Read::Failed(e.to_string())),
+                Poll::Pending => {}
+            }
+            // A line without end, already too long to be a message, is garbage so far.
+            let partial = reader.get_ref().consumed() - line_start;
+            if partial > max_line && partial > flood_room {
+                return Poll::Ready(Read::Endless(partial));
+            }
+            if Instant::now() >= deadline || Pin::new(&mut timer).poll(cx).is_ready() {
+                return Poll::Ready(Read::Timeout);
+            }
+            Poll::Pending
+        }));
+        if matches!(read, Read::Line(_) | Read::TooLong(_))
+            && let Some(reader) = &self.reader
+        {
+            self.line_start = reader.get_ref().consumed();
+        }
         match read {
             Read::Timeout => Event::Timeout,
             Read::End => {
@@ -373,136 +298,104 @@ impl Conn {
             }
             Read::TooLong(length) => {
                 let raw = format!("(a line of {length} bytes)");
-                self.log.garbage.push(format!("{raw}: longer than 64 MiB"));
+                let max = self.max_line;
+                self.log.garbage.push(
+                    || format!("{raw}: longer than the limit of {}", bytes(max as u64)),
+                    length,
+                );
+                self.note_garbage(length as u64);
                 Event::Garbage { raw }
+            }
+            Read::Endless(length) => {
+                self.log.garbage.push(
+                    || format!("(a line of more than {length} bytes, without end)"),
+                    length as usize,
+                );
+                self.note_garbage(length);
+                Event::Eof
             }
             Read::Line(bytes) => self.classify(&bytes),
         }
     }
 
-    fn classify(&mut self, bytes: &[u8]) -> Event {
-        let raw = String::from_utf8_lossy(bytes).into_owned();
-        self.trace("<", &raw);
-        let message = match Message::from_slice(bytes) {
-            Ok(message) => message,
-            Err(error) => {
-                let why = error.to_string();
-                self.log.garbage.push(format!("{} ({why})", received(&raw)));
-                return Event::Garbage { raw };
-            }
-        };
-        // Valid JSON-RPC, hence valid JSON.
-        let value: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
-        let params = value.get("params").cloned().unwrap_or(Value::Null);
-        match message {
-            Message::Request(request) => {
-                let problem = match AgentRequest::decode(&request.method, request.params.as_deref())
-                {
-                    Err(error) => Some(error.to_string()),
-                    Ok(_) => request_problem(&request.method, &params),
-                };
-                if let Some(session) = params.get("sessionId").and_then(Value::as_str)
-                    && !request.method.starts_with('_')
-                {
-                    self.named_sessions
-                        .push((session.to_owned(), received(&raw)));
-                }
-                if let Some(problem) = problem {
-                    self.log
-                        .invalid
-                        .push(format!("{} ({problem})", received(&raw)));
-                }
-                Event::Request {
-                    id: value["id"].clone(),
-                    method: request.method,
-                    params,
-                    raw,
-                }
-            }
-            Message::Notification(notification) => {
-                let method = notification.method;
-                let problem = if method == "session/update" {
-                    let (decoded, dropped) = collect_dropped(|| {
-                        serde_json::from_value::<SessionNotification>(params.clone())
-                    });
-                    match decoded {
-                        Err(error) => Some(format!("does not match the schema: {error}")),
-                        Ok(_) if !dropped.is_empty() => Some(format!(
-                            "values that do not match the schema: {}",
-                            dropped
-                                .iter()
-                                .map(|d| d.value.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )),
-                        Ok(n) => {
-                            self.named_sessions
-                                .push((n.session_id.to_string(), received(&raw)));
-                            None
-                        }
-                    }
-                } else {
-                    AgentNotification::decode(&method, notification.params.as_deref())
-                        .err()
-                        .map(|e| e.to_string())
-                };
-                if let Some(problem) = problem {
-                    self.log
-                        .invalid
-                        .push(format!("{} ({problem})", received(&raw)));
-                }
-                Event::Notification {
-                    method,
-                    params,
-                    raw,
-                }
-            }
-            Message::Response(_) => {
-                let id = value["id"].clone();
-                let key = id.to_string();
-                let mut ours = true;
-                if let Some(method) = self.outstanding.remove(&key) {
-                    self.answered.insert(key);
-                    if method == "session/new"
-                        && let Some(session) =
-                            value.pointer("/result/sessionId").and_then(Value::as_str)
-                    {
-                        self.sessions.insert(session.to_owned());
-                    }
-                } else if id.is_null() && self.null_allowance > 0 {
-                    self.null_allowance -= 1;
-                } else if self.answered.contains(&key) {
-                    self.log.unsolicited.push(format!(
-                        "{} (a second response to request {key})",
-                        received(&raw)
-                    ));
-                } else {
-                    ours = false;
-                    self.log.unsolicited.push(format!(
-                        "{} (no request with id {key} was sent)",
-                        received(&raw)
-                    ));
-                }
-                let result = match value.get("error") {
-                    Some(error) => Err(RpcError::from_value(error.clone())),
-                    None => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
-                };
-                Event::Response {
-                    id,
-                    result,
-                    raw,
-                    ours,
-                }
-            }
+    /// Counts output that is not JSON-RPC, and ends the connection once there is more than
+    /// [`FLOOD_BYTES`] of it.
+    fn note_garbage(&mut self, size: u64) {
+        self.garbage_bytes += size;
+        if self.garbage_bytes > FLOOD_BYTES && self.ended.is_none() {
+            let what = format!(
+                "the agent flooded its stdout with {} that is not JSON-RPC ({} lines); the checker stopped reading at the limit of {} and ended the agent",
+                bytes(self.garbage_bytes),
+                self.log.garbage.total,
+                bytes(FLOOD_BYTES)
+            );
+            self.log.flood = Some(what.clone());
+            self.end(what);
         }
     }
 
+    /// Why the checker ended the connection, if it did.
+    pub fn ended(&self) -> Option<&str> {
+        self.ended.as_deref()
+    }
+
+    /// Ends the connection: closes stdin, stops reading stdout, and kills the agent's process
+    /// group. Every later wait returns `Eof` at once.
+    pub fn end(&mut self, why: String) {
+        if self.ended.is_some() {
+            return;
+        }
+        self.trace("-", &format!("ending the agent: {why}"));
+        self.ended = Some(why);
+        self.eof = true;
+        self.outbox.close();
+        self.reader = None;
+        if let Some(process) = self.process.take() {
+            let exited = process.exited();
+            // Dropping the handle kills the whole group.
+            drop(process);
+            self.killed = smol::block_on(futures_lite::future::or(
+                async { Some(exited.await) },
+                async {
+                    smol::Timer::after(EXIT_WAIT).await;
+                    None
+                },
+            ));
+        }
+    }
+
+    /// Ends the connection after a wait for `what` that lasted `limit` in vain.
+    pub fn expire(&mut self, what: &str, limit: Duration) {
+        if self.ended.is_some() || self.eof {
+            return;
+        }
+        let mut why = if self.run_deadline.is_some_and(|d| Instant::now() >= d) {
+            format!("the run's time limit (--run-timeout) was reached while waiting for {what}")
+        } else {
+            format!("timed out after {} s waiting for {what}", secs(limit))
+        };
+        if self.outbox.dropped > 0 {
+            why.push_str(&format!(
+                "; the agent was not reading its stdin ({} line(s), {}, could not be written)",
+                self.outbox.dropped,
+                bytes(self.outbox.dropped_bytes)
+            ));
+        } else if self.outbox.pending() > 0 {
+            why.push_str(&format!(
+                "; the agent was not reading its stdin ({} not written)",
+                bytes(self.outbox.pending() as u64)
+            ));
+        }
+        why.push_str("; the checker ended the agent");
+        self.end(why);
+    }
+
     /// Sends a request and waits up to `timeout` for its response, answering the agent's
-    /// requests meanwhile.
+    /// requests meanwhile. Without a response in time, the agent is ended.
     pub fn call(&mut self, method: &str, params: Value, timeout: Duration) -> Call {
         let (id, sent) = self.request(method, params);
         let deadline = Instant::now() + timeout;
-        let mut events = Vec::new();
+        let mut events = Events::default();
         loop {
             match self.next_event(deadline) {
                 Event::Response {
@@ -516,6 +409,7 @@ impl Conn {
                         response: Some(result),
                         raw: Some(raw),
                         events,
+                        ended: None,
                     };
                 }
                 Event::Request {
@@ -532,12 +426,16 @@ impl Conn {
                         raw,
                     });
                 }
-                Event::Timeout | Event::Eof => {
+                end @ (Event::Timeout | Event::Eof) => {
+                    if matches!(end, Event::Timeout) {
+                        self.expire(&format!("the response to `{method}`"), timeout);
+                    }
                     return Call {
                         sent,
                         response: None,
                         raw: None,
                         events,
+                        ended: self.ended.clone(),
                     };
                 }
                 other => events.push(other),
@@ -546,9 +444,9 @@ impl Conn {
     }
 
     /// Listens for `duration` (or until end of output), answering the agent's requests.
-    pub fn listen(&mut self, duration: Duration) -> Vec<Event> {
+    pub fn listen(&mut self, duration: Duration) -> Events {
         let deadline = Instant::now() + duration;
-        let mut events = Vec::new();
+        let mut events = Events::default();
         loop {
             match self.next_event(deadline) {
                 Event::Timeout | Event::Eof => return events,
@@ -571,87 +469,115 @@ impl Conn {
         }
     }
 
-    /// Closes the agent's stdin.
+    /// Closes the agent's stdin, once what is queued is written (or a short while passed).
     pub fn close_stdin(&mut self) {
         self.trace(">", "(stdin closed)");
-        self.stdin = None;
+        if self.outbox.pending() > 0 {
+            let outbox = &mut self.outbox;
+            let mut timer = smol::Timer::after(self.grace.max(Duration::from_millis(200)));
+            smol::block_on(futures_lite::future::poll_fn(|cx| {
+                if outbox.poll_flush(cx).is_ready() || Pin::new(&mut timer).poll(cx).is_ready() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            }));
+        }
+        self.outbox.close();
     }
 
     /// Waits up to `timeout` for the agent to exit; its status, if it did.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<String> {
-        let process = self.process.as_ref()?;
+        let Some(process) = self.process.as_ref() else {
+            return self.killed.as_ref().map(|exit| exit.status.to_string());
+        };
         let exited = process.exited();
+        let deadline = Instant::now() + timeout;
+        let deadline = self.run_deadline.map_or(deadline, |run| run.min(deadline));
         smol::block_on(futures_lite::future::or(
             async { Some(exited.await.status.to_string()) },
             async {
-                smol::Timer::after(timeout).await;
+                smol::Timer::at(deadline).await;
                 None
             },
         ))
     }
 
-    /// The agent's exit status and stderr tail if it has exited, for evidence.
+    /// How the agent ended, if it has.
+    fn exit(&self) -> Option<AgentExit> {
+        match &self.process {
+            Some(process) => process.try_exited(),
+            None => self.killed.clone(),
+        }
+    }
+
+    /// The agent's exit status and stderr tail if it has exited (or why the checker ended
+    /// it), for evidence.
     pub fn exit_evidence(&self) -> Vec<String> {
-        let Some(exit) = self.process.as_ref().and_then(AgentProcess::try_exited) else {
-            return Vec::new();
+        let exit = self.exit();
+        let mut evidence = match (&self.ended, &exit) {
+            (Some(_), _) => vec!["(the checker ended the agent)".to_owned()],
+            (None, Some(exit)) => vec![format!("(the agent exited: {})", exit.status)],
+            (None, None) => return Vec::new(),
         };
-        let mut evidence = vec![format!("(the agent exited: {})", exit.status)];
-        evidence.extend(
-            exit.stderr_tail
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .map(|l| format!("stderr: {}", shorten(l))),
-        );
+        if let Some(exit) = exit {
+            evidence.extend(
+                exit.stderr_tail
+                    .lines()
+                    .rev()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .map(|l| format!("stderr: {}", shorten(l))),
+            );
+        }
         evidence
     }
 
-    /// Whether the agent has exited.
+    /// Whether the agent has exited (or was ended by the checker).
     pub fn has_exited(&self) -> bool {
-        self.process
-            .as_ref()
-            .is_some_and(|p| p.try_exited().is_some())
+        self.ended.is_some() || self.exit().is_some()
     }
 }
 
 impl Drop for Conn {
     /// Closes stdin, reads what the agent still writes (stray output at exit counts too) for
-    /// up to the grace period, then ends the agent stepwise, and hands the log to the sink.
+    /// up to the grace period, stops reading, then ends the agent stepwise (bounded by
+    /// [`EXIT_WAIT`]), and hands the log to the sink.
     fn drop(&mut self) {
-        self.stdin = None;
+        self.outbox.close();
         let deadline = Instant::now() + self.grace.max(Duration::from_millis(200));
         while !matches!(self.next_event(deadline), Event::Eof | Event::Timeout) {}
+        // An agent blocked writing to a full pipe gets an error and can exit.
+        self.reader = None;
         if let Some(process) = self.process.take() {
-            let exit = smol::block_on(process.shutdown());
-            self.trace("-", &format!("agent ended: {exit}"));
+            let exit = smol::block_on(futures_lite::future::or(
+                async { Some(process.shutdown().await) },
+                async {
+                    smol::Timer::after(EXIT_WAIT).await;
+                    None
+                },
+            ));
+            match exit {
+                Some(exit) => self.trace("-", &format!("agent ended: {exit}")),
+                None => self.trace("-", "agent killed: it did not end in time"),
+            }
         }
         for (session, line) in std::mem::take(&mut self.named_sessions) {
             if !self.sessions.contains(&session) {
-                self.log.invalid.push(format!(
-                    "{line} (names session `{session}`, which this connection never created or named)"
-                ));
+                let size = line.len();
+                self.log.invalid.push(
+                    || {
+                        format!(
+                            "{line} (names session `{session}`, which this connection never created or named)"
+                        )
+                    },
+                    size,
+                );
             }
         }
         let log = std::mem::take(&mut self.log);
         self.sink.borrow_mut().push(log);
     }
-}
-
-/// A protocol rule on the agent's requests beyond the schema: file paths are absolute.
-fn request_problem(method: &str, params: &Value) -> Option<String> {
-    let path_field = match method {
-        "fs/read_text_file" | "fs/write_text_file" => Some("path"),
-        "terminal/create" => Some("cwd"),
-        _ => None,
-    };
-    if let Some(field) = path_field
-        && let Some(path) = params.get(field).and_then(Value::as_str)
-        && !Path::new(path).is_absolute()
-    {
-        return Some(format!("`{field}` is not an absolute path"));
-    }
-    None
 }

@@ -1,0 +1,161 @@
+//! Judging one received line: what kind of message it is, and what is wrong with it.
+
+use std::path::Path;
+
+use acp_jsonrpc::Message;
+use acp_types::{AgentNotification, AgentRequest, SessionNotification, de::collect_dropped};
+use serde_json::Value;
+
+use super::Conn;
+use super::event::{Event, received};
+use crate::client::RpcError;
+use crate::limits::NAMED_SESSIONS;
+
+impl Conn {
+    /// Classifies one line, noting what breaks a rule in the connection's log.
+    pub(super) fn classify(&mut self, bytes: &[u8]) -> Event {
+        let raw = String::from_utf8_lossy(bytes).into_owned();
+        self.trace("<", &raw);
+        let size = bytes.len();
+        let message = match Message::from_slice(bytes) {
+            Ok(message) => message,
+            Err(error) => {
+                self.log
+                    .garbage
+                    .push(|| format!("{} ({error})", received(&raw)), size);
+                self.note_garbage(size as u64);
+                return Event::Garbage { raw };
+            }
+        };
+        // Valid JSON-RPC, hence valid JSON.
+        let value: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        let params = value.get("params").cloned().unwrap_or(Value::Null);
+        match message {
+            Message::Request(request) => {
+                let problem = match AgentRequest::decode(&request.method, request.params.as_deref())
+                {
+                    Err(error) => Some(error.to_string()),
+                    Ok(_) => request_problem(&request.method, &params),
+                };
+                if let Some(session) = params.get("sessionId").and_then(Value::as_str)
+                    && !request.method.starts_with('_')
+                {
+                    self.name_session(session, &raw);
+                }
+                if let Some(problem) = problem {
+                    self.log
+                        .invalid
+                        .push(|| format!("{} ({problem})", received(&raw)), size);
+                }
+                Event::Request {
+                    id: value["id"].clone(),
+                    method: request.method,
+                    params,
+                    raw,
+                }
+            }
+            Message::Notification(notification) => {
+                let method = notification.method;
+                let problem = if method == "session/update" {
+                    let (decoded, dropped) = collect_dropped(|| {
+                        serde_json::from_value::<SessionNotification>(params.clone())
+                    });
+                    match decoded {
+                        Err(error) => Some(format!("does not match the schema: {error}")),
+                        Ok(_) if !dropped.is_empty() => Some(format!(
+                            "values that do not match the schema: {}",
+                            dropped
+                                .iter()
+                                .map(|d| d.value.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                        Ok(n) => {
+                            self.name_session(n.session_id.as_ref(), &raw);
+                            None
+                        }
+                    }
+                } else {
+                    AgentNotification::decode(&method, notification.params.as_deref())
+                        .err()
+                        .map(|e| e.to_string())
+                };
+                if let Some(problem) = problem {
+                    self.log
+                        .invalid
+                        .push(|| format!("{} ({problem})", received(&raw)), size);
+                }
+                Event::Notification {
+                    method,
+                    params,
+                    raw,
+                }
+            }
+            Message::Response(_) => {
+                let id = value["id"].clone();
+                let key = id.to_string();
+                let mut ours = true;
+                if let Some(method) = self.outstanding.remove(&key) {
+                    self.answered.insert(key);
+                    if method == "session/new"
+                        && let Some(session) =
+                            value.pointer("/result/sessionId").and_then(Value::as_str)
+                    {
+                        self.sessions.insert(session.to_owned());
+                    }
+                } else if id.is_null() && self.null_allowance > 0 {
+                    self.null_allowance -= 1;
+                } else if self.answered.contains(&key) {
+                    self.log.unsolicited.push(
+                        || format!("{} (a second response to request {key})", received(&raw)),
+                        size,
+                    );
+                } else {
+                    ours = false;
+                    self.log.unsolicited.push(
+                        || format!("{} (no request with id {key} was sent)", received(&raw)),
+                        size,
+                    );
+                }
+                let result = match value.get("error") {
+                    Some(error) => Err(RpcError::from_value(error.clone())),
+                    None => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                Event::Response {
+                    id,
+                    result,
+                    raw,
+                    ours,
+                }
+            }
+        }
+    }
+
+    /// Remembers that the agent named `session` (with the first line that did), to judge at
+    /// the end of the connection whether it exists: an update racing the `session/new`
+    /// response is not taken for a stray one. At most [`NAMED_SESSIONS`] distinct ids.
+    fn name_session(&mut self, session: &str, raw: &str) {
+        if self.named_sessions.len() < NAMED_SESSIONS
+            && !self.named_sessions.iter().any(|(s, _)| s == session)
+        {
+            self.named_sessions
+                .push((session.to_owned(), received(raw)));
+        }
+    }
+}
+
+/// A protocol rule on the agent's requests beyond the schema: file paths are absolute.
+fn request_problem(method: &str, params: &Value) -> Option<String> {
+    let path_field = match method {
+        "fs/read_text_file" | "fs/write_text_file" => Some("path"),
+        "terminal/create" => Some("cwd"),
+        _ => None,
+    };
+    if let Some(field) = path_field
+        && let Some(path) = params.get(field).and_then(Value::as_str)
+        && !Path::new(path).is_absolute()
+    {
+        return Some(format!("`{field}` is not an absolute path"));
+    }
+    None
+}
