@@ -28,6 +28,16 @@ fn assert_fails(bug: &str, fails: &[&str], context: &[&str]) {
     }
 }
 
+/// The misbehaviours that attack the checker itself, tested in tests/hostile.rs.
+const HOSTILE: &[&str] = &[
+    "flood-garbage",
+    "flood-long-line",
+    "flood-notifications",
+    "flood-requests-deaf",
+    "silent",
+    "deaf",
+];
+
 macro_rules! bugs {
     ($($test:ident: $bug:literal fails [$($fail:literal),+] $(given [$($context:literal),+])?;)+) => {
         /// Which checks each bug fails.
@@ -109,6 +119,10 @@ fn every_bug_of_the_broken_agent_is_tested() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    let tested: BTreeSet<&str> = TABLE.iter().map(|(bug, _)| *bug).collect();
+    let tested: BTreeSet<&str> = TABLE
+        .iter()
+        .map(|(bug, _)| *bug)
+        .chain(HOSTILE.iter().copied())
+        .collect();
     assert_eq!(listed, tested);
 }

@@ -8,9 +8,14 @@
 //! It is deliberately hand-written JSON over `stdin.lines()`, single-threaded, with no
 //! protocol library in the way: a library would not let it misbehave.
 //!
+//! The hostile misbehaviours of `hostile.rs` (floods, silence, deafness) attack the checker
+//! itself rather than a protocol rule.
+//!
 //! A turn goes: an agent message chunk; `fs/read_text_file` of `notes.txt` when the client
 //! advertised reading; a tool call and `session/request_permission`; then, when allowed, a
 //! last chunk and `end_turn` (or `cancelled` once the turn was cancelled).
+
+mod hostile;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -364,6 +369,9 @@ impl Agent {
         if self.bug("duplicate-response") {
             reply(id, result);
         }
+        if self.bug("flood-notifications") && self.next_session == 1 {
+            hostile::flood_updates(session);
+        }
     }
 
     fn load_session(&mut self, id: &Value, params: &Value) {
@@ -607,7 +615,7 @@ fn main() {
             "--bug" => bug = args.next().unwrap_or_default(),
             "--require-auth" => require_auth = true,
             "--list" => {
-                for (name, what) in BUGS {
+                for (name, what) in BUGS.iter().chain(hostile::HOSTILE) {
                     println!("{name:<28} {what}");
                 }
                 return;
@@ -620,9 +628,17 @@ fn main() {
             }
         }
     }
-    if !bug.is_empty() && !BUGS.iter().any(|(name, _)| *name == bug) {
+    if !bug.is_empty()
+        && !BUGS
+            .iter()
+            .chain(hostile::HOSTILE)
+            .any(|(name, _)| *name == bug)
+    {
         eprintln!("broken-agent: unknown bug `{bug}` (see --list)");
         std::process::exit(2);
+    }
+    if hostile::run(&bug) {
+        return;
     }
     if bug == "stdout-log" {
         println!("broken-agent: starting up");
@@ -649,4 +665,7 @@ fn main() {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
     }
+    // A flood thread may be writing: exit between two of its writes, not inside one.
+    let _stdout = std::io::stdout().lock();
+    std::process::exit(0);
 }
