@@ -75,6 +75,7 @@ pub mod process;
 mod reply;
 mod signal;
 pub mod stdio;
+mod supervisor;
 
 pub use error::{Error, Result, codes};
 

@@ -458,6 +458,50 @@ fn a_writer_blocked_on_a_full_pipe_is_released_by_shutdown() {
     assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe);
 }
 
+#[test]
+fn shutdown_of_a_deaf_agent_that_ignores_sigterm_takes_the_staged_timeouts_only() {
+    let (grace, term_grace) = (Duration::from_millis(300), Duration::from_millis(300));
+    // Never reads its stdin, ignores SIGTERM (an ignored signal stays ignored across exec).
+    let (mut agent, _stdout) = spawn_ready(
+        sh(r#"trap "" TERM; echo ready; exec sleep 1000"#)
+            .shutdown_grace(grace)
+            .term_grace(term_grace),
+    );
+    let pgid = agent.id();
+    let mut stdin = agent.take_stdin().unwrap();
+    // Holds the stdin handle with data it cannot write.
+    let writer = smol::spawn(async move { stdin.write_all(&vec![b'x'; 4 << 20]).await });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!writer.is_finished());
+
+    let started = Instant::now();
+    let exit = run(agent.shutdown());
+    let took = started.elapsed();
+    eprintln!("shutdown of a deaf agent that ignores SIGTERM took {took:?}");
+    assert_eq!(exit.step, ShutdownStep::Killed);
+    assert_eq!(exit.status, killed_by("SIGKILL"));
+    assert!(
+        took >= grace + term_grace,
+        "each step waited its grace: {took:?}"
+    );
+    // Only a guard against hanging; the exit follows the SIGKILL at once.
+    assert!(
+        took < grace + term_grace + Duration::from_secs(5),
+        "{took:?}"
+    );
+    let error = run(writer).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe);
+    eventually("the group is gone", || group_members(pgid).is_empty());
+}
+
+#[test]
+fn a_spawn_starts_the_process_supervisor() {
+    let (agent, _stdout) = spawn_ready(sh("echo ready; exec sleep 1000"));
+    let supervisor = acp_runtime::process::supervisor_id().expect("the supervisor runs");
+    assert_ne!(supervisor, agent.id());
+    drop(agent);
+}
+
 /// A scripted agent in `sh`: answers initialize and session/new, then streams three chunks,
 /// reads a file through the client, reports what it got, and ends the turn.
 const SCRIPTED_AGENT: &str = r#"
@@ -537,4 +581,56 @@ fn run_spawned_drives_a_whole_turn_over_real_pipes_on_the_calling_thread() {
     assert_eq!(texts, ["chunk", "chunk", "chunk", "read:yes"]);
     assert_eq!(stop_reason, StopReason::EndTurn);
     assert!(exit.status.success(), "{exit}");
+}
+
+/// An agent that answers `initialize`, then never reads again and ignores SIGTERM.
+const DEAF_AFTER_INITIALIZE: &str = r#"
+read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}'
+trap "" TERM; exec sleep 1000
+"#;
+
+/// `run_spawned` gives the connection's last flush a bounded time (client.rs), then the
+/// staged shutdown takes its graces: the run ends even though the agent never reads again.
+#[test]
+fn run_spawned_ends_when_the_agent_stops_reading_with_data_queued() {
+    use acp_runtime::client::{self, ClientOptions};
+
+    let (grace, term_grace) = (Duration::from_millis(300), Duration::from_millis(300));
+    let (done, result) = std::sync::mpsc::channel();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        let outcome = client::run_spawned(
+            FileClient,
+            sh(DEAF_AFTER_INITIALIZE)
+                .shutdown_grace(grace)
+                .term_grace(term_grace),
+            ClientOptions::default(),
+            |agent| async move {
+                agent.initialize().await.unwrap();
+                // More than the pipe holds, to an agent that does not read: still queued
+                // when `work` gives up on it and returns.
+                let huge = format!("\"{}\"", "x".repeat(4 << 20));
+                let params = serde_json::value::RawValue::from_string(huge).unwrap();
+                future::or(
+                    async {
+                        let _ = agent.ext_method("_test/big", &params).await;
+                    },
+                    async {
+                        smol::Timer::after(Duration::from_millis(200)).await;
+                    },
+                )
+                .await;
+            },
+        );
+        let _ = done.send(outcome.map(|(_, exit)| exit));
+    });
+    let exit = result
+        .recv_timeout(Duration::from_secs(10))
+        .expect("run_spawned did not finish")
+        .unwrap();
+    eprintln!(
+        "run_spawned against a deaf agent took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(exit.step, ShutdownStep::Killed);
 }

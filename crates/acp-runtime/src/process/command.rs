@@ -14,10 +14,12 @@ use async_process::Stdio;
 use futures_lite::future;
 use futures_lite::io::BufReader;
 
+use crate::child_exit::GroupLeader;
+
 use super::exit::{AgentProcessError, ShutdownStep};
 use super::stderr::{StderrLineCallback, StderrTail};
 use super::stdin::{AgentStdin, StdinPipe, StdinState};
-use super::watch::{ExitWatch, Outcome, Shared, Supervision, kill_group, supervise};
+use super::watch::{ExitWatch, Outcome, Shared, Supervision, supervise};
 use super::{
     AgentProcess, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STDERR_TAIL_BYTES, DEFAULT_STDERR_TAIL_LINES,
     DEFAULT_TERM_GRACE, STDOUT_BUFFER_BYTES,
@@ -164,7 +166,7 @@ impl AgentCommand {
             // the leader; reaping on drop stays as a backstop.
             .kill_on_drop(false)
             .reap_on_drop(true);
-        let mut leader = command.spawn().map_err(|source| {
+        let mut child = command.spawn().map_err(|source| {
             if source.kind() == io::ErrorKind::NotFound {
                 AgentProcessError::NotFound {
                     searched_path: self.searched_path(),
@@ -178,19 +180,16 @@ impl AgentCommand {
             }
         })?;
 
-        // A pid always fits in pid_t; `Child::id` merely widens it to u32.
-        let pgid = leader.id() as libc::pid_t;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (
-            leader.stdin.take(),
-            leader.stdout.take(),
-            leader.stderr.take(),
-        ) else {
-            kill_group(pgid, libc::SIGKILL);
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        // From here on, dropping `leader` (on any early return) kills the group.
+        let leader = GroupLeader::new(child);
+        let pgid = leader.pgid();
+        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
             unreachable!("async-process returns every pipe that was requested");
         };
 
         let shared = Arc::new(Shared {
-            leader: Mutex::new(Some(leader)),
+            leader: Mutex::new(leader),
             stderr: Mutex::new(StderrTail::new(
                 self.stderr_tail_lines,
                 self.stderr_tail_bytes,
@@ -218,8 +217,10 @@ impl AgentCommand {
         // the connection's thread for the I/O reactor, which would turn every wake-up of the
         // connection into a hand-off between threads. This thread only sleeps until stderr
         // or the exit has something.
+        //
+        // If the thread cannot be started, dropping `supervision` drops the last `shared`,
+        // whose leader kills the group on drop.
         let supervision = supervise(Supervision {
-            pgid,
             stderr,
             exit: ExitWatch::new(pgid),
             shared: Arc::clone(&shared),

@@ -5,10 +5,9 @@
 //! 1. [`AgentCommand::spawn`] starts the agent as the leader of a new process group, with
 //!    stdin and stdout piped for the protocol and stderr piped to a background task.
 //! 2. The connection layer takes the two protocol pipes with
-//!    [`AgentProcess::take_stdin`] and [`AgentProcess::take_stdout`]. Meanwhile a
-//!    supervisor thread of its own (one per agent, named `acp-agent-supervisor`) reads
-//!    stderr continuously, so the agent
-//!    never stalls on a full stderr pipe: each line goes to the optional
+//!    [`AgentProcess::take_stdin`] and [`AgentProcess::take_stdout`]. Meanwhile a thread
+//!    of its own (one per agent, named `acp-agent-supervisor`) reads stderr continuously,
+//!    so the agent never stalls on a full stderr pipe: each line goes to the optional
 //!    [`AgentCommand::on_stderr_line`] callback and into a bounded tail
 //!    ([`AgentProcess::stderr_tail`]) kept for error reports.
 //! 3. The same task watches for the agent's exit. Any number of callers learn about it
@@ -23,7 +22,28 @@
 //!    [`DEFAULT_TERM_GRACE`]); send SIGKILL to the group. Shutdown works even while the
 //!    connection still holds the stdin writer.
 //! 5. Dropping the [`AgentProcess`] without shutting down sends SIGKILL to the whole group
-//!    at once.
+//!    at once, and closes the agent's stdin. The thread keeps running until it has observed
+//!    the exit and reaped the leader, then ends.
+//!
+//! # When this process dies
+//!
+//! Nothing of the above runs when this process dies without dropping its handles: `exit`
+//! with the handles still alive, a panic with `panic = "abort"`, a signal (Ctrl-C, SIGTERM,
+//! SIGHUP) or SIGKILL. For that case the first spawn of an agent or of a terminal command
+//! starts the *process supervisor*: a child of this process, forked without `exec`, which
+//! holds nothing but one end of a socket pair (see [`start_supervisor`]). Every process group
+//! the runtime starts (agents here, commands of [`crate::host::TerminalHost`]) is registered
+//! with it right after the spawn and unregistered once the runtime has killed it. When this
+//! process dies, however it dies, the kernel closes its end of the socket; the supervisor
+//! sees end-of-file, sends SIGKILL to every group still registered, and exits. An agent that
+//! ignores end-of-file and SIGTERM is therefore gone a moment after its client, even after a
+//! SIGKILL of the client.
+//!
+//! The supervisor is one process per client process, named `acp-supervisor` on Linux and
+//! visible in `ps` as a child of the client. It never exits before the client (it ignores
+//! every signal but SIGKILL) and exits right after it, so it is never left running. If it
+//! cannot be started (`fork` fails) or was killed, a line on stderr says so, once, and
+//! processes are started without that protection.
 //!
 //! # Process ids
 //!
@@ -145,6 +165,27 @@ pub struct AgentProcess {
     term_grace: Duration,
 }
 
+/// Starts the process supervisor now, if it is not running yet, and returns its process id.
+///
+/// The first spawn of an agent or terminal command starts it anyway; call this early in
+/// `main` to fork it while the program is still small (it starts as a copy of this process),
+/// or to learn that it cannot run. See the [module docs](self#when-this-process-dies).
+///
+/// ```
+/// let pid = acp_runtime::process::start_supervisor()?;
+/// assert_eq!(acp_runtime::process::supervisor_id(), Some(pid));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn start_supervisor() -> io::Result<u32> {
+    crate::supervisor::start()
+}
+
+/// The process id of the process supervisor while it runs; `None` before the first spawn,
+/// or if it could not be started or has died.
+pub fn supervisor_id() -> Option<u32> {
+    crate::supervisor::id()
+}
+
 impl AgentProcess {
     /// The protocol pipes, reader first, as the connection layer needs them: `None` if
     /// either was taken already.
@@ -192,6 +233,18 @@ impl AgentProcess {
     pub fn id(&self) -> u32 {
         // Positive by construction: it came from a `u32`.
         self.pgid as u32
+    }
+
+    /// How long [`shutdown`](Self::shutdown) waits after closing stdin before SIGTERM
+    /// ([`AgentCommand::shutdown_grace`]).
+    pub fn shutdown_grace(&self) -> Duration {
+        self.shutdown_grace
+    }
+
+    /// How long [`shutdown`](Self::shutdown) waits after SIGTERM before SIGKILL
+    /// ([`AgentCommand::term_grace`]).
+    pub fn term_grace(&self) -> Duration {
+        self.term_grace
     }
 
     /// The program as it was given to [`AgentCommand::new`], for messages.
@@ -253,13 +306,13 @@ impl AgentProcess {
         }
 
         self.shared.begin(ShutdownStep::Terminated);
-        self.shared.signal_group(self.pgid, libc::SIGTERM);
+        self.shared.signal_group(libc::SIGTERM);
         if let Some(exit) = self.exited_within(self.term_grace).await {
             return exit;
         }
 
         self.shared.begin(ShutdownStep::Killed);
-        self.shared.signal_group(self.pgid, libc::SIGKILL);
+        self.shared.signal_group(libc::SIGKILL);
         self.exited().await
     }
 
@@ -285,7 +338,7 @@ impl fmt::Debug for AgentProcess {
 impl Drop for AgentProcess {
     fn drop(&mut self) {
         self.shared.begin(ShutdownStep::Killed);
-        self.shared.signal_group(self.pgid, libc::SIGKILL);
+        self.shared.signal_group(libc::SIGKILL);
         self.stdin_pipe.close();
     }
 }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_process::ChildStderr;
 use futures_lite::future;
 
+use crate::child_exit::GroupLeader;
+
 use super::exit::{AgentExit, AgentExitStatus, ShutdownStep};
 use super::lock;
 use super::stderr::{STDERR_READ_CHUNK, StderrDrain, StderrLineCallback, StderrTail};
@@ -17,7 +19,7 @@ use super::stderr::{STDERR_READ_CHUNK, StderrDrain, StderrLineCallback, StderrTa
 pub(super) struct Shared {
     /// Held unreaped until the exit is observed and the group killed (see the module docs);
     /// a group signal is sent only while this lock is held and the leader is still here.
-    pub(super) leader: Mutex<Option<async_process::Child>>,
+    pub(super) leader: Mutex<GroupLeader>,
     pub(super) stderr: Mutex<StderrTail>,
     pub(super) outcome: Mutex<Outcome>,
 }
@@ -36,39 +38,19 @@ impl Shared {
         }
     }
 
-    pub(super) fn signal_group(&self, pgid: libc::pid_t, signal: libc::c_int) {
-        let leader = lock(&self.leader);
-        if leader.is_some() {
-            kill_group(pgid, signal);
-        }
+    /// Sends `signal` to the group unless the leader was reaped already. Failure is
+    /// ignored: the group is gone already, or (EPERM) there is nothing better to try.
+    pub(super) fn signal_group(&self, signal: libc::c_int) {
+        let _ = lock(&self.leader).signal(signal);
     }
 
     /// Kills whatever the leader left behind in its group, then reaps the leader.
-    fn kill_leftovers_and_reap(&self, pgid: libc::pid_t) {
-        let leader = {
-            let mut leader = lock(&self.leader);
-            if leader.is_some() {
-                kill_group(pgid, libc::SIGKILL);
-            }
-            leader.take()
-        };
-        if let Some(mut leader) = leader {
-            // The leader has exited, so this reaps it at once instead of leaving the zombie
-            // to async-process's background thread; its status was read already.
-            let _ = leader.try_status();
-        }
+    fn kill_leftovers_and_reap(&self) {
+        lock(&self.leader).kill_and_release();
     }
 }
 
-/// Sends `signal` to every process of the group. Failure is ignored: ESRCH means the group
-/// is gone already, and the only other possible error (EPERM) leaves nothing to try.
-pub(super) fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
-    // SAFETY: `killpg` only sends a signal; it has no memory-safety preconditions.
-    unsafe { libc::killpg(pgid, signal) };
-}
-
 pub(super) struct Supervision {
-    pub(super) pgid: libc::pid_t,
     pub(super) stderr: ChildStderr,
     pub(super) exit: ExitWatch,
     pub(super) shared: Arc<Shared>,
@@ -82,7 +64,6 @@ pub(super) struct Supervision {
 /// for as long as the handle exists.
 pub(super) async fn supervise(supervision: Supervision) {
     let Supervision {
-        pgid,
         stderr,
         exit,
         shared,
@@ -115,7 +96,7 @@ pub(super) async fn supervise(supervision: Supervision) {
     };
     // Also reached when the exit could not be watched (an error from the OS): an agent
     // that cannot be supervised is not left running either.
-    shared.kill_leftovers_and_reap(pgid);
+    shared.kill_leftovers_and_reap();
     // Everything the leader wrote is in the pipe by now (a process's descriptors are
     // closed before its exit is reported): take it in before recording the exit, so that
     // the recorded tail is complete.
