@@ -105,7 +105,8 @@ pub(crate) fn signal_group(pgid: libc::pid_t, signal: libc::c_int) -> io::Result
 /// The kernel never reuses the id of an unreaped process, so while the leader is held a
 /// signal to its group id can only reach that group. The process supervisor (see
 /// `supervisor.rs`) watches the group from [`new`](Self::new) until
-/// [`kill_and_release`](Self::kill_and_release), and kills it if this process dies first.
+/// [`kill_and_release`](Self::kill_and_release) or
+/// [`release_reaped`](Self::release_reaped), and kills it if this process dies first.
 ///
 /// Dropping it kills the group and releases the leader.
 pub(crate) struct GroupLeader {
@@ -156,6 +157,15 @@ impl GroupLeader {
         // Reaps the leader at once if it has exited, instead of leaving the zombie to
         // async-process's background thread.
         let _ = child.try_status();
+    }
+
+    /// Releases a leader that was reaped already (by async-process's `status`, where the
+    /// exit cannot be observed without reaping): its group id may have been reused since,
+    /// so nothing is sent to it.
+    pub(crate) fn release_reaped(&mut self) {
+        if self.child.take().is_some() {
+            crate::supervisor::forget(self.pgid);
+        }
     }
 }
 

@@ -6,6 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acp_runtime::host::{CreateTerminal, TerminalError, TerminalExitStatus, TerminalHost};
+
+/// The limit and the scope (as displayed) of a `TooManyTerminals` error.
+fn too_many(result: Result<String, TerminalError>) -> (usize, String) {
+    match result {
+        Err(TerminalError::TooManyTerminals { limit, scope }) => (limit, scope.to_string()),
+        other => panic!("expected TooManyTerminals, got {other:?}"),
+    }
+}
 use futures_lite::future;
 
 const SESSION: &str = "session-a";
@@ -516,4 +524,108 @@ fn release_session_releases_only_that_session() {
     assert_unknown(host.output(SESSION, &mine), &mine);
     assert!(host.output(OTHER_SESSION, &theirs).is_ok());
     assert_eq!(host.len(), 1);
+}
+
+#[test]
+fn the_limits_have_documented_defaults() {
+    let host = TerminalHost::new();
+    assert_eq!(host.max_terminals_per_session(), 64);
+    assert_eq!(host.max_terminals(), 256);
+    assert_eq!(
+        host.max_terminals_per_session(),
+        TerminalHost::DEFAULT_MAX_TERMINALS_PER_SESSION
+    );
+    assert_eq!(host.max_terminals(), TerminalHost::DEFAULT_MAX_TERMINALS);
+}
+
+#[test]
+fn the_session_limit_refuses_one_more_and_a_release_frees_a_slot() {
+    let host = TerminalHost::new().with_max_terminals_per_session(3);
+    let ids: Vec<String> = (0..3)
+        .map(|_| host.create(SESSION, sh("sleep 1000"), root()).unwrap())
+        .collect();
+    let (limit, scope) = too_many(host.create(SESSION, sh("sleep 1000"), root()));
+    assert_eq!((limit, scope.as_str()), (3, "the session"));
+    let error = host
+        .create(SESSION, sh("sleep 1000"), root())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("too many terminals"), "{error}");
+    assert_eq!(host.len(), 3, "nothing was started");
+
+    // Another session has slots of its own.
+    let other = host
+        .create(OTHER_SESSION, sh("sleep 1000"), root())
+        .unwrap();
+    host.release(OTHER_SESSION, &other).unwrap();
+
+    host.release(SESSION, &ids[0]).unwrap();
+    let id = host.create(SESSION, sh("sleep 1000"), root()).unwrap();
+    assert_eq!(host.len(), 3);
+    host.release(SESSION, &id).unwrap();
+}
+
+#[test]
+fn the_host_limit_counts_every_session() {
+    let host = TerminalHost::new().with_max_terminals(2);
+    host.create("first", sh("sleep 1000"), root()).unwrap();
+    host.create("second", sh("sleep 1000"), root()).unwrap();
+    let (limit, scope) = too_many(host.create("third", sh("sleep 1000"), root()));
+    assert_eq!((limit, scope.as_str()), (2, "the connection"));
+
+    assert_eq!(host.release_session("first"), 1);
+    host.create("third", sh("sleep 1000"), root()).unwrap();
+}
+
+#[test]
+fn failed_creations_take_no_slot() {
+    let host = TerminalHost::new()
+        .with_max_terminals_per_session(1)
+        .with_max_terminals(1);
+    for _ in 0..3 {
+        let missing = host.create(SESSION, CreateTerminal::new("/nonexistent/program"), root());
+        assert!(
+            matches!(missing, Err(TerminalError::Spawn { .. })),
+            "{missing:?}"
+        );
+        let relative = CreateTerminal {
+            cwd: Some("relative".into()),
+            ..sh("true")
+        };
+        assert!(matches!(
+            host.create(SESSION, relative, root()),
+            Err(TerminalError::RelativeCwd(_))
+        ));
+    }
+    let id = host.create(SESSION, sh("true"), root()).unwrap();
+    too_many(host.create(OTHER_SESSION, sh("true"), root()));
+    host.release(SESSION, &id).unwrap();
+    host.create(OTHER_SESSION, sh("true"), root()).unwrap();
+}
+
+#[test]
+fn a_finished_terminal_kills_its_leftovers_and_reaps_its_leader() {
+    let host = TerminalHost::new();
+    // The background sleep does not hold the output open: once the shell has exited the
+    // terminal is finished.
+    let id = host
+        .create(SESSION, sh("echo $$; sleep 1000 >/dev/null 2>&1 &"), root())
+        .unwrap();
+    assert_eq!(
+        run(host.wait_for_exit(SESSION, &id)).unwrap(),
+        exited_with(0)
+    );
+    let pgid = first_line_pid(&host, &id);
+    eventually("the leftover sleep was killed", || {
+        live_members(pgid).is_empty()
+    });
+    eventually("the leader was reaped", || {
+        !Path::new(&format!("/proc/{pgid}")).exists()
+    });
+    // The terminal itself stays until released, with its output and status.
+    let output = host.output(SESSION, &id).unwrap();
+    assert_eq!(output.output, format!("{pgid}\n"));
+    assert_eq!(output.exit_status, Some(exited_with(0)));
+    host.kill(SESSION, &id).unwrap();
+    host.release(SESSION, &id).unwrap();
 }

@@ -1,10 +1,12 @@
 //! Running a command as the leader of its own process group, and ending that group.
 //!
 //! The leader is deliberately left unreaped (a zombie once it exits) until its
-//! [`SpawnedGroup::child`] is dropped: the kernel never reuses the id of an unreaped
-//! process, so as long as we hold the child, `killpg(pgid)` can only reach processes of
+//! [`SpawnedGroup::leader`] is released: the kernel never reuses the id of an unreaped
+//! process, so as long as we hold the leader, `killpg(pgid)` can only reach processes of
 //! this group and never an unrelated group that happens to get the same id later. Exit is
-//! observed without reaping through a pidfd and `waitid(WNOWAIT)`.
+//! observed without reaping through a pidfd and `waitid(WNOWAIT)`. From the spawn until its
+//! release the group is also registered with the process supervisor (`supervisor.rs`), which
+//! kills it if this process dies first.
 
 use std::future::Future;
 use std::io::{self, PipeReader};
@@ -16,6 +18,7 @@ use async_process::Stdio;
 use smol::Async;
 
 use super::terminal::TerminalExitStatus;
+use crate::child_exit::GroupLeader;
 
 /// What to run; mirrors the `terminal/create` parameters that concern the process.
 pub(crate) struct GroupCommand<'a> {
@@ -27,11 +30,9 @@ pub(crate) struct GroupCommand<'a> {
 
 /// A freshly started process group.
 pub(crate) struct SpawnedGroup {
-    /// Keeps the leader unreaped (see the module docs); dropping it hands the leader to
-    /// async-process, which reaps it in the background.
-    pub child: async_process::Child,
-    /// The group id, equal to the leader's pid.
-    pub pgid: libc::pid_t,
+    /// Keeps the leader unreaped (see the module docs); dropping it kills the group and hands
+    /// the leader to async-process, which reaps it in the background.
+    pub leader: GroupLeader,
     /// The read end of the single pipe that is both stdout and stderr of the leader.
     pub output: Async<PipeReader>,
     pub exit: ExitWatch,
@@ -57,42 +58,19 @@ pub(crate) fn spawn(command: &GroupCommand<'_>) -> io::Result<SpawnedGroup> {
         .reap_on_drop(true)
         .kill_on_drop(false);
     let mut child = async_command.spawn()?;
+    let exit = ExitWatch::new(&mut child);
+    // Dropping `leader` on an early return kills the group: nobody would ever own it.
+    let leader = GroupLeader::new(child);
     // The command still owns our copies of the write end; the reader sees end-of-file
     // only once every write end is closed, so they must go now.
     drop(async_command);
 
-    // A pid always fits in pid_t; `Child::id` merely widens it to u32.
-    let pgid = child.id() as libc::pid_t;
-    let output = match Async::new(reader) {
-        Ok(output) => output,
-        Err(error) => {
-            // Nobody would ever own this group: do not leave it running.
-            let _ = kill_group(pgid);
-            return Err(error);
-        }
-    };
-    let exit = ExitWatch::new(&mut child, pgid);
+    let output = Async::new(reader)?;
     Ok(SpawnedGroup {
-        child,
-        pgid,
+        leader,
         output,
         exit,
     })
-}
-
-/// Sends SIGKILL to every process of the group. A group that no longer exists is not an
-/// error.
-pub(crate) fn kill_group(pgid: libc::pid_t) -> io::Result<()> {
-    // SAFETY: `killpg` only sends a signal; it has no memory-safety preconditions.
-    if unsafe { libc::killpg(pgid, libc::SIGKILL) } == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(error)
-    }
 }
 
 type ReapingWait = Pin<Box<dyn Future<Output = io::Result<std::process::ExitStatus>> + Send>>;
@@ -109,15 +87,20 @@ pub(crate) enum ExitWatch {
 }
 
 impl ExitWatch {
-    fn new(child: &mut async_process::Child, pid: libc::pid_t) -> Self {
+    fn new(child: &mut async_process::Child) -> Self {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(pidfd) = crate::child_exit::open_pidfd(pid) {
+        // A pid always fits in pid_t; `Child::id` merely widens it to u32.
+        if let Some(pidfd) = crate::child_exit::open_pidfd(child.id() as libc::pid_t) {
             return Self::Pidfd(pidfd);
         }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        let _ = pid;
         // The returned future owns its own handle to the child, not a borrow.
         Self::Reaping(Box::pin(child.status()))
+    }
+
+    /// Whether waiting reaps the leader, after which its group must not be signalled any
+    /// more (see [`GroupLeader::release_reaped`]).
+    pub(crate) fn reaps_leader(&self) -> bool {
+        matches!(self, Self::Reaping(_))
     }
 
     /// Resolves once the leader has exited.

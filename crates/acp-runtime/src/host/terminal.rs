@@ -14,6 +14,7 @@ use smol::Async;
 
 use super::output_buffer::OutputBuffer;
 use super::process_group::{self, ExitWatch, GroupCommand};
+use crate::child_exit::GroupLeader;
 
 /// The most output a terminal keeps when the agent asks for no limit or a larger one:
 /// 4 MiB.
@@ -127,6 +128,18 @@ pub enum TerminalError {
         #[source]
         source: io::Error,
     },
+    /// Creating the terminal would exceed the number of terminals a session or the whole
+    /// host may hold at once (finished terminals count until they are released).
+    #[error(
+        "too many terminals: {scope} already holds {limit}, the most allowed; release \
+         terminals that are no longer needed (terminal/release) first"
+    )]
+    TooManyTerminals {
+        /// The limit that was reached.
+        limit: usize,
+        /// Whether it is the session's limit or the host's.
+        scope: TerminalScope,
+    },
     /// The command's exit could not be observed (an operating-system failure).
     #[error("could not observe the exit of terminal `{id}` (`{command}`): {reason}")]
     ExitUnobservable {
@@ -137,6 +150,24 @@ pub enum TerminalError {
         /// What went wrong.
         reason: String,
     },
+}
+
+/// Which limit [`TerminalError::TooManyTerminals`] ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminalScope {
+    /// The session's limit ([`TerminalHost::with_max_terminals_per_session`]).
+    Session,
+    /// The host's limit over all sessions ([`TerminalHost::with_max_terminals`]).
+    Host,
+}
+
+impl std::fmt::Display for TerminalScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TerminalScope::Session => "the session",
+            TerminalScope::Host => "the connection",
+        })
+    }
 }
 
 /// Runs and tracks the terminals of one connection, keyed by terminal id.
@@ -154,11 +185,37 @@ pub enum TerminalError {
 ///
 /// All methods take `&self`; share the host between concurrent requests with an `Arc`.
 ///
+/// # Limits
+///
+/// A terminal holds its output (up to the output ceiling) and, while its command runs,
+/// processes and descriptors, until the agent releases it; an agent that never does must not
+/// be able to pile them up. So a session may hold at most
+/// [`DEFAULT_MAX_TERMINALS_PER_SESSION`](Self::DEFAULT_MAX_TERMINALS_PER_SESSION) (64)
+/// terminals at a time and the host at most
+/// [`DEFAULT_MAX_TERMINALS`](Self::DEFAULT_MAX_TERMINALS) (256) over all its sessions,
+/// finished terminals included; [`create`](Self::create) beyond either fails with
+/// [`TerminalError::TooManyTerminals`] until one is released. Change the limits with
+/// [`with_max_terminals_per_session`](Self::with_max_terminals_per_session) and
+/// [`with_max_terminals`](Self::with_max_terminals).
+///
+/// A finished terminal holds nothing of the operating system: once the command has exited
+/// and its output pipe has closed (every process that shared it has exited or closed it),
+/// whatever is left of its process group is killed, the leader reaped and the pipe closed.
+/// Only its output and exit status remain, for [`output`](Self::output) and
+/// [`wait_for_exit`](Self::wait_for_exit). While background processes still hold the
+/// output pipe open after the command exited, the group is left running and the exited
+/// leader unreaped (so that its group id cannot be reused) until they close it or the
+/// terminal is released.
+///
 /// # Drop
 ///
 /// Dropping the host releases every terminal: each process group receives SIGKILL
 /// synchronously inside `drop`, so no command outlives the connection. A released terminal
 /// behaves the same way. Leaders are then reaped in the background by async-process.
+///
+/// If this whole process dies instead (a signal, SIGKILL, `exit` without dropping the host),
+/// the process supervisor kills every group still running: see
+/// [`crate::process#when-this-process-dies`].
 ///
 /// Background processes that leave the group on purpose (`setsid`, `setpgid`) are out of
 /// reach, as with any job control.
@@ -179,9 +236,62 @@ pub enum TerminalError {
 /// host.release("session-1", &id).unwrap();
 /// ```
 pub struct TerminalHost {
-    terminals: Mutex<HashMap<String, Terminal>>,
+    terminals: Mutex<Registry>,
     next_id: AtomicU64,
     output_ceiling: usize,
+    max_per_session: usize,
+    max_total: usize,
+}
+
+/// The terminals, and how many each session holds or is creating.
+#[derive(Default)]
+struct Registry {
+    by_id: HashMap<String, Terminal>,
+    /// Terminals held plus creations under way, per session; no entry means none.
+    per_session: HashMap<String, usize>,
+    /// The sum of `per_session`.
+    total: usize,
+}
+
+impl Registry {
+    fn remove(&mut self, id: &str) -> Option<Terminal> {
+        let terminal = self.by_id.remove(id)?;
+        self.free_slot(&terminal.session);
+        Some(terminal)
+    }
+
+    fn free_slot(&mut self, session: &str) {
+        if let Some(count) = self.per_session.get_mut(session) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_session.remove(session);
+            }
+        }
+        self.total -= 1;
+    }
+}
+
+/// A place taken in the counts of [`Registry`] while a terminal is being created; given
+/// back on drop unless the terminal was inserted.
+struct Slot<'a> {
+    host: &'a TerminalHost,
+    session: &'a str,
+    taken: bool,
+}
+
+impl Slot<'_> {
+    fn insert(mut self, id: String, terminal: Terminal) {
+        self.taken = false;
+        self.host.lock_terminals().by_id.insert(id, terminal);
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.taken {
+            self.host.lock_terminals().free_slot(self.session);
+        }
+    }
 }
 
 impl Default for TerminalHost {
@@ -195,12 +305,28 @@ impl std::fmt::Debug for TerminalHost {
         f.debug_struct("TerminalHost")
             .field("terminals", &self.len())
             .field("output_ceiling", &self.output_ceiling)
+            .field("max_terminals_per_session", &self.max_per_session)
+            .field("max_terminals", &self.max_total)
             .finish()
     }
 }
 
 impl TerminalHost {
-    /// A host whose terminals keep at most [`DEFAULT_OUTPUT_CEILING`] bytes of output.
+    /// How many terminals one session may hold at a time by default: 64.
+    ///
+    /// Far more than an agent runs at once in practice, low enough that a session leaking
+    /// terminals (never releasing them) is stopped long before the machine notices.
+    pub const DEFAULT_MAX_TERMINALS_PER_SESSION: usize = 64;
+
+    /// How many terminals the host may hold at a time over all its sessions by default: 256.
+    pub const DEFAULT_MAX_TERMINALS: usize = 256;
+
+    /// A host whose terminals keep at most [`DEFAULT_OUTPUT_CEILING`] bytes of output, with
+    /// the default limits on terminals ([`DEFAULT_MAX_TERMINALS_PER_SESSION`] and
+    /// [`DEFAULT_MAX_TERMINALS`]).
+    ///
+    /// [`DEFAULT_MAX_TERMINALS_PER_SESSION`]: Self::DEFAULT_MAX_TERMINALS_PER_SESSION
+    /// [`DEFAULT_MAX_TERMINALS`]: Self::DEFAULT_MAX_TERMINALS
     pub fn new() -> Self {
         Self::with_output_ceiling(DEFAULT_OUTPUT_CEILING)
     }
@@ -209,10 +335,40 @@ impl TerminalHost {
     /// `outputByteLimit` the agent asks for.
     pub fn with_output_ceiling(ceiling: usize) -> Self {
         Self {
-            terminals: Mutex::new(HashMap::new()),
+            terminals: Mutex::new(Registry::default()),
             next_id: AtomicU64::new(1),
             output_ceiling: ceiling,
+            max_per_session: Self::DEFAULT_MAX_TERMINALS_PER_SESSION,
+            max_total: Self::DEFAULT_MAX_TERMINALS,
         }
+    }
+
+    /// Lets each session hold at most `limit` terminals at a time, finished ones included
+    /// until released (default [`DEFAULT_MAX_TERMINALS_PER_SESSION`]).
+    ///
+    /// ```
+    /// use acp_runtime::host::TerminalHost;
+    ///
+    /// let host = TerminalHost::new()
+    ///     .with_max_terminals_per_session(8)
+    ///     .with_max_terminals(32);
+    /// assert_eq!(host.max_terminals_per_session(), 8);
+    /// assert_eq!(host.max_terminals(), 32);
+    /// ```
+    ///
+    /// [`DEFAULT_MAX_TERMINALS_PER_SESSION`]: Self::DEFAULT_MAX_TERMINALS_PER_SESSION
+    pub fn with_max_terminals_per_session(mut self, limit: usize) -> Self {
+        self.max_per_session = limit;
+        self
+    }
+
+    /// Lets the host hold at most `limit` terminals at a time over all sessions, finished
+    /// ones included until released (default [`DEFAULT_MAX_TERMINALS`]).
+    ///
+    /// [`DEFAULT_MAX_TERMINALS`]: Self::DEFAULT_MAX_TERMINALS
+    pub fn with_max_terminals(mut self, limit: usize) -> Self {
+        self.max_total = limit;
+        self
     }
 
     /// The output ceiling of this host.
@@ -220,9 +376,19 @@ impl TerminalHost {
         self.output_ceiling
     }
 
+    /// How many terminals one session may hold at a time.
+    pub fn max_terminals_per_session(&self) -> usize {
+        self.max_per_session
+    }
+
+    /// How many terminals the host may hold at a time over all sessions.
+    pub fn max_terminals(&self) -> usize {
+        self.max_total
+    }
+
     /// How many terminals are currently held (created and not yet released).
     pub fn len(&self) -> usize {
-        self.lock_terminals().len()
+        self.lock_terminals().by_id.len()
     }
 
     /// Whether no terminal is held.
@@ -237,6 +403,10 @@ impl TerminalHost {
     /// the session's cwd); either must be an absolute path to an existing directory. The
     /// effective output limit is the smaller of `request.output_byte_limit` and the host's
     /// ceiling. Spawning happens on the calling thread (a fork and exec).
+    ///
+    /// Fails with [`TerminalError::TooManyTerminals`] when the session or the host already
+    /// holds as many terminals as allowed (see [Limits](Self#limits)); nothing is started
+    /// then.
     pub fn create(
         &self,
         session: &str,
@@ -250,6 +420,7 @@ impl TerminalHost {
         if !cwd.is_dir() {
             return Err(TerminalError::MissingCwd(cwd.to_path_buf()));
         }
+        let slot = self.take_slot(session)?;
         let limit = request
             .output_byte_limit
             .map_or(self.output_ceiling, |requested| {
@@ -274,6 +445,7 @@ impl TerminalHost {
             exit_status: None,
             exit_error: None,
             released: false,
+            leader: spawned.leader,
         }));
         // Nothing is ever sent: closing the channel is the broadcast that wakes every
         // waiter, however many there are and whenever they arrive.
@@ -289,14 +461,37 @@ impl TerminalHost {
         let terminal = Terminal {
             session: session.to_owned(),
             command: request.command,
-            pgid: spawned.pgid,
             state,
             exit_listener,
-            _leader: spawned.child,
             _collector: collector,
         };
-        self.lock_terminals().insert(id.clone(), terminal);
+        slot.insert(id.clone(), terminal);
         Ok(id)
+    }
+
+    /// Counts a terminal about to be created for `session`, if both limits allow one more.
+    fn take_slot<'a>(&'a self, session: &'a str) -> Result<Slot<'a>, TerminalError> {
+        let mut terminals = self.lock_terminals();
+        let in_session = terminals.per_session.get(session).copied().unwrap_or(0);
+        if in_session >= self.max_per_session {
+            return Err(TerminalError::TooManyTerminals {
+                limit: self.max_per_session,
+                scope: TerminalScope::Session,
+            });
+        }
+        if terminals.total >= self.max_total {
+            return Err(TerminalError::TooManyTerminals {
+                limit: self.max_total,
+                scope: TerminalScope::Host,
+            });
+        }
+        *terminals.per_session.entry(session.to_owned()).or_default() += 1;
+        terminals.total += 1;
+        Ok(Slot {
+            host: self,
+            session,
+            taken: true,
+        })
     }
 
     /// The output kept so far, whether some was dropped, and the exit status once the
@@ -359,7 +554,8 @@ impl TerminalHost {
     pub fn kill(&self, session: &str, id: &str) -> Result<(), TerminalError> {
         let terminals = self.lock_terminals();
         let terminal = find(&terminals, session, id)?;
-        process_group::kill_group(terminal.pgid).map_err(|source| TerminalError::Kill {
+        let result = lock(&terminal.state).leader.signal(libc::SIGKILL);
+        result.map_err(|source| TerminalError::Kill {
             id: id.to_owned(),
             command: terminal.command.clone(),
             source,
@@ -386,6 +582,7 @@ impl TerminalHost {
         let released: Vec<Terminal> = {
             let mut terminals = self.lock_terminals();
             let ids: Vec<String> = terminals
+                .by_id
                 .iter()
                 .filter(|(_, terminal)| terminal.session == session)
                 .map(|(id, _)| id.clone())
@@ -395,7 +592,7 @@ impl TerminalHost {
         released.len()
     }
 
-    fn lock_terminals(&self) -> MutexGuard<'_, HashMap<String, Terminal>> {
+    fn lock_terminals(&self) -> MutexGuard<'_, Registry> {
         lock(&self.terminals)
     }
 }
@@ -407,11 +604,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn find<'a>(
-    terminals: &'a HashMap<String, Terminal>,
+    terminals: &'a Registry,
     session: &str,
     id: &str,
 ) -> Result<&'a Terminal, TerminalError> {
     let terminal = terminals
+        .by_id
         .get(id)
         .ok_or_else(|| TerminalError::UnknownTerminal(id.to_owned()))?;
     if terminal.session != session {
@@ -425,26 +623,24 @@ fn find<'a>(
 
 /// One running or finished command.
 ///
-/// Dropping it SIGKILLs the process group, then drops the leader handle (handing the
-/// leader to async-process for reaping) and cancels the output collector.
+/// Dropping it SIGKILLs the process group (unless the collector has finished it already),
+/// releases the leader (async-process reaps it in the background if it still runs) and
+/// cancels the output collector.
 struct Terminal {
     session: String,
     command: String,
-    pgid: libc::pid_t,
     state: Arc<Mutex<TerminalState>>,
     exit_listener: async_channel::Receiver<Infallible>,
-    /// Held, unreaped, so that `pgid` cannot be reused while this terminal exists.
-    _leader: async_process::Child,
     /// Dropping the task cancels it.
     _collector: smol::Task<()>,
 }
 
 impl Drop for Terminal {
     fn drop(&mut self) {
-        lock(&self.state).released = true;
-        // Also reaches processes the leader left behind after exiting normally. Failure
-        // cannot be reported from drop and leaves nothing better to try.
-        let _ = process_group::kill_group(self.pgid);
+        let mut state = lock(&self.state);
+        state.released = true;
+        // Also reaches processes the leader left behind after exiting normally.
+        state.leader.kill_and_release();
     }
 }
 
@@ -453,40 +649,48 @@ struct TerminalState {
     exit_status: Option<TerminalExitStatus>,
     exit_error: Option<String>,
     released: bool,
+    /// Held, unreaped, until the command is finished (exited, output closed) or the
+    /// terminal released, so that its group id cannot be reused while it may be signalled.
+    leader: GroupLeader,
 }
 
 /// Moves output into the buffer and records the exit, then keeps reading whatever the
-/// command's leftover background processes still write until the pipe closes.
+/// command's leftover background processes still write until the pipe closes. Once both
+/// happened the command is finished: what is left of its group is killed and the leader
+/// reaped, and the pipe is closed, so that an unreleased finished terminal holds no process
+/// and no descriptor.
 async fn collect(
-    mut output: Async<io::PipeReader>,
+    output: Async<io::PipeReader>,
     exit: ExitWatch,
     state: Arc<Mutex<TerminalState>>,
     exit_notifier: async_channel::Sender<Infallible>,
 ) {
     let mut chunk = vec![0; READ_CHUNK];
-    let mut output_open = true;
+    // `None` once end-of-file was read: dropping it closes the pipe at once.
+    let mut output = Some(output);
+    let leader_reaped = exit.reaps_leader();
     let mut exit = pin!(exit.wait());
 
     let exit_result = loop {
-        if !output_open {
+        let Some(pipe) = output.as_mut() else {
             break exit.await;
-        }
+        };
         let event = future::or(async { Event::Exited(exit.as_mut().await) }, async {
-            Event::Read(output.read(&mut chunk).await)
+            Event::Read(pipe.read(&mut chunk).await)
         })
         .await;
         match event {
             Event::Exited(result) => break result,
-            Event::Read(result) => output_open = absorb(&state, result, &chunk),
+            Event::Read(result) => absorb(&state, result, &chunk, &mut output),
         }
     };
 
     // Everything the leader wrote is in the pipe by now (a process's descriptors close
     // before its exit is reported), so drain what is there before publishing the exit:
     // `output` called right after `wait_for_exit` then shows the complete output.
-    while output_open {
-        match future::poll_once(output.read(&mut chunk)).await {
-            Some(result) => output_open = absorb(&state, result, &chunk),
+    while let Some(pipe) = output.as_mut() {
+        match future::poll_once(pipe.read(&mut chunk)).await {
+            Some(result) => absorb(&state, result, &chunk, &mut output),
             None => break,
         }
     }
@@ -503,9 +707,18 @@ async fn collect(
     }
     drop(exit_notifier);
 
-    while output_open {
-        let result = output.read(&mut chunk).await;
-        output_open = absorb(&state, result, &chunk);
+    while let Some(pipe) = output.as_mut() {
+        let result = pipe.read(&mut chunk).await;
+        absorb(&state, result, &chunk, &mut output);
+    }
+
+    let mut state = lock(&state);
+    if leader_reaped {
+        state.leader.release_reaped();
+    } else {
+        // Processes of the group that closed or redirected their output would otherwise
+        // run on unnoticed until the release.
+        state.leader.kill_and_release();
     }
 }
 
@@ -514,23 +727,26 @@ enum Event {
     Read(io::Result<usize>),
 }
 
-/// Adds one read's outcome to the buffer; returns whether the pipe may deliver more.
-fn absorb(state: &Mutex<TerminalState>, read: io::Result<usize>, chunk: &[u8]) -> bool {
+/// Adds one read's outcome to the buffer; closes the pipe (sets `output` to `None`) when it
+/// cannot deliver more.
+fn absorb(
+    state: &Mutex<TerminalState>,
+    read: io::Result<usize>,
+    chunk: &[u8],
+    output: &mut Option<Async<io::PipeReader>>,
+) {
     let mut state = lock(state);
     match read {
         Ok(0) => {
             state.output.finish();
-            false
+            *output = None;
         }
-        Ok(length) => {
-            state.output.push(&chunk[..length]);
-            true
-        }
-        Err(error) if error.kind() == io::ErrorKind::Interrupted => true,
+        Ok(length) => state.output.push(&chunk[..length]),
+        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
         Err(_) => {
             // A pipe read failing is not recoverable; keep what was read.
             state.output.finish();
-            false
+            *output = None;
         }
     }
 }
