@@ -49,27 +49,26 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use acp_jsonrpc::{
-    Connection, ConnectionHandle, ConnectionOptions, Handler, IncomingNotification,
-    IncomingRequest, Observer, Problem, Responder, ResponseError,
-};
+use acp_jsonrpc::{Connection, ConnectionHandle, ConnectionOptions, Observer, Problem};
 use acp_types::*;
 use futures_lite::{AsyncBufRead, AsyncWrite};
 use serde_json::value::RawValue;
 
-use crate::error::{Error, Result, codes};
-use crate::host::{self, FsHost, FsRoots, TerminalHost};
+use crate::error::{Error, Result};
+use crate::host::{FsHost, FsRoots, TerminalHost};
 use crate::process::{AgentCommand, AgentProcess};
-use crate::reply::{Reply, not_advertised, raw, raw_json};
 use crate::signal::Signal;
 
 /// Protocol versions this runtime speaks.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = crate::agent::SUPPORTED_PROTOCOL_VERSIONS;
 
+mod dispatch;
 mod updates;
 
+use dispatch::ClientDispatch;
+
 pub use updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
-use updates::{Popped, Routed, Routes, UpdateQueue, update_cost};
+use updates::{Popped, Routes, UpdateQueue};
 
 /// What a client implements: the requests an agent makes. Only
 /// [`request_permission`](Client::request_permission) is required; `fs/*` and `terminal/*`
@@ -452,10 +451,10 @@ pub fn spawn<C: Client>(
 /// thread, then closes the connection and shuts the agent down. Returns what `work` returned
 /// and how the agent ended.
 ///
-/// It always returns: what is still queued for the agent when `work` is done gets
-/// [`DEFAULT_SHUTDOWN_GRACE`](crate::process::DEFAULT_SHUTDOWN_GRACE) to be written (an agent
-/// that stopped reading its stdin cannot hold the run up), then the agent gets its staged
-/// shutdown ([`AgentProcess::shutdown`]).
+/// It always returns: what is still queued for the agent when `work` is done gets the
+/// command's [`shutdown_grace`](AgentCommand::shutdown_grace) to be written (an agent that
+/// stopped reading its stdin cannot hold the run up), then the agent gets its staged shutdown
+/// ([`AgentProcess::shutdown`]).
 ///
 /// Unlike [`spawn`], this owns the thread for the whole run: on Linux the connection waits in
 /// `epoll_wait(2)` on the agent's two pipes instead of in smol's reactor, so that a request/response
@@ -503,7 +502,7 @@ pub fn run_spawned<C: Client, F: Future>(
                 closed.fire();
                 output
             };
-            let driver = bounded_final_flush(driver, &closed);
+            let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
             crate::pipe_loop::join_woken(driver, work).await.1
         };
         let output =
@@ -523,27 +522,25 @@ pub fn run_spawned<C: Client, F: Future>(
                 closed.fire();
                 output
             };
-            let driver = bounded_final_flush(driver, &closed);
+            let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
             let output = futures_lite::future::zip(driver, work).await.1;
             Ok((output, process.shutdown().await))
         })
     }
 }
 
-/// How long [`run_spawned`] lets the connection write what is still queued for the agent
-/// once the work is done. An agent that stopped reading its stdin would otherwise keep the
-/// final flush, and so the whole run, waiting for ever; after this the connection is dropped
-/// (the agent sees its stdin close) and the agent's staged shutdown begins.
-const FINAL_FLUSH_GRACE: std::time::Duration = crate::process::DEFAULT_SHUTDOWN_GRACE;
-
-/// The connection's driver, given up [`FINAL_FLUSH_GRACE`] after `closed` fires.
+/// The connection's driver, given up `grace` after `closed` fires. An agent that stopped
+/// reading its stdin would otherwise keep the final flush, and so the whole run of
+/// [`run_spawned`], waiting for ever; once given up, the connection is dropped (the agent sees
+/// its stdin close) and the agent's staged shutdown begins.
 async fn bounded_final_flush<D: Future<Output = Result<(), acp_jsonrpc::ConnectionError>>>(
     driver: D,
     closed: &Signal,
+    grace: std::time::Duration,
 ) -> Result<(), acp_jsonrpc::ConnectionError> {
     futures_lite::future::or(driver, async {
         closed.wait().await;
-        smol::Timer::after(FINAL_FLUSH_GRACE).await;
+        smol::Timer::after(grace).await;
         Ok(())
     })
     .await
@@ -1269,378 +1266,6 @@ impl Drop for PromptTurn {
                 shared.turn_active.store(false, Ordering::Release);
             })
             .detach();
-        }
-    }
-}
-
-struct ClientDispatch<C> {
-    client: Arc<C>,
-    state: Arc<ClientState>,
-}
-
-impl<C> Clone for ClientDispatch<C> {
-    fn clone(&self) -> Self {
-        ClientDispatch {
-            client: self.client.clone(),
-            state: self.state.clone(),
-        }
-    }
-}
-
-fn session_of(request: &AgentRequest) -> Option<&SessionId> {
-    Some(match request {
-        AgentRequest::FsReadTextFile(r) => &r.session_id,
-        AgentRequest::FsWriteTextFile(r) => &r.session_id,
-        AgentRequest::SessionRequestPermission(r) => &r.session_id,
-        AgentRequest::TerminalCreate(r) => &r.session_id,
-        AgentRequest::TerminalOutput(r) => &r.session_id,
-        AgentRequest::TerminalRelease(r) => &r.session_id,
-        AgentRequest::TerminalWaitForExit(r) => &r.session_id,
-        AgentRequest::TerminalKill(r) => &r.session_id,
-        _ => return None,
-    })
-}
-
-fn fs_error(error: host::FsError) -> Error {
-    match &error {
-        host::FsError::NotFound(path) => {
-            Error::resource_not_found(&error, &path.display().to_string())
-        }
-        host::FsError::RelativePath(_)
-        | host::FsError::InvalidLine(_)
-        | host::FsError::TooLarge { .. } => Error::invalid_params(&error),
-        host::FsError::OutsideRoots { .. }
-        | host::FsError::ParentOfMissing(_)
-        | host::FsError::DanglingSymlink { .. }
-        | host::FsError::NotARegularFile { .. }
-        | host::FsError::HardLinked { .. } => Error::invalid_params(&error),
-        _ => Error::internal(&error),
-    }
-}
-
-fn terminal_error(error: host::TerminalError) -> Error {
-    match &error {
-        host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => {
-            Error::Rpc(
-                ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
-                    .with_data(&serde_json::json!({ "terminalId": id })),
-            )
-        }
-        host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => {
-            Error::invalid_params(&error)
-        }
-        _ => Error::internal(&error),
-    }
-}
-
-/// What [`ClientDispatch::handle`] returns.
-type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply>> + Send + 'a>>;
-
-/// The id of the session a request names, or "" for requests that name none.
-fn session_id(session: &Option<Arc<SessionShared>>) -> &str {
-    session.as_ref().map(|s| s.id.as_str()).unwrap_or_default()
-}
-
-impl<C: Client> ClientDispatch<C> {
-    fn session(&self, id: &SessionId) -> Result<Arc<SessionShared>> {
-        match self.state.routes.lock().unwrap().get(id) {
-            Some(shared) => Ok(shared.clone()),
-            None => Err(Error::Rpc(
-                ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Unknown session `{id}`"))
-                    .with_data(&serde_json::json!({ "sessionId": id })),
-            )),
-        }
-    }
-
-    /// The work of answering `request`. Each arm is boxed on its own: one future holding every
-    /// arm inline was over 4 KiB, and moving it into place cost more than the small allocation
-    /// of the one arm run.
-    ///
-    /// Handlers that answer with megabytes reserve room for the answer on `responder` first
-    /// (see [`Responder::reserve`]).
-    fn handle<'a>(
-        &'a self,
-        request: AgentRequest,
-        responder: &'a mut Responder,
-    ) -> HandlerFuture<'a> {
-        let caps = &self.state.options.capabilities;
-        let session = match session_of(&request) {
-            Some(id) => match self.session(id) {
-                Ok(session) => Some(session),
-                Err(error) => return Box::pin(std::future::ready(Err(error))),
-            },
-            None => None,
-        };
-        match request {
-            AgentRequest::SessionRequestPermission(request) => Box::pin(async move {
-                let cancel = session
-                    .as_ref()
-                    .map(|s| s.cancel.lock().unwrap().clone())
-                    .unwrap_or_else(Signal::new);
-                if cancel.is_fired() {
-                    return raw(RequestPermissionResponse::new(
-                        RequestPermissionOutcome::Cancelled,
-                    ));
-                }
-                let client = self.client.clone();
-                let answer = futures_lite::future::or(
-                    async move { Some(client.request_permission(request).await) },
-                    async move {
-                        cancel.wait().await;
-                        None
-                    },
-                )
-                .await;
-                match answer {
-                    Some(response) => raw(response?),
-                    // The spec's MUST: pending permission requests of a cancelled turn are
-                    // answered `cancelled`.
-                    None => raw(RequestPermissionResponse::new(
-                        RequestPermissionOutcome::Cancelled,
-                    )),
-                }
-            }),
-            AgentRequest::FsReadTextFile(request) => Box::pin(async move {
-                if !caps.fs.read_text_file {
-                    return Err(not_advertised(
-                        "client",
-                        "fs/read_text_file",
-                        "fs.readTextFile",
-                    ));
-                }
-                match (&self.state.options.fs, &session) {
-                    (Some(fs), Some(session)) => {
-                        let content = fs
-                            .read_text_file_reserving(
-                                &session.roots,
-                                Path::new(&request.path),
-                                request.line,
-                                request.limit,
-                                async |bytes| {
-                                    responder
-                                        .reserve(usize::try_from(bytes).unwrap_or(usize::MAX))
-                                        .await
-                                },
-                            )
-                            .await
-                            .map_err(fs_error)?;
-                        raw(ReadTextFileResponse::new(content))
-                    }
-                    _ => raw(self.client.read_text_file(request).await?),
-                }
-            }),
-            AgentRequest::FsWriteTextFile(request) => Box::pin(async move {
-                if !caps.fs.write_text_file {
-                    return Err(not_advertised(
-                        "client",
-                        "fs/write_text_file",
-                        "fs.writeTextFile",
-                    ));
-                }
-                match (&self.state.options.fs, &session) {
-                    (Some(fs), Some(session)) => {
-                        fs.write_text_file(
-                            &session.roots,
-                            Path::new(&request.path),
-                            request.content,
-                        )
-                        .await
-                        .map_err(fs_error)?;
-                        raw(WriteTextFileResponse::new())
-                    }
-                    _ => raw(self.client.write_text_file(request).await?),
-                }
-            }),
-            AgentRequest::TerminalCreate(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
-                    return raw(self.client.create_terminal(request).await?);
-                };
-                let session = session.as_ref().expect("terminal requests name a session");
-                let mut create = host::CreateTerminal::new(request.command);
-                create.args = request.args.unwrap_or_default();
-                create.env = request
-                    .env
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|v| (v.name, v.value))
-                    .collect();
-                create.cwd = request.cwd.map(PathBuf::from);
-                create.output_byte_limit = request.output_byte_limit;
-                let id = terminals
-                    .create(session.id.as_str(), create, &session.cwd)
-                    .map_err(terminal_error)?;
-                raw(CreateTerminalResponse::new(id))
-            }),
-            AgentRequest::TerminalOutput(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
-                    return raw(self.client.terminal_output(request).await?);
-                };
-                let output = terminals
-                    .output(session_id(&session), request.terminal_id.as_str())
-                    .map_err(terminal_error)?;
-                let mut response = TerminalOutputResponse::new(output.output, output.truncated);
-                response.exit_status = output.exit_status.map(exit_status);
-                raw(response)
-            }),
-            AgentRequest::TerminalWaitForExit(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
-                    return raw(self.client.wait_for_terminal_exit(request).await?);
-                };
-                let status = terminals
-                    .wait_for_exit(session_id(&session), request.terminal_id.as_str())
-                    .await
-                    .map_err(terminal_error)?;
-                let mut response = WaitForTerminalExitResponse::new();
-                response.exit_code = status.exit_code;
-                response.signal = status.signal;
-                raw(response)
-            }),
-            AgentRequest::TerminalKill(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
-                    return raw(self.client.kill_terminal(request).await?);
-                };
-                terminals
-                    .kill(session_id(&session), request.terminal_id.as_str())
-                    .map_err(terminal_error)?;
-                raw(KillTerminalResponse::new())
-            }),
-            AgentRequest::TerminalRelease(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
-                    return raw(self.client.release_terminal(request).await?);
-                };
-                terminals
-                    .release(session_id(&session), request.terminal_id.as_str())
-                    .map_err(terminal_error)?;
-                raw(ReleaseTerminalResponse::new())
-            }),
-            AgentRequest::ElicitationCreate(request) => Box::pin(async move {
-                if caps.elicitation.is_none() {
-                    return Err(not_advertised(
-                        "client",
-                        "elicitation/create",
-                        "elicitation",
-                    ));
-                }
-                raw(self.client.create_elicitation(request).await?)
-            }),
-            AgentRequest::Extension(call) => {
-                Box::pin(async move { raw_json(self.client.ext_method(call).await?) })
-            }
-            other => Box::pin(std::future::ready(Err(Error::method_not_found(
-                other.method(),
-            )))),
-        }
-    }
-
-    /// The terminal host, or `None` when the [`Client`] serves `terminal/*` itself.
-    fn terminals(&self) -> Result<Option<&TerminalHost>> {
-        if !self.state.options.capabilities.terminal {
-            return Err(not_advertised("client", "terminal/*", "terminal"));
-        }
-        Ok(self.state.options.terminals.as_deref())
-    }
-
-    /// Hands an update to its session without ever waiting for room (see [`updates`]).
-    /// `wire_bytes` is the size of its params on the wire.
-    async fn route_update(
-        &self,
-        notification: Box<SessionNotification>,
-        wire_bytes: usize,
-        report: impl Fn(String),
-    ) {
-        self.client.session_update(&notification).await;
-        let cost = update_cost(wire_bytes);
-        let routed = self.state.routes.lock().unwrap().route(notification, cost);
-        match routed {
-            Routed::Known(shared, notification) => {
-                // Tracked even when the queue drops it: tool call states and modes stay true.
-                shared.track(&notification.update);
-                let session_id = notification.session_id.clone();
-                if !shared.updates.push(notification, cost) {
-                    report(format!(
-                        "session `{session_id}` keeps more than {} bytes of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
-                        self.state.options.session_update_budget
-                    ));
-                }
-            }
-            Routed::Early => {}
-            Routed::Dropped(reason) => report(reason),
-        }
-    }
-}
-
-fn exit_status(status: host::TerminalExitStatus) -> TerminalExitStatus {
-    let mut out = TerminalExitStatus::new();
-    out.exit_code = status.exit_code;
-    out.signal = status.signal;
-    out
-}
-
-impl<C: Client> Handler for ClientDispatch<C> {
-    fn request(
-        &self,
-        request: IncomingRequest,
-        responder: Responder,
-    ) -> impl Future<Output = ()> + Send {
-        let dispatch = self.clone();
-        async move {
-            let mut responder = responder;
-            let result = match AgentRequest::decode(request.method(), request.raw_params()) {
-                Ok(call) => dispatch
-                    .handle(call, &mut responder)
-                    .await
-                    .map_err(|e| e.to_response()),
-                Err(DecodeError::UnknownMethod(method)) => {
-                    Err(ResponseError::method_not_found(&method))
-                }
-                Err(DecodeError::InvalidParams { error, .. }) => {
-                    Err(ResponseError::invalid_params(error))
-                }
-            };
-            match result {
-                Ok(reply) => reply(responder),
-                Err(error) => responder.respond_error(error),
-            }
-        }
-    }
-
-    fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
-        let dispatch = self.clone();
-        async move {
-            if notification.method() == "session/update" {
-                // The hot path of a streaming turn: decoded straight into a box, so that the
-                // large value is not moved through every layer on its way to its session.
-                let params = notification.raw_params().map_or("null", |raw| raw.get());
-                match serde_json::from_str::<Box<SessionNotification>>(params) {
-                    Ok(update) => {
-                        dispatch
-                            .route_update(update, params.len(), |problem| {
-                                notification.report_unhandled(problem)
-                            })
-                            .await
-                    }
-                    Err(error) => notification
-                        .report_unhandled(format_args!("invalid session/update: {error}")),
-                }
-                return;
-            }
-            match AgentNotification::decode(notification.method(), notification.raw_params()) {
-                Ok(AgentNotification::SessionUpdate(update)) => {
-                    let wire_bytes = notification.raw_params().map_or(0, |raw| raw.get().len());
-                    dispatch
-                        .route_update(Box::new(update), wire_bytes, |problem| {
-                            notification.report_unhandled(problem)
-                        })
-                        .await
-                }
-                Ok(AgentNotification::CancelRequest(_)) => {}
-                Ok(AgentNotification::Extension(call)) => {
-                    dispatch.client.ext_notification(call).await
-                }
-                Ok(other) => notification
-                    .report_unhandled(format_args!("no handler for `{}`", other.method())),
-                Err(error) => notification.report_unhandled(error),
-            }
         }
     }
 }

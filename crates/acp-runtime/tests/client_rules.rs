@@ -522,3 +522,33 @@ fn no_terminal_process_outlives_the_connection() {
         assert!(!running(), "the terminal process outlived the connection");
     });
 }
+
+/// The terminal caps reach the agent as a precise `-32602` naming the limit and its scope;
+/// releasing a terminal frees the slot.
+#[test]
+fn too_many_terminals_is_a_precise_error_on_the_wire() {
+    smol::block_on(async {
+        let options = ClientOptions::default()
+            .with_terminals(TerminalHost::new().with_max_terminals_per_session(1));
+        let (agent, mut peer) = start(options);
+        initialize(&agent, &mut peer, json!({})).await;
+        let _session = open_session(&agent, &mut peer, "s1").await;
+        let create = json!({"sessionId": "s1", "command": "sleep", "args": ["1000"]});
+        let first = peer.request(1, "terminal/create", create.clone()).await;
+        let terminal = first["result"]["terminalId"].clone();
+        let refused = peer.request(2, "terminal/create", create.clone()).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert_eq!(
+            refused["error"]["data"],
+            json!({"limit": 1, "scope": "session"})
+        );
+        peer.request(
+            3,
+            "terminal/release",
+            json!({"sessionId": "s1", "terminalId": terminal}),
+        )
+        .await;
+        let again = peer.request(4, "terminal/create", create).await;
+        assert!(again["result"]["terminalId"].is_string(), "{again}");
+    });
+}

@@ -629,3 +629,37 @@ fn a_finished_terminal_kills_its_leftovers_and_reaps_its_leader() {
     host.kill(SESSION, &id).unwrap();
     host.release(SESSION, &id).unwrap();
 }
+
+/// Chatty commands nobody releases: their output together stays within the host's budget
+/// (plus the floor each terminal keeps), each terminal still ends with its latest output.
+#[test]
+fn the_output_budget_bounds_what_all_terminals_keep() {
+    let budget = 1 << 20;
+    let host = TerminalHost::new().with_output_budget(budget);
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let script = format!("head -c 1048576 /dev/zero | tr '\\0' x; echo end-{i}");
+        let id = host.create(SESSION, sh(&script), root()).unwrap();
+        assert_eq!(
+            run(host.wait_for_exit(SESSION, &id)).unwrap(),
+            exited_with(0)
+        );
+        ids.push(id);
+    }
+    let floor = 64 * 1024;
+    assert!(
+        host.output_kept() <= budget + ids.len() * floor,
+        "{} bytes kept",
+        host.output_kept()
+    );
+    for (i, id) in ids.iter().enumerate() {
+        let output = host.output(SESSION, id).unwrap();
+        assert!(output.output.ends_with(&format!("end-{i}\n")));
+    }
+    for id in &ids {
+        host.release(SESSION, id).unwrap();
+    }
+    eventually("the released output is given back", || {
+        host.output_kept() == 0
+    });
+}

@@ -12,6 +12,8 @@
 //! string key, normally the ACP session id.
 
 mod fs;
+#[cfg(unix)]
+mod output_budget;
 mod output_buffer;
 #[cfg(unix)]
 mod process_group;
@@ -19,11 +21,13 @@ mod process_group;
 mod terminal;
 
 pub use fs::{DEFAULT_MAX_READ_BYTES, FsError, FsHook, FsHost, FsRoots};
+#[cfg(unix)]
+pub use output_budget::DEFAULT_OUTPUT_BUDGET;
 pub use output_buffer::OutputBuffer;
 #[cfg(unix)]
 pub use process_group::signal_name;
 #[cfg(unix)]
 pub use terminal::{
     CreateTerminal, DEFAULT_OUTPUT_CEILING, TerminalError, TerminalExitStatus, TerminalHost,
-    TerminalOutput,
+    TerminalOutput, TerminalScope,
 };

@@ -70,6 +70,34 @@ impl OutputBuffer {
         &self.text[self.start..]
     }
 
+    /// Lowers the limit to `limit` (never raises it), dropping the oldest text that no longer
+    /// fits and giving back the memory it held.
+    ///
+    /// ```
+    /// use acp_runtime::host::OutputBuffer;
+    ///
+    /// let mut buffer = OutputBuffer::new(100);
+    /// buffer.push(b"hello world");
+    /// buffer.shrink_to(5);
+    /// assert_eq!((buffer.text(), buffer.limit(), buffer.truncated()), ("world", 5, true));
+    /// buffer.push(b"!");
+    /// assert_eq!(buffer.text(), "orld!");
+    /// ```
+    pub fn shrink_to(&mut self, limit: usize) {
+        if limit >= self.limit {
+            return;
+        }
+        self.limit = limit;
+        let kept = self.text.len() - self.start;
+        if kept > limit {
+            self.start = self.text.ceil_char_boundary(self.text.len() - limit);
+            self.truncated = true;
+        }
+        self.text.drain(..self.start);
+        self.start = 0;
+        self.text.shrink_to(limit);
+    }
+
     /// Whether any decoded text has been dropped to respect the limit.
     pub fn truncated(&self) -> bool {
         self.truncated

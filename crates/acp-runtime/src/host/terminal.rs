@@ -5,16 +5,15 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures_lite::{AsyncReadExt, future};
-use smol::Async;
-
+use super::output_budget::{DEFAULT_OUTPUT_BUDGET, OutputBudget};
 use super::output_buffer::OutputBuffer;
-use super::process_group::{self, ExitWatch, GroupCommand};
-use crate::child_exit::GroupLeader;
+use super::process_group::{self, GroupCommand};
+use collect::{TerminalState, collect};
+
+mod collect;
 
 /// The most output a terminal keeps when the agent asks for no limit or a larger one:
 /// 4 MiB.
@@ -26,7 +25,7 @@ use crate::child_exit::GroupLeader;
 pub const DEFAULT_OUTPUT_CEILING: usize = 4 * 1024 * 1024;
 
 /// Bytes requested from the output pipe per read.
-const READ_CHUNK: usize = 16 * 1024;
+pub(super) const READ_CHUNK: usize = 16 * 1024;
 
 /// Parameters of `terminal/create`, in plain Rust types.
 ///
@@ -198,6 +197,11 @@ impl std::fmt::Display for TerminalScope {
 /// [`with_max_terminals_per_session`](Self::with_max_terminals_per_session) and
 /// [`with_max_terminals`](Self::with_max_terminals).
 ///
+/// Their output is bounded twice: each terminal keeps at most its limit (the agent's
+/// `outputByteLimit`, at most the output ceiling), and all of them together at most the
+/// output budget ([`with_output_budget`](Self::with_output_budget), 64 MiB) plus 64 KiB
+/// each.
+///
 /// A finished terminal holds nothing of the operating system: once the command has exited
 /// and its output pipe has closed (every process that shared it has exited or closed it),
 /// whatever is left of its process group is killed, the leader reaped and the pipe closed.
@@ -239,6 +243,7 @@ pub struct TerminalHost {
     terminals: Mutex<Registry>,
     next_id: AtomicU64,
     output_ceiling: usize,
+    output_budget: Arc<OutputBudget>,
     max_per_session: usize,
     max_total: usize,
 }
@@ -305,6 +310,7 @@ impl std::fmt::Debug for TerminalHost {
         f.debug_struct("TerminalHost")
             .field("terminals", &self.len())
             .field("output_ceiling", &self.output_ceiling)
+            .field("output_budget", &self.output_budget.budget())
             .field("max_terminals_per_session", &self.max_per_session)
             .field("max_terminals", &self.max_total)
             .finish()
@@ -338,6 +344,7 @@ impl TerminalHost {
             terminals: Mutex::new(Registry::default()),
             next_id: AtomicU64::new(1),
             output_ceiling: ceiling,
+            output_budget: Arc::new(OutputBudget::new(DEFAULT_OUTPUT_BUDGET)),
             max_per_session: Self::DEFAULT_MAX_TERMINALS_PER_SESSION,
             max_total: Self::DEFAULT_MAX_TERMINALS,
         }
@@ -369,6 +376,33 @@ impl TerminalHost {
     pub fn with_max_terminals(mut self, limit: usize) -> Self {
         self.max_total = limit;
         self
+    }
+
+    /// Lets the host's terminals keep at most `bytes` of output together (default
+    /// [`DEFAULT_OUTPUT_BUDGET`], 64 MiB). Past it, the terminal whose command is writing gives
+    /// up its oldest output (as if its limit were lower, and for good), but never below
+    /// 64 KiB or its own limit: so the host keeps at most `bytes` plus 64 KiB per terminal,
+    /// however many commands an agent leaves running. Set it before creating terminals.
+    ///
+    /// ```
+    /// use acp_runtime::host::TerminalHost;
+    ///
+    /// let host = TerminalHost::new().with_output_budget(8 << 20);
+    /// assert_eq!(host.output_budget(), 8 << 20);
+    /// ```
+    pub fn with_output_budget(mut self, bytes: usize) -> Self {
+        self.output_budget = Arc::new(OutputBudget::new(bytes));
+        self
+    }
+
+    /// The output budget of this host.
+    pub fn output_budget(&self) -> usize {
+        self.output_budget.budget()
+    }
+
+    /// Bytes of output the host's terminals keep now, over all of them.
+    pub fn output_kept(&self) -> usize {
+        self.output_budget.kept()
     }
 
     /// The output ceiling of this host.
@@ -442,6 +476,7 @@ impl TerminalHost {
 
         let state = Arc::new(Mutex::new(TerminalState {
             output: OutputBuffer::new(limit),
+            budget: self.output_budget.clone(),
             exit_status: None,
             exit_error: None,
             released: false,
@@ -492,6 +527,15 @@ impl TerminalHost {
             session,
             taken: true,
         })
+    }
+
+    /// The most bytes of text [`output`](Self::output) can return for this terminal: its
+    /// output limit, which never grows. A server reserves room for the answer with it before
+    /// taking the output.
+    pub fn output_limit(&self, session: &str, id: &str) -> Result<usize, TerminalError> {
+        let terminals = self.lock_terminals();
+        let terminal = find(&terminals, session, id)?;
+        Ok(lock(&terminal.state).output.limit())
     }
 
     /// The output kept so far, whether some was dropped, and the exit status once the
@@ -641,112 +685,5 @@ impl Drop for Terminal {
         state.released = true;
         // Also reaches processes the leader left behind after exiting normally.
         state.leader.kill_and_release();
-    }
-}
-
-struct TerminalState {
-    output: OutputBuffer,
-    exit_status: Option<TerminalExitStatus>,
-    exit_error: Option<String>,
-    released: bool,
-    /// Held, unreaped, until the command is finished (exited, output closed) or the
-    /// terminal released, so that its group id cannot be reused while it may be signalled.
-    leader: GroupLeader,
-}
-
-/// Moves output into the buffer and records the exit, then keeps reading whatever the
-/// command's leftover background processes still write until the pipe closes. Once both
-/// happened the command is finished: what is left of its group is killed and the leader
-/// reaped, and the pipe is closed, so that an unreleased finished terminal holds no process
-/// and no descriptor.
-async fn collect(
-    output: Async<io::PipeReader>,
-    exit: ExitWatch,
-    state: Arc<Mutex<TerminalState>>,
-    exit_notifier: async_channel::Sender<Infallible>,
-) {
-    let mut chunk = vec![0; READ_CHUNK];
-    // `None` once end-of-file was read: dropping it closes the pipe at once.
-    let mut output = Some(output);
-    let leader_reaped = exit.reaps_leader();
-    let mut exit = pin!(exit.wait());
-
-    let exit_result = loop {
-        let Some(pipe) = output.as_mut() else {
-            break exit.await;
-        };
-        let event = future::or(async { Event::Exited(exit.as_mut().await) }, async {
-            Event::Read(pipe.read(&mut chunk).await)
-        })
-        .await;
-        match event {
-            Event::Exited(result) => break result,
-            Event::Read(result) => absorb(&state, result, &chunk, &mut output),
-        }
-    };
-
-    // Everything the leader wrote is in the pipe by now (a process's descriptors close
-    // before its exit is reported), so drain what is there before publishing the exit:
-    // `output` called right after `wait_for_exit` then shows the complete output.
-    while let Some(pipe) = output.as_mut() {
-        match future::poll_once(pipe.read(&mut chunk)).await {
-            Some(result) => absorb(&state, result, &chunk, &mut output),
-            None => break,
-        }
-    }
-    {
-        let mut state = lock(&state);
-        // An exit caused by the release itself is not reported: waiters then learn that
-        // the terminal is gone, whichever thread wins the race.
-        if !state.released {
-            match exit_result {
-                Ok(status) => state.exit_status = Some(status),
-                Err(error) => state.exit_error = Some(error.to_string()),
-            }
-        }
-    }
-    drop(exit_notifier);
-
-    while let Some(pipe) = output.as_mut() {
-        let result = pipe.read(&mut chunk).await;
-        absorb(&state, result, &chunk, &mut output);
-    }
-
-    let mut state = lock(&state);
-    if leader_reaped {
-        state.leader.release_reaped();
-    } else {
-        // Processes of the group that closed or redirected their output would otherwise
-        // run on unnoticed until the release.
-        state.leader.kill_and_release();
-    }
-}
-
-enum Event {
-    Exited(io::Result<TerminalExitStatus>),
-    Read(io::Result<usize>),
-}
-
-/// Adds one read's outcome to the buffer; closes the pipe (sets `output` to `None`) when it
-/// cannot deliver more.
-fn absorb(
-    state: &Mutex<TerminalState>,
-    read: io::Result<usize>,
-    chunk: &[u8],
-    output: &mut Option<Async<io::PipeReader>>,
-) {
-    let mut state = lock(state);
-    match read {
-        Ok(0) => {
-            state.output.finish();
-            *output = None;
-        }
-        Ok(length) => state.output.push(&chunk[..length]),
-        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-        Err(_) => {
-            // A pipe read failing is not recoverable; keep what was read.
-            state.output.finish();
-            *output = None;
-        }
     }
 }
