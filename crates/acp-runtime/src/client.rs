@@ -180,11 +180,12 @@ pub trait Client: Send + Sync + 'static {
     }
 }
 
-/// Allows every tool call (picks the first "allow" option).
+/// Allows every tool call, with the least privilege that allows it: `allow_once` if offered,
+/// else `allow_always`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AutoAllow;
 
-/// Rejects every tool call (picks the first "reject" option).
+/// Rejects every tool call: `reject_once` if offered, else `reject_always`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AutoReject;
 
@@ -193,13 +194,25 @@ pub struct AutoReject;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Interactive;
 
+/// The option of the wanted kind with the least lasting effect: "once" before "always", whatever
+/// order the agent lists them in. Some agents list "always" first and then refuse it (gemini-cli
+/// in an untrusted folder: "Cannot enable privileged approval modes"); a policy that answers for
+/// the user must not grant more than the one call anyway.
 fn pick(request: &RequestPermissionRequest, allow: bool) -> RequestPermissionResponse {
-    let wanted = |kind: &PermissionOptionKind| match kind {
-        PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => allow,
-        PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => !allow,
-        PermissionOptionKind::Unknown(_) => false,
+    let preference = |kind: &PermissionOptionKind| match kind {
+        PermissionOptionKind::AllowOnce if allow => Some(0),
+        PermissionOptionKind::AllowAlways if allow => Some(1),
+        PermissionOptionKind::RejectOnce if !allow => Some(0),
+        PermissionOptionKind::RejectAlways if !allow => Some(1),
+        _ => None,
     };
-    let outcome = match request.options.iter().find(|o| wanted(&o.kind)) {
+    let chosen = request
+        .options
+        .iter()
+        .filter_map(|option| Some((preference(&option.kind)?, option)))
+        .min_by_key(|(rank, _)| *rank)
+        .map(|(_, option)| option);
+    let outcome = match chosen {
         Some(option) => RequestPermissionOutcome::selected(option.option_id.clone()),
         // No option of the wanted kind: not answering for the user is the safe choice.
         None => RequestPermissionOutcome::Cancelled,
@@ -713,15 +726,28 @@ impl AgentHandle {
     ) -> Result<AuthenticateResponse> {
         let method_id = method_id.into();
         let advertised = self.initialized("authenticate")?.auth_methods;
-        let known = advertised.iter().any(|m| match m {
-            AuthMethod::Agent(a) => a.id == method_id,
-            AuthMethod::Terminal(t) => t.id == method_id,
-            _ => false,
+        // A method of a type this schema does not know (codex-acp's `env_var`, say) is
+        // accepted by its id: forward compatibility applies to our own checks too. A
+        // `terminal` method is run as a command by the client, never passed to `authenticate`.
+        let advertised = advertised.iter().find_map(|m| match m {
+            AuthMethod::Agent(a) => (a.id == method_id).then_some(true),
+            AuthMethod::Terminal(t) => (t.id == method_id).then_some(false),
+            AuthMethod::Unknown(raw) => (raw.get("id").and_then(|id| id.as_str())
+                == Some(method_id.as_str()))
+            .then_some(true),
         });
-        if !known {
-            return Err(Error::Invalid(format!(
-                "the agent did not advertise the auth method `{method_id}`"
-            )));
+        match advertised {
+            Some(true) => {}
+            Some(false) => {
+                return Err(Error::Invalid(format!(
+                    "the auth method `{method_id}` is a terminal method: run its command instead of calling `authenticate`"
+                )));
+            }
+            None => {
+                return Err(Error::Invalid(format!(
+                    "the agent did not advertise the auth method `{method_id}`"
+                )));
+            }
         }
         self.request(&AuthenticateRequest::new(method_id)).await
     }
@@ -1140,6 +1166,7 @@ impl Session {
     /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
     /// budget was full (see [`ClientOptions::with_session_update_budget`]); the stream goes on
     /// after it.
+    /// [`Error::InvalidUpdate`] carries an update that does not decode, raw.
     pub async fn next_update(&self) -> Option<Result<SessionUpdate>> {
         let entry = self.shared.updates.pop().await?;
         Some(entry.map(|notification| notification.update))
@@ -1197,6 +1224,8 @@ impl PromptTurn {
     ///
     /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
     /// budget was full; the turn goes on after it.
+    /// [`Error::InvalidUpdate`] carries, as the agent sent it, an update that does not decode
+    /// (for example a `null` where a number belongs); the turn goes on after it too.
     pub async fn next(&mut self) -> Option<Result<SessionUpdate>> {
         let updates = &self.session.shared.updates;
         if let Popped::Entry(entry) = updates.try_pop() {

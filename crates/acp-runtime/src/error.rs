@@ -75,6 +75,18 @@ pub enum Error {
         /// The session's budget.
         budget: usize,
     },
+    /// An update for a session that does not decode (a `null` where a number belongs, a field
+    /// a newer agent shapes differently...). It is kept in the session's stream, in order,
+    /// with the JSON as the agent sent it, so that nothing the agent said vanishes.
+    #[error("an update for session `{session_id}` does not decode ({error}): {update}")]
+    InvalidUpdate {
+        /// The session.
+        session_id: String,
+        /// The `update` member as sent.
+        update: Box<serde_json::value::RawValue>,
+        /// Why it does not decode.
+        error: String,
+    },
     /// The call did not complete in time (and was cancelled at the peer).
     #[error("the call timed out")]
     TimedOut,

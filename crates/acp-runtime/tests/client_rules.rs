@@ -552,3 +552,113 @@ fn too_many_terminals_is_a_precise_error_on_the_wire() {
         assert!(again["result"]["terminalId"].is_string(), "{again}");
     });
 }
+
+/// An update of a known kind with a bad field (claude-agent-acp sends `"used": null` when its
+/// provider omits a count) reaches the application raw, with its decode error, in order.
+#[test]
+fn an_update_that_does_not_decode_reaches_the_application_raw() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        initialize(&agent, &mut peer, json!({})).await;
+        let session = open_session(&agent, &mut peer, "s1").await;
+        peer.send(
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+            "update": {"sessionUpdate": "usage_update", "used": null, "size": 200000}}}),
+        )
+        .await;
+        peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "after"}}}}))
+            .await;
+        let first = within("the raw update", session.next_update())
+            .await
+            .unwrap();
+        let Err(acp_runtime::Error::InvalidUpdate {
+            session_id,
+            update,
+            error,
+        }) = first
+        else {
+            panic!("{first:?}")
+        };
+        assert_eq!(session_id, "s1");
+        let update: serde_json::Value = serde_json::from_str(update.get()).unwrap();
+        assert_eq!(update["sessionUpdate"], "usage_update");
+        assert!(!error.is_empty());
+        let second = within("the next update", session.next_update())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            matches!(&second, SessionUpdate::AgentMessageChunk(chunk) if chunk.content.as_text() == Some("after")),
+            "{second:?}"
+        );
+    });
+}
+
+/// codex-acp advertises `{"id":"openai-api-key","type":"env_var",…}`, a type the stable
+/// schema does not know: `authenticate` accepts it by its id. A `terminal` method is run as a
+/// command, never passed to `authenticate`: refused locally, nothing sent.
+#[test]
+fn authenticate_accepts_unknown_method_types_and_refuses_terminal_methods() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        let init = agent.initialize();
+        let answer = async {
+            let request = peer.recv().await;
+            peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1, "authMethods": [
+                {"id": "openai-api-key", "name": "OpenAI API key", "type": "env_var", "varName": "OPENAI_API_KEY"},
+                {"id": "login", "name": "Log in", "type": "terminal", "args": ["--login"]}
+            ]}}))
+            .await;
+        };
+        futures_lite::future::zip(init, answer).await.0.unwrap();
+        let refused = agent.authenticate("login").await;
+        assert!(
+            matches!(&refused, Err(Error::Invalid(message)) if message.contains("terminal")),
+            "{refused:?}"
+        );
+        let authenticate = agent.authenticate("openai-api-key");
+        let answer = async {
+            let request = peer.recv().await;
+            assert_eq!(request["method"], "authenticate");
+            assert_eq!(request["params"]["methodId"], "openai-api-key");
+            peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+                .await;
+        };
+        futures_lite::future::zip(authenticate, answer)
+            .await
+            .0
+            .unwrap();
+    });
+}
+
+/// The automatic policies grant or refuse with the least lasting effect, whatever order the
+/// agent lists its options in (gemini-cli lists `proceed_always` first and then refuses it in
+/// an untrusted folder).
+#[test]
+fn automatic_policies_prefer_once_over_always() {
+    use acp_runtime::client::{AutoReject, Client};
+    let request: acp_types::RequestPermissionRequest = serde_json::from_value(json!({
+        "sessionId": "s1",
+        "toolCall": {"toolCallId": "t1", "title": "edit"},
+        "options": [
+            {"optionId": "proceed_always", "name": "Always", "kind": "allow_always"},
+            {"optionId": "reject_always", "name": "Never", "kind": "reject_always"},
+            {"optionId": "proceed_once", "name": "Once", "kind": "allow_once"},
+            {"optionId": "cancel", "name": "No", "kind": "reject_once"}
+        ]
+    }))
+    .unwrap();
+    smol::block_on(async {
+        let allowed = AutoAllow.request_permission(request.clone()).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&allowed.outcome).unwrap(),
+            json!({"outcome": "selected", "optionId": "proceed_once"})
+        );
+        let rejected = AutoReject.request_permission(request).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&rejected.outcome).unwrap(),
+            json!({"outcome": "selected", "optionId": "cancel"})
+        );
+    });
+}

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, ResponseError};
 use acp_types::*;
+use serde_json::value::RawValue;
 
-use super::updates::{Routed, update_cost};
+use super::updates::{Arrived, Routed, update_cost};
 use super::{Client, ClientState, SessionShared};
 use crate::error::{Error, Result, codes};
 use crate::host::{self, TerminalHost};
@@ -303,21 +304,25 @@ impl<C: Client> ClientDispatch<C> {
 
     /// Hands an update to its session without ever waiting for room (see [`updates`]).
     /// `wire_bytes` is the size of its params on the wire.
-    async fn route_update(
-        &self,
-        notification: Box<SessionNotification>,
-        wire_bytes: usize,
-        report: impl Fn(String),
-    ) {
-        self.client.session_update(&notification).await;
+    async fn route_update(&self, update: Arrived, wire_bytes: usize, report: impl Fn(String)) {
+        match &update {
+            Arrived::Update(notification) => self.client.session_update(notification).await,
+            Arrived::Invalid {
+                session_id, error, ..
+            } => report(format!(
+                "an update for session `{session_id}` does not decode ({error}); the application gets it raw"
+            )),
+        }
         let cost = update_cost(wire_bytes);
-        let routed = self.state.routes.lock().unwrap().route(notification, cost);
+        let routed = self.state.routes.lock().unwrap().route(update, cost);
         match routed {
-            Routed::Known(shared, notification) => {
+            Routed::Known(shared, update) => {
                 // Tracked even when the queue drops it: tool call states and modes stay true.
-                shared.track(&notification.update);
-                let session_id = notification.session_id.clone();
-                if !shared.updates.push(notification, cost) {
+                if let Arrived::Update(notification) = &update {
+                    shared.track(&notification.update);
+                }
+                let session_id = shared.id.clone();
+                if !shared.updates.push(update, cost) {
                     report(format!(
                         "session `{session_id}` keeps more than {} bytes of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
                         self.state.options.session_update_budget
@@ -328,6 +333,27 @@ impl<C: Client> ClientDispatch<C> {
             Routed::Dropped(reason) => report(reason),
         }
     }
+}
+
+/// A `session/update` that names its session but does not decode: kept raw, with `error`.
+/// Fails when not even the session id can be read.
+fn undecoded(params: &str, error: serde_json::Error) -> std::result::Result<Arrived, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Addressed {
+        session_id: SessionId,
+        update: Option<Box<RawValue>>,
+    }
+    let addressed: Addressed = serde_json::from_str(params).map_err(|_| error.to_string())?;
+    let update = match addressed.update {
+        Some(update) => update,
+        None => RawValue::from_string(params.to_owned()).map_err(|e| e.to_string())?,
+    };
+    Ok(Arrived::Invalid {
+        session_id: addressed.session_id,
+        update,
+        error: error.to_string(),
+    })
 }
 
 fn exit_status(status: host::TerminalExitStatus) -> TerminalExitStatus {
@@ -372,24 +398,29 @@ impl<C: Client> Handler for ClientDispatch<C> {
                 // The hot path of a streaming turn: decoded straight into a box, so that the
                 // large value is not moved through every layer on its way to its session.
                 let params = notification.raw_params().map_or("null", |raw| raw.get());
-                match serde_json::from_str::<Box<SessionNotification>>(params) {
-                    Ok(update) => {
-                        dispatch
-                            .route_update(update, params.len(), |problem| {
-                                notification.report_unhandled(problem)
-                            })
-                            .await
-                    }
-                    Err(error) => notification
-                        .report_unhandled(format_args!("invalid session/update: {error}")),
-                }
+                let update = match serde_json::from_str::<Box<SessionNotification>>(params) {
+                    Ok(update) => Arrived::Update(update),
+                    Err(error) => match undecoded(params, error) {
+                        Ok(invalid) => invalid,
+                        // Not even a session to give it to.
+                        Err(error) => {
+                            return notification
+                                .report_unhandled(format_args!("invalid session/update: {error}"));
+                        }
+                    },
+                };
+                dispatch
+                    .route_update(update, params.len(), |problem| {
+                        notification.report_unhandled(problem)
+                    })
+                    .await;
                 return;
             }
             match AgentNotification::decode(notification.method(), notification.raw_params()) {
                 Ok(AgentNotification::SessionUpdate(update)) => {
                     let wire_bytes = notification.raw_params().map_or(0, |raw| raw.get().len());
                     dispatch
-                        .route_update(Box::new(update), wire_bytes, |problem| {
+                        .route_update(Arrived::Update(Box::new(update)), wire_bytes, |problem| {
                             notification.report_unhandled(problem)
                         })
                         .await

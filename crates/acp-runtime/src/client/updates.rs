@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use acp_types::{SessionId, SessionNotification, SessionUpdate};
 use event_listener::Event;
+use serde_json::value::RawValue;
 
 use crate::error::Error;
 
@@ -32,13 +33,52 @@ pub(crate) fn update_cost(wire_bytes: usize) -> usize {
     wire_bytes + std::mem::size_of::<SessionNotification>()
 }
 
+/// A `session/update` as it arrived: decoded, or kept raw with why it did not decode (a
+/// newer peer's field, a `null` where a number belongs...). Neither kind may vanish.
+pub(crate) enum Arrived {
+    Update(Box<SessionNotification>),
+    Invalid {
+        session_id: SessionId,
+        /// The `update` member as sent.
+        update: Box<RawValue>,
+        error: String,
+    },
+}
+
+impl Arrived {
+    fn session_id(&self) -> &SessionId {
+        match self {
+            Arrived::Update(update) => &update.session_id,
+            Arrived::Invalid { session_id, .. } => session_id,
+        }
+    }
+
+    fn into_entry(self) -> Result<Box<SessionNotification>, Error> {
+        match self {
+            Arrived::Update(update) => Ok(update),
+            Arrived::Invalid {
+                session_id,
+                update,
+                error,
+            } => Err(Error::InvalidUpdate {
+                session_id: session_id.to_string(),
+                update,
+                error,
+            }),
+        }
+    }
+}
+
 enum Entry {
     Update {
-        update: Box<SessionNotification>,
+        update: Arrived,
         cost: usize,
     },
     /// Updates that did not fit, where they would have been.
-    Dropped { updates: u64, bytes: u64 },
+    Dropped {
+        updates: u64,
+        bytes: u64,
+    },
 }
 
 #[derive(Default)]
@@ -81,7 +121,7 @@ impl UpdateQueue {
     /// when the queue is empty, so that one large update always gets through to a reader that
     /// keeps up; otherwise what does not fit is dropped and recorded. Returns whether it was
     /// kept.
-    pub(crate) fn push(&self, update: Box<SessionNotification>, cost: usize) -> bool {
+    pub(crate) fn push(&self, update: Arrived, cost: usize) -> bool {
         let mut state = self.state.lock().unwrap();
         if state.closed {
             return false;
@@ -111,7 +151,7 @@ impl UpdateQueue {
         match state.entries.pop_front() {
             Some(Entry::Update { update, cost }) => {
                 state.bytes -= cost;
-                Popped::Entry(Ok(update))
+                Popped::Entry(update.into_entry())
             }
             Some(Entry::Dropped { updates, bytes }) => Popped::Entry(Err(Error::UpdatesDropped {
                 session_id: self.session.to_string(),
@@ -187,7 +227,7 @@ pub(crate) struct Routes<S> {
 /// Where [`Routes::route`] sent an update.
 pub(crate) enum Routed<S> {
     /// To an open session: the caller queues it.
-    Known(S, Box<SessionNotification>),
+    Known(S, Arrived),
     /// Kept for an id not opened yet.
     Early,
     /// Dropped, for the reason given (the caller reports it).
@@ -228,7 +268,11 @@ impl<S: Clone> Routes<S> {
         if let Some(early) = self.early.remove(&id) {
             self.early_bytes -= early.bytes;
             for entry in &early.entries {
-                if let Entry::Update { update, .. } = entry {
+                if let Entry::Update {
+                    update: Arrived::Update(update),
+                    ..
+                } = entry
+                {
                     track(&update.update);
                 }
             }
@@ -239,11 +283,11 @@ impl<S: Clone> Routes<S> {
 
     /// Finds where `update` goes. Updates for ids not opened share one budget; unlike an
     /// open session's queue, nothing larger than it is ever kept for them.
-    pub(crate) fn route(&mut self, update: Box<SessionNotification>, cost: usize) -> Routed<S> {
-        if let Some(session) = self.known.get(&update.session_id) {
+    pub(crate) fn route(&mut self, update: Arrived, cost: usize) -> Routed<S> {
+        if let Some(session) = self.known.get(update.session_id()) {
             return Routed::Known(session.clone(), update);
         }
-        let id = &update.session_id;
+        let id = update.session_id();
         if !self.early.contains_key(id) && self.early.len() >= UNOPENED_SESSION_LIMIT {
             let reason = format!(
                 "an update for session `{id}`, which this client never opened, while updates for {UNOPENED_SESSION_LIMIT} other unopened sessions are kept; dropping it"
@@ -261,7 +305,8 @@ impl<S: Clone> Routes<S> {
             record_drop(&mut early.entries, cost);
             let reason = format!(
                 "updates for sessions this client has not opened exceed {} bytes; dropping one for `{}` ({cost} bytes)",
-                self.early_budget, update.session_id
+                self.early_budget,
+                update.session_id()
             );
             Routed::Dropped(reason)
         }
@@ -278,11 +323,11 @@ mod tests {
     use super::*;
     use acp_types::ContentBlock;
 
-    fn update(session: &str, text: &str) -> Box<SessionNotification> {
-        Box::new(SessionNotification::new(
+    fn update(session: &str, text: &str) -> Arrived {
+        Arrived::Update(Box::new(SessionNotification::new(
             session,
             SessionUpdate::agent_message_chunk(ContentBlock::text(text)),
-        ))
+        )))
     }
 
     fn text(entry: Popped) -> String {
@@ -353,6 +398,35 @@ mod tests {
                 i < UNOPENED_SESSION_LIMIT,
                 "{i}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod invalid_tests {
+    use super::*;
+
+    #[test]
+    fn an_update_that_does_not_decode_keeps_its_place_and_its_json() {
+        let queue = UpdateQueue::new("s".into(), 1000);
+        let raw = RawValue::from_string(r#"{"sessionUpdate":"usage_update","used":null}"#.into())
+            .unwrap();
+        queue.push(
+            Arrived::Invalid {
+                session_id: "s".into(),
+                update: raw,
+                error: "invalid type: null, expected u64".into(),
+            },
+            10,
+        );
+        match queue.try_pop() {
+            Popped::Entry(Err(Error::InvalidUpdate {
+                session_id, update, ..
+            })) => {
+                assert_eq!(session_id, "s");
+                assert!(update.get().contains("usage_update"));
+            }
+            _ => panic!("expected the raw update"),
         }
     }
 }
