@@ -3,6 +3,8 @@
 //! - `cargo xtask codegen [--check] [--schema FILE --out FILE]`: regenerate `acp-types` from the
 //!   pinned ACP schemas (see `xtask/schema-pins.json`).
 //! - `cargo xtask bench [...]`: build and run the stdio benchmark (see `docs/performance.md`).
+//!
+//! `cargo xtask --help` and `cargo xtask <task> --help` print the usage.
 
 mod bench;
 mod codegen;
@@ -13,9 +15,22 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("codegen") => codegen::run(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some("codegen") => match codegen_args(&args[1..]) {
+            Ok(CodegenArgs::Help) => {
+                print!("{CODEGEN_ABOUT}{CODEGEN_USAGE}");
+                Ok(())
+            }
+            Ok(CodegenArgs::Run) => codegen::run(&args[1..]),
+            Err(e) => Err(e),
+        },
+        // `bench` parses its own arguments, `--help` included.
         Some("bench") => bench::run(&args[1..]),
-        _ => Err(USAGE.to_owned()),
+        Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
+        None => Err(format!("no task given\n\n{USAGE}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -26,8 +41,69 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str =
-    "usage: cargo xtask <codegen [--check] [--schema FILE --out FILE] | bench [--help]>";
+const USAGE: &str = "\
+Maintainer tasks for the acp-rs workspace.
+
+Usage: cargo xtask <TASK> [ARGS]
+
+Tasks:
+  codegen   regenerate acp-types from the pinned ACP schemas (xtask/schema-pins.json)
+  bench     build and run the stdio benchmark (docs/performance.md)
+
+Run `cargo xtask <TASK> --help` for the arguments of a task.
+";
+
+/// What `cargo xtask codegen --help` prints before [`CODEGEN_USAGE`].
+const CODEGEN_ABOUT: &str = "\
+Regenerates crates/acp-types/src/generated/{stable,unstable}.rs and the proptest strategies
+in crates/acp-types/tests/generated/ from the ACP schemas pinned in xtask/schema-pins.json
+(the npm package is fetched once, verified by its sha256 and cached under target/). Only
+files whose contents change are written.
+
+";
+
+/// The arguments of `codegen`; also shown after an argument error.
+const CODEGEN_USAGE: &str = "\
+Usage: cargo xtask codegen [--check]
+       cargo xtask codegen [--check] --schema FILE --out FILE
+
+Options:
+  --check        write nothing; fail if a generated file is not up to date
+  --schema FILE  generate the types from this schema file instead of the pins
+  --out FILE     where the types generated from --schema go (required with --schema)
+  -h, --help     this help
+";
+
+/// What the arguments of `codegen` ask for.
+#[derive(Debug, PartialEq, Eq)]
+enum CodegenArgs {
+    Help,
+    Run,
+}
+
+/// Validates the arguments of `codegen` before it runs: `-h`/`--help` anywhere asks for the
+/// usage, and an unknown argument or a missing value is an error that shows it. The arguments
+/// themselves are read by [`codegen::run`].
+fn codegen_args(args: &[String]) -> Result<CodegenArgs, String> {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(CodegenArgs::Help),
+            "--check" => {}
+            "--schema" | "--out" => {
+                if iter.next().is_none() {
+                    return Err(format!("{arg} needs a file\n\n{CODEGEN_USAGE}"));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown codegen argument `{other}`\n\n{CODEGEN_USAGE}"
+                ));
+            }
+        }
+    }
+    Ok(CodegenArgs::Run)
+}
 
 /// The workspace root (the parent of this crate's directory).
 pub fn project_root() -> PathBuf {
@@ -76,4 +152,44 @@ pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode) -> Result<(
 
 fn normalize_newlines(s: &str) -> String {
     s.replace("\r\n", "\n")
+}
+
+#[cfg(test)]
+mod args_tests {
+    use super::{CodegenArgs, codegen_args};
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn codegen_help_wins_wherever_it_is() {
+        for list in [&["--help"][..], &["-h"], &["--check", "--help"]] {
+            assert_eq!(codegen_args(&args(list)), Ok(CodegenArgs::Help), "{list:?}");
+        }
+    }
+
+    #[test]
+    fn codegen_known_arguments_run() {
+        for list in [
+            &[][..],
+            &["--check"],
+            &["--schema", "s.json", "--out", "o.rs"],
+        ] {
+            assert_eq!(codegen_args(&args(list)), Ok(CodegenArgs::Run), "{list:?}");
+        }
+    }
+
+    #[test]
+    fn codegen_unknown_argument_or_missing_value_shows_the_usage() {
+        let err = codegen_args(&args(&["--chek"])).unwrap_err();
+        assert!(
+            err.starts_with("unknown codegen argument `--chek`"),
+            "{err}"
+        );
+        assert!(err.contains("Usage: cargo xtask codegen"), "{err}");
+        let err = codegen_args(&args(&["--check", "--schema"])).unwrap_err();
+        assert!(err.starts_with("--schema needs a file"), "{err}");
+        assert!(err.contains("Usage: cargo xtask codegen"), "{err}");
+    }
 }
