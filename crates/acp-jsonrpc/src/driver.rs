@@ -14,7 +14,7 @@ use futures_io::{AsyncBufRead, AsyncWrite};
 
 use crate::connection::{ConnectionHandle, ConnectionOptions};
 use crate::handler::{IncomingNotification, IncomingRequest, Responder};
-use crate::line_reader::{LineEvent, LineReader};
+use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
 use crate::shared::{CANCEL_REQUEST_METHOD, Refusal, RequestState, Shared, Taken};
 use crate::task_set::TaskSet;
 use crate::{
@@ -276,6 +276,18 @@ where
                     if let Some(observer) = &self.shared.observer {
                         observer.incoming(line);
                     }
+                    let line = match strip_byte_order_mark(line) {
+                        None => line,
+                        Some(rest) => {
+                            self.shared.report(Problem::ByteOrderMark);
+                            if rest.is_empty() {
+                                // Nothing but marks: a blank line.
+                                progress = true;
+                                continue;
+                            }
+                            rest
+                        }
+                    };
                     Ok(Message::from_slice(line))
                 }
             };

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use futures_io::{AsyncBufRead, AsyncRead};
 
-use crate::{LineEvent, LineReader, Message};
+use crate::{LineEvent, LineReader, Message, strip_byte_order_mark};
 
 /// Feeds `data` through a [`LineReader`] and [`Message::from_slice`] and
 /// checks what comes out. Panics on any violation (that is the point).
@@ -18,7 +18,11 @@ use crate::{LineEvent, LineReader, Message};
 ///
 /// - the reader yields exactly the lines a naive splitter finds;
 /// - every decoded message encodes and decodes back to itself;
-/// - every error reply is itself a valid, decodable response.
+/// - every error reply is itself a valid, decodable response;
+/// - nothing without a `method` member is answered with an echoed id, and
+///   nothing with `result` or `error` but no `method` is answered at all;
+/// - a line with leading byte-order marks decodes, once they are stripped,
+///   like the same line without them.
 #[doc(hidden)]
 pub fn line_reader(data: &[u8]) {
     let Some((&control, input)) = data.split_first() else {
@@ -60,6 +64,10 @@ pub fn line_reader(data: &[u8]) {
 }
 
 fn check_line(line: &[u8]) {
+    if let Some(rest) = strip_byte_order_mark(line) {
+        // What the connection decodes.
+        check_line(rest);
+    }
     match Message::from_slice(line) {
         Ok(message) => {
             let mut encoded = Vec::new();
@@ -72,6 +80,11 @@ fn check_line(line: &[u8]) {
         Err(error) => {
             if let Some(reply) = error.reply() {
                 assert!(reply.result.is_err());
+                let members = members(line);
+                if !members.method {
+                    assert!(!members.answer, "a response was answered");
+                    assert!(reply.id.is_null(), "an id was echoed without a method");
+                }
                 let mut encoded = Vec::new();
                 Message::Response(reply.clone()).encode(&mut encoded);
                 let again = Message::from_slice(&encoded[..encoded.len() - 1])
@@ -79,6 +92,24 @@ fn check_line(line: &[u8]) {
                 assert_eq!(again, Message::Response(reply.clone()));
             }
         }
+    }
+}
+
+/// Which of `method`, `result` and `error` a line has at its top level
+/// (none when it is not a JSON object).
+#[derive(Default)]
+struct TopMembers {
+    method: bool,
+    answer: bool,
+}
+
+fn members(line: &[u8]) -> TopMembers {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_slice(line) else {
+        return TopMembers::default();
+    };
+    TopMembers {
+        method: object.contains_key("method"),
+        answer: object.contains_key("result") || object.contains_key("error"),
     }
 }
 
@@ -171,6 +202,9 @@ mod tests {
             b"\x00{\"jsonrpc\":\"2.0\",\"id\":1.5e300,\"result\":{\"deep\":[[[[[[[]]]]]]]}}\n",
             b"\x40\r\r\r\n\r",
             b"\x01{",
+            b"\x04\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n \xef\xbb\xbf\xef\xbb\xbf\n\xef\xbb\xbf\n",
+            b"\x09{\"jsonrpc\":\"2.0\",\"error\":{\"code\":1,\"message\":\"x\"}}\n{\"id\":1,\"result\":1,\"result\":2}\n{}\n",
+            b"\x0a\xef\xbb\xbf{\"id\":null}\n{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"params\":{}}\n{\"method\":\"m\"}\xef\xbb\xbf\n",
         ];
         for input in inputs {
             super::line_reader(input);

@@ -93,6 +93,9 @@
 //! | a line that is not JSON at all (a stray log line) | nothing; reported |
 //! | a line longer than the maximum | nothing (no id could be read); skipped and reported |
 //! | any notification, even unknown or malformed | nothing, ever |
+//! | any response (`result` or `error`, no `method`), even malformed | nothing, ever; reported |
+//! | an object with neither `method` nor `result`/`error` | `-32600`, id `null`, if it has a string or number id; else nothing |
+//! | a line starting with a byte-order mark | the mark is skipped ([`strip_byte_order_mark`]) and reported |
 //!
 //! Handlers produce `-32601` ([`IncomingRequest::method_not_found`]) and
 //! `-32602` ([`IncomingRequest::params`] returns it ready-made).
@@ -187,7 +190,9 @@ pub use connection::{
 pub use error::{ConnectionError, ErrorCode, RequestError, ResponseError};
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
 pub use id::RequestId;
-pub use line_reader::{DEFAULT_MAX_LINE_LENGTH, LineEvent, LineReader, write_message};
+pub use line_reader::{
+    DEFAULT_MAX_LINE_LENGTH, LineEvent, LineReader, strip_byte_order_mark, write_message,
+};
 pub use message::{DecodeError, DecodeErrorKind, Message, Notification, Request, Response};
 pub use observer::{Observer, Problem};
 pub use shared::CANCEL_REQUEST_METHOD;

@@ -152,15 +152,26 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// message (the problem says what to answer, if anything), or `Ok(None)`
     /// at end of input.
     ///
+    /// Leading byte-order marks are removed silently (see
+    /// [`strip_byte_order_mark`]); a line that held nothing else is skipped
+    /// like a blank one. A [`Connection`](crate::Connection) reports them as
+    /// [`Problem::ByteOrderMark`].
+    ///
     /// Cancel-safe, like [`read_line`](Self::read_line).
     pub async fn read_message(&mut self) -> io::Result<Option<Result<Message, Problem>>> {
-        Ok(match self.read_line().await? {
-            None => None,
-            Some(LineEvent::TooLong { length }) => Some(Err(Problem::LineTooLong { length })),
-            Some(LineEvent::Line(line)) => {
-                Some(Message::from_slice(line).map_err(Problem::Malformed))
+        loop {
+            let line = match self.read_line().await? {
+                None => return Ok(None),
+                Some(LineEvent::TooLong { length }) => {
+                    return Ok(Some(Err(Problem::LineTooLong { length })));
+                }
+                Some(LineEvent::Line(line)) => strip_byte_order_mark(line).unwrap_or(line),
+            };
+            // Empty only when the line held nothing but marks: a blank line.
+            if !line.is_empty() {
+                return Ok(Some(Message::from_slice(line).map_err(Problem::Malformed)));
             }
-        })
+        }
     }
 
     fn event(&self, found: Found) -> Option<LineEvent<'_>> {
@@ -258,6 +269,39 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             Found::Line
         } else {
             Found::End
+        }
+    }
+}
+
+/// The line without its leading byte-order marks, or `None` when it has
+/// none.
+///
+/// A UTF-8 byte-order mark (U+FEFF, bytes `EF BB BF`) is not JSON, and
+/// RFC 8259 (section 8.1) forbids sending one but lets a parser ignore it.
+/// Some programs put one at the start of their output, or of every write.
+/// Any mix of marks and JSON whitespace before the first other byte is
+/// removed (an empty result means the line held nothing else); a mark
+/// anywhere else is left alone: inside a string it is a character, after
+/// the message it makes the line invalid JSON.
+///
+/// ```
+/// use acp_jsonrpc::strip_byte_order_mark;
+///
+/// assert_eq!(strip_byte_order_mark(b"\xEF\xBB\xBF{}"), Some(&b"{}"[..]));
+/// assert_eq!(strip_byte_order_mark(b" \xEF\xBB\xBF {}"), Some(&b"{}"[..]));
+/// assert_eq!(strip_byte_order_mark(b"{}"), None);
+/// ```
+pub fn strip_byte_order_mark(line: &[u8]) -> Option<&[u8]> {
+    let mut rest = line;
+    let mut found = false;
+    loop {
+        match rest {
+            [b' ' | b'\t' | b'\r' | b'\n', tail @ ..] => rest = tail,
+            [0xEF, 0xBB, 0xBF, tail @ ..] => {
+                rest = tail;
+                found = true;
+            }
+            _ => return found.then_some(rest),
         }
     }
 }

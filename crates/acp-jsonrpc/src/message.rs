@@ -181,6 +181,11 @@ impl Message {
     ///
     /// The error says what was wrong and carries the error response
     /// JSON-RPC prescribes, if any (see [`DecodeError::reply`]).
+    ///
+    /// A leading byte-order mark is not JSON: such a line is
+    /// [`DecodeErrorKind::NotJson`]. A [`Connection`](crate::Connection) and
+    /// [`LineReader::read_message`](crate::LineReader::read_message) remove
+    /// it first, with [`strip_byte_order_mark`](crate::strip_byte_order_mark).
     pub fn from_slice(line: &[u8]) -> Result<Message, DecodeError> {
         decode(line)
     }
@@ -393,17 +398,24 @@ pub enum DecodeErrorKind {
     /// Valid JSON that is not an object (`42`, `"text"`). Answered with
     /// `-32600`.
     NotAnObject,
-    /// An object that is not a valid request: no method, a method that is
-    /// not a string, a bad id, a missing or wrong `"jsonrpc": "2.0"`.
-    /// Answered with `-32600`, echoing the id when one could be read.
+    /// An object with a `method` that is not a valid request (a method that
+    /// is not a string, a bad id, a missing or wrong `"jsonrpc": "2.0"`,
+    /// `result` or `error` beside the method, a repeated member), or an
+    /// object with none of `method`, `result` and `error` but with a string
+    /// or number `id`. Answered with `-32600`, echoing the id when the
+    /// object has a method and its id could be read, `null` otherwise.
     InvalidRequest,
     /// An object shaped like a notification (a string method, no id) with a
-    /// missing or wrong `"jsonrpc": "2.0"`. Never answered: notifications
-    /// never are.
+    /// missing or wrong `"jsonrpc": "2.0"`, or a `method`, no id and a
+    /// repeated member. Never answered: notifications never are.
     InvalidNotification,
-    /// An object shaped like a response (`result` or `error`, no method)
-    /// that is malformed. Answered with `-32600` and id `null`: echoing its
-    /// id would look like an answer to one of the peer's own requests.
+    /// An object without `method` that is not a valid response: `result`
+    /// or `error` with a missing or invalid id, both of them, a bad error
+    /// object, a missing or wrong `"jsonrpc": "2.0"`, a repeated member; or
+    /// neither of them and no string or number `id` (`{}`, `{"id": null}`).
+    /// Never answered: answering a response can start two peers answering
+    /// each other's answers forever. When a response's id could be read,
+    /// [`DecodeError::response_id`] has it.
     InvalidResponse,
 }
 
@@ -436,8 +448,9 @@ impl DecodeError {
         self.0.reply.as_ref()
     }
 
-    /// For a malformed response whose id could still be read: that id, so
-    /// the request waiting for it can be failed instead of waiting forever.
+    /// For a malformed response (`result` or `error` without `method`)
+    /// whose id could still be read: that id, so the request waiting for it
+    /// can be failed instead of waiting forever.
     pub fn response_id(&self) -> Option<&RequestId> {
         self.0.response_id.as_ref()
     }
@@ -445,14 +458,15 @@ impl DecodeError {
     fn new(kind: DecodeErrorKind, detail: impl Into<String>) -> Self {
         let detail = detail.into();
         let reply_error = match kind {
-            DecodeErrorKind::NotJson | DecodeErrorKind::InvalidNotification => None,
+            DecodeErrorKind::NotJson
+            | DecodeErrorKind::InvalidNotification
+            | DecodeErrorKind::InvalidResponse => None,
             DecodeErrorKind::InvalidUtf8 | DecodeErrorKind::InvalidJson => {
                 Some(ResponseError::parse_error(&detail))
             }
             DecodeErrorKind::Batch
             | DecodeErrorKind::NotAnObject
-            | DecodeErrorKind::InvalidRequest
-            | DecodeErrorKind::InvalidResponse => Some(ResponseError::invalid_request(&detail)),
+            | DecodeErrorKind::InvalidRequest => Some(ResponseError::invalid_request(&detail)),
         };
         DecodeError(Box::new(DecodeErrorInner {
             kind,
@@ -633,7 +647,7 @@ fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         Ok(envelope) => envelope,
         Err(error) if error.is_data() => {
             // Valid JSON, but a member appears twice.
-            return Err(DecodeError::new(Kind::InvalidRequest, error.to_string()));
+            return Err(classify_repeated(text, error.to_string()));
         }
         Err(error) => return Err(DecodeError::new(Kind::InvalidJson, error.to_string())),
     };
@@ -701,8 +715,11 @@ fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
     }
 
     if envelope.result.is_none() && envelope.error.is_none() {
-        return Err(DecodeError::new(
-            Kind::InvalidRequest,
+        let id = envelope
+            .id
+            .and_then(|raw| RequestId::from_json_text(raw.get()));
+        return Err(neither(
+            id,
             r#"missing "method" (or "result"/"error" for a response)"#,
         ));
     }
@@ -740,6 +757,101 @@ fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
         }
     };
     Ok(Message::Response(Response { id, result }))
+}
+
+/// An object with none of `method`, `result` and `error`: a request that
+/// lost its method, or a response that lost its result (JavaScript's
+/// `JSON.stringify` drops `result: undefined`). Answered, with id `null`,
+/// only when it has a string or number id, as a request would: echoing that
+/// id could fail a request of the peer's own with the same id, and without
+/// one nobody waits for the answer, while answering `{"id": null}` is how
+/// two peers end up answering each other forever.
+fn neither(id: Option<RequestId>, detail: impl Into<String>) -> DecodeError {
+    match id {
+        Some(id) if !id.is_null() => DecodeError::new(DecodeErrorKind::InvalidRequest, detail),
+        _ => DecodeError::new(DecodeErrorKind::InvalidResponse, detail),
+    }
+}
+
+/// Classifies an object with a repeated member, which the envelope refuses
+/// to read, by reading which members it has: a request-shaped one is
+/// answered (with its id when it has exactly one, readable), a
+/// notification- or response-shaped one is not.
+fn classify_repeated(text: &str, detail: String) -> DecodeError {
+    use DecodeErrorKind as Kind;
+
+    let Ok(members) = serde_json::from_str::<Members<'_>>(text) else {
+        // Unreachable: `text` is a valid JSON object.
+        return DecodeError::new(Kind::InvalidRequest, detail);
+    };
+    let id = match members.id {
+        Some(raw) if members.ids == 1 => RequestId::from_json_text(raw.get()),
+        _ => None,
+    };
+    if members.method {
+        if members.ids == 0 {
+            return DecodeError::new(Kind::InvalidNotification, detail);
+        }
+        let error = DecodeError::new(Kind::InvalidRequest, detail);
+        return match id {
+            Some(id) => error.replying_to(id),
+            None => error,
+        };
+    }
+    if members.answer {
+        let error = DecodeError::new(Kind::InvalidResponse, detail);
+        return match id {
+            Some(id) => error.for_response(id),
+            None => error,
+        };
+    }
+    neither(id, detail)
+}
+
+/// Which of the members that decide how a message is answered an object
+/// has, read without refusing repeated ones.
+#[derive(Default)]
+struct Members<'a> {
+    method: bool,
+    /// `result` or `error`.
+    answer: bool,
+    /// How many times `id` appears, and the last one.
+    ids: usize,
+    id: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Members::default();
+                while let Some(key) = map.next_key::<StrMember<'de>>()? {
+                    let key = match &key {
+                        StrMember::Str(key) => key.as_ref(),
+                        StrMember::NotAString => "",
+                    };
+                    match key {
+                        "id" => {
+                            members.ids += 1;
+                            members.id = Some(map.next_value::<&'de RawValue>()?);
+                            continue;
+                        }
+                        "method" => members.method = true,
+                        "result" | "error" => members.answer = true,
+                        _ => {}
+                    }
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Ok(members)
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
 }
 
 #[cfg(test)]
@@ -813,7 +925,8 @@ mod tests {
         assert_eq!(kind(b"{\"jsonrpc\":"), K::InvalidJson);
         assert_eq!(kind(b"[1,2]"), K::Batch);
         assert_eq!(kind(b"42"), K::NotAnObject);
-        assert_eq!(kind(br#"{"jsonrpc":"2.0"}"#), K::InvalidRequest);
+        assert_eq!(kind(br#"{"jsonrpc":"2.0"}"#), K::InvalidResponse);
+        assert_eq!(kind(br#"{"jsonrpc":"2.0","id":3}"#), K::InvalidRequest);
         assert_eq!(
             kind(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#),
             K::InvalidRequest
@@ -872,9 +985,99 @@ mod tests {
         let error = Message::from_slice(br#"{"jsonrpc":"1.0","id":"a","method":"m"}"#).unwrap_err();
         assert_eq!(error.reply().unwrap().id, RequestId::from("a"));
         let error = Message::from_slice(br#"{"id":9,"result":1}"#).unwrap_err();
-        assert!(error.reply().unwrap().id.is_null());
+        assert!(error.reply().is_none());
         assert_eq!(error.response_id(), Some(&RequestId::from(9)));
         let error = Message::from_slice(br#"{"jsonrpc":"2.0","method":"m"}  x"#).unwrap_err();
         assert_eq!(error.kind(), DecodeErrorKind::InvalidJson);
+    }
+
+    /// Never answered: the kind, and the id of a request of ours it fails.
+    fn unanswered(line: &str, kind: DecodeErrorKind, response_id: Option<RequestId>) {
+        let error = Message::from_slice(line.as_bytes()).unwrap_err();
+        assert_eq!(error.kind(), kind, "{line}");
+        assert_eq!(error.reply(), None, "{line}");
+        assert_eq!(error.response_id(), response_id.as_ref(), "{line}");
+    }
+
+    /// Answered with `-32600` and `id`.
+    fn refused(line: &str, id: RequestId) {
+        let error = Message::from_slice(line.as_bytes()).unwrap_err();
+        assert_eq!(error.kind(), DecodeErrorKind::InvalidRequest, "{line}");
+        let reply = error.reply().expect(line);
+        assert_eq!(reply.id, id, "{line}");
+        let code = reply.result.as_ref().unwrap_err().code;
+        assert_eq!(code, crate::ErrorCode::INVALID_REQUEST, "{line}");
+        assert_eq!(error.response_id(), None, "{line}");
+    }
+
+    #[test]
+    fn malformed_responses_are_never_answered() {
+        use DecodeErrorKind::InvalidResponse as R;
+        let null = RequestId::null;
+        unanswered(
+            r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"x"}}"#,
+            R,
+            None,
+        );
+        unanswered(r#"{"jsonrpc":"2.0","result":1}"#, R, None);
+        unanswered(r#"{"jsonrpc":"2.0","id":[1],"result":1}"#, R, None);
+        let both = r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}"#;
+        unanswered(both, R, Some(1.into()));
+        let both = r#"{"jsonrpc":"2.0","id":null,"result":1,"error":{"code":1,"message":"x"}}"#;
+        unanswered(both, R, Some(null()));
+        unanswered(
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":"x"}}"#,
+            R,
+            Some(2.into()),
+        );
+        unanswered(r#"{"id":3,"result":1}"#, R, Some(3.into()));
+        unanswered(
+            r#"{"jsonrpc":"2.0","id":4,"result":1,"result":2}"#,
+            R,
+            Some(4.into()),
+        );
+        unanswered(r#"{"jsonrpc":"2.0","id":4,"id":5,"result":1}"#, R, None);
+    }
+
+    #[test]
+    fn objects_without_method_result_or_error_are_answered_only_with_a_usable_id() {
+        use DecodeErrorKind::InvalidResponse as R;
+        unanswered(r#"{}"#, R, None);
+        unanswered(r#"{"foo":"boo"}"#, R, None);
+        unanswered(r#"{"jsonrpc":"2.0","id":null}"#, R, None);
+        unanswered(r#"{"jsonrpc":"2.0","id":{"x":1}}"#, R, None);
+        unanswered(
+            r#"{"jsonrpc":"2.0","id":null,"params":1,"params":2}"#,
+            R,
+            None,
+        );
+        refused(r#"{"jsonrpc":"2.0","id":6}"#, RequestId::null());
+        refused(
+            r#"{"jsonrpc":"2.0","id":"s","params":{}}"#,
+            RequestId::null(),
+        );
+        refused(
+            r#"{"jsonrpc":"2.0","id":7,"params":1,"params":2}"#,
+            RequestId::null(),
+        );
+    }
+
+    #[test]
+    fn repeated_members_are_answered_only_in_requests() {
+        use DecodeErrorKind::InvalidNotification as N;
+        refused(
+            r#"{"jsonrpc":"2.0","id":8,"method":"m","params":1,"params":2}"#,
+            8.into(),
+        );
+        refused(
+            r#"{"jsonrpc":"2.0","id":8,"id":9,"method":"m"}"#,
+            RequestId::null(),
+        );
+        unanswered(
+            r#"{"jsonrpc":"2.0","method":"m","params":1,"params":2}"#,
+            N,
+            None,
+        );
+        unanswered(r#"{"jsonrpc":"2.0","method":"m","method":"n"}"#, N, None);
     }
 }

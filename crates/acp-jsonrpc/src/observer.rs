@@ -39,6 +39,11 @@ pub enum Problem {
     /// A line was not a valid message. The error says whether, and with
     /// what, the peer was answered.
     Malformed(DecodeError),
+    /// A line began with a UTF-8 byte-order mark (U+FEFF), which JSON text
+    /// sent over a network must not (RFC 8259, section 8.1). The mark was
+    /// skipped and the rest of the line handled as if it were absent (see
+    /// [`strip_byte_order_mark`](crate::strip_byte_order_mark)).
+    ByteOrderMark,
     /// A line longer than the maximum was skipped. Nothing is answered: its
     /// id, if any, was never read.
     LineTooLong {
@@ -94,6 +99,9 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::Malformed(error) => write!(f, "malformed message: {error}"),
+            Problem::ByteOrderMark => {
+                f.write_str("skipped a byte-order mark (U+FEFF) at the start of a line")
+            }
             Problem::LineTooLong { length } => {
                 write!(
                     f,

@@ -1,13 +1,15 @@
 //! Every error case, with the exact bytes answered (insta snapshots): what
 //! the connection says back to malformed input, failing handlers, unknown
-//! methods and bad params — and that notifications get nothing.
+//! methods and bad params — and that notifications and responses, however
+//! malformed, get nothing. One test per row of the table "What the
+//! connection answers by itself" in `docs/jsonrpc.md`.
 
 mod common;
 
 use std::time::Duration;
 
 use acp_jsonrpc::{
-    ConnectionOptions, DecodeErrorKind, Handler, IncomingRequest, Problem, Responder,
+    ConnectionOptions, DecodeErrorKind, Handler, IncomingRequest, Problem, RequestError, Responder,
 };
 use common::{Recorder, TestHandler, connect, run};
 
@@ -99,31 +101,183 @@ fn missing_or_wrong_version_on_a_request_echoes_its_id() {
     );
 }
 
-#[test]
-fn other_invalid_requests() {
-    answers("missing_method", br#"{"jsonrpc":"2.0","id":3}"#);
-    answers(
-        "method_not_a_string",
-        br#"{"jsonrpc":"2.0","id":4,"method":5}"#,
+/// Sends `line`, expects the `-32600` answer the snapshot shows (with or
+/// without the id) and an `InvalidRequest` report.
+fn refused(name: &str, line: &[u8]) {
+    let (shown, problems) = answers(name, line);
+    assert!(shown.contains(r#""code":-32600"#), "{name}: {shown}");
+    assert_eq!(
+        malformed_kind(&problems),
+        DecodeErrorKind::InvalidRequest,
+        "{name}"
     );
-    answers(
-        "id_is_an_object",
-        br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#,
-    );
-    answers(
-        "duplicate_member",
-        br#"{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}"#,
-    );
-    answers("empty_object", b"{}");
+}
+
+/// Sends `line`, expects no answer and a report of `kind`.
+fn unanswered(name: &str, line: &[u8], kind: DecodeErrorKind) {
+    let (shown, problems) = answers(name, line);
+    assert_eq!(shown, "(no reply)", "{name}");
+    assert_eq!(malformed_kind(&problems), kind, "{name}");
 }
 
 #[test]
-fn malformed_response_is_answered_with_null_id() {
-    let (_, problems) = answers(
-        "response_with_result_and_error",
-        br#"{"jsonrpc":"2.0","id":9,"result":1,"error":{"code":1,"message":"x"}}"#,
+fn invalid_requests_with_a_method_echo_the_id_when_readable() {
+    refused(
+        "method_not_a_string",
+        br#"{"jsonrpc":"2.0","id":4,"method":5}"#,
     );
-    assert_eq!(malformed_kind(&problems), DecodeErrorKind::InvalidResponse);
+    // The JSON-RPC 2.0 specification's own example.
+    refused(
+        "method_not_a_string_without_id",
+        br#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#,
+    );
+    refused(
+        "method_with_result",
+        br#"{"jsonrpc":"2.0","id":4,"method":"ping","result":1}"#,
+    );
+    refused(
+        "id_is_an_object",
+        br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#,
+    );
+}
+
+#[test]
+fn repeated_members_are_refused_in_requests_only() {
+    refused(
+        "duplicate_member",
+        br#"{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}"#,
+    );
+    refused(
+        "duplicate_member_single_id",
+        br#"{"jsonrpc":"2.0","id":5,"method":"ping","params":1,"params":2}"#,
+    );
+    unanswered(
+        "duplicate_member_in_notification",
+        br#"{"jsonrpc":"2.0","method":"note","params":1,"params":2}"#,
+        DecodeErrorKind::InvalidNotification,
+    );
+    unanswered(
+        "duplicate_member_in_response",
+        br#"{"jsonrpc":"2.0","id":5,"result":1,"result":2}"#,
+        DecodeErrorKind::InvalidResponse,
+    );
+}
+
+/// Neither a request (no `method`) nor a response (no `result`, no
+/// `error`): answered, with id `null`, only when a string or number id says
+/// that someone may be waiting.
+#[test]
+fn objects_without_method_result_or_error_are_answered_only_with_a_usable_id() {
+    refused("missing_method", br#"{"jsonrpc":"2.0","id":3}"#);
+    // What `acp-conformance`'s `rpc.invalid_request` check sends.
+    refused(
+        "missing_method_with_params",
+        br#"{"jsonrpc":"2.0","id":"conformance-invalid","params":{}}"#,
+    );
+    unanswered("empty_object", b"{}", DecodeErrorKind::InvalidResponse);
+    unanswered(
+        "unknown_members_only",
+        br#"{"foo":"boo"}"#,
+        DecodeErrorKind::InvalidResponse,
+    );
+    unanswered(
+        "null_id_only",
+        br#"{"jsonrpc":"2.0","id":null}"#,
+        DecodeErrorKind::InvalidResponse,
+    );
+}
+
+/// Anything with `result` or `error` and no `method` is a response: an
+/// answer to it could start two peers answering each other's answers.
+#[test]
+fn malformed_responses_are_reported_never_answered() {
+    for (name, line) in [
+        (
+            "response_with_result_and_error",
+            &br#"{"jsonrpc":"2.0","id":9,"result":1,"error":{"code":1,"message":"x"}}"#[..],
+        ),
+        (
+            "error_without_id",
+            br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}"#,
+        ),
+        ("result_without_id", br#"{"jsonrpc":"2.0","result":{}}"#),
+        (
+            "response_with_invalid_id",
+            br#"{"jsonrpc":"2.0","id":[9],"error":{"code":1,"message":"x"}}"#,
+        ),
+        (
+            "response_with_bad_error_object",
+            br#"{"jsonrpc":"2.0","id":9,"error":{"code":"x"}}"#,
+        ),
+        (
+            "response_with_wrong_version",
+            br#"{"jsonrpc":"1.0","id":9,"result":1}"#,
+        ),
+        (
+            "response_with_null_id_and_both",
+            br#"{"jsonrpc":"2.0","id":null,"result":1,"error":{"code":1,"message":"x"}}"#,
+        ),
+    ] {
+        unanswered(name, line, DecodeErrorKind::InvalidResponse);
+    }
+}
+
+#[test]
+fn malformed_response_fails_our_request_and_is_not_answered() {
+    run(async {
+        let recorder = Recorder::default();
+        let options = ConnectionOptions::default().with_observer(recorder.clone());
+        let (handle, mut peer, _driver) = connect(TestHandler::default(), options);
+        let call = smol::spawn(handle.request::<String, _>("x", &()));
+        let id = peer.recv_json().await["id"].clone();
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":"bad"}}}}"#);
+        assert!(peer.replies_to(line.as_bytes()).await.is_empty());
+        assert!(matches!(
+            call.await,
+            Err(RequestError::MalformedResponse(_))
+        ));
+        assert_eq!(
+            malformed_kind(&recorder.problems()),
+            DecodeErrorKind::InvalidResponse
+        );
+    });
+}
+
+/// A stray UTF-8 byte-order mark at the start of a line is skipped and
+/// reported; the rest of the line is handled as if it were absent.
+#[test]
+fn byte_order_mark_is_skipped_and_reported() {
+    for (name, line) in [
+        (
+            "byte_order_mark",
+            &b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"[..],
+        ),
+        (
+            "byte_order_mark_after_whitespace",
+            b" \t\xef\xbb\xbf\xef\xbb\xbf {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\r",
+        ),
+    ] {
+        let (shown, problems) = answers(name, line);
+        assert!(shown.ends_with(r#""result":"pong"}"#), "{name}: {shown}");
+        assert_eq!(problems, [Problem::ByteOrderMark], "{name}");
+    }
+    let (shown, problems) = answers("byte_order_mark_only", b"\xef\xbb\xbf");
+    assert_eq!(shown, "(no reply)");
+    assert_eq!(problems, [Problem::ByteOrderMark]);
+    // Whatever follows the mark gets the answer it would get without it.
+    let (_, problems) = answers(
+        "byte_order_mark_before_invalid_json",
+        b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":",
+    );
+    assert!(
+        matches!(&problems[..], [Problem::ByteOrderMark, Problem::Malformed(error)] if error.kind() == DecodeErrorKind::InvalidJson),
+        "{problems:?}"
+    );
+    let (shown, _) = answers(
+        "byte_order_mark_before_notification",
+        b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"no/such\"}",
+    );
+    assert_eq!(shown, "(no reply)");
 }
 
 #[test]

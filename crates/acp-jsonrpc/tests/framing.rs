@@ -257,3 +257,41 @@ fn read_message_and_write_message() {
         assert_eq!(lines.read_message().await.unwrap(), None);
     });
 }
+
+#[test]
+fn read_message_skips_byte_order_marks() {
+    run(async {
+        let (mut writer, reader) = memory::pipe(4096);
+        writer
+            .write_all(b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\xef\xbb\xbf\r\n")
+            .await
+            .unwrap();
+        writer
+            .write_all(b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"r\"}")
+            .await
+            .unwrap();
+        drop(writer);
+        let mut lines = LineReader::new(reader);
+        let message = lines.read_message().await.unwrap().unwrap().unwrap();
+        assert!(matches!(message, Message::Notification(n) if n.method == "n"));
+        // The line holding nothing but a mark is skipped like a blank one.
+        let message = lines.read_message().await.unwrap().unwrap().unwrap();
+        assert!(matches!(message, Message::Request(r) if r.method == "r"));
+        assert_eq!(lines.read_message().await.unwrap(), None);
+    });
+}
+
+#[test]
+fn from_slice_alone_does_not_skip_byte_order_marks() {
+    let line = b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"n\"}";
+    assert!(Message::from_slice(line).is_err());
+    let rest = acp_jsonrpc::strip_byte_order_mark(line).unwrap();
+    assert!(matches!(
+        Message::from_slice(rest),
+        Ok(Message::Notification(_))
+    ));
+    assert_eq!(
+        acp_jsonrpc::strip_byte_order_mark(b"{\"a\":\"\xef\xbb\xbf\"}"),
+        None
+    );
+}
