@@ -120,11 +120,26 @@ impl Agent for DemoAgent {
         }
         turn.plan(plan(2)).await?;
 
-        // 3. Ask before writing, then write through the client.
+        // 3. Ask before writing, showing the change, then write through the client.
         let summary_path = format!("{workdir}/summary.txt");
         let mut wrote = false;
         if client_caps.fs.write_text_file {
-            let call = ToolCall::new("write_summary", "Write summary.txt")
+            let summary = format!(
+                "{} lines of notes; the user asked {asked:?}\n",
+                notes.lines().count()
+            );
+            // What the file holds now, for the diff; a file that cannot be read (most often:
+            // it does not exist yet) is shown as new.
+            let previous = if client_caps.fs.read_text_file {
+                turn.read_text_file(&summary_path, None, None).await.ok()
+            } else {
+                None
+            };
+            let mut diff = Diff::new(&summary_path, summary.as_str());
+            diff.old_text = previous;
+
+            let title = "Write summary.txt";
+            let call = ToolCall::new("write_summary", title)
                 .kind(ToolKind::Edit)
                 .status(ToolCallStatus::Pending)
                 .location(&summary_path);
@@ -133,21 +148,20 @@ impl Agent for DemoAgent {
                 PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
                 PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
             ];
-            let outcome = turn
-                .request_permission(ToolCallUpdate::new("write_summary"), options)
-                .await?;
+            // The request carries what a client shows the user: the title, and the change.
+            let mut asked_for = ToolCallUpdate::new("write_summary")
+                .title(title)
+                .content(diff.clone());
+            asked_for.kind = Some(ToolKind::Edit);
+            asked_for.locations = Some(vec![ToolCallLocation::new(&summary_path)]);
+            let outcome = turn.request_permission(asked_for, options).await?;
             if turn.is_cancelled() {
                 return Ok(StopReason::Cancelled.into());
             }
             let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
             if allowed {
-                let summary = format!(
-                    "{} lines of notes; the user asked {asked:?}\n",
-                    notes.lines().count()
-                );
                 turn.write_text_file(&summary_path, summary).await?;
                 wrote = true;
-                let diff = Diff::new(&summary_path, "(summary written)");
                 turn.tool_call_update(
                     ToolCallUpdate::new("write_summary")
                         .status(ToolCallStatus::Completed)
