@@ -1237,11 +1237,18 @@ impl PromptTurn {
             End(Result<PromptResponse>),
         }
         let next = futures_lite::future::or(async { Next::Update(updates.pop().await) }, async {
-            Next::End(response.await)
+            Next::End(response.as_mut().await)
         })
         .await;
         let entry = match next {
-            Next::Update(update) => update?,
+            Next::Update(Some(entry)) => entry,
+            Next::Update(None) => {
+                // The connection is over and every update was taken: the response resolves
+                // too (with the reason the connection ended if it never came).
+                let end = response.as_mut().await;
+                self.finish(end);
+                return None;
+            }
             Next::End(end) => {
                 self.finish(end);
                 // Every update sent before the response is already queued: the connection

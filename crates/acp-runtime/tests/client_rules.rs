@@ -662,3 +662,27 @@ fn automatic_policies_prefer_once_over_always() {
         );
     });
 }
+
+/// The agent goes away in the middle of a turn: `end` gives the connection's end as an
+/// error (it must not wait, nor mistake the closed update stream for the turn's end).
+#[test]
+fn a_turn_cut_short_by_the_connection_ends_with_an_error() {
+    smol::block_on(async {
+        let (agent, mut peer) = start(ClientOptions::default());
+        initialize(&agent, &mut peer, json!({})).await;
+        let session = open_session(&agent, &mut peer, "s1").await;
+        let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
+        let respond = async {
+            let prompt = peer.recv().await;
+            assert_eq!(prompt["method"], "session/prompt");
+            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "bye"}}}}))
+                .await;
+            drop(peer);
+        };
+        let (first, ()) = futures_lite::future::zip(turn.next(), respond).await;
+        assert!(matches!(first, Some(Ok(_))), "{first:?}");
+        let end = within("the end of the turn", turn.end()).await;
+        assert!(end.is_err(), "{end:?}");
+    });
+}
