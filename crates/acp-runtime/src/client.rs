@@ -508,11 +508,11 @@ pub fn run_spawned<C: Client, F: Future>(
         let (agent, driver) = connect(client, reader, writer, options);
         watch_exit(&agent, &process)?;
         let run = async {
-            let closed = Signal::new();
+            let closed = WorkDone::default();
             let work = async {
                 let output = work(agent.clone()).await;
                 agent.close();
-                closed.fire();
+                closed.mark();
                 output
             };
             let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
@@ -528,11 +528,11 @@ pub fn run_spawned<C: Client, F: Future>(
     {
         let (agent, driver, process) = spawn(client, command, options)?;
         smol::block_on(async {
-            let closed = Signal::new();
+            let closed = WorkDone::default();
             let work = async {
                 let output = work(agent.clone()).await;
                 agent.close();
-                closed.fire();
+                closed.mark();
                 output
             };
             let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
@@ -542,21 +542,61 @@ pub fn run_spawned<C: Client, F: Future>(
     }
 }
 
-/// The connection's driver, given up `grace` after `closed` fires. An agent that stopped
+/// The connection's driver, given up `grace` after the work is done. An agent that stopped
 /// reading its stdin would otherwise keep the final flush, and so the whole run of
 /// [`run_spawned`], waiting for ever; once given up, the connection is dropped (the agent sees
 /// its stdin close) and the agent's staged shutdown begins.
 async fn bounded_final_flush<D: Future<Output = Result<(), acp_jsonrpc::ConnectionError>>>(
     driver: D,
-    closed: &Signal,
+    done: &WorkDone,
     grace: std::time::Duration,
 ) -> Result<(), acp_jsonrpc::ConnectionError> {
-    futures_lite::future::or(driver, async {
-        closed.wait().await;
-        smol::Timer::after(grace).await;
-        Ok(())
+    let mut driver = std::pin::pin!(driver);
+    let mut deadline: Option<smol::Timer> = None;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(result) = driver.as_mut().poll(cx) {
+            return std::task::Poll::Ready(result);
+        }
+        if !done.is_marked(cx) {
+            return std::task::Poll::Pending;
+        }
+        let timer = deadline.get_or_insert_with(|| smol::Timer::after(grace));
+        Pin::new(timer).poll(cx).map(|_| Ok(()))
     })
     .await
+}
+
+/// Set once [`run_spawned`]'s work is done. Checked on every poll of the driver, so it costs
+/// an atomic load there, where a channel or event listener cost a few hundred instructions per
+/// message.
+#[derive(Default)]
+struct WorkDone {
+    marked: AtomicBool,
+    registered: AtomicBool,
+    waker: Mutex<Option<std::task::Waker>>,
+}
+
+impl WorkDone {
+    fn mark(&self) {
+        self.marked.store(true, Ordering::Release);
+        if let Some(waker) = self.waker.lock().unwrap().take() {
+            waker.wake();
+        }
+    }
+
+    /// Whether the work is done; if not, `cx` is woken when it is. Its waker is kept the first
+    /// time only: the loops that poll the driver keep one waker for it.
+    fn is_marked(&self, cx: &std::task::Context<'_>) -> bool {
+        if self.marked.load(Ordering::Acquire) {
+            return true;
+        }
+        if !self.registered.load(Ordering::Relaxed) {
+            *self.waker.lock().unwrap() = Some(cx.waker().clone());
+            self.registered.store(true, Ordering::Relaxed);
+        }
+        // Marked between the first look and the registration: its wake-up found no waker.
+        self.marked.load(Ordering::Acquire)
+    }
 }
 
 /// Fails pending calls with the agent's exit status and stderr tail once it exits, from a

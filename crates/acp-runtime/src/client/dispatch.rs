@@ -321,11 +321,10 @@ impl<C: Client> ClientDispatch<C> {
                 if let Arrived::Update(notification) = &update {
                     shared.track(&notification.update);
                 }
-                let session_id = shared.id.clone();
                 if !shared.updates.push(update, cost) {
                     report(format!(
-                        "session `{session_id}` keeps more than {} bytes of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
-                        self.state.options.session_update_budget
+                        "session `{}` keeps more than {} bytes of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
+                        shared.id, self.state.options.session_update_budget
                     ));
                 }
             }
