@@ -1,0 +1,188 @@
+//! The command line, parsed by hand.
+
+use std::path::PathBuf;
+
+pub const USAGE: &str = "\
+acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
+
+Usage: acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
+
+Without an agent command, acp runs its bundled demo agent (no language model needed).
+Without --prompt, prompts are read from stdin, one line per turn, until end of input.
+
+Options:
+  -p, --prompt TEXT    Send TEXT as one prompt turn; repeat for several turns, in order
+  -C, --cwd DIR        The session's working directory (default: the current directory)
+  -y, --yes            Grant every permission request (the least lasting option: once)
+      --ask            Ask on the terminal before each tool call (reads the choice from stdin)
+      --reject         Reject every permission request
+                       (default: --ask when stdin is a terminal, else --reject)
+      --auth METHOD    Authenticate with this advertised method before opening the session
+      --mode ID        Switch the session to this mode before the first turn
+      --config ID=VAL  Set a session config option (true/false for boolean options);
+                       repeatable
+      --load SESSION   Load this stored session instead of creating one
+      --json           Print every update as one JSON line on stdout (see below)
+      --trace FILE     Write the wire transcript to FILE, one JSON line per message:
+                       {\"dir\":\"client->agent\"|\"agent->client\",\"msg\":MESSAGE}
+  -h, --help           Print this help
+  -V, --version        Print the version
+
+Output (default): message text as it streams, thoughts dimmed, tool calls with their kind,
+title and status changes, diffs as unified diffs, plans as checklists; updates that do not
+decode, unknown updates and dropped updates are printed, never hidden. Connection and
+session notes go to stderr.
+With --json: each update is its SessionUpdate JSON; an error in the update stream is
+{\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it does not decode);
+each turn ends with {\"stopReason\":REASON}.
+
+Ctrl-C: the first cancels the running turn (it ends `cancelled`); the second (or one while
+no turn runs) shuts the agent down and quits.
+
+Exit status:
+  0    every turn ended (end_turn, max_tokens, max_turn_requests, refusal, or a stop reason
+       this version does not know; the reason is printed)
+  1    another local error (an unreadable --cwd, an unadvertised --mode or --config...)
+  2    usage error
+  3    authentication required: the agent's auth methods are listed (use --auth METHOD)
+  4    the agent refused a request with a JSON-RPC error
+  5    the agent could not be started, crashed or closed the connection
+  130  cancelled by Ctrl-C
+";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Yes,
+    Ask,
+    Reject,
+}
+
+#[derive(Debug, Default)]
+pub struct Args {
+    pub prompts: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub policy: Option<Policy>,
+    pub auth: Option<String>,
+    pub mode: Option<String>,
+    pub config: Vec<(String, String)>,
+    pub load: Option<String>,
+    pub json: bool,
+    pub trace: Option<PathBuf>,
+    pub help: bool,
+    pub version: bool,
+    /// Program and arguments; empty for the bundled demo agent.
+    pub agent: Vec<String>,
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        // `--name=value` is accepted for every option that takes a value.
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => {
+                (name.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(value) => Ok(value),
+                None => args
+                    .next()
+                    .ok_or_else(|| format!("{name} needs a value ({what})")),
+            }
+        };
+        let flag = |inline: &Option<String>| -> Result<(), String> {
+            match inline {
+                Some(_) => Err(format!("{name} takes no value")),
+                None => Ok(()),
+            }
+        };
+        match name.as_str() {
+            "--" => {
+                parsed.agent = args.by_ref().collect();
+                if parsed.agent.is_empty() {
+                    return Err("`--` must be followed by an agent command".into());
+                }
+            }
+            "-p" | "--prompt" => parsed.prompts.push(value("TEXT")?),
+            "-C" | "--cwd" => parsed.cwd = Some(value("DIR")?.into()),
+            "-y" | "--yes" | "--ask" | "--reject" => {
+                flag(&inline)?;
+                let policy = match name.as_str() {
+                    "--ask" => Policy::Ask,
+                    "--reject" => Policy::Reject,
+                    _ => Policy::Yes,
+                };
+                if parsed.policy.is_some_and(|p| p != policy) {
+                    return Err("--yes, --ask and --reject exclude each other".into());
+                }
+                parsed.policy = Some(policy);
+            }
+            "--auth" => parsed.auth = Some(value("METHOD")?),
+            "--mode" => parsed.mode = Some(value("ID")?),
+            "--config" => {
+                let setting = value("ID=VALUE")?;
+                let (id, val) = setting
+                    .split_once('=')
+                    .filter(|(id, _)| !id.is_empty())
+                    .ok_or_else(|| format!("--config needs ID=VALUE, got `{setting}`"))?;
+                parsed.config.push((id.to_owned(), val.to_owned()));
+            }
+            "--load" => parsed.load = Some(value("SESSION_ID")?),
+            "--json" => {
+                flag(&inline)?;
+                parsed.json = true;
+            }
+            "--trace" => parsed.trace = Some(value("FILE")?.into()),
+            "-h" | "--help" => parsed.help = true,
+            "-V" | "--version" => parsed.version = true,
+            other if other.starts_with('-') && other.len() > 1 => {
+                return Err(format!("unknown option `{other}`"));
+            }
+            other => {
+                return Err(format!(
+                    "unexpected argument `{other}`: put the agent command after `--`"
+                ));
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Args, String> {
+        parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn options_and_agent_command() {
+        let args = p(&[
+            "--prompt", "a", "-p", "b", "--cwd=/x", "--yes", "--config", "m=fast", "--json", "--",
+            "agent", "--prompt", "c",
+        ])
+        .unwrap();
+        assert_eq!(args.prompts, ["a", "b"]);
+        assert_eq!(args.cwd, Some("/x".into()));
+        assert_eq!(args.policy, Some(Policy::Yes));
+        assert_eq!(args.config, [("m".to_owned(), "fast".to_owned())]);
+        assert!(args.json);
+        assert_eq!(args.agent, ["agent", "--prompt", "c"]);
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(p(&["--prompt"]).is_err());
+        assert!(p(&["--bogus"]).is_err());
+        assert!(p(&["agent"]).is_err());
+        assert!(p(&["--yes", "--reject"]).is_err());
+        assert!(p(&["--config", "novalue"]).is_err());
+        assert!(p(&["--json=1"]).is_err());
+        assert!(p(&["--"]).is_err());
+    }
+}

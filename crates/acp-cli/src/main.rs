@@ -1,0 +1,483 @@
+//! `acp`: a command-line Agent Client Protocol client. It starts an agent (the bundled demo
+//! agent by default), opens a session and runs prompt turns the way an editor would: it
+//! serves the agent's file system and terminal calls, answers permission requests by policy
+//! or by asking, and prints each turn as it streams. `acp --help` has the details.
+
+mod args;
+mod diff;
+mod render;
+mod signal;
+mod trace;
+
+#[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
+mod demo_agent;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_runtime::Error;
+use acp_runtime::client::{
+    self, AgentHandle, AutoAllow, AutoReject, Client, ClientOptions, Interactive, Session,
+};
+use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::process::{AgentCommand, AgentProcess};
+use acp_types::*;
+
+use args::{Args, Policy};
+use render::Renderer;
+
+/// The hidden flag with which `acp` re-runs itself as the bundled demo agent.
+const SERVE_DEMO_AGENT: &str = "--serve-demo-agent";
+
+mod exit {
+    pub const OK: i32 = 0;
+    pub const OTHER: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const AUTH_REQUIRED: i32 = 3;
+    pub const REFUSED: i32 = 4;
+    pub const AGENT_GONE: i32 = 5;
+    pub const CANCELLED: i32 = 130;
+}
+
+fn main() {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.first().map(String::as_str) == Some(SERVE_DEMO_AGENT) {
+        if let Err(error) = acp_runtime::agent::serve_stdio(demo_agent::DemoAgent::default()) {
+            eprintln!("demo agent: {error}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let args = match args::parse(raw) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("acp: {message}\nTry `acp --help`.");
+            std::process::exit(exit::USAGE);
+        }
+    };
+    if args.help {
+        print!("{}", args::USAGE);
+        return;
+    }
+    if args.version {
+        println!("acp {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    std::process::exit(run_main(args));
+}
+
+/// A failure that ends the run, with its exit status.
+struct Failure {
+    code: i32,
+    message: String,
+    /// The agent went away without saying how (a closed connection): report its exit.
+    report_exit: bool,
+}
+
+impl Failure {
+    fn new(code: i32, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+            report_exit: false,
+        }
+    }
+
+    /// A failed call: what it was doing, and the status its error means.
+    fn call(doing: &str, error: Error) -> Self {
+        let code = match &error {
+            Error::Rpc(_) if error.is_auth_required() => exit::AUTH_REQUIRED,
+            Error::Rpc(_) => exit::REFUSED,
+            Error::AgentExited { .. } | Error::ConnectionClosed => exit::AGENT_GONE,
+            _ => exit::OTHER,
+        };
+        let mut failure = Failure::new(code, format!("{doing}: {error}"));
+        failure.report_exit = matches!(error, Error::ConnectionClosed);
+        failure
+    }
+}
+
+fn run_main(args: Args) -> i32 {
+    let cwd = match resolve_cwd(args.cwd.clone()) {
+        Ok(cwd) => cwd,
+        Err(message) => {
+            eprintln!("acp: {message}");
+            return exit::OTHER;
+        }
+    };
+    let command = match args.agent.split_first() {
+        Some((program, rest)) => AgentCommand::new(program).args(rest),
+        None => match std::env::current_exe() {
+            Ok(me) => AgentCommand::new(me).arg(SERVE_DEMO_AGENT),
+            Err(error) => {
+                eprintln!("acp: cannot find my own binary to run the demo agent: {error}");
+                return exit::OTHER;
+            }
+        },
+    };
+    let policy = args.policy.unwrap_or(if signal::is_terminal(0) {
+        Policy::Ask
+    } else {
+        Policy::Reject
+    });
+    signal::install();
+    smol::block_on(async {
+        match policy {
+            Policy::Yes => run(AutoAllow, &args, cwd, command).await,
+            Policy::Ask => run(Interactive, &args, cwd, command).await,
+            Policy::Reject => run(AutoReject, &args, cwd, command).await,
+        }
+    })
+}
+
+fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
+    let here = std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?;
+    let cwd = match cwd {
+        Some(dir) => here.join(dir),
+        None => here,
+    };
+    std::fs::canonicalize(&cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))
+}
+
+/// What the Ctrl-C watcher needs: the running turn's session, the agent and its process.
+struct Control {
+    agent: AgentHandle,
+    turn: Mutex<Option<Session>>,
+    process: Mutex<Option<AgentProcess>>,
+}
+
+impl Control {
+    /// Shuts the agent down (once) and prints how it ended.
+    async fn shutdown(&self, quiet: bool) {
+        self.agent.close();
+        let process = self.process.lock().unwrap().take();
+        if let Some(process) = process {
+            let exit = process.shutdown().await;
+            if !quiet {
+                eprintln!("agent exited: {exit}");
+            }
+        }
+    }
+}
+
+/// Watches for Ctrl-C: the first, while a turn runs, cancels it; the next (or one while no
+/// turn runs) shuts the agent down and exits with 130.
+async fn watch_interrupts(control: Arc<Control>) {
+    let mut seen = 0;
+    loop {
+        let count = signal::wait_for_interrupt(seen).await;
+        let first = seen == 0;
+        seen = count;
+        let turn = control.turn.lock().unwrap().clone();
+        match turn {
+            Some(session) if first => {
+                eprintln!("\nacp: cancelling the turn (Ctrl-C again to quit)");
+                smol::spawn(async move {
+                    let _ = session.cancel().await;
+                })
+                .detach();
+            }
+            _ => {
+                eprintln!("\nacp: interrupted, shutting the agent down");
+                control.shutdown(false).await;
+                std::process::exit(exit::CANCELLED);
+            }
+        }
+    }
+}
+
+async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentCommand) -> i32 {
+    let json = args.json;
+    let mut connection = acp_jsonrpc::ConnectionOptions::default();
+    if let Some(path) = &args.trace {
+        match trace::Trace::create(path) {
+            Ok(trace) => connection = connection.with_observer(trace),
+            Err(error) => {
+                eprintln!("acp: --trace {}: {error}", path.display());
+                return exit::OTHER;
+            }
+        }
+    }
+    let options = ClientOptions::default()
+        .with_info("acp", env!("CARGO_PKG_VERSION"))
+        .with_file_system(FsHost::new())
+        .with_terminals(TerminalHost::new())
+        .with_connection_options(connection);
+    let (agent, driver, process) = match client::spawn(policy, command, options) {
+        Ok(spawned) => spawned,
+        Err(error) => {
+            eprintln!("acp: starting the agent: {error}");
+            return exit::AGENT_GONE;
+        }
+    };
+    let driver = smol::spawn(driver);
+    let control = Arc::new(Control {
+        agent: agent.clone(),
+        turn: Mutex::new(None),
+        process: Mutex::new(Some(process)),
+    });
+    let watcher = smol::spawn(watch_interrupts(control.clone()));
+
+    let mut out = Renderer::new(json, !json && signal::is_terminal(1));
+    let result = session_and_turns(&agent, args, &cwd, &control, &mut out).await;
+    let mut report_exit = false;
+    let code = match result {
+        Ok(code) => code,
+        Err(failure) => {
+            report_exit = failure.report_exit;
+            eprintln!("acp: {}", failure.message);
+            if failure.code == exit::AUTH_REQUIRED {
+                print_auth_methods(&agent);
+            }
+            failure.code
+        }
+    };
+    drop(watcher);
+    agent.close();
+    // What is still queued gets a grace period to be written: an agent that stopped reading
+    // must not keep acp from exiting. Then the staged shutdown.
+    let grace = async {
+        smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE).await;
+        Ok(())
+    };
+    let _ = futures_lite::future::or(driver, grace).await;
+    let crashed = code == exit::AGENT_GONE;
+    if report_exit {
+        // The status and stderr tail, also when the failure was only a closed connection.
+        let process = control.process.lock().unwrap().take();
+        if let Some(process) = process {
+            let exited = process.exited();
+            let timeout = async {
+                smol::Timer::after(Duration::from_secs(2)).await;
+                None
+            };
+            match futures_lite::future::or(async { Some(exited.await) }, timeout).await {
+                Some(exit) => {
+                    eprintln!("agent exited: {exit}");
+                    if !exit.stderr_tail.is_empty() {
+                        eprintln!(
+                            "agent stderr (last lines):\n{}",
+                            exit.stderr_tail.trim_end()
+                        );
+                    }
+                }
+                None => {
+                    control.process.lock().unwrap().replace(process);
+                }
+            }
+        }
+    }
+    control.shutdown(json || crashed).await;
+    code
+}
+
+async fn session_and_turns(
+    agent: &AgentHandle,
+    args: &Args,
+    cwd: &std::path::Path,
+    control: &Control,
+    out: &mut Renderer,
+) -> Result<i32, Failure> {
+    let init = agent
+        .initialize()
+        .await
+        .map_err(|e| Failure::call("initialize", e))?;
+    let name = init
+        .agent_info
+        .as_ref()
+        .map_or("agent".to_owned(), |i| format!("{} {}", i.name, i.version));
+    note(
+        args.json,
+        &format!("connected to {name} (protocol {})", init.protocol_version),
+    );
+
+    if let Some(method) = &args.auth {
+        agent
+            .authenticate(method.as_str())
+            .await
+            .map_err(|e| Failure::call(&format!("authenticate with `{method}`"), e))?;
+        note(args.json, &format!("authenticated with {method}"));
+    }
+
+    let cwd_text = cwd.to_string_lossy().into_owned();
+    let session = match &args.load {
+        Some(id) => {
+            let request = LoadSessionRequest::new(Vec::<McpServer>::new(), cwd_text, id.as_str());
+            let (session, _) = agent
+                .load_session(request)
+                .await
+                .map_err(|e| Failure::call(&format!("session/load {id}"), e))?;
+            note(
+                args.json,
+                &format!("session {} loaded in {}", session.id(), cwd.display()),
+            );
+            // The replayed history.
+            while let Some(item) = session.try_next_update() {
+                out.item(&item);
+            }
+            session
+        }
+        None => {
+            let session = agent
+                .new_session(cwd)
+                .await
+                .map_err(|e| Failure::call("session/new", e))?;
+            note(
+                args.json,
+                &format!("session {} in {}", session.id(), cwd.display()),
+            );
+            session
+        }
+    };
+
+    if let Some(mode) = &args.mode {
+        session
+            .set_mode(mode.as_str())
+            .await
+            .map_err(|e| Failure::call(&format!("--mode {mode}"), e))?;
+        note(args.json, &format!("mode: {mode}"));
+    }
+    for (id, value) in &args.config {
+        let boolean = session.config_options().is_some_and(|options| {
+            options.iter().any(|o| {
+                o.id.as_str() == id && matches!(o.kind, SessionConfigOptionKind::Boolean(_))
+            })
+        });
+        let kind = if boolean {
+            let value = match value.as_str() {
+                "true" | "on" | "yes" | "1" => true,
+                "false" | "off" | "no" | "0" => false,
+                other => {
+                    return Err(Failure::new(
+                        exit::USAGE,
+                        format!("--config {id}: `{other}` is not a boolean (true or false)"),
+                    ));
+                }
+            };
+            SetSessionConfigOptionRequestKind::Boolean(
+                SetSessionConfigOptionRequestKindBoolean::new(value),
+            )
+        } else {
+            SetSessionConfigOptionRequestKind::ValueId(
+                SetSessionConfigOptionRequestKindValueId::new(value.as_str()),
+            )
+        };
+        session
+            .set_config_option(id.as_str(), kind)
+            .await
+            .map_err(|e| Failure::call(&format!("--config {id}={value}"), e))?;
+        note(args.json, &format!("config: {id}={value}"));
+    }
+
+    let mut given = args.prompts.iter();
+    loop {
+        let prompt = if args.prompts.is_empty() {
+            match read_prompt().await {
+                Some(line) if line.trim().is_empty() => continue,
+                Some(line) => line,
+                None => break,
+            }
+        } else {
+            match given.next() {
+                Some(prompt) => prompt.clone(),
+                None => break,
+            }
+        };
+        out.prompt(&prompt);
+        *control.turn.lock().unwrap() = Some(session.clone());
+        let result = turn(&session, prompt, out).await;
+        control.turn.lock().unwrap().take();
+        let reason = result?;
+        if reason == StopReason::Cancelled {
+            return Ok(exit::CANCELLED);
+        }
+    }
+    Ok(exit::OK)
+}
+
+async fn turn(
+    session: &Session,
+    prompt: String,
+    out: &mut Renderer,
+) -> Result<StopReason, Failure> {
+    let mut turn = session
+        .prompt(vec![prompt.into()])
+        .await
+        .map_err(|e| Failure::call("session/prompt", e))?;
+    while let Some(item) = turn.next().await {
+        out.item(&item);
+    }
+    let response = turn
+        .end()
+        .await
+        .map_err(|e| Failure::call("session/prompt", e))?;
+    out.stop(&response.stop_reason);
+    Ok(response.stop_reason)
+}
+
+/// One line of stdin, without its line ending; `None` at end of input.
+async fn read_prompt() -> Option<String> {
+    smol::unblock(|| {
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+        }
+    })
+    .await
+}
+
+/// A note about the connection, on stderr (dimmed on a terminal); none with `--json`.
+fn note(json: bool, text: &str) {
+    if json {
+        return;
+    }
+    if signal::is_terminal(2) {
+        eprintln!("\x1b[2m{text}\x1b[0m");
+    } else {
+        eprintln!("{text}");
+    }
+}
+
+/// The agent's advertised auth methods, on stderr.
+fn print_auth_methods(agent: &AgentHandle) {
+    let methods = agent
+        .agent_info()
+        .map(|i| i.auth_methods)
+        .unwrap_or_default();
+    if methods.is_empty() {
+        eprintln!("The agent requires authentication but advertised no auth methods.");
+        return;
+    }
+    eprintln!("The agent requires authentication. Its methods (use --auth ID):");
+    for method in methods {
+        let line = match &method {
+            AuthMethod::Agent(m) => match &m.description {
+                Some(description) => format!("  {}  {} ({description})", m.id, m.name),
+                None => format!("  {}  {}", m.id, m.name),
+            },
+            AuthMethod::Terminal(m) => {
+                format!(
+                    "  {}  {} (terminal method: run the agent's login command instead)",
+                    m.id, m.name
+                )
+            }
+            AuthMethod::Unknown(raw) => {
+                let field = |k: &str| {
+                    raw.get(k)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("?")
+                        .to_owned()
+                };
+                format!(
+                    "  {}  {} (type {})",
+                    field("id"),
+                    field("name"),
+                    field("type")
+                )
+            }
+        };
+        eprintln!("{line}");
+    }
+}
