@@ -42,6 +42,8 @@ pub(crate) struct TurnResult {
     pub after: Events,
     /// The line sent at the trigger, if the trigger came.
     pub acted: Option<String>,
+    /// How many events of `before` had been kept when the checker acted.
+    pub acted_at: usize,
     /// Evidence of the trigger: what the agent sent, the action, our answers after it.
     pub trail: Vec<String>,
     /// Whether the agent waited, after the action was sent, for an answer of ours before it
@@ -78,6 +80,28 @@ impl TurnResult {
                 })
                 .filter_map(Event::raw),
         )
+    }
+
+    /// Answers to the action (a notification): responses after it with an id the checker
+    /// never sent, and response-shaped lines without an id, with whether each came before
+    /// the turn's response.
+    pub fn answers_to_action(&self) -> Vec<(bool, &Event)> {
+        if self.acted.is_none() {
+            return Vec::new();
+        }
+        let is_answer = |e: &&Event| {
+            matches!(
+                e,
+                Event::Response { ours: false, .. } | Event::Idless { .. }
+            )
+        };
+        self.before
+            .iter()
+            .skip(self.acted_at)
+            .filter(is_answer)
+            .map(|e| (true, e))
+            .chain(self.after.iter().filter(is_answer).map(|e| (false, e)))
+            .collect()
     }
 
     /// The agent's requests during the turn and after it: (method, raw line).
@@ -165,6 +189,7 @@ pub(crate) fn run_turn(
         before: Events::default(),
         after: Events::default(),
         acted: None,
+        acted_at: 0,
         trail: Vec::new(),
         witnessed: false,
         eof: false,
@@ -201,6 +226,7 @@ pub(crate) fn run_turn(
                         Trigger::Permission => method == "session/request_permission",
                     };
                 if fire {
+                    result.acted_at = result.before.len();
                     let line = act(conn);
                     result.trail.push(received(raw));
                     result.trail.push(sent(&line));
@@ -230,6 +256,7 @@ pub(crate) fn run_turn(
                     && result.acted.is_none()
                     && event.session_update().is_some() =>
             {
+                result.acted_at = result.before.len();
                 let line = act(conn);
                 result.trail.push(received(raw));
                 result.trail.push(sent(&line));

@@ -73,6 +73,7 @@ bugs! {
     late_update: "late-update" fails ["prompt.updates_before_response"];
     cancel_error: "cancel-error" fails ["prompt.cancel", "prompt.cancel.permission"];
     cancel_ignored: "cancel-ignored" fails ["prompt.cancel", "prompt.cancel.permission"];
+    cancel_refused: "cancel-refused" fails ["prompt.cancel"] given ["prompt.stop_reason", "rpc.notifications_unanswered"];
     ignore_caps: "ignore-caps" fails ["caps.client_methods"];
     reject_resource_link: "reject-resource-link" fails ["caps.prompt.baseline"];
     reject_images: "reject-images" fails ["caps.prompt.image"];
@@ -81,8 +82,10 @@ bugs! {
     wrong_unknown_code: "wrong-unknown-code" fails ["rpc.method_not_found"];
     ext_method_result: "ext-method-result" fails ["rpc.ext_method_not_found"] given ["rpc.method_not_found"];
     notification_reply: "notification-reply" fails ["rpc.notifications_unanswered", "rpc.cancel_request", "rpc.response_ids"];
+    notification_reply_idless: "notification-reply-idless" fails ["rpc.notifications_unanswered", "rpc.cancel_request", "transport.stdout_clean"] given ["rpc.response_ids"];
     crash_on_ext_notification: "crash-on-ext-notification" fails ["rpc.ext_notification_ignored"];
     no_parse_error: "no-parse-error" fails ["rpc.parse_error"] given ["rpc.invalid_request"];
+    parse_error_idless: "parse-error-idless" fails ["rpc.parse_error"] given ["rpc.invalid_request"];
     crash_on_malformed: "crash-on-malformed" fails ["rpc.parse_error"];
     invalid_request_silent: "invalid-request-silent" fails ["rpc.invalid_request"] given ["rpc.parse_error"];
     invalid_params_accepted: "invalid-params-accepted" fails ["rpc.invalid_params"];

@@ -4,6 +4,7 @@ use super::Ctx;
 use crate::client::Caps;
 use crate::report::Verdict;
 use crate::turn::{Action, Trigger, TurnResult, is_stop_reason, text_prompt};
+use crate::wire::{Event, received};
 
 pub(super) fn stop_reason(ctx: &mut Ctx<'_>) -> Verdict {
     let basic = match ctx.basic() {
@@ -91,6 +92,54 @@ fn cancelled_turn(
 
 /// Judges a turn after `session/cancel` was sent.
 fn judge_cancelled(ctx: &mut Ctx<'_>, turn: &TurnResult, session: &str) -> Verdict {
+    if let Some(Err(e)) = &turn.response
+        && e.code == Some(-32000)
+    {
+        return ctx.auth_required();
+    }
+    let answers = turn.answers_to_action();
+    if !answers.is_empty() {
+        // `session/cancel` is a notification: an answer to it is a refusal at best, and an
+        // answer before the prompt's response proves the agent read the cancellation.
+        let read_first = answers.iter().any(|(before, _)| *before);
+        let how = match (turn.stop_reason(), &turn.response) {
+            (Some("cancelled"), _) => "; the turn itself did end with `cancelled`".to_owned(),
+            (_, None) => format!("; the turn never ended ({})", turn.outcome()),
+            _ if read_first => format!(
+                ", and the turn ended with {} instead of `cancelled` although the agent had read the cancellation (it answered it before answering the prompt)",
+                turn.outcome()
+            ),
+            _ => format!(
+                ", and the turn ended with {} instead of `cancelled`",
+                turn.outcome()
+            ),
+        };
+        // The answers in their place: before the prompt's response, or after it.
+        let mut evidence = turn.evidence();
+        let at = turn
+            .response_raw
+            .as_deref()
+            .and_then(|raw| evidence.iter().position(|l| *l == received(raw)))
+            .unwrap_or(evidence.len());
+        let lines = |before: bool| {
+            answers
+                .iter()
+                .filter(move |(b, _)| *b == before)
+                .filter_map(|(_, e)| match e {
+                    Event::Idless { raw, .. } => Some(super::rpc::idless_evidence(raw)),
+                    other => other.raw().map(received),
+                })
+        };
+        let after: Vec<String> = lines(false).collect();
+        evidence.splice(at..at, lines(true));
+        evidence.extend(after);
+        return Verdict::fail(
+            format!(
+                "the agent answered the `session/cancel` notification, which gets no response{how}"
+            ),
+            evidence,
+        );
+    }
     match &turn.response {
         None => Verdict::fail(
             format!(

@@ -50,18 +50,27 @@ pub(super) fn ext_method_not_found(ctx: &mut Ctx<'_>) -> Verdict {
     )
 }
 
-/// Responses among `events` whose ids the checker never sent: they can only answer one of
-/// its notifications (or one of its responses).
-fn foreign_responses(events: &[Event]) -> Vec<String> {
+/// Responses among `events` whose ids the checker never sent, and response-shaped lines
+/// without an id: they can only answer one of its notifications (or one of its responses).
+pub(super) fn foreign_responses(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
             Event::Response {
                 raw, ours: false, ..
             } => Some(received(raw)),
+            Event::Idless { raw, .. } => Some(idless_evidence(raw)),
             _ => None,
         })
         .collect()
+}
+
+/// Evidence of a response-shaped line without `id`.
+pub(super) fn idless_evidence(raw: &str) -> String {
+    format!(
+        "{} (a response without `id`: not a valid JSON-RPC message)",
+        received(raw)
+    )
 }
 
 /// What sending notifications showed, shared by two checks.
@@ -179,17 +188,27 @@ fn invalid_line(
     let barrier = conn.call(BARRIER, json!({}), ctx.opts.timeout);
     let mut events = barrier.events.clone();
     events.extend(conn.listen(conn.grace));
-    let replies: Vec<(&Value, &Result<Value, crate::client::RpcError>, &str)> = events
+    // (whether the answer has no `id` at all, the answer, the line)
+    let replies: Vec<(bool, &Result<Value, crate::client::RpcError>, &str)> = events
         .iter()
         .filter_map(|e| match e {
             Event::Response {
                 id, result, raw, ..
-            } if id.is_null() || reply_id.as_ref() == Some(id) => Some((id, result, raw.as_str())),
+            } if id.is_null() || reply_id.as_ref() == Some(id) => {
+                Some((false, result, raw.as_str()))
+            }
+            Event::Idless { result, raw } => Some((true, result, raw.as_str())),
             _ => None,
         })
         .collect();
     let mut evidence = vec![sent(line)];
-    evidence.extend(replies.iter().map(|(_, _, raw)| received(raw)));
+    evidence.extend(replies.iter().map(|(idless, _, raw)| {
+        if *idless {
+            idless_evidence(raw)
+        } else {
+            received(raw)
+        }
+    }));
     if barrier.response.is_none() {
         evidence.extend(conn.exit_evidence());
         return Verdict::fail(
@@ -205,8 +224,20 @@ fn invalid_line(
             format!("the invalid line got no error answer (want {want_code})"),
             evidence,
         ),
-        Some((_, Err(e), _)) if e.code == Some(want_code) => Verdict::Pass,
-        Some((_, Err(e), _)) => Verdict::fail(
+        Some((false, Err(e), _)) if e.code == Some(want_code) => Verdict::Pass,
+        Some((true, Err(e), _)) if e.code == Some(want_code) => Verdict::fail(
+            format!(
+                "the invalid line was answered with {e}, but in an error object without `id`: JSON-RPC 2.0 requires the member, `null` when the request's id cannot be read"
+            ),
+            evidence,
+        ),
+        Some((true, Err(e), _)) => Verdict::fail(
+            format!(
+                "the invalid line was answered with {e}, not {want_code}, in an error object without `id` (JSON-RPC 2.0 requires the member, `null` when the request's id cannot be read)"
+            ),
+            evidence,
+        ),
+        Some((false, Err(e), _)) => Verdict::fail(
             format!("the invalid line was answered with {e}, not {want_code}"),
             evidence,
         ),
@@ -350,6 +381,7 @@ pub(super) fn cancel_request(ctx: &mut Ctx<'_>) -> Verdict {
                 ours: false,
                 ..
             } if id.is_null() => Some(received(raw)),
+            Event::Idless { raw, .. } => Some(idless_evidence(raw)),
             _ => None,
         })
         .collect();

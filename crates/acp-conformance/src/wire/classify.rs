@@ -24,7 +24,10 @@ impl Conn {
                     .garbage
                     .push(|| format!("{} ({error})", received(&raw)), size);
                 self.note_garbage(size as u64);
-                return Event::Garbage { raw };
+                return match idless_response(bytes) {
+                    Some(result) => Event::Idless { result, raw },
+                    None => Event::Garbage { raw },
+                };
             }
         };
         // Valid JSON-RPC, hence valid JSON.
@@ -158,4 +161,21 @@ fn request_problem(method: &str, params: &Value) -> Option<String> {
         return Some(format!("`{field}` is not an absolute path"));
     }
     None
+}
+
+/// For an object shaped like a response (a `result` or an `error`, no `method`) but without
+/// `id`: what it answers with. Not a JSON-RPC message, yet plainly an answer to something
+/// whose id the agent did not know or did not care to give: a notification, a line it could
+/// not parse.
+fn idless_response(bytes: &[u8]) -> Option<Result<Value, RpcError>> {
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    let object = value.as_object()?;
+    if object.contains_key("id") || object.contains_key("method") {
+        return None;
+    }
+    match (object.get("error"), object.get("result")) {
+        (Some(error), _) => Some(Err(RpcError::from_value(error.clone()))),
+        (None, Some(result)) => Some(Ok(result.clone())),
+        (None, None) => None,
+    }
 }

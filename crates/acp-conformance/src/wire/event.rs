@@ -33,6 +33,13 @@ pub(crate) enum Event {
     },
     /// A line that is not a JSON-RPC message.
     Garbage { raw: String },
+    /// A line shaped like a response but without `id`: not a JSON-RPC message (it counts as
+    /// such for `transport.stdout_clean`), yet an answer to something, most likely to a
+    /// notification or to a line the agent could not parse.
+    Idless {
+        result: Result<Value, RpcError>,
+        raw: String,
+    },
     /// The agent closed its stdout (it exited, most likely), or the checker ended the
     /// connection (a time limit, a flood).
     Eof,
@@ -47,7 +54,8 @@ impl Event {
             Event::Notification { raw, .. }
             | Event::Request { raw, .. }
             | Event::Response { raw, .. }
-            | Event::Garbage { raw, .. } => Some(raw),
+            | Event::Garbage { raw, .. }
+            | Event::Idless { raw, .. } => Some(raw),
             Event::Eof | Event::Timeout => None,
         }
     }
@@ -58,7 +66,7 @@ impl Event {
             Event::Notification { method, params, .. } | Event::Request { method, params, .. } => {
                 method.len() + value_footprint(params)
             }
-            Event::Response { result, .. } => match result {
+            Event::Response { result, .. } | Event::Idless { result, .. } => match result {
                 Ok(value) => value_footprint(value),
                 Err(error) => error.message.len() + value_footprint(&error.raw),
             },

@@ -19,6 +19,8 @@ mod hostile;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -82,6 +84,10 @@ const BUGS: &[(&str, &str)] = &[
     ("cancel-error", "answers a cancelled turn with an error"),
     ("cancel-ignored", "ends a cancelled turn with `end_turn`"),
     (
+        "cancel-refused",
+        "pauses its turns after the first chunk; refuses `session/cancel` meanwhile with an error object without `id`, and ends the turn with `end_turn`",
+    ),
+    (
         "ignore-caps",
         "reads files through the client even when it did not advertise `fs`",
     ),
@@ -114,12 +120,20 @@ const BUGS: &[(&str, &str)] = &[
         "answers every notification with an error",
     ),
     (
+        "notification-reply-idless",
+        "answers every notification with an error object without `id`",
+    ),
+    (
         "crash-on-ext-notification",
         "exits on an unknown `_` notification",
     ),
     (
         "no-parse-error",
         "ignores lines that are not JSON instead of answering -32700",
+    ),
+    (
+        "parse-error-idless",
+        "answers lines that are not JSON with -32700 in an error object without `id`",
     ),
     ("crash-on-malformed", "exits on a line that is not JSON"),
     ("invalid-request-silent", "does not answer invalid requests"),
@@ -168,6 +182,8 @@ struct Agent {
     next_request: u64,
     pending: HashMap<String, Pending>,
     turn: Option<Turn>,
+    /// `cancel-refused`: when the paused turn goes on.
+    resume_at: Option<Instant>,
 }
 
 fn send(message: &Value) {
@@ -182,6 +198,11 @@ fn reply(id: &Value, result: Value) {
 
 fn error(id: &Value, code: i64, message: &str) {
     send(&json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }));
+}
+
+/// An error object without `id`: not a valid JSON-RPC message.
+fn idless_error(code: i64, message: &str) {
+    send(&json!({ "jsonrpc": "2.0", "error": { "code": code, "message": message } }));
 }
 
 fn update(session: &str, update: Value) {
@@ -213,6 +234,7 @@ impl Agent {
             Ok(v) => v,
             Err(_) if self.bug("crash-on-malformed") => std::process::exit(3),
             Err(_) if self.bug("no-parse-error") => return,
+            Err(_) if self.bug("parse-error-idless") => return idless_error(-32700, "Parse error"),
             Err(_) => return error(&Value::Null, -32700, "Parse error"),
         };
         let Some(object) = message.as_object() else {
@@ -225,6 +247,9 @@ impl Agent {
             (Some(Value::String(method)), None) => {
                 if self.bug("notification-reply") {
                     error(&Value::Null, -32601, "Method not found");
+                }
+                if self.bug("notification-reply-idless") {
+                    idless_error(-32601, "Method not found");
                 }
                 self.handle_notification(method, &params);
             }
@@ -441,7 +466,6 @@ impl Agent {
                 .history
                 .push(json!({ "sessionUpdate": "user_message_chunk", "content": block }));
         }
-        let cwd = stored.cwd.clone();
         self.turn = Some(Turn {
             prompt_id: id.clone(),
             session: session.clone(),
@@ -458,6 +482,24 @@ impl Agent {
                 chunk("agent_message_chunk", "Hello from the broken agent."),
             );
         }
+        if self.bug("cancel-refused") {
+            self.resume_at = Some(Instant::now() + Duration::from_millis(300));
+            return;
+        }
+        self.continue_turn();
+    }
+
+    /// After the first chunk: reads `notes.txt` when the client can serve it, then asks for
+    /// permission.
+    fn continue_turn(&mut self) {
+        self.resume_at = None;
+        let Some(turn) = &self.turn else { return };
+        let session = turn.session.clone();
+        let cwd = self
+            .sessions
+            .get(&session)
+            .map_or("/", |s| s.cwd.as_str())
+            .to_owned();
         let can_read = self
             .client_caps
             .pointer("/fs/readTextFile")
@@ -582,9 +624,15 @@ impl Agent {
         match method {
             "session/cancel" => {
                 let session = params.get("sessionId").and_then(Value::as_str);
+                let refuse = self.bug("cancel-refused") && self.resume_at.is_some();
                 if let Some(turn) = self.turn.as_mut()
                     && Some(turn.session.as_str()) == session
                 {
+                    if refuse {
+                        self.resume_at = None;
+                        idless_error(-32603, "this turn cannot be cancelled");
+                        return self.finish_turn(false);
+                    }
                     turn.cancelled = true;
                 }
             }
@@ -653,11 +701,30 @@ fn main() {
         next_request: 0,
         pending: HashMap::new(),
         turn: None,
+        resume_at: None,
     };
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        if !line.trim().is_empty() {
-            agent.handle_line(&line);
+    // Lines come from a thread of their own, so that a paused turn can go on at its time.
+    let (lines, incoming) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let next = match agent.resume_at {
+            Some(at) => incoming.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => incoming
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match next {
+            Ok(line) if line.trim().is_empty() => {}
+            Ok(line) => agent.handle_line(&line),
+            Err(mpsc::RecvTimeoutError::Timeout) => agent.continue_turn(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
     if agent.bug("no-exit") {
