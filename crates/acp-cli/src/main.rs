@@ -13,6 +13,7 @@ mod trace;
 mod demo_agent;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -145,6 +146,8 @@ struct Control {
     agent: AgentHandle,
     turn: Mutex<Option<Session>>,
     process: Mutex<Option<AgentProcess>>,
+    /// Set by the watcher when it shuts the agent down to quit: it then owns the exit.
+    quitting: AtomicBool,
 }
 
 impl Control {
@@ -167,7 +170,8 @@ async fn watch_interrupts(control: Arc<Control>) {
     let mut seen = 0;
     loop {
         let count = signal::wait_for_interrupt(seen).await;
-        let first = seen == 0;
+        // Two presses seen at once count as the second.
+        let first = seen == 0 && count == 1;
         seen = count;
         let turn = control.turn.lock().unwrap().clone();
         match turn {
@@ -179,6 +183,7 @@ async fn watch_interrupts(control: Arc<Control>) {
                 .detach();
             }
             _ => {
+                control.quitting.store(true, Ordering::SeqCst);
                 eprintln!("\nacp: interrupted, shutting the agent down");
                 control.shutdown(false).await;
                 std::process::exit(exit::CANCELLED);
@@ -216,11 +221,16 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentComm
         agent: agent.clone(),
         turn: Mutex::new(None),
         process: Mutex::new(Some(process)),
+        quitting: AtomicBool::new(false),
     });
     let watcher = smol::spawn(watch_interrupts(control.clone()));
 
     let mut out = Renderer::new(json, !json && signal::is_terminal(1));
     let result = session_and_turns(&agent, args, &cwd, &control, &mut out).await;
+    if control.quitting.load(Ordering::SeqCst) {
+        // The run failed because the watcher is shutting the agent down; it exits with 130.
+        futures_lite::future::pending::<()>().await;
+    }
     let mut report_exit = false;
     let code = match result {
         Ok(code) => code,

@@ -1,0 +1,454 @@
+//! End-to-end tests of the `acp` binary: against the bundled demo agent, and against small
+//! agents scripted in `sh` that print JSON-RPC lines.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ACP: &str = env!("CARGO_BIN_EXE_acp");
+
+/// A fresh scratch directory holding the demo's `notes.txt`.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("acp-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("notes.txt"),
+        "buy milk\nship the release\ncall Ada\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn acp(args: &[&str]) -> Output {
+    Command::new(ACP)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run acp")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn cwd_arg(dir: &Path) -> String {
+    dir.to_str().unwrap().to_owned()
+}
+
+/// An agent in `sh`: answers `initialize` (advertising one auth method), then runs `on` for
+/// the other methods: shell `case` arms over the incoming line, with `$id` the request id.
+/// `reply RESULT` answers the current request.
+fn sh_agent(on: &str) -> String {
+    format!(
+        r#"
+reply() {{ printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" "$1"; }}
+fail() {{ printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":%s,"message":"%s"}}}}\n' "$id" "$1" "$2"; }}
+update() {{ printf '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":%s}}}}\n' "$1"; }}
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{{"jsonrpc":"2.0","id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      reply '{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[{{"id":"token-login","name":"Token login","description":"paste a token"}}]}}' ;;
+    {on}
+  esac
+done
+"#
+    )
+}
+
+fn run_sh_agent(extra: &[&str], on: &str) -> Output {
+    let dir = scratch("sh");
+    let script = sh_agent(on);
+    let mut args = vec!["--yes", "--prompt", "hi", "--cwd"];
+    let cwd = cwd_arg(&dir);
+    args.push(&cwd);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sh", "-c", &script]);
+    acp(&args)
+}
+
+#[test]
+fn demo_agent_turn_streams_text_tool_calls_and_a_diff() {
+    let dir = scratch("demo");
+    let out = acp(&[
+        "--yes",
+        "--prompt",
+        "Summarize my notes",
+        "--cwd",
+        &cwd_arg(&dir),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Done. notes.txt has 3 lines, and I wrote summary.txt."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tool call write_summary (edit): Write summary.txt"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[terminal "), "{stdout}");
+    assert!(stdout.contains("[x] Read notes.txt"), "{stdout}");
+    assert!(stdout.contains("--- /dev/null"), "{stdout}");
+    assert!(
+        stdout.contains("+3 lines of notes; the user asked \"Summarize my notes\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[turn ended: end_turn]"), "{stdout}");
+    assert!(dir.join("summary.txt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_output_is_one_json_value_per_line() {
+    let dir = scratch("json");
+    let trace = dir.join("wire.jsonl");
+    let out = acp(&[
+        "--yes",
+        "--json",
+        "-p",
+        "one",
+        "-p",
+        "two",
+        "--cwd",
+        &cwd_arg(&dir),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let ends: Vec<_> = lines.iter().filter_map(|v| v.get("stopReason")).collect();
+    assert_eq!(ends, ["end_turn", "end_turn"], "{stdout}");
+    assert!(
+        lines
+            .iter()
+            .any(|v| v["sessionUpdate"] == "tool_call" && v["toolCallId"] == "write_summary"),
+        "{stdout}"
+    );
+    // The trace: every line is a message with its direction.
+    let wire = std::fs::read_to_string(&trace).unwrap();
+    let records: Vec<serde_json::Value> = wire
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records[0]["dir"], "client->agent");
+    assert_eq!(records[0]["msg"]["method"], "initialize");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["dir"] == "agent->client"
+                && r["msg"]["method"] == "session/request_permission")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reject_takes_the_rejection_path() {
+    let dir = scratch("reject");
+    let out = acp(&[
+        "--reject",
+        "--prompt",
+        "Summarize my notes",
+        "--cwd",
+        &cwd_arg(&dir),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("write_summary -> status: failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("and I did not write summary.txt."),
+        "{stdout}"
+    );
+    assert!(!dir.join("summary.txt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn prompts_from_stdin_one_turn_per_line() {
+    let dir = scratch("stdin");
+    let mut child = Command::new(ACP)
+        .args(["--json", "--reject", "--cwd", &cwd_arg(&dir)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"first\n\nsecond\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(stdout.matches("\"stopReason\"").count(), 2, "{stdout}");
+    assert!(
+        stdout.contains(r#"The user asked: \"second\"."#),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn auth_required_lists_the_methods_and_exits_3() {
+    let out = run_sh_agent(
+        &[],
+        r#"*'"method":"session/new"'*) fail -32000 "Authentication required" ;;"#,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("token-login  Token login (paste a token)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--auth"), "{stderr}");
+}
+
+#[test]
+fn auth_flag_authenticates_before_the_session() {
+    let out = run_sh_agent(
+        &["--auth", "token-login"],
+        r#"*'"method":"authenticate"'*) reply '{}'; authed=1 ;;
+    *'"method":"session/new"'*) if [ -n "$authed" ]; then reply '{"sessionId":"s1"}'; else fail -32000 "Authentication required"; fi ;;
+    *'"method":"session/prompt"'*) reply '{"stopReason":"end_turn"}' ;;"#,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("authenticated with token-login"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_json_rpc_error_exits_4() {
+    let out = run_sh_agent(
+        &[],
+        r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
+    *'"method":"session/prompt"'*) fail -32602 "no such model" ;;"#,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("no such model"), "{stderr}");
+}
+
+#[test]
+fn unknown_and_invalid_updates_are_shown() {
+    let on = r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
+    *'"method":"session/prompt"'*)
+      update '{"sessionUpdate":"brand_new_kind","x":1}'
+      update '{"sessionUpdate":"tool_call","toolCallId":"t1","title":7}'
+      update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"still here"}}'
+      reply '{"stopReason":"end_turn"}' ;;"#;
+    let out = run_sh_agent(&[], on);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("brand_new_kind"), "{stdout}");
+    assert!(stdout.contains("[invalid update]"), "{stdout}");
+    assert!(stdout.contains(r#""title":7"#), "{stdout}");
+    assert!(stdout.contains("still here"), "{stdout}");
+
+    let out = run_sh_agent(&["--json"], on);
+    let stdout = text(&out.stdout);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let error = lines
+        .iter()
+        .find_map(|v| v.get("error"))
+        .unwrap_or_else(|| panic!("no error line: {stdout}"));
+    assert_eq!(error["kind"], "invalid_update");
+    assert_eq!(error["update"]["title"], 7);
+}
+
+#[test]
+fn a_crashing_agent_exits_5_with_its_status_and_stderr() {
+    let out = acp(&[
+        "--yes",
+        "-p",
+        "hi",
+        "--",
+        "sh",
+        "-c",
+        "echo boom >&2; exit 3",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("exit code 3"), "{stderr}");
+    assert!(stderr.contains("boom"), "{stderr}");
+}
+
+#[test]
+fn a_missing_agent_program_exits_5() {
+    let out = acp(&["--yes", "-p", "hi", "--", "/nonexistent/acp-test-agent"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["--bogus"][..],
+        &["--prompt"],
+        &["an-agent"],
+        &["--yes", "--reject"],
+        &["--config", "x"],
+    ] {
+        let out = acp(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(text(&out.stderr).contains("acp --help"));
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let out = acp(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    for needle in ["--prompt", "--json", "--trace", "Exit status", "130"] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+    let out = acp(&["--version"]);
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("acp {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// A slow agent: the prompt streams one chunk and waits; `session/cancel` ends it
+/// `cancelled` unless `ignore_cancel`.
+fn slow_agent(ignore_cancel: bool) -> String {
+    let on_cancel = if ignore_cancel {
+        ":"
+    } else {
+        r#"printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"cancelled"}}\n' "$prompt""#
+    };
+    sh_agent(&format!(
+        r#"*'"method":"session/new"'*) reply '{{"sessionId":"s1"}}' ;;
+    *'"method":"session/prompt"'*) prompt=$id; update '{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"working"}}}}' ;;
+    *'"method":"session/cancel"'*) {on_cancel} ;;"#
+    ))
+}
+
+/// Starts acp on the slow agent and waits until the turn has started (its chunk is out).
+fn start_slow(ignore_cancel: bool) -> (Child, BufReader<std::process::ChildStdout>) {
+    let script = slow_agent(ignore_cancel);
+    let mut child = Command::new(ACP)
+        .args(["--yes", "--json", "-p", "hi", "-p", "never sent", "--"])
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("working"), "{line}");
+    (child, stdout)
+}
+
+fn interrupt(child: &Child) {
+    // SAFETY: sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+}
+
+/// Waits for the child to exit (at most 30 s) and returns its status and the rest of stdout.
+fn finish(
+    mut child: Child,
+    stdout: BufReader<std::process::ChildStdout>,
+) -> (Option<i32>, String, String) {
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    finish_with(child, stdout, stderr)
+}
+
+fn finish_with(
+    mut child: Child,
+    mut stdout: BufReader<std::process::ChildStdout>,
+    mut stderr_reader: BufReader<std::process::ChildStderr>,
+) -> (Option<i32>, String, String) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("acp did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let mut stderr = String::new();
+    stderr_reader.read_to_string(&mut stderr).unwrap();
+    (status.code(), rest, stderr)
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_exits_130() {
+    let (child, stdout) = start_slow(false);
+    interrupt(&child);
+    let (code, rest, stderr) = finish(child, stdout);
+    assert_eq!(code, Some(130), "{rest}\n{stderr}");
+    assert!(rest.contains(r#"{"stopReason":"cancelled"}"#), "{rest}");
+    assert!(stderr.contains("cancelling the turn"), "{stderr}");
+}
+
+#[test]
+fn a_second_ctrl_c_quits_when_the_agent_ignores_the_cancel() {
+    let (child, stdout) = start_slow(true);
+    interrupt(&child);
+    let mut child = child;
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("cancelling the turn") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "stderr closed");
+    }
+    interrupt(&child);
+    let (code, _, stderr) = finish_with(child, stdout, stderr);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("shutting the agent down"), "{stderr}");
+}
