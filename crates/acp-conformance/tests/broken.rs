@@ -69,6 +69,12 @@ bugs! {
     bad_config: "bad-config" fails ["session.config.consistent"];
     boolean_config: "boolean-config" fails ["session.config.boolean_gated"];
     set_config_fails: "set-config-fails" fails ["session.config.set"];
+    list_ignores_cwd: "list-ignores-cwd" fails ["session.list"];
+    resume_replays: "resume-replays" fails ["session.resume"];
+    close_fails: "close-fails" fails ["session.close"];
+    delete_keeps_listing: "delete-keeps-listing" fails ["session.delete"] given ["session.delete.unknown"];
+    delete_unknown_error: "delete-unknown-error" fails ["session.delete.unknown"] given ["session.delete"];
+    logout_fails: "logout-fails" fails ["auth.logout"];
     bad_stop_reason: "bad-stop-reason" fails ["prompt.stop_reason"];
     late_update: "late-update" fails ["prompt.updates_before_response"];
     cancel_error: "cancel-error" fails ["prompt.cancel", "prompt.cancel.permission"];

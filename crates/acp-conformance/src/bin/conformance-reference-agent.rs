@@ -3,7 +3,8 @@
 //! through the client, runs a command in a client terminal, asks permission to write a
 //! summary, writes it, and answers, using each client capability only when it is advertised.
 //! Sessions remember their history in memory, so `session/load` can replay it; they offer two
-//! modes and a model selector.
+//! modes and a model selector. It advertises `session/list`, `session/resume` (no replay),
+//! `session/close`, `session/delete` and `logout`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -71,6 +72,12 @@ impl Agent for ReferenceAgent {
         caps.prompt_capabilities.image = true;
         caps.prompt_capabilities.audio = true;
         caps.prompt_capabilities.embedded_context = true;
+        let sessions = &mut caps.session_capabilities;
+        sessions.list = Some(Default::default());
+        sessions.resume = Some(Default::default());
+        sessions.close = Some(Default::default());
+        sessions.delete = Some(Default::default());
+        caps.auth.logout = Some(Default::default());
         Ok(response)
     }
 
@@ -116,6 +123,39 @@ impl Agent for ReferenceAgent {
             config_options: Some(config_options()),
             ..LoadSessionResponse::default()
         })
+    }
+
+    async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+        _session: SessionClient,
+    ) -> Result<ResumeSessionResponse> {
+        if !self
+            .sessions
+            .lock()
+            .unwrap()
+            .contains_key(&request.session_id)
+        {
+            return Err(acp_runtime::Error::rpc(
+                acp_runtime::codes::RESOURCE_NOT_FOUND,
+                format!("no stored session `{}`", request.session_id),
+            ));
+        }
+        // No replay: the history stays where it is.
+        let mut response = ResumeSessionResponse::new();
+        response.modes = Some(modes());
+        response.config_options = Some(config_options());
+        Ok(response)
+    }
+
+    async fn delete_session(&self, request: DeleteSessionRequest) -> Result<DeleteSessionResponse> {
+        // Deleting a session that never existed succeeds too.
+        self.sessions.lock().unwrap().remove(&request.session_id);
+        Ok(DeleteSessionResponse::new())
+    }
+
+    async fn logout(&self, _request: LogoutRequest) -> Result<LogoutResponse> {
+        Ok(LogoutResponse::new())
     }
 
     async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {

@@ -1,6 +1,6 @@
 //! The list of checks: what each verifies, and the function that runs it.
 
-use super::{CheckInfo, Ctx, caps, init, prompt, rpc, session, transport};
+use super::{CheckInfo, Ctx, caps, init, lifecycle, prompt, rpc, session, transport};
 use crate::report::{Level, Verdict};
 
 pub(crate) struct Check {
@@ -143,6 +143,49 @@ pub(super) static CHECKS: &[Check] = &[
         "session-config-options.mdx › Setting a Config Option",
         "Setting a select option to another of its values succeeds, and the answer holds the complete option state with the new value.",
         session::config_set,
+    ),
+    // Session lifecycle methods, when advertised.
+    check(
+        "session.list",
+        Must,
+        "session-list.mdx › Listing Sessions",
+        "An agent advertising `sessionCapabilities.list` answers `session/list` with a `sessions` array of objects with a `sessionId` and an absolute `cwd`; filtered by `cwd`, only sessions of that directory, and an empty array when none matches.",
+        lifecycle::list_sessions,
+    ),
+    check(
+        "session.resume",
+        Must,
+        "session-setup.mdx › Resuming a Session",
+        "An agent advertising `sessionCapabilities.resume` answers `session/resume` of a session that had a turn with a result, without replaying the conversation before it.",
+        lifecycle::resume,
+    ),
+    check(
+        "session.close",
+        Must,
+        "session-setup.mdx › Closing a Session",
+        "An agent advertising `sessionCapabilities.close` closes an active session: `session/close` is answered with an (empty) result object.",
+        lifecycle::close,
+    ),
+    check(
+        "session.delete",
+        Must,
+        "session-delete.mdx › Semantics",
+        "An agent advertising `sessionCapabilities.delete` no longer lists a deleted session in `session/list`.",
+        lifecycle::delete,
+    ),
+    check(
+        "session.delete.unknown",
+        Should,
+        "session-delete.mdx › Semantics",
+        "Deleting a session that never existed succeeds silently.",
+        lifecycle::delete_unknown,
+    ),
+    check(
+        "auth.logout",
+        Should,
+        "authentication.mdx › Logging Out",
+        "An agent advertising `auth.logout` answers `logout` with an (empty) result object.",
+        lifecycle::logout,
     ),
     // Prompt turns.
     check(

@@ -8,6 +8,7 @@
 
 mod caps;
 mod init;
+mod lifecycle;
 mod list;
 mod prompt;
 mod rpc;

@@ -76,6 +76,24 @@ const BUGS: &[(&str, &str)] = &[
         "sends a boolean config option to clients that did not ask for them",
     ),
     ("set-config-fails", "refuses `session/set_config_option`"),
+    (
+        "list-ignores-cwd",
+        "lists every session whatever `cwd` `session/list` filters by",
+    ),
+    (
+        "resume-replays",
+        "replays the history before answering `session/resume`",
+    ),
+    ("close-fails", "refuses `session/close`"),
+    (
+        "delete-keeps-listing",
+        "answers `session/delete` but still lists the session",
+    ),
+    (
+        "delete-unknown-error",
+        "refuses to delete a session that never existed",
+    ),
+    ("logout-fails", "advertises `logout` but answers it -32601"),
     ("bad-stop-reason", "ends turns with stop reason `done`"),
     (
         "late-update",
@@ -158,6 +176,8 @@ const BUGS: &[(&str, &str)] = &[
 struct Session {
     cwd: String,
     history: Vec<Value>,
+    /// Deleted, but still listed (`delete-keeps-listing`).
+    deleted: bool,
 }
 
 struct Turn {
@@ -282,6 +302,12 @@ impl Agent {
             "session/prompt" => self.prompt(id, params),
             "session/set_mode" => self.set_mode(id, params),
             "session/set_config_option" => self.set_config_option(id, params),
+            "session/list" => self.list_sessions(id, params),
+            "session/resume" => self.resume_session(id, params),
+            "session/close" => self.close_session(id, params),
+            "session/delete" => self.delete_session(id, params),
+            "logout" if self.bug("logout-fails") => error(id, -32601, "Method not found: logout"),
+            "logout" => reply(id, json!({})),
             m if m.starts_with('_') && self.bug("ext-method-result") => reply(id, json!({})),
             _ if self.bug("wrong-unknown-code") => error(id, -32603, "Internal error"),
             _ => error(id, -32601, &format!("Method not found: {method}")),
@@ -312,6 +338,8 @@ impl Agent {
             "agentCapabilities": {
                 "loadSession": if self.bug("bad-caps") { json!("yes") } else { json!(true) },
                 "promptCapabilities": { "image": true, "audio": true, "embeddedContext": true },
+                "sessionCapabilities": { "list": {}, "resume": {}, "close": {}, "delete": {} },
+                "auth": { "logout": {} },
             },
             "authMethods": if self.require_auth {
                 json!([{ "id": "token", "name": "Token", "description": "A token from the environment" }])
@@ -377,6 +405,7 @@ impl Agent {
             Session {
                 cwd,
                 history: Vec::new(),
+                deleted: false,
             },
         );
         let result = json!({
@@ -397,6 +426,73 @@ impl Agent {
         if self.bug("flood-notifications") && self.next_session == 1 {
             hostile::flood_updates(session);
         }
+    }
+
+    fn list_sessions(&mut self, id: &Value, params: &Value) {
+        let filter = params.get("cwd").and_then(Value::as_str);
+        let mut ids: Vec<&String> = self.sessions.keys().collect();
+        ids.sort();
+        let sessions: Vec<Value> = ids
+            .into_iter()
+            .map(|sid| (sid, &self.sessions[sid]))
+            .filter(|(_, s)| !s.deleted || self.bug("delete-keeps-listing"))
+            .filter(|(_, s)| self.bug("list-ignores-cwd") || filter.is_none_or(|cwd| s.cwd == cwd))
+            .map(|(sid, s)| json!({ "sessionId": sid, "cwd": s.cwd }))
+            .collect();
+        reply(id, json!({ "sessions": sessions }));
+    }
+
+    fn resume_session(&mut self, id: &Value, params: &Value) {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let Some(stored) = self.sessions.get(&session).filter(|s| !s.deleted) else {
+            return error(id, -32002, "Resource not found: no such session");
+        };
+        if self.bug("resume-replays") {
+            for entry in &stored.history {
+                update(&session, entry.clone());
+            }
+        }
+        reply(id, json!({}));
+    }
+
+    fn close_session(&mut self, id: &Value, params: &Value) {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !self.sessions.contains_key(session) {
+            return error(id, -32002, "Resource not found: no such session");
+        }
+        if self.bug("close-fails") {
+            return error(id, -32603, "sessions cannot be closed");
+        }
+        if self.turn.as_ref().is_some_and(|t| t.session == session) {
+            let turn = self.turn.take().expect("checked");
+            self.pending.clear();
+            reply(&turn.prompt_id, json!({ "stopReason": "cancelled" }));
+        }
+        self.sessions.remove(session);
+        reply(id, json!({}));
+    }
+
+    fn delete_session(&mut self, id: &Value, params: &Value) {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let refuse_unknown = self.bug("delete-unknown-error");
+        match self.sessions.get_mut(session) {
+            Some(stored) => stored.deleted = true,
+            None if refuse_unknown => {
+                return error(id, -32002, "Resource not found: no such session");
+            }
+            None => {}
+        }
+        reply(id, json!({}));
     }
 
     fn load_session(&mut self, id: &Value, params: &Value) {
@@ -442,6 +538,7 @@ impl Agent {
                 Session {
                     cwd: "/".to_owned(),
                     history: Vec::new(),
+                    deleted: false,
                 },
             );
         }
