@@ -25,6 +25,9 @@ pub(crate) enum Action {
     SessionCancel,
     /// Sends `$/cancel_request` naming the prompt request.
     CancelRequest,
+    /// Sends a `session/close` request for the session. Permission requests are still
+    /// answered as usual, so that only closing can end the turn as cancelled.
+    CloseSession,
 }
 
 /// What happened during a turn.
@@ -44,6 +47,8 @@ pub(crate) struct TurnResult {
     pub acted: Option<String>,
     /// How many events of `before` had been kept when the checker acted.
     pub acted_at: usize,
+    /// The id of the request sent at the trigger, when the action is a request.
+    pub acted_id: Option<Value>,
     /// Evidence of the trigger: what the agent sent, the action, our answers after it.
     pub trail: Vec<String>,
     /// Whether the agent waited, after the action was sent, for an answer of ours before it
@@ -102,6 +107,17 @@ impl TurnResult {
             .map(|e| (true, e))
             .chain(self.after.iter().filter(is_answer).map(|e| (false, e)))
             .collect()
+    }
+
+    /// The response to the request sent at the trigger, with its line, if it came.
+    pub fn acted_response(&self) -> Option<(&Result<Value, RpcError>, &str)> {
+        let acted_id = self.acted_id.as_ref()?;
+        self.before.iter().chain(&self.after).find_map(|e| match e {
+            Event::Response {
+                id, result, raw, ..
+            } if id == acted_id => Some((result, raw.as_str())),
+            _ => None,
+        })
     }
 
     /// The agent's requests during the turn and after it: (method, raw line).
@@ -190,14 +206,20 @@ pub(crate) fn run_turn(
         after: Events::default(),
         acted: None,
         acted_at: 0,
+        acted_id: None,
         trail: Vec::new(),
         witnessed: false,
         eof: false,
         ended: None,
     };
-    let act = |conn: &mut Conn| match action {
+    let act = |conn: &mut Conn, acted_id: &mut Option<Value>| match action {
         Action::SessionCancel => conn.notify("session/cancel", json!({ "sessionId": session })),
         Action::CancelRequest => conn.notify("$/cancel_request", json!({ "requestId": id })),
+        Action::CloseSession => {
+            let (close_id, line) = conn.request("session/close", json!({ "sessionId": session }));
+            *acted_id = Some(close_id);
+            line
+        }
     };
     loop {
         let event = conn.next_event(deadline);
@@ -227,7 +249,7 @@ pub(crate) fn run_turn(
                     };
                 if fire {
                     result.acted_at = result.before.len();
-                    let line = act(conn);
+                    let line = act(conn, &mut result.acted_id);
                     result.trail.push(received(raw));
                     result.trail.push(sent(&line));
                     result.acted = Some(line);
@@ -257,7 +279,7 @@ pub(crate) fn run_turn(
                     && event.session_update().is_some() =>
             {
                 result.acted_at = result.before.len();
-                let line = act(conn);
+                let line = act(conn, &mut result.acted_id);
                 result.trail.push(received(raw));
                 result.trail.push(sent(&line));
                 result.acted = Some(line);

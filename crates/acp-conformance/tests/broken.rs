@@ -71,7 +71,8 @@ bugs! {
     set_config_fails: "set-config-fails" fails ["session.config.set"];
     list_ignores_cwd: "list-ignores-cwd" fails ["session.list"];
     resume_replays: "resume-replays" fails ["session.resume"];
-    close_fails: "close-fails" fails ["session.close"];
+    close_fails: "close-fails" fails ["session.close", "session.close.cancels"];
+    close_keeps_turn: "close-keeps-turn" fails ["session.close.cancels"] given ["session.close"];
     delete_keeps_listing: "delete-keeps-listing" fails ["session.delete"] given ["session.delete.unknown"];
     delete_unknown_error: "delete-unknown-error" fails ["session.delete.unknown"] given ["session.delete"];
     logout_fails: "logout-fails" fails ["auth.logout"];

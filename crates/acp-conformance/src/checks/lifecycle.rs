@@ -10,7 +10,7 @@ use super::{Ctx, describe};
 use crate::client::Caps;
 use crate::report::Verdict;
 use crate::turn::{Action, Trigger, text_prompt};
-use crate::wire::{Call, Conn, is_turn_content, received_lines};
+use crate::wire::{Call, Conn, Event, is_turn_content, received, received_lines};
 
 /// A directory no session is created in, for a `session/list` filter that matches nothing.
 const NO_SUCH_CWD: &str = "/nonexistent/acp-conformance/no-sessions-here";
@@ -350,5 +350,104 @@ pub(super) fn logout(ctx: &mut Ctx<'_>) -> Verdict {
         Ok(result) if result.is_object() => Verdict::Pass,
         Ok(_) => Verdict::fail("the `logout` result is not an object", call.evidence()),
         Err(v) => v,
+    }
+}
+
+pub(super) fn close_cancels(ctx: &mut Ctx<'_>) -> Verdict {
+    if let Err(v) = advertised(
+        ctx,
+        "/sessionCapabilities/close",
+        "sessionCapabilities.close",
+    ) {
+        return v;
+    }
+    let (mut conn, session) = match connect_with_session(ctx, "session.close.cancels") {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let turn = ctx.turn(
+        &mut conn,
+        &session,
+        text_prompt(&ctx.opts.prompt),
+        Trigger::FirstActivity,
+        Action::CloseSession,
+    );
+    if turn.acted.is_none() {
+        return Verdict::inconclusive(format!(
+            "the turn sent no update or request before it ended ({}), so there was no moment to close the session",
+            turn.outcome()
+        ));
+    }
+    let mut evidence = turn.evidence();
+    // Whether `session/close` was answered before the prompt: then the agent handled it
+    // before it ended the turn.
+    let close_first = turn.acted_id.as_ref().is_some_and(|acted| {
+        turn.before
+            .iter()
+            .any(|e| matches!(e, Event::Response { id, .. } if id == acted))
+    });
+    let mut close = turn
+        .acted_response()
+        .map(|(result, raw)| (result.clone(), raw.to_owned()));
+    if close.is_none() && turn.response.is_some() {
+        let acted = turn.acted_id.clone();
+        close = conn
+            .listen(ctx.opts.timeout)
+            .into_iter()
+            .find_map(|e| match e {
+                Event::Response {
+                    id, result, raw, ..
+                } if Some(&id) == acted.as_ref() => Some((result, raw)),
+                _ => None,
+            });
+    }
+    // The answer to `session/close` in its place: before the prompt's response, or after it.
+    let at = match turn.response_raw.as_deref() {
+        Some(raw) if close_first => evidence
+            .iter()
+            .position(|l| *l == received(raw))
+            .unwrap_or(evidence.len()),
+        _ => evidence.len(),
+    };
+    match &close {
+        Some((_, raw)) => evidence.insert(at, received(raw)),
+        None => evidence.push("(no response to `session/close`)".to_owned()),
+    }
+    let proof = turn.witnessed || close_first;
+    match (&turn.response, &close) {
+        (Some(Err(e)), _) if e.code == Some(-32000) => ctx.auth_required(),
+        (None, _) => Verdict::fail(
+            format!(
+                "after `session/close` the turn never ended ({})",
+                turn.outcome()
+            ),
+            evidence,
+        ),
+        (_, None) => Verdict::fail("`session/close` was never answered", evidence),
+        (_, Some((Err(e), _))) => Verdict::fail(
+            format!("`session/close` of the session with a running turn was refused with {e}"),
+            evidence,
+        ),
+        (Some(Ok(_)), _) if turn.stop_reason() == Some("cancelled") => Verdict::Pass,
+        (Some(Ok(_)), _) if proof => Verdict::fail(
+            format!(
+                "the turn of the closed session ended with {} instead of `cancelled` (the agent had handled `session/close` first)",
+                turn.outcome()
+            ),
+            evidence,
+        ),
+        (Some(Ok(_)), _) => Verdict::inconclusive(format!(
+            "the turn ended with {}, perhaps before `session/close` reached the agent; a --prompt that keeps the agent busy longer would tell",
+            turn.outcome()
+        )),
+        (Some(Err(e)), _) if proof || ctx.basic_turn_completed() => Verdict::fail(
+            format!(
+                "the turn of the closed session was answered with {e} instead of stop reason `cancelled`"
+            ),
+            evidence,
+        ),
+        (Some(Err(e)), _) => Verdict::inconclusive(format!(
+            "the turn failed with {e}, and so does an ordinary turn; no telling whether closing caused it"
+        )),
     }
 }

@@ -167,6 +167,13 @@ pub(super) static CHECKS: &[Check] = &[
         lifecycle::close,
     ),
     check(
+        "session.close.cancels",
+        Must,
+        "session-setup.mdx › Closing a Session",
+        "Closing a session whose turn is running cancels the turn as `session/cancel` would: the turn ends with stop reason `cancelled`, and `session/close` is answered with a result.",
+        lifecycle::close_cancels,
+    ),
+    check(
         "session.delete",
         Must,
         "session-delete.mdx › Semantics",

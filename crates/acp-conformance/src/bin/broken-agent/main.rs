@@ -86,6 +86,10 @@ const BUGS: &[(&str, &str)] = &[
     ),
     ("close-fails", "refuses `session/close`"),
     (
+        "close-keeps-turn",
+        "closes a session but lets its running turn go on to `end_turn`",
+    ),
+    (
         "delete-keeps-listing",
         "answers `session/delete` but still lists the session",
     ),
@@ -470,7 +474,8 @@ impl Agent {
         if self.bug("close-fails") {
             return error(id, -32603, "sessions cannot be closed");
         }
-        if self.turn.as_ref().is_some_and(|t| t.session == session) {
+        if self.turn.as_ref().is_some_and(|t| t.session == session) && !self.bug("close-keeps-turn")
+        {
             let turn = self.turn.take().expect("checked");
             self.pending.clear();
             reply(&turn.prompt_id, json!({ "stopReason": "cancelled" }));
