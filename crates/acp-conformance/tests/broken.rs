@@ -82,6 +82,7 @@ bugs! {
     cancel_ignored: "cancel-ignored" fails ["prompt.cancel", "prompt.cancel.permission"];
     cancel_refused: "cancel-refused" fails ["prompt.cancel"] given ["prompt.stop_reason", "rpc.notifications_unanswered"];
     ignore_caps: "ignore-caps" fails ["caps.client_methods"];
+    elicit_unadvertised: "elicit-unadvertised" fails ["caps.elicitation"] given ["prompt.stop_reason"];
     reject_resource_link: "reject-resource-link" fails ["caps.prompt.baseline"];
     reject_images: "reject-images" fails ["caps.prompt.image"];
     reject_audio: "reject-audio" fails ["caps.prompt.audio"];

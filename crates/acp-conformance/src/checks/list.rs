@@ -28,7 +28,7 @@ const fn check(
 
 use Level::{Must, Should};
 
-/// Every check, in the order they run. The last three judge what all the others saw.
+/// Every check, in the order they run. The last four judge what all the others saw.
 pub(super) static CHECKS: &[Check] = &[
     // Initialization.
     check(
@@ -332,6 +332,13 @@ pub(super) static CHECKS: &[Check] = &[
         transport::exit_on_eof,
     ),
     // Everything seen by every connection.
+    check(
+        "caps.elicitation",
+        Must,
+        "elicitation.mdx › Checking support",
+        "The agent sends no `elicitation/create` (or other `elicitation/*`) request to a client that did not advertise `clientCapabilities.elicitation`; the checker never does.",
+        transport::no_elicitation,
+    ),
     check(
         "rpc.response_ids",
         Must,

@@ -64,6 +64,23 @@ pub(super) fn stdout_clean(ctx: &mut Ctx<'_>) -> Verdict {
     Verdict::fail(reason, lines)
 }
 
+pub(super) fn no_elicitation(ctx: &mut Ctx<'_>) -> Verdict {
+    let (mut lines, total, _, connections) = gather(ctx, |log| &log.elicitations);
+    if total == 0 {
+        return Verdict::Pass;
+    }
+    lines.insert(
+        0,
+        "(no `initialize` of the checker advertised clientCapabilities.elicitation)".to_owned(),
+    );
+    Verdict::fail(
+        format!(
+            "the agent sent {total} elicitation request(s) to a client that did not advertise elicitation (over {connections} connections)"
+        ),
+        lines,
+    )
+}
+
 pub(super) fn agent_messages(ctx: &mut Ctx<'_>) -> Verdict {
     let (lines, total, _, connections) = gather(ctx, |log| &log.invalid);
     if total == 0 {

@@ -50,6 +50,9 @@ impl Conn {
                         .invalid
                         .push(|| format!("{} ({problem})", received(&raw)), size);
                 }
+                if request.method.starts_with("elicitation/") {
+                    self.log.elicitations.push(|| received(&raw), size);
+                }
                 Event::Request {
                     id: value["id"].clone(),
                     method: request.method,

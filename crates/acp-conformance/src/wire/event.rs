@@ -230,6 +230,8 @@ pub(crate) struct ConnLog {
     pub unsolicited: Capped,
     /// Requests and notifications from the agent that break the schema or a protocol rule.
     pub invalid: Capped,
+    /// `elicitation/*` requests from the agent: the checker never advertises elicitation.
+    pub elicitations: Capped,
 }
 
 /// Update kinds that belong to a prompt turn (or a replay), as opposed to state the agent may

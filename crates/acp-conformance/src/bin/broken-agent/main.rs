@@ -114,6 +114,10 @@ const BUGS: &[(&str, &str)] = &[
         "reads files through the client even when it did not advertise `fs`",
     ),
     (
+        "elicit-unadvertised",
+        "asks the user through `elicitation/create` though the client advertised no elicitation",
+    ),
+    (
         "reject-resource-link",
         "refuses prompts with resource links",
     ),
@@ -188,9 +192,12 @@ struct Turn {
     prompt_id: Value,
     session: String,
     cancelled: bool,
+    /// `elicit-unadvertised`: whether the turn asked the user already.
+    elicited: bool,
 }
 
 enum Pending {
+    Elicit,
     Read,
     Permission,
 }
@@ -572,6 +579,7 @@ impl Agent {
             prompt_id: id.clone(),
             session: session.clone(),
             cancelled: false,
+            elicited: false,
         });
         if self.bug("bad-update") {
             update(
@@ -595,8 +603,28 @@ impl Agent {
     /// permission.
     fn continue_turn(&mut self) {
         self.resume_at = None;
-        let Some(turn) = &self.turn else { return };
+        let elicit = self.bug("elicit-unadvertised");
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
         let session = turn.session.clone();
+        if elicit && !turn.elicited {
+            turn.elicited = true;
+            return self.request(
+                "elicitation/create",
+                json!({
+                    "sessionId": session,
+                    "mode": "form",
+                    "message": "Which file should I summarize?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": { "file": { "type": "string" } },
+                        "required": ["file"],
+                    },
+                }),
+                Pending::Elicit,
+            );
+        }
         let cwd = self
             .sessions
             .get(&session)
@@ -641,6 +669,7 @@ impl Agent {
     fn handle_response(&mut self, id: &Value, result: Option<&Value>) {
         let key = id.as_str().unwrap_or_default().to_owned();
         match self.pending.remove(&key) {
+            Some(Pending::Elicit) => self.continue_turn(),
             Some(Pending::Read) => self.ask_permission(),
             Some(Pending::Permission) => {
                 let refused = result
