@@ -14,7 +14,8 @@ Options:
   -p, --prompt TEXT    Send TEXT as one prompt turn; repeat for several turns, in order
   -C, --cwd DIR        The session's working directory (default: the current directory)
   -y, --yes            Grant every permission request (the least lasting option: once)
-      --ask            Ask on the terminal before each tool call (reads the choice from stdin)
+      --ask            Ask before each tool call: shows it (diffs included) on stderr and
+                       reads the choice from stdin
       --reject         Reject every permission request
                        (default: --ask when stdin is a terminal, else --reject)
       --auth METHOD    Authenticate with this advertised method before opening the session

@@ -126,7 +126,7 @@ fn run_main(args: Args) -> i32 {
     smol::block_on(async {
         match policy {
             Policy::Yes => run(AutoAllow, &args, cwd, command).await,
-            Policy::Ask => run(Interactive, &args, cwd, command).await,
+            Policy::Ask => run(Ask, &args, cwd, command).await,
             Policy::Reject => run(AutoReject, &args, cwd, command).await,
         }
     })
@@ -139,6 +139,47 @@ fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
         None => here,
     };
     std::fs::canonicalize(&cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))
+}
+
+/// `--ask`: shows what the tool call would do (its kind, locations and content, diffs as
+/// unified diffs) on stderr, then asks as [`Interactive`] does.
+struct Ask;
+
+impl Client for Ask {
+    async fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> acp_runtime::Result<RequestPermissionResponse> {
+        let call = &request.tool_call;
+        let mut shown = String::new();
+        if let Some(kind) = &call.kind {
+            shown.push_str(&format!("\n  kind: {kind}"));
+        }
+        for location in call.locations.iter().flatten() {
+            shown.push_str(&format!("\n  at: {}", location.path));
+        }
+        for content in call.content.iter().flatten() {
+            match content {
+                ToolCallContent::Diff(d) => {
+                    for line in diff::unified(&d.path, d.old_text.as_deref(), &d.new_text).lines() {
+                        shown.push_str(&format!("\n    {line}"));
+                    }
+                }
+                ToolCallContent::Content(c) => match c.content.as_text() {
+                    Some(text) => shown.push_str(&format!("\n    {text}")),
+                    None => shown.push_str("\n    [non-text content]"),
+                },
+                ToolCallContent::Terminal(t) => {
+                    shown.push_str(&format!("\n    [terminal {}]", t.terminal_id));
+                }
+                ToolCallContent::Unknown(raw) => shown.push_str(&format!("\n    {raw}")),
+            }
+        }
+        if !shown.is_empty() {
+            eprint!("\nThe agent wants to run {}:{shown}", call.tool_call_id);
+        }
+        Interactive.request_permission(request).await
+    }
 }
 
 /// What the Ctrl-C watcher needs: the running turn's session, the agent and its process.
@@ -225,7 +266,7 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentComm
     });
     let watcher = smol::spawn(watch_interrupts(control.clone()));
 
-    let mut out = Renderer::new(json, !json && signal::is_terminal(1));
+    let mut out = Renderer::new(json, !json && color(1));
     let result = session_and_turns(&agent, args, &cwd, &control, &mut out).await;
     if control.quitting.load(Ordering::SeqCst) {
         // The run failed because the watcher is shutting the agent down; it exits with 130.
@@ -443,11 +484,16 @@ fn note(json: bool, text: &str) {
     if json {
         return;
     }
-    if signal::is_terminal(2) {
+    if color(2) {
         eprintln!("\x1b[2m{text}\x1b[0m");
     } else {
         eprintln!("{text}");
     }
+}
+
+/// Whether to colour what goes to this descriptor: a terminal, and `NO_COLOR` unset or empty.
+fn color(fd: i32) -> bool {
+    signal::is_terminal(fd) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The agent's advertised auth methods, on stderr.

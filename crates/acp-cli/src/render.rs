@@ -221,6 +221,12 @@ impl Renderer {
                 if update.raw_output.is_some() {
                     changes.push("output".to_owned());
                 }
+                if update.content.is_some() {
+                    changes.push("content".to_owned());
+                }
+                if changes.is_empty() {
+                    changes.push("updated".to_owned());
+                }
                 let text = format!("  {} -> {}", update.tool_call_id, changes.join(", "));
                 self.line(&text);
                 if let Some(content) = &update.content {

@@ -22,11 +22,45 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn acp(args: &[&str]) -> Output {
-    Command::new(ACP)
+    let mut child = Command::new(ACP)
         .args(args)
         .stdin(Stdio::null())
-        .output()
-        .expect("run acp")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acp");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = out.read_to_end(&mut bytes);
+        bytes
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = err.read_to_end(&mut bytes);
+        bytes
+    });
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Waits for the child; kills it and fails the test when it runs longer than `limit`.
+fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("acp did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -41,8 +75,14 @@ fn cwd_arg(dir: &Path) -> String {
 /// the other methods: shell `case` arms over the incoming line, with `$id` the request id.
 /// `reply RESULT` answers the current request.
 fn sh_agent(on: &str) -> String {
+    sh_agent_with("{}", on)
+}
+
+/// Like [`sh_agent`], advertising these `agentCapabilities`.
+fn sh_agent_with(capabilities: &str, on: &str) -> String {
     format!(
         r#"
+options='[{{"id":"fast","name":"Fast","type":"boolean","currentValue":false}},{{"id":"model","name":"Model","type":"select","currentValue":"a","options":[{{"value":"a","name":"A"}},{{"value":"b","name":"B"}}]}}]'
 reply() {{ printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" "$1"; }}
 fail() {{ printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":%s,"message":"%s"}}}}\n' "$id" "$1" "$2"; }}
 update() {{ printf '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":%s}}}}\n' "$1"; }}
@@ -50,7 +90,7 @@ while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/^{{"jsonrpc":"2.0","id":\([0-9]*\).*/\1/p')
   case "$line" in
     *'"method":"initialize"'*)
-      reply '{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[{{"id":"token-login","name":"Token login","description":"paste a token"}}]}}' ;;
+      reply '{{"protocolVersion":1,"agentCapabilities":{capabilities},"authMethods":[{{"id":"token-login","name":"Token login","description":"paste a token"}}]}}' ;;
     {on}
   esac
 done
@@ -59,13 +99,16 @@ done
 }
 
 fn run_sh_agent(extra: &[&str], on: &str) -> Output {
+    run_script(extra, &sh_agent(on))
+}
+
+fn run_script(extra: &[&str], script: &str) -> Output {
     let dir = scratch("sh");
-    let script = sh_agent(on);
     let mut args = vec!["--yes", "--prompt", "hi", "--cwd"];
     let cwd = cwd_arg(&dir);
     args.push(&cwd);
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", "sh", "-c", &script]);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
     acp(&args)
 }
 
@@ -408,17 +451,7 @@ fn finish_with(
     mut stdout: BufReader<std::process::ChildStdout>,
     mut stderr_reader: BufReader<std::process::ChildStderr>,
 ) -> (Option<i32>, String, String) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     let mut stderr = String::new();
@@ -451,4 +484,110 @@ fn a_second_ctrl_c_quits_when_the_agent_ignores_the_cancel() {
     let (code, _, stderr) = finish_with(child, stdout, stderr);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("shutting the agent down"), "{stderr}");
+}
+
+#[test]
+fn ask_shows_the_diff_and_takes_the_answer_from_stdin() {
+    let dir = scratch("ask");
+    let mut child = Command::new(ACP)
+        .args(["--ask", "-p", "Summarize my notes", "--cwd", &cwd_arg(&dir)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    // Option 2 is the demo agent's "Reject".
+    child.stdin.take().unwrap().write_all(b"2\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("The agent wants to run write_summary"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("+3 lines of notes"), "{stderr}");
+    assert!(stderr.contains("2) Reject"), "{stderr}");
+    assert!(
+        stdout.contains("and I did not write summary.txt."),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const MODES_AND_OPTIONS: &str = r#"*'"method":"session/new"'*) reply '{"sessionId":"s1","modes":{"currentModeId":"ask","availableModes":[{"id":"ask","name":"Ask"},{"id":"code","name":"Code"}]},"configOptions":'"$options"'}' ;;
+    *'"method":"session/set_mode"'*) reply '{}' ;;
+    *'"method":"session/set_config_option"'*) reply '{"configOptions":'"$options"'}' ;;
+    *'"method":"session/prompt"'*) reply '{"stopReason":"max_tokens"}' ;;"#;
+
+#[test]
+fn mode_and_config_options_are_set_before_the_turn() {
+    let dir = scratch("mode");
+    let trace = dir.join("wire.jsonl");
+    let trace_arg = trace.to_str().unwrap();
+    let extra = [
+        "--mode",
+        "code",
+        "--config",
+        "fast=true",
+        "--config",
+        "model=b",
+        "--trace",
+        trace_arg,
+    ];
+    let out = run_sh_agent(&extra, MODES_AND_OPTIONS);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("[turn ended: max_tokens]"), "{stdout}");
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["dir"] == "client->agent")
+        .map(|r| r["msg"].clone())
+        .collect();
+    let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "session/new",
+            "session/set_mode",
+            "session/set_config_option",
+            "session/set_config_option",
+            "session/prompt"
+        ]
+    );
+    assert_eq!(sent[2]["params"]["modeId"], "code");
+    assert_eq!(sent[3]["params"]["type"], "boolean");
+    assert_eq!(sent[3]["params"]["value"], true);
+    assert_eq!(sent[4]["params"]["value"], "b");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unadvertised_mode_exits_1_and_a_non_boolean_value_exits_2() {
+    let out = run_sh_agent(&["--mode", "yolo"], MODES_AND_OPTIONS);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("yolo"));
+    let out = run_sh_agent(&["--config", "fast=maybe"], MODES_AND_OPTIONS);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn load_shows_the_replayed_history() {
+    let script = sh_agent_with(
+        r#"{"loadSession":true}"#,
+        r#"*'"method":"session/load"'*)
+      update '{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"earlier question"}}'
+      update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"earlier answer"}}'
+      reply '{}' ;;
+    *'"method":"session/prompt"'*) reply '{"stopReason":"end_turn"}' ;;"#,
+    );
+    let out = run_script(&["--load", "s1"], &script);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("user: earlier question"), "{stdout}");
+    assert!(stdout.contains("earlier answer"), "{stdout}");
+    assert!(stderr.contains("session s1 loaded"), "{stderr}");
 }
