@@ -7,12 +7,15 @@ acp: drive an Agent Client Protocol agent from the command line, the way an edit
 
 Usage: acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
 
-Without an agent command, acp runs its bundled demo agent (no language model needed).
+Without an agent command, acp runs its bundled demo agent (no language model needed); it
+reads notes.txt and writes summary.txt, so without --cwd it works in a scratch directory
+(holding a sample notes.txt, removed at the end) instead of the current directory.
 Without --prompt, prompts are read from stdin, one line per turn, until end of input.
 
 Options:
   -p, --prompt TEXT    Send TEXT as one prompt turn; repeat for several turns, in order
-  -C, --cwd DIR        The session's working directory (default: the current directory)
+  -C, --cwd DIR        The session's working directory (default: the current directory;
+                       for the demo agent, a scratch directory)
   -y, --yes            Grant every permission request (the least lasting option: once)
       --ask            Ask before each tool call: shows it (diffs included) on stderr and
                        reads the choice from stdin

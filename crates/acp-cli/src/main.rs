@@ -99,12 +99,57 @@ impl Failure {
     }
 }
 
+/// The demo's scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A fresh directory holding the `notes.txt` the demo agent summarizes.
+    fn create() -> std::io::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let scratch = Scratch(dir);
+        std::fs::write(
+            scratch.0.join("notes.txt"),
+            "buy milk\nship the release\ncall Ada\n",
+        )?;
+        Ok(scratch)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn run_main(args: Args) -> i32 {
-    let cwd = match resolve_cwd(args.cwd.clone()) {
-        Ok(cwd) => cwd,
-        Err(message) => {
-            eprintln!("acp: {message}");
-            return exit::OTHER;
+    // The demo agent writes files: without --cwd it works in a scratch directory, never in
+    // the directory acp was started in.
+    let demo_scratch = args.agent.is_empty() && args.cwd.is_none() && args.load.is_none();
+    let (cwd, _scratch) = if demo_scratch {
+        match Scratch::create() {
+            Ok(scratch) => {
+                note(
+                    args.json,
+                    &format!(
+                        "demo agent: working in the scratch directory {}",
+                        scratch.0.display()
+                    ),
+                );
+                (scratch.0.clone(), Some(scratch))
+            }
+            Err(error) => {
+                eprintln!("acp: creating the demo's scratch directory: {error}");
+                return exit::OTHER;
+            }
+        }
+    } else {
+        match resolve_cwd(args.cwd.clone()) {
+            Ok(cwd) => (cwd, None),
+            Err(message) => {
+                eprintln!("acp: {message}");
+                return exit::OTHER;
+            }
         }
     };
     let command = match args.agent.split_first() {

@@ -591,3 +591,28 @@ fn load_shows_the_replayed_history() {
     assert!(stdout.contains("earlier answer"), "{stdout}");
     assert!(stderr.contains("session s1 loaded"), "{stderr}");
 }
+
+#[test]
+fn the_demo_without_cwd_works_in_a_scratch_directory() {
+    let here = scratch("here");
+    std::fs::remove_file(here.join("notes.txt")).unwrap();
+    let out = Command::new(ACP)
+        .args(["--yes", "-p", "Summarize my notes"])
+        .current_dir(&here)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("notes.txt has 3 lines, and I wrote summary.txt."),
+        "{stdout}"
+    );
+    assert!(stderr.contains("scratch directory"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&here).unwrap().count(),
+        0,
+        "wrote into the current directory"
+    );
+    let _ = std::fs::remove_dir_all(&here);
+}
