@@ -66,9 +66,10 @@ fi
 python="$venv/bin/python"
 
 # --- our examples ------------------------------------------------------------------------------
-say "cargo build -p acp-runtime --examples"
-(cd "$repo" && cargo build --quiet -p acp-runtime --examples)
+say "cargo build -p acp-runtime --examples; cargo build -p acp-cli"
+(cd "$repo" && cargo build --quiet -p acp-runtime --examples && cargo build --quiet -p acp-cli)
 our_client="$examples/client"
+acp="$target/debug/acp"
 our_agent="$examples/agent"
 
 # The TypeScript example client hardcodes its agent as `npx tsx <dir>/agent.ts`: a stand-in
@@ -175,6 +176,29 @@ want_line "[turn ended: end_turn]"
 want_updates 1
 want_line "Summarize my notes"
 end "exit 0, stop reason end_turn, 1 update, the prompt echoed"
+
+# (a) `acp`, the command-line client, against the same agents: one turn each, everything the
+# agent sends shown, the permission request granted by --yes.
+begin "acp -> TS example agent"
+attempt "" "$acp" --yes --prompt "Summarize my notes" --cwd "$dir" -- node "$ts_examples/agent.js"
+want_line "[turn ended: end_turn]"
+want "tool call call_2 (edit): Modifying critical configuration file"
+want "call_2 -> status: completed"
+want "Perfect! I've successfully updated the configuration."
+end "exit 0, stop reason end_turn, permission answered (call_2 completed), agent text"
+
+begin "acp -> Python agent.py"
+attempt "" "$acp" --yes --prompt "Summarize my notes" --cwd "$dir" -- "$python" "$py_examples/agent.py"
+want "connected to example-agent"
+want "Client sent:Summarize my notes"
+want_line "[turn ended: end_turn]"
+end "exit 0, agent info, agent text, stop reason end_turn"
+
+begin "acp -> Python echo_agent.py"
+attempt "" "$acp" --yes --prompt "Summarize my notes" --cwd "$dir" -- "$python" "$py_examples/echo_agent.py"
+want_line "Summarize my notes"
+want_line "[turn ended: end_turn]"
+end "exit 0, the prompt echoed, stop reason end_turn"
 
 # (b) the TypeScript SDK's example client against our demo agent. It exits 0 whatever
 # happens, so the output decides. Its fs calls are mocks (reads return one line), and it asks
