@@ -135,6 +135,7 @@ macro_rules! assert_transcript {
 }
 
 pub mod guide {
-    //! The testing guide (`docs/testing.md`); its examples run as this crate's doc tests.
-    #![doc = include_str!("../../../docs/testing.md")]
+    //! The testing guide (`docs/testing.md`, linked into the package as `GUIDE.md`); its
+    //! examples run as this crate's doc tests.
+    #![doc = include_str!("../GUIDE.md")]
 }
