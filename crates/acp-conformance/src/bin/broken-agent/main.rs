@@ -16,6 +16,7 @@
 //! last chunk and `end_turn` (or `cancelled` once the turn was cancelled).
 
 mod hostile;
+mod sessions;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -436,100 +437,6 @@ impl Agent {
         }
         if self.bug("flood-notifications") && self.next_session == 1 {
             hostile::flood_updates(session);
-        }
-    }
-
-    fn list_sessions(&mut self, id: &Value, params: &Value) {
-        let filter = params.get("cwd").and_then(Value::as_str);
-        let mut ids: Vec<&String> = self.sessions.keys().collect();
-        ids.sort();
-        let sessions: Vec<Value> = ids
-            .into_iter()
-            .map(|sid| (sid, &self.sessions[sid]))
-            .filter(|(_, s)| !s.deleted || self.bug("delete-keeps-listing"))
-            .filter(|(_, s)| self.bug("list-ignores-cwd") || filter.is_none_or(|cwd| s.cwd == cwd))
-            .map(|(sid, s)| json!({ "sessionId": sid, "cwd": s.cwd }))
-            .collect();
-        reply(id, json!({ "sessions": sessions }));
-    }
-
-    fn resume_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let Some(stored) = self.sessions.get(&session).filter(|s| !s.deleted) else {
-            return error(id, -32002, "Resource not found: no such session");
-        };
-        if self.bug("resume-replays") {
-            for entry in &stored.history {
-                update(&session, entry.clone());
-            }
-        }
-        reply(id, json!({}));
-    }
-
-    fn close_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if !self.sessions.contains_key(session) {
-            return error(id, -32002, "Resource not found: no such session");
-        }
-        if self.bug("close-fails") {
-            return error(id, -32603, "sessions cannot be closed");
-        }
-        if self.turn.as_ref().is_some_and(|t| t.session == session) && !self.bug("close-keeps-turn")
-        {
-            let turn = self.turn.take().expect("checked");
-            self.pending.clear();
-            reply(&turn.prompt_id, json!({ "stopReason": "cancelled" }));
-        }
-        self.sessions.remove(session);
-        reply(id, json!({}));
-    }
-
-    fn delete_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let refuse_unknown = self.bug("delete-unknown-error");
-        match self.sessions.get_mut(session) {
-            Some(stored) => stored.deleted = true,
-            None if refuse_unknown => {
-                return error(id, -32002, "Resource not found: no such session");
-            }
-            None => {}
-        }
-        reply(id, json!({}));
-    }
-
-    fn load_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let Some(stored) = self.sessions.get(&session) else {
-            return error(id, -32002, "Resource not found: no such session");
-        };
-        let history = stored.history.clone();
-        let replay = || {
-            for entry in &history {
-                update(&session, entry.clone());
-            }
-        };
-        if self.bug("no-replay") {
-            reply(id, json!({}));
-        } else if self.bug("replay-after-load") {
-            reply(id, json!({}));
-            replay();
-        } else {
-            replay();
-            reply(id, json!({}));
         }
     }
 
