@@ -1,5 +1,6 @@
 //! The session lifecycle methods a client may call when advertised: `session/load`,
-//! `session/list`, `session/resume`, `session/close` and `session/delete`, each with the bugs that get it wrong.
+//! `session/list`, `session/resume`, `session/close` and `session/delete`, each with the bugs
+//! that get it wrong.
 
 use serde_json::{Value, json};
 
