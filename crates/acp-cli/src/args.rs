@@ -23,6 +23,8 @@ Options:
                        (default: --ask when stdin is a terminal, else --reject)
       --auth METHOD    Authenticate with this advertised method before opening the session
       --mode ID        Switch the session to this mode before the first turn
+      --model ID       Pick this model: the value ID of the agent's model selector (its
+                       config option of category `model`)
       --config ID=VAL  Set a session config option (true/false for boolean options);
                        repeatable
       --load SESSION   Load this stored session instead of creating one
@@ -46,7 +48,7 @@ no turn runs) shuts the agent down and quits.
 Exit status:
   0    every turn ended (end_turn, max_tokens, max_turn_requests, refusal, or a stop reason
        this version does not know; the reason is printed)
-  1    another local error (an unreadable --cwd, an unadvertised --mode or --config...)
+  1    another local error (an unreadable --cwd, an unadvertised --mode, --model or --config...)
   2    usage error
   3    authentication required: the agent's auth methods are listed (use --auth METHOD)
   4    the agent refused a request with a JSON-RPC error
@@ -68,6 +70,9 @@ pub struct Args {
     pub policy: Option<Policy>,
     pub auth: Option<String>,
     pub mode: Option<String>,
+    /// `--model`: the value for the agent's model selector (its config option of category
+    /// `model`).
+    pub model: Option<String>,
     pub config: Vec<(String, String)>,
     pub load: Option<String>,
     pub json: bool,
@@ -127,6 +132,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
             }
             "--auth" => parsed.auth = Some(value("METHOD")?),
             "--mode" => parsed.mode = Some(value("ID")?),
+            "--model" => parsed.model = Some(value("ID")?),
             "--config" => {
                 let setting = value("ID=VALUE")?;
                 let (id, val) = setting

@@ -434,7 +434,26 @@ async fn session_and_turns(
             .map_err(|e| Failure::call(&format!("--mode {mode}"), e))?;
         note(args.json, &format!("mode: {mode}"));
     }
-    for (id, value) in &args.config {
+    let mut config = args.config.clone();
+    if let Some(model) = &args.model {
+        // Models are picked through the stable config options: the one the agent marks as
+        // its model selector.
+        let selector = session.config_options().and_then(|options| {
+            options
+                .into_iter()
+                .find(|o| o.category == Some(SessionConfigOptionCategory::Model))
+        });
+        let Some(selector) = selector else {
+            return Err(Failure::new(
+                exit::OTHER,
+                format!(
+                    "--model {model}: the agent advertises no model selector (a config option of category `model`)"
+                ),
+            ));
+        };
+        config.insert(0, (selector.id.to_string(), model.clone()));
+    }
+    for (id, value) in &config {
         let boolean = session.config_options().is_some_and(|options| {
             options.iter().any(|o| {
                 o.id.as_str() == id && matches!(o.kind, SessionConfigOptionKind::Boolean(_))

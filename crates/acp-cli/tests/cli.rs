@@ -82,7 +82,7 @@ fn sh_agent(on: &str) -> String {
 fn sh_agent_with(capabilities: &str, on: &str) -> String {
     format!(
         r#"
-options='[{{"id":"fast","name":"Fast","type":"boolean","currentValue":false}},{{"id":"model","name":"Model","type":"select","currentValue":"a","options":[{{"value":"a","name":"A"}},{{"value":"b","name":"B"}}]}}]'
+options='[{{"id":"fast","name":"Fast","type":"boolean","currentValue":false}},{{"id":"model","name":"Model","type":"select","category":"model","currentValue":"a","options":[{{"value":"a","name":"A"}},{{"value":"b","name":"B"}}]}}]'
 reply() {{ printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" "$1"; }}
 fail() {{ printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":%s,"message":"%s"}}}}\n' "$id" "$1" "$2"; }}
 update() {{ printf '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":%s}}}}\n' "$1"; }}
@@ -563,6 +563,40 @@ fn mode_and_config_options_are_set_before_the_turn() {
     assert_eq!(sent[3]["params"]["value"], true);
     assert_eq!(sent[4]["params"]["value"], "b");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--model` sets the agent's model selector: the config option of category `model`.
+#[test]
+fn model_sets_the_config_option_of_category_model() {
+    let dir = scratch("model");
+    let trace = dir.join("wire.jsonl");
+    let out = run_sh_agent(
+        &["--model", "b", "--trace", trace.to_str().unwrap()],
+        MODES_AND_OPTIONS,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let set: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["msg"]["method"] == "session/set_config_option")
+        .map(|r| r["msg"]["params"].clone())
+        .collect();
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert_eq!(set[0]["configId"], "model");
+    assert_eq!(set[0]["value"], "b");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn model_without_a_model_selector_exits_1() {
+    let out = run_sh_agent(
+        &["--model", "b"],
+        r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
+    *'"method":"session/prompt"'*) reply '{"stopReason":"end_turn"}' ;;"#,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no model selector"));
 }
 
 #[test]
