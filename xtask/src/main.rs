@@ -2,12 +2,15 @@
 //!
 //! - `cargo xtask codegen [--check] [--schema FILE --out FILE]`: regenerate `acp-types` from the
 //!   pinned ACP schemas (see `xtask/schema-pins.json`).
+//! - `cargo xtask schema-diff [--json] OLD NEW`: the protocol-level changes between two schemas
+//!   (pin names or files), for reviewing a schema update.
 //! - `cargo xtask bench [...]`: build and run the stdio benchmark (see `docs/performance.md`).
 //!
 //! `cargo xtask --help` and `cargo xtask <task> --help` print the usage.
 
 mod bench;
 mod codegen;
+mod schema_diff;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +30,8 @@ fn main() -> ExitCode {
             Ok(CodegenArgs::Run) => codegen::run(&args[1..]),
             Err(e) => Err(e),
         },
+        // `schema-diff` parses its own arguments, `--help` included.
+        Some("schema-diff") => schema_diff::run(&args[1..]),
         // `bench` parses its own arguments, `--help` included.
         Some("bench") => bench::run(&args[1..]),
         Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
@@ -47,8 +52,9 @@ Maintainer tasks for the acp-rs workspace.
 Usage: cargo xtask <TASK> [ARGS]
 
 Tasks:
-  codegen   regenerate acp-types from the pinned ACP schemas (xtask/schema-pins.json)
-  bench     build and run the stdio benchmark (docs/performance.md)
+  codegen      regenerate acp-types from the pinned ACP schemas (xtask/schema-pins.json)
+  schema-diff  the protocol-level changes between two schemas (pin names or files)
+  bench        build and run the stdio benchmark (docs/performance.md)
 
 Run `cargo xtask <TASK> --help` for the arguments of a task.
 ";

@@ -48,40 +48,61 @@ fn docs_become_valid_rustdoc() {
     );
 }
 
-/// The stable schema's method list is exactly what the generated tables hold.
-#[test]
-fn stable_method_table_matches_the_schema() {
-    let pin = source::pin("stable").unwrap();
-    let text = source::fetch(&pin).unwrap();
-    let schema: Json = serde_json::from_str(&text).unwrap();
-    let mut in_schema: Vec<String> = schema
+/// The methods of a pinned schema, as (name, kind, side) from its `x-method`/`x-side` types:
+/// derived from the schema itself, so that the count follows the pin. A name can be both a
+/// request and a notification (unstable's `mcp/message`), so the name alone is not the key.
+fn schema_methods(schema: &Json) -> Vec<(String, model::MethodKind, String)> {
+    let mut methods: Vec<_> = schema
         .get("$defs")
         .unwrap()
         .as_object()
         .unwrap()
         .iter()
-        .filter(|(name, _)| !name.ends_with("Response"))
-        .filter_map(|(_, def)| {
-            def.get("x-method")
-                .and_then(Json::as_str)
-                .map(str::to_owned)
+        .filter_map(|(name, def)| {
+            let method = def.get("x-method").and_then(Json::as_str)?;
+            let side = def.get("x-side").and_then(Json::as_str)?;
+            let kind = if name.ends_with("Request") {
+                model::MethodKind::Request
+            } else if name.ends_with("Notification") {
+                model::MethodKind::Notification
+            } else {
+                return None;
+            };
+            Some((method.to_owned(), kind, side.to_owned()))
         })
         .collect();
-    in_schema.sort();
-    in_schema.dedup();
-    let model = lower(&text).unwrap();
-    let mut in_model: Vec<String> = model.methods.iter().map(|m| m.method.clone()).collect();
-    in_model.sort();
-    assert_eq!(in_model, in_schema);
-    assert_eq!(in_model.len(), 25, "the issue pins 25 stable methods");
-    let generated =
-        std::fs::read_to_string(project_root().join("crates/acp-types/src/generated/stable.rs"))
-            .unwrap();
-    for method in &in_model {
+    methods.sort_by(|a, b| (&a.0, &a.2, a.1 as u8).cmp(&(&b.0, &b.2, b.1 as u8)));
+    methods
+}
+
+/// The method list of the stable and unstable schemas is exactly what the generated tables
+/// hold.
+#[test]
+fn method_tables_match_the_schemas() {
+    for (pin_name, types_file, _) in OUTPUTS {
+        let pin = source::pin(pin_name).unwrap();
+        let text = source::fetch(&pin).unwrap();
+        let schema: Json = serde_json::from_str(&text).unwrap();
+        let in_schema = schema_methods(&schema);
         assert!(
-            generated.contains(&format!("name: {method:?}")),
-            "{method} missing from METHODS"
+            !in_schema.is_empty(),
+            "{pin_name}: no methods in the schema"
         );
+        let model = lower(&text).unwrap();
+        let mut in_model: Vec<_> = model
+            .methods
+            .iter()
+            .map(|m| (m.method.clone(), m.kind, m.handled_by.clone()))
+            .collect();
+        in_model.sort_by(|a, b| (&a.0, &a.2, a.1 as u8).cmp(&(&b.0, &b.2, b.1 as u8)));
+        assert_eq!(in_model, in_schema, "{pin_name}");
+        let generated = std::fs::read_to_string(project_root().join(types_file)).unwrap();
+        for (method, _, _) in &in_model {
+            assert!(
+                generated.contains(&format!("name: {method:?}")),
+                "{pin_name}: {method} missing from METHODS"
+            );
+        }
     }
 }
 

@@ -1,0 +1,116 @@
+//! `schema-diff` tests: two small schemas written to cover every kind of change (snapshots of
+//! the text and JSON reports), the arguments, and the pinned stable and unstable schemas.
+
+use super::*;
+use crate::project_root;
+
+fn fixture(name: &str) -> String {
+    let path = project_root().join("fixtures/codegen").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn fixture_diff() -> Diff {
+    diff_texts(&fixture("diff_old.json"), &fixture("diff_new.json")).unwrap()
+}
+
+#[test]
+fn every_kind_of_change_in_text() {
+    insta::assert_snapshot!(fixture_diff().render("diff_old.json", "diff_new.json"));
+}
+
+#[test]
+fn every_kind_of_change_in_json() {
+    let value = fixture_diff().to_json("diff_old.json", "diff_new.json");
+    insta::assert_snapshot!(serde_json::to_string_pretty(&value).unwrap());
+}
+
+#[test]
+fn a_schema_against_itself_has_no_changes() {
+    let text = fixture("diff_new.json");
+    let diff = diff_texts(&text, &text).unwrap();
+    assert!(diff.is_empty());
+    assert!(
+        diff.render("a", "b")
+            .ends_with("\nno protocol-level changes\n")
+    );
+}
+
+#[test]
+fn a_schema_without_defs_is_an_error() {
+    let err = diff_texts("{}", &fixture("diff_new.json")).unwrap_err();
+    assert_eq!(err, "the old schema: schema has no $defs or definitions");
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn arguments() {
+    assert_eq!(parse_args(&args(&["a", "--help"])), Ok(Args::Help));
+    assert_eq!(parse_args(&args(&["-h"])), Ok(Args::Help));
+    assert_eq!(
+        parse_args(&args(&["--json", "stable", "x.json"])),
+        Ok(Args::Run {
+            json: true,
+            old: "stable".into(),
+            new: "x.json".into()
+        })
+    );
+    let err = parse_args(&args(&["stable"])).unwrap_err();
+    assert!(
+        err.starts_with("schema-diff needs exactly two schemas"),
+        "{err}"
+    );
+    assert!(err.contains("Usage: cargo xtask schema-diff"), "{err}");
+    let err = parse_args(&args(&["--jsn", "a", "b"])).unwrap_err();
+    assert!(
+        err.starts_with("unknown schema-diff argument `--jsn`"),
+        "{err}"
+    );
+}
+
+fn shape(kind: &'static str, side: &str) -> MethodShape {
+    MethodShape {
+        kind,
+        side: side.to_owned(),
+    }
+}
+
+/// Known facts of the pinned stable → unstable update (the pins are fetched like codegen's).
+#[test]
+fn pinned_stable_to_unstable() {
+    let schema = |name: &str| source::fetch(&source::pin(name).unwrap()).unwrap();
+    let diff = diff_texts(&schema("stable"), &schema("unstable")).unwrap();
+    let added = |method: &str| {
+        diff.methods_added
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, shapes)| shapes.clone())
+    };
+    assert_eq!(added("session/fork"), Some(vec![shape("request", "agent")]));
+    // One name, both a request (handled by the client) and a notification (by the agent).
+    assert_eq!(
+        added("mcp/message"),
+        Some(vec![
+            shape("notification", "agent"),
+            shape("request", "client")
+        ])
+    );
+    assert!(
+        diff.methods_removed.is_empty(),
+        "{:?}",
+        diff.methods_removed
+    );
+    assert!(diff.types_removed.is_empty(), "{:?}", diff.types_removed);
+    assert!(diff.types_added.contains(&"ForkSessionRequest".to_owned()));
+    assert!(
+        diff.types_added
+            .contains(&"MessageMcpNotification".to_owned())
+    );
+    let report = diff.render("stable", "unstable");
+    assert!(
+        report.contains("\n  + session/fork (request, handled by agent)\n"),
+        "{report}"
+    );
+}
