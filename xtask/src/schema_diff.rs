@@ -17,7 +17,7 @@ pub const USAGE: &str = "\
 Prints the protocol-level changes between two ACP schemas: methods (added, removed, or
 changed between request and notification or in the side that handles them), types, fields of
 object types (added, removed, required <-> optional, type changed), enum and union variants,
-and capability flags (the fields of the `*Capabilities` types).
+and capability flags (the fields of the `*Capabilities` types, `_meta` aside).
 
 Usage: cargo xtask schema-diff [--json] OLD NEW
 
@@ -331,7 +331,7 @@ pub struct Diff {
     pub fields: BTreeMap<String, Vec<(String, FieldChange)>>,
     /// Type → (added, removed) variants, for types in both schemas.
     pub variants: BTreeMap<String, (Vec<String>, Vec<String>)>,
-    /// `Type.field` of the `*Capabilities` types, in either schema.
+    /// `Type.field` of the `*Capabilities` types (but `_meta`), in either schema.
     pub capabilities_added: Vec<String>,
     pub capabilities_removed: Vec<String>,
 }
@@ -427,7 +427,12 @@ fn diff(old: &Summary, new: &Summary) -> Diff {
             .fields
             .iter()
             .filter(|(ty, _)| ty.ends_with("Capabilities"))
-            .flat_map(|(ty, fields)| fields.keys().map(move |f| format!("{ty}.{f}")))
+            .flat_map(|(ty, fields)| {
+                fields
+                    .keys()
+                    .filter(|f| *f != "_meta") // extension metadata, not a capability
+                    .map(move |f| format!("{ty}.{f}"))
+            })
             .collect()
     };
     let (old_flags, new_flags) = (flags(old), flags(new));
