@@ -114,3 +114,34 @@ fn pinned_stable_to_unstable() {
         "{report}"
     );
 }
+
+/// Known facts of the Oct 2025 (0.4.9) → stable update.
+#[test]
+fn pinned_2025_10_to_stable() {
+    let schema = |name: &str| source::fetch(&source::pin(name).unwrap()).unwrap();
+    let diff = diff_texts(&schema("2025-10"), &schema("stable")).unwrap();
+    assert_eq!(
+        diff.methods_removed,
+        vec![(
+            "session/set_model".to_owned(),
+            vec![shape("request", "agent")]
+        )]
+    );
+    assert!(
+        diff.methods_added
+            .iter()
+            .any(|(m, s)| m == "session/list" && s == &[shape("request", "agent")])
+    );
+    let fields = &diff.fields["ClientCapabilities"];
+    assert!(fields.contains(&(
+        "fs".to_owned(),
+        FieldChange::Type {
+            old: "FileSystemCapability".into(),
+            new: "FileSystemCapabilities".into()
+        }
+    )));
+    assert!(
+        diff.capabilities_added
+            .contains(&"ClientCapabilities.elicitation".to_owned())
+    );
+}
