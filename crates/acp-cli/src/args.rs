@@ -35,7 +35,9 @@ Options:
   -V, --version        Print the version
 
 Output (default): message text as it streams, thoughts dimmed, tool calls with their kind,
-title and status changes, diffs as unified diffs, plans as checklists; updates that do not
+title and status changes, diffs as unified diffs, the output of embedded terminals once
+their command exits or the tool call ends (also after the agent released them), plans as
+checklists; updates that do not
 decode, unknown updates and dropped updates are printed, never hidden. Connection and
 session notes go to stderr.
 With --json: each update is its SessionUpdate JSON; an error in the update stream is

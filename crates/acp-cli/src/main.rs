@@ -21,7 +21,7 @@ use acp_runtime::Error;
 use acp_runtime::client::{
     self, AgentHandle, AutoAllow, AutoReject, Client, ClientOptions, Interactive, Session,
 };
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::host::FsHost;
 use acp_runtime::process::{AgentCommand, AgentProcess};
 use acp_types::*;
 
@@ -290,10 +290,11 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentComm
             }
         }
     }
+    let terminals = render::Terminals::new();
     let options = ClientOptions::default()
         .with_info("acp", env!("CARGO_PKG_VERSION"))
         .with_file_system(FsHost::new())
-        .with_terminals(TerminalHost::new())
+        .with_terminals(terminals.host())
         .with_connection_options(connection);
     let (agent, driver, process) = match client::spawn(policy, command, options) {
         Ok(spawned) => spawned,
@@ -312,7 +313,7 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentComm
     let watcher = smol::spawn(watch_interrupts(control.clone()));
 
     let mut out = Renderer::new(json, !json && color(1));
-    let result = session_and_turns(&agent, args, &cwd, &control, &mut out).await;
+    let result = session_and_turns(&agent, args, &cwd, &control, &mut out, terminals).await;
     if control.quitting.load(Ordering::SeqCst) {
         // The run failed because the watcher is shutting the agent down; it exits with 130.
         futures_lite::future::pending::<()>().await;
@@ -374,6 +375,7 @@ async fn session_and_turns(
     cwd: &std::path::Path,
     control: &Control,
     out: &mut Renderer,
+    terminals: render::Terminals,
 ) -> Result<i32, Failure> {
     let init = agent
         .initialize()
@@ -426,6 +428,7 @@ async fn session_and_turns(
             session
         }
     };
+    out.show_terminals(terminals, session.id());
 
     if let Some(mode) = &args.mode {
         session

@@ -1,8 +1,55 @@
 //! How updates are shown: readable text (default) or one JSON line each (`--json`).
 
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 use acp_runtime::Error;
+use acp_runtime::host::{TerminalHost, TerminalOutput};
+
+/// How many released terminals' final output is kept for display: tool calls are rendered as
+/// their updates come, so only the latest few can still be waiting for it.
+const RELEASED_KEPT: usize = 32;
+
+/// The client's terminal host, and the final output of terminals the agent released (the spec
+/// asks a client to keep showing an embedded terminal's output after its release).
+#[derive(Clone)]
+pub struct Terminals {
+    host: Arc<TerminalHost>,
+    released: Arc<Mutex<VecDeque<(String, TerminalOutput)>>>,
+}
+
+impl Terminals {
+    pub fn new() -> Self {
+        let released = Arc::new(Mutex::new(VecDeque::new()));
+        let sink = released.clone();
+        let host = TerminalHost::new().with_release_observer(move |_, id, output| {
+            let mut kept = sink.lock().unwrap();
+            if kept.len() == RELEASED_KEPT {
+                kept.pop_front();
+            }
+            kept.push_back((id.to_owned(), output));
+        });
+        Terminals {
+            host: Arc::new(host),
+            released,
+        }
+    }
+
+    pub fn host(&self) -> Arc<TerminalHost> {
+        self.host.clone()
+    }
+
+    /// The terminal's output: live, or as it was when released (taken: shown once).
+    fn output(&self, session: &str, id: &str) -> Option<TerminalOutput> {
+        if let Ok(output) = self.host.output(session, id) {
+            return Some(output);
+        }
+        let mut kept = self.released.lock().unwrap();
+        let at = kept.iter().position(|(kept_id, _)| kept_id == id)?;
+        kept.remove(at).map(|(_, output)| output)
+    }
+}
 use acp_types::*;
 
 use crate::diff;
@@ -21,6 +68,10 @@ pub struct Renderer {
     color: bool,
     run: Run,
     out: std::io::Stdout,
+    /// The client's terminals, to show the output of those that tool calls embed.
+    terminals: Option<(Terminals, String)>,
+    /// Per tool call, the terminals it embedded whose output is not shown yet.
+    embedded: HashMap<String, Vec<String>>,
 }
 
 const DIM: &str = "\x1b[2m";
@@ -37,6 +88,50 @@ impl Renderer {
             color,
             run: Run::None,
             out: std::io::stdout(),
+            terminals: None,
+            embedded: HashMap::new(),
+        }
+    }
+
+    /// Shows the output of terminals that tool calls of `session` embed, from `host`.
+    pub fn show_terminals(&mut self, terminals: Terminals, session: &SessionId) {
+        self.terminals = Some((terminals, session.to_string()));
+    }
+
+    /// The output of the terminals `tool_call` embedded, once their commands have exited (or
+    /// at once with `finished`, when the tool call is over).
+    fn terminal_output(&mut self, tool_call: &ToolCallId, finished: bool) {
+        let Some((terminals, session)) = self.terminals.clone() else {
+            return;
+        };
+        let Some(ids) = self.embedded.get_mut(tool_call.as_str()) else {
+            return;
+        };
+        let mut shown = Vec::new();
+        ids.retain(|id| match terminals.output(&session, id) {
+            Some(output) if finished || output.exit_status.is_some() => {
+                shown.push((id.clone(), output));
+                false
+            }
+            Some(_) => true,
+            // Released before it could be seen, and no longer kept.
+            None => false,
+        });
+        for (id, output) in shown {
+            let status = match &output.exit_status {
+                Some(status) => match (status.exit_code, &status.signal) {
+                    (Some(code), _) => format!("exit code {code}"),
+                    (None, Some(signal)) => format!("killed by {signal}"),
+                    _ => "exited".to_owned(),
+                },
+                None => "still running".to_owned(),
+            };
+            let truncated = if output.truncated { ", truncated" } else { "" };
+            let head = self.paint(DIM, &format!("    [terminal {id}: {status}{truncated}]"));
+            self.line(&head);
+            for line in output.output.lines() {
+                self.line(&format!("    | {line}"));
+            }
         }
     }
 
@@ -204,8 +299,9 @@ impl Renderer {
                 let shown = self.paint(BOLD, &head);
                 self.line(&shown);
                 if let Some(content) = &call.content {
-                    self.tool_content(content);
+                    self.tool_content(&call.tool_call_id, content);
                 }
+                self.terminal_output(&call.tool_call_id, false);
             }
             SessionUpdate::ToolCallUpdate(update) => {
                 let mut changes = Vec::new();
@@ -230,8 +326,13 @@ impl Renderer {
                 let text = format!("  {} -> {}", update.tool_call_id, changes.join(", "));
                 self.line(&text);
                 if let Some(content) = &update.content {
-                    self.tool_content(content);
+                    self.tool_content(&update.tool_call_id, content);
                 }
+                let finished = matches!(
+                    update.status,
+                    Some(ToolCallStatus::Completed | ToolCallStatus::Failed)
+                );
+                self.terminal_output(&update.tool_call_id, finished);
             }
             SessionUpdate::CurrentModeUpdate(mode) => {
                 let text = format!("[mode: {}]", mode.current_mode_id);
@@ -257,7 +358,7 @@ impl Renderer {
         }
     }
 
-    fn tool_content(&mut self, content: &[ToolCallContent]) {
+    fn tool_content(&mut self, tool_call: &ToolCallId, content: &[ToolCallContent]) {
         for item in content {
             match item {
                 ToolCallContent::Diff(d) => {
@@ -281,6 +382,10 @@ impl Renderer {
                 ToolCallContent::Terminal(t) => {
                     let text = format!("    [terminal {} embedded]", t.terminal_id);
                     self.line(&text);
+                    let ids = self.embedded.entry(tool_call.to_string()).or_default();
+                    if !ids.contains(&t.terminal_id.to_string()) {
+                        ids.push(t.terminal_id.to_string());
+                    }
                 }
                 ToolCallContent::Content(c) => {
                     let text = content_text(&c.content);

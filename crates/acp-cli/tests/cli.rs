@@ -138,6 +138,10 @@ fn demo_agent_turn_streams_text_tool_calls_and_a_diff() {
         "{stdout}"
     );
     assert!(stdout.contains("[terminal "), "{stdout}");
+    // The terminal's output, shown when its tool call completes though the agent released it
+    // first (the spec's SHOULD: keep showing an embedded terminal's output after release).
+    assert!(stdout.contains(": exit code 0]"), "{stdout}");
+    assert!(stdout.contains("    | notes.txt"), "{stdout}");
     assert!(stdout.contains("[x] Read notes.txt"), "{stdout}");
     assert!(stdout.contains("--- /dev/null"), "{stdout}");
     assert!(

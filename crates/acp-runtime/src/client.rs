@@ -324,10 +324,12 @@ impl ClientOptions {
         self
     }
 
-    /// Serves `terminal/*` with `host` and advertises `terminal`.
-    pub fn with_terminals(mut self, host: TerminalHost) -> Self {
+    /// Serves `terminal/*` with `host` and advertises `terminal`. Pass an
+    /// `Arc<TerminalHost>` to keep a handle of your own, for example to show a terminal's
+    /// output when a tool call embeds it.
+    pub fn with_terminals(mut self, host: impl Into<Arc<TerminalHost>>) -> Self {
         self.capabilities.terminal = true;
-        self.terminals = Some(Arc::new(host));
+        self.terminals = Some(host.into());
         self
     }
 

@@ -246,7 +246,11 @@ pub struct TerminalHost {
     output_budget: Arc<OutputBudget>,
     max_per_session: usize,
     max_total: usize,
+    on_release: Option<ReleaseObserver>,
 }
+
+/// What [`TerminalHost::with_release_observer`] calls: session, terminal id, final output.
+type ReleaseObserver = Arc<dyn Fn(&str, &str, TerminalOutput) + Send + Sync>;
 
 /// The terminals, and how many each session holds or is creating.
 #[derive(Default)]
@@ -345,6 +349,7 @@ impl TerminalHost {
             next_id: AtomicU64::new(1),
             output_ceiling: ceiling,
             output_budget: Arc::new(OutputBudget::new(DEFAULT_OUTPUT_BUDGET)),
+            on_release: None,
             max_per_session: Self::DEFAULT_MAX_TERMINALS_PER_SESSION,
             max_total: Self::DEFAULT_MAX_TERMINALS,
         }
@@ -392,6 +397,36 @@ impl TerminalHost {
     /// ```
     pub fn with_output_budget(mut self, bytes: usize) -> Self {
         self.output_budget = Arc::new(OutputBudget::new(bytes));
+        self
+    }
+
+    /// Calls `observer` with a terminal's final output when the agent releases it
+    /// (`terminal/release`). The spec asks clients to keep showing the output of a terminal
+    /// embedded in a tool call after its release, when the host no longer has it.
+    ///
+    /// ```
+    /// use acp_runtime::host::{CreateTerminal, TerminalHost};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let kept = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = kept.clone();
+    /// let host = TerminalHost::new().with_release_observer(move |_session, id, output| {
+    ///     sink.lock().unwrap().push((id.to_owned(), output.output));
+    /// });
+    /// let request = CreateTerminal {
+    ///     args: vec!["-c".into(), "echo hi".into()],
+    ///     ..CreateTerminal::new("sh")
+    /// };
+    /// let id = host.create("s", request, std::path::Path::new("/")).unwrap();
+    /// smol::block_on(host.wait_for_exit("s", &id)).unwrap();
+    /// host.release("s", &id).unwrap();
+    /// assert_eq!(*kept.lock().unwrap(), [(id, "hi\n".to_owned())]);
+    /// ```
+    pub fn with_release_observer(
+        mut self,
+        observer: impl Fn(&str, &str, TerminalOutput) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_release = Some(Arc::new(observer));
         self
     }
 
@@ -542,13 +577,7 @@ impl TerminalHost {
     /// command has exited (`terminal/output`). Never waits.
     pub fn output(&self, session: &str, id: &str) -> Result<TerminalOutput, TerminalError> {
         let terminals = self.lock_terminals();
-        let terminal = find(&terminals, session, id)?;
-        let state = lock(&terminal.state);
-        Ok(TerminalOutput {
-            output: state.output.text().to_owned(),
-            truncated: state.output.truncated(),
-            exit_status: state.exit_status.clone(),
-        })
+        Ok(snapshot(find(&terminals, session, id)?))
     }
 
     /// Resolves with the exit status once the command has exited
@@ -615,6 +644,9 @@ impl TerminalHost {
             find(&terminals, session, id)?;
             terminals.remove(id)
         };
+        if let (Some(observer), Some(terminal)) = (&self.on_release, &released) {
+            observer(session, id, snapshot(terminal));
+        }
         // Dropping kills the group; done outside the lock as it also tears down the task.
         drop(released);
         Ok(())
@@ -645,6 +677,15 @@ impl TerminalHost {
 /// consistent at every step, so keep serving rather than cascading the panic.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn snapshot(terminal: &Terminal) -> TerminalOutput {
+    let state = lock(&terminal.state);
+    TerminalOutput {
+        output: state.output.text().to_owned(),
+        truncated: state.output.truncated(),
+        exit_status: state.exit_status.clone(),
+    }
 }
 
 fn find<'a>(
