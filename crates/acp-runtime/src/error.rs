@@ -78,7 +78,10 @@ pub enum Error {
     /// An update for a session that does not decode (a `null` where a number belongs, a field
     /// a newer agent shapes differently...). It is kept in the session's stream, in order,
     /// with the JSON as the agent sent it, so that nothing the agent said vanishes.
-    #[error("an update for session `{session_id}` does not decode ({error}): {update}")]
+    #[error(
+        "an update for session `{session_id}` does not decode ({error}): {}",
+        excerpt(update.get())
+    )]
     InvalidUpdate {
         /// The session.
         session_id: String,
@@ -189,3 +192,36 @@ impl From<RequestError> for Error {
 
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// At most the first 200 characters of `json`, for messages: an update can be megabytes.
+fn excerpt(json: &str) -> std::borrow::Cow<'_, str> {
+    const SHOWN: usize = 200;
+    match json.char_indices().nth(SHOWN) {
+        None => json.into(),
+        Some((end, _)) => format!("{}… ({} bytes)", &json[..end], json.len()).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_update_shows_an_excerpt_of_its_json() {
+        let long = format!(r#"{{"sessionUpdate":"x","text":"{}"}}"#, "é".repeat(10_000));
+        let error = Error::InvalidUpdate {
+            session_id: "s".into(),
+            update: serde_json::value::RawValue::from_string(long.clone()).unwrap(),
+            error: "bad".into(),
+        };
+        let message = error.to_string();
+        assert!(message.starts_with(
+            r#"an update for session `s` does not decode (bad): {"sessionUpdate":"x""#
+        ));
+        assert!(
+            message.ends_with(&format!("… ({} bytes)", long.len())),
+            "{message}"
+        );
+        assert!(message.len() < 600);
+    }
+}
