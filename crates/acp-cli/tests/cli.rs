@@ -202,6 +202,9 @@ fn json_output_is_one_json_value_per_line() {
             .any(|r| r["dir"] == "agent->client"
                 && r["msg"]["method"] == "session/request_permission")
     );
+    // ...in the test kit's transcript format: it loads as one, message for message.
+    let replay = acp_test::Replay::load(&trace).unwrap();
+    assert_eq!(replay.transcript().len(), records.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
