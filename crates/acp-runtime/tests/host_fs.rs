@@ -2,55 +2,13 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::host::{FsError, FsHook, FsHost, FsRoots};
 
-/// A fresh directory tree, removed when dropped: `root` is the session's directory and
-/// `outside` a sibling the session must not reach.
-struct Sandbox {
-    base: PathBuf,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let base = std::env::temp_dir().canonicalize().unwrap().join(format!(
-            "acp-host-fs-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let root = base.join("project");
-        let outside = base.join("elsewhere");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
-        Self {
-            base,
-            root,
-            outside,
-        }
-    }
-
-    fn roots(&self) -> FsRoots {
-        FsRoots::session(&self.root, Vec::<PathBuf>::new())
-    }
-
-    fn file(&self, name: &str, content: &str) -> PathBuf {
-        let path = self.root.join(name);
-        std::fs::write(&path, content).unwrap();
-        path
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
+#[path = "common/sandbox.rs"]
+mod sandbox;
+use sandbox::Sandbox;
 
 /// The two ways a host opens files within roots: `openat2` (where the kernel has it) and the
 /// portable component walk. Every case below runs through both, which must agree.

@@ -8,7 +8,7 @@
 #![cfg(unix)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -103,58 +103,9 @@ fn guarded_for(limit: Duration, case: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// A fresh `project` directory (the session's root) and a sibling `elsewhere` holding
-/// `secret.txt`, removed when dropped.
-struct Sandbox {
-    base: PathBuf,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let base = std::env::temp_dir().canonicalize().unwrap().join(format!(
-            "acp-hostile-fs-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let root = base.join("project");
-        let outside = base.join("elsewhere");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
-        Self {
-            base,
-            root,
-            outside,
-        }
-    }
-
-    fn roots(&self) -> FsRoots {
-        FsRoots::session(&self.root, Vec::<PathBuf>::new())
-    }
-
-    fn secret(&self) -> String {
-        std::fs::read_to_string(self.outside.join("secret.txt")).unwrap()
-    }
-
-    /// The names in `elsewhere`: only `secret.txt` unless something got out.
-    fn outside_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.outside)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
+#[path = "common/sandbox.rs"]
+mod sandbox;
+use sandbox::Sandbox;
 
 /// A host that opens files with `openat2` where the kernel has it, and one that walks.
 fn hosts() -> [FsHost; 2] {
