@@ -1,0 +1,321 @@
+//! A session on the agent ([`Session`]) and its prompt turns ([`PromptTurn`]).
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use acp_types::*;
+
+use crate::error::{Error, Result};
+
+use super::updates::Popped;
+use super::{AgentHandle, SessionShared, ToolCallState, check_prompt};
+use crate::signal::Signal;
+
+/// A session on the agent: prompt turns, cancellation, modes and config options, and the
+/// updates that arrive outside turns.
+#[derive(Clone)]
+pub struct Session {
+    pub(super) agent: AgentHandle,
+    pub(super) shared: Arc<SessionShared>,
+}
+
+impl Session {
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.shared.id
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.shared.cwd
+    }
+
+    /// The modes the session advertised, with the current one.
+    pub fn modes(&self) -> Option<SessionModeState> {
+        self.shared.modes.lock().unwrap().clone()
+    }
+
+    /// The config options the session advertised, with their current values.
+    pub fn config_options(&self) -> Option<Vec<SessionConfigOption>> {
+        self.shared.config_options.lock().unwrap().clone()
+    }
+
+    /// What the client knows of a tool call of this session.
+    pub fn tool_call(&self, id: &ToolCallId) -> Option<ToolCallState> {
+        self.shared.tool_calls.lock().unwrap().get(id).cloned()
+    }
+
+    /// Sends a prompt. At most one turn runs at a time; content types the agent did not
+    /// advertise are refused without sending.
+    pub async fn prompt(&self, prompt: Vec<ContentBlock>) -> Result<PromptTurn> {
+        self.prompt_with(PromptRequest::new(self.shared.id.clone(), prompt))
+            .await
+    }
+
+    /// Sends a prompt from a full request.
+    pub async fn prompt_with(&self, request: PromptRequest) -> Result<PromptTurn> {
+        let caps = self.agent.initialized("session/prompt")?.agent_capabilities;
+        check_prompt(&request.prompt, &caps.prompt_capabilities)?;
+        if self.shared.turn_active.swap(true, Ordering::AcqRel) {
+            return Err(Error::Invalid(format!(
+                "session `{}` already has a prompt in flight; wait for its end or cancel it",
+                self.shared.id
+            )));
+        }
+        *self.shared.cancel.lock().unwrap() = Signal::new();
+        let raw = serde_json::value::to_raw_value(&request)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let agent = self.agent.clone();
+        let mut response: ResponseFuture = Box::pin(async move {
+            let result = match agent.rpc.request_raw("session/prompt", Some(&raw)).await {
+                Ok(result) => result,
+                Err(e) => return Err(agent.closed_error(e.into()).await),
+            };
+            decode_response::<PromptResponse>(result.get()).map_err(Error::Decode)
+        });
+        // Send the prompt now, not when the turn is first polled: a `cancel` right after
+        // `prompt` must find the prompt on its way.
+        if let Some(end) = futures_lite::future::poll_once(&mut response).await {
+            return Ok(PromptTurn {
+                session: self.clone(),
+                response: None,
+                end: Some(end),
+            }
+            .ended());
+        }
+        Ok(PromptTurn {
+            session: self.clone(),
+            response: Some(response),
+            end: None,
+        })
+    }
+
+    /// Cancels the running turn: sends `session/cancel`, answers the session's pending
+    /// permission requests with `cancelled`, and marks its unfinished tool calls cancelled.
+    /// The turn then ends with `cancelled`.
+    pub async fn cancel(&self) -> Result<()> {
+        self.shared.cancel.lock().unwrap().fire();
+        for state in self.shared.tool_calls.lock().unwrap().values_mut() {
+            if !state.is_finished() {
+                *state = ToolCallState::Cancelled;
+            }
+        }
+        self.agent
+            .notify(&CancelNotification::new(self.shared.id.clone()))
+            .await
+    }
+
+    /// Switches mode; the mode must be one the session advertised.
+    pub async fn set_mode(&self, mode: impl Into<SessionModeId>) -> Result<()> {
+        let mode = mode.into();
+        let advertised = self
+            .modes()
+            .is_some_and(|m| m.available_modes.iter().any(|a| a.id == mode));
+        if !advertised {
+            return Err(Error::Invalid(format!(
+                "the session did not advertise the mode `{mode}`"
+            )));
+        }
+        self.agent
+            .request(&SetSessionModeRequest::new(
+                self.shared.id.clone(),
+                mode.clone(),
+            ))
+            .await?;
+        if let Some(modes) = self.shared.modes.lock().unwrap().as_mut() {
+            modes.current_mode_id = mode;
+        }
+        Ok(())
+    }
+
+    /// Sets a config option; returns (and records) the full new state.
+    pub async fn set_config_option(
+        &self,
+        config_id: impl Into<SessionConfigId>,
+        value: SetSessionConfigOptionRequestKind,
+    ) -> Result<Vec<SessionConfigOption>> {
+        let config_id = config_id.into();
+        let advertised = self
+            .config_options()
+            .is_some_and(|o| o.iter().any(|o| o.id == config_id));
+        if !advertised {
+            return Err(Error::Invalid(format!(
+                "the session did not advertise the config option `{config_id}`"
+            )));
+        }
+        let request = SetSessionConfigOptionRequest::new(self.shared.id.clone(), config_id, value);
+        let response = self.agent.request(&request).await?;
+        *self.shared.config_options.lock().unwrap() = Some(response.config_options.clone());
+        Ok(response.config_options)
+    }
+
+    /// The next update that arrived outside a turn (or was left over by one), waiting for it;
+    /// `None` once the connection is over (or the session closed) and every update was taken.
+    ///
+    /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
+    /// budget was full (see [`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget)); the stream goes on
+    /// after it.
+    /// [`Error::InvalidUpdate`] carries an update that does not decode, raw.
+    pub async fn next_update(&self) -> Option<Result<SessionUpdate>> {
+        let entry = self.shared.updates.pop().await?;
+        Some(entry.map(|notification| notification.update))
+    }
+
+    /// An update that already arrived, without waiting.
+    pub fn try_next_update(&self) -> Option<Result<SessionUpdate>> {
+        match self.shared.updates.try_pop() {
+            Popped::Entry(entry) => Some(entry.map(|notification| notification.update)),
+            Popped::Empty | Popped::Closed => None,
+        }
+    }
+
+    /// How many bytes of updates wait in this session for the application (see
+    /// [`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget)).
+    pub fn buffered_update_bytes(&self) -> usize {
+        self.shared.updates.bytes()
+    }
+
+    /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
+    pub async fn close(&self) -> Result<()> {
+        self.agent
+            .request(&CloseSessionRequest::new(self.shared.id.clone()))
+            .await?;
+        self.agent.forget_session(&self.shared.id);
+        Ok(())
+    }
+}
+
+type ResponseFuture = Pin<Box<dyn Future<Output = Result<PromptResponse>> + Send>>;
+
+/// A running prompt turn: [`next`](PromptTurn::next) yields its updates in order, then
+/// [`end`](PromptTurn::end) gives the stop reason.
+///
+/// Reading the updates is optional: the connection never waits for them. A session keeps
+/// what is not read up to its budget ([`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget)) and
+/// records what it had to drop, and `end` skips what is left.
+///
+/// Dropping it before the end does not cancel the turn (use [`Session::cancel`]); the turn's
+/// remaining updates stay in the session ([`Session::next_update`]).
+pub struct PromptTurn {
+    session: Session,
+    response: Option<ResponseFuture>,
+    end: Option<Result<PromptResponse>>,
+}
+
+impl PromptTurn {
+    /// The session of this turn.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The next update of the turn, or `None` once the turn has ended and every update sent
+    /// before the end was returned.
+    ///
+    /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
+    /// budget was full; the turn goes on after it.
+    /// [`Error::InvalidUpdate`] carries, as the agent sent it, an update that does not decode
+    /// (for example a `null` where a number belongs); the turn goes on after it too.
+    pub async fn next(&mut self) -> Option<Result<SessionUpdate>> {
+        let updates = &self.session.shared.updates;
+        if let Popped::Entry(entry) = updates.try_pop() {
+            return Some(entry.map(|notification| notification.update));
+        }
+        let response = self.response.as_mut()?;
+        enum Next {
+            Update(Option<Result<Box<SessionNotification>>>),
+            End(Result<PromptResponse>),
+        }
+        let next = futures_lite::future::or(async { Next::Update(updates.pop().await) }, async {
+            Next::End(response.as_mut().await)
+        })
+        .await;
+        let entry = match next {
+            Next::Update(Some(entry)) => entry,
+            Next::Update(None) => {
+                // The connection is over and every update was taken: the response resolves
+                // too (with the reason the connection ended if it never came).
+                let end = response.as_mut().await;
+                self.finish(end);
+                return None;
+            }
+            Next::End(end) => {
+                self.finish(end);
+                // Every update sent before the response is already queued: the connection
+                // hands notifications over before any later response.
+                match self.session.shared.updates.try_pop() {
+                    Popped::Entry(entry) => entry,
+                    Popped::Empty | Popped::Closed => return None,
+                }
+            }
+        };
+        Some(entry.map(|notification| notification.update))
+    }
+
+    /// A turn whose response came with the first poll: free the session at once.
+    fn ended(self) -> Self {
+        self.session
+            .shared
+            .turn_active
+            .store(false, Ordering::Release);
+        self
+    }
+
+    fn finish(&mut self, end: Result<PromptResponse>) {
+        self.response = None;
+        self.session
+            .shared
+            .turn_active
+            .store(false, Ordering::Release);
+        self.end = Some(end);
+    }
+
+    /// Waits for the end of the turn and returns its response, skipping the updates not yet
+    /// taken with [`next`](Self::next) (those of this turn, and any left from before it): the
+    /// caller asked for the outcome, not the stream. Tool call states and modes still follow
+    /// them ([`Session::tool_call`]). To keep the updates, read them with `next` first, or drop
+    /// the turn instead (they then stay for [`Session::next_update`]).
+    pub async fn end(mut self) -> Result<PromptResponse> {
+        while self.next().await.is_some() {}
+        self.end.take().expect("the turn has ended")
+    }
+}
+
+impl Drop for PromptTurn {
+    fn drop(&mut self) {
+        if let Some(response) = self.response.take() {
+            // Keep the request alive (dropping it would cancel the turn at the agent) and free
+            // the session for the next turn when it ends.
+            let shared = self.session.shared.clone();
+            smol::spawn(async move {
+                let _ = response.await;
+                shared.turn_active.store(false, Ordering::Release);
+            })
+            .detach();
+        }
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.shared.id)
+            .field("cwd", &self.shared.cwd)
+            .field(
+                "turn_active",
+                &self.shared.turn_active.load(Ordering::Relaxed),
+            )
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for PromptTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptTurn")
+            .field("session", &self.session.shared.id)
+            .field("ended", &self.response.is_none())
+            .finish()
+    }
+}

@@ -1,0 +1,190 @@
+//! Clients of an agent process: [`spawn`] for callers with their own executor, and
+//! [`run_spawned`], which owns the calling thread and bounds the final flush.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{Error, Result};
+
+use super::{AgentHandle, Client, ClientOptions, connect};
+use crate::process::{AgentCommand, AgentProcess};
+
+/// Spawns `command` and connects `client` to it over its stdin and stdout. Returns the handle,
+/// the driver (poll it), and the process (shut it down with
+/// [`AgentProcess::shutdown`]; dropping it kills the agent's whole process group).
+pub fn spawn<C: Client>(
+    client: C,
+    command: AgentCommand,
+    options: ClientOptions,
+) -> Result<(
+    AgentHandle,
+    impl Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send + use<C>,
+    AgentProcess,
+)> {
+    let mut process = command
+        .spawn()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let (reader, writer) = process
+        .take_stdio()
+        .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
+    let (agent, driver) = connect(client, reader, writer, options);
+    watch_exit(&agent, &process)?;
+    Ok((agent, driver, process))
+}
+
+/// Spawns `command`, connects `client` to it, runs `work` with the handle on the calling
+/// thread, then closes the connection and shuts the agent down. Returns what `work` returned
+/// and how the agent ended.
+///
+/// It always returns: what is still queued for the agent when `work` is done gets the
+/// command's [`shutdown_grace`](AgentCommand::shutdown_grace) to be written (an agent that
+/// stopped reading its stdin cannot hold the run up), then the agent gets its staged shutdown
+/// ([`AgentProcess::shutdown`]).
+///
+/// Unlike [`spawn`], this owns the thread for the whole run: on Linux the connection waits in
+/// `epoll_wait(2)` on the agent's two pipes instead of in smol's reactor, so that a request/response
+/// round trip costs a handful of system calls rather than a hand-off between threads (see
+/// docs/performance.md). Elsewhere it runs on `smol::block_on`. Do not call it from inside an
+/// async executor.
+///
+/// ```no_run
+/// use acp_runtime::client::{self, AutoAllow, ClientOptions};
+/// use acp_runtime::process::AgentCommand;
+///
+/// let (stop, exit) = client::run_spawned(AutoAllow, AgentCommand::new("my-agent"), ClientOptions::default(), |agent| async move {
+///     agent.initialize().await?;
+///     let session = agent.new_session("/tmp").await?;
+///     session.prompt(vec!["hi".into()]).await?.end().await
+/// })?;
+/// println!("{:?}, agent {exit}", stop?.stop_reason);
+/// # Ok::<(), acp_runtime::Error>(())
+/// ```
+pub fn run_spawned<C: Client, F: Future>(
+    client: C,
+    command: AgentCommand,
+    options: ClientOptions,
+    work: impl FnOnce(AgentHandle) -> F,
+) -> Result<(F::Output, crate::process::AgentExit)> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut process = command
+            .spawn()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let (stdout, stdin) = process
+            .take_pipe_fds()
+            .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?
+            .map_err(|e| Error::Internal(format!("the agent's pipes: {e}")))?;
+        let (pipes, reader, writer) =
+            crate::pipe_loop::pipes(stdout, stdin).map_err(|e| Error::Internal(e.to_string()))?;
+        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+        let (agent, driver) = connect(client, reader, writer, options);
+        watch_exit(&agent, &process)?;
+        let run = async {
+            let closed = WorkDone::default();
+            let work = async {
+                let output = work(agent.clone()).await;
+                agent.close();
+                closed.mark();
+                output
+            };
+            let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
+            crate::pipe_loop::join_woken(driver, work).await.1
+        };
+        let output =
+            crate::pipe_loop::block_on(&pipes, run).map_err(|e| Error::Internal(e.to_string()))?;
+        let exit = crate::pipe_loop::block_on(&pipes, process.shutdown())
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        Ok((output, exit))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let (agent, driver, process) = spawn(client, command, options)?;
+        smol::block_on(async {
+            let closed = WorkDone::default();
+            let work = async {
+                let output = work(agent.clone()).await;
+                agent.close();
+                closed.mark();
+                output
+            };
+            let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
+            let output = futures_lite::future::zip(driver, work).await.1;
+            Ok((output, process.shutdown().await))
+        })
+    }
+}
+
+/// The connection's driver, given up `grace` after the work is done. An agent that stopped
+/// reading its stdin would otherwise keep the final flush, and so the whole run of
+/// [`run_spawned`], waiting for ever; once given up, the connection is dropped (the agent sees
+/// its stdin close) and the agent's staged shutdown begins.
+async fn bounded_final_flush<D: Future<Output = Result<(), acp_jsonrpc::ConnectionError>>>(
+    driver: D,
+    done: &WorkDone,
+    grace: std::time::Duration,
+) -> Result<(), acp_jsonrpc::ConnectionError> {
+    let mut driver = std::pin::pin!(driver);
+    let mut deadline: Option<smol::Timer> = None;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(result) = driver.as_mut().poll(cx) {
+            return std::task::Poll::Ready(result);
+        }
+        if !done.is_marked(cx) {
+            return std::task::Poll::Pending;
+        }
+        let timer = deadline.get_or_insert_with(|| smol::Timer::after(grace));
+        Pin::new(timer).poll(cx).map(|_| Ok(()))
+    })
+    .await
+}
+
+/// Set once [`run_spawned`]'s work is done. Checked on every poll of the driver, so it costs
+/// an atomic load there, where a channel or event listener cost a few hundred instructions per
+/// message.
+#[derive(Default)]
+struct WorkDone {
+    marked: AtomicBool,
+    registered: AtomicBool,
+    waker: Mutex<Option<std::task::Waker>>,
+}
+
+impl WorkDone {
+    fn mark(&self) {
+        self.marked.store(true, Ordering::Release);
+        if let Some(waker) = self.waker.lock().unwrap().take() {
+            waker.wake();
+        }
+    }
+
+    /// Whether the work is done; if not, `cx` is woken when it is. Its waker is kept the first
+    /// time only: the loops that poll the driver keep one waker for it.
+    fn is_marked(&self, cx: &std::task::Context<'_>) -> bool {
+        if self.marked.load(Ordering::Acquire) {
+            return true;
+        }
+        if !self.registered.load(Ordering::Relaxed) {
+            *self.waker.lock().unwrap() = Some(cx.waker().clone());
+            self.registered.store(true, Ordering::Relaxed);
+        }
+        // Marked between the first look and the registration: its wake-up found no waker.
+        self.marked.load(Ordering::Acquire)
+    }
+}
+
+/// Fails pending calls with the agent's exit status and stderr tail once it exits, from a
+/// plain thread (smol's executor threads would compete for the reactor).
+fn watch_exit(agent: &AgentHandle, process: &AgentProcess) -> Result<()> {
+    agent.state.spawned.store(true, Ordering::Release);
+    let watcher = agent.clone();
+    let exited = process.exited();
+    std::thread::Builder::new()
+        .name("acp-agent-exit".into())
+        .spawn(move || {
+            let exit = futures_lite::future::block_on(exited);
+            watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone());
+        })
+        .map(drop)
+        .map_err(|e| Error::Internal(format!("starting the exit watcher: {e}")))
+}
