@@ -1,0 +1,33 @@
+use super::*;
+
+#[test]
+fn parses_result_and_rusage_lines() {
+    let f =
+        parse_fields("impl=raw prompt=\"stream 2 64\" updates=2 rpcs=0 prompt_ms=1.5 total_ms=2.0");
+    assert_eq!(f["prompt"], "stream 2 64");
+    assert_eq!(f["updates"], "2");
+    assert_eq!(f["total_ms"], "2.0");
+    let r = parse_fields("role=agent impl=raw pid=1 user_us=10 sys_us=5 maxrss_kb=99");
+    assert_eq!(r["maxrss_kb"], "99");
+}
+
+#[test]
+fn scenario_counts() {
+    let s = Scenario::new("x", "rpcpar 100 64");
+    assert_eq!((s.updates, s.rpcs, s.ops), (0, 100, 100));
+    let s = Scenario::new("x", "stream 7 64");
+    assert_eq!((s.updates, s.rpcs), (7, 0));
+    assert_eq!(Scenario::new("x", "hello").ops, 0);
+}
+
+#[test]
+fn medians() {
+    assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+    assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    assert_eq!(median(vec![]), None);
+}
+
+#[test]
+fn default_pairs_start_with_the_baseline() {
+    assert_eq!(default_pairs()[0], BASELINE);
+}
