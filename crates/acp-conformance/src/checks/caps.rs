@@ -16,21 +16,11 @@ const WAV_BASE64: &str =
     "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YRAAAACAgICAgICAgICAgICAgICA";
 
 pub(super) fn client_methods(ctx: &mut Ctx<'_>) -> Verdict {
-    let mut conn = match ctx.connect("caps.client_methods", Caps::NONE) {
-        Ok(c) => c,
+    let (mut conn, session) = match ctx.connect_with_session("caps.client_methods", Caps::NONE) {
+        Ok(x) => x,
         Err(v) => return v,
     };
-    let session = match ctx.open_session(&mut conn) {
-        Ok(s) => s,
-        Err(v) => return v,
-    };
-    let turn = ctx.turn(
-        &mut conn,
-        &session,
-        crate::turn::text_prompt(&ctx.opts.prompt),
-        Trigger::Never,
-        Action::SessionCancel,
-    );
+    let turn = ctx.text_turn(&mut conn, &session, Trigger::Never, Action::SessionCancel);
     let calls = received_lines(
         turn.agent_requests()
             .filter(|(method, _)| {
@@ -64,12 +54,8 @@ pub(super) fn client_methods(ctx: &mut Ctx<'_>) -> Verdict {
 /// Runs a turn whose prompt is the user's text followed by `block`, and judges whether the
 /// agent accepted it.
 fn content_turn(ctx: &mut Ctx<'_>, label: &str, what: &str, block: Value) -> Verdict {
-    let mut conn = match ctx.connect(label, Caps::ALL) {
-        Ok(c) => c,
-        Err(v) => return v,
-    };
-    let session = match ctx.open_session(&mut conn) {
-        Ok(s) => s,
+    let (mut conn, session) = match ctx.connect_with_session(label, Caps::ALL) {
+        Ok(x) => x,
         Err(v) => return v,
     };
     let prompt = json!([{ "type": "text", "text": ctx.opts.prompt }, block]);

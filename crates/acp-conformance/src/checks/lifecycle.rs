@@ -6,29 +6,23 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Ctx, describe};
+use super::{Ctx, describe, no_moment};
 use crate::client::Caps;
 use crate::report::Verdict;
-use crate::turn::{Action, Trigger, text_prompt};
+use crate::turn::{Action, Trigger};
 use crate::wire::{Call, Conn, Event, is_turn_content, received, received_lines};
 
 /// A directory no session is created in, for a `session/list` filter that matches nothing.
 const NO_SUCH_CWD: &str = "/nonexistent/acp-conformance/no-sessions-here";
 
 /// `Ok` when the capability at `pointer` of `agentCapabilities` is advertised (present and not
-/// `null`), or the verdict that skips the check.
-fn advertised(ctx: &mut Ctx<'_>, pointer: &str, name: &str) -> Result<(), Verdict> {
+/// `null`), or the verdict that skips the check, naming it in dotted form.
+fn advertised(ctx: &mut Ctx<'_>, pointer: &str) -> Result<(), Verdict> {
+    let name = pointer.trim_start_matches('/').replace('/', ".");
     match ctx.agent_cap(pointer) {
         Value::Null => Err(Verdict::skipped(format!("`{name}` is not advertised"))),
         _ => Ok(()),
     }
-}
-
-/// A connection with one new session.
-fn connect_with_session(ctx: &mut Ctx<'_>, label: &str) -> Result<(Conn, String), Verdict> {
-    let mut conn = ctx.connect(label, Caps::ALL)?;
-    let session = ctx.open_session(&mut conn)?;
-    Ok((conn, session))
 }
 
 /// The failure for a call that got no result, or the result.
@@ -52,6 +46,18 @@ fn result_of<'c>(
                 evidence,
             ))
         }
+    }
+}
+
+/// Passes when `call` of `method` got a result that is an object.
+fn object_result(ctx: &mut Ctx<'_>, call: &Call, conn: &Conn, method: &str, what: &str) -> Verdict {
+    match result_of(ctx, call, conn, what) {
+        Ok(result) if result.is_object() => Verdict::Pass,
+        Ok(_) => Verdict::fail(
+            format!("the `{method}` result is not an object"),
+            call.evidence(),
+        ),
+        Err(v) => v,
     }
 }
 
@@ -121,10 +127,10 @@ fn with_evidence(verdict: Verdict, evidence: &[String]) -> Verdict {
 }
 
 pub(super) fn list_sessions(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(ctx, "/sessionCapabilities/list", "sessionCapabilities.list") {
+    if let Err(v) = advertised(ctx, "/sessionCapabilities/list") {
         return v;
     }
-    let (mut conn, _session) = match connect_with_session(ctx, "session.list") {
+    let (mut conn, _session) = match ctx.connect_with_session("session.list", Caps::ALL) {
         Ok(x) => x,
         Err(v) => return v,
     };
@@ -159,25 +165,15 @@ pub(super) fn list_sessions(ctx: &mut Ctx<'_>) -> Verdict {
 }
 
 pub(super) fn resume(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(
-        ctx,
-        "/sessionCapabilities/resume",
-        "sessionCapabilities.resume",
-    ) {
+    if let Err(v) = advertised(ctx, "/sessionCapabilities/resume") {
         return v;
     }
-    let (mut conn, session) = match connect_with_session(ctx, "session.resume") {
+    let (mut conn, session) = match ctx.connect_with_session("session.resume", Caps::ALL) {
         Ok(x) => x,
         Err(v) => return v,
     };
     // A turn gives the session a history that must not be replayed.
-    let turn = ctx.turn(
-        &mut conn,
-        &session,
-        text_prompt(&ctx.opts.prompt),
-        Trigger::Never,
-        Action::SessionCancel,
-    );
+    let turn = ctx.text_turn(&mut conn, &session, Trigger::Never, Action::SessionCancel);
     let mut evidence = Vec::new();
     if !turn.completed() {
         evidence.push(format!(
@@ -233,14 +229,10 @@ pub(super) fn resume(ctx: &mut Ctx<'_>) -> Verdict {
 }
 
 pub(super) fn close(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(
-        ctx,
-        "/sessionCapabilities/close",
-        "sessionCapabilities.close",
-    ) {
+    if let Err(v) = advertised(ctx, "/sessionCapabilities/close") {
         return v;
     }
-    let (mut conn, session) = match connect_with_session(ctx, "session.close") {
+    let (mut conn, session) = match ctx.connect_with_session("session.close", Caps::ALL) {
         Ok(x) => x,
         Err(v) => return v,
     };
@@ -249,25 +241,20 @@ pub(super) fn close(ctx: &mut Ctx<'_>) -> Verdict {
         json!({ "sessionId": session }),
         ctx.opts.timeout,
     );
-    match result_of(ctx, &call, &conn, "`session/close` of an active session") {
-        Ok(result) if result.is_object() => Verdict::Pass,
-        Ok(_) => Verdict::fail(
-            "the `session/close` result is not an object",
-            call.evidence(),
-        ),
-        Err(v) => v,
-    }
+    object_result(
+        ctx,
+        &call,
+        &conn,
+        "session/close",
+        "`session/close` of an active session",
+    )
 }
 
 pub(super) fn delete(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(
-        ctx,
-        "/sessionCapabilities/delete",
-        "sessionCapabilities.delete",
-    ) {
+    if let Err(v) = advertised(ctx, "/sessionCapabilities/delete") {
         return v;
     }
-    let (mut conn, session) = match connect_with_session(ctx, "session.delete") {
+    let (mut conn, session) = match ctx.connect_with_session("session.delete", Caps::ALL) {
         Ok(x) => x,
         Err(v) => return v,
     };
@@ -310,11 +297,7 @@ pub(super) fn delete(ctx: &mut Ctx<'_>) -> Verdict {
 }
 
 pub(super) fn delete_unknown(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(
-        ctx,
-        "/sessionCapabilities/delete",
-        "sessionCapabilities.delete",
-    ) {
+    if let Err(v) = advertised(ctx, "/sessionCapabilities/delete") {
         return v;
     }
     let mut conn = match ctx.connect("session.delete.unknown", Caps::ALL) {
@@ -338,7 +321,7 @@ pub(super) fn delete_unknown(ctx: &mut Ctx<'_>) -> Verdict {
 }
 
 pub(super) fn logout(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(ctx, "/auth/logout", "auth.logout") {
+    if let Err(v) = advertised(ctx, "/auth/logout") {
         return v;
     }
     let mut conn = match ctx.connect("auth.logout", Caps::ALL) {
@@ -346,37 +329,25 @@ pub(super) fn logout(ctx: &mut Ctx<'_>) -> Verdict {
         Err(v) => return v,
     };
     let call = conn.call("logout", json!({}), ctx.opts.timeout);
-    match result_of(ctx, &call, &conn, "`logout`") {
-        Ok(result) if result.is_object() => Verdict::Pass,
-        Ok(_) => Verdict::fail("the `logout` result is not an object", call.evidence()),
-        Err(v) => v,
-    }
+    object_result(ctx, &call, &conn, "logout", "`logout`")
 }
 
 pub(super) fn close_cancels(ctx: &mut Ctx<'_>) -> Verdict {
-    if let Err(v) = advertised(
-        ctx,
-        "/sessionCapabilities/close",
-        "sessionCapabilities.close",
-    ) {
+    if let Err(v) = advertised(ctx, "/sessionCapabilities/close") {
         return v;
     }
-    let (mut conn, session) = match connect_with_session(ctx, "session.close.cancels") {
+    let (mut conn, session) = match ctx.connect_with_session("session.close.cancels", Caps::ALL) {
         Ok(x) => x,
         Err(v) => return v,
     };
-    let turn = ctx.turn(
+    let turn = ctx.text_turn(
         &mut conn,
         &session,
-        text_prompt(&ctx.opts.prompt),
         Trigger::FirstActivity,
         Action::CloseSession,
     );
-    if turn.acted.is_none() {
-        return Verdict::inconclusive(format!(
-            "the turn sent no update or request before it ended ({}), so there was no moment to close the session",
-            turn.outcome()
-        ));
+    if let Some(v) = no_moment(&turn, "close the session") {
+        return v;
     }
     let mut evidence = turn.evidence();
     // Whether `session/close` was answered before the prompt: then the agent handled it

@@ -269,6 +269,29 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A connection with one new session, or the verdict that the check cannot proceed.
+    pub fn connect_with_session(
+        &mut self,
+        label: &str,
+        caps: Caps,
+    ) -> Result<(Conn, String), Verdict> {
+        let mut conn = self.connect(label, caps)?;
+        let session = self.open_session(&mut conn)?;
+        Ok((conn, session))
+    }
+
+    /// A prompt turn whose prompt is the user's `--prompt` text.
+    pub fn text_turn(
+        &mut self,
+        conn: &mut Conn,
+        session: &str,
+        trigger: Trigger,
+        action: Action,
+    ) -> TurnResult {
+        let prompt = crate::turn::text_prompt(&self.opts.prompt);
+        self.turn(conn, session, prompt, trigger, action)
+    }
+
     /// A prompt turn.
     pub fn turn(
         &mut self,
@@ -376,32 +399,14 @@ impl<'a> Ctx<'a> {
     fn run_basic(&mut self) -> Result<BasicRun, Verdict> {
         let mut conn = self.connect("basic", Caps::ALL)?;
         let call = self.new_session_call(&mut conn);
-        let mut updates: Vec<Value> = call
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                crate::wire::Event::Notification { method, params, .. }
-                    if method == "session/update" =>
-                {
-                    Some(params.clone())
-                }
-                _ => None,
-            })
-            .collect();
+        let mut updates: Vec<Value> = call.events.iter().filter_map(update_params).collect();
         let session = self.session_of(&call, &conn);
-        let turn = session.as_ref().ok().map(|s| {
-            let prompt = crate::turn::text_prompt(&self.opts.prompt);
-            self.turn(&mut conn, s, prompt, Trigger::Never, Action::SessionCancel)
-        });
+        let turn = session
+            .as_ref()
+            .ok()
+            .map(|s| self.text_turn(&mut conn, s, Trigger::Never, Action::SessionCancel));
         if let Some(t) = &turn {
-            updates.extend(t.before.iter().chain(&t.after).filter_map(|e| match e {
-                crate::wire::Event::Notification { method, params, .. }
-                    if method == "session/update" =>
-                {
-                    Some(params.clone())
-                }
-                _ => None,
-            }));
+            updates.extend(t.before.iter().chain(&t.after).filter_map(update_params));
         }
         Ok(BasicRun {
             new_call: CallSummary::from(&call),
@@ -429,6 +434,27 @@ impl<'a> Ctx<'a> {
 impl Drop for Ctx<'_> {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// The inconclusive verdict when `turn` sent nothing before it ended, so the checker had no
+/// moment to act (`to` says what it meant to do).
+pub(crate) fn no_moment(turn: &TurnResult, to: &str) -> Option<Verdict> {
+    turn.acted.is_none().then(|| {
+        Verdict::inconclusive(format!(
+            "the turn sent no update or request before it ended ({}), so there was no moment to {to}",
+            turn.outcome()
+        ))
+    })
+}
+
+/// The `params` of a `session/update` notification.
+fn update_params(event: &crate::wire::Event) -> Option<Value> {
+    match event {
+        crate::wire::Event::Notification { method, params, .. } if method == "session/update" => {
+            Some(params.clone())
+        }
+        _ => None,
     }
 }
 

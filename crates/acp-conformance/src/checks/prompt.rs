@@ -1,9 +1,9 @@
 //! Prompt turns: stop reasons, update ordering, cancellation.
 
-use super::Ctx;
+use super::{Ctx, no_moment};
 use crate::client::Caps;
 use crate::report::Verdict;
-use crate::turn::{Action, Trigger, TurnResult, is_stop_reason, text_prompt};
+use crate::turn::{Action, Trigger, TurnResult, is_stop_reason};
 use crate::wire::{Event, received};
 
 pub(super) fn stop_reason(ctx: &mut Ctx<'_>) -> Verdict {
@@ -78,15 +78,8 @@ fn cancelled_turn(
     label: &str,
     trigger: Trigger,
 ) -> Result<(TurnResult, String), Verdict> {
-    let mut conn = ctx.connect(label, Caps::ALL)?;
-    let session = ctx.open_session(&mut conn)?;
-    let turn = ctx.turn(
-        &mut conn,
-        &session,
-        text_prompt(&ctx.opts.prompt),
-        trigger,
-        Action::SessionCancel,
-    );
+    let (mut conn, session) = ctx.connect_with_session(label, Caps::ALL)?;
+    let turn = ctx.text_turn(&mut conn, &session, trigger, Action::SessionCancel);
     Ok((turn, session))
 }
 
@@ -176,11 +169,8 @@ pub(super) fn cancel(ctx: &mut Ctx<'_>) -> Verdict {
         Ok(x) => x,
         Err(v) => return v,
     };
-    if turn.acted.is_none() {
-        return Verdict::inconclusive(format!(
-            "the turn sent no update or request before it ended ({}), so there was no moment to cancel it",
-            turn.outcome()
-        ));
+    if let Some(v) = no_moment(&turn, "cancel it") {
+        return v;
     }
     judge_cancelled(ctx, &turn, &session)
 }

@@ -2,10 +2,10 @@
 
 use serde_json::{Value, json};
 
-use super::{Ctx, describe};
+use super::{Ctx, describe, no_moment};
 use crate::client::Caps;
 use crate::report::Verdict;
-use crate::turn::{Action, Trigger, text_prompt};
+use crate::turn::{Action, Trigger};
 use crate::wire::{Conn, Event, Events, received, sent};
 
 /// A request no agent implements, used to see that the agent still answers.
@@ -349,26 +349,18 @@ pub(super) fn stray_response(ctx: &mut Ctx<'_>) -> Verdict {
 }
 
 pub(super) fn cancel_request(ctx: &mut Ctx<'_>) -> Verdict {
-    let mut conn = match ctx.connect("rpc.cancel_request", Caps::ALL) {
-        Ok(c) => c,
+    let (mut conn, session) = match ctx.connect_with_session("rpc.cancel_request", Caps::ALL) {
+        Ok(x) => x,
         Err(v) => return v,
     };
-    let session = match ctx.open_session(&mut conn) {
-        Ok(s) => s,
-        Err(v) => return v,
-    };
-    let turn = ctx.turn(
+    let turn = ctx.text_turn(
         &mut conn,
         &session,
-        text_prompt(&ctx.opts.prompt),
         Trigger::FirstActivity,
         Action::CancelRequest,
     );
-    if turn.acted.is_none() {
-        return Verdict::inconclusive(format!(
-            "the turn sent no update or request before it ended ({}), so there was no moment to cancel it",
-            turn.outcome()
-        ));
+    if let Some(v) = no_moment(&turn, "cancel it") {
+        return v;
     }
     let answers: Vec<String> = turn
         .before

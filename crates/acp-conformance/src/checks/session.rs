@@ -177,21 +177,11 @@ pub(super) fn load_replay(ctx: &mut Ctx<'_>) -> Verdict {
     if ctx.agent_cap("/loadSession") != Value::Bool(true) {
         return Verdict::skipped("`loadSession` is not advertised");
     }
-    let mut conn = match ctx.connect("session.load.replay", Caps::ALL) {
-        Ok(c) => c,
+    let (mut conn, session) = match ctx.connect_with_session("session.load.replay", Caps::ALL) {
+        Ok(x) => x,
         Err(v) => return v,
     };
-    let session = match ctx.open_session(&mut conn) {
-        Ok(s) => s,
-        Err(v) => return v,
-    };
-    let turn = ctx.turn(
-        &mut conn,
-        &session,
-        text_prompt(&ctx.opts.prompt),
-        Trigger::Never,
-        Action::SessionCancel,
-    );
+    let turn = ctx.text_turn(&mut conn, &session, Trigger::Never, Action::SessionCancel);
     if !turn.completed() {
         return Verdict::inconclusive(format!(
             "the turn that was to give the session a history did not complete: {}",

@@ -232,6 +232,19 @@ fn error(id: &Value, code: i64, message: &str) {
     send(&json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }));
 }
 
+/// The `sessionId` of a request's `params`, or `""`.
+fn session_id(params: &Value) -> &str {
+    params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The error for a request about a session the agent does not have.
+fn no_such_session(id: &Value) {
+    error(id, -32002, "Resource not found: no such session");
+}
+
 /// An error object without `id`: not a valid JSON-RPC message.
 fn idless_error(code: i64, message: &str) {
     send(&json!({ "jsonrpc": "2.0", "error": { "code": code, "message": message } }));
@@ -450,7 +463,7 @@ impl Agent {
         let session = session.to_owned();
         if !self.sessions.contains_key(&session) {
             if !self.bug("unknown-session-accepted") {
-                return error(id, -32002, "Resource not found: no such session");
+                return no_such_session(id);
             }
             self.sessions.insert(
                 session.clone(),
@@ -619,12 +632,9 @@ impl Agent {
     }
 
     fn set_mode(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let session = session_id(params);
         if !self.sessions.contains_key(session) {
-            return error(id, -32002, "Resource not found: no such session");
+            return no_such_session(id);
         }
         if self.bug("set-mode-fails") {
             return error(id, -32603, "modes are stuck");
@@ -637,12 +647,9 @@ impl Agent {
     }
 
     fn set_config_option(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let session = session_id(params);
         if !self.sessions.contains_key(session) {
-            return error(id, -32002, "Resource not found: no such session");
+            return no_such_session(id);
         }
         if self.bug("set-config-fails") {
             return error(id, -32603, "config is stuck");

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Agent, error, reply, update};
+use super::{Agent, error, no_such_session, reply, session_id, update};
 
 impl Agent {
     pub(super) fn list_sessions(&mut self, id: &Value, params: &Value) {
@@ -22,13 +22,9 @@ impl Agent {
     }
 
     pub(super) fn resume_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let session = session_id(params).to_owned();
         let Some(stored) = self.sessions.get(&session).filter(|s| !s.deleted) else {
-            return error(id, -32002, "Resource not found: no such session");
+            return no_such_session(id);
         };
         if self.bug("resume-replays") {
             for entry in &stored.history {
@@ -39,12 +35,9 @@ impl Agent {
     }
 
     pub(super) fn close_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let session = session_id(params);
         if !self.sessions.contains_key(session) {
-            return error(id, -32002, "Resource not found: no such session");
+            return no_such_session(id);
         }
         if self.bug("close-fails") {
             return error(id, -32603, "sessions cannot be closed");
@@ -60,15 +53,12 @@ impl Agent {
     }
 
     pub(super) fn delete_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let session = session_id(params);
         let refuse_unknown = self.bug("delete-unknown-error");
         match self.sessions.get_mut(session) {
             Some(stored) => stored.deleted = true,
             None if refuse_unknown => {
-                return error(id, -32002, "Resource not found: no such session");
+                return no_such_session(id);
             }
             None => {}
         }
@@ -76,13 +66,9 @@ impl Agent {
     }
 
     pub(super) fn load_session(&mut self, id: &Value, params: &Value) {
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let session = session_id(params).to_owned();
         let Some(stored) = self.sessions.get(&session) else {
-            return error(id, -32002, "Resource not found: no such session");
+            return no_such_session(id);
         };
         let history = stored.history.clone();
         let replay = || {
