@@ -335,13 +335,20 @@ fn deaf_reads() -> Result<()> {
             agent.initialize().await?;
             let session = agent.new_session(&work_dir).await?;
             session.next_update().await.expect("the agent's note")?;
-            // Let every read get as far as it can.
+            // Watch the answers pile up until they stop growing: the reads run on a blocking
+            // pool and take seconds in a debug build on a busy machine, so wait for the first
+            // answer (up to the hang guard), then for two quiet seconds.
             let connection = agent.connection();
-            let mut held = 0;
-            for _ in 0..20 {
+            let (mut held, mut quiet) = (0, 0);
+            while quiet < 20 {
                 smol::Timer::after(Duration::from_millis(100)).await;
-                held =
-                    held.max(connection.queued_reply_bytes() + connection.reserved_reply_bytes());
+                let now = connection.queued_reply_bytes() + connection.reserved_reply_bytes();
+                quiet = if now > held || held == 0 {
+                    0
+                } else {
+                    quiet + 1
+                };
+                held = held.max(now);
             }
             let bound = connection.reply_budget() + (15 << 20) + 1024;
             check(held > 0 && held <= bound, || {
