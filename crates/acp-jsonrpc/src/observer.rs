@@ -93,6 +93,15 @@ pub enum Problem {
     /// A `$/cancel_request` notification whose params did not say which
     /// request to cancel.
     InvalidCancelRequest(String),
+    /// The peer sent something a rule of the protocol forbids (an update kind the receiver did
+    /// not opt into, say). It was handled all the same: lenient in what we accept; this
+    /// tells whoever debugs the peer. Reported by the layer that knows the rule.
+    PeerBrokeRule {
+        /// The method of the offending message.
+        method: String,
+        /// Which rule, and how it was broken.
+        rule: String,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -138,6 +147,9 @@ impl fmt::Display for Problem {
             }
             Problem::InvalidCancelRequest(detail) => {
                 write!(f, "invalid $/cancel_request: {detail}")
+            }
+            Problem::PeerBrokeRule { method, rule } => {
+                write!(f, "{method:?} breaks a rule of the protocol: {rule}")
             }
         }
     }
