@@ -1,29 +1,25 @@
-//! The connection: a handle to send with, and one future that does all the
-//! work.
+//! A connection's options and the handle to send with. (The driver that does
+//! the work is started by [`Connection`](crate::Connection), in `connect.rs`.)
 
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures_io::{AsyncBufRead, AsyncWrite};
 use futures_lite::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use crate::driver::Driver;
-use crate::handler::{Handler, LocalHandler};
 use crate::line_reader::DEFAULT_MAX_LINE_LENGTH;
 use crate::message::{
     encode_notification, encode_raw_notification, encode_raw_request, encode_request,
 };
 use crate::observer::SharedObserver;
 use crate::shared::{ResponseResult, Shared, TryEnqueue};
-use crate::{ConnectionError, Observer, Problem, RequestError, RequestId};
+use crate::{Observer, Problem, RequestError, RequestId};
 
 /// How a [`Connection`] behaves. `ConnectionOptions::default()` is a good
 /// start.
@@ -125,93 +121,6 @@ impl fmt::Debug for ConnectionOptions {
             .field("reply_budget", &self.reply_budget)
             .field("observer", &self.observer.is_some())
             .finish()
-    }
-}
-
-/// Creates connections. See the [crate documentation](crate) for the whole
-/// picture, including what closing and dropping do.
-pub enum Connection {}
-
-impl Connection {
-    /// Starts a connection over `reader` and `writer`, answering the peer
-    /// with `handler`.
-    ///
-    /// Returns the handle to send with, and the driver: the one future that
-    /// reads, writes and runs the handlers. Nothing happens until it is
-    /// polled; poll it on any executor (it is `Send` when `reader`,
-    /// `writer` and the handler are). It resolves when the connection is
-    /// over: `Ok(())` after the peer closed its side or
-    /// [`ConnectionHandle::close`] was called, `Err` on an I/O error.
-    ///
-    /// For `reader`, wrap a plain `AsyncRead` in
-    /// [`futures_lite::io::BufReader`].
-    #[expect(
-        clippy::new_ret_no_self,
-        reason = "a connection is a handle plus its driver; there is no `Connection` value"
-    )]
-    pub fn new<R, W, H>(
-        reader: R,
-        writer: W,
-        handler: H,
-        options: ConnectionOptions,
-    ) -> (
-        ConnectionHandle,
-        impl Future<Output = Result<(), ConnectionError>> + use<R, W, H>,
-    )
-    where
-        R: AsyncBufRead + Unpin,
-        W: AsyncWrite + Unpin,
-        H: Handler,
-    {
-        let handler = Arc::new(handler);
-        let for_notifications = handler.clone();
-        Driver::start(
-            reader,
-            writer,
-            options,
-            move |request, responder, guard| {
-                let handler = handler.clone();
-                guard.run(async move { Handler::request(&*handler, request, responder).await })
-            },
-            move |notification| {
-                let handler = for_notifications.clone();
-                async move { Handler::notification(&*handler, notification).await }
-            },
-        )
-    }
-
-    /// Like [`new`](Self::new), for a handler whose futures are not `Send`.
-    /// The driver is then not `Send` either: run it on a local executor or
-    /// with `block_on`.
-    pub fn new_local<R, W, H>(
-        reader: R,
-        writer: W,
-        handler: H,
-        options: ConnectionOptions,
-    ) -> (
-        ConnectionHandle,
-        impl Future<Output = Result<(), ConnectionError>> + use<R, W, H>,
-    )
-    where
-        R: AsyncBufRead + Unpin,
-        W: AsyncWrite + Unpin,
-        H: LocalHandler,
-    {
-        let handler = Rc::new(handler);
-        let for_notifications = handler.clone();
-        Driver::start(
-            reader,
-            writer,
-            options,
-            move |request, responder, guard| {
-                let handler = handler.clone();
-                guard.run(async move { LocalHandler::request(&*handler, request, responder).await })
-            },
-            move |notification| {
-                let handler = for_notifications.clone();
-                async move { LocalHandler::notification(&*handler, notification).await }
-            },
-        )
     }
 }
 

@@ -168,6 +168,7 @@
 //! every line in and out and every [`Problem`]; without one, the hooks cost
 //! a branch per message.
 
+mod connect;
 mod connection;
 mod driver;
 mod error;
@@ -183,9 +184,9 @@ mod oneshot;
 mod shared;
 mod task_set;
 
+pub use connect::Connection;
 pub use connection::{
-    Connection, ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture,
-    RequestFuture,
+    ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture, RequestFuture,
 };
 pub use error::{ConnectionError, ErrorCode, RequestError, ResponseError};
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};

@@ -10,8 +10,6 @@ use acp_jsonrpc::{ConnectionOptions, Observer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::normalize::Normalizer;
-
 /// Which way a message travelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Direction {
@@ -197,7 +195,8 @@ pub(crate) fn pretty_message(message: &Value) -> String {
 ///
 /// Stored as JSON Lines ([`parse`](Self::parse), [`to_jsonl`](Self::to_jsonl)); shown in
 /// snapshots one message per line ([`render`](Self::render)) or as pretty JSON
-/// ([`render_pretty`](Self::render_pretty)); made stable across runs by a [`Normalizer`].
+/// ([`render_pretty`](Self::render_pretty)); made stable across runs by a
+/// [`Normalizer`](crate::Normalizer) ([`Normalizer::normalize`](crate::Normalizer::normalize)).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transcript {
     entries: Vec<Entry>,
@@ -322,12 +321,6 @@ impl Transcript {
     /// The entries for which `keep` returns true (for example, without the message chunks).
     pub fn filter(&self, keep: impl Fn(&Entry) -> bool) -> Transcript {
         self.entries.iter().filter(|e| keep(e)).cloned().collect()
-    }
-
-    /// The transcript with what varies between runs replaced by placeholders; see
-    /// [`Normalizer`].
-    pub fn normalized(&self, normalizer: &Normalizer) -> Transcript {
-        normalizer.normalize(self)
     }
 
     /// One line per message: `client → agent  {...}` / `agent → client  {...}`, the form
