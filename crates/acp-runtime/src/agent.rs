@@ -266,10 +266,10 @@ pub fn serve_stdio<A: Agent>(agent: A) -> std::io::Result<()> {
     if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
         // How editors run agents: both ends are pipes. Waiting on exactly these two in an
         // epoll loop keeps every wake-up on this thread (see `pipe_loop`).
-        let (pipes, reader, writer) = crate::pipe_loop::pipes(reader, writer)?;
+        let (pipes, reader, writer) = crate::os::pipe_loop::pipes(reader, writer)?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
         let (_client, driver) = serve(agent, reader, writer, ConnectionOptions::default());
-        return crate::pipe_loop::block_on(&pipes, driver)?.map_err(std::io::Error::other);
+        return crate::os::pipe_loop::block_on(&pipes, driver)?.map_err(std::io::Error::other);
     }
     let (reader, writer) = crate::stdio::stdio()?;
     let (_client, driver) = serve(agent, reader, writer, ConnectionOptions::default());

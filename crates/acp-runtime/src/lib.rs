@@ -64,18 +64,15 @@
 //! [`agent::serve`] as above.
 
 pub mod agent;
-#[cfg(unix)]
-mod child_exit;
 pub mod client;
 mod error;
 pub mod host;
-#[cfg(target_os = "linux")]
-mod pipe_loop;
+#[cfg(unix)]
+mod os;
 pub mod process;
 mod reply;
 mod signal;
 pub mod stdio;
-mod supervisor;
 
 pub use error::{Error, Result, codes};
 

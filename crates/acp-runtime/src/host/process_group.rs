@@ -18,7 +18,7 @@ use async_process::Stdio;
 use smol::Async;
 
 use super::terminal::TerminalExitStatus;
-use crate::child_exit::GroupLeader;
+use crate::os::group::GroupLeader;
 
 /// What to run; mirrors the `terminal/create` parameters that concern the process.
 pub(crate) struct GroupCommand<'a> {
@@ -90,7 +90,7 @@ impl ExitWatch {
     fn new(child: &mut async_process::Child) -> Self {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         // A pid always fits in pid_t; `Child::id` merely widens it to u32.
-        if let Some(pidfd) = crate::child_exit::open_pidfd(child.id() as libc::pid_t) {
+        if let Some(pidfd) = crate::os::exit_watch::open_pidfd(child.id() as libc::pid_t) {
             return Self::Pidfd(pidfd);
         }
         // The returned future owns its own handle to the child, not a borrow.
@@ -108,7 +108,7 @@ impl ExitWatch {
         match self {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             Self::Pidfd(pidfd) => loop {
-                if let Some(exit) = crate::child_exit::peek_pidfd(pidfd.get_ref())? {
+                if let Some(exit) = crate::os::exit_watch::peek_pidfd(pidfd.get_ref())? {
                     return Ok(exit.into());
                 }
                 pidfd.readable().await?;
@@ -124,14 +124,14 @@ impl ExitWatch {
     }
 }
 
-impl From<crate::child_exit::RawExit> for TerminalExitStatus {
-    fn from(exit: crate::child_exit::RawExit) -> Self {
+impl From<crate::os::exit_watch::RawExit> for TerminalExitStatus {
+    fn from(exit: crate::os::exit_watch::RawExit) -> Self {
         match exit {
-            crate::child_exit::RawExit::Code(code) => TerminalExitStatus {
+            crate::os::exit_watch::RawExit::Code(code) => TerminalExitStatus {
                 exit_code: u32::try_from(code).ok(),
                 signal: None,
             },
-            crate::child_exit::RawExit::Signal(signal) => TerminalExitStatus {
+            crate::os::exit_watch::RawExit::Signal(signal) => TerminalExitStatus {
                 exit_code: None,
                 signal: Some(signal_name(signal)),
             },

@@ -14,7 +14,7 @@ use async_process::Stdio;
 use futures_lite::future;
 use futures_lite::io::BufReader;
 
-use crate::child_exit::GroupLeader;
+use crate::os::group::GroupLeader;
 
 use super::exit::{AgentProcessError, ShutdownStep};
 use super::stderr::{StderrLineCallback, StderrTail};

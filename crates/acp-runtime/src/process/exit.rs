@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::child_exit::RawExit;
+use crate::os::exit_watch::RawExit;
 use crate::host::signal_name;
 
 #[cfg(doc)]

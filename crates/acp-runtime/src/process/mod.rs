@@ -177,13 +177,13 @@ pub struct AgentProcess {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn start_supervisor() -> io::Result<u32> {
-    crate::supervisor::start()
+    crate::os::supervisor::start()
 }
 
 /// The process id of the process supervisor while it runs; `None` before the first spawn,
 /// or if it could not be started or has died.
 pub fn supervisor_id() -> Option<u32> {
-    crate::supervisor::id()
+    crate::os::supervisor::id()
 }
 
 impl AgentProcess {

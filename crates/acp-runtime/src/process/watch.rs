@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_process::ChildStderr;
 use futures_lite::future;
 
-use crate::child_exit::GroupLeader;
+use crate::os::group::GroupLeader;
 
 use super::exit::{AgentExit, AgentExitStatus, ShutdownStep};
 use super::lock;
@@ -148,7 +148,7 @@ pub(super) enum ExitWatch {
 impl ExitWatch {
     pub(super) fn new(pid: libc::pid_t) -> Self {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(pidfd) = crate::child_exit::open_pidfd(pid) {
+        if let Some(pidfd) = crate::os::exit_watch::open_pidfd(pid) {
             return Self::Pidfd(pidfd);
         }
         Self::Blocking(pid)
@@ -158,7 +158,7 @@ impl ExitWatch {
         match self {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             Self::Pidfd(pidfd) => loop {
-                if let Some(exit) = crate::child_exit::peek_pidfd(pidfd.get_ref())? {
+                if let Some(exit) = crate::os::exit_watch::peek_pidfd(pidfd.get_ref())? {
                     return Ok(exit.into());
                 }
                 pidfd.readable().await?;
@@ -167,7 +167,7 @@ impl ExitWatch {
                 let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
                 smol::unblock(move || {
                     loop {
-                        if let Some(exit) = crate::child_exit::peek_exit(libc::P_PID, id, 0)? {
+                        if let Some(exit) = crate::os::exit_watch::peek_exit(libc::P_PID, id, 0)? {
                             return Ok(exit.into());
                         }
                     }

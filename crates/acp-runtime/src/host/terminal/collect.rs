@@ -12,7 +12,7 @@ use smol::Async;
 use super::super::output_budget::OutputBudget;
 use super::super::process_group::ExitWatch;
 use super::{OutputBuffer, READ_CHUNK, TerminalExitStatus, lock};
-use crate::child_exit::GroupLeader;
+use crate::os::group::GroupLeader;
 
 pub(super) struct TerminalState {
     pub(super) output: OutputBuffer,
