@@ -1,0 +1,227 @@
+//! [`Connector`]: the client side, from a `ws://` URL to the reader and writer the runtime's
+//! `client::connect` takes.
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use acp_runtime::client::{self, AgentHandle, Client, ClientOptions};
+use async_tungstenite::tungstenite::client::IntoClientRequest;
+use async_tungstenite::tungstenite::http::HeaderValue;
+use async_tungstenite::tungstenite::{self, http};
+use futures_lite::future;
+use smol::Timer;
+use smol::net::TcpStream;
+
+use crate::frames::{WsReader, WsWriter, split, ws_error};
+use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::server::websocket_config;
+
+/// Why a connection could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL is not a `ws://` URL this crate can reach.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server answered the upgrade with something other than 101.
+    #[error("the server refused the connection: {status} {body}")]
+    Refused {
+        /// The HTTP status, e.g. 401 for a missing or wrong token.
+        status: u16,
+        /// The start of the answer's body.
+        body: String,
+    },
+    /// No answer within the connector's timeout.
+    #[error("no connection within {0:?}")]
+    Timeout(Duration),
+    /// The network failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// An open connection to a remote agent: the halves to give `client::connect`, and the id the
+/// server gave it.
+#[derive(Debug)]
+pub struct Remote {
+    /// Each text frame from the agent, as one line.
+    pub reader: WsReader<TcpStream>,
+    /// Each line written, as one text frame to the agent.
+    pub writer: WsWriter<TcpStream>,
+    /// The `Acp-Connection-Id` header of the server's 101 answer, if it sent one.
+    pub connection_id: Option<String>,
+}
+
+/// Opens WebSocket connections to a remote agent.
+///
+/// ```no_run
+/// use acp_remote::Connector;
+/// use acp_runtime::client::{AutoAllow, ClientOptions};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// smol::block_on(async {
+///     let connector = Connector::new("ws://127.0.0.1:8765/acp").with_bearer_token("s3cret");
+///     let (agent, driver) = connector.connect_client(AutoAllow, ClientOptions::default()).await?;
+///     smol::spawn(driver).detach();
+///     let info = agent.initialize().await?;
+///     println!("connected to {:?}", info.agent_info);
+///     Ok(())
+/// })
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Connector {
+    url: String,
+    headers: Vec<(String, String)>,
+    max_message_size: usize,
+    timeout: Duration,
+}
+
+impl Connector {
+    /// A connector to `url` (`ws://host:port/path`).
+    pub fn new(url: impl Into<String>) -> Self {
+        Connector {
+            url: url.into(),
+            headers: Vec::new(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with the upgrade request.
+    pub fn with_bearer_token(self, token: impl AsRef<str>) -> Self {
+        let value = format!("Bearer {}", token.as_ref());
+        self.with_header("Authorization", value)
+    }
+
+    /// Sends a header with the upgrade request (e.g. `Origin`, or a proxy's own
+    /// authentication).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The largest message accepted from the agent, in bytes (default 64 MiB, the runtime's
+    /// longest line).
+    pub fn with_max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// How long the TCP connection and the upgrade may take together (default 30 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The URL connected to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Opens a connection.
+    pub async fn connect(&self) -> Result<Remote, ConnectError> {
+        let timeout = async {
+            Timer::after(self.timeout).await;
+            Err(ConnectError::Timeout(self.timeout))
+        };
+        future::or(self.connect_now(), timeout).await
+    }
+
+    async fn connect_now(&self) -> Result<Remote, ConnectError> {
+        let url_error = |reason: String| ConnectError::Url {
+            url: self.url.clone(),
+            reason,
+        };
+        let mut request = self
+            .url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| url_error(e.to_string()))?;
+        let uri = request.uri().clone();
+        match uri.scheme_str() {
+            Some("ws") => {}
+            Some("wss") => {
+                return Err(url_error(
+                    "wss:// needs TLS, which this build does not include; put a TLS-terminating \
+                     proxy in front, or use an SSH tunnel to a ws:// server"
+                        .into(),
+                ));
+            }
+            _ => return Err(url_error("not a ws:// URL".into())),
+        }
+        let host = uri
+            .host()
+            .ok_or_else(|| url_error("no host".into()))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(80);
+        for (name, value) in &self.headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
+            request.headers_mut().append(name, value);
+        }
+        let stream = TcpStream::connect((host.as_str(), port)).await?;
+        let _ = stream.set_nodelay(true);
+        let config = websocket_config(self.max_message_size);
+        let (ws, response) =
+            async_tungstenite::client_async_with_config(request, stream, Some(config))
+                .await
+                .map_err(|error| match error {
+                    tungstenite::Error::Http(response) => {
+                        let body = response
+                            .body()
+                            .as_deref()
+                            .map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned())
+                            .unwrap_or_default();
+                        ConnectError::Refused {
+                            status: response.status().as_u16(),
+                            body: body.trim().to_owned(),
+                        }
+                    }
+                    other => ConnectError::Io(ws_error(other)),
+                })?;
+        let connection_id = response
+            .headers()
+            .get("acp-connection-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let (reader, writer) = split(ws);
+        Ok(Remote {
+            reader,
+            writer,
+            connection_id,
+        })
+    }
+
+    /// Opens a connection and runs `client` on it: [`connect`](Self::connect), then the
+    /// runtime's `client::connect`. Poll the driver (e.g. `smol::spawn(driver).detach()`)
+    /// for anything to happen.
+    pub async fn connect_client<C: Client>(
+        &self,
+        client: C,
+        options: ClientOptions,
+    ) -> Result<
+        (
+            AgentHandle,
+            impl Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send + use<C>,
+        ),
+        ConnectError,
+    > {
+        let remote = self.connect().await?;
+        Ok(client::connect(
+            client,
+            remote.reader,
+            remote.writer,
+            options,
+        ))
+    }
+}

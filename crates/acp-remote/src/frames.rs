@@ -1,0 +1,400 @@
+//! A WebSocket as the newline-delimited byte streams the runtime reads and writes.
+//!
+//! The runtime's connections take an `AsyncBufRead` of lines and an `AsyncWrite` of lines, the
+//! framing of stdio. Rather than a second, message-level transport inside `acp-jsonrpc`, a
+//! WebSocket is presented in that shape: [`WsReader`] turns each text frame into one line and
+//! [`WsWriter`] turns each complete line into one text frame. `agent::serve` and
+//! `client::connect` take them unchanged, with every limit of the stdio path (line length,
+//! in-flight requests, reply budget) applying as it does there.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+
+use async_tungstenite::tungstenite::{self, Message};
+use async_tungstenite::{WebSocketReceiver, WebSocketSender, WebSocketStream};
+use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use futures_lite::Stream;
+use futures_util::Sink;
+
+/// When a connection last received or sent a frame: what the server's idle timeout watches.
+#[derive(Debug)]
+pub(crate) struct Activity {
+    start: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    pub(crate) fn new() -> Arc<Activity> {
+        Arc::new(Activity {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        })
+    }
+
+    fn touch(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// How long since the last frame either way.
+    pub(crate) fn idle_for(&self) -> std::time::Duration {
+        let now = self.start.elapsed().as_millis() as u64;
+        let last = self.last_ms.load(Ordering::Relaxed);
+        std::time::Duration::from_millis(now.saturating_sub(last))
+    }
+}
+
+/// A flag that can be awaited: set once, seen by every waiter.
+#[derive(Debug, Default)]
+pub(crate) struct Signal {
+    set: AtomicBool,
+    event: event_listener::Event,
+}
+
+impl Signal {
+    pub(crate) fn set(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        self.event.notify(usize::MAX);
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.set.load(Ordering::SeqCst)
+    }
+
+    /// Ready once set; registers `cx` otherwise (through `listener`, kept by the caller).
+    pub(crate) fn poll_wait(
+        &self,
+        listener: &mut Option<event_listener::EventListener>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        loop {
+            if self.is_set() {
+                return Poll::Ready(());
+            }
+            match listener {
+                None => *listener = Some(self.event.listen()),
+                Some(l) => {
+                    ready!(Pin::new(l).poll(cx));
+                    *listener = None;
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn wait(&self) {
+        let mut listener = None;
+        std::future::poll_fn(|cx| self.poll_wait(&mut listener, cx)).await
+    }
+}
+
+/// Splits an open WebSocket into the reader and writer the runtime takes.
+///
+/// ```no_run
+/// # async fn demo(ws: async_tungstenite::WebSocketStream<smol::net::TcpStream>) {
+/// use acp_runtime::client::{self, AutoAllow, ClientOptions};
+///
+/// let (reader, writer) = acp_remote::split(ws);
+/// let (agent, driver) = client::connect(AutoAllow, reader, writer, ClientOptions::default());
+/// # }
+/// ```
+pub fn split<S>(ws: WebSocketStream<S>) -> (WsReader<S>, WsWriter<S>)
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    split_with(ws, None, None)
+}
+
+pub(crate) fn split_with<S>(
+    ws: WebSocketStream<S>,
+    activity: Option<Arc<Activity>>,
+    drain: Option<Arc<Signal>>,
+) -> (WsReader<S>, WsWriter<S>)
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    let (sender, receiver) = ws.split();
+    let reader = WsReader {
+        receiver,
+        frame: Pending::Empty,
+        pos: 0,
+        ended: false,
+        activity: activity.clone(),
+        drain,
+        drain_listener: None,
+    };
+    let writer = WsWriter {
+        sender,
+        line: Vec::new(),
+        max_line: usize::MAX,
+        activity,
+    };
+    (reader, writer)
+}
+
+/// What the reader hands out: the current frame's text, then its newline.
+enum Pending {
+    Empty,
+    /// The frame as received (no copy): it held no raw newline.
+    Shared(tungstenite::Bytes),
+    /// The frame with its raw line breaks replaced (a copy).
+    Owned(Vec<u8>),
+    Newline,
+}
+
+/// The reading half of a WebSocket, as newline-delimited JSON: each text frame is one line.
+///
+/// - A text frame becomes its text followed by `\n`. JSON escapes line breaks inside strings,
+///   but a peer may still put raw `\n` or `\r` between tokens (pretty-printed JSON); those are
+///   replaced by `\t`, which is whitespace between tokens just as they are, and as invalid as
+///   they are inside a string, so a frame never splits into two lines and its meaning (or its
+///   invalidity) is unchanged.
+/// - Frames that hold only whitespace, binary frames, pings and pongs are skipped. Pings are
+///   answered by the WebSocket layer.
+/// - A close frame, or the end of the stream, is the end of input.
+/// - A frame larger than the configured maximum message size fails the read (the WebSocket
+///   layer closes the connection with 1009, "message too big").
+pub struct WsReader<S> {
+    receiver: WebSocketReceiver<S>,
+    frame: Pending,
+    pos: usize,
+    ended: bool,
+    activity: Option<Arc<Activity>>,
+    /// The server's shutdown: once set, the reader reports the end of input, so that the
+    /// runtime finishes what it is handling and closes.
+    drain: Option<Arc<Signal>>,
+    drain_listener: Option<event_listener::EventListener>,
+}
+
+impl<S> std::fmt::Debug for WsReader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsReader")
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> WsReader<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    fn pending(&self) -> &[u8] {
+        match &self.frame {
+            Pending::Empty => &[],
+            Pending::Shared(bytes) => &bytes[self.pos..],
+            Pending::Owned(bytes) => &bytes[self.pos..],
+            Pending::Newline => &b"\n"[self.pos..],
+        }
+    }
+
+    /// Moves to the next frame; `Ok(false)` at the end of input.
+    fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        loop {
+            if self.ended {
+                return Poll::Ready(Ok(false));
+            }
+            if let Some(drain) = &self.drain
+                && drain.poll_wait(&mut self.drain_listener, cx).is_ready()
+            {
+                self.ended = true;
+                continue;
+            }
+            let message = match ready!(Pin::new(&mut self.receiver).poll_next(cx)) {
+                None => {
+                    self.ended = true;
+                    continue;
+                }
+                Some(Err(error)) => {
+                    self.ended = true;
+                    return Poll::Ready(Err(ws_error(error)));
+                }
+                Some(Ok(message)) => message,
+            };
+            if let Some(activity) = &self.activity {
+                activity.touch();
+            }
+            let text = match message {
+                Message::Text(text) => tungstenite::Bytes::from(text),
+                Message::Close(_) => {
+                    self.ended = true;
+                    continue;
+                }
+                // Binary frames carry nothing for us (the transport is text frames only);
+                // pings are answered by the WebSocket layer.
+                Message::Binary(_) | Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {
+                    continue;
+                }
+            };
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.pos = 0;
+            self.frame = if text.iter().any(|&b| b == b'\n' || b == b'\r') {
+                let replaced = text
+                    .iter()
+                    .map(|&b| if b == b'\n' || b == b'\r' { b'\t' } else { b })
+                    .collect();
+                Pending::Owned(replaced)
+            } else {
+                Pending::Shared(text)
+            };
+            return Poll::Ready(Ok(true));
+        }
+    }
+}
+
+impl<S> AsyncBufRead for WsReader<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        loop {
+            if !this.pending().is_empty() {
+                return Poll::Ready(Ok(this.pending()));
+            }
+            match this.frame {
+                Pending::Shared(_) | Pending::Owned(_) => {
+                    this.frame = Pending::Newline;
+                    this.pos = 0;
+                }
+                Pending::Empty | Pending::Newline => {
+                    this.frame = Pending::Empty;
+                    if !ready!(this.poll_next_frame(cx))? {
+                        return Poll::Ready(Ok(&[]));
+                    }
+                }
+            }
+        }
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.pos = (this.pos + amt).min(this.pos + this.pending().len());
+    }
+}
+
+impl<S> AsyncRead for WsReader<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// The writing half of a WebSocket, as newline-delimited JSON: each complete line written is
+/// sent as one text frame, without its newline.
+///
+/// A partial line is kept until its newline arrives, so a line written in pieces is still one
+/// frame, and a write holding several lines sends several frames. Empty lines are not sent.
+/// Closing sends a close frame (1000, normal closure) and flushes it. A line that is not UTF-8
+/// fails the write: a text frame must be UTF-8, and the runtime only writes JSON.
+pub struct WsWriter<S> {
+    sender: WebSocketSender<S>,
+    line: Vec<u8>,
+    max_line: usize,
+    activity: Option<Arc<Activity>>,
+}
+
+impl<S> std::fmt::Debug for WsWriter<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsWriter")
+            .field("partial_line", &self.line.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> WsWriter<S> {
+    /// Fails a write whose line would grow beyond `bytes` before its newline, instead of
+    /// keeping it (default: no limit). The bridge sets it so that an agent that never writes a
+    /// newline cannot grow the buffer without bound; the runtime's own lines need none.
+    pub fn with_max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+}
+
+impl<S> AsyncWrite for WsWriter<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
+            if this.line.len().saturating_add(buf.len()) > this.max_line {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a line longer than {} bytes", this.max_line),
+                )));
+            }
+            this.line.extend_from_slice(buf);
+            return Poll::Ready(Ok(buf.len()));
+        };
+        // Room in the WebSocket's buffer first, so that a line is taken only when it can be
+        // queued: the caller's bytes stay theirs while we wait.
+        ready!(Pin::new(&mut this.sender).poll_ready(cx)).map_err(ws_error)?;
+        let mut line = std::mem::take(&mut this.line);
+        line.extend_from_slice(&buf[..newline]);
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            let text = String::from_utf8(line).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8")
+            })?;
+            Pin::new(&mut this.sender)
+                .start_send(Message::text(text))
+                .map_err(ws_error)?;
+            if let Some(activity) = &this.activity {
+                activity.touch();
+            }
+        }
+        Poll::Ready(Ok(newline + 1))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().sender)
+            .poll_flush(cx)
+            .map_err(ws_error)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(Pin::new(&mut this.sender).poll_flush(cx)).map_err(ws_error)?;
+        Pin::new(&mut this.sender).poll_close(cx).map_err(ws_error)
+    }
+}
+
+/// A WebSocket error as an I/O error: the peer closing is the end of input, not a failure.
+pub(crate) fn ws_error(error: tungstenite::Error) -> io::Error {
+    match error {
+        tungstenite::Error::Io(error) => error,
+        tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed => {
+            io::Error::new(io::ErrorKind::ConnectionAborted, "the WebSocket is closed")
+        }
+        tungstenite::Error::Capacity(error) => {
+            io::Error::new(io::ErrorKind::InvalidData, error.to_string())
+        }
+        other => io::Error::other(other.to_string()),
+    }
+}

@@ -1,0 +1,271 @@
+//! The HTTP/1.1 that a WebSocket handshake needs: one request head read with a size cap, and
+//! short answers. Parsed here (with `httparse`) rather than by the WebSocket library, so that
+//! every refusal (authentication, Origin, path, method, size) is ours, with its status code,
+//! before any upgrade.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+
+use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Most headers a request may have.
+const MAX_HEADERS: usize = 64;
+
+/// The head of an HTTP request (request line and headers), as the server's authentication
+/// hook sees it.
+///
+/// ```
+/// let head = acp_remote::RequestHead::new("GET", "/acp")
+///     .with_header("Authorization", "Bearer s3cret");
+/// assert_eq!(head.bearer_token(), Some("s3cret"));
+/// assert_eq!(head.header("authorization"), Some("Bearer s3cret"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RequestHead {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+}
+
+impl RequestHead {
+    /// A head with no headers (for tests of authentication hooks).
+    pub fn new(method: impl Into<String>, target: impl Into<String>) -> Self {
+        RequestHead {
+            method: method.into(),
+            target: target.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The method, e.g. `GET`.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The request target as sent, query included.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The target without its query.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+
+    /// The first header of that name (case-insensitive). Values that are not UTF-8 are not
+    /// kept.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether a comma-separated header holds `token` (case-insensitive), as `Connection:
+    /// keep-alive, Upgrade` holds `upgrade`.
+    pub fn header_has_token(&self, name: &str, token: &str) -> bool {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .flat_map(|(_, v)| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header.
+    pub fn bearer_token(&self) -> Option<&str> {
+        let value = self.header("authorization")?.trim();
+        let (scheme, token) = value.split_once(' ')?;
+        scheme
+            .eq_ignore_ascii_case("bearer")
+            .then(|| token.trim())
+            .filter(|t| !t.is_empty())
+    }
+}
+
+/// Why a request head could not be read.
+#[derive(Debug)]
+pub(crate) enum HeadError {
+    /// Larger than the cap: 431.
+    TooLarge,
+    /// Not HTTP/1.x: 400.
+    Malformed,
+    /// The peer went away or the socket failed: no answer.
+    Closed,
+}
+
+/// Reads one request head, at most `max` bytes; returns it and what followed it.
+pub(crate) async fn read_head<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    max: usize,
+) -> Result<(RequestHead, Vec<u8>), HeadError> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream
+            .read(&mut chunk)
+            .await
+            .map_err(|_| HeadError::Closed)?;
+        if n == 0 {
+            return Err(HeadError::Closed);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let head = RequestHead {
+                    method: request.method.unwrap_or("").to_owned(),
+                    target: request.path.unwrap_or("").to_owned(),
+                    headers: request
+                        .headers
+                        .iter()
+                        .filter_map(|h| {
+                            let value = std::str::from_utf8(h.value).ok()?;
+                            Some((h.name.to_owned(), value.to_owned()))
+                        })
+                        .collect(),
+                };
+                return Ok((head, buf[len..].to_vec()));
+            }
+            Ok(httparse::Status::Partial) if buf.len() < max => {}
+            Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
+                return Err(HeadError::TooLarge);
+            }
+            Err(_) => return Err(HeadError::Malformed),
+        }
+    }
+}
+
+/// Writes a complete answer and flushes it.
+pub(crate) async fn respond<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> io::Result<()> {
+    let mut out = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if status != 101 {
+        out.push_str(&format!(
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        ));
+    }
+    out.push_str("\r\n");
+    if status != 101 {
+        out.push_str(body);
+    }
+    stream.write_all(out.as_bytes()).await?;
+    stream.flush().await
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        101 => "Switching Protocols",
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        426 => "Upgrade Required",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        _ => "Error",
+    }
+}
+
+/// A new connection id: 128 bits nobody can guess, shaped as a UUID (version 4 layout).
+///
+/// Drawn from std's `RandomState`, whose SipHash keys come from the operating system's random
+/// source; a keyed SipHash of a counter is unpredictable without the keys, and this avoids a
+/// dependency on a random-number crate for sixteen bytes per connection.
+pub(crate) fn connection_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let word = |salt: u64| {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u64(n);
+        hasher.write_u64(salt);
+        hasher.finish()
+    };
+    let (hi, lo) = (word(1), word(2));
+    let hi = (hi & !0xF000) | 0x4000;
+    let lo = (lo & !(0b11 << 62)) | (0b10 << 62);
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xFFFF,
+        hi & 0xFFFF,
+        lo >> 48,
+        lo & 0xFFFF_FFFF_FFFF
+    )
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_ids_are_uuid_shaped_and_distinct() {
+        let a = connection_id();
+        let b = connection_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+    }
+
+    #[test]
+    fn heads_parse_with_their_leftover_and_refuse_what_is_too_large() {
+        smol::block_on(async {
+            let mut input: &[u8] =
+                b"GET /acp?x=1 HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n\r\nrest";
+            let (head, rest) = read_head(&mut input, 1024).await.unwrap();
+            assert_eq!(head.path(), "/acp");
+            assert!(head.header_has_token("connection", "upgrade"));
+            assert_eq!(rest, b"rest");
+
+            let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(4000));
+            let mut input = big.as_bytes();
+            assert!(matches!(
+                read_head(&mut input, 1024).await,
+                Err(HeadError::TooLarge)
+            ));
+            let mut input: &[u8] = b"\x16\x03\x01 not http\r\n\r\n";
+            assert!(matches!(
+                read_head(&mut input, 1024).await,
+                Err(HeadError::Malformed)
+            ));
+        });
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        let head = RequestHead::new("GET", "/").with_header("Authorization", "basic abc");
+        assert_eq!(head.bearer_token(), None);
+        let head = RequestHead::new("GET", "/").with_header("Authorization", "bearer  t ");
+        assert_eq!(head.bearer_token(), Some("t"));
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

@@ -1,0 +1,86 @@
+//! The Agent Client Protocol over WebSocket: reach an agent that runs elsewhere, or serve one
+//! to many clients.
+//!
+//! - [`Connector`] opens a `ws://` connection to a remote agent and hands the runtime's
+//!   `client::connect` a reader and a writer ([`Connector::connect_client`] does both).
+//! - [`Server`] accepts many clients at once, each on a connection of its own (a fresh agent
+//!   per client with [`Server::serve_agent`], or any handler with [`Server::serve`]), with the
+//!   security defaults below.
+//! - `acp-bridge` (a binary of this crate) serves any stdio agent over WebSocket, one process
+//!   per client, and connects a stdio-only editor to a remote agent.
+//!
+//! # The transport
+//!
+//! As in the protocol's "Streamable HTTP & WebSocket Transport" RFD: the client opens
+//! `GET /acp` with `Upgrade: websocket`; the server answers 101 with an `Acp-Connection-Id`
+//! header; each text frame then carries one JSON-RPC message, either way. Binary frames are
+//! ignored.
+//!
+//! # How it plugs into the runtime
+//!
+//! The runtime reads newline-delimited JSON from any `AsyncBufRead` and writes it to any
+//! `AsyncWrite`. Rather than add a message-level transport trait to `acp-jsonrpc`, this crate
+//! presents a WebSocket in that shape ([`WsReader`], [`WsWriter`]): a text frame becomes a
+//! line, a line becomes a text frame. `agent::serve` and `client::connect` take them
+//! unchanged, and every limit of the stdio path applies as it does there (docs/limits.md): the
+//! longest line (here also the largest WebSocket message), the in-flight requests, the reply
+//! budget, the session update budgets. The cost is one newline appended per incoming message
+//! and a scan for it per outgoing one, small beside the JSON parse.
+//!
+//! # Security defaults
+//!
+//! - [`Server::bind`] refuses a non-loopback address unless an authentication hook is set
+//!   ([`ServerOptions::with_bearer_token`] or [`ServerOptions::with_authenticator`]).
+//! - A request with an `Origin` header is refused (403) unless that origin is allowed
+//!   ([`ServerOptions::with_allowed_origin`]): any web page can open a WebSocket to a loopback
+//!   port.
+//! - Every connection has its own runtime connection (and, with the bridge, its own agent
+//!   process); nothing routes one client's messages to another's connection.
+//! - Handshake timeout (10 s), idle timeout (10 min), connection limit (128), message size
+//!   limit (64 MiB): see [`ServerOptions`].
+//! - TLS is not built in: terminate it in a reverse proxy, or tunnel over SSH.
+//!
+//! ```no_run
+//! use acp_remote::{Connector, Server, ServerOptions};
+//! use acp_runtime::agent::AgentOptions;
+//! use acp_runtime::client::{AutoAllow, ClientOptions};
+//! # struct MyAgent;
+//! # impl acp_runtime::agent::Agent for MyAgent {
+//! #     async fn new_session(&self, _: acp_types::NewSessionRequest, _: &acp_runtime::agent::ClientHandle)
+//! #         -> acp_runtime::Result<acp_types::NewSessionResponse> { unimplemented!() }
+//! #     async fn prompt(&self, _: acp_types::PromptRequest, _: acp_runtime::agent::Turn)
+//! #         -> acp_runtime::Result<acp_types::PromptResponse> { unimplemented!() }
+//! # }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! smol::block_on(async {
+//!     // The agent's side: a fresh `MyAgent` for every client.
+//!     let server = Server::bind("127.0.0.1:0".parse()?, ServerOptions::default())?;
+//!     let url = server.url();
+//!     smol::spawn(server.serve_agent(|_| MyAgent, AgentOptions::default())).detach();
+//!
+//!     // The client's side.
+//!     let (agent, driver) = Connector::new(url)
+//!         .connect_client(AutoAllow, ClientOptions::default())
+//!         .await?;
+//!     smol::spawn(driver).detach();
+//!     agent.initialize().await?;
+//!     Ok(())
+//! })
+//! # }
+//! ```
+
+mod client;
+mod frames;
+mod http;
+mod options;
+mod server;
+
+pub use client::{ConnectError, Connector, Remote};
+pub use frames::{WsReader, WsWriter, split};
+pub use http::RequestHead;
+pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, ServerOptions};
+pub use server::{Connection, ConnectionInfo, Server, ShutdownHandle};
+
+/// The WebSocket library this crate is built on, for [`split`] and custom handshakes.
+pub use async_tungstenite;

@@ -1,0 +1,187 @@
+//! [`ServerOptions`]: the limits and the security policy of a [`Server`](crate::Server).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::http::{RequestHead, constant_time_eq};
+
+/// Decides whether a request may connect, from its head (request line and headers).
+pub type Authenticator = Arc<dyn Fn(&RequestHead) -> bool + Send + Sync>;
+
+/// The default largest message, in bytes: the runtime's longest line (64 MiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
+
+/// The limits and the security policy of a [`Server`](crate::Server).
+///
+/// The defaults suit a server on loopback: path `/acp`, messages up to 64 MiB (the runtime's
+/// longest line), 10 s to complete the handshake, connections closed after 10 minutes without
+/// a frame either way, at most 128 connections, 5 s of grace at shutdown, no browser Origin
+/// allowed and no authentication. A server that listens beyond loopback must be given an
+/// authentication hook ([`with_bearer_token`](Self::with_bearer_token) or
+/// [`with_authenticator`](Self::with_authenticator)); [`Server::bind`](crate::Server::bind)
+/// refuses to start otherwise.
+///
+/// ```
+/// use std::time::Duration;
+/// use acp_remote::ServerOptions;
+///
+/// let options = ServerOptions::default()
+///     .with_bearer_token("s3cret")
+///     .with_allowed_origin("https://ide.example.com")
+///     .with_idle_timeout(Some(Duration::from_secs(60)))
+///     .with_max_connections(16);
+/// assert_eq!(options.max_connections(), 16);
+/// ```
+#[derive(Clone)]
+pub struct ServerOptions {
+    pub(crate) path: String,
+    pub(crate) max_message_size: usize,
+    pub(crate) max_head_size: usize,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) max_connections: usize,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) authenticator: Option<Authenticator>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            path: "/acp".into(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_head_size: 16 * 1024,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Some(Duration::from_secs(600)),
+            max_connections: 128,
+            shutdown_grace: Duration::from_secs(5),
+            allowed_origins: Vec::new(),
+            authenticator: None,
+        }
+    }
+}
+
+impl fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("path", &self.path)
+            .field("max_message_size", &self.max_message_size)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("authenticated", &self.authenticator.is_some())
+            .finish()
+    }
+}
+
+impl ServerOptions {
+    /// The path clients connect to (default `/acp`); other paths are answered 404.
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The largest message (and frame) accepted, in bytes (default 64 MiB, the runtime's
+    /// longest line). A larger one closes the connection with 1009 ("message too big"): unlike
+    /// a line on stdio it cannot be skipped without being received.
+    pub fn with_max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// How long a client has, from the TCP accept, to send a complete upgrade request
+    /// (default 10 s); a slower one is disconnected without an answer.
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may go without a frame either way before it is closed (default
+    /// 10 minutes; `None` for never). A prompt turn that streams updates is not idle; an agent
+    /// that thinks for longer than this without sending anything is, unless the client pings.
+    pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How many connections are served at once (default 128); further clients are answered
+    /// 503 with `Retry-After`. Each connection costs at most its runtime budgets (see
+    /// docs/limits.md) plus one message.
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// How long connections have to finish at shutdown before they are dropped (default 5 s).
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Allows browsers on `origin` (exactly as browsers send it, e.g.
+    /// `https://ide.example.com`). Requests with an `Origin` header not on this list are
+    /// refused (403): any web page can open a WebSocket to a loopback port, and the Origin
+    /// header is how a server tells those pages apart. Requests without `Origin` (editors,
+    /// command-line clients) are not affected.
+    pub fn with_allowed_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every connection (compared in constant
+    /// time); others are answered 401.
+    pub fn with_bearer_token(self, token: impl Into<String>) -> Self {
+        let token = token.into();
+        self.with_authenticator(move |head: &RequestHead| {
+            head.bearer_token()
+                .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+        })
+    }
+
+    /// Decides with `hook` whether a request may connect (401 when it returns `false`). It
+    /// runs after the path, method and Origin checks, before the upgrade.
+    pub fn with_authenticator(
+        mut self,
+        hook: impl Fn(&RequestHead) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.authenticator = Some(Arc::new(hook));
+        self
+    }
+
+    /// The path clients connect to.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The largest message accepted, in bytes.
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    /// How many connections are served at once.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Whether an authentication hook is set.
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticator.is_some()
+    }
+
+    pub(crate) fn origin_allowed(&self, head: &RequestHead) -> bool {
+        match head.header("origin") {
+            None => true,
+            Some(origin) => self
+                .allowed_origins
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(origin.trim())),
+        }
+    }
+
+    pub(crate) fn authenticated(&self, head: &RequestHead) -> bool {
+        self.authenticator.as_ref().is_none_or(|hook| hook(head))
+    }
+}

@@ -1,0 +1,73 @@
+//! A small agent for the remote tests, independent of the runtime's demo agent: a turn that
+//! streams a thought, reads `notes.txt` through the client, asks permission, writes
+//! `summary.txt` through the client and answers in chunks; a prompt of "wait" waits for the
+//! client's cancellation instead.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use acp_runtime::Result;
+use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
+use acp_types::*;
+
+/// The name it answers `initialize` with (set through `AgentOptions::with_info`, so that the
+/// test does not depend on the `initialize` method's signature).
+pub const NAME: &str = "acp-remote-test-agent";
+
+#[derive(Default)]
+pub struct TestAgent {
+    cwds: Mutex<HashMap<SessionId, String>>,
+}
+
+impl Agent for TestAgent {
+    async fn new_session(
+        &self,
+        request: NewSessionRequest,
+        _client: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        let id = agent::new_session_id();
+        self.cwds.lock().unwrap().insert(id.clone(), request.cwd);
+        Ok(NewSessionResponse::new(id))
+    }
+
+    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        let asked: String = request
+            .prompt
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        if asked == "wait" {
+            turn.message("waiting").await?;
+            turn.cancelled().await;
+            return Ok(StopReason::Cancelled.into());
+        }
+        let cwd = self
+            .cwds
+            .lock()
+            .unwrap()
+            .get(&request.session_id)
+            .cloned()
+            .unwrap_or_default();
+        turn.thought(format!("The user asked {asked:?}")).await?;
+        let notes = turn
+            .read_text_file(format!("{cwd}/notes.txt"), None, None)
+            .await?;
+        let options = vec![
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let outcome = turn
+            .request_permission(ToolCallUpdate::new("write_summary"), options)
+            .await?;
+        let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
+        if allowed {
+            let summary = format!("{} lines of notes\n", notes.lines().count());
+            turn.write_text_file(format!("{cwd}/summary.txt"), summary)
+                .await?;
+        }
+        for chunk in ["Done", ": ", &notes.lines().count().to_string(), " lines."] {
+            turn.message(chunk.to_owned()).await?;
+        }
+        Ok(StopReason::EndTurn.into())
+    }
+}
