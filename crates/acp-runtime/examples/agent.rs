@@ -5,5 +5,5 @@
 mod demo_agent;
 
 fn main() -> std::io::Result<()> {
-    acp_runtime::agent::serve_stdio(demo_agent::DemoAgent::default())
+    acp_runtime::agent::serve_stdio(demo_agent::DemoAgent)
 }

@@ -1,6 +1,6 @@
 //! The runtime's error type: what a call to the peer, or a handler, can fail with.
 
-use acp_jsonrpc::{ErrorCode, RequestError, ResponseError};
+use acp_jsonrpc::{ConnectionError, ErrorCode, RequestError, ResponseError};
 
 /// ACP's own error codes, next to JSON-RPC's.
 pub mod codes {
@@ -96,6 +96,9 @@ pub enum Error {
     /// The answer did not decode into the expected type.
     #[error("the answer does not decode: {0}")]
     Decode(#[source] serde_json::Error),
+    /// Reading from or writing to the peer failed: what a connection's driver ends with.
+    #[error(transparent)]
+    Io(#[from] ConnectionError),
     /// Something else went wrong locally.
     #[error("{0}")]
     Internal(String),

@@ -51,13 +51,14 @@
 //!   release of an unreleased [`agent::Terminal`] on drop, and the wait for the end of a
 //!   [`client::PromptTurn`] dropped before its end.
 //! - On a plain thread per agent process: the supervisor of [`process::AgentCommand::spawn`]
-//!   and the exit watcher of [`client::spawn`].
+//!   (it drains stderr, observes the exit and tells the connection of [`client::spawn`]).
 //! - On async-io's reactor, which runs on its own thread when no smol `block_on` drives it:
 //!   the timer of [`agent::Terminal::run_with_timeout`] and of the shutdown grace periods of
 //!   [`process::AgentProcess::shutdown`], and the pipes of [`stdio`], agent processes and
 //!   terminals.
 //! - On the blocking thread pool (`smol::unblock`): the file-system host,
-//!   [`client::Interactive`], and stdin or stdout that are not pipes.
+//!   [`client::Interactive`], stdin or stdout that are not pipes, and the exit of an agent
+//!   or a terminal command where the kernel has no pidfd (not Linux, or before 5.4).
 //!
 //! [`agent::serve_stdio`] blocks its thread on `smol::block_on`: on tokio, call it from
 //! `main` before (or instead of) starting a runtime, or use [`stdio::stdio`] with
@@ -69,8 +70,10 @@ mod error;
 pub mod host;
 #[cfg(unix)]
 mod os;
+pub mod prelude;
 pub mod process;
 mod reply;
+mod rules;
 mod signal;
 pub mod stdio;
 

@@ -1,9 +1,9 @@
 //! What the agent and client dispatchers share for answering the peer.
 
-use acp_jsonrpc::{Responder, ResponseError};
+use acp_jsonrpc::Responder;
 use serde_json::value::RawValue;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// A handler's answer, serialized once, straight into the response frame when it is sent.
 pub(crate) type Reply = Box<dyn FnOnce(Responder) + Send>;
@@ -20,14 +20,4 @@ pub(crate) fn raw_json(value: Box<RawValue>) -> Result<Reply> {
     Ok(Box::new(move |responder: Responder| {
         responder.respond_raw(Ok(&value))
     }))
-}
-
-/// `-32601` for a method this side (`who`: "agent" or "client") did not advertise.
-pub(crate) fn not_advertised(who: &str, method: &str, capability: &str) -> Error {
-    Error::Rpc(
-        ResponseError::method_not_found(method).with_data(&serde_json::json!({
-            "method": method,
-            "reason": format!("this {who} does not advertise `{capability}`"),
-        })),
-    )
 }

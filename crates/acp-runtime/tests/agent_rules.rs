@@ -2,7 +2,6 @@
 
 mod common;
 
-use acp_jsonrpc::ConnectionOptions;
 use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_runtime::{Error, Result};
 use acp_types::*;
@@ -14,7 +13,11 @@ use serde_json::json;
 struct TestAgent;
 
 impl Agent for TestAgent {
-    async fn initialize(&self, _: InitializeRequest) -> Result<InitializeResponse> {
+    async fn initialize(
+        &self,
+        _: InitializeRequest,
+        _: &ClientHandle,
+    ) -> Result<InitializeResponse> {
         let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
         response.agent_capabilities.session_capabilities.close =
             Some(SessionCloseCapabilities::new());
@@ -90,7 +93,7 @@ fn start() -> RawPeer {
         TestAgent,
         endpoint.reader,
         endpoint.writer,
-        ConnectionOptions::default(),
+        agent::AgentOptions::default(),
     );
     smol::spawn(driver).detach();
     peer

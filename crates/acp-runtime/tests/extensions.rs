@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use acp_jsonrpc::{ConnectionOptions, memory};
+use acp_jsonrpc::memory;
 use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_runtime::client::{self, AutoAllow, ClientOptions};
 use acp_runtime::{Error, Result};
@@ -67,7 +67,7 @@ impl Agent for VendorAgent {
         }
     }
 
-    async fn ext_notification(&self, call: ExtensionCall) {
+    async fn ext_notification(&self, call: ExtensionCall, _: &ClientHandle) {
         if let Ok(hint) = call.params::<Hint>() {
             self.hints.lock().unwrap().push(hint.text);
         }
@@ -84,7 +84,7 @@ fn typed_and_raw_extension_calls() {
             agent_impl,
             agent_end.reader,
             agent_end.writer,
-            ConnectionOptions::default(),
+            agent::AgentOptions::default(),
         );
         smol::spawn(agent_driver).detach();
         let (agent, driver) = client::connect(

@@ -2,7 +2,7 @@
 
 mod common;
 
-use acp_jsonrpc::{ConnectionOptions, memory};
+use acp_jsonrpc::memory;
 use acp_runtime::Result;
 use acp_runtime::agent::{self, Agent, ClientHandle, SessionClient, Turn};
 use acp_runtime::client::{self, AutoAllow, ClientOptions};
@@ -12,7 +12,11 @@ use common::within;
 struct Remembers;
 
 impl Agent for Remembers {
-    async fn initialize(&self, _: InitializeRequest) -> Result<InitializeResponse> {
+    async fn initialize(
+        &self,
+        _: InitializeRequest,
+        _: &ClientHandle,
+    ) -> Result<InitializeResponse> {
         let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
         response.agent_capabilities.load_session = true;
         Ok(response)
@@ -55,7 +59,7 @@ fn load_replays_history_before_answering() {
             Remembers,
             agent_end.reader,
             agent_end.writer,
-            ConnectionOptions::default(),
+            agent::AgentOptions::default(),
         );
         smol::spawn(agent_driver).detach();
         let (agent, driver) = client::connect(

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_runtime::process::{
-    AgentCommand, AgentExit, AgentExitStatus, AgentProcess, AgentProcessError, AgentStdout,
-    ShutdownStep,
+    AgentCommand, AgentExit, AgentProcess, AgentProcessError, AgentStdout, ExitStatus, ShutdownStep,
 };
 use futures_lite::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, future};
 
@@ -41,15 +40,15 @@ fn spawn_ready(command: AgentCommand) -> (AgentProcess, AgentStdout) {
     (agent, stdout)
 }
 
-fn exited_with(code: i32) -> AgentExitStatus {
-    AgentExitStatus {
+fn exited_with(code: i32) -> ExitStatus {
+    ExitStatus {
         code: Some(code),
         signal: None,
     }
 }
 
-fn killed_by(signal: &str) -> AgentExitStatus {
-    AgentExitStatus {
+fn killed_by(signal: &str) -> ExitStatus {
+    ExitStatus {
         code: None,
         signal: Some(signal.to_owned()),
     }
@@ -573,11 +572,10 @@ fn run_spawned_drives_a_whole_turn_over_real_pipes_on_the_calling_thread() {
         );
         let _ = done.send(outcome);
     });
-    let (output, exit) = result
+    let ((texts, stop_reason), exit) = result
         .recv_timeout(Duration::from_secs(15))
         .expect("run_spawned did not finish")
         .unwrap();
-    let (texts, stop_reason) = output.unwrap();
     assert_eq!(texts, ["chunk", "chunk", "chunk", "read:yes"]);
     assert_eq!(stop_reason, StopReason::EndTurn);
     assert!(exit.status.success(), "{exit}");
@@ -620,6 +618,7 @@ fn run_spawned_ends_when_the_agent_stops_reading_with_data_queued() {
                     },
                 )
                 .await;
+                Ok(())
             },
         );
         let _ = done.send(outcome.map(|(_, exit)| exit));

@@ -16,7 +16,6 @@ mod demo_agent;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use acp_jsonrpc::ConnectionOptions;
 use acp_runtime::agent;
 use acp_runtime::client::{self, AutoAllow, ClientOptions, ToolCallState};
 use acp_runtime::host::{FsHost, TerminalHost};
@@ -65,10 +64,10 @@ async fn full_turn(project: &Project) {
     // The agent: tokio I/O halves, adapted to the futures-io traits the runtime takes.
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (_client, agent_driver) = agent::serve(
-        demo_agent::DemoAgent::default(),
+        demo_agent::DemoAgent,
         BufReader::new(agent_read.compat()),
         agent_write.compat_write(),
-        ConnectionOptions::default(),
+        agent::AgentOptions::default(),
     );
     let agent_task = tokio::spawn(agent_driver);
 

@@ -44,10 +44,10 @@ async fn demo_turn<C: Client>(permissions: C) -> String {
 
     let (client_end, agent_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
     let (_client, agent_driver) = agent::serve(
-        demo_agent::DemoAgent::default(),
+        demo_agent::DemoAgent,
         agent_end.reader,
         agent_end.writer,
-        ConnectionOptions::default(),
+        agent::AgentOptions::default(),
     );
     smol::spawn(agent_driver).detach();
     let recorder = Recorder::default();

@@ -58,7 +58,7 @@ pub fn connect<A: Agent, C: Client>(agent: A, client: C, options: ClientOptions)
         agent,
         agent_end.reader,
         agent_end.writer,
-        recorder.connection_options(),
+        recorder.connection_options().into(),
     );
     let (handle, client_driver) =
         client::connect(client, client_end.reader, client_end.writer, options);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::time::Duration;
 
-use acp_jsonrpc::{ConnectionOptions, memory};
+use acp_jsonrpc::memory;
 use acp_runtime::agent::{self, Agent};
 use acp_runtime::client::{self, AgentHandle, Client, ClientOptions};
 use futures_lite::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -168,7 +168,7 @@ impl Replay {
             agent,
             agent_end.reader,
             agent_end.writer,
-            ConnectionOptions::default(),
+            agent::AgentOptions::default(),
         );
         let driver = smol::spawn(driver);
         let timeout = self.timeout;

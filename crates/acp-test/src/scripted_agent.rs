@@ -1,7 +1,7 @@
 //! An agent that plays scripted turns and records what the client answered: for testing
 //! clients.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -285,7 +285,6 @@ struct Config {
 struct Inner {
     config: Mutex<Config>,
     turns: Mutex<VecDeque<Vec<Step>>>,
-    sessions: Mutex<HashMap<SessionId, String>>,
     next_session: AtomicUsize,
     events: Mutex<Vec<AgentEvent>>,
 }
@@ -345,7 +344,6 @@ impl ScriptedAgent {
                     history: Vec::new(),
                 }),
                 turns: Mutex::new(VecDeque::new()),
-                sessions: Mutex::new(HashMap::new()),
                 next_session: AtomicUsize::new(0),
                 events: Mutex::new(Vec::new()),
             }),
@@ -410,13 +408,11 @@ impl ScriptedAgent {
         SessionId::new(format!("session-{n}"))
     }
 
-    fn resolve(&self, session: &SessionId, path: &str) -> String {
-        if Path::new(path).is_absolute() {
-            return path.to_owned();
-        }
-        match self.inner.sessions.lock().unwrap().get(session) {
-            Some(cwd) => format!("{}/{path}", cwd.trim_end_matches('/')),
-            None => path.to_owned(),
+    /// A relative path of a script step, resolved against the session's directory.
+    fn resolve(turn: &Turn, path: &str) -> String {
+        match turn.cwd() {
+            Some(cwd) if !Path::new(path).is_absolute() => cwd.join(path).display().to_string(),
+            _ => path.to_owned(),
         }
     }
 
@@ -463,7 +459,7 @@ impl ScriptedAgent {
                     }
                 }
                 Step::ReadFile { path, line, limit } => {
-                    let path = self.resolve(turn.id(), &path);
+                    let path = Self::resolve(turn, &path);
                     let result = turn.read_text_file(path.clone(), line, limit).await;
                     self.record(AgentEvent::FileRead {
                         path,
@@ -471,7 +467,7 @@ impl ScriptedAgent {
                     });
                 }
                 Step::WriteFile { path, content } => {
-                    let path = self.resolve(turn.id(), &path);
+                    let path = Self::resolve(turn, &path);
                     let result = turn.write_text_file(path.clone(), content).await;
                     self.record(AgentEvent::FileWritten {
                         path,
@@ -524,21 +520,20 @@ async fn run_terminal(
 }
 
 impl Agent for ScriptedAgent {
-    async fn initialize(&self, _request: InitializeRequest) -> Result<InitializeResponse> {
+    async fn initialize(
+        &self,
+        _request: InitializeRequest,
+        _client: &ClientHandle,
+    ) -> Result<InitializeResponse> {
         Ok(self.inner.config.lock().unwrap().initialize.clone())
     }
 
     async fn new_session(
         &self,
-        request: NewSessionRequest,
+        _request: NewSessionRequest,
         _client: &ClientHandle,
     ) -> Result<NewSessionResponse> {
         let id = self.next_session_id();
-        self.inner
-            .sessions
-            .lock()
-            .unwrap()
-            .insert(id.clone(), request.cwd);
         let config = self.inner.config.lock().unwrap();
         let mut response = NewSessionResponse::new(id);
         response.modes = config.modes.clone();
@@ -548,14 +543,9 @@ impl Agent for ScriptedAgent {
 
     async fn load_session(
         &self,
-        request: LoadSessionRequest,
+        _request: LoadSessionRequest,
         session: SessionClient,
     ) -> Result<LoadSessionResponse> {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap()
-            .insert(request.session_id.clone(), request.cwd);
         let (history, modes, config_options) = {
             let config = self.inner.config.lock().unwrap();
             (

@@ -59,7 +59,7 @@ fn run(args: &ClientArgs, started: Instant) -> Result<String> {
         .shutdown_grace(SHUTDOWN_GRACE);
 
     // The connection runs on this thread, next to the code consuming it.
-    let (result, exit) =
+    let (line, exit) =
         client::run_spawned(bench.clone(), command, options, |agent| async move {
             agent.initialize().await?;
             let session = agent.new_session(SESSION_CWD).await?;
@@ -90,7 +90,6 @@ fn run(args: &ClientArgs, started: Instant) -> Result<String> {
                 total_ms,
             ))
         })?;
-    let line = result?;
     if !exit.status.success() {
         return Err(Error::Internal(format!("agent: {exit}")));
     }

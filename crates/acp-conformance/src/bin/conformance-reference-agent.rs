@@ -16,13 +16,12 @@ use acp_types::*;
 
 #[derive(Default)]
 struct ReferenceAgent {
-    /// Each session's working directory and history (for replay).
+    /// Each session's history (for replay).
     sessions: Mutex<HashMap<SessionId, Stored>>,
 }
 
 #[derive(Clone, Default)]
 struct Stored {
-    cwd: String,
     history: Vec<SessionUpdate>,
 }
 
@@ -61,7 +60,11 @@ impl ReferenceAgent {
 }
 
 impl Agent for ReferenceAgent {
-    async fn initialize(&self, _request: InitializeRequest) -> Result<InitializeResponse> {
+    async fn initialize(
+        &self,
+        _request: InitializeRequest,
+        _client: &ClientHandle,
+    ) -> Result<InitializeResponse> {
         let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
         response.agent_info = Some(Implementation::new(
             "conformance-reference-agent",
@@ -83,17 +86,14 @@ impl Agent for ReferenceAgent {
 
     async fn new_session(
         &self,
-        request: NewSessionRequest,
+        _request: NewSessionRequest,
         _client: &ClientHandle,
     ) -> Result<NewSessionResponse> {
         let id = agent::new_session_id();
-        self.sessions.lock().unwrap().insert(
-            id.clone(),
-            Stored {
-                cwd: request.cwd,
-                history: Vec::new(),
-            },
-        );
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Stored::default());
         let mut response = NewSessionResponse::new(id);
         response.modes = Some(modes());
         response.config_options = Some(config_options());
@@ -148,13 +148,21 @@ impl Agent for ReferenceAgent {
         Ok(response)
     }
 
-    async fn delete_session(&self, request: DeleteSessionRequest) -> Result<DeleteSessionResponse> {
+    async fn delete_session(
+        &self,
+        request: DeleteSessionRequest,
+        _session: SessionClient,
+    ) -> Result<DeleteSessionResponse> {
         // Deleting a session that never existed succeeds too.
         self.sessions.lock().unwrap().remove(&request.session_id);
         Ok(DeleteSessionResponse::new())
     }
 
-    async fn logout(&self, _request: LogoutRequest) -> Result<LogoutResponse> {
+    async fn logout(
+        &self,
+        _request: LogoutRequest,
+        _client: &ClientHandle,
+    ) -> Result<LogoutResponse> {
         Ok(LogoutResponse::new())
     }
 
@@ -170,13 +178,7 @@ impl Agent for ReferenceAgent {
             .collect();
         turn.thought(format!("The user asked {asked:?}.")).await?;
         let cancelled = || turn.is_cancelled();
-        let workdir = self
-            .sessions
-            .lock()
-            .unwrap()
-            .get(&id)
-            .map(|s| s.cwd.clone())
-            .unwrap_or_default();
+        let workdir = turn.cwd().unwrap_or_default().display().to_string();
         let caps = turn.client().capabilities().unwrap_or_default();
 
         let mut notes = String::new();

@@ -2,8 +2,6 @@
 //! thought and a plan, asks permission for a tool call, reads and writes a file through the
 //! client, runs a command in a client terminal, and answers in chunks.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use acp_runtime::Result;
@@ -11,13 +9,14 @@ use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_types::*;
 
 #[derive(Default)]
-pub struct DemoAgent {
-    /// Each session's working directory, from `session/new`.
-    cwds: Mutex<HashMap<SessionId, String>>,
-}
+pub struct DemoAgent;
 
 impl Agent for DemoAgent {
-    async fn initialize(&self, _request: InitializeRequest) -> Result<InitializeResponse> {
+    async fn initialize(
+        &self,
+        _request: InitializeRequest,
+        _client: &ClientHandle,
+    ) -> Result<InitializeResponse> {
         let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
         response.agent_info = Some(Implementation::new(
             "acp-demo-agent",
@@ -32,12 +31,10 @@ impl Agent for DemoAgent {
 
     async fn new_session(
         &self,
-        request: NewSessionRequest,
+        _request: NewSessionRequest,
         _client: &ClientHandle,
     ) -> Result<NewSessionResponse> {
-        let id = agent::new_session_id();
-        self.cwds.lock().unwrap().insert(id.clone(), request.cwd);
-        Ok(NewSessionResponse::new(id))
+        Ok(NewSessionResponse::new(agent::new_session_id()))
     }
 
     async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
@@ -67,13 +64,7 @@ impl Agent for DemoAgent {
         };
         turn.plan(plan(0)).await?;
 
-        let workdir = self
-            .cwds
-            .lock()
-            .unwrap()
-            .get(turn.id())
-            .cloned()
-            .unwrap_or_default();
+        let workdir = turn.cwd().unwrap_or_default().display().to_string();
         let client_caps = turn.client().capabilities().unwrap_or_default();
 
         // 1. Read a file through the client.

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, ResponseError};
 use acp_types::*;
 
+use super::handler::Agent;
+use super::session::{ClientHandle, SessionClient, Turn};
+use super::state::{AgentState, InitState, Negotiated, SessionEntry};
 use crate::error::{Error, Result};
-use crate::reply::{Reply, not_advertised, raw, raw_json};
+use crate::reply::{Reply, raw, raw_json};
+use crate::rules::{self, Breach};
 use crate::signal::Signal;
-
-use super::*;
 
 pub(super) struct AgentDispatch<A> {
     pub(super) agent: Arc<A>,
@@ -57,8 +59,10 @@ impl<A: Agent> AgentDispatch<A> {
                 *init = InitState::Initializing(signal.clone());
                 Gate::Initialize(signal)
             }
-            (_, "initialize") => Gate::Refuse(invalid_request("`initialize` was already called")),
-            (InitState::NotStarted, _) => Gate::Refuse(invalid_request(format!(
+            (_, "initialize") => {
+                Gate::Refuse(rules::not_initialized("`initialize` was already called"))
+            }
+            (InitState::NotStarted, _) => Gate::Refuse(rules::not_initialized(format!(
                 "`{method}` before `initialize`: the client must call `initialize` first"
             ))),
             (InitState::Initializing(signal), _) => Gate::WaitFor(signal.clone()),
@@ -73,9 +77,13 @@ impl<A: Agent> AgentDispatch<A> {
         }
     }
 
-    fn agent_capabilities(&self) -> AgentCapabilities {
+    fn session(&self, id: &SessionId) -> SessionClient {
+        self.client().session(id.clone())
+    }
+
+    fn negotiated(&self) -> (AgentCapabilities, ClientCapabilities) {
         self.state
-            .negotiated(|n| n.agent_capabilities.clone())
+            .negotiated(|n| (n.agent_capabilities.clone(), n.client_capabilities.clone()))
             .unwrap_or_default()
     }
 
@@ -86,10 +94,13 @@ impl<A: Agent> AgentDispatch<A> {
     ) -> Result<InitializeResponse> {
         let requested = request.protocol_version;
         let client_capabilities = request.client_capabilities.clone();
-        let result = self.agent.initialize(request).await;
+        let result = self.agent.initialize(request, &self.client()).await;
         let mut init = self.state.init.lock().unwrap();
         let result = result.map(|mut response| {
-            response.protocol_version = negotiate(requested);
+            response.protocol_version = rules::negotiate(requested);
+            if response.agent_info.is_none() {
+                response.agent_info = self.state.options.info().cloned();
+            }
             *init = InitState::Ready(Box::new(Negotiated {
                 client_capabilities,
                 agent_capabilities: response.agent_capabilities.clone(),
@@ -106,143 +117,107 @@ impl<A: Agent> AgentDispatch<A> {
     }
 
     async fn handle(&self, request: ClientRequest) -> Result<Reply> {
-        let caps = self.agent_capabilities();
+        let (caps, client_caps) = self.negotiated();
         let client = self.client();
+        // Every request this agent did not advertise is refused before it reaches the agent.
+        rules::agent_method(request.method(), &caps).map_err(|b| b.answer("agent"))?;
+        let answer = |breach: Breach| breach.answer("agent");
         match request {
             ClientRequest::Initialize(_) => unreachable!("handled by the gate"),
             ClientRequest::Authenticate(request) => {
-                let advertised = self.state.negotiated(|_| ()).is_some();
-                if !advertised {
-                    return Err(Error::invalid_params("authenticate before initialize"));
-                }
-                raw(self.agent.authenticate(request).await?)
+                raw(self.agent.authenticate(request, &client).await?)
             }
-            ClientRequest::Logout(request) => {
-                if caps.auth.logout.is_none() {
-                    return Err(not_advertised("agent", "logout", "auth.logout"));
-                }
-                raw(self.agent.logout(request).await?)
-            }
+            ClientRequest::Logout(request) => raw(self.agent.logout(request, &client).await?),
             ClientRequest::SessionNew(request) => {
-                check_absolute(&request.cwd, "cwd")?;
-                check_mcp_servers(&request.mcp_servers, &caps)?;
-                let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-                let response = self.agent.new_session(request, &client).await?;
+                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
+                    .map_err(answer)?;
+                rules::mcp_servers(&request.mcp_servers, &caps).map_err(answer)?;
                 let entry = SessionEntry::new(
-                    cwd,
-                    dirs,
-                    response.modes.clone(),
-                    response.config_options.clone(),
+                    &request.cwd,
+                    request.additional_directories.as_deref(),
+                    &request.mcp_servers,
                 );
+                let response = self.agent.new_session(request, &client).await?;
+                offered(&response.config_options, &client_caps)?;
+                let entry =
+                    entry.advertised(response.modes.clone(), response.config_options.clone());
                 self.state
                     .register(response.session_id.clone(), entry, false)?;
                 raw(response)
             }
             ClientRequest::SessionLoad(request) => {
-                if !caps.load_session {
-                    return Err(not_advertised("agent", "session/load", "loadSession"));
-                }
-                check_absolute(&request.cwd, "cwd")?;
-                check_mcp_servers(&request.mcp_servers, &caps)?;
+                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
+                    .map_err(answer)?;
+                rules::mcp_servers(&request.mcp_servers, &caps).map_err(answer)?;
                 let id = request.session_id.clone();
-                let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-                let response = self
-                    .agent
-                    .load_session(request, client.session(id.clone()))
-                    .await?;
                 let entry = SessionEntry::new(
-                    cwd,
-                    dirs,
-                    response.modes.clone(),
-                    response.config_options.clone(),
+                    &request.cwd,
+                    request.additional_directories.as_deref(),
+                    &request.mcp_servers,
                 );
-                self.state.register(id, entry, true)?;
+                // Known while it loads, so that its handle shows the directory and servers.
+                let previous = self.state.replace(id.clone(), entry.clone());
+                let response = self.agent.load_session(request, self.session(&id)).await;
+                let response = self.settle(
+                    &id,
+                    entry,
+                    previous,
+                    response,
+                    |r| (&r.modes, &r.config_options),
+                    &client_caps,
+                )?;
                 raw(response)
             }
             ClientRequest::SessionResume(request) => {
-                if caps.session_capabilities.resume.is_none() {
-                    return Err(not_advertised(
-                        "agent",
-                        "session/resume",
-                        "sessionCapabilities.resume",
-                    ));
-                }
-                check_absolute(&request.cwd, "cwd")?;
-                check_mcp_servers(request.mcp_servers.as_deref().unwrap_or_default(), &caps)?;
+                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
+                    .map_err(answer)?;
+                let servers = request.mcp_servers.clone().unwrap_or_default();
+                rules::mcp_servers(&servers, &caps).map_err(answer)?;
                 let id = request.session_id.clone();
-                let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-                let response = self
-                    .agent
-                    .resume_session(request, client.session(id.clone()))
-                    .await?;
                 let entry = SessionEntry::new(
-                    cwd,
-                    dirs,
-                    response.modes.clone(),
-                    response.config_options.clone(),
+                    &request.cwd,
+                    request.additional_directories.as_deref(),
+                    &servers,
                 );
-                self.state.register(id, entry, true)?;
+                let previous = self.state.replace(id.clone(), entry.clone());
+                let response = self.agent.resume_session(request, self.session(&id)).await;
+                let response = self.settle(
+                    &id,
+                    entry,
+                    previous,
+                    response,
+                    |r| (&r.modes, &r.config_options),
+                    &client_caps,
+                )?;
                 raw(response)
             }
             ClientRequest::SessionList(request) => {
-                if caps.session_capabilities.list.is_none() {
-                    return Err(not_advertised(
-                        "agent",
-                        "session/list",
-                        "sessionCapabilities.list",
-                    ));
-                }
-                let known = self
-                    .state
-                    .sessions
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .map(|(id, entry)| {
-                        let mut info = SessionInfo::new(id.clone(), entry.cwd.clone());
-                        info.additional_directories = entry.additional_directories.clone();
-                        info
-                    })
-                    .collect();
-                raw(self.agent.list_sessions(request, known).await?)
+                raw(self.agent.list_sessions(request, &client).await?)
             }
             ClientRequest::SessionClose(request) => {
-                if caps.session_capabilities.close.is_none() {
-                    return Err(not_advertised(
-                        "agent",
-                        "session/close",
-                        "sessionCapabilities.close",
-                    ));
-                }
-                self.state.with_session(&request.session_id, |entry| {
+                let id = request.session_id.clone();
+                self.state.with_session(&id, |entry| {
                     if let Some(turn) = &entry.turn {
                         turn.fire();
                     }
                     Ok(())
                 })?;
-                let id = request.session_id.clone();
-                let response = self.agent.close_session(request).await?;
-                self.state.sessions.lock().unwrap().remove(&id);
+                let response = self.agent.close_session(request, self.session(&id)).await?;
+                self.state.forget(&id);
                 raw(response)
             }
             ClientRequest::SessionDelete(request) => {
-                if caps.session_capabilities.delete.is_none() {
-                    return Err(not_advertised(
-                        "agent",
-                        "session/delete",
-                        "sessionCapabilities.delete",
-                    ));
-                }
                 let id = request.session_id.clone();
-                let response = self.agent.delete_session(request).await?;
-                let removed = self.state.sessions.lock().unwrap().remove(&id);
-                if let Some(turn) = removed.and_then(|entry| entry.turn) {
-                    turn.fire();
-                }
+                let response = self
+                    .agent
+                    .delete_session(request, self.session(&id))
+                    .await?;
+                self.state.forget(&id);
                 raw(response)
             }
             ClientRequest::SessionPrompt(request) => {
-                check_prompt_content(&request.prompt, &caps.prompt_capabilities)?;
+                rules::prompt_content(&request.prompt, &caps.prompt_capabilities)
+                    .map_err(answer)?;
                 let id = request.session_id.clone();
                 let cancel = Signal::new();
                 self.state.with_session(&id, |entry| {
@@ -262,7 +237,7 @@ impl<A: Agent> AgentDispatch<A> {
                     cancel: cancel.clone(),
                 };
                 let turn = Turn {
-                    session: client.session(id.clone()),
+                    session: self.session(&id),
                     cancel: cancel.clone(),
                 };
                 let result = self.agent.prompt(request, turn).await;
@@ -275,33 +250,11 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionSetMode(request) => {
                 let id = request.session_id.clone();
-                self.state.with_session(&id, |entry| match &entry.modes {
-                    None => Err(Error::invalid_params(format!(
-                        "session `{id}` advertised no modes"
-                    ))),
-                    Some(modes)
-                        if !modes
-                            .available_modes
-                            .iter()
-                            .any(|m| m.id == request.mode_id) =>
-                    {
-                        Err(Error::invalid_params(format!(
-                            "unknown mode `{}`; the session advertised {:?}",
-                            request.mode_id,
-                            modes
-                                .available_modes
-                                .iter()
-                                .map(|m| m.id.as_str())
-                                .collect::<Vec<_>>()
-                        )))
-                    }
-                    Some(_) => Ok(()),
+                self.state.with_session(&id, |entry| {
+                    rules::mode(&id, entry.modes.as_ref(), &request.mode_id).map_err(answer)
                 })?;
                 let mode = request.mode_id.clone();
-                let response = self
-                    .agent
-                    .set_mode(request, client.session(id.clone()))
-                    .await?;
+                let response = self.agent.set_mode(request, self.session(&id)).await?;
                 let _ = self.state.with_session(&id, |entry| {
                     if let Some(modes) = &mut entry.modes {
                         modes.current_mode_id = mode;
@@ -312,18 +265,20 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionSetConfigOption(request) => {
                 let id = request.session_id.clone();
-                let current =
-                    self.state
-                        .with_session(&id, |entry| match &entry.config_options {
-                            None => Err(Error::invalid_params(format!(
-                                "session `{id}` advertised no config options"
-                            ))),
-                            Some(options) => {
-                                check_config_value(options, &request)?;
-                                Ok(options.clone())
-                            }
-                        })?;
-                let response = self.agent.set_config_option(request, current).await?;
+                self.state.with_session(&id, |entry| {
+                    rules::config_value(
+                        &id,
+                        entry.config_options.as_deref(),
+                        &request,
+                        &client_caps,
+                    )
+                    .map_err(answer)
+                })?;
+                let response = self
+                    .agent
+                    .set_config_option(request, self.session(&id))
+                    .await?;
+                offered(&Some(response.config_options.clone()), &client_caps)?;
                 let _ = self.state.with_session(&id, |entry| {
                     entry.config_options = Some(response.config_options.clone());
                     Ok(())
@@ -334,17 +289,40 @@ impl<A: Agent> AgentDispatch<A> {
             other => Err(Error::method_not_found(other.method())),
         }
     }
-}
 
-fn invalid_request(detail: impl std::fmt::Display) -> ResponseError {
-    ResponseError::new(acp_jsonrpc::ErrorCode::INVALID_REQUEST, detail.to_string())
-}
-
-fn decode_error(error: DecodeError) -> ResponseError {
-    match error {
-        DecodeError::UnknownMethod(method) => ResponseError::method_not_found(&method),
-        DecodeError::InvalidParams { error, .. } => ResponseError::invalid_params(error),
+    /// Records what a loaded or resumed session advertised, or puts back what was known
+    /// before when the agent failed (or answered what the client cannot take).
+    fn settle<R>(
+        &self,
+        id: &SessionId,
+        entry: SessionEntry,
+        previous: Option<SessionEntry>,
+        response: Result<R>,
+        advertised: impl FnOnce(&R) -> (&Option<SessionModeState>, &Option<Vec<SessionConfigOption>>),
+        client_caps: &ClientCapabilities,
+    ) -> Result<R> {
+        let checked = response.and_then(|response| {
+            let (modes, options) = advertised(&response);
+            offered(options, client_caps)?;
+            self.state
+                .replace(id.clone(), entry.advertised(modes.clone(), options.clone()));
+            Ok(response)
+        });
+        if checked.is_err() {
+            match previous {
+                Some(previous) => drop(self.state.replace(id.clone(), previous)),
+                None => self.state.forget(id),
+            }
+        }
+        checked
     }
+}
+
+/// The agent's own answer must not offer what the client cannot take: a breach is the
+/// agent's bug, answered as an internal error that names it.
+fn offered(options: &Option<Vec<SessionConfigOption>>, client: &ClientCapabilities) -> Result<()> {
+    rules::offered_config_options(options.as_deref(), client)
+        .map_err(|breach| Error::internal(format!("the agent answered {breach}")))
 }
 
 impl<A: Agent> Handler for AgentDispatch<A> {
@@ -371,7 +349,7 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                         Err(error) => {
                             *dispatch.state.init.lock().unwrap() = InitState::NotStarted;
                             done.fire();
-                            return responder.respond_error(decode_error(error));
+                            return responder.respond_error(rules::decode_error(error));
                         }
                     };
                     return responder.respond(result.map_err(|e| e.to_response()));
@@ -380,14 +358,14 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                 Gate::Go => {}
             }
             if dispatch.state.negotiated(|_| ()).is_none() {
-                return responder.respond_error(invalid_request(format!(
+                return responder.respond_error(rules::not_initialized(format!(
                     "`{}` before a successful `initialize`",
                     request.method()
                 )));
             }
             let result = match decoded {
                 Ok(call) => dispatch.handle(call).await.map_err(|e| e.to_response()),
-                Err(error) => Err(decode_error(error)),
+                Err(error) => Err(rules::decode_error(error)),
             };
             match result {
                 Ok(reply) => reply(responder),
@@ -400,6 +378,7 @@ impl<A: Agent> Handler for AgentDispatch<A> {
         let decoded = ClientNotification::decode(notification.method(), notification.raw_params());
         let agent = self.agent.clone();
         let state = self.state.clone();
+        let client = self.client();
         async move {
             match decoded {
                 Ok(ClientNotification::SessionCancel(cancel)) => {
@@ -418,7 +397,9 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                 }
                 // `$/cancel_request` is handled by the JSON-RPC layer before it gets here.
                 Ok(ClientNotification::CancelRequest(_)) => {}
-                Ok(ClientNotification::Extension(call)) => agent.ext_notification(call).await,
+                Ok(ClientNotification::Extension(call)) => {
+                    agent.ext_notification(call, &client).await
+                }
                 Ok(other) => notification
                     .report_unhandled(format_args!("no handler for `{}`", other.method())),
                 Err(error) => notification.report_unhandled(error),

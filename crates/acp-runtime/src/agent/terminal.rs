@@ -3,7 +3,7 @@
 
 use acp_types::*;
 
-use super::*;
+use super::session::SessionClient;
 use crate::error::Result;
 
 impl SessionClient {
@@ -68,7 +68,7 @@ impl Terminal {
     /// # }
     /// ```
     pub fn tool_call_content(&self) -> ToolCallContent {
-        ToolCallContent::Terminal(acp_types::Terminal::new(self.id.clone()))
+        ToolCallContent::Terminal(EmbeddedTerminal::new(self.id.clone()))
     }
 
     /// The output so far, and the exit status once exited.

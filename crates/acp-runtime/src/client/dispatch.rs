@@ -10,11 +10,13 @@ use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, Res
 use acp_types::*;
 use serde_json::value::RawValue;
 
+use super::handler::Client;
+use super::state::{ClientState, SessionShared};
 use super::updates::{Arrived, Routed, update_cost};
-use super::{Client, ClientState, SessionShared};
 use crate::error::{Error, Result, codes};
 use crate::host::{self, TerminalHost};
-use crate::reply::{Reply, not_advertised, raw, raw_json};
+use crate::reply::{Reply, raw, raw_json};
+use crate::rules;
 use crate::signal::Signal;
 
 pub(super) struct ClientDispatch<C> {
@@ -99,10 +101,7 @@ impl<C: Client> ClientDispatch<C> {
     fn session(&self, id: &SessionId) -> Result<Arc<SessionShared>> {
         match self.state.routes.lock().unwrap().get(id) {
             Some(shared) => Ok(shared.clone()),
-            None => Err(Error::Rpc(
-                ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Unknown session `{id}`"))
-                    .with_data(&serde_json::json!({ "sessionId": id })),
-            )),
+            None => Err(rules::unknown_session(id)),
         }
     }
 
@@ -118,6 +117,15 @@ impl<C: Client> ClientDispatch<C> {
         responder: &'a mut Responder,
     ) -> HandlerFuture<'a> {
         let caps = &self.state.options.capabilities;
+        let elicitation = match &request {
+            AgentRequest::ElicitationCreate(request) => Some(&request.kind),
+            _ => None,
+        };
+        // Every request this client did not advertise is refused before it reaches a host or
+        // the application.
+        if let Err(breach) = rules::client_method(request.method(), elicitation, caps) {
+            return Box::pin(std::future::ready(Err(breach.answer("client"))));
+        }
         let session = match session_of(&request) {
             Some(id) => match self.session(id) {
                 Ok(session) => Some(session),
@@ -155,13 +163,6 @@ impl<C: Client> ClientDispatch<C> {
                 }
             }),
             AgentRequest::FsReadTextFile(request) => Box::pin(async move {
-                if !caps.fs.read_text_file {
-                    return Err(not_advertised(
-                        "client",
-                        "fs/read_text_file",
-                        "fs.readTextFile",
-                    ));
-                }
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
                         let content = fs
@@ -184,13 +185,6 @@ impl<C: Client> ClientDispatch<C> {
                 }
             }),
             AgentRequest::FsWriteTextFile(request) => Box::pin(async move {
-                if !caps.fs.write_text_file {
-                    return Err(not_advertised(
-                        "client",
-                        "fs/write_text_file",
-                        "fs.writeTextFile",
-                    ));
-                }
                 match (&self.state.options.fs, &session) {
                     (Some(fs), Some(session)) => {
                         fs.write_text_file(
@@ -241,7 +235,7 @@ impl<C: Client> ClientDispatch<C> {
                     .output(session, terminal)
                     .map_err(terminal_error)?;
                 let mut response = TerminalOutputResponse::new(output.output, output.truncated);
-                response.exit_status = output.exit_status.map(exit_status);
+                response.exit_status = output.exit_status.map(TerminalExitStatus::from);
                 raw(response)
             }),
             AgentRequest::TerminalWaitForExit(request) => Box::pin(async move {
@@ -252,6 +246,7 @@ impl<C: Client> ClientDispatch<C> {
                     .wait_for_exit(session_id(&session), request.terminal_id.as_str())
                     .await
                     .map_err(terminal_error)?;
+                let status = TerminalExitStatus::from(status);
                 let mut response = WaitForTerminalExitResponse::new();
                 response.exit_code = status.exit_code;
                 response.signal = status.signal;
@@ -275,16 +270,9 @@ impl<C: Client> ClientDispatch<C> {
                     .map_err(terminal_error)?;
                 raw(ReleaseTerminalResponse::new())
             }),
-            AgentRequest::ElicitationCreate(request) => Box::pin(async move {
-                if caps.elicitation.is_none() {
-                    return Err(not_advertised(
-                        "client",
-                        "elicitation/create",
-                        "elicitation",
-                    ));
-                }
-                raw(self.client.create_elicitation(request).await?)
-            }),
+            AgentRequest::ElicitationCreate(request) => {
+                Box::pin(async move { raw(self.client.create_elicitation(request).await?) })
+            }
             AgentRequest::Extension(call) => {
                 Box::pin(async move { raw_json(self.client.ext_method(call).await?) })
             }
@@ -296,10 +284,27 @@ impl<C: Client> ClientDispatch<C> {
 
     /// The terminal host, or `None` when the [`Client`] serves `terminal/*` itself.
     fn terminals(&self) -> Result<Option<&TerminalHost>> {
-        if !self.state.options.capabilities.terminal {
-            return Err(not_advertised("client", "terminal/*", "terminal"));
-        }
         Ok(self.state.options.terminals.as_deref())
+    }
+
+    /// An update of a kind this client did not opt into is still delivered (lenient in what
+    /// we accept), and reported.
+    fn check_update(&self, update: &Arrived, notification: &IncomingNotification) {
+        let Arrived::Update(update) = update else {
+            return;
+        };
+        if !rules::update_needs_capability(&update.update) {
+            return;
+        }
+        let caps = &self.state.options.capabilities;
+        if let Err(breach) = rules::session_update(&update.update, caps) {
+            notification
+                .connection()
+                .report(acp_jsonrpc::Problem::PeerBrokeRule {
+                    method: "session/update".to_owned(),
+                    rule: breach.to_string(),
+                });
+        }
     }
 
     /// Hands an update to its session without ever waiting for room (see [`updates`]).
@@ -355,13 +360,6 @@ fn undecoded(params: &str, error: serde_json::Error) -> std::result::Result<Arri
     })
 }
 
-fn exit_status(status: host::TerminalExitStatus) -> TerminalExitStatus {
-    let mut out = TerminalExitStatus::new();
-    out.exit_code = status.exit_code;
-    out.signal = status.signal;
-    out
-}
-
 impl<C: Client> Handler for ClientDispatch<C> {
     fn request(
         &self,
@@ -376,12 +374,7 @@ impl<C: Client> Handler for ClientDispatch<C> {
                     .handle(call, &mut responder)
                     .await
                     .map_err(|e| e.to_response()),
-                Err(DecodeError::UnknownMethod(method)) => {
-                    Err(ResponseError::method_not_found(&method))
-                }
-                Err(DecodeError::InvalidParams { error, .. }) => {
-                    Err(ResponseError::invalid_params(error))
-                }
+                Err(error) => Err(rules::decode_error(error)),
             };
             match result {
                 Ok(reply) => reply(responder),
@@ -408,6 +401,7 @@ impl<C: Client> Handler for ClientDispatch<C> {
                         }
                     },
                 };
+                dispatch.check_update(&update, &notification);
                 dispatch
                     .route_update(update, params.len(), |problem| {
                         notification.report_unhandled(problem)

@@ -1,18 +1,166 @@
 //! A session on the agent ([`Session`]) and its prompt turns ([`PromptTurn`]).
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use acp_types::*;
 
 use crate::error::{Error, Result};
 
-use super::updates::Popped;
-use super::{AgentHandle, SessionShared, ToolCallState, check_prompt};
+use super::handle::AgentHandle;
+use super::state::{SessionShared, ToolCallState};
+use super::updates::{Popped, UpdateQueue};
+use crate::host::FsRoots;
+use crate::rules;
 use crate::signal::Signal;
+
+/// The calls that open a [`Session`].
+impl AgentHandle {
+    /// Creates a session in `cwd` (absolute) without MCP servers.
+    pub async fn new_session(&self, cwd: impl AsRef<Path>) -> Result<Session> {
+        let cwd = cwd.as_ref().to_string_lossy().into_owned();
+        self.new_session_with(NewSessionRequest::new(cwd, Vec::<McpServer>::new()))
+            .await
+    }
+
+    /// Creates a session from a full request.
+    pub async fn new_session_with(&self, request: NewSessionRequest) -> Result<Session> {
+        self.check_session_setup(
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            &request.mcp_servers,
+        )?;
+        let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
+        let response: NewSessionResponse = self.request(&request).await?;
+        self.check_offered("session/new", response.config_options.as_deref());
+        Ok(self.open_session(
+            response.session_id.clone(),
+            &cwd,
+            dirs.as_deref(),
+            response.modes.clone(),
+            response.config_options.clone(),
+        ))
+    }
+
+    /// Loads a stored session (needs `loadSession`). The replayed history is waiting in
+    /// [`Session::next_update`] when this returns.
+    pub async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+    ) -> Result<(Session, LoadSessionResponse)> {
+        self.check_session_setup(
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            &request.mcp_servers,
+        )?;
+        let id = request.session_id.clone();
+        // Registered before sending, so that the replay lands in the session.
+        let session = self.open_session(
+            id,
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            None,
+            None,
+        );
+        let response: LoadSessionResponse = self.request(&request).await?;
+        self.check_offered("session/load", response.config_options.as_deref());
+        *session.shared.modes.lock().unwrap() = response.modes.clone();
+        *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        Ok((session, response))
+    }
+
+    /// Resumes a stored session (needs `sessionCapabilities.resume`).
+    pub async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<(Session, ResumeSessionResponse)> {
+        self.check_session_setup(
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            request.mcp_servers.as_deref().unwrap_or_default(),
+        )?;
+        let id = request.session_id.clone();
+        let session = self.open_session(
+            id,
+            &request.cwd,
+            request.additional_directories.as_deref(),
+            None,
+            None,
+        );
+        let response: ResumeSessionResponse = self.request(&request).await?;
+        self.check_offered("session/resume", response.config_options.as_deref());
+        *session.shared.modes.lock().unwrap() = response.modes.clone();
+        *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        Ok((session, response))
+    }
+
+    /// A session's answer that offers what this client cannot take is still taken (lenient
+    /// in what we accept), and reported.
+    fn check_offered(&self, method: &str, options: Option<&[SessionConfigOption]>) {
+        let client = &self.state.options.capabilities;
+        if let Err(breach) = rules::offered_config_options(options, client) {
+            self.rpc.report(acp_jsonrpc::Problem::PeerBrokeRule {
+                method: method.to_owned(),
+                rule: breach.to_string(),
+            });
+        }
+    }
+
+    fn check_session_setup(
+        &self,
+        cwd: &str,
+        additional: Option<&[String]>,
+        servers: &[McpServer],
+    ) -> Result<()> {
+        rules::absolute_cwd(cwd, additional).map_err(rules::Breach::refused)?;
+        let caps = self.initialized("session/new")?.agent_capabilities;
+        rules::mcp_servers(servers, &caps).map_err(rules::Breach::refused)
+    }
+
+    fn open_session(
+        &self,
+        id: SessionId,
+        cwd: &str,
+        additional: Option<&[String]>,
+        modes: Option<SessionModeState>,
+        config_options: Option<Vec<SessionConfigOption>>,
+    ) -> Session {
+        let roots = if self.state.options.fs_unrestricted {
+            FsRoots::unrestricted()
+        } else {
+            FsRoots::session(
+                cwd,
+                additional.unwrap_or_default().iter().map(PathBuf::from),
+            )
+        };
+        let shared = Arc::new(SessionShared {
+            id: id.clone(),
+            roots,
+            cwd: PathBuf::from(cwd),
+            updates: UpdateQueue::new(id.clone(), self.state.options.session_update_budget),
+            turn_active: AtomicBool::new(false),
+            cancel: Mutex::new(Signal::new()),
+            tool_calls: Mutex::new(HashMap::new()),
+            modes: Mutex::new(modes),
+            config_options: Mutex::new(config_options),
+        });
+        // Under the routes lock, so that no update slips between taking the early ones and
+        // registering the session.
+        let mut routes = self.state.routes.lock().unwrap();
+        routes.open(id, shared.clone(), &shared.updates, |update| {
+            shared.track(update)
+        });
+        drop(routes);
+        Session {
+            agent: self.clone(),
+            shared,
+        }
+    }
+}
 
 /// A session on the agent: prompt turns, cancellation, modes and config options, and the
 /// updates that arrive outside turns.
@@ -58,7 +206,8 @@ impl Session {
     /// Sends a prompt from a full request.
     pub async fn prompt_with(&self, request: PromptRequest) -> Result<PromptTurn> {
         let caps = self.agent.initialized("session/prompt")?.agent_capabilities;
-        check_prompt(&request.prompt, &caps.prompt_capabilities)?;
+        rules::prompt_content(&request.prompt, &caps.prompt_capabilities)
+            .map_err(rules::Breach::refused)?;
         if self.shared.turn_active.swap(true, Ordering::AcqRel) {
             return Err(Error::Invalid(format!(
                 "session `{}` already has a prompt in flight; wait for its end or cancel it",
@@ -111,14 +260,7 @@ impl Session {
     /// Switches mode; the mode must be one the session advertised.
     pub async fn set_mode(&self, mode: impl Into<SessionModeId>) -> Result<()> {
         let mode = mode.into();
-        let advertised = self
-            .modes()
-            .is_some_and(|m| m.available_modes.iter().any(|a| a.id == mode));
-        if !advertised {
-            return Err(Error::Invalid(format!(
-                "the session did not advertise the mode `{mode}`"
-            )));
-        }
+        rules::mode(self.id(), self.modes().as_ref(), &mode).map_err(rules::Breach::refused)?;
         self.agent
             .request(&SetSessionModeRequest::new(
                 self.shared.id.clone(),
@@ -131,22 +273,29 @@ impl Session {
         Ok(())
     }
 
-    /// Sets a config option; returns (and records) the full new state.
+    /// Sets a config option to a value the session offers for it (a value id as a string,
+    /// or a `bool` for a boolean option); returns (and records) the full new state.
+    ///
+    /// ```no_run
+    /// # async fn example(session: acp_runtime::client::Session) -> acp_runtime::Result<()> {
+    /// session.set_config_option("model", "fast").await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn set_config_option(
         &self,
         config_id: impl Into<SessionConfigId>,
-        value: SetSessionConfigOptionRequestKind,
+        value: impl Into<SetSessionConfigOptionRequestKind>,
     ) -> Result<Vec<SessionConfigOption>> {
-        let config_id = config_id.into();
-        let advertised = self
-            .config_options()
-            .is_some_and(|o| o.iter().any(|o| o.id == config_id));
-        if !advertised {
-            return Err(Error::Invalid(format!(
-                "the session did not advertise the config option `{config_id}`"
-            )));
-        }
-        let request = SetSessionConfigOptionRequest::new(self.shared.id.clone(), config_id, value);
+        let request =
+            SetSessionConfigOptionRequest::new(self.shared.id.clone(), config_id, value.into());
+        let client = &self.agent.state.options.capabilities;
+        rules::config_value(
+            self.id(),
+            self.config_options().as_deref(),
+            &request,
+            client,
+        )
+        .map_err(rules::Breach::refused)?;
         let response = self.agent.request(&request).await?;
         *self.shared.config_options.lock().unwrap() = Some(response.config_options.clone());
         Ok(response.config_options)

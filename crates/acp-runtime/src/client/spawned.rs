@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
 
-use super::{AgentHandle, Client, ClientOptions, connect};
+use super::connect::connect;
+use super::handle::AgentHandle;
+use super::handler::Client;
+use super::options::ClientOptions;
 use crate::process::{AgentCommand, AgentProcess};
 
 /// Spawns `command` and connects `client` to it over its stdin and stdout. Returns the handle,
@@ -36,7 +39,8 @@ pub fn spawn<C: Client>(
 
 /// Spawns `command`, connects `client` to it, runs `work` with the handle on the calling
 /// thread, then closes the connection and shuts the agent down. Returns what `work` returned
-/// and how the agent ended.
+/// and how the agent ended, or the first error: of the spawn, of `work` (an agent that died
+/// under it is [`Error::AgentExited`], with its status and stderr), or of the shutdown.
 ///
 /// It always returns: what is still queued for the agent when `work` is done gets the
 /// command's [`shutdown_grace`](AgentCommand::shutdown_grace) to be written (an agent that
@@ -58,15 +62,15 @@ pub fn spawn<C: Client>(
 ///     let session = agent.new_session("/tmp").await?;
 ///     session.prompt(vec!["hi".into()]).await?.end().await
 /// })?;
-/// println!("{:?}, agent {exit}", stop?.stop_reason);
+/// println!("{:?}, agent {exit}", stop.stop_reason);
 /// # Ok::<(), acp_runtime::Error>(())
 /// ```
-pub fn run_spawned<C: Client, F: Future>(
+pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
     client: C,
     command: AgentCommand,
     options: ClientOptions,
     work: impl FnOnce(AgentHandle) -> F,
-) -> Result<(F::Output, crate::process::AgentExit)> {
+) -> Result<(T, crate::process::AgentExit)> {
     #[cfg(target_os = "linux")]
     {
         let mut process = command
@@ -96,7 +100,7 @@ pub fn run_spawned<C: Client, F: Future>(
             .map_err(|e| Error::Internal(e.to_string()))?;
         let exit = crate::os::pipe_loop::block_on(&pipes, process.shutdown())
             .map_err(|e| Error::Internal(e.to_string()))?;
-        Ok((output, exit))
+        Ok((output?, exit))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -111,7 +115,7 @@ pub fn run_spawned<C: Client, F: Future>(
             };
             let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
             let output = futures_lite::future::zip(driver, work).await.1;
-            Ok((output, process.shutdown().await))
+            Ok((output?, process.shutdown().await))
         })
     }
 }
@@ -173,18 +177,11 @@ impl WorkDone {
     }
 }
 
-/// Fails pending calls with the agent's exit status and stderr tail once it exits, from a
-/// plain thread (smol's executor threads would compete for the reactor).
+/// Fails pending calls with the agent's exit status and stderr tail once it exits, called by
+/// the process's supervision thread when it records the exit (no thread of its own).
 fn watch_exit(agent: &AgentHandle, process: &AgentProcess) -> Result<()> {
     agent.state.spawned.store(true, Ordering::Release);
     let watcher = agent.clone();
-    let exited = process.exited();
-    std::thread::Builder::new()
-        .name("acp-agent-exit".into())
-        .spawn(move || {
-            let exit = futures_lite::future::block_on(exited);
-            watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone());
-        })
-        .map(drop)
-        .map_err(|e| Error::Internal(format!("starting the exit watcher: {e}")))
+    process.on_exit(move |exit| watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone()));
+    Ok(())
 }

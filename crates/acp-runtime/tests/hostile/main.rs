@@ -160,7 +160,7 @@ fn many_updates() -> Result<()> {
             session.prompt(vec!["hi".into()]).await?.end().await
         },
     )?;
-    check(stop?.stop_reason == StopReason::EndTurn, || {
+    check(stop.stop_reason == StopReason::EndTurn, || {
         "the turn did not end".into()
     })?;
     check(exit.status.success(), || format!("agent: {exit}"))
@@ -169,7 +169,7 @@ fn many_updates() -> Result<()> {
 /// 1000 updates to a session nobody reads, then another session opens at once; the first
 /// session still has every update, in order.
 fn undrained_session() -> Result<()> {
-    let (result, _) = client::run_spawned(
+    client::run_spawned(
         AutoAllow,
         agent("undrained-session"),
         ClientOptions::default(),
@@ -188,7 +188,7 @@ fn undrained_session() -> Result<()> {
             Ok::<_, Error>(())
         },
     )?;
-    result
+    Ok(())
 }
 
 /// 300 `terminal/wait_for_exit` calls and a `terminal/kill`: the excess is answered at once
@@ -212,7 +212,6 @@ fn in_flight_limit() -> Result<()> {
             Ok::<_, Error>(report)
         },
     )?;
-    let report = report?;
     check(
         report == "refused:44 kill1:-32603 cancelled:1 kill2:ok exited:255 other:0",
         || format!("the agent saw: {report}"),
@@ -240,7 +239,7 @@ fn deaf() -> Result<()> {
             Ok::<_, Error>(())
         },
     )?;
-    queued?;
+    let () = queued;
     check(!exit.status.success(), || format!("agent: {exit}"))?;
     check(started.elapsed() < Duration::from_secs(30), || {
         format!("took {:?}", started.elapsed())
@@ -251,7 +250,7 @@ fn deaf() -> Result<()> {
 /// stays within the unopened-session budget, and the session opened afterwards learns what it
 /// lost.
 fn unopened_flood() -> Result<()> {
-    let (result, _) = client::run_spawned(
+    client::run_spawned(
         AutoAllow,
         agent("unopened-flood"),
         ClientOptions::default(),
@@ -277,14 +276,14 @@ fn unopened_flood() -> Result<()> {
             Ok::<_, Error>(())
         },
     )?;
-    result
+    Ok(())
 }
 
 /// 48 updates of 1 MiB to a session whose turn is not read: the session keeps at most its
 /// budget (plus one update), the connection goes on (a second session opens), and reading
 /// afterwards yields the kept updates, then the drop, in order.
 fn slow_session() -> Result<()> {
-    let (result, _) = client::run_spawned(
+    client::run_spawned(
         AutoAllow,
         agent("slow-session"),
         ClientOptions::default(),
@@ -318,7 +317,7 @@ fn slow_session() -> Result<()> {
             Ok::<_, Error>(())
         },
     )?;
-    result
+    Ok(())
 }
 
 /// 32 concurrent reads of a 15 MiB file by an agent that does not read its stdin: the reads
@@ -330,7 +329,7 @@ fn deaf_reads() -> Result<()> {
         .map_err(|e| Error::Internal(e.to_string()))?;
     let options = ClientOptions::default().with_file_system(FsHost::new());
     let work_dir = dir.clone();
-    let (result, _) = client::run_spawned(AutoAllow, agent("deaf-reads"), options, |agent| {
+    client::run_spawned(AutoAllow, agent("deaf-reads"), options, |agent| {
         async move {
             agent.initialize().await?;
             let session = agent.new_session(&work_dir).await?;
@@ -355,7 +354,7 @@ fn deaf_reads() -> Result<()> {
                 format!("{held} bytes of answers held, bound {bound}")
             })
         }
-    })?;
+    });
     let _ = std::fs::remove_dir_all(&dir);
-    result
+    result.map(drop)
 }

@@ -1,0 +1,190 @@
+//! The [`Agent`] trait: what an agent implements.
+
+use std::future::Future;
+
+use acp_types::*;
+use serde_json::value::RawValue;
+
+use super::session::{ClientHandle, SessionClient, Turn};
+use crate::error::{Error, Result};
+use crate::rules::apply_config_value;
+
+/// What an agent implements. Only [`new_session`](Agent::new_session) and
+/// [`prompt`](Agent::prompt) are required; the optional methods answer `-32601` unless the
+/// agent both implements them and advertises the capability they belong to.
+///
+/// Every method gets the request and one context, by one rule:
+///
+/// | the request concerns | context | methods |
+/// |---|---|---|
+/// | the connection | [`&ClientHandle`](ClientHandle) | `initialize`, `authenticate`, `logout`, `new_session`, `list_sessions`, `ext_method`, `ext_notification` |
+/// | one session | [`SessionClient`] | `load_session`, `resume_session`, `close_session`, `delete_session`, `set_mode`, `set_config_option` |
+/// | one prompt turn | [`Turn`] (a [`SessionClient`] with the turn's cancellation) | `prompt` |
+///
+/// A [`SessionClient`] streams updates and calls the client for its session, and shows what
+/// the runtime knows of it: [`cwd`](SessionClient::cwd), additional directories, MCP
+/// servers, modes, config options and the client's capabilities.
+pub trait Agent: Send + Sync + 'static {
+    /// Answers `initialize`: the capabilities, auth methods and info of this agent. The runtime
+    /// fills in the negotiated `protocolVersion` afterwards (and `agentInfo` from
+    /// [`AgentOptions::with_info`](super::AgentOptions::with_info) when this leaves it out)
+    /// and enforces what is advertised.
+    fn initialize(
+        &self,
+        request: InitializeRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<InitializeResponse>> + Send {
+        let _ = (request, client);
+        async { Ok(InitializeResponse::new(ProtocolVersion::LATEST)) }
+    }
+
+    /// Answers `authenticate` with one of the advertised auth methods.
+    fn authenticate(
+        &self,
+        request: AuthenticateRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<AuthenticateResponse>> + Send {
+        let _ = client;
+        async move {
+            Err(Error::invalid_params(format!(
+                "unknown authentication method `{}`",
+                request.method_id
+            )))
+        }
+    }
+
+    /// Answers `logout` (needs the `auth.logout` capability).
+    fn logout(
+        &self,
+        request: LogoutRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<LogoutResponse>> + Send {
+        let _ = (request, client);
+        async { Err(Error::method_not_found("logout")) }
+    }
+
+    /// Creates a session. Return a fresh id ([`new_session_id`](super::new_session_id) makes
+    /// one); the runtime registers it and refuses a duplicate.
+    fn new_session(
+        &self,
+        request: NewSessionRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<NewSessionResponse>> + Send;
+
+    /// Loads a stored session (needs `loadSession`): replay its history through `session`
+    /// (see [`SessionClient::replay`]) before returning; the response goes out after the replay.
+    fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<LoadSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/load")) }
+    }
+
+    /// Resumes a stored session without replaying it (needs `sessionCapabilities.resume`).
+    fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<ResumeSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/resume")) }
+    }
+
+    /// Lists sessions (needs `sessionCapabilities.list`). The default lists the sessions of
+    /// this connection ([`ClientHandle::sessions`]).
+    fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<ListSessionsResponse>> + Send {
+        let known = client.sessions();
+        async move {
+            let sessions: Vec<SessionInfo> = known
+                .into_iter()
+                .filter(|s| request.cwd.as_ref().is_none_or(|cwd| &s.cwd == cwd))
+                .collect();
+            Ok(ListSessionsResponse::new(sessions))
+        }
+    }
+
+    /// Closes a session (needs `sessionCapabilities.close`). The runtime has already cancelled
+    /// its running turn and forgets the session afterwards.
+    fn close_session(
+        &self,
+        request: CloseSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<CloseSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Ok(CloseSessionResponse::new()) }
+    }
+
+    /// Deletes a stored session (needs `sessionCapabilities.delete`). The runtime forgets it
+    /// afterwards, cancelling its running turn.
+    fn delete_session(
+        &self,
+        request: DeleteSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<DeleteSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Ok(DeleteSessionResponse::new()) }
+    }
+
+    /// Runs one prompt turn: stream updates through `turn`, then return the stop reason.
+    /// Watch [`Turn::cancelled`]: after `session/cancel` the runtime answers `cancelled`
+    /// whatever this returns.
+    fn prompt(
+        &self,
+        request: PromptRequest,
+        turn: Turn,
+    ) -> impl Future<Output = Result<PromptResponse>> + Send;
+
+    /// Switches the session's mode. The runtime has checked that the mode was advertised, and
+    /// records it as current when this succeeds.
+    fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<SetSessionModeResponse>> + Send {
+        let _ = (request, session);
+        async { Ok(SetSessionModeResponse::new()) }
+    }
+
+    /// Sets a config option. The runtime has checked the option and value against what the
+    /// session advertised; the default records the new value and answers the full state.
+    /// The runtime records the answered state as the session's.
+    fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<SetSessionConfigOptionResponse>> + Send {
+        let current = session.config_options().unwrap_or_default();
+        async move {
+            Ok(SetSessionConfigOptionResponse::new(apply_config_value(
+                current, &request,
+            )))
+        }
+    }
+
+    /// Answers an extension request (method starting with `_`).
+    fn ext_method(
+        &self,
+        call: ExtensionCall,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<Box<RawValue>>> + Send {
+        let _ = client;
+        async move { Err(Error::method_not_found(&call.method)) }
+    }
+
+    /// Handles an extension notification. Like every notification handler, it must not wait
+    /// for the client (spawn such work).
+    fn ext_notification(
+        &self,
+        call: ExtensionCall,
+        client: &ClientHandle,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (call, client);
+        async {}
+    }
+}

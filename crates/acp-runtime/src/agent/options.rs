@@ -1,0 +1,103 @@
+//! [`AgentOptions`]: what an agent's connection is configured with, beside its [`Agent`]
+//! (super::Agent) implementation.
+
+use std::sync::Arc;
+
+use acp_jsonrpc::{ConnectionOptions, Observer};
+use acp_types::Implementation;
+
+/// Options of an agent's connection: its name and version, the limits of the connection,
+/// and who observes its traffic. The counterpart of
+/// [`ClientOptions`](crate::client::ClientOptions).
+///
+/// ```
+/// use acp_runtime::agent::AgentOptions;
+/// use acp_runtime::client::PrintTraffic;
+///
+/// let options = AgentOptions::default()
+///     .with_info("my-agent", "1.2.0")
+///     .with_max_in_flight_requests(64)
+///     .with_observer(PrintTraffic);
+/// assert_eq!(options.info().unwrap().name, "my-agent");
+/// ```
+#[derive(Clone, Default)]
+pub struct AgentOptions {
+    info: Option<Implementation>,
+    connection: ConnectionOptions,
+}
+
+impl AgentOptions {
+    /// Sets the name and version the agent answers in `initialize` (`agentInfo`), unless its
+    /// [`Agent::initialize`](super::Agent::initialize) sets one itself.
+    pub fn with_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.info = Some(Implementation::new(name, version));
+        self
+    }
+
+    /// The name and version answered in `initialize`.
+    pub fn info(&self) -> Option<&Implementation> {
+        self.info.as_ref()
+    }
+
+    /// Watches every message in and out, and every problem of the connection (see
+    /// [`Observer`]).
+    pub fn with_observer(mut self, observer: impl Observer) -> Self {
+        self.connection = self.connection.with_observer(observer);
+        self
+    }
+
+    /// Like [`with_observer`](Self::with_observer), for an observer that is shared.
+    pub fn with_shared_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.connection = self.connection.with_shared_observer(observer);
+        self
+    }
+
+    /// How many of the client's requests are handled at once; more are answered with an
+    /// error (see [`ConnectionOptions::with_max_in_flight_requests`]).
+    pub fn with_max_in_flight_requests(mut self, requests: usize) -> Self {
+        self.connection = self.connection.with_max_in_flight_requests(requests);
+        self
+    }
+
+    /// The longest line accepted from the client, in bytes (see
+    /// [`ConnectionOptions::with_max_line_length`]).
+    pub fn with_max_line_length(mut self, bytes: usize) -> Self {
+        self.connection = self.connection.with_max_line_length(bytes);
+        self
+    }
+
+    /// How many bytes of answers may wait to be written (see
+    /// [`ConnectionOptions::with_reply_budget`]).
+    pub fn with_reply_budget(mut self, bytes: usize) -> Self {
+        self.connection = self.connection.with_reply_budget(bytes);
+        self
+    }
+
+    /// Every option of the underlying JSON-RPC connection at once (replaces the observer
+    /// and limits set before).
+    pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
+        self.connection = options;
+        self
+    }
+
+    pub(crate) fn connection(&self) -> &ConnectionOptions {
+        &self.connection
+    }
+}
+
+impl From<ConnectionOptions> for AgentOptions {
+    fn from(connection: ConnectionOptions) -> Self {
+        AgentOptions {
+            info: None,
+            connection,
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}

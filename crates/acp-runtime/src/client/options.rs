@@ -1,0 +1,137 @@
+//! [`ClientOptions`]: what a client advertises, which built-in hosts serve the agent's calls,
+//! and the limits of the connection.
+
+use std::sync::Arc;
+
+use acp_jsonrpc::{ConnectionOptions, Observer};
+use acp_types::*;
+
+use super::updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
+use crate::host::{FsHost, TerminalHost};
+
+/// Options of a client connection: what it advertises and which built-in hosts serve the
+/// agent's calls.
+#[derive(Clone)]
+pub struct ClientOptions {
+    pub(super) capabilities: ClientCapabilities,
+    pub(super) info: Option<Implementation>,
+    pub(super) fs: Option<Arc<FsHost>>,
+    pub(super) fs_unrestricted: bool,
+    pub(super) terminals: Option<Arc<TerminalHost>>,
+    pub(super) connection: ConnectionOptions,
+    pub(super) session_update_budget: usize,
+    pub(super) unopened_update_budget: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            capabilities: ClientCapabilities::default(),
+            info: Some(Implementation::new(
+                "acp-runtime",
+                env!("CARGO_PKG_VERSION"),
+            )),
+            fs: None,
+            fs_unrestricted: false,
+            terminals: None,
+            connection: ConnectionOptions::default(),
+            session_update_budget: DEFAULT_SESSION_UPDATE_BUDGET,
+            unopened_update_budget: DEFAULT_UNOPENED_UPDATE_BUDGET,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Serves `fs/read_text_file` and `fs/write_text_file` with `host`, limited to each
+    /// session's `cwd` and additional directories, and advertises both.
+    pub fn with_file_system(mut self, host: FsHost) -> Self {
+        self.capabilities.fs.read_text_file = true;
+        self.capabilities.fs.write_text_file = true;
+        self.fs = Some(Arc::new(host));
+        self
+    }
+
+    /// Lets the file system host reach any absolute path, not only the session's directories.
+    pub fn with_unrestricted_file_system(mut self) -> Self {
+        self.fs_unrestricted = true;
+        self
+    }
+
+    /// Serves `terminal/*` with `host` and advertises `terminal`. Pass an
+    /// `Arc<TerminalHost>` to keep a handle of your own, for example to show a terminal's
+    /// output when a tool call embeds it.
+    pub fn with_terminals(mut self, host: impl Into<Arc<TerminalHost>>) -> Self {
+        self.capabilities.terminal = true;
+        self.terminals = Some(host.into());
+        self
+    }
+
+    /// Adds to the advertised capabilities (for methods your [`Client`](super::Client) serves
+    /// itself). Merges with what is advertised already: what the built-in hosts of
+    /// [`with_file_system`](Self::with_file_system) and [`with_terminals`](Self::with_terminals)
+    /// advertise stays advertised, whatever the order of the calls.
+    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        let hosts = (self.fs.is_some(), self.terminals.is_some());
+        self.capabilities = capabilities;
+        self.capabilities.fs.read_text_file |= hosts.0;
+        self.capabilities.fs.write_text_file |= hosts.0;
+        self.capabilities.terminal |= hosts.1;
+        self
+    }
+
+    /// Sets the name and version sent in `initialize`.
+    pub fn with_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.info = Some(Implementation::new(name, version));
+        self
+    }
+
+    /// Watches every message in and out, and every problem of the connection (see
+    /// [`Observer`]; [`PrintTraffic`](super::PrintTraffic) prints them).
+    pub fn with_observer(mut self, observer: impl Observer) -> Self {
+        self.connection = self.connection.with_observer(observer);
+        self
+    }
+
+    /// Options of the underlying JSON-RPC connection (observer, limits).
+    pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
+        self.connection = options;
+        self
+    }
+
+    /// How many bytes of updates each session keeps for the application before it drops
+    /// further ones (default [`DEFAULT_SESSION_UPDATE_BUDGET`], 16 MiB). An update costs its
+    /// size on the wire plus a few hundred bytes. One update larger than the budget is still
+    /// kept when nothing else waits. Dropped updates are never silent: the application meets
+    /// [`Error::UpdatesDropped`] where they would have been. Reading updates as they come
+    /// ([`PromptTurn::next`], [`Session::next_update`]) keeps a session far below it.
+    pub fn with_session_update_budget(mut self, bytes: usize) -> Self {
+        self.session_update_budget = bytes;
+        self
+    }
+
+    /// How many bytes of updates are kept, over all session ids this client has not opened,
+    /// until it opens them (default [`DEFAULT_UNOPENED_UPDATE_BUDGET`], 1 MiB; at most 16
+    /// ids). Agents send a few updates (commands, modes) for a session before answering
+    /// `session/new`; the rest is dropped and reported to the observer, and a session
+    /// opened later meets [`Error::UpdatesDropped`] first.
+    pub fn with_unopened_update_budget(mut self, bytes: usize) -> Self {
+        self.unopened_update_budget = bytes;
+        self
+    }
+
+    /// The capabilities `initialize` will advertise.
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.capabilities
+    }
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("capabilities", &self.capabilities)
+            .field("info", &self.info)
+            .field("file_system", &self.fs.is_some())
+            .field("terminals", &self.terminals.is_some())
+            .finish_non_exhaustive()
+    }
+}
