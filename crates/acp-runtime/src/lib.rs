@@ -2,6 +2,7 @@
 //! clients, keeping every rule of the protocol so that implementations cannot break them by
 //! accident.
 //!
+//! - [`prelude`]: one glob import for writing either side.
 //! - [`agent`]: implement [`agent::Agent`] and serve it; talk to the client through
 //!   [`agent::ClientHandle`] and [`agent::Turn`].
 //! - [`client`]: connect to an agent (a stream pair or a spawned process) and drive sessions
@@ -28,7 +29,7 @@
 //! // thread on smol's `block_on`):
 //! let reader = BufReader::new(tokio::io::stdin().compat());
 //! let writer = tokio::io::stdout().compat_write();
-//! let (_client, driver) = agent::serve(MyAgent, reader, writer, ConnectionOptions::default());
+//! let (_client, driver) = agent::serve(MyAgent, reader, writer, AgentOptions::default());
 //! driver.await?;
 //!
 //! // A client over any tokio stream pair (a child's pipes, a socket, `tokio::io::duplex`):
@@ -63,6 +64,17 @@
 //! [`agent::serve_stdio`] blocks its thread on `smol::block_on`: on tokio, call it from
 //! `main` before (or instead of) starting a runtime, or use [`stdio::stdio`] with
 //! [`agent::serve`] as above.
+//!
+//! # Tracing
+//!
+//! The `tracing` cargo feature (off by default) turns on [`acp_jsonrpc`]'s: a span per
+//! connection and per request (incoming and outgoing; handlers run inside their request's span,
+//! so what an [`agent::Agent`] or [`client::Client`] logs is attributed to it), an event per
+//! message with its method, id, direction, size and, for responses, duration, and errors,
+//! refused and dropped messages at `WARN`, all with the target `acp_jsonrpc`. Any `tracing`
+//! subscriber shows them, for example `tracing_subscriber::fmt().with_max_level(Level::DEBUG)
+//! .init()`; the fields are listed in [`acp_jsonrpc`'s documentation](acp_jsonrpc#tracing).
+//! Without the feature nothing of it is compiled.
 
 pub mod agent;
 pub mod client;
@@ -81,3 +93,8 @@ pub use error::{Error, Result, codes};
 
 pub use acp_jsonrpc;
 pub use acp_types;
+
+/// The README's examples, compiled as doctests so that they keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
