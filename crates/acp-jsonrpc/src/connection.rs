@@ -153,7 +153,7 @@ impl ConnectionHandle {
         let id = self.shared.next_request_id();
         let mut bytes = self.shared.take_buffer();
         match encode_request(&mut bytes, &RequestId::from(id), method, params) {
-            Ok(()) => self.start_request(id, bytes, decode_result::<R>),
+            Ok(()) => self.start_request(id, method, bytes, decode_result::<R>),
             Err(error) => {
                 self.shared.recycle(bytes);
                 RequestFuture::failed(id, RequestError::Encode(error), decode_result::<R>)
@@ -170,12 +170,13 @@ impl ConnectionHandle {
         let id = self.shared.next_request_id();
         let mut bytes = self.shared.take_buffer();
         encode_raw_request(&mut bytes, &RequestId::from(id), method, params);
-        self.start_request(id, bytes, Ok)
+        self.start_request(id, method, bytes, Ok)
     }
 
     fn start_request<R>(
         &self,
         id: i64,
+        method: &str,
         bytes: Vec<u8>,
         decode: fn(Box<RawValue>) -> Result<R, RequestError>,
     ) -> RequestFuture<R> {
@@ -189,7 +190,9 @@ impl ConnectionHandle {
             sent: false,
             finished: false,
         };
+        let trace = self.shared.trace.request(id, method);
         let exchange = async move {
+            guard.shared.trace.request_sent(trace, id, bytes.len());
             guard.shared.enqueue_metered(bytes).await?;
             guard.mark_sent();
             let result = response.await;
@@ -215,7 +218,10 @@ impl ConnectionHandle {
     pub fn notify<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> NotifyFuture {
         let mut bytes = self.shared.take_buffer();
         match encode_notification(&mut bytes, method, params) {
-            Ok(()) => NotifyFuture::new(self.shared.clone(), bytes),
+            Ok(()) => {
+                self.shared.trace.notification_sent(method, bytes.len());
+                NotifyFuture::new(self.shared.clone(), bytes)
+            }
             Err(error) => {
                 self.shared.recycle(bytes);
                 NotifyFuture::failed(RequestError::Encode(error))
@@ -227,6 +233,7 @@ impl ConnectionHandle {
     pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> NotifyFuture {
         let mut bytes = self.shared.take_buffer();
         encode_raw_notification(&mut bytes, method, params);
+        self.shared.trace.notification_sent(method, bytes.len());
         NotifyFuture::new(self.shared.clone(), bytes)
     }
 
@@ -328,7 +335,9 @@ impl Drop for OutgoingRequest {
             return;
         }
         let was_waiting = self.shared.forget_waiter(self.id);
-        if self.sent && was_waiting {
+        let cancel = self.sent && was_waiting;
+        self.shared.trace.request_abandoned(self.id, cancel);
+        if cancel {
             self.shared.send_cancel(self.id);
         }
     }

@@ -17,6 +17,7 @@ use crate::handler::{IncomingNotification, IncomingRequest, Responder};
 use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
 use crate::shared::{CANCEL_REQUEST_METHOD, Refusal, RequestState, Shared, Taken};
 use crate::task_set::TaskSet;
+use crate::trace::IncomingTrace;
 use crate::{
     ConnectionError, Message, Notification, Problem, Request, RequestError, RequestId,
     ResponseError,
@@ -55,6 +56,7 @@ impl<F: Future<Output = ()>> Future for Guarded<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.project();
         let handler = this.handler;
+        let _entered = this.guard.state.trace.enter();
         match std::panic::catch_unwind(AssertUnwindSafe(|| handler.poll(cx))) {
             Ok(poll) => poll,
             Err(payload) => {
@@ -255,6 +257,7 @@ where
 
     fn poll_reader(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
         let mut progress = false;
+        let mut length = 0;
         for _ in 0..READ_BATCH_LINES {
             if self.phase != Phase::Running || self.reading_paused() {
                 break;
@@ -273,6 +276,7 @@ where
                     Err(Problem::LineTooLong { length })
                 }
                 Poll::Ready(Ok(Some(LineEvent::Line(line)))) => {
+                    length = line.len();
                     if let Some(observer) = &self.shared.observer {
                         observer.incoming(line);
                     }
@@ -296,7 +300,8 @@ where
                 Ok(Ok(message)) => {
                     let expects_a_write =
                         matches!(message, Message::Request(_) | Message::Response(_));
-                    self.route(message, cx);
+                    let trace = self.shared.trace.received(&message, length);
+                    self.route(message, trace, cx);
                     // A request (or a response some task waits for) will
                     // likely be answered by a write. When nothing more is
                     // buffered, let that happen before reading again: the
@@ -324,9 +329,9 @@ where
         Ok(progress)
     }
 
-    fn route(&mut self, message: Message, cx: &mut Context<'_>) {
+    fn route(&mut self, message: Message, trace: IncomingTrace, cx: &mut Context<'_>) {
         match message {
-            Message::Request(request) => self.accept_request(request),
+            Message::Request(request) => self.accept_request(request, trace),
             Message::Notification(notification) if notification.method == CANCEL_REQUEST_METHOD => {
                 self.cancel_incoming(&notification)
             }
@@ -347,11 +352,12 @@ where
         }
     }
 
-    fn accept_request(&mut self, request: Request) {
+    fn accept_request(&mut self, request: Request, trace: IncomingTrace) {
         let limit = self.max_in_flight;
+        let running = self.requests.len();
         let state = match self
             .shared
-            .begin_incoming(&request.id, limit, self.requests.len())
+            .begin_incoming(&request.id, limit, running, trace)
         {
             Ok(state) => state,
             Err(Refusal::DuplicateId) => {
@@ -476,7 +482,11 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        let _entered = this.shared.trace.enter();
         let result = this.poll_rounds(cx);
+        if let Poll::Ready(result) = &result {
+            this.shared.trace.finished(result);
+        }
         if let Poll::Ready(Err(_)) = &result {
             this.phase = Phase::Done;
             this.shared.close();

@@ -300,56 +300,60 @@ impl Responder {
     ///
     /// A result that fails to serialize is answered with `-32603` and the
     /// serialization error as data.
-    pub fn respond<T: Serialize>(mut self, result: Result<T, ResponseError>) {
-        let mut bytes = self.shared.take_buffer();
+    pub fn respond<T: Serialize>(self, result: Result<T, ResponseError>) {
         match result {
-            Ok(value) => {
-                if let Err(error) = encode_typed_result(&mut bytes, &self.id, &value) {
-                    let error = ResponseError::internal_error(format_args!(
-                        "could not serialize the result: {error}"
-                    ));
-                    encode_error(&mut bytes, &self.id, &error);
-                }
-            }
-            Err(error) => encode_error(&mut bytes, &self.id, &error),
+            Ok(value) => self.respond_ok(&value),
+            Err(error) => self.respond_error(error),
         }
-        self.send(bytes);
     }
 
     /// Answers with a result.
     pub fn respond_ok<T: Serialize + ?Sized>(mut self, result: &T) {
         let mut bytes = self.shared.take_buffer();
-        if let Err(error) = encode_typed_result(&mut bytes, &self.id, result) {
-            let error = ResponseError::internal_error(format_args!(
-                "could not serialize the result: {error}"
-            ));
-            encode_error(&mut bytes, &self.id, &error);
+        match encode_typed_result(&mut bytes, &self.id, result) {
+            Ok(()) => self.send(bytes, None),
+            Err(error) => {
+                let error = ResponseError::internal_error(format_args!(
+                    "could not serialize the result: {error}"
+                ));
+                encode_error(&mut bytes, &self.id, &error);
+                self.send(bytes, Some(&error));
+            }
         }
-        self.send(bytes);
     }
 
     /// Answers with an error.
     pub fn respond_error(mut self, error: ResponseError) {
         let mut bytes = self.shared.take_buffer();
         encode_error(&mut bytes, &self.id, &error);
-        self.send(bytes);
+        self.send(bytes, Some(&error));
     }
 
     /// Answers with a result that is already JSON, or with the error.
     pub fn respond_raw(mut self, result: Result<&RawValue, ResponseError>) {
         let mut bytes = self.shared.take_buffer();
         match result {
-            Ok(raw) => encode_result(&mut bytes, &self.id, raw.get().as_bytes()),
-            Err(error) => encode_error(&mut bytes, &self.id, &error),
+            Ok(raw) => {
+                encode_result(&mut bytes, &self.id, raw.get().as_bytes());
+                self.send(bytes, None);
+            }
+            Err(error) => {
+                encode_error(&mut bytes, &self.id, &error);
+                self.send(bytes, Some(&error));
+            }
         }
-        self.send(bytes);
     }
 
-    fn send(&mut self, bytes: Vec<u8>) {
+    /// Queues the encoded answer; `error` is what it answers with, if not a
+    /// result (for tracing).
+    fn send(&mut self, bytes: Vec<u8>, error: Option<&ResponseError>) {
         self.answered = true;
         let reserved = std::mem::take(&mut self.reserved);
-        self.shared
+        let encoded = bytes.len();
+        let queued = self
+            .shared
             .send_response(&self.id, &self.state, bytes, reserved);
+        self.state.trace.responded(&self.id, encoded, error, queued);
     }
 }
 
@@ -367,7 +371,7 @@ impl Drop for Responder {
         };
         let mut bytes = self.shared.take_buffer();
         encode_error(&mut bytes, &self.id, &error);
-        self.send(bytes);
+        self.send(bytes, Some(&error));
     }
 }
 

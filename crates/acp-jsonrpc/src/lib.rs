@@ -167,6 +167,39 @@
 //! [`ConnectionOptions::with_observer`] installs an [`Observer`] that sees
 //! every line in and out and every [`Problem`]; without one, the hooks cost
 //! a branch per message.
+//!
+//! # Tracing
+//!
+//! With the `tracing` cargo feature (off by default), connections report to
+//! the [`tracing`](https://docs.rs/tracing) crate, target `acp_jsonrpc`:
+//!
+//! | what | level | fields |
+//! |---|---|---|
+//! | span `connection`, one per connection, entered while its driver is polled | `INFO` | `connection` (a number, to tell connections apart) |
+//! | span `request`, one per request either way; a handler runs inside the span of its request | `DEBUG` | `direction` (`in`: the peer's, `out`: ours), `method`, `id` |
+//! | event `received` / `sent`, one per message, in its request's span | `DEBUG` | `direction`, `kind` (`request`, `notification`, `response`), `method` (a response's is its request's), `id`, `bytes` (the line, without `\n`), `duration_us` (responses: since the request was received, or queued by us) |
+//! | the same for a response carrying an error | `WARN` | also `error_code`, `error_message` |
+//! | event `no response`: our request was cancelled, or the connection closed first | `DEBUG` | `method`, `id`, `reason` |
+//! | every [`Problem`] (malformed, refused or unanswered messages, panics), a response dropped because the connection closed, a connection that failed | `WARN` | the problem as the message |
+//! | event `closed` | `DEBUG` | |
+//!
+//! An outgoing message's event comes when it is handed to the outgoing
+//! queue. Without the feature none of this is compiled: no dependency, no
+//! field, no branch. Any subscriber shows it; with `tracing-subscriber`:
+//!
+//! ```text
+//! tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).init();
+//! ```
+//!
+//! gives, for one call (`cargo run -p acp-jsonrpc --features tracing
+//! --example tracing`):
+//!
+//! ```text
+//! DEBUG connection{connection=1}:request{direction="out" method="add" id=0}: acp_jsonrpc: sent direction="out" kind="request" method="add" id=0 bytes=54
+//! DEBUG connection{connection=2}:request{direction="in" method="add" id=0}: acp_jsonrpc: received direction="in" kind="request" method="add" id=0 bytes=54
+//! DEBUG connection{connection=2}:request{direction="in" method="add" id=0}: acp_jsonrpc: sent direction="out" kind="response" method="add" id=0 bytes=35 duration_us=17
+//! DEBUG connection{connection=1}:request{direction="out" method="add" id=0}: acp_jsonrpc: received direction="in" kind="response" method="add" id=0 bytes=35 duration_us=338
+//! ```
 
 mod connect;
 mod connection;
@@ -183,6 +216,7 @@ mod observer;
 mod oneshot;
 mod shared;
 mod task_set;
+mod trace;
 
 pub use connect::Connection;
 pub use connection::{

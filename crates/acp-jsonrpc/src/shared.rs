@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 
 use crate::message::{encode_error, encode_notification};
 use crate::observer::SharedObserver;
+use crate::trace::{ConnectionTrace, IncomingTrace};
 use crate::{Problem, RequestError, RequestId, Response, ResponseError, oneshot};
 
 /// The notification either side sends to cancel one of its requests.
@@ -149,6 +150,7 @@ impl Hasher for IdHasher {
 pub(crate) struct RequestState {
     pub(crate) cancelled: AtomicBool,
     pub(crate) panicked: AtomicBool,
+    pub(crate) trace: IncomingTrace,
 }
 
 pub(crate) struct Shared {
@@ -173,6 +175,7 @@ pub(crate) struct Shared {
     closed: AtomicBool,
     buffers: Mutex<Vec<Vec<u8>>>,
     pub(crate) observer: SharedObserver,
+    pub(crate) trace: ConnectionTrace,
 }
 
 /// What a queued frame costs at least, in bytes: the outgoing capacity counts
@@ -228,10 +231,12 @@ impl Shared {
             closed: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),
             observer,
+            trace: ConnectionTrace::new(),
         })
     }
 
     pub(crate) fn report(&self, problem: Problem) {
+        self.trace.problem(&problem);
         if let Some(observer) = &self.observer {
             observer.problem(&problem);
         }
@@ -427,12 +432,15 @@ impl Shared {
     /// its responder held. A response is never refused (a responder cannot
     /// wait): the reply budget is kept by the driver, which stops reading
     /// while it is exceeded, and by reservers, who wait for room.
-    fn push_reply(&self, bytes: Vec<u8>, released: usize) {
-        if let Err(TryEnqueue::Closed(bytes) | TryEnqueue::Full(bytes)) =
-            self.push(bytes, Budget::Reply { released })
-        {
-            // Closed: nothing will be written any more.
-            self.recycle(bytes);
+    /// Returns false when the connection is closed and the response dropped.
+    fn push_reply(&self, bytes: Vec<u8>, released: usize) -> bool {
+        match self.push(bytes, Budget::Reply { released }) {
+            Ok(()) => true,
+            Err(TryEnqueue::Closed(bytes) | TryEnqueue::Full(bytes)) => {
+                // Closed: nothing will be written any more.
+                self.recycle(bytes);
+                false
+            }
         }
     }
 
@@ -520,26 +528,28 @@ impl Shared {
     pub(crate) fn reply_error(&self, id: &RequestId, error: &ResponseError) {
         let mut bytes = self.take_buffer();
         encode_error(&mut bytes, id, error);
+        self.trace.error_sent(id, bytes.len(), error);
         self.push_reply(bytes, 0);
     }
 
     /// Sends a response from a [`Responder`](crate::Responder) that held
     /// `reserved` bytes of reply room: releases the id first, so the peer may
-    /// reuse it as soon as it sees the answer.
+    /// reuse it as soon as it sees the answer. Returns false when the
+    /// connection is closed and the response dropped.
     pub(crate) fn send_response(
         &self,
         id: &RequestId,
         state: &Arc<RequestState>,
         bytes: Vec<u8>,
         reserved: usize,
-    ) {
+    ) -> bool {
         {
             let mut incoming = lock(&self.incoming);
             if incoming.get(id).is_some_and(|s| Arc::ptr_eq(s, state)) {
                 incoming.remove(id);
             }
         }
-        self.push_reply(bytes, reserved);
+        self.push_reply(bytes, reserved)
     }
 
     pub(crate) fn send_cancel(&self, id: i64) {
@@ -556,6 +566,8 @@ impl Shared {
         )
         .is_ok()
         {
+            self.trace
+                .notification_sent(CANCEL_REQUEST_METHOD, bytes.len());
             if let Err(TryEnqueue::Closed(bytes) | TryEnqueue::Full(bytes)) =
                 self.push(bytes, Budget::Unmetered)
             {
@@ -632,6 +644,7 @@ impl Shared {
         id: &RequestId,
         limit: usize,
         running: usize,
+        trace: IncomingTrace,
     ) -> Result<Arc<RequestState>, Refusal> {
         let mut incoming = lock(&self.incoming);
         if incoming.contains_key(id) {
@@ -640,7 +653,10 @@ impl Shared {
         if incoming.len().max(running) >= limit {
             return Err(Refusal::TooMany);
         }
-        let state = Arc::new(RequestState::default());
+        let state = Arc::new(RequestState {
+            trace,
+            ..RequestState::default()
+        });
         incoming.insert(id.clone(), state.clone());
         Ok(state)
     }

@@ -75,6 +75,17 @@
 //! subscriber shows them, for example `tracing_subscriber::fmt().with_max_level(Level::DEBUG)
 //! .init()`; the fields are listed in [`acp_jsonrpc`'s documentation](acp_jsonrpc#tracing).
 //! Without the feature nothing of it is compiled.
+//!
+//! # Tracing
+//!
+//! The `tracing` cargo feature (off by default) turns on [`acp_jsonrpc`]'s: a span per
+//! connection and per request (incoming and outgoing; handlers run inside their request's span,
+//! so what an [`agent::Agent`] or [`client::Client`] logs is attributed to it), an event per
+//! message with its method, id, direction, size and, for responses, duration, and errors,
+//! refused and dropped messages at `WARN`, all with the target `acp_jsonrpc`. Any `tracing`
+//! subscriber shows them, for example `tracing_subscriber::fmt().with_max_level(Level::DEBUG)
+//! .init()`; the fields are listed in [`acp_jsonrpc`'s documentation](acp_jsonrpc#tracing).
+//! Without the feature nothing of it is compiled.
 
 pub mod agent;
 pub mod client;
