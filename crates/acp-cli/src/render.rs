@@ -119,7 +119,7 @@ impl Renderer {
         });
         for (id, output) in shown {
             let status = match &output.exit_status {
-                Some(status) => match (status.exit_code, &status.signal) {
+                Some(status) => match (status.code, &status.signal) {
                     (Some(code), _) => format!("exit code {code}"),
                     (None, Some(signal)) => format!("killed by {signal}"),
                     _ => "exited".to_owned(),

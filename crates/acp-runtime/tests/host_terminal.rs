@@ -5,7 +5,8 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acp_runtime::host::{CreateTerminal, TerminalError, TerminalExitStatus, TerminalHost};
+use acp_runtime::host::{CreateTerminal, TerminalError, TerminalHost};
+use acp_runtime::process::ExitStatus;
 
 /// The limit and the scope (as displayed) of a `TooManyTerminals` error.
 fn too_many(result: Result<String, TerminalError>) -> (usize, String) {
@@ -38,21 +39,21 @@ fn run<T>(future: impl Future<Output = T>) -> T {
     }))
 }
 
-fn exited_with(code: u32) -> TerminalExitStatus {
-    TerminalExitStatus {
-        exit_code: Some(code),
+fn exited_with(code: i32) -> ExitStatus {
+    ExitStatus {
+        code: Some(code),
         signal: None,
     }
 }
 
-fn killed_by(signal: &str) -> TerminalExitStatus {
-    TerminalExitStatus {
-        exit_code: None,
+fn killed_by(signal: &str) -> ExitStatus {
+    ExitStatus {
+        code: None,
         signal: Some(signal.to_owned()),
     }
 }
 
-fn run_to_exit(host: &TerminalHost, request: CreateTerminal) -> (String, TerminalExitStatus) {
+fn run_to_exit(host: &TerminalHost, request: CreateTerminal) -> (String, ExitStatus) {
     let id = host.create(SESSION, request, root()).unwrap();
     let status = run(host.wait_for_exit(SESSION, &id)).unwrap();
     let output = host.output(SESSION, &id).unwrap();

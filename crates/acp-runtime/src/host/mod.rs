@@ -7,6 +7,10 @@
 //!   [`DEFAULT_MAX_READ_BYTES`] of text unless configured otherwise.
 //! - [`OutputBuffer`] is the bounded, UTF-8-safe output store behind every terminal.
 //!
+//! A terminal's command reports how it ended with [`crate::process::ExitStatus`], the same
+//! type as an agent process; commands are supervised like agents (process groups, exit
+//! observed without reaping, killed when this process dies).
+//!
 //! These types use plain Rust values; mapping them to and from the protocol's messages
 //! and error codes is left to the connection layer. A session is identified here by any
 //! string key, normally the ACP session id.
@@ -16,8 +20,6 @@ mod fs;
 mod output_budget;
 mod output_buffer;
 #[cfg(unix)]
-mod process_group;
-#[cfg(unix)]
 mod terminal;
 
 pub use fs::{DEFAULT_MAX_READ_BYTES, FsError, FsHook, FsHost, FsRoots};
@@ -25,9 +27,7 @@ pub use fs::{DEFAULT_MAX_READ_BYTES, FsError, FsHook, FsHost, FsRoots};
 pub use output_budget::DEFAULT_OUTPUT_BUDGET;
 pub use output_buffer::OutputBuffer;
 #[cfg(unix)]
-pub use process_group::signal_name;
-#[cfg(unix)]
 pub use terminal::{
-    CreateTerminal, DEFAULT_OUTPUT_CEILING, TerminalError, TerminalExitStatus, TerminalHost,
-    TerminalOutput, TerminalScope,
+    CreateTerminal, DEFAULT_OUTPUT_CEILING, TerminalError, TerminalHost, TerminalOutput,
+    TerminalScope,
 };

@@ -6,11 +6,16 @@ use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_process::Stdio;
+use smol::Async;
 
 use super::output_budget::{DEFAULT_OUTPUT_BUDGET, OutputBudget};
 use super::output_buffer::OutputBuffer;
-use super::process_group::{self, GroupCommand};
+use crate::os::exit_status::ExitStatus;
+use crate::os::group::{self, GroupStdio, SpawnedGroup};
+use crate::os::lock;
 use collect::{TerminalState, collect};
 
 mod collect;
@@ -23,9 +28,6 @@ mod collect;
 /// connection running many chatty commands within predictable memory. Configure it with
 /// [`TerminalHost::with_output_ceiling`].
 pub const DEFAULT_OUTPUT_CEILING: usize = 4 * 1024 * 1024;
-
-/// Bytes requested from the output pipe per read.
-pub(super) const READ_CHUNK: usize = 16 * 1024;
 
 /// Parameters of `terminal/create`, in plain Rust types.
 ///
@@ -66,16 +68,6 @@ impl CreateTerminal {
     }
 }
 
-/// How a terminal's command ended (`TerminalExitStatus` / the `terminal/wait_for_exit`
-/// result).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TerminalExitStatus {
-    /// The exit code when the command exited normally.
-    pub exit_code: Option<u32>,
-    /// The name of the signal that ended the command (such as `"SIGKILL"`), if any.
-    pub signal: Option<String>,
-}
-
 /// A snapshot of a terminal (the `terminal/output` result).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TerminalOutput {
@@ -84,7 +76,7 @@ pub struct TerminalOutput {
     /// Whether older output was dropped to stay within the byte limit.
     pub truncated: bool,
     /// Present once the command has exited.
-    pub exit_status: Option<TerminalExitStatus>,
+    pub exit_status: Option<ExitStatus>,
 }
 
 /// Why a terminal operation failed.
@@ -235,7 +227,7 @@ impl std::fmt::Display for TerminalScope {
 /// };
 /// let id = host.create("session-1", request, Path::new("/")).unwrap();
 /// let status = smol::block_on(host.wait_for_exit("session-1", &id)).unwrap();
-/// assert_eq!(status.exit_code, Some(0));
+/// assert_eq!(status.code, Some(0));
 /// assert_eq!(host.output("session-1", &id).unwrap().output, "hello\n");
 /// host.release("session-1", &id).unwrap();
 /// ```
@@ -498,13 +490,7 @@ impl TerminalHost {
                 })
             });
 
-        let spawned = process_group::spawn(&GroupCommand {
-            program: &request.command,
-            args: &request.args,
-            env: &request.env,
-            cwd,
-        })
-        .map_err(|source| TerminalError::Spawn {
+        let (spawned, output) = spawn(&request, cwd).map_err(|source| TerminalError::Spawn {
             command: request.command.clone(),
             source,
         })?;
@@ -521,7 +507,7 @@ impl TerminalHost {
         // waiter, however many there are and whenever they arrive.
         let (exit_notifier, exit_listener) = async_channel::bounded::<Infallible>(1);
         let collector = smol::spawn(collect(
-            spawned.output,
+            output,
             spawned.exit,
             Arc::clone(&state),
             exit_notifier,
@@ -590,7 +576,7 @@ impl TerminalHost {
         &self,
         session: &str,
         id: &str,
-    ) -> impl Future<Output = Result<TerminalExitStatus, TerminalError>> + Send + 'static {
+    ) -> impl Future<Output = Result<ExitStatus, TerminalError>> + Send + 'static {
         let found = {
             let terminals = self.lock_terminals();
             find(&terminals, session, id).map(|terminal| {
@@ -673,10 +659,28 @@ impl TerminalHost {
     }
 }
 
-/// A poisoned lock only means another thread panicked mid-update; the data here stays
-/// consistent at every step, so keep serving rather than cascading the panic.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+/// Starts `request.command` as the leader of a new process group with stdin closed and
+/// stdout and stderr sharing one pipe, so the output arrives in exactly the order the process
+/// wrote it; returns the group and the pipe's read end.
+fn spawn(
+    request: &CreateTerminal,
+    cwd: &Path,
+) -> io::Result<(SpawnedGroup, Async<io::PipeReader>)> {
+    let (reader, writer) = io::pipe()?;
+    let stderr_writer = writer.try_clone()?;
+    let mut command = std::process::Command::new(&request.command);
+    command
+        .args(&request.args)
+        .envs(request.env.iter().map(|(name, value)| (name, value)))
+        .current_dir(cwd);
+    let stdio = GroupStdio {
+        stdin: Stdio::null(),
+        stdout: writer.into(),
+        stderr: stderr_writer.into(),
+    };
+    // Dropping the group on an early return kills it: nobody would ever own it.
+    let spawned = group::spawn(command, stdio)?;
+    Ok((spawned, Async::new(reader)?))
 }
 
 fn snapshot(terminal: &Terminal) -> TerminalOutput {

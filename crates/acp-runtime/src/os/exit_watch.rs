@@ -1,12 +1,62 @@
 //! Observing a process's exit without reaping it: `waitid(WNOWAIT)`, through a pidfd where
 //! the kernel has one. An unreaped process keeps its pid (and so its process group id) from
-//! being reused, which is what makes signalling its group afterwards safe.
+//! being reused, which is what makes signalling its group afterwards safe (see `group.rs`).
 
 use std::io;
 
+use super::exit_status::{ExitStatus, signal_name};
+
+/// Waits for a process's exit without reaping it; one per group leader, for agents and
+/// terminal commands alike.
+pub(crate) enum ExitWatch {
+    /// Linux ≥ 5.4: the pidfd turns readable on exit, and `waitid(P_PIDFD, WNOWAIT)` then
+    /// reads the status. Waiting costs no thread: smol's reactor watches the descriptor.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    Pidfd(smol::Async<std::os::fd::OwnedFd>),
+    /// Elsewhere: a blocking `waitid(P_PID, WNOWAIT)` on smol's blocking thread pool, one
+    /// pool thread while the process runs.
+    Blocking(libc::pid_t),
+}
+
+impl ExitWatch {
+    /// Watches `pid`, a child of this process that nobody has reaped.
+    pub(crate) fn new(pid: libc::pid_t) -> Self {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(pidfd) = open_pidfd(pid) {
+            return Self::Pidfd(pidfd);
+        }
+        Self::Blocking(pid)
+    }
+
+    /// Resolves once the process has exited; it is left unreaped. Build the future once and
+    /// poll it across iterations of a loop: the fallback holds a pool thread while it waits.
+    pub(crate) async fn wait(self) -> io::Result<ExitStatus> {
+        match self {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Self::Pidfd(pidfd) => loop {
+                if let Some(exit) = peek_pidfd(pidfd.get_ref())? {
+                    return Ok(exit.into());
+                }
+                pidfd.readable().await?;
+            },
+            Self::Blocking(pid) => {
+                let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
+                smol::unblock(move || {
+                    loop {
+                        if let Some(exit) = peek_exit(libc::P_PID, id, 0)? {
+                            return Ok(exit.into());
+                        }
+                    }
+                })
+                .await
+            }
+        }
+    }
+}
+
 /// How a process ended, as `waitid` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RawExit {
+enum RawExit {
     /// It exited with this code.
     Code(i32),
     /// A signal with this number killed it.
@@ -15,7 +65,7 @@ pub(crate) enum RawExit {
 
 /// The exit of the process `waitid` designates by `id_type` and `id`, if it has exited,
 /// leaving it unreaped. Blocks until then unless `flags` has `WNOHANG`.
-pub(crate) fn peek_exit(
+fn peek_exit(
     id_type: libc::idtype_t,
     id: libc::id_t,
     flags: libc::c_int,
@@ -57,7 +107,7 @@ pub(crate) fn peek_exit(
 /// A pidfd for `pid`, or `None` when the kernel cannot provide one that `waitid(P_PIDFD)`
 /// accepts (before Linux 5.4).
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn open_pidfd(pid: libc::pid_t) -> Option<smol::Async<std::os::fd::OwnedFd>> {
+fn open_pidfd(pid: libc::pid_t) -> Option<smol::Async<std::os::fd::OwnedFd>> {
     use std::os::fd::{FromRawFd, OwnedFd};
     // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -73,8 +123,23 @@ pub(crate) fn open_pidfd(pid: libc::pid_t) -> Option<smol::Async<std::os::fd::Ow
 
 /// The exit of the process behind `pidfd`, if it has exited, without waiting or reaping.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn peek_pidfd(pidfd: &std::os::fd::OwnedFd) -> io::Result<Option<RawExit>> {
+fn peek_pidfd(pidfd: &std::os::fd::OwnedFd) -> io::Result<Option<RawExit>> {
     use std::os::fd::AsRawFd;
     let id = libc::id_t::try_from(pidfd.as_raw_fd()).map_err(io::Error::other)?;
     peek_exit(libc::P_PIDFD, id, libc::WNOHANG)
+}
+
+impl From<RawExit> for ExitStatus {
+    fn from(exit: RawExit) -> Self {
+        match exit {
+            RawExit::Code(code) => ExitStatus {
+                code: Some(code),
+                signal: None,
+            },
+            RawExit::Signal(signal) => ExitStatus {
+                code: None,
+                signal: Some(signal_name(signal)),
+            },
+        }
+    }
 }

@@ -1,29 +1,31 @@
 //! What to run as the agent, and starting it.
 
-use std::convert::Infallible;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_process::Stdio;
-use futures_lite::future;
-use futures_lite::io::BufReader;
 
-use crate::os::group::GroupLeader;
+use super::exit::AgentProcessError;
+use super::handle::{AgentProcess, Settings};
+use super::stderr::{DEFAULT_STDERR_TAIL_BYTES, DEFAULT_STDERR_TAIL_LINES, StderrLineCallback};
+use crate::os::group::{self, GroupStdio};
 
-use super::exit::{AgentProcessError, ShutdownStep};
-use super::stderr::{StderrLineCallback, StderrTail};
-use super::stdin::{AgentStdin, StdinPipe, StdinState};
-use super::watch::{ExitWatch, Outcome, Shared, Supervision, supervise};
-use super::{
-    AgentProcess, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STDERR_TAIL_BYTES, DEFAULT_STDERR_TAIL_LINES,
-    DEFAULT_TERM_GRACE, STDOUT_BUFFER_BYTES,
-};
+/// How long [`AgentProcess::shutdown`] waits, by default, for the agent to exit by itself
+/// after its stdin was closed: 2 seconds.
+///
+/// Long enough for an agent to notice end-of-file, cancel its work and flush its logs;
+/// short enough that an editor closing a session does not appear to hang. Agents known to
+/// need longer can be given it with [`AgentCommand::shutdown_grace`].
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How long [`AgentProcess::shutdown`] waits, by default, after SIGTERM before sending
+/// SIGKILL: 1 second. Configure it with [`AgentCommand::term_grace`].
+pub const DEFAULT_TERM_GRACE: Duration = Duration::from_secs(1);
 
 /// What to run as the agent, and how to supervise it.
 ///
@@ -152,21 +154,16 @@ impl AgentCommand {
         let mut std_command = std::process::Command::new(&self.program);
         std_command
             .args(&self.args)
-            .envs(self.env.iter().map(|(name, value)| (name, value)))
-            .process_group(0);
+            .envs(self.env.iter().map(|(name, value)| (name, value)));
         if let Some(cwd) = &self.cwd {
             std_command.current_dir(cwd);
         }
-        let mut command = async_process::Command::from(std_command);
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Killing is this module's job, and it reaches the whole group rather than just
-            // the leader; reaping on drop stays as a backstop.
-            .kill_on_drop(false)
-            .reap_on_drop(true);
-        let mut child = command.spawn().map_err(|source| {
+        let stdio = GroupStdio {
+            stdin: Stdio::piped(),
+            stdout: Stdio::piped(),
+            stderr: Stdio::piped(),
+        };
+        let spawned = group::spawn(std_command, stdio).map_err(|source| {
             if source.kind() == io::ErrorKind::NotFound {
                 AgentProcessError::NotFound {
                     searched_path: self.searched_path(),
@@ -179,77 +176,16 @@ impl AgentCommand {
                 }
             }
         })?;
-
-        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        // From here on, dropping `leader` (on any early return) kills the group.
-        let leader = GroupLeader::new(child);
-        let pgid = leader.pgid();
-        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
-            unreachable!("async-process returns every pipe that was requested");
-        };
-
-        let shared = Arc::new(Shared {
-            leader: Mutex::new(leader),
-            stderr: Mutex::new(StderrTail::new(
-                self.stderr_tail_lines,
-                self.stderr_tail_bytes,
-            )),
-            outcome: Mutex::new(Outcome {
-                step: ShutdownStep::NotRequested,
-                exit: None,
-            }),
-        });
-        let stdin_pipe = Arc::new(StdinPipe {
-            state: Mutex::new(StdinState {
-                pipe: Some(stdin),
-                blocked_writer: None,
-            }),
-        });
-        // Nothing is ever sent on either channel: closing one is a broadcast that every
-        // receiver sees, however many there are and whenever they arrive.
-        let (exit_notifier, exit_listener) = async_channel::bounded::<Infallible>(1);
-        let (handle_alive, handle_dropped) = async_channel::bounded::<Infallible>(1);
-
-        // Detached rather than owned by the handle: even after the handle is dropped it must
-        // observe the exit, so that the leader gets reaped and earlier waiters resolve.
-        //
-        // On a thread of its own rather than smol's executor: executor threads compete with
-        // the connection's thread for the I/O reactor, which would turn every wake-up of the
-        // connection into a hand-off between threads. This thread only sleeps until stderr
-        // or the exit has something.
-        //
-        // If the thread cannot be started, dropping `supervision` drops the last `shared`,
-        // whose leader kills the group on drop.
-        let supervision = supervise(Supervision {
-            stderr,
-            exit: ExitWatch::new(pgid),
-            shared: Arc::clone(&shared),
+        let settings = Settings {
+            program: program.clone(),
             stderr_line: self.stderr_line.clone(),
-            exit_notifier,
-            handle_dropped,
-        });
-        std::thread::Builder::new()
-            .name("acp-agent-supervisor".into())
-            .spawn(move || future::block_on(supervision))
-            .map_err(|source| AgentProcessError::Spawn {
-                program: program.clone(),
-                source,
-            })?;
-
-        Ok(AgentProcess {
-            pgid,
-            program,
-            stdin: Some(AgentStdin {
-                pipe: Arc::clone(&stdin_pipe),
-            }),
-            stdout: Some(BufReader::with_capacity(STDOUT_BUFFER_BYTES, stdout)),
-            stdin_pipe,
-            shared,
-            exit_listener,
-            _handle_alive: handle_alive,
+            stderr_tail_lines: self.stderr_tail_lines,
+            stderr_tail_bytes: self.stderr_tail_bytes,
             shutdown_grace: self.shutdown_grace,
             term_grace: self.term_grace,
-        })
+        };
+        AgentProcess::start(spawned, settings)
+            .map_err(|source| AgentProcessError::Spawn { program, source })
     }
 
     /// The `PATH` that a lookup of the program went through, or `None` when the program

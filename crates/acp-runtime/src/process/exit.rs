@@ -4,14 +4,12 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::os::exit_watch::RawExit;
-use crate::host::signal_name;
-
-#[cfg(doc)]
-use super::AgentProcess;
+use crate::os::exit_status::ExitStatus;
 
 /// The steps of [`AgentProcess::shutdown`], in order; an [`AgentExit`] names the last one
 /// taken before the agent exited.
+///
+/// [`AgentProcess::shutdown`]: super::AgentProcess::shutdown
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ShutdownStep {
     /// No step: the agent exited before shutdown began (it crashed, or chose to).
@@ -21,7 +19,8 @@ pub enum ShutdownStep {
     /// Step 2: it was still running after the shutdown grace, and its group got SIGTERM.
     Terminated,
     /// Step 3: it was still running after the SIGTERM grace, and its group got SIGKILL.
-    /// Also reported when the [`AgentProcess`] was dropped while the agent ran.
+    /// Also reported when the [`AgentProcess`](super::AgentProcess) was dropped while the
+    /// agent ran.
     Killed,
 }
 
@@ -36,49 +35,15 @@ impl fmt::Display for ShutdownStep {
     }
 }
 
-/// How the agent process ended.
-///
-/// Exactly one field is set, except when the exit could not be observed (the operating
-/// system refused to report it), where both are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AgentExitStatus {
-    /// The exit code, if the agent exited normally.
-    pub code: Option<i32>,
-    /// The name of the signal that ended the agent, such as `"SIGKILL"` (see
-    /// [`crate::host::signal_name`]).
-    pub signal: Option<String>,
-}
-
-impl AgentExitStatus {
-    pub(super) const UNKNOWN: Self = Self {
-        code: None,
-        signal: None,
-    };
-
-    /// Whether the agent exited with code 0.
-    pub fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-}
-
-impl fmt::Display for AgentExitStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.code, &self.signal) {
-            (Some(code), _) => write!(f, "exit code {code}"),
-            (None, Some(signal)) => write!(f, "signal {signal}"),
-            (None, None) => f.write_str("an unknown status"),
-        }
-    }
-}
-
 /// Everything known about the agent's end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentExit {
     /// How the process ended.
-    pub status: AgentExitStatus,
+    pub status: ExitStatus,
     /// The last shutdown step taken before the exit was observed.
     pub step: ShutdownStep,
-    /// The stderr tail right after the exit (see [`AgentProcess::stderr_tail`]).
+    /// The stderr tail right after the exit (see
+    /// [`AgentProcess::stderr_tail`](super::AgentProcess::stderr_tail)).
     pub stderr_tail: String,
 }
 
@@ -133,7 +98,7 @@ pub enum AgentProcessError {
     #[error("agent exited with {status}; {}", describe_tail(.stderr_tail))]
     Crashed {
         /// How it ended.
-        status: AgentExitStatus,
+        status: ExitStatus,
         /// Its last stderr lines.
         stderr_tail: String,
     },
@@ -152,20 +117,5 @@ fn describe_tail(stderr_tail: &str) -> String {
         "it wrote nothing to stderr".to_owned()
     } else {
         format!("last stderr lines:\n{stderr_tail}")
-    }
-}
-
-impl From<RawExit> for AgentExitStatus {
-    fn from(exit: RawExit) -> Self {
-        match exit {
-            RawExit::Code(code) => AgentExitStatus {
-                code: Some(code),
-                signal: None,
-            },
-            RawExit::Signal(signal) => AgentExitStatus {
-                code: None,
-                signal: Some(signal_name(signal)),
-            },
-        }
     }
 }

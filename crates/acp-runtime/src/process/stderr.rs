@@ -3,12 +3,22 @@
 use std::collections::VecDeque;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_process::ChildStderr;
 
-use super::watch::Shared;
-use super::{MAX_STDERR_LINE_BYTES, lock};
+use crate::os::lock;
+
+/// How many stderr lines the tail keeps by default: 64.
+pub const DEFAULT_STDERR_TAIL_LINES: usize = 64;
+
+/// How many bytes of stderr text the tail keeps by default: 16 KiB.
+pub const DEFAULT_STDERR_TAIL_BYTES: usize = 16 * 1024;
+
+/// The longest stderr line delivered in one piece: 64 KiB. Longer lines reach the
+/// callback and the tail as several consecutive lines, so that an agent writing endless
+/// text without a line break cannot make the tail grow without bound.
+pub const MAX_STDERR_LINE_BYTES: usize = 64 * 1024;
 
 /// Bytes requested from the stderr pipe per read.
 pub(super) const STDERR_READ_CHUNK: usize = 64 * 1024;
@@ -121,7 +131,7 @@ pub(super) struct StderrDrain<'a> {
     /// False once end-of-file (or a read error) was seen.
     pub(super) open: bool,
     pub(super) chunk: Vec<u8>,
-    pub(super) shared: &'a Shared,
+    pub(super) tail: &'a Mutex<StderrTail>,
     pub(super) stderr_line: Option<StderrLineCallback>,
 }
 
@@ -133,7 +143,7 @@ impl StderrDrain<'_> {
     pub(super) fn absorb(&mut self, read: io::Result<usize>) {
         let mut completed = self.stderr_line.as_ref().map(|_| Vec::new());
         {
-            let mut tail = lock(&self.shared.stderr);
+            let mut tail = lock(self.tail);
             match read {
                 Ok(0) | Err(_) => {
                     // A read error on a pipe does not heal; treat it as the end.

@@ -9,10 +9,7 @@ use std::task::{Context, Poll, Waker};
 use async_process::ChildStdin;
 use futures_lite::AsyncWrite;
 
-use super::lock;
-
-#[cfg(doc)]
-use super::AgentProcess;
+use crate::os::lock;
 
 /// The writer for the agent's stdin.
 ///
@@ -20,6 +17,9 @@ use super::AgentProcess;
 /// closes the agent's stdin. [`AgentProcess::shutdown`] and dropping the
 /// [`AgentProcess`] close the stdin too, while this writer may still be held: pending and
 /// later writes then fail with [`io::ErrorKind::BrokenPipe`].
+///
+/// [`AgentProcess`]: super::AgentProcess
+/// [`AgentProcess::shutdown`]: super::AgentProcess::shutdown
 pub struct AgentStdin {
     pub(super) pipe: Arc<StdinPipe>,
 }

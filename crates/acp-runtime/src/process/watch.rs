@@ -1,19 +1,24 @@
 //! The per-agent supervision thread: drains stderr, observes the exit without reaping, then
-//! kills what is left of the group and reaps the leader.
+//! kills what is left of the group, reaps the leader, and tells whoever waits.
 
 use std::convert::Infallible;
 use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
 use async_process::ChildStderr;
 use futures_lite::future;
 
-use crate::os::group::GroupLeader;
-
-use super::exit::{AgentExit, AgentExitStatus, ShutdownStep};
-use super::lock;
+use super::exit::{AgentExit, ShutdownStep};
 use super::stderr::{STDERR_READ_CHUNK, StderrDrain, StderrLineCallback, StderrTail};
+use crate::os::exit_status::ExitStatus;
+use crate::os::exit_watch::ExitWatch;
+use crate::os::group::GroupLeader;
+use crate::os::lock;
+
+/// Called once with the recorded exit (see `AgentProcess::on_exit`).
+pub(super) type ExitCallback = Box<dyn FnOnce(&AgentExit) + Send>;
 
 /// State shared by the handle and the background task.
 pub(super) struct Shared {
@@ -27,6 +32,8 @@ pub(super) struct Shared {
 pub(super) struct Outcome {
     pub(super) step: ShutdownStep,
     pub(super) exit: Option<AgentExit>,
+    /// Called when `exit` is set; registered under the same lock, so none is missed.
+    pub(super) on_exit: Vec<ExitCallback>,
 }
 
 impl Shared {
@@ -40,7 +47,7 @@ impl Shared {
 
     /// Sends `signal` to the group unless the leader was reaped already. Failure is
     /// ignored: the group is gone already, or (EPERM) there is nothing better to try.
-    pub(super) fn signal_group(&self, signal: libc::c_int) {
+    pub(super) fn signal(&self, signal: libc::c_int) {
         let _ = lock(&self.leader).signal(signal);
     }
 
@@ -75,7 +82,7 @@ pub(super) async fn supervise(supervision: Supervision) {
         stderr,
         open: true,
         chunk: vec![0; STDERR_READ_CHUNK],
-        shared: &shared,
+        tail: &shared.stderr,
         stderr_line,
     };
     // Built once and polled across iterations: the blocking fallback holds a thread.
@@ -106,16 +113,22 @@ pub(super) async fn supervise(supervision: Supervision) {
             None => break,
         }
     }
-    {
+    let (exit, callbacks) = {
         let mut outcome = lock(&shared.outcome);
-        let step = outcome.step;
-        outcome.exit = Some(AgentExit {
-            status: status.unwrap_or(AgentExitStatus::UNKNOWN),
-            step,
+        let exit = AgentExit {
+            status: status.unwrap_or(ExitStatus::UNKNOWN),
+            step: outcome.step,
             stderr_tail: lock(&shared.stderr).text(),
-        });
-    }
+        };
+        outcome.exit = Some(exit.clone());
+        (exit, std::mem::take(&mut outcome.on_exit))
+    };
     drop(exit_notifier);
+    // Outside the lock, so that a callback may look at the process; a panic in one must not
+    // end the drain below.
+    for callback in callbacks {
+        let _ = catch_unwind(AssertUnwindSafe(|| callback(&exit)));
+    }
 
     while drain.open {
         let read = future::or(async { Some(drain.read().await) }, async {
@@ -131,49 +144,6 @@ pub(super) async fn supervise(supervision: Supervision) {
 }
 
 enum Event {
-    Exited(io::Result<AgentExitStatus>),
+    Exited(io::Result<ExitStatus>),
     Read(io::Result<usize>),
-}
-
-/// Waits for the leader's exit without reaping it.
-pub(super) enum ExitWatch {
-    /// Linux ≥ 5.4: the pidfd turns readable on exit, and `waitid(P_PIDFD, WNOWAIT)` then
-    /// reads the status.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    Pidfd(smol::Async<std::os::fd::OwnedFd>),
-    /// Elsewhere: a blocking `waitid(P_PID, WNOWAIT)` on smol's blocking thread pool.
-    Blocking(libc::pid_t),
-}
-
-impl ExitWatch {
-    pub(super) fn new(pid: libc::pid_t) -> Self {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(pidfd) = crate::os::exit_watch::open_pidfd(pid) {
-            return Self::Pidfd(pidfd);
-        }
-        Self::Blocking(pid)
-    }
-
-    async fn wait(self) -> io::Result<AgentExitStatus> {
-        match self {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            Self::Pidfd(pidfd) => loop {
-                if let Some(exit) = crate::os::exit_watch::peek_pidfd(pidfd.get_ref())? {
-                    return Ok(exit.into());
-                }
-                pidfd.readable().await?;
-            },
-            Self::Blocking(pid) => {
-                let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
-                smol::unblock(move || {
-                    loop {
-                        if let Some(exit) = crate::os::exit_watch::peek_exit(libc::P_PID, id, 0)? {
-                            return Ok(exit.into());
-                        }
-                    }
-                })
-                .await
-            }
-        }
-    }
 }

@@ -9,16 +9,21 @@ use std::sync::{Arc, Mutex};
 use futures_lite::{AsyncReadExt, future};
 use smol::Async;
 
-use super::super::output_budget::OutputBudget;
-use super::super::process_group::ExitWatch;
-use super::{OutputBuffer, READ_CHUNK, TerminalExitStatus, lock};
+use crate::host::output_budget::OutputBudget;
+use crate::host::output_buffer::OutputBuffer;
+use crate::os::exit_status::ExitStatus;
+use crate::os::exit_watch::ExitWatch;
 use crate::os::group::GroupLeader;
+use crate::os::lock;
+
+/// Bytes requested from the output pipe per read.
+const READ_CHUNK: usize = 16 * 1024;
 
 pub(super) struct TerminalState {
     pub(super) output: OutputBuffer,
     /// What the host's terminals keep together; `output` counts against it until dropped.
     pub(super) budget: Arc<OutputBudget>,
-    pub(super) exit_status: Option<TerminalExitStatus>,
+    pub(super) exit_status: Option<ExitStatus>,
     pub(super) exit_error: Option<String>,
     pub(super) released: bool,
     /// Held, unreaped, until the command is finished (exited, output closed) or the
@@ -40,7 +45,6 @@ pub(super) async fn collect(
     let mut chunk = vec![0; READ_CHUNK];
     // `None` once end-of-file was read: dropping it closes the pipe at once.
     let mut output = Some(output);
-    let leader_reaped = exit.reaps_leader();
     let mut exit = pin!(exit.wait());
 
     let exit_result = loop {
@@ -84,18 +88,13 @@ pub(super) async fn collect(
         absorb(&state, result, &chunk, &mut output);
     }
 
-    let mut state = lock(&state);
-    if leader_reaped {
-        state.leader.release_reaped();
-    } else {
-        // Processes of the group that closed or redirected their output would otherwise
-        // run on unnoticed until the release.
-        state.leader.kill_and_release();
-    }
+    // Processes of the group that closed or redirected their output would otherwise run on
+    // unnoticed until the release.
+    lock(&state).leader.kill_and_release();
 }
 
 enum Event {
-    Exited(io::Result<TerminalExitStatus>),
+    Exited(io::Result<ExitStatus>),
     Read(io::Result<usize>),
 }
 
