@@ -51,6 +51,16 @@ mod session;
 mod spawned;
 mod state;
 mod traffic;
+#[cfg(any(
+    feature = "unstable-session-fork",
+    feature = "unstable-session-archive",
+    feature = "unstable-session-status",
+    feature = "unstable-session-title",
+    feature = "unstable-providers",
+    feature = "unstable-auth-status",
+    feature = "unstable-mcp-over-acp",
+))]
+mod unstable;
 mod updates;
 
 pub use connect::connect;

@@ -142,6 +142,24 @@ pub(crate) fn agent_method(method: &str, caps: &AgentCapabilities) -> Rule {
         "session/close" if sessions.close.is_none() => "sessionCapabilities.close",
         "session/delete" if sessions.delete.is_none() => "sessionCapabilities.delete",
         "logout" if caps.auth.logout.is_none() => "auth.logout",
+        #[cfg(feature = "unstable-session-fork")]
+        "session/fork" if sessions.fork.is_none() => "sessionCapabilities.fork",
+        #[cfg(feature = "unstable-session-archive")]
+        "session/archive" | "session/unarchive" if sessions.archive.is_none() => {
+            "sessionCapabilities.archive"
+        }
+        #[cfg(feature = "unstable-session-status")]
+        "session/status" if sessions.status.is_none() => "sessionCapabilities.status",
+        #[cfg(feature = "unstable-session-title")]
+        "session/set_title" if sessions.title.is_none() => "sessionCapabilities.title",
+        #[cfg(feature = "unstable-providers")]
+        "providers/list" | "providers/set" | "providers/disable" if caps.providers.is_none() => {
+            "providers"
+        }
+        #[cfg(feature = "unstable-auth-status")]
+        "auth/status" if caps.auth.status.is_none() => "auth.status",
+        #[cfg(feature = "unstable-mcp-over-acp")]
+        "mcp/message" if !caps.mcp_capabilities.acp => "mcpCapabilities.acp",
         _ => return Ok(()),
     };
     Err(Breach::UnadvertisedMethod {
@@ -218,6 +236,13 @@ pub(crate) fn mcp_servers(servers: &[McpServer], caps: &AgentCapabilities) -> Ru
                 return Err(Breach::unadvertised_use(
                     format!("MCP server `{}` over sse", s.name),
                     "mcpCapabilities.sse",
+                ));
+            }
+            #[cfg(feature = "unstable-mcp-over-acp")]
+            McpServer::Acp(s) if !caps.mcp_capabilities.acp => {
+                return Err(Breach::unadvertised_use(
+                    format!("MCP server `{}` over acp", s.name),
+                    "mcpCapabilities.acp",
                 ));
             }
             _ => {}
@@ -398,17 +423,25 @@ pub(crate) fn offered_config_options(
 /// Whether [`session_update`] has anything to check for this kind of update: the cheap test
 /// that keeps the common updates (message chunks, tool calls) off the capability lookup.
 pub(crate) fn update_needs_capability(update: &SessionUpdate) -> bool {
-    matches!(
-        update,
+    match update {
         SessionUpdate::Notice(_)
-            | SessionUpdate::CompactionUpdate(_)
-            | SessionUpdate::CompactionSummaryChunk(_)
-            | SessionUpdate::ConfigOptionUpdate(_)
-    )
+        | SessionUpdate::CompactionUpdate(_)
+        | SessionUpdate::CompactionSummaryChunk(_)
+        | SessionUpdate::ConfigOptionUpdate(_) => true,
+        #[cfg(feature = "unstable-plans")]
+        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => true,
+        #[cfg(feature = "unstable-subagents")]
+        SessionUpdate::SubagentUpdate(_)
+        | SessionUpdate::SessionMessage(_)
+        | SessionUpdate::SessionMessageChunk(_) => true,
+        _ => false,
+    }
 }
 
 /// Update kinds a client must opt into: `notice` needs `session.notices`, the compaction
-/// updates `session.compaction`, boolean config options `session.configOptions.boolean`.
+/// updates `session.compaction`, boolean config options `session.configOptions.boolean`;
+/// with the unstable features, plan updates need `plan`, subagent updates and session
+/// messages `subagents`.
 pub(crate) fn session_update(update: &SessionUpdate, client: &ClientCapabilities) -> Rule {
     let session = client.session.as_ref();
     match update {
@@ -425,6 +458,21 @@ pub(crate) fn session_update(update: &SessionUpdate, client: &ClientCapabilities
         }
         SessionUpdate::ConfigOptionUpdate(update) => {
             offered_config_options(Some(&update.config_options), client)
+        }
+        #[cfg(feature = "unstable-plans")]
+        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) if client.plan.is_none() => {
+            Err(Breach::unadvertised_use("a plan update", "plan"))
+        }
+        #[cfg(feature = "unstable-subagents")]
+        SessionUpdate::SubagentUpdate(_)
+        | SessionUpdate::SessionMessage(_)
+        | SessionUpdate::SessionMessageChunk(_)
+            if client.subagents.is_none() =>
+        {
+            Err(Breach::unadvertised_use(
+                "a subagent update or session message",
+                "subagents",
+            ))
         }
         _ => Ok(()),
     }

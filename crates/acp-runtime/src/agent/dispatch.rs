@@ -285,6 +285,62 @@ impl<A: Agent> AgentDispatch<A> {
                 });
                 raw(response)
             }
+            #[cfg(feature = "unstable-session-fork")]
+            ClientRequest::SessionFork(request) => {
+                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
+                    .map_err(answer)?;
+                let servers = request.mcp_servers.clone().unwrap_or_default();
+                rules::mcp_servers(&servers, &caps).map_err(answer)?;
+                let entry = SessionEntry::new(
+                    &request.cwd,
+                    request.additional_directories.as_deref(),
+                    &servers,
+                );
+                let source = self.session(&request.session_id);
+                let response = self.agent.fork_session(request, source).await?;
+                offered(&response.config_options, &client_caps)?;
+                let entry =
+                    entry.advertised(response.modes.clone(), response.config_options.clone());
+                self.state
+                    .register(response.session_id.clone(), entry, false)?;
+                raw(response)
+            }
+            #[cfg(feature = "unstable-session-archive")]
+            ClientRequest::SessionArchive(request) => {
+                let session = self.session(&request.session_id);
+                raw(self.agent.archive_session(request, session).await?)
+            }
+            #[cfg(feature = "unstable-session-archive")]
+            ClientRequest::SessionUnarchive(request) => {
+                let session = self.session(&request.session_id);
+                raw(self.agent.unarchive_session(request, session).await?)
+            }
+            #[cfg(feature = "unstable-session-status")]
+            ClientRequest::SessionStatus(request) => {
+                let session = self.session(&request.session_id);
+                raw(self.agent.session_status(request, session).await?)
+            }
+            #[cfg(feature = "unstable-session-title")]
+            ClientRequest::SessionSetTitle(request) => {
+                let session = self.session(&request.session_id);
+                raw(self.agent.set_session_title(request, session).await?)
+            }
+            #[cfg(feature = "unstable-providers")]
+            ClientRequest::ProvidersList(request) => {
+                raw(self.agent.list_providers(request, &client).await?)
+            }
+            #[cfg(feature = "unstable-providers")]
+            ClientRequest::ProvidersSet(request) => {
+                raw(self.agent.set_provider(request, &client).await?)
+            }
+            #[cfg(feature = "unstable-providers")]
+            ClientRequest::ProvidersDisable(request) => {
+                raw(self.agent.disable_provider(request, &client).await?)
+            }
+            #[cfg(feature = "unstable-auth-status")]
+            ClientRequest::AuthStatus(request) => {
+                raw(self.agent.auth_status(request, &client).await?)
+            }
             ClientRequest::Extension(call) => raw_json(self.agent.ext_method(call, &client).await?),
             other => Err(Error::method_not_found(other.method())),
         }
@@ -399,6 +455,16 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                 Ok(ClientNotification::CancelRequest(_)) => {}
                 Ok(ClientNotification::Extension(call)) => {
                     agent.ext_notification(call, &client).await
+                }
+                #[cfg(feature = "unstable-mcp-over-acp")]
+                Ok(ClientNotification::McpMessage(message)) => {
+                    let advertised = state
+                        .negotiated(|n| rules::agent_method("mcp/message", &n.agent_capabilities))
+                        .unwrap_or(Ok(()));
+                    match advertised {
+                        Ok(()) => agent.mcp_notification(message, &client).await,
+                        Err(breach) => notification.report_unhandled(breach),
+                    }
                 }
                 Ok(other) => notification
                     .report_unhandled(format_args!("no handler for `{}`", other.method())),

@@ -167,6 +167,127 @@ pub trait Agent: Send + Sync + 'static {
         }
     }
 
+    /// Forks a session (feature `unstable-session-fork`, needs
+    /// `sessionCapabilities.fork`): a new session from the context of `session`, which the
+    /// runtime registers like one from `session/new` and which then prompts like any other.
+    #[cfg(feature = "unstable-session-fork")]
+    fn fork_session(
+        &self,
+        request: ForkSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<ForkSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/fork")) }
+    }
+
+    /// Archives a session (feature `unstable-session-archive`, needs
+    /// `sessionCapabilities.archive`): hidden from default listings, kept for later.
+    #[cfg(feature = "unstable-session-archive")]
+    fn archive_session(
+        &self,
+        request: ArchiveSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<ArchiveSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/archive")) }
+    }
+
+    /// Unarchives a session (feature `unstable-session-archive`, needs
+    /// `sessionCapabilities.archive`).
+    #[cfg(feature = "unstable-session-archive")]
+    fn unarchive_session(
+        &self,
+        request: UnarchiveSessionRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<UnarchiveSessionResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/unarchive")) }
+    }
+
+    /// Answers `session/status` (feature `unstable-session-status`, needs
+    /// `sessionCapabilities.status`). Must have no side effect: the session may not be loaded
+    /// on this connection at all.
+    #[cfg(feature = "unstable-session-status")]
+    fn session_status(
+        &self,
+        request: SessionStatusRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<SessionStatusResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/status")) }
+    }
+
+    /// Sets a session's title (feature `unstable-session-title`, needs
+    /// `sessionCapabilities.title`).
+    #[cfg(feature = "unstable-session-title")]
+    fn set_session_title(
+        &self,
+        request: SetSessionTitleRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<SetSessionTitleResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/set_title")) }
+    }
+
+    /// Lists the LLM providers the agent can use (feature `unstable-providers`, needs
+    /// `providers`).
+    #[cfg(feature = "unstable-providers")]
+    fn list_providers(
+        &self,
+        request: ListProvidersRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<ListProvidersResponse>> + Send {
+        let _ = (request, client);
+        async { Err(Error::method_not_found("providers/list")) }
+    }
+
+    /// Configures one LLM provider (feature `unstable-providers`, needs `providers`).
+    #[cfg(feature = "unstable-providers")]
+    fn set_provider(
+        &self,
+        request: SetProviderRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<SetProviderResponse>> + Send {
+        let _ = (request, client);
+        async { Err(Error::method_not_found("providers/set")) }
+    }
+
+    /// Disables one LLM provider (feature `unstable-providers`, needs `providers`).
+    #[cfg(feature = "unstable-providers")]
+    fn disable_provider(
+        &self,
+        request: DisableProviderRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<DisableProviderResponse>> + Send {
+        let _ = (request, client);
+        async { Err(Error::method_not_found("providers/disable")) }
+    }
+
+    /// Answers `auth/status` (feature `unstable-auth-status`, needs `auth.status`): the
+    /// current authentication state, without changing it. Never answer `-32000` here.
+    #[cfg(feature = "unstable-auth-status")]
+    fn auth_status(
+        &self,
+        request: AuthStatusRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<AuthStatusResponse>> + Send {
+        let _ = (request, client);
+        async { Err(Error::method_not_found("auth/status")) }
+    }
+
+    /// Handles an `mcp/message` notification from the client to an MCP server this agent
+    /// declared with the ACP transport (feature `unstable-mcp-over-acp`, needs
+    /// `mcpCapabilities.acp`). Like every notification handler, it must not wait for the client.
+    #[cfg(feature = "unstable-mcp-over-acp")]
+    fn mcp_notification(
+        &self,
+        notification: MessageMcpNotification,
+        client: &ClientHandle,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (notification, client);
+        async {}
+    }
+
     /// Answers an extension request (method starting with `_`).
     fn ext_method(
         &self,

@@ -322,6 +322,54 @@ impl SessionClient {
         self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
     }
 
+    /// Updates one plan by its id (feature `unstable-plans`; the client must advertise
+    /// `plan`, else this fails with [`Error::NotAdvertised`] and sends nothing).
+    #[cfg(feature = "unstable-plans")]
+    pub fn plan_update(
+        &self,
+        update: PlanUpdate,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::PlanUpdate(update))
+    }
+
+    /// Removes one plan by its id (feature `unstable-plans`, client capability `plan`).
+    #[cfg(feature = "unstable-plans")]
+    pub fn plan_removed(
+        &self,
+        removed: PlanRemoved,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::PlanRemoved(removed))
+    }
+
+    /// Announces or updates a child session owned by this one (feature
+    /// `unstable-subagents`, client capability `subagents`).
+    #[cfg(feature = "unstable-subagents")]
+    pub fn subagent_update(
+        &self,
+        update: SubagentUpdate,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::SubagentUpdate(update))
+    }
+
+    /// Records a message sent to or received from another session (feature
+    /// `unstable-subagents`, client capability `subagents`).
+    #[cfg(feature = "unstable-subagents")]
+    pub fn session_message(
+        &self,
+        message: SessionMessage,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::SessionMessage(message))
+    }
+
+    /// Appends one content block to a session message (feature `unstable-subagents`).
+    #[cfg(feature = "unstable-subagents")]
+    pub fn session_message_chunk(
+        &self,
+        chunk: SessionMessageChunk,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.update(SessionUpdate::SessionMessageChunk(chunk))
+    }
+
     /// Replays recorded history, in order (for `session/load`).
     pub async fn replay(&self, history: impl IntoIterator<Item = SessionUpdate>) -> Result<()> {
         for update in history {

@@ -273,6 +273,10 @@ impl<C: Client> ClientDispatch<C> {
             AgentRequest::ElicitationCreate(request) => {
                 Box::pin(async move { raw(self.client.create_elicitation(request).await?) })
             }
+            #[cfg(feature = "unstable-mcp-over-acp")]
+            AgentRequest::McpMessage(request) => {
+                Box::pin(async move { raw(self.client.mcp_message(request).await?) })
+            }
             AgentRequest::Extension(call) => {
                 Box::pin(async move { raw_json(self.client.ext_method(call).await?) })
             }
@@ -419,6 +423,13 @@ impl<C: Client> Handler for ClientDispatch<C> {
                         .await
                 }
                 Ok(AgentNotification::CancelRequest(_)) => {}
+                Ok(AgentNotification::ElicitationComplete(complete)) => {
+                    dispatch.client.elicitation_complete(complete).await
+                }
+                #[cfg(feature = "unstable-auth-status")]
+                Ok(AgentNotification::AuthStatusUpdate(update)) => {
+                    dispatch.client.auth_status_update(update).await
+                }
                 Ok(AgentNotification::Extension(call)) => {
                     dispatch.client.ext_notification(call).await
                 }

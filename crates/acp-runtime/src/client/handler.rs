@@ -102,6 +102,37 @@ pub trait Client: Send + Sync + 'static {
         async {}
     }
 
+    /// Learns that an elicitation the agent started (in url mode, say) is complete. Like every
+    /// notification handler, it must not wait for the agent.
+    fn elicitation_complete(
+        &self,
+        notification: CompleteElicitationNotification,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = notification;
+        async {}
+    }
+
+    /// Learns the agent's authentication state changed (feature `unstable-auth-status`).
+    #[cfg(feature = "unstable-auth-status")]
+    fn auth_status_update(
+        &self,
+        notification: AuthStatusUpdateNotification,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = notification;
+        async {}
+    }
+
+    /// Serves `mcp/message`: an MCP request from the agent to an MCP server this client
+    /// declared with the ACP transport (feature `unstable-mcp-over-acp`).
+    #[cfg(feature = "unstable-mcp-over-acp")]
+    fn mcp_message(
+        &self,
+        request: MessageMcpRequest,
+    ) -> impl Future<Output = Result<MessageMcpResponse>> + Send {
+        let _ = request;
+        async { Err(Error::method_not_found("mcp/message")) }
+    }
+
     /// Answers an extension request from the agent.
     fn ext_method(
         &self,

@@ -100,7 +100,7 @@ impl AgentHandle {
 
     /// A session's answer that offers what this client cannot take is still taken (lenient
     /// in what we accept), and reported.
-    fn check_offered(&self, method: &str, options: Option<&[SessionConfigOption]>) {
+    pub(super) fn check_offered(&self, method: &str, options: Option<&[SessionConfigOption]>) {
         let client = &self.state.options.capabilities;
         if let Err(breach) = rules::offered_config_options(options, client) {
             self.rpc.report(acp_jsonrpc::Problem::PeerBrokeRule {
@@ -110,7 +110,7 @@ impl AgentHandle {
         }
     }
 
-    fn check_session_setup(
+    pub(super) fn check_session_setup(
         &self,
         cwd: &str,
         additional: Option<&[String]>,
@@ -121,7 +121,7 @@ impl AgentHandle {
         rules::mcp_servers(servers, &caps).map_err(rules::Breach::refused)
     }
 
-    fn open_session(
+    pub(super) fn open_session(
         &self,
         id: SessionId,
         cwd: &str,

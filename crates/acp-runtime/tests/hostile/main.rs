@@ -329,7 +329,7 @@ fn deaf_reads() -> Result<()> {
         .map_err(|e| Error::Internal(e.to_string()))?;
     let options = ClientOptions::default().with_file_system(FsHost::new());
     let work_dir = dir.clone();
-    client::run_spawned(AutoAllow, agent("deaf-reads"), options, |agent| {
+    let result = client::run_spawned(AutoAllow, agent("deaf-reads"), options, |agent| {
         async move {
             agent.initialize().await?;
             let session = agent.new_session(&work_dir).await?;
