@@ -389,6 +389,50 @@ impl SessionClient {
         Ok(self.client.request(&request).await?.outcome)
     }
 
+    /// Asks the user to fill in a form (`elicitation/create` in form mode; needs the client's
+    /// `elicitation.form`), scoped to this session. The answer says whether the user
+    /// accepted, declined or cancelled, with the values when accepted.
+    pub async fn elicit_form(
+        &self,
+        message: impl Into<String>,
+        schema: ElicitationSchema,
+    ) -> Result<CreateElicitationResponse> {
+        let mode = ElicitationFormMode::new(schema, ElicitationSessionScope::new(self.id.clone()));
+        self.client
+            .request(&CreateElicitationRequest::new(message, mode))
+            .await
+    }
+
+    /// Sends the user to a URL (`elicitation/create` in url mode; needs the client's
+    /// `elicitation.url`), scoped to this session. Tell the client when the flow behind the
+    /// URL is done with [`elicitation_complete`](Self::elicitation_complete).
+    pub async fn elicit_url(
+        &self,
+        message: impl Into<String>,
+        elicitation_id: impl Into<ElicitationId>,
+        url: impl Into<String>,
+    ) -> Result<CreateElicitationResponse> {
+        let mode = ElicitationUrlMode::new(
+            elicitation_id,
+            url,
+            ElicitationSessionScope::new(self.id.clone()),
+        );
+        self.client
+            .request(&CreateElicitationRequest::new(message, mode))
+            .await
+    }
+
+    /// Tells the client that the url-mode elicitation `elicitation_id` is complete
+    /// (`elicitation/complete`).
+    pub async fn elicitation_complete(
+        &self,
+        elicitation_id: impl Into<ElicitationId>,
+    ) -> Result<()> {
+        self.client
+            .notify(&CompleteElicitationNotification::new(elicitation_id))
+            .await
+    }
+
     /// Reads a text file through the client (needs `fs.readTextFile`); `line` is 1-based.
     pub async fn read_text_file(
         &self,

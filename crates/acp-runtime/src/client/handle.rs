@@ -1,6 +1,7 @@
 //! [`AgentHandle`]: the client's handle on the agent, for the calls that concern the
 //! connection. The calls that open a [`Session`](super::Session) are in `session.rs`.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -121,6 +122,29 @@ impl AgentHandle {
         self.request(&request).await
     }
 
+    /// Lists every session the agent knows (in `cwd` when given), following `nextCursor`
+    /// from page to page (needs `sessionCapabilities.list`). An agent that hands out a cursor
+    /// it already gave makes this fail instead of loop.
+    pub async fn list_all_sessions(&self, cwd: Option<&Path>) -> Result<Vec<SessionInfo>> {
+        let mut request = ListSessionsRequest::new();
+        request.cwd = cwd.map(|cwd| cwd.to_string_lossy().into_owned());
+        let mut sessions = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            let page = self.request(&request).await?;
+            sessions.extend(page.sessions);
+            match page.next_cursor {
+                None => return Ok(sessions),
+                Some(cursor) if !seen.insert(cursor.clone()) => {
+                    return Err(Error::Internal(format!(
+                        "session/list handed out the cursor `{cursor}` twice"
+                    )));
+                }
+                Some(cursor) => request.cursor = Some(cursor),
+            }
+        }
+    }
+
     /// Deletes a stored session (needs `sessionCapabilities.delete`).
     pub async fn delete_session(&self, session_id: impl Into<SessionId>) -> Result<()> {
         let id = session_id.into();
@@ -140,6 +164,33 @@ impl AgentHandle {
         let caps = self.initialized(R::METHOD)?.agent_capabilities;
         rules::agent_method(R::METHOD, &caps).map_err(rules::Breach::refused)?;
         self.call(params).await
+    }
+
+    /// [`request`](Self::request), keeping the answer as the agent sent it beside its typed
+    /// form: for the answers that open a session, whose fields a newer (or older) agent may
+    /// shape beyond this schema.
+    pub(super) async fn request_keeping_answer<R: Request + ClientToAgent>(
+        &self,
+        params: &R,
+    ) -> Result<(R::Response, Box<RawValue>)> {
+        let caps = self.initialized(R::METHOD)?.agent_capabilities;
+        rules::agent_method(R::METHOD, &caps).map_err(rules::Breach::refused)?;
+        let answer = match self
+            .rpc
+            .request_raw(
+                R::METHOD,
+                Some(
+                    &serde_json::value::to_raw_value(params)
+                        .map_err(|e| Error::Internal(format!("params do not encode: {e}")))?,
+                ),
+            )
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) => return Err(self.closed_error(e.into()).await),
+        };
+        let typed = serde_json::from_str(answer.get()).map_err(Error::Decode)?;
+        Ok((typed, answer))
     }
 
     /// Sends any notification to the agent.

@@ -35,15 +35,18 @@ impl AgentHandle {
             &request.mcp_servers,
         )?;
         let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-        let response: NewSessionResponse = self.request(&request).await?;
+        let (response, answer): (NewSessionResponse, _) =
+            self.request_keeping_answer(&request).await?;
         self.check_offered("session/new", response.config_options.as_deref());
-        Ok(self.open_session(
+        let session = self.open_session(
             response.session_id.clone(),
             &cwd,
             dirs.as_deref(),
             response.modes.clone(),
             response.config_options.clone(),
-        ))
+        );
+        *session.shared.answer.lock().unwrap() = Some(answer);
+        Ok(session)
     }
 
     /// Loads a stored session (needs `loadSession`). The replayed history is waiting in
@@ -66,10 +69,12 @@ impl AgentHandle {
             None,
             None,
         );
-        let response: LoadSessionResponse = self.request(&request).await?;
+        let (response, answer): (LoadSessionResponse, _) =
+            self.request_keeping_answer(&request).await?;
         self.check_offered("session/load", response.config_options.as_deref());
         *session.shared.modes.lock().unwrap() = response.modes.clone();
         *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        *session.shared.answer.lock().unwrap() = Some(answer);
         Ok((session, response))
     }
 
@@ -91,10 +96,12 @@ impl AgentHandle {
             None,
             None,
         );
-        let response: ResumeSessionResponse = self.request(&request).await?;
+        let (response, answer): (ResumeSessionResponse, _) =
+            self.request_keeping_answer(&request).await?;
         self.check_offered("session/resume", response.config_options.as_deref());
         *session.shared.modes.lock().unwrap() = response.modes.clone();
         *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        *session.shared.answer.lock().unwrap() = Some(answer);
         Ok((session, response))
     }
 
@@ -147,6 +154,7 @@ impl AgentHandle {
             tool_calls: Mutex::new(HashMap::new()),
             modes: Mutex::new(modes),
             config_options: Mutex::new(config_options),
+            answer: Mutex::new(None),
         });
         // Under the routes lock, so that no update slips between taking the early ones and
         // registering the session.
@@ -189,6 +197,26 @@ impl Session {
     /// The config options the session advertised, with their current values.
     pub fn config_options(&self) -> Option<Vec<SessionConfigOption>> {
         self.shared.config_options.lock().unwrap().clone()
+    }
+
+    /// The answer that opened the session (`session/new`, `load`, `resume` or `fork`), as the
+    /// agent sent it: fields this schema does not know (an older agent's `models`, say) are
+    /// there too. `None` until the answer came.
+    pub fn answer(&self) -> Option<Box<serde_json::value::RawValue>> {
+        self.shared.answer.lock().unwrap().clone()
+    }
+
+    /// The `_meta` of the answer that opened the session.
+    pub fn meta(&self) -> Option<Meta> {
+        let answer = self.shared.answer.lock().unwrap();
+        #[derive(serde::Deserialize)]
+        struct WithMeta {
+            #[serde(rename = "_meta")]
+            meta: Option<Meta>,
+        }
+        serde_json::from_str::<WithMeta>(answer.as_ref()?.get())
+            .ok()?
+            .meta
     }
 
     /// What the client knows of a tool call of this session.

@@ -57,6 +57,8 @@ pub(super) struct SessionShared {
     pub(super) tool_calls: Mutex<HashMap<ToolCallId, ToolCallState>>,
     pub(super) modes: Mutex<Option<SessionModeState>>,
     pub(super) config_options: Mutex<Option<Vec<SessionConfigOption>>>,
+    /// The answer that opened the session, as the agent sent it.
+    pub(super) answer: Mutex<Option<Box<serde_json::value::RawValue>>>,
 }
 
 /// Where a tool call stands, as the client saw it.

@@ -31,15 +31,18 @@ impl AgentHandle {
             &servers,
         )?;
         let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
-        let response: ForkSessionResponse = self.request(&request).await?;
+        let (response, answer): (ForkSessionResponse, _) =
+            self.request_keeping_answer(&request).await?;
         self.check_offered("session/fork", response.config_options.as_deref());
-        Ok(self.open_session(
+        let session = self.open_session(
             response.session_id.clone(),
             &cwd,
             dirs.as_deref(),
             response.modes.clone(),
             response.config_options.clone(),
-        ))
+        );
+        *session.shared.answer.lock().unwrap() = Some(answer);
+        Ok(session)
     }
 }
 
