@@ -7,7 +7,7 @@
 //!   right behind it wait for it to finish instead of racing it. The protocol version is
 //!   negotiated here: the client's version when this runtime speaks it, else the latest.
 //! - Capabilities are enforced both ways. Calls to the client that it did not advertise
-//!   (`fs/*`, `terminal/*`, elicitation) fail locally with [`Error::NotAdvertised`] and send
+//!   (`fs/*`, `terminal/*`, elicitation) fail locally with [`Error::NotAdvertised`](crate::Error::NotAdvertised) and send
 //!   nothing; incoming calls to what this agent did not advertise (`session/load`, list, resume,
 //!   close, delete, logout, prompt content types, MCP transports) are refused.
 //! - Sessions live in a registry: ids from `session/new` are unique, `cwd` must be absolute,

@@ -3,7 +3,7 @@
 //! - [`connect`] runs a connection over any stream pair; [`spawn`] starts an agent command
 //!   (see [`crate::process`]) and connects to it.
 //! - [`AgentHandle::initialize`] negotiates the version (an agent answering a version this
-//!   runtime does not speak is a typed [`Error::UnsupportedProtocolVersion`], and the
+//!   runtime does not speak is a typed [`Error::UnsupportedProtocolVersion`](crate::Error::UnsupportedProtocolVersion), and the
 //!   connection closes) and records the agent's capabilities, which every later call is
 //!   checked against before anything is sent.
 //! - [`Session::prompt`] sends a prompt and returns a [`PromptTurn`] that yields the turn's
@@ -15,7 +15,7 @@
 //! - Routing an update never waits, so a session nobody reads never holds up responses,
 //!   other sessions or cancellation. Each session keeps updates up to a budget in bytes
 //!   ([`ClientOptions::with_session_update_budget`], 16 MiB); what arrives while it is full
-//!   is dropped and met, in its place in the stream, as [`Error::UpdatesDropped`]. Updates
+//!   is dropped and met, in its place in the stream, as [`Error::UpdatesDropped`](crate::Error::UpdatesDropped). Updates
 //!   for ids this client has not opened share one smaller budget
 //!   ([`ClientOptions::with_unopened_update_budget`], 1 MiB, at most 16 ids).
 //! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and

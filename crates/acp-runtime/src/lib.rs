@@ -76,16 +76,30 @@
 //! .init()`; the fields are listed in [`acp_jsonrpc`'s documentation](acp_jsonrpc#tracing).
 //! Without the feature nothing of it is compiled.
 //!
-//! # Tracing
+//! # Unstable methods
 //!
-//! The `tracing` cargo feature (off by default) turns on [`acp_jsonrpc`]'s: a span per
-//! connection and per request (incoming and outgoing; handlers run inside their request's span,
-//! so what an [`agent::Agent`] or [`client::Client`] logs is attributed to it), an event per
-//! message with its method, id, direction, size and, for responses, duration, and errors,
-//! refused and dropped messages at `WARN`, all with the target `acp_jsonrpc`. Any `tracing`
-//! subscriber shows them, for example `tracing_subscriber::fmt().with_max_level(Level::DEBUG)
-//! .init()`; the fields are listed in [`acp_jsonrpc`'s documentation](acp_jsonrpc#tracing).
-//! Without the feature nothing of it is compiled.
+//! The protocol's unstable methods are behind cargo features, one per upstream feature
+//! (`unstable` turns on all; each turns on `acp-types/unstable`). For each, the agent
+//! implements a method of [`agent::Agent`] (default `-32601`), which the runtime calls only
+//! when the agent advertised the capability; the client's typed call is refused locally
+//! ([`Error::NotAdvertised`], nothing sent) when the agent did not advertise it.
+//!
+//! | feature | methods | agent hook | client call | capability | test |
+//! |---|---|---|---|---|---|
+//! | `unstable-session-fork` | `session/fork` | `Agent::fork_session` | `AgentHandle::fork_session`, `Session::fork` (a new [`client::Session`]) | `sessionCapabilities.fork` | `tests/unstable.rs` |
+//! | `unstable-session-archive` | `session/archive`, `session/unarchive` | `Agent::archive_session`, `unarchive_session` | `AgentHandle::archive_session`, `unarchive_session`, `Session::archive`, `unarchive` | `sessionCapabilities.archive` | `tests/unstable.rs` |
+//! | `unstable-session-status` | `session/status` | `Agent::session_status` | `AgentHandle::session_status`, `Session::status` | `sessionCapabilities.status` | `tests/unstable.rs` |
+//! | `unstable-session-title` | `session/set_title` | `Agent::set_session_title` | `AgentHandle::set_session_title`, `Session::set_title` | `sessionCapabilities.title` | `tests/unstable.rs` |
+//! | `unstable-providers` | `providers/list`, `set`, `disable` | `Agent::list_providers`, `set_provider`, `disable_provider` | `AgentHandle::list_providers`, `set_provider`, `disable_provider` | `providers` | `tests/unstable.rs` |
+//! | `unstable-auth-status` | `auth/status`, `auth/status_update` | `Agent::auth_status`; `ClientHandle::notify` | `AgentHandle::auth_status`; `Client::auth_status_update` | `auth.status` | `tests/unstable.rs` |
+//! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
+//! | `unstable-plans` | `plan_update`, `plan_removed` updates | `SessionClient::plan_update`, `plan_removed` | [`client::PromptTurn::next`] | client's `plan` | `tests/unstable.rs` |
+//! | `unstable-subagents` | `subagent_update`, `session_message`, `session_message_chunk` updates | `SessionClient::subagent_update`, `session_message`, `session_message_chunk` | [`client::PromptTurn::next`] | client's `subagents` | `tests/rules.rs` (rule), types in acp-types |
+//!
+//! An update kind the client did not advertise is refused by the agent's runtime before it
+//! is sent, and reported (not dropped) by the client's runtime when a peer sends it anyway.
+//! `PromptResponse.usage`, the unstable capabilities (system prompt, subagents, plans) and
+//! the unstable update payloads are fields of [`acp_types`]' unstable types.
 
 pub mod agent;
 pub mod client;

@@ -349,7 +349,7 @@ pub(crate) fn config_value(
     }
 }
 
-/// The config option state after applying `request`'s value (which [`config_value`] checked).
+/// The config option state after applying `request`'s value (as checked before it reached the agent).
 pub fn apply_config_value(
     mut current: Vec<SessionConfigOption>,
     request: &SetSessionConfigOptionRequest,

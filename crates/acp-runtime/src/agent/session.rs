@@ -323,7 +323,7 @@ impl SessionClient {
     }
 
     /// Updates one plan by its id (feature `unstable-plans`; the client must advertise
-    /// `plan`, else this fails with [`Error::NotAdvertised`] and sends nothing).
+    /// `plan`, else this fails with [`Error::NotAdvertised`](crate::Error::NotAdvertised) and sends nothing).
     #[cfg(feature = "unstable-plans")]
     pub fn plan_update(
         &self,

@@ -22,7 +22,7 @@ pub struct AgentHandle {
 
 impl AgentHandle {
     /// Sends `initialize` with the options' capabilities. Fails with
-    /// [`Error::UnsupportedProtocolVersion`] (and closes the connection) when the agent
+    /// [`Error::UnsupportedProtocolVersion`](crate::Error::UnsupportedProtocolVersion) (and closes the connection) when the agent
     /// answers a version this runtime does not speak.
     pub async fn initialize(&self) -> Result<InitializeResponse> {
         let mut request = InitializeRequest::new(ProtocolVersion::LATEST);
@@ -59,8 +59,8 @@ impl AgentHandle {
 
     /// How many bytes of updates wait for the application, over every session and the ids
     /// not opened yet: never more than the budgets of
-    /// [`ClientOptions::with_session_update_budget`] (per session, plus one larger update)
-    /// and [`ClientOptions::with_unopened_update_budget`].
+    /// [`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget) (per session, plus one larger update)
+    /// and [`ClientOptions::with_unopened_update_budget`](super::ClientOptions::with_unopened_update_budget).
     pub fn buffered_update_bytes(&self) -> usize {
         let routes = self.state.routes.lock().unwrap();
         routes.early_bytes()

@@ -102,8 +102,8 @@ impl ClientOptions {
     /// further ones (default [`DEFAULT_SESSION_UPDATE_BUDGET`], 16 MiB). An update costs its
     /// size on the wire plus a few hundred bytes. One update larger than the budget is still
     /// kept when nothing else waits. Dropped updates are never silent: the application meets
-    /// [`Error::UpdatesDropped`] where they would have been. Reading updates as they come
-    /// ([`PromptTurn::next`], [`Session::next_update`]) keeps a session far below it.
+    /// [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) where they would have been. Reading updates as they come
+    /// ([`PromptTurn::next`](super::PromptTurn::next), [`Session::next_update`](super::Session::next_update)) keeps a session far below it.
     pub fn with_session_update_budget(mut self, bytes: usize) -> Self {
         self.session_update_budget = bytes;
         self
@@ -113,7 +113,7 @@ impl ClientOptions {
     /// until it opens them (default [`DEFAULT_UNOPENED_UPDATE_BUDGET`], 1 MiB; at most 16
     /// ids). Agents send a few updates (commands, modes) for a session before answering
     /// `session/new`; the rest is dropped and reported to the observer, and a session
-    /// opened later meets [`Error::UpdatesDropped`] first.
+    /// opened later meets [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) first.
     pub fn with_unopened_update_budget(mut self, bytes: usize) -> Self {
         self.unopened_update_budget = bytes;
         self

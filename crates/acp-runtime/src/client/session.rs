@@ -50,7 +50,7 @@ impl AgentHandle {
     }
 
     /// Loads a stored session (needs `loadSession`). The replayed history is waiting in
-    /// [`Session::next_update`] when this returns.
+    /// [`Session::next_update`](super::Session::next_update) when this returns.
     pub async fn load_session(
         &self,
         request: LoadSessionRequest,
@@ -332,10 +332,10 @@ impl Session {
     /// The next update that arrived outside a turn (or was left over by one), waiting for it;
     /// `None` once the connection is over (or the session closed) and every update was taken.
     ///
-    /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
+    /// [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) stands where updates were dropped because the session's
     /// budget was full (see [`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget)); the stream goes on
     /// after it.
-    /// [`Error::InvalidUpdate`] carries an update that does not decode, raw.
+    /// [`Error::InvalidUpdate`](crate::Error::InvalidUpdate) carries an update that does not decode, raw.
     pub async fn next_update(&self) -> Option<Result<SessionUpdate>> {
         let entry = self.shared.updates.pop().await?;
         Some(entry.map(|notification| notification.update))
@@ -374,8 +374,8 @@ type ResponseFuture = Pin<Box<dyn Future<Output = Result<PromptResponse>> + Send
 /// what is not read up to its budget ([`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget)) and
 /// records what it had to drop, and `end` skips what is left.
 ///
-/// Dropping it before the end does not cancel the turn (use [`Session::cancel`]); the turn's
-/// remaining updates stay in the session ([`Session::next_update`]).
+/// Dropping it before the end does not cancel the turn (use [`Session::cancel`](super::Session::cancel)); the turn's
+/// remaining updates stay in the session ([`Session::next_update`](super::Session::next_update)).
 pub struct PromptTurn {
     session: Session,
     response: Option<ResponseFuture>,
@@ -391,9 +391,9 @@ impl PromptTurn {
     /// The next update of the turn, or `None` once the turn has ended and every update sent
     /// before the end was returned.
     ///
-    /// [`Error::UpdatesDropped`] stands where updates were dropped because the session's
+    /// [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) stands where updates were dropped because the session's
     /// budget was full; the turn goes on after it.
-    /// [`Error::InvalidUpdate`] carries, as the agent sent it, an update that does not decode
+    /// [`Error::InvalidUpdate`](crate::Error::InvalidUpdate) carries, as the agent sent it, an update that does not decode
     /// (for example a `null` where a number belongs); the turn goes on after it too.
     pub async fn next(&mut self) -> Option<Result<SessionUpdate>> {
         let updates = &self.session.shared.updates;
@@ -452,8 +452,8 @@ impl PromptTurn {
     /// Waits for the end of the turn and returns its response, skipping the updates not yet
     /// taken with [`next`](Self::next) (those of this turn, and any left from before it): the
     /// caller asked for the outcome, not the stream. Tool call states and modes still follow
-    /// them ([`Session::tool_call`]). To keep the updates, read them with `next` first, or drop
-    /// the turn instead (they then stay for [`Session::next_update`]).
+    /// them ([`Session::tool_call`](super::Session::tool_call)). To keep the updates, read them with `next` first, or drop
+    /// the turn instead (they then stay for [`Session::next_update`](super::Session::next_update)).
     pub async fn end(mut self) -> Result<PromptResponse> {
         while self.next().await.is_some() {}
         self.end.take().expect("the turn has ended")

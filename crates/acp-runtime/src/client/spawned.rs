@@ -40,7 +40,7 @@ pub fn spawn<C: Client>(
 /// Spawns `command`, connects `client` to it, runs `work` with the handle on the calling
 /// thread, then closes the connection and shuts the agent down. Returns what `work` returned
 /// and how the agent ended, or the first error: of the spawn, of `work` (an agent that died
-/// under it is [`Error::AgentExited`], with its status and stderr), or of the shutdown.
+/// under it is [`Error::AgentExited`](crate::Error::AgentExited), with its status and stderr), or of the shutdown.
 ///
 /// It always returns: what is still queued for the agent when `work` is done gets the
 /// command's [`shutdown_grace`](AgentCommand::shutdown_grace) to be written (an agent that

@@ -1,6 +1,6 @@
 //! The client's calls of the protocol's unstable methods, each behind its cargo feature (see
 //! the crate docs' table). Every call is checked against the agent's capabilities first
-//! ([`AgentHandle::request`]): one the agent did not advertise fails with
+//! ([`AgentHandle::request`](super::AgentHandle::request)): one the agent did not advertise fails with
 //! [`Error::NotAdvertised`](crate::Error::NotAdvertised) and sends nothing.
 
 #[cfg(feature = "unstable-session-fork")]
@@ -49,7 +49,7 @@ impl AgentHandle {
 #[cfg(feature = "unstable-session-fork")]
 impl Session {
     /// Forks this session into a new one in the same directory (see
-    /// [`AgentHandle::fork_session`]).
+    /// [`AgentHandle::fork_session`](super::AgentHandle::fork_session)).
     pub async fn fork(&self) -> Result<Session> {
         let cwd = path_string(self.cwd());
         self.agent
@@ -83,7 +83,7 @@ impl AgentHandle {
 
 #[cfg(feature = "unstable-session-archive")]
 impl Session {
-    /// Archives this session (see [`AgentHandle::archive_session`]).
+    /// Archives this session (see [`AgentHandle::archive_session`](super::AgentHandle::archive_session)).
     pub async fn archive(&self) -> Result<()> {
         self.agent.archive_session(self.id().clone()).await
     }
@@ -108,7 +108,7 @@ impl AgentHandle {
 
 #[cfg(feature = "unstable-session-status")]
 impl Session {
-    /// Where this session stands (see [`AgentHandle::session_status`]).
+    /// Where this session stands (see [`AgentHandle::session_status`](super::AgentHandle::session_status)).
     pub async fn status(&self) -> Result<SessionStatus> {
         Ok(self.agent.session_status(self.id().clone()).await?.status)
     }

@@ -6,7 +6,7 @@
 //! would stop every response, every other session and every cancellation. So routing never
 //! waits: an update that does not fit is dropped, and the drop is recorded in the queue at the
 //! place where the update would have been. The application meets it there as
-//! [`Error::UpdatesDropped`], in order with the updates around it.
+//! [`Error::UpdatesDropped`](crate::Error::UpdatesDropped), in order with the updates around it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
