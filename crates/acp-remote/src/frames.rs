@@ -300,6 +300,9 @@ where
 ///
 /// A partial line is kept until its newline arrives, so a line written in pieces is still one
 /// frame, and a write holding several lines sends several frames. Empty lines are not sent.
+/// Frames are queued in the WebSocket's buffer and go out on `flush` (or once 16 KiB are
+/// queued), as with any buffered writer: the runtime flushes after each batch; a plain
+/// `io::copy` flushes only at the end.
 /// Closing sends a close frame (1000, normal closure) and flushes it. A line that is not UTF-8
 /// fails the write: a text frame must be UTF-8, and the runtime only writes JSON.
 pub struct WsWriter<S> {

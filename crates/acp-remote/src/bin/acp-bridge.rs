@@ -1,0 +1,250 @@
+//! `acp-bridge`: a stdio agent served over WebSocket, or a remote agent reached from stdio.
+//!
+//! ```text
+//! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]... -- AGENT [ARGS...]
+//! acp-bridge connect URL [--token T] [--header 'Name: value']...
+//! ```
+//!
+//! `serve` starts one agent process per WebSocket client and pipes the connection through
+//! it; `connect` pipes this process's stdin and stdout through a WebSocket, so that an editor
+//! that only knows how to run a command reaches a remote agent. In both directions a line is
+//! one text frame: a partial line is never sent as a message.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use acp_remote::{Connection, Connector, Server, ServerOptions};
+use acp_runtime::process::AgentCommand;
+use futures_lite::io::BufWriter;
+use futures_lite::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, future};
+
+const USAGE: &str = "\
+usage:
+  acp-bridge serve [OPTIONS] -- AGENT [ARGS...]
+      Serves a stdio agent over WebSocket at ws://ADDR/acp, one agent process per client.
+      --listen ADDR          address to listen on (default 127.0.0.1:8765); any address other
+                             than loopback needs a token
+      --token TOKEN          require 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
+      --allow-origin ORIGIN  allow browsers from ORIGIN (repeatable; default: none)
+      --max-connections N    at most N clients at once (default 128)
+      --idle-timeout SECS    close connections quiet for SECS (default 600; 0 for never)
+  acp-bridge connect URL [OPTIONS]
+      Connects stdin and stdout to the remote agent at URL (ws://HOST:PORT/acp).
+      --token TOKEN          send 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
+      --header 'NAME: VALUE' send a header with the upgrade request (repeatable)
+";
+
+/// What is left to a side once the other has finished: the agent's last answers after the
+/// client closed, or the client's after the agent closed.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The longest line an agent may write before the bridge gives up on that connection.
+const MAX_LINE: usize = acp_remote::DEFAULT_MAX_MESSAGE_SIZE;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("serve") => serve(&args[1..]),
+        Some("connect") => connect(&args[1..]),
+        Some("-h" | "--help") => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => Err(Usage("a command: serve or connect".into()).into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Usage(Usage(message))) => {
+            eprintln!("acp-bridge: expected {message}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Error::Failed(message)) => {
+            eprintln!("acp-bridge: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Usage(String);
+
+enum Error {
+    Usage(Usage),
+    Failed(String),
+}
+
+impl From<Usage> for Error {
+    fn from(usage: Usage) -> Self {
+        Error::Usage(usage)
+    }
+}
+
+impl<E: std::fmt::Display> From<E> for Error {
+    fn from(error: E) -> Self {
+        Error::Failed(error.to_string())
+    }
+}
+
+/// The value after an option, or a usage error naming it.
+fn value<'a>(option: &str, rest: &mut impl Iterator<Item = &'a String>) -> Result<String, Usage> {
+    rest.next()
+        .cloned()
+        .ok_or_else(|| Usage(format!("a value after {option}")))
+}
+
+fn default_token() -> Option<String> {
+    std::env::var("ACP_BRIDGE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+}
+
+fn serve(args: &[String]) -> Result<(), Error> {
+    let split = args.iter().position(|a| a == "--");
+    let (options, command) = match split {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => return Err(Usage("-- AGENT [ARGS...] after the options".into()).into()),
+    };
+    let Some((program, program_args)) = command.split_first() else {
+        return Err(Usage("an agent command after --".into()).into());
+    };
+    let mut listen: SocketAddr = "127.0.0.1:8765".parse().expect("a valid address");
+    let mut token = default_token();
+    let mut server_options = ServerOptions::default();
+    let mut rest = options.iter();
+    while let Some(option) = rest.next() {
+        match option.as_str() {
+            "--listen" => {
+                let addr = value(option, &mut rest)?;
+                listen = addr
+                    .parse()
+                    .map_err(|_| Usage(format!("an IP:PORT address, not {addr:?}")))?;
+            }
+            "--token" => token = Some(value(option, &mut rest)?),
+            "--allow-origin" => {
+                server_options = server_options.with_allowed_origin(value(option, &mut rest)?);
+            }
+            "--max-connections" => {
+                let n = value(option, &mut rest)?;
+                let n = n
+                    .parse()
+                    .map_err(|_| Usage(format!("a number, not {n:?}")))?;
+                server_options = server_options.with_max_connections(n);
+            }
+            "--idle-timeout" => {
+                let secs = value(option, &mut rest)?;
+                let secs: u64 = secs
+                    .parse()
+                    .map_err(|_| Usage(format!("seconds, not {secs:?}")))?;
+                let timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                server_options = server_options.with_idle_timeout(timeout);
+            }
+            other => return Err(Usage(format!("an option of serve, not {other:?}")).into()),
+        }
+    }
+    if let Some(token) = token {
+        server_options = server_options.with_bearer_token(token);
+    }
+    let command = AgentCommand::new(program).args(program_args);
+    let server = Server::bind(listen, server_options)?;
+    eprintln!("acp-bridge: serving {program} at {}", server.url());
+    smol::block_on(server.serve(move |connection| bridge(connection, command.clone())))?;
+    Ok(())
+}
+
+/// One client: a process of its own, its stdout lines as frames, frames as its stdin lines.
+async fn bridge(connection: Connection, command: AgentCommand) {
+    let id = connection.info.id.clone();
+    let tag = id.clone();
+    let command = command.on_stderr_line(move |line| eprintln!("[{tag}] {line}"));
+    let mut process = match command.spawn() {
+        Ok(process) => process,
+        Err(error) => {
+            eprintln!("[{id}] cannot start the agent: {error}");
+            let mut writer = connection.writer;
+            let _ = writer.close().await;
+            return;
+        }
+    };
+    eprintln!("[{id}] connected from {}", connection.info.peer);
+    let Some((stdout, mut stdin)) = process.take_stdio() else {
+        return;
+    };
+    let reader = connection.reader;
+    let mut writer = connection.writer.with_max_line(MAX_LINE);
+    let downstream = async {
+        let _ = copy_lines(stdout, &mut writer).await;
+        let _ = writer.close().await;
+    };
+    let upstream = async move {
+        let _ = copy_lines(reader, &mut stdin).await;
+        // The client is gone: the agent sees the end of its input, and has a moment to finish.
+        let _ = stdin.close().await;
+        drop(stdin);
+        smol::Timer::after(DRAIN_GRACE).await;
+    };
+    future::or(downstream, upstream).await;
+    let exit = process.shutdown().await;
+    eprintln!("[{id}] closed ({exit})");
+}
+
+fn connect(args: &[String]) -> Result<(), Error> {
+    let mut rest = args.iter();
+    let url = rest
+        .next()
+        .filter(|u| !u.starts_with('-'))
+        .ok_or_else(|| Usage("a ws:// URL after connect".into()))?;
+    let mut connector = Connector::new(url.as_str());
+    let mut token = default_token();
+    while let Some(option) = rest.next() {
+        match option.as_str() {
+            "--token" => token = Some(value(option, &mut rest)?),
+            "--header" => {
+                let header = value(option, &mut rest)?;
+                let (name, value) = header
+                    .split_once(':')
+                    .ok_or_else(|| Usage(format!("NAME: VALUE, not {header:?}")))?;
+                connector = connector.with_header(name.trim(), value.trim());
+            }
+            other => return Err(Usage(format!("an option of connect, not {other:?}")).into()),
+        }
+    }
+    if let Some(token) = token {
+        connector = connector.with_bearer_token(token);
+    }
+    let (stdin, stdout) = acp_runtime::stdio::stdio()?;
+    smol::block_on(async {
+        let remote = connector.connect().await?;
+        let mut writer = remote.writer;
+        let upstream = async {
+            let _ = copy_lines(stdin, &mut writer).await;
+            let _ = writer.close().await;
+            smol::Timer::after(DRAIN_GRACE).await;
+            Ok(())
+        };
+        future::or(copy_lines(remote.reader, stdout), upstream).await
+    })
+}
+
+/// Copies `reader` to `writer`, flushing whenever a line was completed, so that a message goes
+/// out as soon as its newline arrived (`io::copy` flushes only at the end). A WebSocket writer
+/// sends each complete line as a frame and keeps the partial rest.
+async fn copy_lines(
+    mut reader: impl futures_lite::AsyncBufRead + Unpin,
+    writer: impl AsyncWrite + Unpin,
+) -> Result<(), Error> {
+    let mut writer = BufWriter::new(writer);
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            writer.flush().await?;
+            return Ok(());
+        }
+        let len = chunk.len();
+        let line_ended = chunk.contains(&b'\n');
+        writer.write_all(chunk).await?;
+        reader.consume(len);
+        if line_ended {
+            writer.flush().await?;
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! `acp-bridge` as a user runs it: a stdio client reaching a remote agent through
+//! `acp-bridge connect`, a stdio agent served by `acp-bridge serve`, and both chained.
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use acp_remote::{Server, ServerOptions};
+use acp_runtime::agent::AgentOptions;
+use acp_runtime::client::{self, AutoAllow, ClientOptions};
+use acp_runtime::host::FsHost;
+use acp_runtime::process::AgentCommand;
+use async_tungstenite::tungstenite::Message;
+use common::*;
+use futures_lite::StreamExt;
+
+const BRIDGE: &str = env!("CARGO_BIN_EXE_acp-bridge");
+
+/// `acp-bridge serve` on a port of the system's choosing; returns the process and its URL.
+fn bridge_serve(agent: &[&str]) -> (KillOnDrop, String) {
+    let mut child = Command::new(BRIDGE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--"])
+        .args(agent)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("ws://"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_owned();
+    // Keep draining what the bridge logs, so that it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    (KillOnDrop(child), url)
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The runtime's client spawns `acp-bridge connect URL2` as its agent; URL2 is `acp-bridge
+/// serve -- acp-bridge connect URL1`; URL1 is the test agent in this process. Every hop keeps
+/// the framing: a full turn (file read, permission, file write, streamed text) and a
+/// cancelled turn go through.
+#[test]
+fn a_full_turn_through_both_directions_of_the_bridge() {
+    smol::block_on(async {
+        let server =
+            Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default()).unwrap();
+        let inner_url = server.url();
+        let shutdown = server.shutdown_handle();
+        let task = smol::spawn(server.serve_agent(
+            |_| agent::TestAgent::default(),
+            AgentOptions::default().with_info(agent::NAME, "0.0.0"),
+        ));
+        let (_serve, outer_url) = bridge_serve(&[BRIDGE, "connect", &inner_url]);
+
+        let project = Project::new("bridge-chain");
+        let command = AgentCommand::new(BRIDGE).args(["connect", outer_url.as_str()]);
+        let options = ClientOptions::default().with_file_system(FsHost::new());
+        let (agent, driver, process) = client::spawn(AutoAllow, command, options).unwrap();
+        let driver = smol::spawn(driver);
+        full_turn(&agent, &project).await;
+        cancelled_turn(&agent, &project).await;
+        agent.close();
+        let _ = within("the client driver", driver).await;
+        within("the bridge's exit", process.shutdown()).await;
+
+        shutdown.shutdown();
+        within("the server", task).await.unwrap();
+    });
+}
+
+/// `acp-bridge serve -- cat`: every frame comes back as one frame, in order, however the
+/// process pipe coalesces or splits them; a raw newline inside a frame does not split it.
+#[test]
+fn frames_survive_a_process_pipe_one_to_one() {
+    smol::block_on(async {
+        let (_serve, url) = bridge_serve(&["cat"]);
+        let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
+        let stream = smol::net::TcpStream::connect(addr).await.unwrap();
+        let (ws, response) = async_tungstenite::client_async(url.as_str(), stream)
+            .await
+            .unwrap();
+        assert!(response.headers().contains_key("acp-connection-id"));
+        let mut sent: Vec<String> = (0..300usize)
+            // Sizes from a few bytes to ~200 KiB: larger than a pipe's buffer.
+            .map(|i| {
+                format!(
+                    "{{\"n\":{i},\"pad\":\"{}\"}}",
+                    "x".repeat((i * 677) % 200_000)
+                )
+            })
+            .collect();
+        sent.push("{\"a\":\n1}".into());
+        let (mut sender, mut receiver) = ws.split();
+        // Sending and receiving at once: cat stops reading when nobody reads what it wrote.
+        let send_all = async {
+            for text in &sent {
+                sender.send(Message::text(text.clone())).await.unwrap();
+            }
+        };
+        let receive_all = async {
+            let mut received = Vec::new();
+            while received.len() < sent.len() {
+                match within("an echo", receiver.next()).await {
+                    Some(Ok(Message::Text(text))) => received.push(text.to_string()),
+                    Some(Ok(_)) => {}
+                    other => panic!("the connection ended early: {other:?}"),
+                }
+            }
+            received
+        };
+        let ((), received) = futures_lite::future::zip(send_all, receive_all).await;
+        // The raw newline came back as a tab: one frame, one line, same meaning.
+        sent.last_mut().unwrap().replace_range(.., "{\"a\":\t1}");
+        assert_eq!(received.len(), sent.len());
+        for (i, (got, want)) in received.iter().zip(&sent).enumerate() {
+            assert!(
+                got == want,
+                "frame {i} differs ({} vs {} bytes)",
+                got.len(),
+                want.len()
+            );
+        }
+        sender.close(None).await.unwrap();
+    });
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = Command::new(BRIDGE).arg("serve").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(BRIDGE)
+        .args(["serve", "--listen", "0.0.0.0:0", "--", "cat"])
+        .env_remove("ACP_BRIDGE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a public bind without a token is refused"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without authentication"));
+}
