@@ -1,16 +1,22 @@
 //! Maintainer tasks for the workspace, run as `cargo xtask <task>`.
 //!
 //! - `cargo xtask codegen [--check] [--schema FILE --out FILE]`: regenerate `acp-types` from the
-//!   pinned ACP schemas (see `xtask/schema-pins.json`).
+//!   pinned ACP schemas (see `xtask/schema-pins.json`), then say what changed and what to run
+//!   next.
 //! - `cargo xtask schema-diff [--json] OLD NEW`: the protocol-level changes between two schemas
 //!   (pin names or files), for reviewing a schema update.
+//! - `cargo xtask rerecord`: re-record the fixtures and snapshots that depend on the schema.
+//! - `cargo xtask simulate-schema-update`: the whole schema update, unstable as the next stable,
+//!   in a scratch copy of the workspace; CI runs it.
 //! - `cargo xtask bench [...]`: build and run the stdio benchmark (see `docs/performance.md`).
 //!
 //! `cargo xtask --help` and `cargo xtask <task> --help` print the usage.
 
 mod bench;
 mod codegen;
+mod rerecord;
 mod schema_diff;
+mod simulate;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,7 +38,9 @@ fn main() -> ExitCode {
         },
         // `schema-diff` parses its own arguments, `--help` included.
         Some("schema-diff") => schema_diff::run(&args[1..]),
-        // `bench` parses its own arguments, `--help` included.
+        // These parse their own arguments, `--help` included.
+        Some("rerecord") => rerecord::run(&args[1..]),
+        Some("simulate-schema-update") => simulate::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
         None => Err(format!("no task given\n\n{USAGE}")),
@@ -52,9 +60,13 @@ Maintainer tasks for the acp-rs workspace.
 Usage: cargo xtask <TASK> [ARGS]
 
 Tasks:
-  codegen      regenerate acp-types from the pinned ACP schemas (xtask/schema-pins.json)
-  schema-diff  the protocol-level changes between two schemas (pin names or files)
-  bench        build and run the stdio benchmark (docs/performance.md)
+  codegen                 regenerate acp-types from the pinned ACP schemas
+                          (xtask/schema-pins.json), then tell what changed and what to run next
+  schema-diff             the protocol-level changes between two schemas (pin names or files)
+  rerecord                re-record the fixtures and snapshots that depend on the schema
+  simulate-schema-update  a whole schema update (unstable as the next stable) in a scratch copy
+                          of the workspace, with the tests it affects
+  bench                   build and run the stdio benchmark (docs/performance.md)
 
 Run `cargo xtask <TASK> --help` for the arguments of a task.
 ";
@@ -64,7 +76,9 @@ const CODEGEN_ABOUT: &str = "\
 Regenerates crates/acp-types/src/generated/{stable,unstable}.rs and the proptest strategies
 in crates/acp-types/tests/generated/ from the ACP schemas pinned in xtask/schema-pins.json
 (the npm package is fetched once, verified by its sha256 and cached under target/). Only
-files whose contents change are written.
+files whose contents change are written. Then it lists the files that changed, summarizes the
+protocol-level changes of each pin that moved to another schema (`cargo xtask schema-diff`),
+and prints the commands to run next (`cargo xtask rerecord`, then the tests).
 
 ";
 
@@ -126,14 +140,14 @@ pub enum Mode {
     Check,
 }
 
-/// Makes `path` hold exactly `contents`. Writes only when the contents differ, so that file
-/// timestamps (and cargo's rebuilds) move only on real changes. In `Mode::Check` a difference is
-/// an error that says how to fix it.
-pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode) -> Result<(), String> {
+/// Makes `path` hold exactly `contents`; returns whether it had to change. Writes only when the
+/// contents differ, so that file timestamps (and cargo's rebuilds) move only on real changes. In
+/// `Mode::Check` a difference is an error that says how to fix it.
+pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode) -> Result<bool, String> {
     if let Ok(old) = std::fs::read_to_string(path)
         && normalize_newlines(&old) == normalize_newlines(contents)
     {
-        return Ok(());
+        return Ok(false);
     }
     let shown = path
         .strip_prefix(project_root())
@@ -151,7 +165,8 @@ pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode) -> Result<(
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("creating {}: {e}", parent.display()))?;
             }
-            std::fs::write(path, contents).map_err(|e| format!("writing {shown}: {e}"))
+            std::fs::write(path, contents).map_err(|e| format!("writing {shown}: {e}"))?;
+            Ok(true)
         }
     }
 }

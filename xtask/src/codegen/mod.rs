@@ -2,11 +2,13 @@
 //! schemas.
 //!
 //! The pipeline is schema JSON → [`model`] (a handful of shapes) → [`emit`] (Rust text) →
-//! rustfmt → [`crate::ensure_file_contents`]. `--check` compares instead of writing.
+//! rustfmt → [`crate::ensure_file_contents`]. `--check` compares instead of writing; otherwise
+//! [`report`] tells what changed and what to run next.
 
 pub mod emit;
 pub mod json;
 pub mod model;
+pub mod report;
 pub mod source;
 pub mod strategies;
 
@@ -50,17 +52,35 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("reading {}: {e}", schema_file.display()))?;
         let code = generate(&text, &schema_file.display().to_string())?;
         let out = out_file.ok_or("--schema needs --out FILE too")?;
-        return ensure_file_contents(&out, &code, mode);
+        return ensure_file_contents(&out, &code, mode).map(drop);
     }
+    let mut changed = Vec::new();
+    let mut moved = Vec::new();
     for (pin_name, types_file, strategies_file) in OUTPUTS {
         let pin = source::pin(pin_name)?;
         let text = source::fetch(&pin)?;
-        let description = format!("{}@{} {}", pin.package, pin.version, pin.path);
+        let description = pin.description();
+        let types_path = project_root().join(types_file);
+        if let Some(before) = report::generated_from(&types_path)
+            && before != description
+        {
+            moved.push(report::Moved {
+                pin: pin.clone(),
+                before,
+            });
+        }
         let model = lower(&text)?;
         let code = reformat(&emit::emit(&model, &description))?;
-        ensure_file_contents(&project_root().join(types_file), &code, mode)?;
+        if ensure_file_contents(&types_path, &code, mode)? {
+            changed.push(types_file.to_string());
+        }
         let strategies = reformat(&strategies::emit(&model, &description)?)?;
-        ensure_file_contents(&project_root().join(strategies_file), &strategies, mode)?;
+        if ensure_file_contents(&project_root().join(strategies_file), &strategies, mode)? {
+            changed.push(strategies_file.to_string());
+        }
+    }
+    if mode == Mode::Write {
+        print!("{}", report::render(&changed, &moved));
     }
     Ok(())
 }

@@ -26,12 +26,16 @@ pub fn load_pins() -> Result<Vec<Pin>, String> {
     let file = pins_file();
     let text =
         std::fs::read_to_string(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
-    let json: Json =
-        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", file.display()))?;
+    parse_pins(&text, &file.display().to_string())
+}
+
+/// The pins in `text`, a pins file's contents; `origin` names it in errors.
+pub fn parse_pins(text: &str, origin: &str) -> Result<Vec<Pin>, String> {
+    let json: Json = serde_json::from_str(text).map_err(|e| format!("parsing {origin}: {e}"))?;
     let schemas = json
         .get("schemas")
         .and_then(Json::as_object)
-        .ok_or_else(|| format!("{}: missing `schemas` object", file.display()))?;
+        .ok_or_else(|| format!("{origin}: missing `schemas` object"))?;
     schemas
         .iter()
         .map(|(name, entry)| {
@@ -40,7 +44,7 @@ pub fn load_pins() -> Result<Vec<Pin>, String> {
                     .get(key)
                     .and_then(Json::as_str)
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("{}: schema `{name}` lacks `{key}`", file.display()))
+                    .ok_or_else(|| format!("{origin}: schema `{name}` lacks `{key}`"))
             };
             Ok(Pin {
                 name: name.clone(),
@@ -60,13 +64,25 @@ pub fn pin(name: &str) -> Result<Pin, String> {
         .ok_or_else(|| format!("no schema named `{name}` in {}", pins_file().display()))
 }
 
+impl Pin {
+    /// How generated files name their source: `package@version path`.
+    pub fn description(&self) -> String {
+        format!("{}@{} {}", self.package, self.version, self.path)
+    }
+}
+
+/// Where the package `package@version` is unpacked (under `package/`).
+pub fn cache_dir(package: &str, version: &str) -> PathBuf {
+    project_root().join("target/acp-schema").join(format!(
+        "{}-{}",
+        package.trim_start_matches('@').replace('/', "-"),
+        version
+    ))
+}
+
 /// Returns the text of the pinned schema, downloading the package on first use.
 pub fn fetch(pin: &Pin) -> Result<String, String> {
-    let cache_dir = project_root().join("target/acp-schema").join(format!(
-        "{}-{}",
-        pin.package.trim_start_matches('@').replace('/', "-"),
-        pin.version
-    ));
+    let cache_dir = cache_dir(&pin.package, &pin.version);
     let schema_path = cache_dir.join("package").join(&pin.path);
     if !schema_path.exists() {
         download(pin, &cache_dir)?;

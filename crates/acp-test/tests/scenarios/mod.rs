@@ -570,7 +570,7 @@ pub fn config_options_scenario() -> Scenario {
                 let state = session
                     .set_config_option(
                         "model",
-                        SetSessionConfigOptionRequestKindValueId::new("model-2").into(),
+                        SetSessionConfigOptionRequestKindValueId::new("model-2"),
                     )
                     .await
                     .unwrap();

@@ -1,0 +1,113 @@
+//! `cargo xtask rerecord`: re-records everything recorded from the wire or from the generated
+//! types, the step of a schema update that used to be a hand repair of many tests.
+//!
+//! 1. The transcript fixtures (`fixtures/transcripts/*.jsonl`), through acp-test's ignored
+//!    `regenerate_fixtures` test.
+//! 2. The insta file snapshots of the crates that depend on the schema, by running their tests
+//!    with `INSTA_UPDATE=always` (insta then writes each changed snapshot in place and passes).
+//!    `--no-fail-fast`, so that one failing test binary does not keep the others' snapshots
+//!    old.
+//!
+//! Doctests are not run: their snapshots are inline (in docs/testing.md, the READMEs and the
+//! crate docs), which insta cannot update inside a doctest; `cargo test --workspace` shows the
+//! new text of any that changed.
+
+use crate::project_root;
+use std::process::Command;
+use std::time::Instant;
+
+/// What `cargo xtask rerecord --help` prints.
+pub const USAGE: &str = "\
+Re-records every fixture and snapshot that depends on the ACP schema, after `cargo xtask
+codegen` (or any deliberate change of what goes on the wire):
+
+  1. fixtures/transcripts/*.jsonl: cargo test -p acp-test --test fixtures -- --ignored
+     --exact regenerate_fixtures
+  2. the insta snapshots (tests/snapshots/) of acp-types, acp-test and acp-runtime:
+     INSTA_UPDATE=always cargo test --no-fail-fast -p acp-types -p acp-test -p acp-runtime
+     --lib --bins --tests
+
+Fails when a test still fails once everything is re-recorded (a failure that is not a
+snapshot: look at it). Doctests are left out: their transcripts are inline, in docs/testing.md,
+the READMEs and the crate docs; `cargo test --workspace` shows the new text of each that
+changed, to paste in by hand. Review everything with `git diff`.
+
+Usage: cargo xtask rerecord
+
+Options:
+  -h, --help  this help
+";
+
+/// The crates whose tests snapshot what the generated types put on the wire.
+pub const SNAPSHOT_CRATES: &[&str] = &["acp-types", "acp-test", "acp-runtime"];
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    match args.first().map(String::as_str) {
+        None => {}
+        Some("-h" | "--help") => {
+            print!("{USAGE}");
+            return Ok(());
+        }
+        Some(other) => return Err(format!("unknown rerecord argument `{other}`\n\n{USAGE}")),
+    }
+    let fixtures = step(
+        "re-recording fixtures/transcripts/",
+        cargo(&[
+            "test",
+            "-p",
+            "acp-test",
+            "--test",
+            "fixtures",
+            "--",
+            "--ignored",
+            "--exact",
+            "regenerate_fixtures",
+        ]),
+    )?;
+    let mut snapshots = cargo(&["test", "--no-fail-fast"]);
+    for krate in SNAPSHOT_CRATES {
+        snapshots.args(["-p", krate]);
+    }
+    snapshots
+        .args(["--lib", "--bins", "--tests"])
+        .env("INSTA_UPDATE", "always");
+    let snapshots = step(
+        &format!(
+            "re-recording the insta snapshots of {}",
+            SNAPSHOT_CRATES.join(", ")
+        ),
+        snapshots,
+    );
+    let snapshots = snapshots.map_err(|e| {
+        format!(
+            "{e}\nthe snapshots were re-recorded, but the tests above fail for another reason \
+             (not a file snapshot): look at them"
+        )
+    })?;
+    println!(
+        "rerecord: done ({fixtures:.0?} fixtures, {snapshots:.0?} snapshots). Doctests were not \
+         run: `cargo test --workspace` shows the new text of any inline transcript that changed \
+         (docs/testing.md, READMEs, crate docs). Review with `git diff`."
+    );
+    Ok(())
+}
+
+/// `cargo ARGS` in the workspace root, with the cargo that runs this task.
+pub fn cargo(args: &[&str]) -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.args(args).current_dir(project_root());
+    command
+}
+
+/// Runs `command`, announcing it as `what`; returns how long it took.
+pub fn step(what: &str, mut command: Command) -> Result<std::time::Duration, String> {
+    eprintln!("==> {what}");
+    let start = Instant::now();
+    let status = command
+        .status()
+        .map_err(|e| format!("{what}: running {command:?}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{what}: {command:?} failed ({status})"));
+    }
+    Ok(start.elapsed())
+}

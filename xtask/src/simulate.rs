@@ -1,0 +1,247 @@
+//! `cargo xtask simulate-schema-update`: proves that a schema update needs only the documented
+//! commands. In a scratch copy of the workspace, the `stable` pin is pointed at the unstable
+//! schema (a superset with new methods, types, fields and variants: a realistic next stable),
+//! then `cargo xtask codegen` and `cargo xtask rerecord` run there, and the tests of the crates
+//! that depend on the schema must pass.
+//!
+//! The copy and its build live under `target/schema-update/` (`workspace/`, and `target/` as its
+//! `CARGO_TARGET_DIR`, kept between runs so that a second run rebuilds only our crates); the real
+//! tree and its build are never touched.
+
+use crate::codegen::source;
+use crate::project_root;
+use crate::rerecord::{SNAPSHOT_CRATES, step};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// What `cargo xtask simulate-schema-update --help` prints.
+pub const USAGE: &str = "\
+Simulates a schema update in a scratch copy of the workspace (target/schema-update/): points
+the `stable` pin at the unstable schema, runs `cargo xtask codegen` and `cargo xtask rerecord`
+there, then requires the tests of acp-types, acp-test and acp-runtime to pass (doctests aside:
+their transcripts are inline and updated by hand) and the rest of the workspace to build. The
+real tree is never touched. Needs the schema package in target/acp-schema/ (any codegen run
+fetches it).
+
+Usage: cargo xtask simulate-schema-update [--head]
+
+Options:
+  --head      copy the last commit (HEAD) instead of the work tree as it is
+  -h, --help  this help
+";
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut head = false;
+    for arg in args {
+        match arg.as_str() {
+            "--head" => head = true,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(());
+            }
+            other => {
+                return Err(format!(
+                    "unknown simulate-schema-update argument `{other}`\n\n{USAGE}"
+                ));
+            }
+        }
+    }
+    let start = Instant::now();
+    let root = project_root();
+    let scratch = root.join("target/schema-update");
+    let workspace = scratch.join("workspace");
+    let target = scratch.join("target");
+
+    // The pins are fetched (and verified) in the real tree, whose cache the copy then shares.
+    for pin in ["stable", "unstable"] {
+        source::fetch(&source::pin(pin)?)?;
+    }
+    eprintln!("==> copying the workspace to {}", workspace.display());
+    if workspace.exists() {
+        std::fs::remove_dir_all(&workspace)
+            .map_err(|e| format!("removing {}: {e}", workspace.display()))?;
+    }
+    if head {
+        export_head(&root, &workspace)?;
+    } else {
+        copy_work_tree(&root, &workspace)?;
+    }
+    copy_dir(
+        &root.join("target/acp-schema"),
+        &workspace.join("target/acp-schema"),
+    )?;
+    point_stable_at_unstable(&workspace.join("xtask/schema-pins.json"))?;
+
+    let in_copy = |args: &[&str]| {
+        let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        command
+            .args(args)
+            .current_dir(&workspace)
+            .env("CARGO_TARGET_DIR", &target)
+            // The copy is not a git repository; keep git from finding the real one above it.
+            .env("GIT_CEILING_DIRECTORIES", &scratch);
+        command
+    };
+    let mut timings: Vec<(&str, Duration)> = Vec::new();
+    timings.push((
+        "cargo xtask codegen",
+        step(
+            "cargo xtask codegen (stable := the unstable schema)",
+            in_copy(&["xtask", "codegen"]),
+        )?,
+    ));
+    timings.push((
+        "cargo xtask rerecord",
+        step("cargo xtask rerecord", in_copy(&["xtask", "rerecord"]))?,
+    ));
+    let mut tests = vec!["test", "-q"];
+    for krate in SNAPSHOT_CRATES {
+        tests.extend(["-p", krate]);
+    }
+    tests.extend(["--lib", "--bins", "--tests"]);
+    timings.push((
+        "the tests, again",
+        step(
+            &format!("the tests of {}, again", SNAPSHOT_CRATES.join(", ")),
+            in_copy(&tests),
+        )?,
+    ));
+    timings.push((
+        "the rest builds",
+        step(
+            "the rest of the workspace builds (cargo build --workspace --all-targets)",
+            in_copy(&["build", "-q", "--workspace", "--all-targets"]),
+        )?,
+    ));
+    let steps: Vec<String> = timings
+        .iter()
+        .map(|(what, took)| format!("{what} {:.0}s", took.as_secs_f64()))
+        .collect();
+    println!(
+        "simulate-schema-update: passed in {:.0}s ({}).",
+        start.elapsed().as_secs_f64(),
+        steps.join(", ")
+    );
+    Ok(())
+}
+
+/// Copies into `to` the files of the work tree at `from` that git tracks or would track (so not
+/// `target/` nor anything ignored), as they are now, committed or not.
+fn copy_work_tree(from: &Path, to: &Path) -> Result<(), String> {
+    let output = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(from)
+        .output()
+        .map_err(|e| format!("running git ls-files: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "git ls-files failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    for name in output.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let name = std::str::from_utf8(name).map_err(|e| format!("a file name: {e}"))?;
+        let source = from.join(name);
+        // Listed but deleted in the work tree.
+        if !source.is_file() {
+            continue;
+        }
+        copy_file(&source, &to.join(name))?;
+    }
+    Ok(())
+}
+
+/// Writes the files of the last commit of the repository at `from` into `to`.
+fn export_head(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("creating {}: {e}", to.display()))?;
+    let mut archive = Command::new("git")
+        .args(["archive", "--format=tar", "HEAD"])
+        .current_dir(from)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running git archive: {e}"))?;
+    let tar = Command::new("tar")
+        .arg("-x")
+        .current_dir(to)
+        .stdin(archive.stdout.take().expect("stdout is piped"))
+        .status()
+        .map_err(|e| format!("running tar: {e}"))?;
+    let archived = archive
+        .wait()
+        .map_err(|e| format!("waiting for git archive: {e}"))?;
+    if !archived.success() || !tar.success() {
+        return Err(format!(
+            "git archive HEAD | tar -x failed ({archived}, {tar})"
+        ));
+    }
+    Ok(())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", from.display()))?;
+        let path = entry.path();
+        let dest: PathBuf = to.join(entry.file_name());
+        if path.is_dir() {
+            copy_dir(&path, &dest)?;
+        } else {
+            copy_file(&path, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_file(from: &Path, to: &Path) -> Result<(), String> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    }
+    std::fs::copy(from, to)
+        .map(drop)
+        .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))
+}
+
+/// Makes the `stable` pin of the pins file at `path` name the unstable schema.
+fn point_stable_at_unstable(path: &Path) -> Result<(), String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut pins: Value =
+        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    let unstable = pins["schemas"]["unstable"].clone();
+    if !unstable.is_object() {
+        return Err(format!("{}: no `unstable` pin", path.display()));
+    }
+    pins["schemas"]["stable"] = unstable;
+    let text = serde_json::to_string_pretty(&pins).expect("JSON values serialize");
+    std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stable_pin_is_pointed_at_the_unstable_schema() {
+        let dir = project_root().join("target/xtask-simulate-test");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("schema-pins.json");
+        std::fs::copy(project_root().join("xtask/schema-pins.json"), &file).unwrap();
+        point_stable_at_unstable(&file).unwrap();
+        let pins = source::parse_pins(&std::fs::read_to_string(&file).unwrap(), "test").unwrap();
+        let find = |name: &str| pins.iter().find(|p| p.name == name).unwrap().clone();
+        let (stable, unstable) = (find("stable"), find("unstable"));
+        assert_eq!(stable.description(), unstable.description());
+        assert_eq!(stable.sha256, unstable.sha256);
+        assert_eq!(pins.len(), 3, "no pin added or lost");
+    }
+}
