@@ -8,12 +8,14 @@
 //! - `cargo xtask rerecord`: re-record the fixtures and snapshots that depend on the schema.
 //! - `cargo xtask simulate-schema-update`: the whole schema update, unstable as the next stable,
 //!   in a scratch copy of the workspace; CI runs it.
+//! - `cargo xtask msrv`: the MSRV is stated consistently, and CI's toolchain is it.
 //! - `cargo xtask bench [...]`: build and run the stdio benchmark (see `docs/performance.md`).
 //!
 //! `cargo xtask --help` and `cargo xtask <task> --help` print the usage.
 
 mod bench;
 mod codegen;
+mod msrv;
 mod rerecord;
 mod schema_diff;
 mod simulate;
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         // These parse their own arguments, `--help` included.
         Some("rerecord") => rerecord::run(&args[1..]),
         Some("simulate-schema-update") => simulate::run(&args[1..]),
+        Some("msrv") => msrv::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
         None => Err(format!("no task given\n\n{USAGE}")),
@@ -66,6 +69,7 @@ Tasks:
   rerecord                re-record the fixtures and snapshots that depend on the schema
   simulate-schema-update  a whole schema update (unstable as the next stable) in a scratch copy
                           of the workspace, with the tests it affects
+  msrv                    check that the MSRV is stated consistently and is this toolchain
   bench                   build and run the stdio benchmark (docs/performance.md)
 
 Run `cargo xtask <TASK> --help` for the arguments of a task.

@@ -21,7 +21,7 @@ use crate::observer::SharedObserver;
 use crate::shared::{ResponseResult, Shared, TryEnqueue};
 use crate::{Observer, Problem, RequestError, RequestId};
 
-/// How a [`Connection`] behaves. `ConnectionOptions::default()` is a good
+/// How a [`Connection`](crate::Connection) behaves. `ConnectionOptions::default()` is a good
 /// start.
 #[derive(Clone)]
 pub struct ConnectionOptions {
