@@ -129,66 +129,46 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::Logout(request) => raw(self.agent.logout(request, &client).await?),
             ClientRequest::SessionNew(request) => {
-                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
-                    .map_err(answer)?;
-                rules::mcp_servers(&request.mcp_servers, &caps).map_err(answer)?;
-                let entry = SessionEntry::new(
+                let entry = set_up(
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
-                );
+                    &caps,
+                )?;
                 let response = self.agent.new_session(request, &client).await?;
-                offered(&response.config_options, &client_caps)?;
-                let entry =
-                    entry.advertised(response.modes.clone(), response.config_options.clone());
-                self.state
-                    .register(response.session_id.clone(), entry, false)?;
+                let advertised = (&response.modes, &response.config_options);
+                self.register_new(&response.session_id, entry, advertised, &client_caps)?;
                 raw(response)
             }
             ClientRequest::SessionLoad(request) => {
-                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
-                    .map_err(answer)?;
-                rules::mcp_servers(&request.mcp_servers, &caps).map_err(answer)?;
-                let id = request.session_id.clone();
-                let entry = SessionEntry::new(
+                let entry = set_up(
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
-                );
-                // Known while it loads, so that its handle shows the directory and servers.
-                let previous = self.state.replace(id.clone(), entry.clone());
-                let response = self.agent.load_session(request, self.session(&id)).await;
-                let response = self.settle(
-                    &id,
-                    entry,
-                    previous,
-                    response,
-                    |r| (&r.modes, &r.config_options),
-                    &client_caps,
+                    &caps,
                 )?;
+                let id = request.session_id.clone();
+                let response = self
+                    .reopen(id, entry, &client_caps, |session| {
+                        self.agent.load_session(request, session)
+                    })
+                    .await?;
                 raw(response)
             }
             ClientRequest::SessionResume(request) => {
-                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
-                    .map_err(answer)?;
                 let servers = request.mcp_servers.clone().unwrap_or_default();
-                rules::mcp_servers(&servers, &caps).map_err(answer)?;
-                let id = request.session_id.clone();
-                let entry = SessionEntry::new(
+                let entry = set_up(
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
-                );
-                let previous = self.state.replace(id.clone(), entry.clone());
-                let response = self.agent.resume_session(request, self.session(&id)).await;
-                let response = self.settle(
-                    &id,
-                    entry,
-                    previous,
-                    response,
-                    |r| (&r.modes, &r.config_options),
-                    &client_caps,
+                    &caps,
                 )?;
+                let id = request.session_id.clone();
+                let response = self
+                    .reopen(id, entry, &client_caps, |session| {
+                        self.agent.resume_session(request, session)
+                    })
+                    .await?;
                 raw(response)
             }
             ClientRequest::SessionList(request) => {
@@ -287,22 +267,17 @@ impl<A: Agent> AgentDispatch<A> {
             }
             #[cfg(feature = "unstable-session-fork")]
             ClientRequest::SessionFork(request) => {
-                rules::absolute_cwd(&request.cwd, request.additional_directories.as_deref())
-                    .map_err(answer)?;
                 let servers = request.mcp_servers.clone().unwrap_or_default();
-                rules::mcp_servers(&servers, &caps).map_err(answer)?;
-                let entry = SessionEntry::new(
+                let entry = set_up(
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
-                );
+                    &caps,
+                )?;
                 let source = self.session(&request.session_id);
                 let response = self.agent.fork_session(request, source).await?;
-                offered(&response.config_options, &client_caps)?;
-                let entry =
-                    entry.advertised(response.modes.clone(), response.config_options.clone());
-                self.state
-                    .register(response.session_id.clone(), entry, false)?;
+                let advertised = (&response.modes, &response.config_options);
+                self.register_new(&response.session_id, entry, advertised, &client_caps)?;
                 raw(response)
             }
             #[cfg(feature = "unstable-session-archive")]
@@ -346,19 +321,34 @@ impl<A: Agent> AgentDispatch<A> {
         }
     }
 
-    /// Records what a loaded or resumed session advertised, or puts back what was known
-    /// before when the agent failed (or answered what the client cannot take).
-    fn settle<R>(
+    /// Registers a session the agent just created (`session/new`, `session/fork`), with what
+    /// its answer advertised.
+    fn register_new(
         &self,
         id: &SessionId,
         entry: SessionEntry,
-        previous: Option<SessionEntry>,
-        response: Result<R>,
-        advertised: impl FnOnce(&R) -> (&Option<SessionModeState>, &Option<Vec<SessionConfigOption>>),
+        (modes, options): Advertised<'_>,
         client_caps: &ClientCapabilities,
+    ) -> Result<()> {
+        offered(options, client_caps)?;
+        let entry = entry.advertised(modes.clone(), options.clone());
+        self.state.register(id.clone(), entry, false)
+    }
+
+    /// Runs the agent's `session/load` or `session/resume` with the session known while it
+    /// runs (so that its handle shows the directory and servers), then records what the answer
+    /// advertised, or puts back what was known before when the agent failed (or answered what
+    /// the client cannot take).
+    async fn reopen<R: SessionAnswer, F: Future<Output = Result<R>>>(
+        &self,
+        id: SessionId,
+        entry: SessionEntry,
+        client_caps: &ClientCapabilities,
+        run: impl FnOnce(SessionClient) -> F,
     ) -> Result<R> {
-        let checked = response.and_then(|response| {
-            let (modes, options) = advertised(&response);
+        let previous = self.state.replace(id.clone(), entry.clone());
+        let checked = run(self.session(&id)).await.and_then(|response| {
+            let (modes, options) = response.advertised();
             offered(options, client_caps)?;
             self.state
                 .replace(id.clone(), entry.advertised(modes.clone(), options.clone()));
@@ -367,11 +357,48 @@ impl<A: Agent> AgentDispatch<A> {
         if checked.is_err() {
             match previous {
                 Some(previous) => drop(self.state.replace(id.clone(), previous)),
-                None => self.state.forget(id),
+                None => self.state.forget(&id),
             }
         }
         checked
     }
+}
+
+/// The modes and config options a session's answer advertises.
+type Advertised<'a> = (
+    &'a Option<SessionModeState>,
+    &'a Option<Vec<SessionConfigOption>>,
+);
+
+/// The answers that reopen a stored session.
+trait SessionAnswer {
+    fn advertised(&self) -> Advertised<'_>;
+}
+
+impl SessionAnswer for LoadSessionResponse {
+    fn advertised(&self) -> Advertised<'_> {
+        (&self.modes, &self.config_options)
+    }
+}
+
+impl SessionAnswer for ResumeSessionResponse {
+    fn advertised(&self) -> Advertised<'_> {
+        (&self.modes, &self.config_options)
+    }
+}
+
+/// The rules every request that sets a session up keeps (absolute directories, advertised
+/// MCP transports), and the registry entry it starts from.
+fn set_up(
+    cwd: &str,
+    additional: Option<&[String]>,
+    servers: &[McpServer],
+    caps: &AgentCapabilities,
+) -> Result<SessionEntry> {
+    let answer = |breach: Breach| breach.answer("agent");
+    rules::absolute_cwd(cwd, additional).map_err(answer)?;
+    rules::mcp_servers(servers, caps).map_err(answer)?;
+    Ok(SessionEntry::new(cwd, additional, servers))
 }
 
 /// The agent's own answer must not offer what the client cannot take: a breach is the

@@ -18,6 +18,18 @@ use crate::host::FsRoots;
 use crate::rules;
 use crate::signal::Signal;
 
+/// The modes and config options an answer advertised.
+type Advertised = (Option<SessionModeState>, Option<Vec<SessionConfigOption>>);
+
+/// What an answer that created a session says.
+pub(super) struct Opened {
+    pub(super) method: &'static str,
+    pub(super) id: SessionId,
+    pub(super) modes: Option<SessionModeState>,
+    pub(super) config_options: Option<Vec<SessionConfigOption>>,
+    pub(super) answer: Box<serde_json::value::RawValue>,
+}
+
 /// The calls that open a [`Session`].
 impl AgentHandle {
     /// Creates a session in `cwd` (absolute) without MCP servers.
@@ -34,23 +46,24 @@ impl AgentHandle {
             request.additional_directories.as_deref(),
             &request.mcp_servers,
         )?;
-        let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
         let (response, answer): (NewSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
-        self.check_offered("session/new", response.config_options.as_deref());
-        let session = self.open_session(
-            response.session_id.clone(),
-            &cwd,
-            dirs.as_deref(),
-            response.modes.clone(),
-            response.config_options.clone(),
-        );
-        *session.shared.answer.lock().unwrap() = Some(answer);
-        Ok(session)
+        let opened = Opened {
+            method: "session/new",
+            id: response.session_id.clone(),
+            modes: response.modes,
+            config_options: response.config_options,
+            answer,
+        };
+        Ok(self.opened(
+            opened,
+            &request.cwd,
+            request.additional_directories.as_deref(),
+        ))
     }
 
     /// Loads a stored session (needs `loadSession`). The replayed history is waiting in
-    /// [`Session::next_update`](super::Session::next_update) when this returns.
+    /// [`Session::next_update`] when this returns.
     pub async fn load_session(
         &self,
         request: LoadSessionRequest,
@@ -60,22 +73,11 @@ impl AgentHandle {
             request.additional_directories.as_deref(),
             &request.mcp_servers,
         )?;
-        let id = request.session_id.clone();
-        // Registered before sending, so that the replay lands in the session.
-        let session = self.open_session(
-            id,
-            &request.cwd,
-            request.additional_directories.as_deref(),
-            None,
-            None,
-        );
-        let (response, answer): (LoadSessionResponse, _) =
-            self.request_keeping_answer(&request).await?;
-        self.check_offered("session/load", response.config_options.as_deref());
-        *session.shared.modes.lock().unwrap() = response.modes.clone();
-        *session.shared.config_options.lock().unwrap() = response.config_options.clone();
-        *session.shared.answer.lock().unwrap() = Some(answer);
-        Ok((session, response))
+        let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
+        self.reopen(&request, &request.session_id, cwd, dirs, |r| {
+            (r.modes.clone(), r.config_options.clone())
+        })
+        .await
     }
 
     /// Resumes a stored session (needs `sessionCapabilities.resume`).
@@ -88,21 +90,50 @@ impl AgentHandle {
             request.additional_directories.as_deref(),
             request.mcp_servers.as_deref().unwrap_or_default(),
         )?;
-        let id = request.session_id.clone();
-        let session = self.open_session(
-            id,
-            &request.cwd,
-            request.additional_directories.as_deref(),
-            None,
-            None,
-        );
-        let (response, answer): (ResumeSessionResponse, _) =
-            self.request_keeping_answer(&request).await?;
-        self.check_offered("session/resume", response.config_options.as_deref());
-        *session.shared.modes.lock().unwrap() = response.modes.clone();
-        *session.shared.config_options.lock().unwrap() = response.config_options.clone();
+        let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
+        self.reopen(&request, &request.session_id, cwd, dirs, |r| {
+            (r.modes.clone(), r.config_options.clone())
+        })
+        .await
+    }
+
+    /// Sends `session/load` or `session/resume` with the session registered first, so that
+    /// the updates sent before the answer (a replay) land in it.
+    async fn reopen<R: Request + ClientToAgent>(
+        &self,
+        request: &R,
+        id: &SessionId,
+        cwd: &str,
+        additional: Option<&[String]>,
+        advertised: impl FnOnce(&R::Response) -> Advertised,
+    ) -> Result<(Session, R::Response)> {
+        let session = self.open_session(id.clone(), cwd, additional, None, None);
+        let (response, answer) = self.request_keeping_answer(request).await?;
+        let (modes, config_options) = advertised(&response);
+        self.check_offered(R::METHOD, config_options.as_deref());
+        *session.shared.modes.lock().unwrap() = modes;
+        *session.shared.config_options.lock().unwrap() = config_options;
         *session.shared.answer.lock().unwrap() = Some(answer);
         Ok((session, response))
+    }
+
+    /// The session an answer of `session/new` or `session/fork` opened.
+    pub(super) fn opened(
+        &self,
+        opened: Opened,
+        cwd: &str,
+        additional: Option<&[String]>,
+    ) -> Session {
+        self.check_offered(opened.method, opened.config_options.as_deref());
+        let session = self.open_session(
+            opened.id,
+            cwd,
+            additional,
+            opened.modes,
+            opened.config_options,
+        );
+        *session.shared.answer.lock().unwrap() = Some(opened.answer);
+        session
     }
 
     /// A session's answer that offers what this client cannot take is still taken (lenient

@@ -9,6 +9,8 @@ use std::path::Path;
 use acp_types::*;
 
 use super::handle::AgentHandle;
+#[cfg(feature = "unstable-session-fork")]
+use super::session::Opened;
 #[cfg(any(
     feature = "unstable-session-fork",
     feature = "unstable-session-archive",
@@ -30,19 +32,20 @@ impl AgentHandle {
             request.additional_directories.as_deref(),
             &servers,
         )?;
-        let (cwd, dirs) = (request.cwd.clone(), request.additional_directories.clone());
         let (response, answer): (ForkSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
-        self.check_offered("session/fork", response.config_options.as_deref());
-        let session = self.open_session(
-            response.session_id.clone(),
-            &cwd,
-            dirs.as_deref(),
-            response.modes.clone(),
-            response.config_options.clone(),
-        );
-        *session.shared.answer.lock().unwrap() = Some(answer);
-        Ok(session)
+        let opened = Opened {
+            method: "session/fork",
+            id: response.session_id,
+            modes: response.modes,
+            config_options: response.config_options,
+            answer,
+        };
+        Ok(self.opened(
+            opened,
+            &request.cwd,
+            request.additional_directories.as_deref(),
+        ))
     }
 }
 
