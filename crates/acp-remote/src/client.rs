@@ -15,7 +15,7 @@ use smol::net::TcpStream;
 
 use crate::frames::{WsReader, WsWriter, split, ws_error};
 use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::server::websocket_config;
+use crate::upgrade::websocket_config;
 
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]

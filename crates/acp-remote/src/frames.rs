@@ -36,7 +36,7 @@ impl Activity {
         })
     }
 
-    fn touch(&self) {
+    pub(crate) fn touch(&self) {
         let now = self.start.elapsed().as_millis() as u64;
         self.last_ms.store(now, Ordering::Relaxed);
     }

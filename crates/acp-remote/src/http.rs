@@ -100,14 +100,42 @@ pub(crate) enum HeadError {
     Closed,
 }
 
-/// Reads one request head, at most `max` bytes; returns it and what followed it.
+/// Reads one request head, at most `max` bytes. `buf` holds what was read before (the rest of
+/// a previous request on a kept-alive connection) and, after, what followed the head.
 pub(crate) async fn read_head<S: AsyncRead + Unpin>(
     stream: &mut S,
+    buf: &mut Vec<u8>,
     max: usize,
-) -> Result<(RequestHead, Vec<u8>), HeadError> {
-    let mut buf = Vec::with_capacity(1024);
+) -> Result<RequestHead, HeadError> {
     let mut chunk = [0u8; 1024];
     loop {
+        if !buf.is_empty() {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut request = httparse::Request::new(&mut headers);
+            match request.parse(buf) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let head = RequestHead {
+                        method: request.method.unwrap_or("").to_owned(),
+                        target: request.path.unwrap_or("").to_owned(),
+                        headers: request
+                            .headers
+                            .iter()
+                            .filter_map(|h| {
+                                let value = std::str::from_utf8(h.value).ok()?;
+                                Some((h.name.to_owned(), value.to_owned()))
+                            })
+                            .collect(),
+                    };
+                    buf.drain(..len);
+                    return Ok(head);
+                }
+                Ok(httparse::Status::Partial) if buf.len() < max => {}
+                Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
+                    return Err(HeadError::TooLarge);
+                }
+                Err(_) => return Err(HeadError::Malformed),
+            }
+        }
         let n = stream
             .read(&mut chunk)
             .await
@@ -116,55 +144,79 @@ pub(crate) async fn read_head<S: AsyncRead + Unpin>(
             return Err(HeadError::Closed);
         }
         buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut request = httparse::Request::new(&mut headers);
-        match request.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                let head = RequestHead {
-                    method: request.method.unwrap_or("").to_owned(),
-                    target: request.path.unwrap_or("").to_owned(),
-                    headers: request
-                        .headers
-                        .iter()
-                        .filter_map(|h| {
-                            let value = std::str::from_utf8(h.value).ok()?;
-                            Some((h.name.to_owned(), value.to_owned()))
-                        })
-                        .collect(),
-                };
-                return Ok((head, buf[len..].to_vec()));
-            }
-            Ok(httparse::Status::Partial) if buf.len() < max => {}
-            Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
-                return Err(HeadError::TooLarge);
-            }
-            Err(_) => return Err(HeadError::Malformed),
-        }
     }
 }
 
-/// Writes a complete answer and flushes it.
+/// Reads a body of `len` bytes: what `buf` holds first, then the stream. Leaves in `buf` what
+/// followed it.
+pub(crate) async fn read_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    len: usize,
+) -> io::Result<Vec<u8>> {
+    if buf.len() >= len {
+        let rest = buf.split_off(len);
+        return Ok(std::mem::replace(buf, rest));
+    }
+    let mut body = std::mem::take(buf);
+    let have = body.len();
+    body.resize(len, 0);
+    stream.read_exact(&mut body[have..]).await?;
+    Ok(body)
+}
+
+/// Writes a complete text answer and flushes it; the connection is closed after it.
 pub(crate) async fn respond<S: AsyncWrite + Unpin>(
     stream: &mut S,
     status: u16,
     headers: &[(&str, &str)],
     body: &str,
 ) -> io::Result<()> {
+    if status == 101 {
+        let mut out = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+        for (name, value) in headers {
+            out.push_str(&format!("{name}: {value}\r\n"));
+        }
+        out.push_str("\r\n");
+        stream.write_all(out.as_bytes()).await?;
+        return stream.flush().await;
+    }
+    let content_type = "text/plain; charset=utf-8";
+    respond_with(
+        stream,
+        status,
+        headers,
+        content_type,
+        body.as_bytes(),
+        false,
+    )
+    .await
+}
+
+/// Writes a complete answer with a body of `content_type` (none when empty) and flushes it.
+pub(crate) async fn respond_with<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    status: u16,
+    headers: &[(&str, &str)],
+    content_type: &str,
+    body: &[u8],
+    keep_alive: bool,
+) -> io::Result<()> {
     let mut out = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
     }
-    if status != 101 {
-        out.push_str(&format!(
-            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
-            body.len()
-        ));
+    if !body.is_empty() {
+        out.push_str(&format!("Content-Type: {content_type}\r\n"));
+    }
+    out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    if !keep_alive {
+        out.push_str("Connection: close\r\n");
     }
     out.push_str("\r\n");
-    if status != 101 {
-        out.push_str(body);
-    }
-    stream.write_all(out.as_bytes()).await?;
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    stream.write_all(&bytes).await?;
     stream.flush().await
 }
 
@@ -173,6 +225,13 @@ fn reason(status: u16) -> &'static str {
         101 => "Switching Protocols",
         200 => "OK",
         202 => "Accepted",
+        406 => "Not Acceptable",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -239,20 +298,27 @@ mod tests {
         smol::block_on(async {
             let mut input: &[u8] =
                 b"GET /acp?x=1 HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n\r\nrest";
-            let (head, rest) = read_head(&mut input, 1024).await.unwrap();
+            let mut buf = Vec::new();
+            let head = read_head(&mut input, &mut buf, 1024).await.unwrap();
             assert_eq!(head.path(), "/acp");
             assert!(head.header_has_token("connection", "upgrade"));
-            assert_eq!(rest, b"rest");
+            assert_eq!(buf, b"rest");
+            let mut more: &[u8] = b"_and_more";
+            assert_eq!(
+                read_body(&mut more, &mut buf, 8).await.unwrap(),
+                b"rest_and"
+            );
+            assert_eq!(read_body(&mut more, &mut buf, 1).await.unwrap(), b"_");
 
             let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(4000));
             let mut input = big.as_bytes();
             assert!(matches!(
-                read_head(&mut input, 1024).await,
+                read_head(&mut input, &mut Vec::new(), 1024).await,
                 Err(HeadError::TooLarge)
             ));
             let mut input: &[u8] = b"\x16\x03\x01 not http\r\n\r\n";
             assert!(matches!(
-                read_head(&mut input, 1024).await,
+                read_head(&mut input, &mut Vec::new(), 1024).await,
                 Err(HeadError::Malformed)
             ));
         });

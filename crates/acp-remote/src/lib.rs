@@ -1,20 +1,26 @@
-//! The Agent Client Protocol over WebSocket: reach an agent that runs elsewhere, or serve one
-//! to many clients.
+//! The Agent Client Protocol over the network: reach an agent that runs elsewhere, or serve
+//! one to many clients, over WebSocket and Streamable HTTP.
 //!
 //! - [`Connector`] opens a `ws://` connection to a remote agent and hands the runtime's
 //!   `client::connect` a reader and a writer ([`Connector::connect_client`] does both).
-//! - [`Server`] accepts many clients at once, each on a connection of its own (a fresh agent
-//!   per client with [`Server::serve_agent`], or any handler with [`Server::serve`]), with the
-//!   security defaults below.
+//! - [`Server`] accepts many clients at once on one endpoint, by WebSocket or Streamable HTTP,
+//!   each on a connection of its own (a fresh agent per client with [`Server::serve_agent`],
+//!   or any handler with [`Server::serve`]), with the security defaults below.
 //! - `acp-bridge` (a binary of this crate) serves any stdio agent over WebSocket, one process
 //!   per client, and connects a stdio-only editor to a remote agent.
 //!
-//! # The transport
+//! # The transports
 //!
-//! As in the protocol's "Streamable HTTP & WebSocket Transport" RFD: the client opens
-//! `GET /acp` with `Upgrade: websocket`; the server answers 101 with an `Acp-Connection-Id`
-//! header; each text frame then carries one JSON-RPC message, either way. Binary frames are
-//! ignored.
+//! As in the protocol's "Streamable HTTP & WebSocket Transport" RFD, on one endpoint, `/acp`:
+//!
+//! - **WebSocket**: the client opens `GET /acp` with `Upgrade: websocket`; the server answers
+//!   101 with an `Acp-Connection-Id` header; each text frame then carries one JSON-RPC
+//!   message, either way. Binary frames are ignored.
+//! - **Streamable HTTP** (server side): `POST /acp` with `initialize` opens a connection and is
+//!   answered in the body (200, `Acp-Connection-Id`); every other message is POSTed with that
+//!   header and answered 202, the agent's messages arriving as Server-Sent Events on `GET`
+//!   streams: one for the connection, one per session (`Acp-Session-Id`). `DELETE` ends the
+//!   connection. HTTP/1.1 only: see docs/remote.md for why, and for every status code.
 //!
 //! # How it plugs into the runtime
 //!
@@ -25,7 +31,9 @@
 //! unchanged, and every limit of the stdio path applies as it does there (docs/limits.md): the
 //! longest line (here also the largest WebSocket message), the in-flight requests, the reply
 //! budget, the session update budgets. The cost is one newline appended per incoming message
-//! and a scan for it per outgoing one, small beside the JSON parse.
+//! and a scan for it per outgoing one, small beside the JSON parse. Streamable HTTP is adapted
+//! the same way ([`ConnectionReader`], [`ConnectionWriter`]): POSTed messages become lines,
+//! and each line the runtime writes is routed to the SSE stream it belongs to.
 //!
 //! # Security defaults
 //!
@@ -75,12 +83,16 @@ mod frames;
 mod http;
 mod options;
 mod server;
+mod streamable;
+mod transport;
+mod upgrade;
 
 pub use client::{ConnectError, Connector, Remote};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
 pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, ServerOptions};
 pub use server::{Connection, ConnectionInfo, Server, ShutdownHandle};
+pub use transport::{ConnectionReader, ConnectionWriter};
 
 /// The WebSocket library this crate is built on, for [`split`] and custom handshakes.
 pub use async_tungstenite;

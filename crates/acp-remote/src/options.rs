@@ -15,9 +15,9 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 /// The limits and the security policy of a [`Server`](crate::Server).
 ///
 /// The defaults suit a server on loopback: path `/acp`, messages up to 64 MiB (the runtime's
-/// longest line), 10 s to complete the handshake, connections closed after 10 minutes without
-/// a frame either way, at most 128 connections, 5 s of grace at shutdown, no browser Origin
-/// allowed and no authentication. A server that listens beyond loopback must be given an
+/// longest line), 10 s to send a request head, connections closed after 10 minutes without a
+/// message either way, at most 128 connections, 16 MiB waiting for a Streamable HTTP client's
+/// streams, 5 s of grace at shutdown, no browser Origin allowed and no authentication. A server that listens beyond loopback must be given an
 /// authentication hook ([`with_bearer_token`](Self::with_bearer_token) or
 /// [`with_authenticator`](Self::with_authenticator)); [`Server::bind`](crate::Server::bind)
 /// refuses to start otherwise.
@@ -42,6 +42,7 @@ pub struct ServerOptions {
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_connections: usize,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) stream_budget: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authenticator: Option<Authenticator>,
 }
@@ -56,6 +57,7 @@ impl Default for ServerOptions {
             idle_timeout: Some(Duration::from_secs(600)),
             max_connections: 128,
             shutdown_grace: Duration::from_secs(5),
+            stream_budget: 16 << 20,
             allowed_origins: Vec::new(),
             authenticator: None,
         }
@@ -71,6 +73,7 @@ impl fmt::Debug for ServerOptions {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_connections", &self.max_connections)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("stream_budget", &self.stream_budget)
             .field("allowed_origins", &self.allowed_origins)
             .field("authenticated", &self.authenticator.is_some())
             .finish()
@@ -107,9 +110,10 @@ impl ServerOptions {
         self
     }
 
-    /// How many connections are served at once (default 128); further clients are answered
-    /// 503 with `Retry-After`. Each connection costs at most its runtime budgets (see
-    /// docs/limits.md) plus one message.
+    /// How many connections are served at once (default 128), WebSocket and Streamable HTTP
+    /// together; further clients are answered 503 with `Retry-After`. Each connection costs at
+    /// most its runtime budgets (see docs/limits.md) plus one message. Sockets are bounded at
+    /// four times this (a Streamable HTTP client holds a few).
     pub fn with_max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections;
         self
@@ -118,6 +122,16 @@ impl ServerOptions {
     /// How long connections have to finish at shutdown before they are dropped (default 5 s).
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// How many bytes of messages a Streamable HTTP connection keeps for its client's SSE
+    /// streams, all streams together (default 16 MiB; one message larger than that still goes
+    /// through alone). Messages wait there until the client opens the stream they belong to;
+    /// when it is full, the agent's output waits, as it does for a WebSocket peer that does
+    /// not read.
+    pub fn with_stream_budget(mut self, bytes: usize) -> Self {
+        self.stream_budget = bytes;
         self
     }
 

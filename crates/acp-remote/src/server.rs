@@ -1,31 +1,35 @@
-//! [`Server`]: ACP over WebSocket for many clients at once, one connection each.
+//! [`Server`]: ACP for many clients at once, over WebSocket and Streamable HTTP, one
+//! connection each.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_runtime::agent::{self, Agent, AgentOptions};
-use async_tungstenite::WebSocketStream;
-use async_tungstenite::tungstenite::handshake::derive_accept_key;
-use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use futures_lite::future;
 use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
-use crate::frames::{Activity, Signal, WsReader, WsWriter, split_with};
-use crate::http::{HeadError, RequestHead, connection_id, read_head, respond};
+use crate::frames::{Activity, Signal};
+use crate::http::{HeadError, RequestHead, read_head, respond};
 use crate::options::ServerOptions;
+use crate::streamable::{self, HttpConn};
+use crate::transport::{ConnectionReader, ConnectionWriter};
+use crate::upgrade;
 
-/// One client's connection, upgraded: what a [`Server::serve`] handler gets.
+/// One client's connection: what a [`Server::serve`] handler gets. Its reader and writer
+/// carry one JSON-RPC message per line, whichever transport the client chose.
 #[derive(Debug)]
 pub struct Connection {
-    /// Each text frame from the client, as one line.
-    pub reader: WsReader<TcpStream>,
-    /// Each line written, as one text frame to the client.
-    pub writer: WsWriter<TcpStream>,
+    /// The client's messages, one line each.
+    pub reader: ConnectionReader,
+    /// Each complete line written goes to the client as one message.
+    pub writer: ConnectionWriter,
     /// Who connected, and how.
     pub info: ConnectionInfo,
 }
@@ -33,12 +37,13 @@ pub struct Connection {
 /// Who connected, and how.
 #[derive(Debug, Clone)]
 pub struct ConnectionInfo {
-    /// The id sent to the client in the `Acp-Connection-Id` header of the 101 answer.
+    /// The connection's id, sent to the client in the `Acp-Connection-Id` header (of the 101
+    /// answer on WebSocket, of the `initialize` answer on Streamable HTTP).
     pub id: String,
     /// The client's address.
     pub peer: SocketAddr,
-    /// The upgrade request's head, for handlers that look at headers (authentication done by
-    /// the server's hook is already passed).
+    /// The head of the request that opened the connection (the upgrade, or the `initialize`
+    /// POST), for handlers that look at headers. The server's checks are already passed.
     pub request: RequestHead,
 }
 
@@ -49,7 +54,7 @@ pub struct ShutdownHandle(Arc<Shared>);
 impl ShutdownHandle {
     /// Begins a graceful shutdown: the server stops accepting, every connection's input ends
     /// (the runtime finishes the requests it is handling, writes their answers and closes the
-    /// WebSocket), and connections still open after the grace period are dropped.
+    /// connection), and connections still open after the grace period are dropped.
     /// [`Server::serve`] returns when all are gone.
     pub fn shutdown(&self) {
         self.0.stop_accepting.set();
@@ -57,18 +62,32 @@ impl ShutdownHandle {
 }
 
 #[derive(Debug, Default)]
-struct Shared {
+pub(crate) struct Shared {
     stop_accepting: Signal,
     /// Readers see the end of input.
-    drain: Arc<Signal>,
+    pub(crate) drain: Arc<Signal>,
     /// Connections still open are dropped.
-    stop: Signal,
+    pub(crate) stop: Signal,
+    /// Tasks alive: TCP connections and Streamable HTTP connections.
     live: AtomicUsize,
     gone: event_listener::Event,
+    /// TCP connections open.
+    sockets: AtomicUsize,
+    /// ACP connections open (WebSockets, Streamable HTTP connections).
+    acp: AtomicUsize,
+    /// The Streamable HTTP connections, by `Acp-Connection-Id`.
+    pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
 }
 
-/// Counts a connection while it lives.
-struct Live(Arc<Shared>);
+/// Counts a task while it lives.
+pub(crate) struct Live(Arc<Shared>);
+
+impl Live {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Live {
+        shared.live.fetch_add(1, Ordering::SeqCst);
+        Live(shared.clone())
+    }
+}
 
 impl Drop for Live {
     fn drop(&mut self) {
@@ -77,10 +96,49 @@ impl Drop for Live {
     }
 }
 
-/// A WebSocket server for ACP: each client that upgrades `GET /acp` gets a connection of its
-/// own, never shared: with [`serve_agent`](Self::serve_agent) a fresh agent from the factory,
-/// with [`serve`](Self::serve) whatever the handler does with it (the bridge starts a
-/// process).
+/// One of the `max_connections` ACP connections, held while it lives.
+pub(crate) struct AcpSlot(Arc<Shared>);
+
+impl AcpSlot {
+    pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Option<AcpSlot> {
+        if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
+            shared.acp.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(AcpSlot(shared.clone()))
+    }
+}
+
+impl Drop for AcpSlot {
+    fn drop(&mut self) {
+        self.0.acp.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A TCP connection, held while it is open.
+struct Socket(Arc<Shared>);
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.0.sockets.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) type Handler =
+    Arc<dyn Fn(Connection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// What every request handler needs.
+pub(crate) struct ServerCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) options: Arc<ServerOptions>,
+    pub(crate) handler: Handler,
+}
+
+/// An ACP server for many clients at once, on one endpoint (`/acp`): WebSocket (`GET` with
+/// `Upgrade: websocket`) and Streamable HTTP (`POST`, SSE `GET`s, `DELETE`). Each client gets
+/// a connection of its own, never shared: with [`serve_agent`](Self::serve_agent) a fresh
+/// agent from the factory, with [`serve`](Self::serve) whatever the handler does with it (the
+/// bridge starts a process).
 ///
 /// Connection tasks run on smol's global executor; `serve` itself is a plain future.
 ///
@@ -142,6 +200,11 @@ impl Server {
         format!("ws://{}{}", self.local_addr, self.options.path)
     }
 
+    /// The `http://` URL of the Streamable HTTP transport (the same endpoint).
+    pub fn http_url(&self) -> String {
+        format!("http://{}{}", self.local_addr, self.options.path)
+    }
+
     /// A handle that stops the server.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle(self.shared.clone())
@@ -168,14 +231,22 @@ impl Server {
         .await
     }
 
-    /// Runs `handler` on each upgraded connection, in a task of its own. Returns after a
+    /// Runs `handler` on each client's connection, in a task of its own. Returns after a
     /// shutdown, once every connection is gone.
     pub async fn serve<H, Fut>(self, handler: H) -> io::Result<()>
     where
         H: Fn(Connection) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let handler = Arc::new(handler);
+        let handler: Handler = Arc::new(move |connection| Box::pin(handler(connection)));
+        let ctx = Arc::new(ServerCtx {
+            shared: self.shared.clone(),
+            options: self.options.clone(),
+            handler,
+        });
+        // A Streamable HTTP client holds a few sockets per connection (its GET streams and
+        // its POSTs); these bound them all.
+        let max_sockets = self.options.max_connections.saturating_mul(4).max(16);
         loop {
             let accepted = future::or(async { Some(self.listener.accept().await) }, async {
                 self.shared.stop_accepting.wait().await;
@@ -193,22 +264,18 @@ impl Server {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let shared = self.shared.clone();
-            let options = self.options.clone();
-            if shared.live.fetch_add(1, Ordering::SeqCst) >= options.max_connections {
-                let live = Live(shared);
-                smol::spawn(async move {
-                    let _live = live;
-                    refuse_busy(stream, &options).await;
-                })
-                .detach();
-                continue;
-            }
-            let live = Live(shared.clone());
-            let handler = handler.clone();
+            let busy = self.shared.sockets.fetch_add(1, Ordering::SeqCst) >= max_sockets;
+            let socket = Socket(self.shared.clone());
+            let live = Live::new(&self.shared);
+            let ctx = ctx.clone();
             smol::spawn(async move {
                 let _live = live;
-                run_connection(stream, peer, &shared, &options, &*handler).await;
+                let _socket = socket;
+                if busy {
+                    refuse_busy(stream, &ctx.options).await;
+                } else {
+                    run_socket(stream, peer, &ctx).await;
+                }
             })
             .detach();
         }
@@ -220,6 +287,10 @@ impl Server {
     /// dropped.
     async fn finish(&self) {
         self.shared.drain.set();
+        let http: Vec<Arc<HttpConn>> = lock_http(&self.shared).values().cloned().collect();
+        for conn in http {
+            conn.end_input();
+        }
         let all_gone = async {
             wait_all_gone(&self.shared).await;
             true
@@ -240,6 +311,12 @@ impl Server {
     }
 }
 
+pub(crate) fn lock_http(
+    shared: &Shared,
+) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpConn>>> {
+    shared.http.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 async fn wait_all_gone(shared: &Shared) {
     loop {
         let listener = shared.gone.listen();
@@ -250,10 +327,10 @@ async fn wait_all_gone(shared: &Shared) {
     }
 }
 
-/// Answers 503 to a client over the connection limit (within the handshake timeout).
+/// Answers 503 to a client over the socket limit (within the handshake timeout).
 async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
     let answer = async {
-        let _ = read_head(&mut stream, options.max_head_size).await;
+        let _ = read_head(&mut stream, &mut Vec::new(), options.max_head_size).await;
         let _ = respond(
             &mut stream,
             503,
@@ -268,116 +345,74 @@ async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
     future::or(answer, timeout).await;
 }
 
-async fn run_connection<H, Fut>(
-    stream: TcpStream,
-    peer: SocketAddr,
-    shared: &Shared,
-    options: &ServerOptions,
-    handler: &H,
-) where
-    H: Fn(Connection) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let activity = Activity::new();
-    let handshake = async { handshake(stream, peer, options, &activity, shared).await };
-    let timeout = async {
-        Timer::after(options.handshake_timeout).await;
-        None
-    };
-    let stopped = async {
-        shared.stop.wait().await;
-        None
-    };
-    let Some(connection) = future::or(handshake, future::or(timeout, stopped)).await else {
-        return;
-    };
-    let work = handler(connection);
-    let idle = async {
-        match options.idle_timeout {
-            Some(limit) => idle_watch(&activity, limit).await,
-            None => future::pending().await,
-        }
-    };
-    future::or(work, future::or(idle, shared.stop.wait())).await;
-}
-
-/// Resolves once no frame went either way for `limit`.
-async fn idle_watch(activity: &Activity, limit: Duration) {
+/// One TCP connection: requests one after the other (kept alive between POSTs and DELETEs)
+/// until one takes the socket over (a WebSocket, an SSE stream) or the client leaves.
+async fn run_socket(mut stream: TcpStream, peer: SocketAddr, ctx: &ServerCtx) {
+    let mut buf = Vec::new();
     loop {
-        let idle = activity.idle_for();
-        if idle >= limit {
+        let read =
+            async { Some(read_head(&mut stream, &mut buf, ctx.options.max_head_size).await) };
+        // A client has the handshake timeout to send each request head.
+        let timeout = async {
+            Timer::after(ctx.options.handshake_timeout).await;
+            None
+        };
+        let stopped = async {
+            ctx.shared.stop.wait().await;
+            None
+        };
+        let head = match future::or(read, future::or(timeout, stopped)).await {
+            None | Some(Err(HeadError::Closed)) => return,
+            Some(Err(HeadError::TooLarge)) => {
+                let _ = respond(&mut stream, 431, &[], "request head too large\n").await;
+                return;
+            }
+            Some(Err(HeadError::Malformed)) => {
+                let _ = respond(&mut stream, 400, &[], "not an HTTP/1.1 request\n").await;
+                return;
+            }
+            Some(Ok(head)) => head,
+        };
+        if let Err((status, headers, body)) = check(&head, &ctx.options) {
+            let _ = respond(&mut stream, status, headers, body).await;
             return;
         }
-        Timer::after(limit - idle).await;
+        match head.method() {
+            "GET" if upgrade::is_upgrade(&head) => {
+                let leftover = std::mem::take(&mut buf);
+                upgrade::serve_websocket(stream, leftover, head, peer, ctx).await;
+                return;
+            }
+            "GET" => {
+                streamable::handle_get(stream, head, ctx).await;
+                return;
+            }
+            "POST" => {
+                let keep = streamable::handle_post(&mut stream, &mut buf, head, peer, ctx).await;
+                if !keep {
+                    return;
+                }
+            }
+            "DELETE" => {
+                if !streamable::handle_delete(&mut stream, &head, ctx).await {
+                    return;
+                }
+            }
+            _ => {
+                let allow = [("Allow", "GET, POST, DELETE")];
+                let _ = respond(&mut stream, 405, &allow, "method not allowed\n").await;
+                return;
+            }
+        }
     }
-}
-
-/// Reads the upgrade request, applies the policy, and answers 101 or the refusal.
-async fn handshake(
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    options: &ServerOptions,
-    activity: &Arc<Activity>,
-    shared: &Shared,
-) -> Option<Connection> {
-    let (head, leftover) = match read_head(&mut stream, options.max_head_size).await {
-        Ok(read) => read,
-        Err(HeadError::TooLarge) => {
-            let _ = respond(&mut stream, 431, &[], "request head too large\n").await;
-            return None;
-        }
-        Err(HeadError::Malformed) => {
-            let _ = respond(&mut stream, 400, &[], "not an HTTP/1.1 request\n").await;
-            return None;
-        }
-        Err(HeadError::Closed) => return None,
-    };
-    let refusal = check(&head, options);
-    let key = match refusal {
-        Err((status, headers, body)) => {
-            let _ = respond(&mut stream, status, headers, body).await;
-            return None;
-        }
-        Ok(key) => key,
-    };
-    let id = connection_id();
-    let accept = derive_accept_key(key.as_bytes());
-    let headers = [
-        ("Upgrade", "websocket"),
-        ("Connection", "Upgrade"),
-        ("Sec-WebSocket-Accept", accept.as_str()),
-        ("Acp-Connection-Id", id.as_str()),
-    ];
-    respond(&mut stream, 101, &headers, "").await.ok()?;
-    let config = websocket_config(options.max_message_size);
-    let ws =
-        WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
-    let (reader, writer) = split_with(ws, Some(activity.clone()), Some(shared.drain.clone()));
-    Some(Connection {
-        reader,
-        writer,
-        info: ConnectionInfo {
-            id,
-            peer,
-            request: head,
-        },
-    })
 }
 
 type Refusal = (u16, &'static [(&'static str, &'static str)], &'static str);
 
-/// The policy, in order: path, method, Origin, authentication, then the WebSocket headers.
-/// Returns the client's key.
-fn check(head: &RequestHead, options: &ServerOptions) -> Result<String, Refusal> {
+/// The policy every request meets, in order: path, Origin, authentication.
+fn check(head: &RequestHead, options: &ServerOptions) -> Result<(), Refusal> {
     if head.path() != options.path {
         return Err((404, &[], "not found\n"));
-    }
-    if head.method() != "GET" {
-        return Err((
-            405,
-            &[("Allow", "GET")],
-            "use GET with Upgrade: websocket\n",
-        ));
     }
     if !options.origin_allowed(head) {
         return Err((403, &[], "origin not allowed\n"));
@@ -389,34 +424,19 @@ fn check(head: &RequestHead, options: &ServerOptions) -> Result<String, Refusal>
             "authentication required\n",
         ));
     }
-    let upgrade = head.header_has_token("upgrade", "websocket")
-        && head.header_has_token("connection", "upgrade");
-    if !upgrade {
-        return Err((
-            426,
-            &[("Upgrade", "websocket"), ("Connection", "Upgrade")],
-            "this endpoint speaks WebSocket\n",
-        ));
-    }
-    if head.header("sec-websocket-version").map(str::trim) != Some("13") {
-        return Err((
-            426,
-            &[("Sec-WebSocket-Version", "13")],
-            "unsupported WebSocket version\n",
-        ));
-    }
-    match head.header("sec-websocket-key").map(str::trim) {
-        Some(key) if !key.is_empty() => Ok(key.to_owned()),
-        _ => Err((400, &[], "missing Sec-WebSocket-Key\n")),
-    }
+    Ok(())
 }
 
-/// The WebSocket limits of one connection: messages and frames up to `max_message_size`, and
-/// small eager buffers, since a server holds many connections that are mostly quiet.
-pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .read_buffer_size(16 * 1024)
-        .write_buffer_size(16 * 1024)
-        .max_message_size(Some(max_message_size))
-        .max_frame_size(Some(max_message_size))
+/// Resolves once nothing went either way for `limit` (never for `None`).
+pub(crate) async fn idle_watch(activity: &Activity, limit: Option<Duration>) {
+    let Some(limit) = limit else {
+        return future::pending().await;
+    };
+    loop {
+        let idle = activity.idle_for();
+        if idle >= limit {
+            return;
+        }
+        Timer::after(limit - idle).await;
+    }
 }

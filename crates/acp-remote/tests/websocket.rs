@@ -140,7 +140,20 @@ fn origins_not_allowed_are_refused() {
         let other_path = raw_http(addr, &upgrade_request("/other", "")).await;
         assert!(other_path.starts_with("HTTP/1.1 404"), "{other_path}");
         let plain = raw_http(addr, "GET /acp HTTP/1.1\r\nHost: x\r\n\r\n").await;
-        assert!(plain.starts_with("HTTP/1.1 426"), "{plain}");
+        // Not an upgrade: a Streamable HTTP stream, which must accept SSE.
+        assert!(plain.starts_with("HTTP/1.1 406"), "{plain}");
+        let put = raw_http(
+            addr,
+            "PUT /acp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        )
+        .await;
+        assert!(put.starts_with("HTTP/1.1 405"), "{put}");
+        let old = raw_http(
+            addr,
+            &upgrade_request("/acp", "").replace("Version: 13", "Version: 8"),
+        )
+        .await;
+        assert!(old.starts_with("HTTP/1.1 426"), "{old}");
         let garbage = raw_http(addr, "\x16\x03\x01\x02\x00\r\n\r\n").await;
         assert!(garbage.starts_with("HTTP/1.1 400"), "{garbage}");
 

@@ -1,0 +1,472 @@
+//! Streamable HTTP, the RFD's other transport: the client `POST`s each message, and reads the
+//! server's messages as Server-Sent Events on long-lived `GET` streams, one for the connection
+//! and one per session.
+//!
+//! One logical connection ([`HttpConn`]) lives from the `initialize` POST to a `DELETE` (or
+//! the idle timeout, or shutdown), across any number of TCP connections. The runtime sees it
+//! as lines, like a WebSocket: [`HttpReader`] yields the POSTed messages, [`HttpWriter`] routes
+//! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
+
+mod handlers;
+mod queue;
+
+pub(crate) use handlers::{handle_delete, handle_get, handle_post};
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, ready};
+
+use event_listener::EventListener;
+use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::frames::{Activity, Signal};
+use queue::{Budget, ByteQueue};
+
+/// Most session streams one connection keeps; messages of further sessions go to the
+/// connection's stream (nothing is lost, they are just not separated).
+const MAX_SESSION_STREAMS: usize = 64;
+
+/// Most ids remembered for routing answers; beyond, answers go to the connection's stream.
+const MAX_ROUTES: usize = 4096;
+
+/// Where a message for the client goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route {
+    /// The answer to `initialize`: the body of the POST that sent it.
+    Initial,
+    Connection,
+    Session(String),
+}
+
+/// One Streamable HTTP connection, shared by its POST, GET and DELETE handlers and by the
+/// runtime's reader and writer.
+#[derive(Debug)]
+pub(crate) struct HttpConn {
+    pub(crate) id: String,
+    /// The `Authorization` header of the `initialize` POST: later requests must carry the same,
+    /// so that a connection id alone reaches nothing.
+    authorization: Option<String>,
+    inbound: ByteQueue,
+    initial: Arc<ByteQueue>,
+    connection_stream: Arc<ByteQueue>,
+    budget: Arc<Budget>,
+    routes: Mutex<Routes>,
+    pub(crate) activity: Arc<Activity>,
+    /// Set by `DELETE`: the connection's task ends.
+    pub(crate) ended: Signal,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    sessions: HashMap<String, Arc<ByteQueue>>,
+    /// Our answers to the client's requests: where each goes, by request id.
+    answers: HashMap<String, Route>,
+    /// The agent's requests to the client: the session their answers must name.
+    client_answers: HashMap<String, Route>,
+}
+
+/// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
+#[derive(Deserialize)]
+pub(crate) struct Peek<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+}
+
+impl Peek<'_> {
+    fn id_key(&self) -> Option<String> {
+        self.id.map(|id| id.get().trim().to_owned())
+    }
+
+    pub(crate) fn is_jsonrpc(&self) -> bool {
+        self.jsonrpc.as_deref() == Some("2.0")
+    }
+
+    pub(crate) fn is_initialize(&self) -> bool {
+        self.method.as_deref() == Some("initialize") && self.id.is_some()
+    }
+}
+
+/// `sessionId` of an object, if it is one and has a string there.
+fn session_of(raw: Option<&RawValue>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Session {
+        #[serde(rename = "sessionId")]
+        session_id: Option<String>,
+    }
+    serde_json::from_str::<Session>(raw?.get()).ok()?.session_id
+}
+
+/// Methods whose POST names a session (with `Acp-Session-Id`, or in `params.sessionId`).
+fn is_session_scoped(method: &str) -> bool {
+    method.starts_with("session/") && !matches!(method, "session/new" | "session/list")
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why a POST is refused: status and text.
+pub(crate) type Refusal = (u16, &'static str);
+
+impl HttpConn {
+    pub(crate) fn new(
+        id: String,
+        authorization: Option<String>,
+        inbound_budget: usize,
+        stream_budget: usize,
+    ) -> Arc<HttpConn> {
+        let budget = Budget::new(stream_budget);
+        Arc::new(HttpConn {
+            id,
+            authorization,
+            inbound: ByteQueue::new(Budget::new(inbound_budget)),
+            initial: Arc::new(ByteQueue::new(Budget::new(usize::MAX))),
+            connection_stream: Arc::new(ByteQueue::new(budget.clone())),
+            budget,
+            routes: Mutex::default(),
+            activity: Activity::new(),
+            ended: Signal::default(),
+        })
+    }
+
+    /// Whether a request carrying `authorization` may use this connection.
+    pub(crate) fn authorizes(&self, authorization: Option<&str>) -> bool {
+        match (&self.authorization, authorization) {
+            (None, _) => true,
+            (Some(ours), Some(theirs)) => {
+                crate::http::constant_time_eq(ours.as_bytes(), theirs.as_bytes())
+            }
+            (Some(_), None) => false,
+        }
+    }
+
+    /// The stream of a session, created on first use (at most [`MAX_SESSION_STREAMS`]).
+    fn session_stream(&self, routes: &mut Routes, session: &str) -> Option<Arc<ByteQueue>> {
+        if let Some(stream) = routes.sessions.get(session) {
+            return Some(stream.clone());
+        }
+        if routes.sessions.len() >= MAX_SESSION_STREAMS {
+            return None;
+        }
+        let stream = Arc::new(ByteQueue::new(self.budget.clone()));
+        routes.sessions.insert(session.to_owned(), stream.clone());
+        Some(stream)
+    }
+
+    /// The stream a GET asks for: the connection's, or a session's (created on demand, since
+    /// the RFD's own resume flow opens it before `session/load`).
+    pub(crate) fn stream(&self, session: Option<&str>) -> Option<Arc<ByteQueue>> {
+        match session {
+            None => Some(self.connection_stream.clone()),
+            Some(session) => self.session_stream(&mut lock(&self.routes), session),
+        }
+    }
+
+    /// Checks a POSTed message against the connection's routes, and remembers where its answer
+    /// goes (the RFD: session-scoped requests name their session; our TS-compatible leniency:
+    /// in `Acp-Session-Id` or in `params.sessionId`, which must agree when both are given).
+    pub(crate) fn accept_incoming(
+        &self,
+        peek: &Peek<'_>,
+        header_session: Option<&str>,
+    ) -> Result<(), Refusal> {
+        let mut routes = lock(&self.routes);
+        let Some(method) = peek.method.as_deref() else {
+            // An answer to one of the agent's requests: it must name the session it was asked
+            // in, when it was asked in one.
+            let Some(key) = peek.id_key() else {
+                return Err((400, "a JSON-RPC message without a method or an id"));
+            };
+            if let Some(Route::Session(session)) = routes.client_answers.get(&key) {
+                match header_session {
+                    None => return Err((400, "missing Acp-Session-Id")),
+                    Some(given) if given != session => {
+                        return Err((400, "mismatched Acp-Session-Id"));
+                    }
+                    Some(_) => {}
+                }
+            }
+            routes.client_answers.remove(&key);
+            return Ok(());
+        };
+        let params_session = session_of(peek.params);
+        if let (Some(header), Some(params)) = (header_session, params_session.as_deref())
+            && header != params
+        {
+            return Err((400, "mismatched Acp-Session-Id"));
+        }
+        let session = header_session.map(str::to_owned).or(params_session);
+        if is_session_scoped(method) && session.is_none() {
+            return Err((400, "missing Acp-Session-Id"));
+        }
+        if let Some(key) = peek.id_key()
+            && routes.answers.len() < MAX_ROUTES
+        {
+            // As the TS SDK: the answer to `session/load` goes to the connection's stream.
+            let route = match session {
+                Some(session) if method != "session/load" => Route::Session(session),
+                _ => Route::Connection,
+            };
+            routes.answers.insert(key, route);
+        }
+        Ok(())
+    }
+
+    /// Remembers that the answer to `initialize` with this id is the POST's body.
+    pub(crate) fn expect_initial(&self, peek: &Peek<'_>) {
+        if let Some(key) = peek.id_key() {
+            lock(&self.routes).answers.insert(key, Route::Initial);
+        }
+    }
+
+    /// Queues a POSTed message for the runtime (waits while its queue is full).
+    pub(crate) async fn push_incoming(&self, message: &[u8]) -> Result<(), ()> {
+        self.activity.touch();
+        let mut line = Vec::with_capacity(message.len() + 1);
+        // One message, one line: raw line breaks (whitespace between tokens) become tabs, as
+        // on a WebSocket.
+        line.extend(message.iter().map(|&b| match b {
+            b'\n' | b'\r' => b'\t',
+            b => b,
+        }));
+        line.push(b'\n');
+        self.inbound.push(line).await.map_err(drop)
+    }
+
+    /// The answer to `initialize`, once the runtime wrote it.
+    pub(crate) async fn initial_answer(&self) -> Option<Vec<u8>> {
+        self.initial.pop().await
+    }
+
+    /// The queue a line from the runtime goes to: an answer where its request said, a request
+    /// or notification naming a session to that session's stream, anything else to the
+    /// connection's stream.
+    fn route_outgoing(&self, line: &[u8]) -> Arc<ByteQueue> {
+        let Ok(peek) = serde_json::from_slice::<Peek<'_>>(line) else {
+            return self.connection_stream.clone();
+        };
+        let mut routes = lock(&self.routes);
+        let route = if peek.method.is_none() {
+            let route = peek
+                .id_key()
+                .and_then(|key| routes.answers.remove(&key))
+                .unwrap_or(Route::Connection);
+            // A `session/new` (or load, resume, fork) answer: its session's stream exists from
+            // now on, so that a GET for it finds what is sent before it opens.
+            if let Some(session) = session_of(peek.result) {
+                let _ = self.session_stream(&mut routes, &session);
+            }
+            route
+        } else {
+            let route = match session_of(peek.params) {
+                Some(session) => Route::Session(session),
+                None => Route::Connection,
+            };
+            if let Some(key) = peek.id_key()
+                && routes.client_answers.len() < MAX_ROUTES
+            {
+                routes.client_answers.insert(key, route.clone());
+            }
+            route
+        };
+        match route {
+            Route::Initial => self.initial.clone(),
+            Route::Connection => self.connection_stream.clone(),
+            Route::Session(session) => self
+                .session_stream(&mut routes, &session)
+                .unwrap_or_else(|| self.connection_stream.clone()),
+        }
+    }
+
+    /// Ends every stream after what it holds: GET streams finish, the POST waiting for the
+    /// `initialize` answer gets none.
+    fn finish_streams(&self) {
+        self.initial.close();
+        self.connection_stream.close();
+        for stream in lock(&self.routes).sessions.values() {
+            stream.close();
+        }
+    }
+
+    /// Ends the input (the runtime sees the end of input and finishes what it handles).
+    pub(crate) fn end_input(&self) {
+        self.inbound.close();
+    }
+
+    /// Drops everything: the connection is gone.
+    pub(crate) fn abort(&self) {
+        self.inbound.abort();
+        self.initial.abort();
+        self.connection_stream.abort();
+        for stream in lock(&self.routes).sessions.values() {
+            stream.abort();
+        }
+        self.ended.set();
+    }
+}
+
+/// The runtime's input on a Streamable HTTP connection: each POSTed message, as one line.
+#[derive(Debug)]
+pub(crate) struct HttpReader {
+    conn: Arc<HttpConn>,
+    line: Vec<u8>,
+    pos: usize,
+    listener: Option<EventListener>,
+}
+
+impl HttpReader {
+    pub(crate) fn new(conn: Arc<HttpConn>) -> Self {
+        HttpReader {
+            conn,
+            line: Vec::new(),
+            pos: 0,
+            listener: None,
+        }
+    }
+}
+
+impl AsyncBufRead for HttpReader {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.pos >= this.line.len() {
+            match ready!(this.conn.inbound.poll_pop(&mut this.listener, cx)) {
+                Some(line) => {
+                    this.line = line;
+                    this.pos = 0;
+                }
+                None => return Poll::Ready(Ok(&[])),
+            }
+        }
+        Poll::Ready(Ok(&this.line[this.pos..]))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.pos = (this.pos + amt).min(this.line.len());
+    }
+}
+
+impl AsyncRead for HttpReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// The runtime's output on a Streamable HTTP connection: each complete line goes to the queue
+/// of the stream it belongs to (see [`HttpConn::route_outgoing`]).
+#[derive(Debug)]
+pub(crate) struct HttpWriter {
+    conn: Arc<HttpConn>,
+    line: Vec<u8>,
+    max_line: usize,
+    /// A routed line waiting for room in its queue.
+    pending: Option<(Arc<ByteQueue>, Option<Vec<u8>>)>,
+    listener: Option<EventListener>,
+}
+
+impl HttpWriter {
+    pub(crate) fn new(conn: Arc<HttpConn>) -> Self {
+        HttpWriter {
+            conn,
+            line: Vec::new(),
+            max_line: usize::MAX,
+            pending: None,
+            listener: None,
+        }
+    }
+
+    pub(crate) fn with_max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+
+    /// Waits until the routed line is queued (or its queue is gone: the stream was dropped,
+    /// and so is the line).
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some((queue, message)) = &mut self.pending {
+            let _ = ready!(queue.poll_push(message, &mut self.listener, cx));
+            self.pending = None;
+            self.conn.activity.touch();
+        }
+        Poll::Ready(())
+    }
+}
+
+impl AsyncWrite for HttpWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx));
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
+            if this.line.len().saturating_add(buf.len()) > this.max_line {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a line longer than {} bytes", this.max_line),
+                )));
+            }
+            this.line.extend_from_slice(buf);
+            return Poll::Ready(Ok(buf.len()));
+        };
+        let mut line = std::mem::take(&mut this.line);
+        line.extend_from_slice(&buf[..newline]);
+        // An SSE `data:` line ends at a line break: a raw CR must not end it early.
+        for b in &mut line {
+            if *b == b'\r' {
+                *b = b'\t';
+            }
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            let queue = this.conn.route_outgoing(&line);
+            this.pending = Some((queue, Some(line)));
+            // Queued now if there is room; otherwise the next write or flush waits for it.
+            let _ = this.poll_pending(cx);
+        }
+        Poll::Ready(Ok(newline + 1))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.get_mut().poll_pending(cx));
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx));
+        this.conn.finish_streams();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for HttpWriter {
+    fn drop(&mut self) {
+        // However the runtime ends, the client's GET streams end after what they hold.
+        self.conn.finish_streams();
+    }
+}

@@ -1,0 +1,240 @@
+//! Message queues bounded in bytes, for the streams of one Streamable HTTP connection.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, ready};
+
+use event_listener::{Event, EventListener};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain counters behind; keep going.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Bytes that several queues share: a connection's SSE streams together hold at most this
+/// much (plus one message).
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: Mutex<usize>,
+    limit: usize,
+    /// Woken when bytes are given back.
+    freed: Event,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Arc<Budget> {
+        Arc::new(Budget {
+            used: Mutex::new(0),
+            limit,
+            freed: Event::new(),
+        })
+    }
+
+    /// Takes `bytes` if they fit, or if nothing is taken at all (one message larger than the
+    /// whole budget still goes through, alone).
+    fn try_take(&self, bytes: usize) -> bool {
+        let mut used = lock(&self.used);
+        if *used == 0 || *used + bytes <= self.limit {
+            *used += bytes;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn give_back(&self, bytes: usize) {
+        let mut used = lock(&self.used);
+        *used = used.saturating_sub(bytes);
+        drop(used);
+        self.freed.notify(usize::MAX);
+    }
+}
+
+/// A queue of messages whose bytes count against a [`Budget`]: a push waits while the budget
+/// is spent, a pop waits while the queue is empty. Closing wakes everyone: pushes fail, pops
+/// drain what is left and then end.
+#[derive(Debug)]
+pub(crate) struct ByteQueue {
+    state: Mutex<State>,
+    budget: Arc<Budget>,
+    /// Woken when a message is pushed or the queue is closed.
+    pushed: Event,
+    /// Whether a reader (an open SSE stream) is attached; one at a time.
+    attached: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    messages: VecDeque<Vec<u8>>,
+    closed: bool,
+}
+
+impl ByteQueue {
+    pub(crate) fn new(budget: Arc<Budget>) -> Self {
+        ByteQueue {
+            state: Mutex::default(),
+            budget,
+            pushed: Event::new(),
+            attached: AtomicBool::new(false),
+        }
+    }
+
+    /// Pushes `message` once there is room; `Err` with it if the queue is closed.
+    pub(crate) async fn push(&self, message: Vec<u8>) -> Result<(), Vec<u8>> {
+        let mut message = Some(message);
+        let mut listener = None;
+        std::future::poll_fn(|cx| self.poll_push(&mut message, &mut listener, cx)).await
+    }
+
+    /// Pushes what `message` holds once there is room, leaving it `None`.
+    pub(crate) fn poll_push(
+        &self,
+        message: &mut Option<Vec<u8>>,
+        listener: &mut Option<EventListener>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), Vec<u8>>> {
+        loop {
+            let Some(m) = message.take() else {
+                return Poll::Ready(Ok(()));
+            };
+            if lock(&self.state).closed {
+                return Poll::Ready(Err(m));
+            }
+            if self.budget.try_take(m.len()) {
+                let mut state = lock(&self.state);
+                if state.closed {
+                    drop(state);
+                    self.budget.give_back(m.len());
+                    return Poll::Ready(Err(m));
+                }
+                state.messages.push_back(m);
+                drop(state);
+                self.pushed.notify(usize::MAX);
+                return Poll::Ready(Ok(()));
+            }
+            *message = Some(m);
+            match listener {
+                None => *listener = Some(self.budget.freed.listen()),
+                Some(l) => {
+                    ready!(Pin::new(l).poll(cx));
+                    *listener = None;
+                }
+            }
+        }
+    }
+
+    /// The next message, or `None` once the queue is closed and empty.
+    pub(crate) async fn pop(&self) -> Option<Vec<u8>> {
+        let mut listener = None;
+        std::future::poll_fn(|cx| self.poll_pop(&mut listener, cx)).await
+    }
+
+    pub(crate) fn poll_pop(
+        &self,
+        listener: &mut Option<EventListener>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Vec<u8>>> {
+        loop {
+            {
+                let mut state = lock(&self.state);
+                if let Some(m) = state.messages.pop_front() {
+                    drop(state);
+                    self.budget.give_back(m.len());
+                    return Poll::Ready(Some(m));
+                }
+                if state.closed {
+                    return Poll::Ready(None);
+                }
+            }
+            match listener {
+                None => *listener = Some(self.pushed.listen()),
+                Some(l) => {
+                    ready!(Pin::new(l).poll(cx));
+                    *listener = None;
+                }
+            }
+        }
+    }
+
+    /// Puts back a message that could not be delivered, first in line.
+    pub(crate) fn unpop(&self, message: Vec<u8>) {
+        let len = message.len();
+        let mut state = lock(&self.state);
+        if state.closed && state.messages.is_empty() {
+            return;
+        }
+        state.messages.push_front(message);
+        drop(state);
+        // Counted again even past the limit: it was in the budget a moment ago.
+        *lock(&self.budget.used) += len;
+        self.pushed.notify(usize::MAX);
+    }
+
+    /// Ends the queue: pushes fail from now on; pops get what is left, then `None`.
+    pub(crate) fn close(&self) {
+        lock(&self.state).closed = true;
+        self.pushed.notify(usize::MAX);
+        self.budget.freed.notify(usize::MAX);
+    }
+
+    /// Ends the queue and drops what it holds.
+    pub(crate) fn abort(&self) {
+        let dropped: usize = {
+            let mut state = lock(&self.state);
+            state.closed = true;
+            state.messages.drain(..).map(|m| m.len()).sum()
+        };
+        self.budget.give_back(dropped);
+        self.pushed.notify(usize::MAX);
+    }
+
+    /// Attaches the one reader; `false` if another is attached.
+    pub(crate) fn attach(&self) -> bool {
+        !self.attached.swap(true, Ordering::SeqCst)
+    }
+
+    pub(crate) fn detach(&self) {
+        self.attached.store(false, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_in_bytes_with_one_oversized_message_alone() {
+        smol::block_on(async {
+            let budget = Budget::new(10);
+            let queue = ByteQueue::new(budget.clone());
+            let other = ByteQueue::new(budget);
+            queue.push(vec![0; 8]).await.unwrap();
+            // 8 + 8 > 10, even in another queue of the same budget: the push waits until
+            // the first message is popped.
+            let second = other.push(vec![1; 8]);
+            let pop = async {
+                smol::Timer::after(std::time::Duration::from_millis(10)).await;
+                queue.pop().await
+            };
+            let (pushed, popped) = futures_lite::future::zip(second, pop).await;
+            pushed.unwrap();
+            assert_eq!(popped.unwrap(), vec![0; 8]);
+            assert_eq!(other.pop().await.unwrap(), vec![1; 8]);
+            // Larger than the whole budget, with nothing else queued: accepted.
+            queue.push(vec![2; 100]).await.unwrap();
+            let m = queue.pop().await.unwrap();
+            queue.unpop(m);
+            queue.close();
+            assert_eq!(queue.pop().await.unwrap().len(), 100);
+            assert_eq!(queue.pop().await, None);
+            assert!(queue.push(vec![3]).await.is_err());
+            assert!(other.attach());
+            assert!(!other.attach());
+            other.detach();
+            assert!(other.attach());
+        });
+    }
+}

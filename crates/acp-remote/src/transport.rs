@@ -1,0 +1,104 @@
+//! [`ConnectionReader`] and [`ConnectionWriter`]: one client's messages as lines, whichever
+//! transport it came by.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use smol::net::TcpStream;
+
+use crate::frames::{WsReader, WsWriter};
+use crate::streamable::{HttpReader, HttpWriter};
+
+/// One client's messages to the server, one line each: from WebSocket text frames, or from
+/// Streamable HTTP `POST`s. The end of input is the client closing (a close frame, `DELETE`),
+/// the idle timeout, or the server's shutdown.
+#[derive(Debug)]
+pub struct ConnectionReader(pub(crate) ReaderInner);
+
+#[derive(Debug)]
+pub(crate) enum ReaderInner {
+    Ws(WsReader<TcpStream>),
+    Http(HttpReader),
+}
+
+/// The server's messages to one client, one line each: sent as WebSocket text frames, or as
+/// Server-Sent Events on the client's `GET` streams. Only complete lines are sent; they go out
+/// on flush.
+#[derive(Debug)]
+pub struct ConnectionWriter(pub(crate) WriterInner);
+
+#[derive(Debug)]
+pub(crate) enum WriterInner {
+    Ws(WsWriter<TcpStream>),
+    Http(HttpWriter),
+}
+
+impl ConnectionWriter {
+    /// Fails a write whose line would grow beyond `bytes` before its newline instead of
+    /// keeping it (default: no limit). The bridge sets it, so that an agent that never writes
+    /// a newline cannot grow the buffer without bound.
+    pub fn with_max_line(self, bytes: usize) -> Self {
+        ConnectionWriter(match self.0 {
+            WriterInner::Ws(w) => WriterInner::Ws(w.with_max_line(bytes)),
+            WriterInner::Http(w) => WriterInner::Http(w.with_max_line(bytes)),
+        })
+    }
+}
+
+impl AsyncRead for ConnectionReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            ReaderInner::Ws(r) => Pin::new(r).poll_read(cx, buf),
+            ReaderInner::Http(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncBufRead for ConnectionReader {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        match &mut self.get_mut().0 {
+            ReaderInner::Ws(r) => Pin::new(r).poll_fill_buf(cx),
+            ReaderInner::Http(r) => Pin::new(r).poll_fill_buf(cx),
+        }
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        match &mut self.get_mut().0 {
+            ReaderInner::Ws(r) => Pin::new(r).consume(amt),
+            ReaderInner::Http(r) => Pin::new(r).consume(amt),
+        }
+    }
+}
+
+impl AsyncWrite for ConnectionWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            WriterInner::Ws(w) => Pin::new(w).poll_write(cx, buf),
+            WriterInner::Http(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            WriterInner::Ws(w) => Pin::new(w).poll_flush(cx),
+            WriterInner::Http(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            WriterInner::Ws(w) => Pin::new(w).poll_close(cx),
+            WriterInner::Http(w) => Pin::new(w).poll_close(cx),
+        }
+    }
+}

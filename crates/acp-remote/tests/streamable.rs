@@ -1,0 +1,276 @@
+//! Streamable HTTP, on the wire: a full prompt turn (file read, permission, file write,
+//! streamed text) and a cancelled one, driven by hand with POSTs and SSE GETs as the RFD's
+//! message flow shows them; every status code of its routing section; isolation between
+//! clients.
+#![cfg(unix)]
+
+mod common;
+
+use std::net::SocketAddr;
+
+use acp_remote::{Server, ServerOptions, ShutdownHandle};
+use acp_runtime::agent::AgentOptions;
+use common::http_client::{Sse, post, send};
+use common::*;
+use serde_json::{Value, json};
+
+fn start(options: ServerOptions) -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+    let addr = server.local_addr();
+    let handle = server.shutdown_handle();
+    let task = smol::spawn(async move {
+        server
+            .serve_agent(
+                |_| agent::TestAgent::default(),
+                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
+            )
+            .await
+            .unwrap();
+    });
+    (addr, handle, task)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true}}}}"#;
+
+/// POSTs `initialize`; returns the connection id.
+async fn initialize(addr: SocketAddr, auth: &[(&str, &str)]) -> String {
+    let answer = post(addr, auth, INITIALIZE).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.json()["id"], 0);
+    assert_eq!(answer.json()["result"]["agentInfo"]["name"], agent::NAME);
+    answer.header("acp-connection-id").unwrap().to_owned()
+}
+
+#[test]
+fn a_full_turn_over_streamable_http() {
+    smol::block_on(async {
+        let (addr, shutdown, server) = start(ServerOptions::default());
+        let project = Project::new("http-turn");
+        let conn = initialize(addr, &[]).await;
+        let c = [("Acp-Connection-Id", conn.as_str())];
+        let mut connection_stream = Sse::open(addr, &c).await;
+        assert_eq!(connection_stream.status, 200);
+
+        let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": project.0, "mcpServers": []}});
+        assert_eq!(post(addr, &c, &new.to_string()).await.status, 202);
+        let answer = within("session/new", connection_stream.next())
+            .await
+            .unwrap();
+        assert_eq!(answer["id"], 1, "{answer}");
+        let session = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+
+        let cs = [
+            ("Acp-Connection-Id", conn.as_str()),
+            ("Acp-Session-Id", session.as_str()),
+        ];
+        let mut session_stream = Sse::open(addr, &cs).await;
+        assert_eq!(session_stream.status, 200);
+        let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "Summarize my notes"}]}});
+        assert_eq!(post(addr, &cs, &prompt.to_string()).await.status, 202);
+
+        let mut text = String::new();
+        let mut asked = Vec::new();
+        let response = loop {
+            let event = within("an event", session_stream.next()).await.unwrap();
+            let answer = |result: Value| {
+                json!({"jsonrpc": "2.0", "id": event["id"], "result": result}).to_string()
+            };
+            match event["method"].as_str() {
+                Some("session/update") => {
+                    let update = &event["params"]["update"];
+                    if update["sessionUpdate"] == "agent_message_chunk" {
+                        text.push_str(update["content"]["text"].as_str().unwrap());
+                    }
+                }
+                Some(method @ "fs/read_text_file") => {
+                    asked.push(method.to_owned());
+                    let path = event["params"]["path"].as_str().unwrap();
+                    let content = std::fs::read_to_string(path).unwrap();
+                    let reply = answer(json!({"content": content}));
+                    // An answer to a request asked in a session must name it.
+                    assert_eq!(post(addr, &c, &reply).await.status, 400);
+                    assert_eq!(post(addr, &cs, &reply).await.status, 202);
+                }
+                Some(method @ "session/request_permission") => {
+                    asked.push(method.to_owned());
+                    let outcome = json!({"outcome": {"outcome": "selected", "optionId": "allow"}});
+                    assert_eq!(post(addr, &cs, &answer(outcome)).await.status, 202);
+                }
+                Some(method @ "fs/write_text_file") => {
+                    asked.push(method.to_owned());
+                    let params = &event["params"];
+                    std::fs::write(
+                        params["path"].as_str().unwrap(),
+                        params["content"].as_str().unwrap(),
+                    )
+                    .unwrap();
+                    assert_eq!(post(addr, &cs, &answer(json!({}))).await.status, 202);
+                }
+                Some(other) => panic!("unexpected request {other}: {event}"),
+                None => break event,
+            }
+        };
+        assert_eq!(response["id"], 2, "{response}");
+        assert_eq!(response["result"]["stopReason"], "end_turn");
+        assert_eq!(text, "Done: 3 lines.");
+        assert_eq!(
+            asked,
+            [
+                "fs/read_text_file",
+                "session/request_permission",
+                "fs/write_text_file"
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.0.join("summary.txt")).unwrap(),
+            "3 lines of notes\n"
+        );
+
+        // A cancelled turn: the session comes from `params.sessionId` alone this time (the
+        // SDKs disagree on whether the header is required; both are accepted).
+        let wait = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});
+        assert_eq!(post(addr, &c, &wait.to_string()).await.status, 202);
+        let first = within("waiting", session_stream.next()).await.unwrap();
+        assert_eq!(first["method"], "session/update", "{first}");
+        let cancel =
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
+        assert_eq!(post(addr, &cs, &cancel.to_string()).await.status, 202);
+        let end = within("the cancelled turn", session_stream.next())
+            .await
+            .unwrap();
+        assert_eq!(end["id"], 3, "{end}");
+        assert_eq!(end["result"]["stopReason"], "cancelled");
+
+        // DELETE ends the connection: its streams end, its id is gone.
+        assert_eq!(send(addr, "DELETE", &c, "").await.status, 202);
+        assert!(
+            within("the stream's end", connection_stream.next())
+                .await
+                .is_none()
+        );
+        assert!(
+            within("the stream's end", session_stream.next())
+                .await
+                .is_none()
+        );
+        assert_eq!(post(addr, &cs, &cancel.to_string()).await.status, 404);
+        assert_eq!(send(addr, "DELETE", &c, "").await.status, 404);
+
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}
+
+#[test]
+fn status_codes_follow_the_rfd() {
+    smol::block_on(async {
+        let (addr, shutdown, server) = start(ServerOptions::default());
+        let conn = initialize(addr, &[]).await;
+        let c = [("Acp-Connection-Id", conn.as_str())];
+        let ping = r#"{"jsonrpc":"2.0","method":"$/ping"}"#;
+
+        let text = send(addr, "POST", &[("Content-Type", "text/plain")], ping).await;
+        assert_eq!(text.status, 415);
+        assert_eq!(post(addr, &c, "{not json").await.status, 400);
+        assert_eq!(post(addr, &c, r#"{"id":1,"method":"x"}"#).await.status, 400);
+        assert_eq!(post(addr, &c, &format!("[{ping}]")).await.status, 501);
+        assert_eq!(post(addr, &[], ping).await.status, 400, "no connection id");
+        let unknown = [("Acp-Connection-Id", "nope")];
+        assert_eq!(post(addr, &unknown, ping).await.status, 404);
+        assert_eq!(
+            post(addr, &c, INITIALIZE).await.status,
+            400,
+            "initialize again"
+        );
+        assert_eq!(post(addr, &c, ping).await.status, 202);
+        let unknown_method = r#"{"jsonrpc":"2.0","id":9,"method":"unknown/x"}"#;
+        assert_eq!(post(addr, &c, unknown_method).await.status, 202);
+
+        // Session-scoped methods name their session, consistently.
+        let prompt = r#"{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"prompt":[]}}"#;
+        assert_eq!(post(addr, &c, prompt).await.status, 400);
+        let named = r#"{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":"a","prompt":[]}}"#;
+        let other = [
+            ("Acp-Connection-Id", conn.as_str()),
+            ("Acp-Session-Id", "b"),
+        ];
+        assert_eq!(post(addr, &other, named).await.status, 400);
+
+        // GET streams: SSE only, known connections only, one reader each.
+        let plain = send(addr, "GET", &c, "").await;
+        assert_eq!(plain.status, 406);
+        assert_eq!(Sse::open(addr, &[]).await.status, 400);
+        assert_eq!(Sse::open(addr, &unknown).await.status, 404);
+        let mut first = Sse::open(addr, &c).await;
+        assert_eq!(first.status, 200);
+        assert_eq!(Sse::open(addr, &c).await.status, 409);
+        // The answer queued for the connection's stream before it opened arrives now.
+        let answer = within("an answer", first.next()).await.unwrap();
+        assert_eq!(answer["id"], 9, "{answer}");
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+
+        assert_eq!(send(addr, "DELETE", &[], "").await.status, 400);
+        assert_eq!(send(addr, "DELETE", &c, "").await.status, 202);
+        assert!(within("the end", first.next()).await.is_none());
+        assert_eq!(send(addr, "PUT", &c, "").await.status, 405);
+
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}
+
+/// Two clients with their own credentials: the one cannot use the other's connection, even
+/// knowing its id (404, as for an id that does not exist).
+#[test]
+fn a_connection_id_is_useless_to_another_client() {
+    smol::block_on(async {
+        let options = ServerOptions::default()
+            .with_authenticator(|head| matches!(head.bearer_token(), Some("alice" | "bob")));
+        let (addr, shutdown, server) = start(options);
+        let alice = [("Authorization", "Bearer alice")];
+        assert_eq!(post(addr, &[], INITIALIZE).await.status, 401);
+        let conn = initialize(addr, &alice).await;
+
+        let as_bob = [
+            ("Authorization", "Bearer bob"),
+            ("Acp-Connection-Id", conn.as_str()),
+        ];
+        let ping = r#"{"jsonrpc":"2.0","method":"$/ping"}"#;
+        assert_eq!(post(addr, &as_bob, ping).await.status, 404);
+        assert_eq!(Sse::open(addr, &as_bob).await.status, 404);
+        assert_eq!(send(addr, "DELETE", &as_bob, "").await.status, 404);
+
+        let as_alice = [
+            ("Authorization", "Bearer alice"),
+            ("Acp-Connection-Id", conn.as_str()),
+        ];
+        assert_eq!(post(addr, &as_alice, ping).await.status, 202);
+        assert_eq!(send(addr, "DELETE", &as_alice, "").await.status, 202);
+
+        // Browsers from other origins are refused on every method.
+        let evil = [
+            ("Origin", "https://evil.example"),
+            ("Authorization", "Bearer alice"),
+        ];
+        assert_eq!(post(addr, &evil, INITIALIZE).await.status, 403);
+
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}
+
+/// Shutdown ends the streams of Streamable HTTP connections too, and `serve` returns.
+#[test]
+fn shutdown_ends_http_connections() {
+    smol::block_on(async {
+        let (addr, shutdown, server) = start(ServerOptions::default());
+        let conn = initialize(addr, &[]).await;
+        let mut stream = Sse::open(addr, &[("Acp-Connection-Id", conn.as_str())]).await;
+        shutdown.shutdown();
+        assert!(within("the stream's end", stream.next()).await.is_none());
+        within("the server", server).await;
+    });
+}
