@@ -221,3 +221,46 @@ fn opencode_forks_a_fresh_session() {
         assert!(listed.iter().any(|s| &s.session_id == session.id()));
     });
 }
+
+/// Every answer and update in the transcripts decodes as its type, with nothing dropped by a
+/// lenient field.
+#[test]
+fn every_recorded_answer_and_update_decodes_whole() {
+    fn check<T: serde::de::DeserializeOwned>(what: &str, value: &Value) {
+        let (decoded, dropped) = collect_dropped(|| T::deserialize(value));
+        decoded.unwrap_or_else(|e| panic!("{what}: {e}: {value}"));
+        assert!(dropped.is_empty(), "{what}: dropped {dropped:?}");
+    }
+    for name in ["claude", "claude-fresh", "opencode"] {
+        let lines = transcript(name);
+        let mut methods = std::collections::HashMap::new();
+        let mut answers = 0;
+        for line in &lines {
+            match line {
+                Line::Sent(v) => {
+                    methods.insert(
+                        v["id"].to_string(),
+                        v["method"].as_str().unwrap().to_owned(),
+                    );
+                }
+                Line::Received(v) if v["method"] == "session/update" => {
+                    check::<SessionNotification>(name, &v["params"]);
+                }
+                Line::Received(v) if v.get("result").is_some() => {
+                    answers += 1;
+                    let result = &v["result"];
+                    match methods[&v["id"].to_string()].as_str() {
+                        "initialize" => check::<InitializeResponse>(name, result),
+                        "session/new" => check::<NewSessionResponse>(name, result),
+                        "session/fork" => check::<ForkSessionResponse>(name, result),
+                        "session/prompt" => check::<PromptResponse>(name, result),
+                        "session/list" => check::<ListSessionsResponse>(name, result),
+                        other => panic!("{name}: an answer to {other}"),
+                    }
+                }
+                Line::Received(v) => assert!(v.get("error").is_some(), "{name}: {v}"),
+            }
+        }
+        assert!(answers >= 2, "{name}: {answers} answers");
+    }
+}
