@@ -218,6 +218,7 @@ impl Client for Ask {
                     shown.push_str(&format!("\n    [terminal {}]", t.terminal_id));
                 }
                 ToolCallContent::Unknown(raw) => shown.push_str(&format!("\n    {raw}")),
+                other => shown.push_str(&format!("\n    {other:?}")),
             }
         }
         if !shown.is_empty() {
@@ -600,6 +601,7 @@ fn print_auth_methods(agent: &AgentHandle) {
                     field("type")
                 )
             }
+            other => format!("  {other:?}"),
         };
         eprintln!("{line}");
     }

@@ -276,7 +276,7 @@ impl Renderer {
                         PlanEntryStatus::Completed => "[x]",
                         PlanEntryStatus::InProgress => "[~]",
                         PlanEntryStatus::Pending => "[ ]",
-                        PlanEntryStatus::Unknown(_) => "[?]",
+                        _ => "[?]",
                     };
                     text.push_str(&format!("\n  {mark} {}", entry.content));
                 }
@@ -395,6 +395,10 @@ impl Renderer {
                 }
                 ToolCallContent::Unknown(raw) => {
                     let text = format!("    [unknown tool call content] {raw}");
+                    self.line(&text);
+                }
+                other => {
+                    let text = format!("    [unknown tool call content] {other:?}");
                     self.line(&text);
                 }
             }

@@ -309,7 +309,7 @@ struct Inner {
 ///
 /// let agent = ScriptedAgent::new().turn([
 ///     Step::thought("Looking at the file first."),
-///     Step::tool_call(ToolCall::new("call_1", "Read notes.txt").kind(ToolKind::Read)),
+///     Step::tool_call(ToolCall::new("call_1", "Read notes.txt").with_kind(ToolKind::Read)),
 ///     Step::read_file("notes.txt"),
 ///     Step::permission("call_1")
 ///         .on_allow([Step::write_file("notes.txt", "three\n")])

@@ -30,7 +30,7 @@ impl Agent for Fixer {
         let terminal = turn.create_terminal("cargo", ["test"]).await?;
         turn.tool_call(
             ToolCall::new("tests", "cargo test")
-                .kind(ToolKind::Execute)
+                .with_kind(ToolKind::Execute)
                 .content(terminal.tool_call_content()),
         )
         .await?;
@@ -40,7 +40,7 @@ impl Agent for Fixer {
             turn.message("The tests pass.").await?;
             return Ok(StopReason::EndTurn.into());
         }
-        turn.tool_call(ToolCall::new("fix", format!("Fix {file}")).kind(ToolKind::Edit))
+        turn.tool_call(ToolCall::new("fix", format!("Fix {file}")).with_kind(ToolKind::Edit))
             .await?;
         let options = vec![PermissionOption::new(
             "yes",
@@ -54,8 +54,10 @@ impl Agent for Fixer {
             let old = turn.read_text_file(&file, None, None).await?;
             turn.write_text_file(&file, old.replace("- 1", "+ 1"))
                 .await?;
-            turn.tool_call_update(ToolCallUpdate::new("fix").status(ToolCallStatus::Completed))
-                .await?;
+            turn.tool_call_update(
+                ToolCallUpdate::new("fix").with_status(ToolCallStatus::Completed),
+            )
+            .await?;
         }
         Ok(StopReason::EndTurn.into())
     }
@@ -123,7 +125,7 @@ fn a_client_against_the_scripted_agent() {
                     PlanEntryPriority::High,
                     PlanEntryStatus::InProgress,
                 )]),
-                Step::tool_call(ToolCall::new("edit", "Edit a.txt").kind(ToolKind::Edit)),
+                Step::tool_call(ToolCall::new("edit", "Edit a.txt").with_kind(ToolKind::Edit)),
                 Step::permission("edit")
                     .on_allow([Step::write_file("a.txt", "edited")])
                     .on_reject([Step::message("Not editing.")])

@@ -86,32 +86,24 @@ impl SessionUpdate {
     }
 }
 
+// The plain setters (`with_kind`, `with_status`, `with_raw_input`, ...) are generated; these
+// add one item to a list instead of replacing it.
 impl ToolCall {
-    /// Sets the kind.
+    /// Adds a piece of content.
     ///
     /// ```
-    /// use acp_types::{SessionUpdate, ToolCall, ToolCallStatus, ToolKind};
+    /// use acp_types::{ContentBlock, SessionUpdate, ToolCall, ToolCallStatus, ToolKind};
     /// let call = ToolCall::new("call_1", "Reading main.rs")
-    ///     .kind(ToolKind::Read)
-    ///     .status(ToolCallStatus::InProgress);
+    ///     .with_kind(ToolKind::Read)
+    ///     .with_status(ToolCallStatus::InProgress)
+    ///     .location("/src/main.rs")
+    ///     .content(ContentBlock::text("fn main() {}"));
     /// let update = SessionUpdate::from(call);
     /// assert_eq!(
     ///     serde_json::to_string(&update).unwrap(),
-    ///     r#"{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"Reading main.rs","kind":"read","status":"in_progress"}"#
+    ///     r#"{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"Reading main.rs","kind":"read","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"fn main() {}"}}],"locations":[{"path":"/src/main.rs"}]}"#
     /// );
     /// ```
-    pub fn kind(mut self, kind: ToolKind) -> Self {
-        self.kind = Some(kind);
-        self
-    }
-
-    /// Sets the status.
-    pub fn status(mut self, status: ToolCallStatus) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// Adds a piece of content.
     pub fn content(mut self, content: impl Into<ToolCallContent>) -> Self {
         self.content
             .get_or_insert_with(Vec::new)
@@ -126,48 +118,79 @@ impl ToolCall {
             .push(ToolCallLocation::new(path));
         self
     }
-
-    /// Sets the raw input.
-    pub fn raw_input(mut self, input: serde_json::Value) -> Self {
-        self.raw_input = Some(input);
-        self
-    }
 }
 
 impl ToolCallUpdate {
-    /// Sets the status.
+    /// Adds a piece of content (replacing what the client shows once sent).
     ///
     /// ```
-    /// use acp_types::{SessionUpdate, ToolCallStatus, ToolCallUpdate};
-    /// let update = SessionUpdate::from(ToolCallUpdate::new("call_1").status(ToolCallStatus::Completed));
+    /// use acp_types::{ContentBlock, SessionUpdate, ToolCallStatus, ToolCallUpdate};
+    /// let update = ToolCallUpdate::new("call_1")
+    ///     .with_status(ToolCallStatus::Completed)
+    ///     .content(ContentBlock::text("done"));
     /// assert_eq!(
-    ///     serde_json::to_string(&update).unwrap(),
-    ///     r#"{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed"}"#
+    ///     serde_json::to_string(&SessionUpdate::from(update)).unwrap(),
+    ///     r#"{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"done"}}]}"#
     /// );
     /// ```
-    pub fn status(mut self, status: ToolCallStatus) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// Adds a piece of content (replacing what the client shows once sent).
     pub fn content(mut self, content: impl Into<ToolCallContent>) -> Self {
         self.content
             .get_or_insert_with(Vec::new)
             .push(content.into());
         self
     }
+}
 
-    /// Sets the title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
+// A config value is a value id (a string) or a boolean; these let
+// `SetSessionConfigOptionRequest::new(session, option, value)` take either directly.
+
+/// A value id.
+///
+/// ```
+/// use acp_types::SetSessionConfigOptionRequest;
+/// let request = SetSessionConfigOptionRequest::new("s1", "model", "fast");
+/// assert_eq!(
+///     serde_json::to_string(&request).unwrap(),
+///     r#"{"sessionId":"s1","configId":"model","value":"fast"}"#
+/// );
+/// let request = SetSessionConfigOptionRequest::new("s1", "web_search", true);
+/// assert_eq!(
+///     serde_json::to_string(&request).unwrap(),
+///     r#"{"sessionId":"s1","configId":"web_search","type":"boolean","value":true}"#
+/// );
+/// ```
+impl From<&str> for SetSessionConfigOptionRequestKind {
+    fn from(value: &str) -> Self {
+        SetSessionConfigOptionRequestKind::ValueId(SetSessionConfigOptionRequestKindValueId::new(
+            value,
+        ))
     }
+}
 
-    /// Sets the raw output.
-    pub fn raw_output(mut self, output: serde_json::Value) -> Self {
-        self.raw_output = Some(output);
-        self
+/// A value id.
+impl From<String> for SetSessionConfigOptionRequestKind {
+    fn from(value: String) -> Self {
+        SetSessionConfigOptionRequestKind::ValueId(SetSessionConfigOptionRequestKindValueId::new(
+            value,
+        ))
+    }
+}
+
+/// A value id.
+impl From<SessionConfigValueId> for SetSessionConfigOptionRequestKind {
+    fn from(value: SessionConfigValueId) -> Self {
+        SetSessionConfigOptionRequestKind::ValueId(SetSessionConfigOptionRequestKindValueId::new(
+            value,
+        ))
+    }
+}
+
+/// A boolean option's value.
+impl From<bool> for SetSessionConfigOptionRequestKind {
+    fn from(value: bool) -> Self {
+        SetSessionConfigOptionRequestKind::Boolean(SetSessionConfigOptionRequestKindBoolean::new(
+            value,
+        ))
     }
 }
 

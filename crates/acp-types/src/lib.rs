@@ -36,6 +36,51 @@
 //! );
 //! ```
 //!
+//! # Building and matching values
+//!
+//! Every generated struct and enum is `#[non_exhaustive]`, so that a field or variant a newer
+//! schema adds (or the `unstable` feature, which another crate in the same build may turn on)
+//! breaks no code. Two rules follow:
+//!
+//! - **construct** with `new(required fields…)` and a `with_<field>(value)` setter per optional
+//!   field (struct literals and `..Default::default()` do not compile outside this crate);
+//! - **match** enums with a wildcard arm (`_ =>`); variant data stays matchable as usual, and
+//!   struct fields stay public to read and assign.
+//!
+//! ```
+//! use acp_types::{
+//!     SessionUpdate, SetSessionConfigOptionRequest, ToolCall, ToolCallStatus, ToolKind,
+//! };
+//!
+//! let call = ToolCall::new("call_1", "Reading main.rs")
+//!     .with_kind(ToolKind::Read)
+//!     .with_status(ToolCallStatus::InProgress)
+//!     .with_raw_input(serde_json::json!({ "path": "main.rs" }));
+//!
+//! let status = match &call.status {
+//!     Some(ToolCallStatus::Completed) => "done",
+//!     Some(ToolCallStatus::Failed) => "failed",
+//!     Some(_) => "running",
+//!     None => "unknown",
+//! };
+//! assert_eq!(status, "running");
+//! assert!(matches!(SessionUpdate::from(call), SessionUpdate::ToolCall(_)));
+//!
+//! // A config value is a value id or a boolean.
+//! let request = SetSessionConfigOptionRequest::new("s1", "model", "fast");
+//! assert_eq!(
+//!     serde_json::to_string(&request).unwrap(),
+//!     r#"{"sessionId":"s1","configId":"model","value":"fast"}"#
+//! );
+//! ```
+//!
+//! # Names
+//!
+//! The JSON-RPC envelope types the schema defines (`Error`, `ErrorCode`, `RequestId`) live in
+//! [`rpc`], so that `use acp_types::*` next to `acp_jsonrpc` or `acp_runtime` brings in no name
+//! twice. The schema's `Terminal` content (a terminal embedded in a tool call by its id) is
+//! [`EmbeddedTerminal`].
+//!
 //! # Methods
 //!
 //! Each params type implements [`Method`] and either [`Request`] (with its response type) or

@@ -3,6 +3,8 @@
 //! The strategies are generated with the types (`tests/generated/*_strategies.rs`), so a
 //! schema update brings its own coverage.
 
+// The generated types, named bare by `for_each_type!` (the envelope types live in `rpc`).
+use acp_types::{rpc::*, *};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -26,9 +28,9 @@ fn every_generated_type_round_trips_through_json() {
                 failure_persistence: None,
                 ..Config::default()
             });
-            let result = runner.run(&strategies::$arb(), |value: acp_types::$ty| {
+            let result = runner.run(&strategies::$arb(), |value: $ty| {
                 let json = serde_json::to_string(&value).expect("every value encodes");
-                let back: acp_types::$ty = serde_json::from_str(&json)
+                let back: $ty = serde_json::from_str(&json)
                     .map_err(|e| TestCaseError::fail(format!("{json} does not decode: {e}")))?;
                 prop_assert_eq!(&back, &value, "through {}", json);
                 Ok(())

@@ -5,7 +5,9 @@
 //! their schema default (`false`, `[]`, `{}`) appear in the output. Examples that the spec got
 //! wrong are marked in their `notes` and must fail to decode (or drop the bad part).
 
+// The generated types, named bare by `for_each_type!` (the envelope types live in `rpc`).
 use acp_types::de::collect_dropped;
+use acp_types::{rpc::*, *};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -31,8 +33,7 @@ fn codecs() -> HashMap<&'static str, Codec> {
     macro_rules! register {
         ($ty:ident, $arb:ident) => {
             map.insert(stringify!($ty), |json| {
-                let value: acp_types::$ty =
-                    serde_json::from_str(json).map_err(|e| e.to_string())?;
+                let value: $ty = serde_json::from_str(json).map_err(|e| e.to_string())?;
                 serde_json::to_value(&value).map_err(|e| e.to_string())
             });
         };

@@ -1,6 +1,8 @@
 //! Pins the wire form of one representative value of every generated type, so that a change to
 //! the generator or the schema shows up as a reviewable snapshot diff.
 
+// The generated types, named bare by `for_each_type!` (the envelope types live in `rpc`).
+use acp_types::{rpc::*, *};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use std::fmt::Write;
@@ -23,7 +25,7 @@ fn wire_form_of_every_type() {
         ($ty:ident, $arb:ident) => {
             let value = strategies::$arb().new_tree(&mut runner).unwrap().current();
             let json = serde_json::to_string(&value).unwrap();
-            let back: acp_types::$ty = serde_json::from_str(&json).unwrap();
+            let back: $ty = serde_json::from_str(&json).unwrap();
             assert_eq!(back, value);
             writeln!(out, "{}: {json}", stringify!($ty)).unwrap();
         };

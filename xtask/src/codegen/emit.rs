@@ -2,9 +2,12 @@
 //! rustfmt afterwards; serde attributes carry the wire format, hand-written helpers in
 //! `acp_types::support` carry the lenient decoding rules and tagged-union decoding.
 
+use super::model::names::in_rpc_module;
 use super::model::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+
+mod structs;
 
 pub fn emit(model: &Model, source: &str) -> String {
     let known: BTreeSet<&str> = model.items.iter().map(|i| i.name.as_str()).collect();
@@ -23,8 +26,13 @@ pub fn emit(model: &Model, source: &str) -> String {
          use crate::support::{de, Meta, Patch};\n\
          use serde::{Deserialize, Serialize};\n\n",
     );
-    for item in &model.items {
+    let (rpc, root): (Vec<&Item>, Vec<&Item>) =
+        model.items.iter().partition(|i| in_rpc_module(&i.name));
+    for item in root {
         e.item(item);
+    }
+    if !rpc.is_empty() {
+        e.rpc_module(&rpc);
     }
     e.methods(model);
     e.out
@@ -48,6 +56,35 @@ impl Emitter<'_> {
         }
     }
 
+    /// The JSON-RPC envelope types, in a module of their own: the crate root is glob-imported
+    /// next to `acp_jsonrpc`, which has its own `Error`, `ErrorCode` and `RequestId`. The private
+    /// `use` lets the other generated types name them unqualified without re-exporting them.
+    fn rpc_module(&mut self, items: &[&Item]) {
+        let names: Vec<&str> = items.iter().map(|i| i.name.as_str()).collect();
+        writeln!(
+            self.out,
+            "use rpc::{{{}}};
+
+             /// The JSON-RPC 2.0 envelope types the schema defines: the error object, its codes and
+             /// request ids. Kept out of the crate root so that `use acp_types::*` does not clash
+             /// with `acp_jsonrpc`'s types of the same names.
+             pub mod rpc {{
+use super::*;
+",
+            names.join(", ")
+        )
+        .unwrap();
+        for item in items {
+            self.item(item);
+        }
+        writeln!(
+            self.out,
+            "}}
+"
+        )
+        .unwrap();
+    }
+
     fn item(&mut self, item: &Item) {
         self.doc(item.doc.as_deref(), "");
         match &item.kind {
@@ -59,103 +96,6 @@ impl Emitter<'_> {
             ItemKind::Untagged(v) => self.untagged(&item.name, v),
         }
         self.out.push('\n');
-    }
-
-    fn strukt(&mut self, name: &str, s: &Struct) {
-        let defaultable = s.flattened.is_none()
-            && s.fields
-                .iter()
-                .all(|f| !matches!(f.presence, Presence::Required | Presence::RequiredNullable));
-        let derives = if defaultable {
-            "Clone, Debug, Default, PartialEq, Serialize, Deserialize"
-        } else {
-            "Clone, Debug, PartialEq, Serialize, Deserialize"
-        };
-        writeln!(self.out, "#[derive({derives})]\npub struct {name} {{").unwrap();
-        for f in &s.fields {
-            self.doc(f.doc.as_deref(), "    ");
-            let mut attrs: Vec<String> = Vec::new();
-            let bare = f.rust_name.as_str();
-            if bare != f.json_name {
-                attrs.push(format!("rename = \"{}\"", f.json_name));
-            }
-            let base = rust_ty(&f.ty);
-            let ty = match f.presence {
-                Presence::Required | Presence::Defaulted => base.clone(),
-                Presence::RequiredNullable | Presence::Optional => format!("Option<{base}>"),
-                Presence::Patch => format!("Patch<{base}>"),
-            };
-            match f.presence {
-                Presence::Optional => {
-                    attrs.push("default".into());
-                    attrs.push("skip_serializing_if = \"Option::is_none\"".into());
-                }
-                Presence::Patch => {
-                    attrs.push("default".into());
-                    attrs.push("skip_serializing_if = \"Patch::is_unchanged\"".into());
-                }
-                Presence::Defaulted => attrs.push("default".into()),
-                Presence::Required | Presence::RequiredNullable => {}
-            }
-            let is_array = matches!(f.ty, Ty::Array(_));
-            let with = if f.skip_invalid_items && is_array {
-                Some(match f.presence {
-                    Presence::Optional | Presence::RequiredNullable => "de::lenient_items_opt",
-                    Presence::Patch => "de::lenient_items_patch",
-                    Presence::Required | Presence::Defaulted => "de::lenient_items",
-                })
-            } else if f.lenient {
-                Some("de::lenient")
-            } else if f.null_as_default {
-                Some("de::null_as_default")
-            } else {
-                None
-            };
-            if let Some(with) = with {
-                attrs.push(format!("deserialize_with = \"{with}\""));
-            }
-            if !attrs.is_empty() {
-                writeln!(self.out, "    #[serde({})]", attrs.join(", ")).unwrap();
-            }
-            writeln!(self.out, "    pub {}: {ty},", ident(bare)).unwrap();
-        }
-        if let Some(union) = &s.flattened {
-            writeln!(self.out, "    /// The variant part of this object.\n    #[serde(flatten)]\n    pub kind: {union},").unwrap();
-        }
-        writeln!(self.out, "}}").unwrap();
-        self.constructor(name, s);
-    }
-
-    /// `new` takes the required fields (and the variant part); the others start empty.
-    fn constructor(&mut self, name: &str, s: &Struct) {
-        let mut params = Vec::new();
-        let mut inits = Vec::new();
-        for f in &s.fields {
-            let field = ident(&f.rust_name);
-            match f.presence {
-                Presence::Required => {
-                    params.push(format!("{field}: impl Into<{}>", rust_ty(&f.ty)));
-                    inits.push(format!("{field}: {field}.into()"));
-                }
-                Presence::RequiredNullable | Presence::Optional => {
-                    inits.push(format!("{field}: None"))
-                }
-                Presence::Patch => inits.push(format!("{field}: Patch::Unchanged")),
-                Presence::Defaulted => inits.push(format!("{field}: Default::default()")),
-            }
-        }
-        if let Some(union) = &s.flattened {
-            params.push(format!("kind: impl Into<{union}>"));
-            inits.push("kind: kind.into()".to_owned());
-        }
-        writeln!(
-            self.out,
-            "\nimpl {name} {{\n    /// A value with the given required fields; optional fields are absent.\n    \
-             pub fn new({}) -> Self {{\n        Self {{ {} }}\n    }}\n}}",
-            params.join(", "),
-            inits.join(", ")
-        )
-        .unwrap();
     }
 
     fn newtype(&mut self, name: &str, ty: &Ty) {
@@ -207,7 +147,7 @@ impl Emitter<'_> {
         let (catch_all, catch_all_doc) = catch_all(&e.open);
         writeln!(
             self.out,
-            "#[derive(Clone, Debug, PartialEq, Eq, Hash)]\npub enum {name} {{"
+            "#[derive(Clone, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum {name} {{"
         )
         .unwrap();
         for v in &e.variants {
@@ -253,7 +193,7 @@ impl Emitter<'_> {
         let (catch_all, catch_all_doc) = catch_all(&e.open);
         writeln!(
             self.out,
-            "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum {name} {{"
+            "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum {name} {{"
         )
         .unwrap();
         for v in &e.variants {
@@ -299,7 +239,7 @@ impl Emitter<'_> {
     }
 
     fn tagged(&mut self, name: &str, t: &Tagged) {
-        writeln!(self.out, "#[derive(Clone, Debug, PartialEq, Serialize)]\n#[serde(tag = {:?})]\npub enum {name} {{", t.tag).unwrap();
+        writeln!(self.out, "#[derive(Clone, Debug, PartialEq, Serialize)]\n#[serde(tag = {:?})]\n#[non_exhaustive]\npub enum {name} {{", t.tag).unwrap();
         for v in &t.variants {
             self.doc(v.doc.as_deref(), "    ");
             writeln!(self.out, "    #[serde(rename = {:?})]", v.value).unwrap();
@@ -387,7 +327,7 @@ impl Emitter<'_> {
     }
 
     fn untagged(&mut self, name: &str, variants: &[UntaggedVariant]) {
-        writeln!(self.out, "#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]\n#[serde(untagged)]\npub enum {name} {{").unwrap();
+        writeln!(self.out, "#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]\n#[serde(untagged)]\n#[non_exhaustive]\npub enum {name} {{").unwrap();
         for v in variants {
             self.doc(v.doc.as_deref(), "    ");
             match &v.ty {

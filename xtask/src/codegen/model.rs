@@ -6,6 +6,7 @@
 use super::json::Json;
 use std::collections::BTreeSet;
 
+pub mod names;
 mod union;
 
 #[derive(Debug, Default)]
@@ -156,7 +157,7 @@ pub fn lower(schema: &Json) -> Result<Model> {
         names: BTreeSet::new(),
     };
     for (name, _) in defs {
-        lowerer.names.insert(name.clone());
+        lowerer.names.insert(names::rust_name(name));
     }
     for (name, def) in defs {
         if def.get("x-docs-ignore").and_then(Json::as_bool) == Some(true) {
@@ -164,7 +165,7 @@ pub fn lower(schema: &Json) -> Result<Model> {
             // and the method tables below come from `x-method`.
             continue;
         }
-        lowerer.lower_def(name, def, &format!("#/$defs/{name}"))?;
+        lowerer.lower_def(&names::rust_name(name), def, &format!("#/$defs/{name}"))?;
     }
     lowerer.collect_methods()?;
     Ok(lowerer.model)
@@ -409,7 +410,7 @@ impl Lowerer<'_> {
         if !self.defs.iter().any(|(k, _)| k == name) {
             return Err(format!("{path}: $ref to missing definition `{name}`"));
         }
-        Ok(name.to_owned())
+        Ok(names::rust_name(name))
     }
 
     /// Whether `value` (a schema `default`) equals what `Default::default()` gives for `ty`, so
@@ -422,7 +423,8 @@ impl Lowerer<'_> {
             (Ty::Array(_), Json::Array(items)) => items.is_empty(),
             (Ty::Map(_) | Ty::Object, Json::Object(members)) => members.is_empty(),
             (Ty::Ref(name), Json::Object(members)) => {
-                let Some((_, def)) = self.defs.iter().find(|(k, _)| k == name) else {
+                let Some((_, def)) = self.defs.iter().find(|(k, _)| names::rust_name(k) == *name)
+                else {
                     return false;
                 };
                 if def.get("oneOf").is_some() || def.get("anyOf").is_some() {
@@ -513,8 +515,8 @@ impl Lowerer<'_> {
                 method: method.to_owned(),
                 kind,
                 handled_by: side.to_owned(),
-                params: name.clone(),
-                response,
+                params: names::rust_name(name),
+                response: response.as_deref().map(names::rust_name),
                 doc: description(def),
             });
         }

@@ -3,6 +3,7 @@
 //! unchanged: catch-all variants get values no known variant claims, floats are exact in
 //! decimal, and `Any` is never `null` (an optional `null` decodes as absent).
 
+use super::model::names;
 use super::model::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -19,6 +20,9 @@ pub fn emit(model: &Model, source: &str) -> Result<String, String> {
          use acp_types::*;\nuse proptest::prelude::*;\nuse super::support::*;\n"
     )
     .unwrap();
+    if model.items.iter().any(|i| names::in_rpc_module(&i.name)) {
+        writeln!(out, "use acp_types::rpc::*;\n").unwrap();
+    }
     for item in &model.items {
         let name = &item.name;
         let body = match &item.kind {
@@ -105,7 +109,9 @@ fn one_of(arms: &[String]) -> String {
 }
 
 fn strukt(name: &str, s: &Struct) -> String {
-    let mut parts: Vec<(String, String)> = s
+    // `(field, strategy, required)`: the structs are `#[non_exhaustive]`, so a value is built
+    // with `new` over the required fields and the others assigned after.
+    let mut parts: Vec<(String, String, bool)> = s
         .fields
         .iter()
         .map(|f| {
@@ -117,17 +123,22 @@ fn strukt(name: &str, s: &Struct) -> String {
                 }
                 Presence::Patch => format!("patch({base})"),
             };
-            (crate::codegen::emit::field_ident(&f.rust_name), strategy)
+            let required = f.presence == Presence::Required;
+            (
+                crate::codegen::emit::field_ident(&f.rust_name),
+                strategy,
+                required,
+            )
         })
         .collect();
     if let Some(union) = &s.flattened {
-        parts.push(("kind".to_owned(), format!("arb_{union}()")));
+        parts.push(("kind".to_owned(), format!("arb_{union}()"), true));
     }
     if parts.is_empty() {
-        return format!("Just({name} {{}}).boxed()");
+        return format!("Just({name}::new()).boxed()");
     }
     // proptest tuples stop at 12 elements: nest chunks of 8.
-    let chunks: Vec<&[(String, String)]> = parts.chunks(8).collect();
+    let chunks: Vec<&[(String, String, bool)]> = parts.chunks(8).collect();
     let strategies: Vec<String> = chunks
         .iter()
         .map(|chunk| {
@@ -135,7 +146,7 @@ fn strukt(name: &str, s: &Struct) -> String {
                 "({},)",
                 chunk
                     .iter()
-                    .map(|(_, s)| s.as_str())
+                    .map(|(_, s, _)| s.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -148,18 +159,34 @@ fn strukt(name: &str, s: &Struct) -> String {
                 "({},)",
                 chunk
                     .iter()
-                    .map(|(n, _)| n.as_str())
+                    .map(|(n, _, _)| n.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             )
         })
         .collect();
-    let fields: Vec<&str> = parts.iter().map(|(n, _)| n.as_str()).collect();
+    let required: Vec<&str> = parts
+        .iter()
+        .filter(|(_, _, required)| *required)
+        .map(|(n, _, _)| n.as_str())
+        .collect();
+    let assigned: String = parts
+        .iter()
+        .filter(|(_, _, required)| !*required)
+        .map(|(n, _, _)| format!(" value.{n} = {n};"))
+        .collect();
+    let build = if assigned.is_empty() {
+        format!("{name}::new({})", required.join(", "))
+    } else {
+        format!(
+            "{{ let mut value = {name}::new({});{assigned} value }}",
+            required.join(", ")
+        )
+    };
     format!(
-        "({},).prop_map(|({},)| {name} {{ {} }}).boxed()",
+        "({},).prop_map(|({},)| {build}).boxed()",
         strategies.join(", "),
         patterns.join(", "),
-        fields.join(", ")
     )
 }
 

@@ -118,11 +118,9 @@ impl Agent for ReferenceAgent {
             ));
         };
         session.replay(stored.history).await?;
-        Ok(LoadSessionResponse {
-            modes: Some(modes()),
-            config_options: Some(config_options()),
-            ..LoadSessionResponse::default()
-        })
+        Ok(LoadSessionResponse::new()
+            .with_modes(modes())
+            .with_config_options(config_options()))
     }
 
     async fn resume_session(
@@ -186,7 +184,7 @@ impl Agent for ReferenceAgent {
             let path = format!("{workdir}/notes.txt");
             turn.tool_call(
                 ToolCall::new("read_notes", "Read notes.txt")
-                    .kind(ToolKind::Read)
+                    .with_kind(ToolKind::Read)
                     .location(&path),
             )
             .await?;
@@ -197,15 +195,15 @@ impl Agent for ReferenceAgent {
                 ToolCallStatus::Failed
             };
             notes = read.unwrap_or_default();
-            turn.tool_call_update(ToolCallUpdate::new("read_notes").status(status))
+            turn.tool_call_update(ToolCallUpdate::new("read_notes").with_status(status))
                 .await?;
         }
         if caps.terminal && !cancelled() {
             let terminal = turn.create_terminal("ls", ["-1"]).await?;
             turn.tool_call(
                 ToolCall::new("list", "ls -1")
-                    .kind(ToolKind::Execute)
-                    .status(ToolCallStatus::InProgress)
+                    .with_kind(ToolKind::Execute)
+                    .with_status(ToolCallStatus::InProgress)
                     .content(terminal.tool_call_content()),
             )
             .await?;
@@ -216,15 +214,15 @@ impl Agent for ReferenceAgent {
             } else {
                 ToolCallStatus::Failed
             };
-            turn.tool_call_update(ToolCallUpdate::new("list").status(status))
+            turn.tool_call_update(ToolCallUpdate::new("list").with_status(status))
                 .await?;
         }
         if caps.fs.write_text_file && !cancelled() {
             let path = format!("{workdir}/summary.txt");
             turn.tool_call(
                 ToolCall::new("write_summary", "Write summary.txt")
-                    .kind(ToolKind::Edit)
-                    .status(ToolCallStatus::Pending)
+                    .with_kind(ToolKind::Edit)
+                    .with_status(ToolCallStatus::Pending)
                     .location(&path),
             )
             .await?;
@@ -247,7 +245,7 @@ impl Agent for ReferenceAgent {
             } else {
                 ToolCallStatus::Failed
             };
-            turn.tool_call_update(ToolCallUpdate::new("write_summary").status(status))
+            turn.tool_call_update(ToolCallUpdate::new("write_summary").with_status(status))
                 .await?;
         }
         if cancelled() {

@@ -72,7 +72,7 @@ impl Agent for DemoAgent {
         let notes = if client_caps.fs.read_text_file {
             turn.tool_call(
                 ToolCall::new("read_notes", "Read notes.txt")
-                    .kind(ToolKind::Read)
+                    .with_kind(ToolKind::Read)
                     .location(&notes_path),
             )
             .await?;
@@ -82,7 +82,7 @@ impl Agent for DemoAgent {
             } else {
                 ToolCallStatus::Failed
             };
-            turn.tool_call_update(ToolCallUpdate::new("read_notes").status(status))
+            turn.tool_call_update(ToolCallUpdate::new("read_notes").with_status(status))
                 .await?;
             notes.unwrap_or_default()
         } else {
@@ -95,8 +95,8 @@ impl Agent for DemoAgent {
             let terminal = turn.create_terminal("ls", ["-1"]).await?;
             turn.tool_call(
                 ToolCall::new("list_dir", "ls -1")
-                    .kind(ToolKind::Execute)
-                    .status(ToolCallStatus::InProgress)
+                    .with_kind(ToolKind::Execute)
+                    .with_status(ToolCallStatus::InProgress)
                     .content(terminal.tool_call_content()),
             )
             .await?;
@@ -104,8 +104,8 @@ impl Agent for DemoAgent {
             terminal.release().await?;
             turn.tool_call_update(
                 ToolCallUpdate::new("list_dir")
-                    .status(ToolCallStatus::Completed)
-                    .raw_output(serde_json::json!({ "exitStatus": result.exit_status })),
+                    .with_status(ToolCallStatus::Completed)
+                    .with_raw_output(serde_json::json!({ "exitStatus": result.exit_status })),
             )
             .await?;
         }
@@ -131,8 +131,8 @@ impl Agent for DemoAgent {
 
             let title = "Write summary.txt";
             let call = ToolCall::new("write_summary", title)
-                .kind(ToolKind::Edit)
-                .status(ToolCallStatus::Pending)
+                .with_kind(ToolKind::Edit)
+                .with_status(ToolCallStatus::Pending)
                 .location(&summary_path);
             turn.tool_call(call).await?;
             let options = vec![
@@ -141,7 +141,7 @@ impl Agent for DemoAgent {
             ];
             // The request carries what a client shows the user: the title, and the change.
             let mut asked_for = ToolCallUpdate::new("write_summary")
-                .title(title)
+                .with_title(title)
                 .content(diff.clone());
             asked_for.kind = Some(ToolKind::Edit);
             asked_for.locations = Some(vec![ToolCallLocation::new(&summary_path)]);
@@ -155,13 +155,13 @@ impl Agent for DemoAgent {
                 wrote = true;
                 turn.tool_call_update(
                     ToolCallUpdate::new("write_summary")
-                        .status(ToolCallStatus::Completed)
+                        .with_status(ToolCallStatus::Completed)
                         .content(diff),
                 )
                 .await?;
             } else {
                 turn.tool_call_update(
-                    ToolCallUpdate::new("write_summary").status(ToolCallStatus::Failed),
+                    ToolCallUpdate::new("write_summary").with_status(ToolCallStatus::Failed),
                 )
                 .await?;
             }

@@ -122,8 +122,8 @@ pub fn session_new_and_load_scenario() -> Scenario {
                     SessionUpdate::user_message_chunk("Rename notes.txt to todo.txt"),
                     SessionUpdate::ToolCall(
                         ToolCall::new("call_1", "Rename notes.txt")
-                            .kind(ToolKind::Move)
-                            .status(ToolCallStatus::Completed)
+                            .with_kind(ToolKind::Move)
+                            .with_status(ToolCallStatus::Completed)
                             .location(path(dir, "todo.txt")),
                     ),
                     SessionUpdate::agent_message_chunk("Done: notes.txt is now todo.txt."),
@@ -240,31 +240,33 @@ pub fn tool_call_permission_scenario() -> Scenario {
                 .turn([
                     Step::tool_call(
                         ToolCall::new("call_1", "Write summary.txt")
-                            .kind(ToolKind::Edit)
-                            .status(ToolCallStatus::Pending)
+                            .with_kind(ToolKind::Edit)
+                            .with_status(ToolCallStatus::Pending)
                             .location(path(dir, "summary.txt")),
                     ),
                     Step::permission("call_1")
                         .on_allow([
                             Step::tool_call_update(
-                                ToolCallUpdate::new("call_1").status(ToolCallStatus::InProgress),
+                                ToolCallUpdate::new("call_1")
+                                    .with_status(ToolCallStatus::InProgress),
                             ),
                             Step::write_file("summary.txt", "Two notes.\n"),
                             Step::tool_call_update(
-                                ToolCallUpdate::new("call_1").status(ToolCallStatus::Completed),
+                                ToolCallUpdate::new("call_1")
+                                    .with_status(ToolCallStatus::Completed),
                             ),
                             Step::message("I wrote summary.txt."),
                         ])
                         .on_reject([Step::tool_call_update(
-                            ToolCallUpdate::new("call_1").status(ToolCallStatus::Failed),
+                            ToolCallUpdate::new("call_1").with_status(ToolCallStatus::Failed),
                         )])
                         .into(),
                 ])
                 .turn([
                     Step::tool_call(
                         ToolCall::new("call_2", "Delete notes.txt")
-                            .kind(ToolKind::Delete)
-                            .status(ToolCallStatus::Pending)
+                            .with_kind(ToolKind::Delete)
+                            .with_status(ToolCallStatus::Pending)
                             .location(path(dir, "notes.txt")),
                     ),
                     Step::permission("call_2")
@@ -286,11 +288,11 @@ pub fn tool_call_permission_scenario() -> Scenario {
                             ),
                         ])
                         .on_allow([Step::tool_call_update(
-                            ToolCallUpdate::new("call_2").status(ToolCallStatus::Completed),
+                            ToolCallUpdate::new("call_2").with_status(ToolCallStatus::Completed),
                         )])
                         .on_reject([
                             Step::tool_call_update(
-                                ToolCallUpdate::new("call_2").status(ToolCallStatus::Failed),
+                                ToolCallUpdate::new("call_2").with_status(ToolCallStatus::Failed),
                             ),
                             Step::message("Understood, notes.txt stays."),
                         ])
@@ -334,15 +336,15 @@ pub fn diff_scenario() -> Scenario {
             ScriptedAgent::new().turn([
                 Step::tool_call(
                     ToolCall::new("call_1", "Edit src/main.rs")
-                        .kind(ToolKind::Edit)
-                        .status(ToolCallStatus::InProgress)
+                        .with_kind(ToolKind::Edit)
+                        .with_status(ToolCallStatus::InProgress)
                         .location(&file),
                 ),
                 Step::read_file("src/main.rs"),
                 Step::write_file("src/main.rs", NEW_MAIN),
                 Step::tool_call_update(
                     ToolCallUpdate::new("call_1")
-                        .status(ToolCallStatus::Completed)
+                        .with_status(ToolCallStatus::Completed)
                         .content(diff),
                 ),
                 Step::message("The greeting now says hello to ACP."),
@@ -372,14 +374,14 @@ pub fn terminal_scenario() -> Scenario {
                     .output_byte_limit(65536)
                     .in_tool_call(
                         ToolCall::new("call_1", "Run the tests")
-                            .kind(ToolKind::Execute)
-                            .status(ToolCallStatus::InProgress),
+                            .with_kind(ToolKind::Execute)
+                            .with_status(ToolCallStatus::InProgress),
                     )
                     .into(),
                 Step::tool_call_update(
                     ToolCallUpdate::new("call_1")
-                        .status(ToolCallStatus::Completed)
-                        .raw_output(json!({ "exitCode": 0 })),
+                        .with_status(ToolCallStatus::Completed)
+                        .with_raw_output(json!({ "exitCode": 0 })),
                 ),
                 Step::message("All 3 tests pass."),
             ])
@@ -411,13 +413,13 @@ pub fn cancel_pending_permission_scenario() -> Scenario {
             ScriptedAgent::new().turn([
                 Step::tool_call(
                     ToolCall::new("call_1", "Delete the build directory")
-                        .kind(ToolKind::Delete)
-                        .status(ToolCallStatus::Pending)
+                        .with_kind(ToolKind::Delete)
+                        .with_status(ToolCallStatus::Pending)
                         .location(path(dir, "build")),
                 ),
                 Step::permission("call_1")
                     .on_allow([Step::tool_call_update(
-                        ToolCallUpdate::new("call_1").status(ToolCallStatus::Completed),
+                        ToolCallUpdate::new("call_1").with_status(ToolCallStatus::Completed),
                     )])
                     .into(),
             ])
@@ -480,8 +482,8 @@ pub fn session_modes_scenario() -> Scenario {
                 Step::message("Plan: extract the parser, then test it."),
                 Step::tool_call(
                     ToolCall::new("call_1", "Ready for Code mode")
-                        .kind(ToolKind::SwitchMode)
-                        .status(ToolCallStatus::Pending),
+                        .with_kind(ToolKind::SwitchMode)
+                        .with_status(ToolCallStatus::Pending),
                 ),
                 Step::permission("call_1")
                     .on_allow([
@@ -489,7 +491,7 @@ pub fn session_modes_scenario() -> Scenario {
                             "code",
                         ))),
                         Step::tool_call_update(
-                            ToolCallUpdate::new("call_1").status(ToolCallStatus::Completed),
+                            ToolCallUpdate::new("call_1").with_status(ToolCallStatus::Completed),
                         ),
                     ])
                     .into(),
@@ -567,13 +569,7 @@ pub fn config_options_scenario() -> Scenario {
             Box::pin(async move {
                 initialize(&ctx).await;
                 let session = new_session(&ctx).await;
-                let state = session
-                    .set_config_option(
-                        "model",
-                        SetSessionConfigOptionRequestKindValueId::new("model-2"),
-                    )
-                    .await
-                    .unwrap();
+                let state = session.set_config_option("model", "model-2").await.unwrap();
                 assert_eq!(state, config_options("ask", "model-2"));
                 prompt(&session, "Make the change").await;
                 assert_eq!(
@@ -625,8 +621,8 @@ pub fn slash_commands_scenario() -> Scenario {
                 .turn([
                     Step::tool_call(
                         ToolCall::new("call_1", "Searching the web")
-                            .kind(ToolKind::Fetch)
-                            .status(ToolCallStatus::Completed),
+                            .with_kind(ToolKind::Fetch)
+                            .with_status(ToolCallStatus::Completed),
                     ),
                     Step::message("The Agent Client Protocol connects editors and agents."),
                 ])

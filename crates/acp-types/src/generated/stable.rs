@@ -15,40 +15,11 @@
 use crate::support::{Meta, Patch, de};
 use serde::{Deserialize, Serialize};
 
-/// JSON RPC Request Id
-///
-/// An identifier established by the Client that MUST contain a String, Number, or NULL value if included. If it is not included it is assumed to be a notification. The value SHOULD normally not be Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
-///
-/// The Server MUST reply with the same value in the Response object if included. This member is used to correlate the context between the two objects.
-///
-/// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
-///
-/// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RequestId {
-    /// The JSON-RPC `null` request id.
-    Null,
-    /// A numeric JSON-RPC request id.
-    Number(i64),
-    /// A string JSON-RPC request id.
-    Str(String),
-}
-impl From<i64> for RequestId {
-    fn from(value: i64) -> Self {
-        Self::Number(value)
-    }
-}
-impl From<String> for RequestId {
-    fn from(value: String) -> Self {
-        Self::Str(value)
-    }
-}
-
 /// Request to write content to a text file.
 ///
 /// Only available if the client supports the `fs.writeTextFile` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WriteTextFileRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -84,6 +55,12 @@ impl WriteTextFileRequest {
             content: content.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -137,6 +114,7 @@ impl std::borrow::Borrow<str> for SessionId {
 ///
 /// Only available if the client supports the `fs.readTextFile` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadTextFileRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -174,6 +152,24 @@ impl ReadTextFileRequest {
             meta: None,
         }
     }
+
+    /// Sets `line`.
+    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
+        self.line = Some(value.into());
+        self
+    }
+
+    /// Sets `limit`.
+    pub fn with_limit(mut self, value: impl Into<u32>) -> Self {
+        self.limit = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request for user permission to execute a tool call.
@@ -182,6 +178,7 @@ impl ReadTextFileRequest {
 ///
 /// See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestPermissionRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -219,6 +216,12 @@ impl RequestPermissionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An update to an existing tool call.
@@ -228,6 +231,7 @@ impl RequestPermissionRequest {
 ///
 /// See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/tool-calls#updating)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCallUpdate {
     /// The ID of the tool call being updated.
     #[serde(rename = "toolCallId")]
@@ -323,6 +327,60 @@ impl ToolCallUpdate {
             meta: None,
         }
     }
+
+    /// Sets `kind`.
+    pub fn with_kind(mut self, value: impl Into<ToolKind>) -> Self {
+        self.kind = Some(value.into());
+        self
+    }
+
+    /// Sets `status`.
+    pub fn with_status(mut self, value: impl Into<ToolCallStatus>) -> Self {
+        self.status = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `name`.
+    pub fn with_name(mut self, value: impl Into<String>) -> Self {
+        self.name = Some(value.into());
+        self
+    }
+
+    /// Sets `content`.
+    pub fn with_content(mut self, value: impl Into<Vec<ToolCallContent>>) -> Self {
+        self.content = Some(value.into());
+        self
+    }
+
+    /// Sets `locations`.
+    pub fn with_locations(mut self, value: impl Into<Vec<ToolCallLocation>>) -> Self {
+        self.locations = Some(value.into());
+        self
+    }
+
+    /// Sets `rawInput`.
+    pub fn with_raw_input(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_input = Some(value.into());
+        self
+    }
+
+    /// Sets `rawOutput`.
+    pub fn with_raw_output(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_output = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Unique identifier for a tool call within a session.
@@ -373,6 +431,7 @@ impl std::borrow::Borrow<str> for ToolCallId {
 ///
 /// See protocol docs: [Creating](https://agentclientprotocol.com/protocol/v1/tool-calls#creating)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ToolKind {
     /// Reading files or data.
     Read,
@@ -456,6 +515,7 @@ impl<'de> Deserialize<'de> for ToolKind {
 ///
 /// See protocol docs: [Status](https://agentclientprotocol.com/protocol/v1/tool-calls#status)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ToolCallStatus {
     /// The tool call hasn't started running yet because the input is either
     /// streaming or we're awaiting approval.
@@ -518,6 +578,7 @@ impl<'de> Deserialize<'de> for ToolCallStatus {
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ToolCallContent {
     /// Standard content block (text, images, resources).
     #[serde(rename = "content")]
@@ -531,7 +592,7 @@ pub enum ToolCallContent {
     ///
     /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
     #[serde(rename = "terminal")]
-    Terminal(Terminal),
+    Terminal(EmbeddedTerminal),
     /// A `type` this version of the schema does not know: the whole object, kept as received so that it encodes back unchanged.
     #[serde(untagged)]
     Unknown(serde_json::Value),
@@ -566,8 +627,8 @@ impl From<Diff> for ToolCallContent {
         Self::Diff(value)
     }
 }
-impl From<Terminal> for ToolCallContent {
-    fn from(value: Terminal) -> Self {
+impl From<EmbeddedTerminal> for ToolCallContent {
+    fn from(value: EmbeddedTerminal) -> Self {
         Self::Terminal(value)
     }
 }
@@ -585,6 +646,7 @@ impl From<Terminal> for ToolCallContent {
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/content)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Text content. May be plain text or formatted with Markdown.
     ///
@@ -668,6 +730,7 @@ impl From<EmbeddedResource> for ContentBlock {
 
 /// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Annotations {
     /// Intended recipients for this content, such as the user or assistant.
     #[serde(
@@ -715,10 +778,35 @@ impl Annotations {
             meta: None,
         }
     }
+
+    /// Sets `audience`.
+    pub fn with_audience(mut self, value: impl Into<Vec<Role>>) -> Self {
+        self.audience = Some(value.into());
+        self
+    }
+
+    /// Sets `lastModified`.
+    pub fn with_last_modified(mut self, value: impl Into<String>) -> Self {
+        self.last_modified = Some(value.into());
+        self
+    }
+
+    /// Sets `priority`.
+    pub fn with_priority(mut self, value: impl Into<f64>) -> Self {
+        self.priority = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The sender or recipient of messages and data in a conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Role {
     /// The assistant side of a conversation.
     Assistant,
@@ -766,6 +854,7 @@ impl<'de> Deserialize<'de> for Role {
 
 /// Text provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextContent {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -799,10 +888,23 @@ impl TextContent {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An image provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ImageContent {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -848,10 +950,29 @@ impl ImageContent {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `uri`.
+    pub fn with_uri(mut self, value: impl Into<String>) -> Self {
+        self.uri = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Audio provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AudioContent {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -889,10 +1010,23 @@ impl AudioContent {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A resource that the server is capable of reading, included in a prompt or tool call result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -962,11 +1096,48 @@ impl ResourceLink {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `mimeType`.
+    pub fn with_mime_type(mut self, value: impl Into<String>) -> Self {
+        self.mime_type = Some(value.into());
+        self
+    }
+
+    /// Sets `size`.
+    pub fn with_size(mut self, value: impl Into<i64>) -> Self {
+        self.size = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Resource content that can be embedded in a message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum EmbeddedResourceResource {
     /// Text resource contents embedded directly in the message.
     TextResourceContents(TextResourceContents),
@@ -986,6 +1157,7 @@ impl From<BlobResourceContents> for EmbeddedResourceResource {
 
 /// Text-based resource contents.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// MIME type describing the encoded media payload.
     #[serde(
@@ -1023,10 +1195,23 @@ impl TextResourceContents {
             meta: None,
         }
     }
+
+    /// Sets `mimeType`.
+    pub fn with_mime_type(mut self, value: impl Into<String>) -> Self {
+        self.mime_type = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Binary resource contents.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// Base64-encoded bytes for a binary resource payload.
     pub blob: String,
@@ -1064,10 +1249,23 @@ impl BlobResourceContents {
             meta: None,
         }
     }
+
+    /// Sets `mimeType`.
+    pub fn with_mime_type(mut self, value: impl Into<String>) -> Self {
+        self.mime_type = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The contents of a resource, embedded into a prompt or tool call result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -1101,10 +1299,23 @@ impl EmbeddedResource {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Standard content block (text, images, resources).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Content {
     /// The actual content block.
     pub content: ContentBlock,
@@ -1130,6 +1341,12 @@ impl Content {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A diff representing file modifications.
@@ -1138,6 +1355,7 @@ impl Content {
 ///
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Diff {
     /// The absolute file path being modified.
     pub path: String,
@@ -1175,6 +1393,18 @@ impl Diff {
             new_text: new_text.into(),
             meta: None,
         }
+    }
+
+    /// Sets `oldText`.
+    pub fn with_old_text(mut self, value: impl Into<String>) -> Self {
+        self.old_text = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -1225,7 +1455,8 @@ impl std::borrow::Borrow<str> for TerminalId {
 ///
 /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Terminal {
+#[non_exhaustive]
+pub struct EmbeddedTerminal {
     /// Identifier of the terminal instance to embed in the content stream.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
@@ -1243,13 +1474,19 @@ pub struct Terminal {
     pub meta: Option<Meta>,
 }
 
-impl Terminal {
+impl EmbeddedTerminal {
     /// A value with the given required fields; optional fields are absent.
     pub fn new(terminal_id: impl Into<TerminalId>) -> Self {
         Self {
             terminal_id: terminal_id.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -1260,6 +1497,7 @@ impl Terminal {
 ///
 /// See protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v1/tool-calls#following-the-agent)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCallLocation {
     /// The absolute file path being accessed or modified.
     pub path: String,
@@ -1293,10 +1531,23 @@ impl ToolCallLocation {
             meta: None,
         }
     }
+
+    /// Sets `line`.
+    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
+        self.line = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An option presented to the user when requesting permission.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PermissionOption {
     /// Unique identifier for this permission option.
     #[serde(rename = "optionId")]
@@ -1332,6 +1583,12 @@ impl PermissionOption {
             kind: kind.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -1380,6 +1637,7 @@ impl std::borrow::Borrow<str> for PermissionOptionId {
 ///
 /// Helps clients choose appropriate icons and UI treatment.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PermissionOptionKind {
     /// Allow this operation only this time.
     AllowOnce,
@@ -1435,6 +1693,7 @@ impl<'de> Deserialize<'de> for PermissionOptionKind {
 
 /// Request to create a new terminal and execute a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateTerminalRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1499,10 +1758,41 @@ impl CreateTerminalRequest {
             meta: None,
         }
     }
+
+    /// Sets `args`.
+    pub fn with_args(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.args = Some(value.into());
+        self
+    }
+
+    /// Sets `env`.
+    pub fn with_env(mut self, value: impl Into<Vec<EnvVariable>>) -> Self {
+        self.env = Some(value.into());
+        self
+    }
+
+    /// Sets `cwd`.
+    pub fn with_cwd(mut self, value: impl Into<String>) -> Self {
+        self.cwd = Some(value.into());
+        self
+    }
+
+    /// Sets `outputByteLimit`.
+    pub fn with_output_byte_limit(mut self, value: impl Into<u64>) -> Self {
+        self.output_byte_limit = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An environment variable to set when launching an MCP server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EnvVariable {
     /// The name of the environment variable.
     pub name: String,
@@ -1531,10 +1821,17 @@ impl EnvVariable {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to get the current output and status of a terminal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TerminalOutputRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1565,10 +1862,17 @@ impl TerminalOutputRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to release a terminal and free its resources.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReleaseTerminalRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1599,10 +1903,17 @@ impl ReleaseTerminalRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to wait for a terminal command to exit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WaitForTerminalExitRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1633,10 +1944,17 @@ impl WaitForTerminalExitRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to kill a terminal without releasing it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KillTerminalRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1667,11 +1985,18 @@ impl KillTerminalRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`CreateElicitationRequest`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "mode")]
+#[non_exhaustive]
 pub enum CreateElicitationRequestKind {
     /// Form-based elicitation where the client renders a form from the provided schema.
     #[serde(rename = "form")]
@@ -1729,6 +2054,7 @@ impl From<ElicitationUrlMode> for CreateElicitationRequestKind {
 /// either via a form or by directing them to a URL.
 /// Elicitations are tied to a session (optionally a tool call) or a request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateElicitationRequest {
     /// A human-readable message describing what input is needed.
     pub message: String,
@@ -1760,6 +2086,12 @@ impl CreateElicitationRequest {
             kind: kind.into(),
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session-scoped elicitation, optionally tied to a specific tool call.
@@ -1768,6 +2100,7 @@ impl CreateElicitationRequest {
 /// This is useful when an agent receives an elicitation from an MCP server
 /// during a tool call and needs to redirect it to the user.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationSessionScope {
     /// The session this elicitation is tied to.
     #[serde(rename = "sessionId")]
@@ -1793,11 +2126,18 @@ impl ElicitationSessionScope {
             tool_call_id: None,
         }
     }
+
+    /// Sets `toolCallId`.
+    pub fn with_tool_call_id(mut self, value: impl Into<ToolCallId>) -> Self {
+        self.tool_call_id = Some(value.into());
+        self
+    }
 }
 
 /// Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
 /// (e.g., during auth/configuration phases before any session is started).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationRequestScope {
     /// The request this elicitation is tied to.
     #[serde(rename = "requestId")]
@@ -1818,6 +2158,7 @@ impl ElicitationRequestScope {
 /// This represents a JSON Schema object with primitive-typed properties,
 /// as required by the elicitation specification.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationSchema {
     /// Type discriminator. Always `"object"`.
     #[serde(
@@ -1880,10 +2221,50 @@ impl ElicitationSchema {
             meta: None,
         }
     }
+
+    /// Sets `type`.
+    pub fn with_type(mut self, value: impl Into<ElicitationSchemaType>) -> Self {
+        self.r#type = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `properties` (empty or zero until set).
+    pub fn with_properties(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, ElicitationPropertySchema>>,
+    ) -> Self {
+        self.properties = value.into();
+        self
+    }
+
+    /// Sets `required`.
+    pub fn with_required(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.required = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Type discriminator for elicitation schemas.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ElicitationSchemaType {
     /// Object schema type.
     Object,
@@ -1932,6 +2313,7 @@ impl<'de> Deserialize<'de> for ElicitationSchemaType {
 /// Multi-select enums use `type: "array"`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ElicitationPropertySchema {
     /// String property (or single-select enum when `enum`/`oneOf` is set).
     #[serde(rename = "string")]
@@ -2012,6 +2394,7 @@ impl From<MultiSelectPropertySchema> for ElicitationPropertySchema {
 
 /// String format types for string properties in elicitation schemas.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StringFormat {
     /// Email address format.
     Email,
@@ -2067,6 +2450,7 @@ impl<'de> Deserialize<'de> for StringFormat {
 
 /// A titled enum option with a const value, human-readable title, and optional description.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EnumOption {
     /// The constant value for this option.
     pub r#const: String,
@@ -2107,6 +2491,18 @@ impl EnumOption {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for string properties in an elicitation form.
@@ -2114,6 +2510,7 @@ impl EnumOption {
 /// When `enum` or `oneOf` is set, this represents a single-select enum
 /// with `"type": "string"`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StringPropertySchema {
     /// Optional title for the property.
     ///
@@ -2204,10 +2601,71 @@ impl StringPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minLength`.
+    pub fn with_min_length(mut self, value: impl Into<u32>) -> Self {
+        self.min_length = Some(value.into());
+        self
+    }
+
+    /// Sets `maxLength`.
+    pub fn with_max_length(mut self, value: impl Into<u32>) -> Self {
+        self.max_length = Some(value.into());
+        self
+    }
+
+    /// Sets `pattern`.
+    pub fn with_pattern(mut self, value: impl Into<String>) -> Self {
+        self.pattern = Some(value.into());
+        self
+    }
+
+    /// Sets `format`.
+    pub fn with_format(mut self, value: impl Into<StringFormat>) -> Self {
+        self.format = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<String>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `enum`.
+    pub fn with_enum(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.r#enum = Some(value.into());
+        self
+    }
+
+    /// Sets `oneOf`.
+    pub fn with_one_of(mut self, value: impl Into<Vec<EnumOption>>) -> Self {
+        self.one_of = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for number (floating-point) properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NumberPropertySchema {
     /// Optional title for the property.
     ///
@@ -2274,10 +2732,47 @@ impl NumberPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minimum`.
+    pub fn with_minimum(mut self, value: impl Into<f64>) -> Self {
+        self.minimum = Some(value.into());
+        self
+    }
+
+    /// Sets `maximum`.
+    pub fn with_maximum(mut self, value: impl Into<f64>) -> Self {
+        self.maximum = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<f64>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for integer properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IntegerPropertySchema {
     /// Optional title for the property.
     ///
@@ -2344,10 +2839,47 @@ impl IntegerPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minimum`.
+    pub fn with_minimum(mut self, value: impl Into<i64>) -> Self {
+        self.minimum = Some(value.into());
+        self
+    }
+
+    /// Sets `maximum`.
+    pub fn with_maximum(mut self, value: impl Into<i64>) -> Self {
+        self.maximum = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<i64>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for boolean properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BooleanPropertySchema {
     /// Optional title for the property.
     ///
@@ -2402,11 +2934,36 @@ impl BooleanPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<bool>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Items for a multi-select (array) property schema.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum MultiSelectItems {
     /// Multi-select string items with plain string values.
     #[serde(rename = "string")]
@@ -2455,6 +3012,7 @@ impl From<TitledMultiSelectItems> for MultiSelectItems {
 
 /// String item schema for multi-select enum properties.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StringMultiSelectItems {
     /// Allowed enum values.
     pub r#enum: Vec<String>,
@@ -2482,10 +3040,17 @@ impl StringMultiSelectItems {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Items definition for titled multi-select enum properties.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TitledMultiSelectItems {
     /// Titled enum options.
     #[serde(rename = "anyOf")]
@@ -2514,10 +3079,17 @@ impl TitledMultiSelectItems {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for multi-select (array) properties in an elicitation form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MultiSelectPropertySchema {
     /// Optional title for the property.
     ///
@@ -2587,11 +3159,48 @@ impl MultiSelectPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minItems`.
+    pub fn with_min_items(mut self, value: impl Into<u64>) -> Self {
+        self.min_items = Some(value.into());
+        self
+    }
+
+    /// Sets `maxItems`.
+    pub fn with_max_items(mut self, value: impl Into<u64>) -> Self {
+        self.max_items = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`ElicitationFormMode`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitationFormModeKind {
     /// Tied to a session, optionally to a specific tool call within that session.
     Session(ElicitationSessionScope),
@@ -2612,6 +3221,7 @@ impl From<ElicitationRequestScope> for ElicitationFormModeKind {
 
 /// Form-based elicitation mode where the client renders a form from the provided schema.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationFormMode {
     /// A JSON Schema describing the form fields to present to the user.
     #[serde(rename = "requestedSchema")]
@@ -2678,6 +3288,7 @@ impl std::borrow::Borrow<str> for ElicitationId {
 /// The variant part of [`ElicitationUrlMode`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitationUrlModeKind {
     /// Tied to a session, optionally to a specific tool call within that session.
     Session(ElicitationSessionScope),
@@ -2698,6 +3309,7 @@ impl From<ElicitationRequestScope> for ElicitationUrlModeKind {
 
 /// URL-based elicitation mode where the client directs the user to a URL.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationUrlMode {
     /// The unique identifier for this elicitation.
     #[serde(rename = "elicitationId")]
@@ -2739,6 +3351,7 @@ pub struct ExtRequest(pub serde_json::Value);
 ///
 /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct InitializeResponse {
     /// The protocol version the client specified if supported by the agent,
     /// or the latest protocol version supported by the agent.
@@ -2795,6 +3408,30 @@ impl InitializeResponse {
             meta: None,
         }
     }
+
+    /// Sets `agentCapabilities` (empty or zero until set).
+    pub fn with_agent_capabilities(mut self, value: impl Into<AgentCapabilities>) -> Self {
+        self.agent_capabilities = value.into();
+        self
+    }
+
+    /// Sets `authMethods` (empty or zero until set).
+    pub fn with_auth_methods(mut self, value: impl Into<Vec<AuthMethod>>) -> Self {
+        self.auth_methods = value.into();
+        self
+    }
+
+    /// Sets `agentInfo`.
+    pub fn with_agent_info(mut self, value: impl Into<Implementation>) -> Self {
+        self.agent_info = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Protocol version identifier.
@@ -2823,6 +3460,7 @@ impl std::fmt::Display for ProtocolVersion {
 ///
 /// See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#agent-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgentCapabilities {
     /// Whether the agent supports `session/load`.
     #[serde(rename = "loadSession", default, deserialize_with = "de::lenient")]
@@ -2873,6 +3511,42 @@ impl AgentCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `loadSession` (empty or zero until set).
+    pub fn with_load_session(mut self, value: impl Into<bool>) -> Self {
+        self.load_session = value.into();
+        self
+    }
+
+    /// Sets `promptCapabilities` (empty or zero until set).
+    pub fn with_prompt_capabilities(mut self, value: impl Into<PromptCapabilities>) -> Self {
+        self.prompt_capabilities = value.into();
+        self
+    }
+
+    /// Sets `mcpCapabilities` (empty or zero until set).
+    pub fn with_mcp_capabilities(mut self, value: impl Into<McpCapabilities>) -> Self {
+        self.mcp_capabilities = value.into();
+        self
+    }
+
+    /// Sets `sessionCapabilities` (empty or zero until set).
+    pub fn with_session_capabilities(mut self, value: impl Into<SessionCapabilities>) -> Self {
+        self.session_capabilities = value.into();
+        self
+    }
+
+    /// Sets `auth` (empty or zero until set).
+    pub fn with_auth(mut self, value: impl Into<AgentAuthCapabilities>) -> Self {
+        self.auth = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Prompt capabilities supported by the agent in `session/prompt` requests.
@@ -2888,6 +3562,7 @@ impl AgentCapabilities {
 ///
 /// See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#prompt-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptCapabilities {
     /// Agent supports `image` content blocks.
     #[serde(default, deserialize_with = "de::lenient")]
@@ -2925,10 +3600,35 @@ impl PromptCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `image` (empty or zero until set).
+    pub fn with_image(mut self, value: impl Into<bool>) -> Self {
+        self.image = value.into();
+        self
+    }
+
+    /// Sets `audio` (empty or zero until set).
+    pub fn with_audio(mut self, value: impl Into<bool>) -> Self {
+        self.audio = value.into();
+        self
+    }
+
+    /// Sets `embeddedContext` (empty or zero until set).
+    pub fn with_embedded_context(mut self, value: impl Into<bool>) -> Self {
+        self.embedded_context = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// MCP capabilities supported by the agent
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpCapabilities {
     /// Agent supports `http` MCP servers.
     #[serde(default, deserialize_with = "de::lenient")]
@@ -2959,6 +3659,24 @@ impl McpCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `http` (empty or zero until set).
+    pub fn with_http(mut self, value: impl Into<bool>) -> Self {
+        self.http = value.into();
+        self
+    }
+
+    /// Sets `sse` (empty or zero until set).
+    pub fn with_sse(mut self, value: impl Into<bool>) -> Self {
+        self.sse = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session capabilities supported by the agent.
@@ -2971,6 +3689,7 @@ impl McpCapabilities {
 ///
 /// See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#session-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionCapabilities {
     /// Whether the agent supports `session/list`.
     ///
@@ -3054,12 +3773,52 @@ impl SessionCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `list`.
+    pub fn with_list(mut self, value: impl Into<SessionListCapabilities>) -> Self {
+        self.list = Some(value.into());
+        self
+    }
+
+    /// Sets `delete`.
+    pub fn with_delete(mut self, value: impl Into<SessionDeleteCapabilities>) -> Self {
+        self.delete = Some(value.into());
+        self
+    }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(
+        mut self,
+        value: impl Into<SessionAdditionalDirectoriesCapabilities>,
+    ) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `resume`.
+    pub fn with_resume(mut self, value: impl Into<SessionResumeCapabilities>) -> Self {
+        self.resume = Some(value.into());
+        self
+    }
+
+    /// Sets `close`.
+    pub fn with_close(mut self, value: impl Into<SessionCloseCapabilities>) -> Self {
+        self.close = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/list` method.
 ///
 /// Supplying `{}` means the agent supports listing sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionListCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3080,12 +3839,19 @@ impl SessionListCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/delete` method.
 ///
 /// Supplying `{}` means the agent supports deleting sessions from `session/list`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionDeleteCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3106,6 +3872,12 @@ impl SessionDeleteCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for additional session directories support.
@@ -3115,6 +3887,7 @@ impl SessionDeleteCapabilities {
 /// `session/list` may return `SessionInfo.additionalDirectories` to report the
 /// complete ordered additional-root list associated with a listed session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionAdditionalDirectoriesCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3135,12 +3908,19 @@ impl SessionAdditionalDirectoriesCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/resume` method.
 ///
 /// Supplying `{}` means the agent supports resuming sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionResumeCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3161,12 +3941,19 @@ impl SessionResumeCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/close` method.
 ///
 /// Supplying `{}` means the agent supports closing sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionCloseCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3187,10 +3974,17 @@ impl SessionCloseCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Authentication-related capabilities supported by the agent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgentAuthCapabilities {
     /// Whether the agent supports the logout method.
     ///
@@ -3224,12 +4018,25 @@ impl AgentAuthCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `logout`.
+    pub fn with_logout(mut self, value: impl Into<LogoutCapabilities>) -> Self {
+        self.logout = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Logout capabilities supported by the agent.
 ///
 /// Supplying `{}` means the agent supports the logout method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LogoutCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3250,6 +4057,12 @@ impl LogoutCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Describes an available authentication method.
@@ -3258,6 +4071,7 @@ impl LogoutCapabilities {
 /// When no `type` is present, the method is treated as `agent`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum AuthMethod {
     /// Client runs the configured agent program as a separate interactive
     /// process, without passing this method to `authenticate`.
@@ -3352,6 +4166,7 @@ impl std::borrow::Borrow<str> for AuthMethodId {
 /// A zero exit status signals success. Any other termination signals failure.
 /// The client MUST NOT pass this method to `authenticate`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthMethodTerminal {
     /// Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -3405,12 +4220,40 @@ impl AuthMethodTerminal {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `args`.
+    pub fn with_args(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.args = Some(value.into());
+        self
+    }
+
+    /// Sets `env`.
+    pub fn with_env(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, String>>,
+    ) -> Self {
+        self.env = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Agent handles authentication itself through `authenticate`.
 ///
 /// This is the default authentication method type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthMethodAgent {
     /// Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -3447,12 +4290,25 @@ impl AuthMethodAgent {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Metadata about the implementation of the client or agent.
 /// Describes the name and version of an ACP implementation, with an optional
 /// title for UI representation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Implementation {
     /// Intended for programmatic or logical use, but can be used as a display
     /// name fallback if title isn't present.
@@ -3494,10 +4350,23 @@ impl Implementation {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to the `authenticate` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthenticateResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3518,10 +4387,17 @@ impl AuthenticateResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to the `logout` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LogoutResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3542,12 +4418,19 @@ impl LogoutResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from creating a new session.
 ///
 /// See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/session-setup#creating-a-session)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NewSessionResponse {
     /// Unique identifier for the created session.
     ///
@@ -3595,10 +4478,29 @@ impl NewSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The set of modes and the one currently active.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionModeState {
     /// The current mode the Agent is in.
     #[serde(rename = "currentModeId")]
@@ -3631,6 +4533,12 @@ impl SessionModeState {
             available_modes: available_modes.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -3679,6 +4587,7 @@ impl std::borrow::Borrow<str> for SessionModeId {
 ///
 /// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionMode {
     /// Stable identifier used to refer to this protocol object in later messages.
     pub id: SessionModeId,
@@ -3715,11 +4624,24 @@ impl SessionMode {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`SessionConfigOption`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum SessionConfigOptionKind {
     /// Single-value selector (dropdown).
     #[serde(rename = "select")]
@@ -3763,6 +4685,7 @@ impl From<SessionConfigBoolean> for SessionConfigOptionKind {
 
 /// A session configuration option selector and its current state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigOption {
     /// Unique identifier for the configuration option.
     pub id: SessionConfigId,
@@ -3814,6 +4737,24 @@ impl SessionConfigOption {
             meta: None,
             kind: kind.into(),
         }
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `category`.
+    pub fn with_category(mut self, value: impl Into<SessionConfigOptionCategory>) -> Self {
+        self.category = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -3868,6 +4809,7 @@ impl std::borrow::Borrow<str> for SessionConfigId {
 /// Category names beginning with `_` are free for custom use, like other ACP extension methods.
 /// Category names that do not begin with `_` are reserved for the ACP spec.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SessionConfigOptionCategory {
     /// Session mode selector.
     Mode,
@@ -3967,6 +4909,7 @@ impl std::borrow::Borrow<str> for SessionConfigValueId {
 /// Possible values for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum SessionConfigSelectOptions {
     /// A flat list of options with no grouping.
     Ungrouped(Vec<SessionConfigSelectOption>),
@@ -3986,6 +4929,7 @@ impl From<Vec<SessionConfigSelectGroup>> for SessionConfigSelectOptions {
 
 /// A possible value for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigSelectOption {
     /// Unique identifier for this option value.
     pub value: SessionConfigValueId,
@@ -4022,10 +4966,23 @@ impl SessionConfigSelectOption {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A group of possible values for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigSelectGroup {
     /// Unique identifier for this group.
     pub group: SessionConfigGroupId,
@@ -4061,6 +5018,12 @@ impl SessionConfigSelectGroup {
             options: options.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -4107,6 +5070,7 @@ impl std::borrow::Borrow<str> for SessionConfigGroupId {
 
 /// A single-value selector (dropdown) session configuration option payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigSelect {
     /// The currently selected value.
     #[serde(rename = "currentValue")]
@@ -4130,6 +5094,7 @@ impl SessionConfigSelect {
 
 /// A boolean on/off toggle session configuration option payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigBoolean {
     /// The current value of the boolean option.
     #[serde(rename = "currentValue")]
@@ -4147,6 +5112,7 @@ impl SessionConfigBoolean {
 
 /// Response from loading an existing session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoadSessionResponse {
     /// Initial mode state if supported by the Agent
     ///
@@ -4188,10 +5154,29 @@ impl LoadSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from listing sessions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListSessionsResponse {
     /// Array of session information objects
     #[serde(deserialize_with = "de::lenient_items")]
@@ -4228,10 +5213,23 @@ impl ListSessionsResponse {
             meta: None,
         }
     }
+
+    /// Sets `nextCursor`.
+    pub fn with_next_cursor(mut self, value: impl Into<String>) -> Self {
+        self.next_cursor = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Information about a session returned by session/list
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionInfo {
     /// Unique identifier for the session
     #[serde(rename = "sessionId")]
@@ -4291,10 +5289,35 @@ impl SessionInfo {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `updatedAt`.
+    pub fn with_updated_at(mut self, value: impl Into<String>) -> Self {
+        self.updated_at = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from deleting a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeleteSessionResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4315,10 +5338,17 @@ impl DeleteSessionResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from resuming an existing session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResumeSessionResponse {
     /// Initial mode state if supported by the Agent
     ///
@@ -4360,10 +5390,29 @@ impl ResumeSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from closing a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CloseSessionResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4384,10 +5433,17 @@ impl CloseSessionResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `session/set_mode` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionModeResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4408,10 +5464,17 @@ impl SetSessionModeResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `session/set_config_option` method.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionResponse {
     /// The full set of configuration options and their current values.
     #[serde(rename = "configOptions", deserialize_with = "de::lenient_items")]
@@ -4438,12 +5501,19 @@ impl SetSessionConfigOptionResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from processing a user prompt.
 ///
 /// See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/prompt-turn#4-check-for-completion)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptResponse {
     /// Indicates why the agent stopped processing the turn.
     #[serde(rename = "stopReason")]
@@ -4470,12 +5540,19 @@ impl PromptResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Reasons why an agent stops processing a prompt turn.
 ///
 /// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v1/prompt-turn#stop-reasons)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The turn ended successfully.
     EndTurn,
@@ -4550,121 +5627,13 @@ impl<'de> Deserialize<'de> for StopReason {
 #[serde(transparent)]
 pub struct ExtResponse(pub serde_json::Value);
 
-/// JSON-RPC error object.
-///
-/// Represents an error that occurred during method execution, following the
-/// JSON-RPC 2.0 error object specification with optional additional data.
-///
-/// See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Error {
-    /// A number indicating the error type that occurred.
-    /// This must be an integer as defined in the JSON-RPC specification.
-    pub code: ErrorCode,
-    /// A string providing a short description of the error.
-    /// The message should be limited to a concise single sentence.
-    pub message: String,
-    /// Optional primitive or structured value that contains additional information about the error.
-    /// This may include debugging information or context-specific details.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "de::lenient"
-    )]
-    pub data: Option<serde_json::Value>,
-}
-
-impl Error {
-    /// A value with the given required fields; optional fields are absent.
-    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            message: message.into(),
-            data: None,
-        }
-    }
-}
-
-/// Predefined error codes for common JSON-RPC and ACP-specific errors.
-///
-/// Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
-/// server-error range (-32000 to -32099), and request cancellation uses -32800 from the
-/// range LSP reserves (-32899 to -32800).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    /// **Parse error**: Invalid JSON was received by the server.
-    /// An error occurred on the server while parsing the JSON text.
-    ParseError,
-    /// **Invalid request**: The JSON sent is not a valid Request object.
-    InvalidRequest,
-    /// **Method not found**: The method does not exist or is not available.
-    MethodNotFound,
-    /// **Invalid params**: Invalid method parameter(s).
-    InvalidParams,
-    /// **Internal error**: Internal JSON-RPC error.
-    InternalError,
-    /// **Request cancelled**: Execution of the method was aborted either due to a cancellation request from the caller or
-    /// because of resource constraints or shutdown.
-    RequestCancelled,
-    /// **Authentication required**: Authentication is required before this operation can be performed.
-    AuthenticationRequired,
-    /// **Resource not found**: A given resource, such as a session or file, was not found.
-    ResourceNotFound,
-    /// Other undefined error code.
-    ///
-    /// Any other value, kept as sent.
-    Other(i32),
-}
-
-impl ErrorCode {
-    /// The numeric code.
-    pub fn code(self) -> i32 {
-        match self {
-            Self::ParseError => -32700,
-            Self::InvalidRequest => -32600,
-            Self::MethodNotFound => -32601,
-            Self::InvalidParams => -32602,
-            Self::InternalError => -32603,
-            Self::RequestCancelled => -32800,
-            Self::AuthenticationRequired => -32000,
-            Self::ResourceNotFound => -32002,
-            Self::Other(code) => code,
-        }
-    }
-}
-
-impl From<i32> for ErrorCode {
-    fn from(code: i32) -> Self {
-        match code {
-            -32700 => Self::ParseError,
-            -32600 => Self::InvalidRequest,
-            -32601 => Self::MethodNotFound,
-            -32602 => Self::InvalidParams,
-            -32603 => Self::InternalError,
-            -32800 => Self::RequestCancelled,
-            -32000 => Self::AuthenticationRequired,
-            -32002 => Self::ResourceNotFound,
-            other => Self::Other(other),
-        }
-    }
-}
-impl Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_i32(self.code())
-    }
-}
-impl<'de> Deserialize<'de> for ErrorCode {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        i32::deserialize(deserializer).map(Self::from)
-    }
-}
-
 /// Notification containing a session update from the agent.
 ///
 /// Used to stream real-time progress and results during prompt processing.
 ///
 /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionNotification {
     /// The ID of the session this update pertains to.
     #[serde(rename = "sessionId")]
@@ -4694,6 +5663,12 @@ impl SessionNotification {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Different types of updates that can be sent during session processing.
@@ -4703,6 +5678,7 @@ impl SessionNotification {
 /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "sessionUpdate")]
+#[non_exhaustive]
 pub enum SessionUpdate {
     /// A chunk of the user's message being streamed.
     #[serde(rename = "user_message_chunk")]
@@ -4892,6 +5868,7 @@ impl std::borrow::Borrow<str> for MessageId {
 
 /// A streamed item of content
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ContentChunk {
     /// A single item of content
     pub content: ContentBlock,
@@ -4929,6 +5906,18 @@ impl ContentChunk {
             meta: None,
         }
     }
+
+    /// Sets `messageId`.
+    pub fn with_message_id(mut self, value: impl Into<MessageId>) -> Self {
+        self.message_id = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Represents a tool call that the language model has requested.
@@ -4938,6 +5927,7 @@ impl ContentChunk {
 ///
 /// See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/tool-calls)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// Unique identifier for this tool call within the session.
     #[serde(rename = "toolCallId")]
@@ -5030,6 +6020,54 @@ impl ToolCall {
             meta: None,
         }
     }
+
+    /// Sets `name`.
+    pub fn with_name(mut self, value: impl Into<String>) -> Self {
+        self.name = Some(value.into());
+        self
+    }
+
+    /// Sets `kind`.
+    pub fn with_kind(mut self, value: impl Into<ToolKind>) -> Self {
+        self.kind = Some(value.into());
+        self
+    }
+
+    /// Sets `status`.
+    pub fn with_status(mut self, value: impl Into<ToolCallStatus>) -> Self {
+        self.status = Some(value.into());
+        self
+    }
+
+    /// Sets `content`.
+    pub fn with_content(mut self, value: impl Into<Vec<ToolCallContent>>) -> Self {
+        self.content = Some(value.into());
+        self
+    }
+
+    /// Sets `locations`.
+    pub fn with_locations(mut self, value: impl Into<Vec<ToolCallLocation>>) -> Self {
+        self.locations = Some(value.into());
+        self
+    }
+
+    /// Sets `rawInput`.
+    pub fn with_raw_input(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_input = Some(value.into());
+        self
+    }
+
+    /// Sets `rawOutput`.
+    pub fn with_raw_output(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_output = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A single entry in the execution plan.
@@ -5038,6 +6076,7 @@ impl ToolCall {
 /// as part of fulfilling the user's request.
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanEntry {
     /// Human-readable description of what this task aims to accomplish.
     pub content: String,
@@ -5074,6 +6113,12 @@ impl PlanEntry {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Priority levels for plan entries.
@@ -5082,6 +6127,7 @@ impl PlanEntry {
 /// tasks in the execution plan.
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PlanEntryPriority {
     /// High priority task - critical to the overall goal.
     High,
@@ -5136,6 +6182,7 @@ impl<'de> Deserialize<'de> for PlanEntryPriority {
 /// Tracks the lifecycle of each task from planning through completion.
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PlanEntryStatus {
     /// The task has not started yet.
     Pending,
@@ -5193,6 +6240,7 @@ impl<'de> Deserialize<'de> for PlanEntryStatus {
 ///
 /// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/agent-plan)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Plan {
     /// The list of tasks to be accomplished.
     ///
@@ -5222,10 +6270,17 @@ impl Plan {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Information about a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AvailableCommand {
     /// Command name (e.g., `create_plan`, `research_codebase`).
     pub name: String,
@@ -5262,11 +6317,24 @@ impl AvailableCommand {
             meta: None,
         }
     }
+
+    /// Sets `input`.
+    pub fn with_input(mut self, value: impl Into<AvailableCommandInput>) -> Self {
+        self.input = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The input specification for a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum AvailableCommandInput {
     /// All text that was typed after the command name is provided as input.
     Unstructured(UnstructuredCommandInput),
@@ -5279,6 +6347,7 @@ impl From<UnstructuredCommandInput> for AvailableCommandInput {
 
 /// All text that was typed after the command name is provided as input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnstructuredCommandInput {
     /// A hint to display when the input hasn't been provided yet
     pub hint: String,
@@ -5304,10 +6373,17 @@ impl UnstructuredCommandInput {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Available commands are ready or have changed
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AvailableCommandsUpdate {
     /// Commands the agent can execute
     #[serde(rename = "availableCommands", deserialize_with = "de::lenient_items")]
@@ -5334,12 +6410,19 @@ impl AvailableCommandsUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The current mode of the session has changed
 ///
 /// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CurrentModeUpdate {
     /// The ID of the current mode
     #[serde(rename = "currentModeId")]
@@ -5366,10 +6449,17 @@ impl CurrentModeUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session configuration options have been updated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConfigOptionUpdate {
     /// The full set of configuration options and their current values.
     #[serde(rename = "configOptions", deserialize_with = "de::lenient_items")]
@@ -5396,6 +6486,12 @@ impl ConfigOptionUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Update to session metadata. All fields are optional to support partial updates.
@@ -5403,6 +6499,7 @@ impl ConfigOptionUpdate {
 /// Agents send this notification to update session information like title or custom metadata.
 /// Clients can use it to keep session titles and state current.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionInfoUpdate {
     /// Human-readable title for the session. Set to null to clear.
     #[serde(
@@ -5442,10 +6539,41 @@ impl SessionInfoUpdate {
             meta: None,
         }
     }
+
+    /// Sets `title` to a new value.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `title` to `null`: the receiver removes its value.
+    pub fn clear_title(mut self) -> Self {
+        self.title = Patch::Clear;
+        self
+    }
+
+    /// Sets `updatedAt` to a new value.
+    pub fn with_updated_at(mut self, value: impl Into<String>) -> Self {
+        self.updated_at = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `updatedAt` to `null`: the receiver removes its value.
+    pub fn clear_updated_at(mut self) -> Self {
+        self.updated_at = Patch::Clear;
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Cost information for a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Cost {
     /// Total cumulative cost for session.
     pub amount: f64,
@@ -5475,10 +6603,17 @@ impl Cost {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Context window and cost update for a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UsageUpdate {
     /// Tokens currently in context.
     pub used: u64,
@@ -5515,10 +6650,23 @@ impl UsageUpdate {
             meta: None,
         }
     }
+
+    /// Sets `cost`.
+    pub fn with_cost(mut self, value: impl Into<Cost>) -> Self {
+        self.cost = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Severity hint for a session notice.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum NoticeSeverity {
     /// Informational notice.
     Info,
@@ -5583,6 +6731,7 @@ impl<'de> Deserialize<'de> for NoticeSeverity {
 ///
 /// See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Notice {
     /// Presentation severity hint.
     pub severity: NoticeSeverity,
@@ -5618,6 +6767,18 @@ impl Notice {
             description: None,
             meta: None,
         }
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -5664,6 +6825,7 @@ impl std::borrow::Borrow<str> for CompactionId {
 
 /// Lifecycle state of a context compaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompactionStatus {
     /// Compaction has started and has not finished.
     InProgress,
@@ -5731,6 +6893,7 @@ impl<'de> Deserialize<'de> for CompactionStatus {
 /// stored value unchanged, `null` clears it, and a concrete value replaces it.
 /// `summary: []` also clears the summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionUpdate {
     /// The Agent-owned ID of this compaction, unique within the session.
     #[serde(rename = "compactionId")]
@@ -5775,6 +6938,24 @@ impl CompactionUpdate {
             meta: None,
         }
     }
+
+    /// Sets `summary`.
+    pub fn with_summary(mut self, value: impl Into<Vec<ContentBlock>>) -> Self {
+        self.summary = Some(value.into());
+        self
+    }
+
+    /// Sets `error`.
+    pub fn with_error(mut self, value: impl Into<String>) -> Self {
+        self.error = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A content block appended to a compaction's summary. A first-seen ID creates
@@ -5782,6 +6963,7 @@ impl CompactionUpdate {
 /// Agents MUST only send this update when the Client advertised
 /// the `session.compaction` Client capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionSummaryChunk {
     /// ID of the compaction whose summary receives this content.
     #[serde(rename = "compactionId")]
@@ -5807,10 +6989,17 @@ impl CompactionSummaryChunk {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Notification sent by the agent when a URL-based elicitation is complete.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteElicitationNotification {
     /// The ID of the elicitation that completed.
     #[serde(rename = "elicitationId")]
@@ -5839,6 +7028,12 @@ impl CompleteElicitationNotification {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -5856,6 +7051,7 @@ pub struct ExtNotification(pub serde_json::Value);
 ///
 /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct InitializeRequest {
     /// The latest protocol version supported by the client.
     #[serde(rename = "protocolVersion")]
@@ -5901,6 +7097,24 @@ impl InitializeRequest {
             meta: None,
         }
     }
+
+    /// Sets `clientCapabilities` (empty or zero until set).
+    pub fn with_client_capabilities(mut self, value: impl Into<ClientCapabilities>) -> Self {
+        self.client_capabilities = value.into();
+        self
+    }
+
+    /// Sets `clientInfo`.
+    pub fn with_client_info(mut self, value: impl Into<Implementation>) -> Self {
+        self.client_info = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities supported by the client.
@@ -5910,6 +7124,7 @@ impl InitializeRequest {
 ///
 /// See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#client-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// File system capabilities supported by the client.
     /// Determines which file operations the agent can request.
@@ -5970,12 +7185,49 @@ impl ClientCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `fs` (empty or zero until set).
+    pub fn with_fs(mut self, value: impl Into<FileSystemCapabilities>) -> Self {
+        self.fs = value.into();
+        self
+    }
+
+    /// Sets `terminal` (empty or zero until set).
+    pub fn with_terminal(mut self, value: impl Into<bool>) -> Self {
+        self.terminal = value.into();
+        self
+    }
+
+    /// Sets `session`.
+    pub fn with_session(mut self, value: impl Into<ClientSessionCapabilities>) -> Self {
+        self.session = Some(value.into());
+        self
+    }
+
+    /// Sets `auth` (empty or zero until set).
+    pub fn with_auth(mut self, value: impl Into<AuthCapabilities>) -> Self {
+        self.auth = value.into();
+        self
+    }
+
+    /// Sets `elicitation`.
+    pub fn with_elicitation(mut self, value: impl Into<ElicitationCapabilities>) -> Self {
+        self.elicitation = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// File system capabilities that a client may support.
 ///
 /// See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/initialization#filesystem)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FileSystemCapabilities {
     /// Whether the Client supports `fs/read_text_file` requests.
     #[serde(rename = "readTextFile", default, deserialize_with = "de::lenient")]
@@ -6006,10 +7258,29 @@ impl FileSystemCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `readTextFile` (empty or zero until set).
+    pub fn with_read_text_file(mut self, value: impl Into<bool>) -> Self {
+        self.read_text_file = value.into();
+        self
+    }
+
+    /// Sets `writeTextFile` (empty or zero until set).
+    pub fn with_write_text_file(mut self, value: impl Into<bool>) -> Self {
+        self.write_text_file = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session-related capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientSessionCapabilities {
     /// Support for ID-addressed context compaction updates. Omitted or `null`
     /// means unsupported. `{}` advertises the complete compaction contract.
@@ -6064,10 +7335,38 @@ impl ClientSessionCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `compaction`.
+    pub fn with_compaction(mut self, value: impl Into<CompactionCapabilities>) -> Self {
+        self.compaction = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(
+        mut self,
+        value: impl Into<SessionConfigOptionsCapabilities>,
+    ) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `notices`.
+    pub fn with_notices(mut self, value: impl Into<NoticeCapabilities>) -> Self {
+        self.notices = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Client support for ID-addressed context compaction updates.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionCapabilities {}
 
 impl CompactionCapabilities {
@@ -6079,6 +7378,7 @@ impl CompactionCapabilities {
 
 /// Session configuration option capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigOptionsCapabilities {
     /// Whether the client supports boolean session configuration options.
     ///
@@ -6114,12 +7414,25 @@ impl SessionConfigOptionsCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `boolean`.
+    pub fn with_boolean(mut self, value: impl Into<BooleanConfigOptionCapabilities>) -> Self {
+        self.boolean = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for boolean session configuration options.
 ///
 /// Supplying `{}` means the client supports boolean session configuration options.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BooleanConfigOptionCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -6140,10 +7453,17 @@ impl BooleanConfigOptionCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Client support for presenting live notices to the user.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NoticeCapabilities {}
 
 impl NoticeCapabilities {
@@ -6159,6 +7479,7 @@ impl NoticeCapabilities {
 /// method types the client can handle. This governs opt-in types that require
 /// additional client-side support.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthCapabilities {
     /// Whether the client supports `terminal` authentication methods.
     ///
@@ -6189,10 +7510,23 @@ impl AuthCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `terminal` (empty or zero until set).
+    pub fn with_terminal(mut self, value: impl Into<bool>) -> Self {
+        self.terminal = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Elicitation capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationCapabilities {
     /// Whether the client supports form-based elicitation.
     ///
@@ -6239,12 +7573,31 @@ impl ElicitationCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `form`.
+    pub fn with_form(mut self, value: impl Into<ElicitationFormCapabilities>) -> Self {
+        self.form = Some(value.into());
+        self
+    }
+
+    /// Sets `url`.
+    pub fn with_url(mut self, value: impl Into<ElicitationUrlCapabilities>) -> Self {
+        self.url = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Form-based elicitation capabilities.
 ///
 /// Supplying `{}` means the client supports form-based elicitation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationFormCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -6267,12 +7620,19 @@ impl ElicitationFormCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// URL-based elicitation capabilities.
 ///
 /// Supplying `{}` means the client supports URL-based elicitation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationUrlCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -6295,12 +7655,19 @@ impl ElicitationUrlCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for the authenticate method.
 ///
 /// Specifies which authentication method to use.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthenticateRequest {
     /// The ID of the authentication method to use.
     /// Must be one of the methods advertised in the initialize response.
@@ -6328,12 +7695,19 @@ impl AuthenticateRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for the logout method.
 ///
 /// Terminates the current authenticated session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LogoutRequest {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -6354,12 +7728,19 @@ impl LogoutRequest {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for creating a new session.
 ///
 /// See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/session-setup#creating-a-session)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NewSessionRequest {
     /// The working directory for this session. Must be an absolute path.
     pub cwd: String,
@@ -6402,6 +7783,18 @@ impl NewSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -6412,6 +7805,7 @@ impl NewSessionRequest {
 /// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v1/session-setup#mcp-servers)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum McpServer {
     /// HTTP transport configuration
     ///
@@ -6471,6 +7865,7 @@ impl From<McpServerStdio> for McpServer {
 
 /// An HTTP header to set when making requests to the MCP server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HttpHeader {
     /// The name of the HTTP header.
     pub name: String,
@@ -6499,10 +7894,17 @@ impl HttpHeader {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// HTTP transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerHttp {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -6539,10 +7941,17 @@ impl McpServerHttp {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// SSE transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerSse {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -6579,10 +7988,17 @@ impl McpServerSse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Stdio transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerStdio {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -6624,6 +8040,12 @@ impl McpServerStdio {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for loading an existing session.
@@ -6632,6 +8054,7 @@ impl McpServerStdio {
 ///
 /// See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/session-setup#loading-sessions)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoadSessionRequest {
     /// List of MCP servers to connect to for this session.
     #[serde(rename = "mcpServers", deserialize_with = "de::null_as_default")]
@@ -6683,12 +8106,25 @@ impl LoadSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for listing existing sessions.
 ///
 /// Only available if the Agent supports the `sessionCapabilities.list` capability.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListSessionsRequest {
     /// Filter sessions by working directory. Must be an absolute path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -6719,12 +8155,31 @@ impl ListSessionsRequest {
             meta: None,
         }
     }
+
+    /// Sets `cwd`.
+    pub fn with_cwd(mut self, value: impl Into<String>) -> Self {
+        self.cwd = Some(value.into());
+        self
+    }
+
+    /// Sets `cursor`.
+    pub fn with_cursor(mut self, value: impl Into<String>) -> Self {
+        self.cursor = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for deleting an existing session from `session/list`.
 ///
 /// Only available if the Agent supports the `sessionCapabilities.delete` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeleteSessionRequest {
     /// The ID of the session to delete.
     #[serde(rename = "sessionId")]
@@ -6751,6 +8206,12 @@ impl DeleteSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for resuming an existing session.
@@ -6760,6 +8221,7 @@ impl DeleteSessionRequest {
 ///
 /// Only available if the Agent supports the `sessionCapabilities.resume` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResumeSessionRequest {
     /// The ID of the session to resume.
     #[serde(rename = "sessionId")]
@@ -6812,6 +8274,24 @@ impl ResumeSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `mcpServers`.
+    pub fn with_mcp_servers(mut self, value: impl Into<Vec<McpServer>>) -> Self {
+        self.mcp_servers = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for closing an active session.
@@ -6822,6 +8302,7 @@ impl ResumeSessionRequest {
 ///
 /// Only available if the Agent supports the `sessionCapabilities.close` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CloseSessionRequest {
     /// The ID of the session to close.
     #[serde(rename = "sessionId")]
@@ -6848,10 +8329,17 @@ impl CloseSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for setting a session mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionModeRequest {
     /// The ID of the session to set the mode for.
     #[serde(rename = "sessionId")]
@@ -6882,10 +8370,17 @@ impl SetSessionModeRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A boolean value (`type: "boolean"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequestKindBoolean {
     /// The boolean value.
     pub value: bool,
@@ -6906,6 +8401,7 @@ impl SetSessionConfigOptionRequestKindBoolean {
 /// values with string payloads also gracefully deserialize into this
 /// variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequestKindValueId {
     /// The value ID.
     pub value: SessionConfigValueId,
@@ -6923,6 +8419,7 @@ impl SetSessionConfigOptionRequestKindValueId {
 /// The variant part of [`SetSessionConfigOptionRequest`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum SetSessionConfigOptionRequestKind {
     /// A boolean value (`type: "boolean"`).
     #[serde(rename = "boolean")]
@@ -6971,6 +8468,7 @@ impl From<SetSessionConfigOptionRequestKindValueId> for SetSessionConfigOptionRe
 
 /// Request parameters for setting a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequest {
     /// The ID of the session to set the configuration option for.
     #[serde(rename = "sessionId")]
@@ -7009,6 +8507,12 @@ impl SetSessionConfigOptionRequest {
             kind: kind.into(),
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for sending a user prompt to the agent.
@@ -7017,6 +8521,7 @@ impl SetSessionConfigOptionRequest {
 ///
 /// See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/prompt-turn#1-user-message)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptRequest {
     /// The ID of the session to send this user message to
     #[serde(rename = "sessionId")]
@@ -7058,10 +8563,17 @@ impl PromptRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `fs/write_text_file`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WriteTextFileResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -7082,10 +8594,17 @@ impl WriteTextFileResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the contents of a text file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// Content payload returned by this response.
     pub content: String,
@@ -7111,10 +8630,17 @@ impl ReadTextFileResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to a permission request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestPermissionResponse {
     /// The user's decision on the permission request.
     pub outcome: RequestPermissionOutcome,
@@ -7140,11 +8666,18 @@ impl RequestPermissionResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The outcome of a permission request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "outcome")]
+#[non_exhaustive]
 pub enum RequestPermissionOutcome {
     /// The prompt turn was cancelled before the user responded.
     ///
@@ -7189,6 +8722,7 @@ impl From<SelectedPermissionOutcome> for RequestPermissionOutcome {
 
 /// The user selected one of the provided options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SelectedPermissionOutcome {
     /// The ID of the option the user selected.
     #[serde(rename = "optionId")]
@@ -7215,10 +8749,17 @@ impl SelectedPermissionOutcome {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the ID of the created terminal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateTerminalResponse {
     /// The unique identifier for the created terminal.
     #[serde(rename = "terminalId")]
@@ -7245,10 +8786,17 @@ impl CreateTerminalResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the terminal output and exit status.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TerminalOutputResponse {
     /// The terminal output captured so far.
     pub output: String,
@@ -7286,10 +8834,23 @@ impl TerminalOutputResponse {
             meta: None,
         }
     }
+
+    /// Sets `exitStatus`.
+    pub fn with_exit_status(mut self, value: impl Into<TerminalExitStatus>) -> Self {
+        self.exit_status = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Exit status of a terminal command.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TerminalExitStatus {
     /// The process exit code (may be null if terminated by signal).
     #[serde(
@@ -7329,10 +8890,29 @@ impl TerminalExitStatus {
             meta: None,
         }
     }
+
+    /// Sets `exitCode`.
+    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
+        self.exit_code = Some(value.into());
+        self
+    }
+
+    /// Sets `signal`.
+    pub fn with_signal(mut self, value: impl Into<String>) -> Self {
+        self.signal = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to terminal/release method
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReleaseTerminalResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -7353,10 +8933,17 @@ impl ReleaseTerminalResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the exit status of a terminal command.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WaitForTerminalExitResponse {
     /// The process exit code (may be null if terminated by signal).
     #[serde(
@@ -7396,10 +8983,29 @@ impl WaitForTerminalExitResponse {
             meta: None,
         }
     }
+
+    /// Sets `exitCode`.
+    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
+        self.exit_code = Some(value.into());
+        self
+    }
+
+    /// Sets `signal`.
+    pub fn with_signal(mut self, value: impl Into<String>) -> Self {
+        self.signal = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `terminal/kill` method
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KillTerminalResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -7420,11 +9026,18 @@ impl KillTerminalResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`CreateElicitationResponse`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action")]
+#[non_exhaustive]
 pub enum CreateElicitationResponseKind {
     /// The user accepted and provided content.
     #[serde(rename = "accept")]
@@ -7477,6 +9090,7 @@ impl From<ElicitationAcceptAction> for CreateElicitationResponseKind {
 
 /// Response from the client to an elicitation request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateElicitationResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -7505,11 +9119,18 @@ impl CreateElicitationResponse {
             kind: kind.into(),
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Allowed wire representations for `ElicitationContentValue`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitationContentValue {
     /// String value accepted in elicitation response content.
     String(String),
@@ -7550,6 +9171,7 @@ impl From<Vec<String>> for ElicitationContentValue {
 
 /// The user accepted the elicitation and provided content.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationAcceptAction {
     /// The user-provided content, if any, as an object matching the requested schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -7561,12 +9183,22 @@ impl ElicitationAcceptAction {
     pub fn new() -> Self {
         Self { content: None }
     }
+
+    /// Sets `content`.
+    pub fn with_content(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, ElicitationContentValue>>,
+    ) -> Self {
+        self.content = Some(value.into());
+        self
+    }
 }
 
 /// Notification to cancel ongoing operations for a session.
 ///
 /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CancelNotification {
     /// The ID of the session to cancel operations for.
     #[serde(rename = "sessionId")]
@@ -7593,12 +9225,19 @@ impl CancelNotification {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Notification to cancel an ongoing request.
 ///
 /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/cancellation)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CancelRequestNotification {
     /// The ID of the request to cancel.
     #[serde(rename = "requestId")]
@@ -7623,6 +9262,169 @@ impl CancelRequestNotification {
         Self {
             request_id: request_id.into(),
             meta: None,
+        }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
+}
+
+use rpc::{Error, ErrorCode, RequestId};
+
+/// The JSON-RPC 2.0 envelope types the schema defines: the error object, its codes and
+/// request ids. Kept out of the crate root so that `use acp_types::*` does not clash
+/// with `acp_jsonrpc`'s types of the same names.
+pub mod rpc {
+    use super::*;
+
+    /// JSON RPC Request Id
+    ///
+    /// An identifier established by the Client that MUST contain a String, Number, or NULL value if included. If it is not included it is assumed to be a notification. The value SHOULD normally not be Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
+    ///
+    /// The Server MUST reply with the same value in the Response object if included. This member is used to correlate the context between the two objects.
+    ///
+    /// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
+    ///
+    /// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(untagged)]
+    #[non_exhaustive]
+    pub enum RequestId {
+        /// The JSON-RPC `null` request id.
+        Null,
+        /// A numeric JSON-RPC request id.
+        Number(i64),
+        /// A string JSON-RPC request id.
+        Str(String),
+    }
+    impl From<i64> for RequestId {
+        fn from(value: i64) -> Self {
+            Self::Number(value)
+        }
+    }
+    impl From<String> for RequestId {
+        fn from(value: String) -> Self {
+            Self::Str(value)
+        }
+    }
+
+    /// JSON-RPC error object.
+    ///
+    /// Represents an error that occurred during method execution, following the
+    /// JSON-RPC 2.0 error object specification with optional additional data.
+    ///
+    /// See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub struct Error {
+        /// A number indicating the error type that occurred.
+        /// This must be an integer as defined in the JSON-RPC specification.
+        pub code: ErrorCode,
+        /// A string providing a short description of the error.
+        /// The message should be limited to a concise single sentence.
+        pub message: String,
+        /// Optional primitive or structured value that contains additional information about the error.
+        /// This may include debugging information or context-specific details.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "de::lenient"
+        )]
+        pub data: Option<serde_json::Value>,
+    }
+
+    impl Error {
+        /// A value with the given required fields; optional fields are absent.
+        pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
+            Self {
+                code: code.into(),
+                message: message.into(),
+                data: None,
+            }
+        }
+
+        /// Sets `data`.
+        pub fn with_data(mut self, value: impl Into<serde_json::Value>) -> Self {
+            self.data = Some(value.into());
+            self
+        }
+    }
+
+    /// Predefined error codes for common JSON-RPC and ACP-specific errors.
+    ///
+    /// Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
+    /// server-error range (-32000 to -32099), and request cancellation uses -32800 from the
+    /// range LSP reserves (-32899 to -32800).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum ErrorCode {
+        /// **Parse error**: Invalid JSON was received by the server.
+        /// An error occurred on the server while parsing the JSON text.
+        ParseError,
+        /// **Invalid request**: The JSON sent is not a valid Request object.
+        InvalidRequest,
+        /// **Method not found**: The method does not exist or is not available.
+        MethodNotFound,
+        /// **Invalid params**: Invalid method parameter(s).
+        InvalidParams,
+        /// **Internal error**: Internal JSON-RPC error.
+        InternalError,
+        /// **Request cancelled**: Execution of the method was aborted either due to a cancellation request from the caller or
+        /// because of resource constraints or shutdown.
+        RequestCancelled,
+        /// **Authentication required**: Authentication is required before this operation can be performed.
+        AuthenticationRequired,
+        /// **Resource not found**: A given resource, such as a session or file, was not found.
+        ResourceNotFound,
+        /// Other undefined error code.
+        ///
+        /// Any other value, kept as sent.
+        Other(i32),
+    }
+
+    impl ErrorCode {
+        /// The numeric code.
+        pub fn code(self) -> i32 {
+            match self {
+                Self::ParseError => -32700,
+                Self::InvalidRequest => -32600,
+                Self::MethodNotFound => -32601,
+                Self::InvalidParams => -32602,
+                Self::InternalError => -32603,
+                Self::RequestCancelled => -32800,
+                Self::AuthenticationRequired => -32000,
+                Self::ResourceNotFound => -32002,
+                Self::Other(code) => code,
+            }
+        }
+    }
+
+    impl From<i32> for ErrorCode {
+        fn from(code: i32) -> Self {
+            match code {
+                -32700 => Self::ParseError,
+                -32600 => Self::InvalidRequest,
+                -32601 => Self::MethodNotFound,
+                -32602 => Self::InvalidParams,
+                -32603 => Self::InternalError,
+                -32800 => Self::RequestCancelled,
+                -32000 => Self::AuthenticationRequired,
+                -32002 => Self::ResourceNotFound,
+                other => Self::Other(other),
+            }
+        }
+    }
+    impl Serialize for ErrorCode {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_i32(self.code())
+        }
+    }
+    impl<'de> Deserialize<'de> for ErrorCode {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            i32::deserialize(deserializer).map(Self::from)
         }
     }
 }

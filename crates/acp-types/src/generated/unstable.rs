@@ -15,40 +15,11 @@
 use crate::support::{Meta, Patch, de};
 use serde::{Deserialize, Serialize};
 
-/// JSON RPC Request Id
-///
-/// An identifier established by the Client that MUST contain a String, Number, or NULL value if included. If it is not included it is assumed to be a notification. The value SHOULD normally not be Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
-///
-/// The Server MUST reply with the same value in the Response object if included. This member is used to correlate the context between the two objects.
-///
-/// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
-///
-/// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RequestId {
-    /// The JSON-RPC `null` request id.
-    Null,
-    /// A numeric JSON-RPC request id.
-    Number(i64),
-    /// A string JSON-RPC request id.
-    Str(String),
-}
-impl From<i64> for RequestId {
-    fn from(value: i64) -> Self {
-        Self::Number(value)
-    }
-}
-impl From<String> for RequestId {
-    fn from(value: String) -> Self {
-        Self::Str(value)
-    }
-}
-
 /// Request to write content to a text file.
 ///
 /// Only available if the client supports the `fs.writeTextFile` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WriteTextFileRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -84,6 +55,12 @@ impl WriteTextFileRequest {
             content: content.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -137,6 +114,7 @@ impl std::borrow::Borrow<str> for SessionId {
 ///
 /// Only available if the client supports the `fs.readTextFile` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadTextFileRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -174,6 +152,24 @@ impl ReadTextFileRequest {
             meta: None,
         }
     }
+
+    /// Sets `line`.
+    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
+        self.line = Some(value.into());
+        self
+    }
+
+    /// Sets `limit`.
+    pub fn with_limit(mut self, value: impl Into<u32>) -> Self {
+        self.limit = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request for user permission to execute a tool call.
@@ -182,6 +178,7 @@ impl ReadTextFileRequest {
 ///
 /// See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#requesting-permission)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestPermissionRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -219,6 +216,12 @@ impl RequestPermissionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An update to an existing tool call.
@@ -228,6 +231,7 @@ impl RequestPermissionRequest {
 ///
 /// See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCallUpdate {
     /// The ID of the tool call being updated.
     #[serde(rename = "toolCallId")]
@@ -323,6 +327,60 @@ impl ToolCallUpdate {
             meta: None,
         }
     }
+
+    /// Sets `kind`.
+    pub fn with_kind(mut self, value: impl Into<ToolKind>) -> Self {
+        self.kind = Some(value.into());
+        self
+    }
+
+    /// Sets `status`.
+    pub fn with_status(mut self, value: impl Into<ToolCallStatus>) -> Self {
+        self.status = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `name`.
+    pub fn with_name(mut self, value: impl Into<String>) -> Self {
+        self.name = Some(value.into());
+        self
+    }
+
+    /// Sets `content`.
+    pub fn with_content(mut self, value: impl Into<Vec<ToolCallContent>>) -> Self {
+        self.content = Some(value.into());
+        self
+    }
+
+    /// Sets `locations`.
+    pub fn with_locations(mut self, value: impl Into<Vec<ToolCallLocation>>) -> Self {
+        self.locations = Some(value.into());
+        self
+    }
+
+    /// Sets `rawInput`.
+    pub fn with_raw_input(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_input = Some(value.into());
+        self
+    }
+
+    /// Sets `rawOutput`.
+    pub fn with_raw_output(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_output = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Unique identifier for a tool call within a session.
@@ -373,6 +431,7 @@ impl std::borrow::Borrow<str> for ToolCallId {
 ///
 /// See protocol docs: [Creating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#creating)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ToolKind {
     /// Reading files or data.
     Read,
@@ -456,6 +515,7 @@ impl<'de> Deserialize<'de> for ToolKind {
 ///
 /// See protocol docs: [Status](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#status)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ToolCallStatus {
     /// The tool call hasn't started running yet because the input is either
     /// streaming or we're awaiting approval.
@@ -518,6 +578,7 @@ impl<'de> Deserialize<'de> for ToolCallStatus {
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ToolCallContent {
     /// Standard content block (text, images, resources).
     #[serde(rename = "content")]
@@ -531,7 +592,7 @@ pub enum ToolCallContent {
     ///
     /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
     #[serde(rename = "terminal")]
-    Terminal(Terminal),
+    Terminal(EmbeddedTerminal),
     /// A `type` this version of the schema does not know: the whole object, kept as received so that it encodes back unchanged.
     #[serde(untagged)]
     Unknown(serde_json::Value),
@@ -566,8 +627,8 @@ impl From<Diff> for ToolCallContent {
         Self::Diff(value)
     }
 }
-impl From<Terminal> for ToolCallContent {
-    fn from(value: Terminal) -> Self {
+impl From<EmbeddedTerminal> for ToolCallContent {
+    fn from(value: EmbeddedTerminal) -> Self {
         Self::Terminal(value)
     }
 }
@@ -585,6 +646,7 @@ impl From<Terminal> for ToolCallContent {
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/content)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Text content. May be plain text or formatted with Markdown.
     ///
@@ -668,6 +730,7 @@ impl From<EmbeddedResource> for ContentBlock {
 
 /// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Annotations {
     /// Intended recipients for this content, such as the user or assistant.
     #[serde(
@@ -715,10 +778,35 @@ impl Annotations {
             meta: None,
         }
     }
+
+    /// Sets `audience`.
+    pub fn with_audience(mut self, value: impl Into<Vec<Role>>) -> Self {
+        self.audience = Some(value.into());
+        self
+    }
+
+    /// Sets `lastModified`.
+    pub fn with_last_modified(mut self, value: impl Into<String>) -> Self {
+        self.last_modified = Some(value.into());
+        self
+    }
+
+    /// Sets `priority`.
+    pub fn with_priority(mut self, value: impl Into<f64>) -> Self {
+        self.priority = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The sender or recipient of messages and data in a conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Role {
     /// The assistant side of a conversation.
     Assistant,
@@ -766,6 +854,7 @@ impl<'de> Deserialize<'de> for Role {
 
 /// Text provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextContent {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -799,10 +888,23 @@ impl TextContent {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An image provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ImageContent {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -848,10 +950,29 @@ impl ImageContent {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `uri`.
+    pub fn with_uri(mut self, value: impl Into<String>) -> Self {
+        self.uri = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Audio provided to or from an LLM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AudioContent {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -889,10 +1010,23 @@ impl AudioContent {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A resource that the server is capable of reading, included in a prompt or tool call result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -962,11 +1096,48 @@ impl ResourceLink {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `mimeType`.
+    pub fn with_mime_type(mut self, value: impl Into<String>) -> Self {
+        self.mime_type = Some(value.into());
+        self
+    }
+
+    /// Sets `size`.
+    pub fn with_size(mut self, value: impl Into<i64>) -> Self {
+        self.size = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Resource content that can be embedded in a message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum EmbeddedResourceResource {
     /// Text resource contents embedded directly in the message.
     TextResourceContents(TextResourceContents),
@@ -986,6 +1157,7 @@ impl From<BlobResourceContents> for EmbeddedResourceResource {
 
 /// Text-based resource contents.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// MIME type describing the encoded media payload.
     #[serde(
@@ -1023,10 +1195,23 @@ impl TextResourceContents {
             meta: None,
         }
     }
+
+    /// Sets `mimeType`.
+    pub fn with_mime_type(mut self, value: impl Into<String>) -> Self {
+        self.mime_type = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Binary resource contents.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// Base64-encoded bytes for a binary resource payload.
     pub blob: String,
@@ -1064,10 +1249,23 @@ impl BlobResourceContents {
             meta: None,
         }
     }
+
+    /// Sets `mimeType`.
+    pub fn with_mime_type(mut self, value: impl Into<String>) -> Self {
+        self.mime_type = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The contents of a resource, embedded into a prompt or tool call result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// Optional annotations that help clients decide how to display or route this content.
     #[serde(
@@ -1101,10 +1299,23 @@ impl EmbeddedResource {
             meta: None,
         }
     }
+
+    /// Sets `annotations`.
+    pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
+        self.annotations = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Standard content block (text, images, resources).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Content {
     /// The actual content block.
     pub content: ContentBlock,
@@ -1130,6 +1341,12 @@ impl Content {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A diff representing file modifications.
@@ -1138,6 +1355,7 @@ impl Content {
 ///
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Diff {
     /// The absolute file path being modified.
     pub path: String,
@@ -1175,6 +1393,18 @@ impl Diff {
             new_text: new_text.into(),
             meta: None,
         }
+    }
+
+    /// Sets `oldText`.
+    pub fn with_old_text(mut self, value: impl Into<String>) -> Self {
+        self.old_text = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -1225,7 +1455,8 @@ impl std::borrow::Borrow<str> for TerminalId {
 ///
 /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Terminal {
+#[non_exhaustive]
+pub struct EmbeddedTerminal {
     /// Identifier of the terminal instance to embed in the content stream.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
@@ -1243,13 +1474,19 @@ pub struct Terminal {
     pub meta: Option<Meta>,
 }
 
-impl Terminal {
+impl EmbeddedTerminal {
     /// A value with the given required fields; optional fields are absent.
     pub fn new(terminal_id: impl Into<TerminalId>) -> Self {
         Self {
             terminal_id: terminal_id.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -1260,6 +1497,7 @@ impl Terminal {
 ///
 /// See protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#following-the-agent)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCallLocation {
     /// The absolute file path being accessed or modified.
     pub path: String,
@@ -1293,10 +1531,23 @@ impl ToolCallLocation {
             meta: None,
         }
     }
+
+    /// Sets `line`.
+    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
+        self.line = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An option presented to the user when requesting permission.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PermissionOption {
     /// Unique identifier for this permission option.
     #[serde(rename = "optionId")]
@@ -1332,6 +1583,12 @@ impl PermissionOption {
             kind: kind.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -1380,6 +1637,7 @@ impl std::borrow::Borrow<str> for PermissionOptionId {
 ///
 /// Helps clients choose appropriate icons and UI treatment.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PermissionOptionKind {
     /// Allow this operation only this time.
     AllowOnce,
@@ -1435,6 +1693,7 @@ impl<'de> Deserialize<'de> for PermissionOptionKind {
 
 /// Request to create a new terminal and execute a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateTerminalRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1499,10 +1758,41 @@ impl CreateTerminalRequest {
             meta: None,
         }
     }
+
+    /// Sets `args`.
+    pub fn with_args(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.args = Some(value.into());
+        self
+    }
+
+    /// Sets `env`.
+    pub fn with_env(mut self, value: impl Into<Vec<EnvVariable>>) -> Self {
+        self.env = Some(value.into());
+        self
+    }
+
+    /// Sets `cwd`.
+    pub fn with_cwd(mut self, value: impl Into<String>) -> Self {
+        self.cwd = Some(value.into());
+        self
+    }
+
+    /// Sets `outputByteLimit`.
+    pub fn with_output_byte_limit(mut self, value: impl Into<u64>) -> Self {
+        self.output_byte_limit = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// An environment variable to set when launching an MCP server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EnvVariable {
     /// The name of the environment variable.
     pub name: String,
@@ -1531,10 +1821,17 @@ impl EnvVariable {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to get the current output and status of a terminal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TerminalOutputRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1565,10 +1862,17 @@ impl TerminalOutputRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to release a terminal and free its resources.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReleaseTerminalRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1599,10 +1903,17 @@ impl ReleaseTerminalRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to wait for a terminal command to exit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WaitForTerminalExitRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1633,10 +1944,17 @@ impl WaitForTerminalExitRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request to kill a terminal without releasing it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KillTerminalRequest {
     /// The session ID for this request.
     #[serde(rename = "sessionId")]
@@ -1667,11 +1985,18 @@ impl KillTerminalRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`CreateElicitationRequest`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "mode")]
+#[non_exhaustive]
 pub enum CreateElicitationRequestKind {
     /// Form-based elicitation where the client renders a form from the provided schema.
     #[serde(rename = "form")]
@@ -1729,6 +2054,7 @@ impl From<ElicitationUrlMode> for CreateElicitationRequestKind {
 /// either via a form or by directing them to a URL.
 /// Elicitations are tied to a session (optionally a tool call) or a request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateElicitationRequest {
     /// A human-readable message describing what input is needed.
     pub message: String,
@@ -1760,6 +2086,12 @@ impl CreateElicitationRequest {
             kind: kind.into(),
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session-scoped elicitation, optionally tied to a specific tool call.
@@ -1768,6 +2100,7 @@ impl CreateElicitationRequest {
 /// This is useful when an agent receives an elicitation from an MCP server
 /// during a tool call and needs to redirect it to the user.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationSessionScope {
     /// The session this elicitation is tied to.
     #[serde(rename = "sessionId")]
@@ -1793,11 +2126,18 @@ impl ElicitationSessionScope {
             tool_call_id: None,
         }
     }
+
+    /// Sets `toolCallId`.
+    pub fn with_tool_call_id(mut self, value: impl Into<ToolCallId>) -> Self {
+        self.tool_call_id = Some(value.into());
+        self
+    }
 }
 
 /// Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
 /// (e.g., during auth/configuration phases before any session is started).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationRequestScope {
     /// The request this elicitation is tied to.
     #[serde(rename = "requestId")]
@@ -1818,6 +2158,7 @@ impl ElicitationRequestScope {
 /// This represents a JSON Schema object with primitive-typed properties,
 /// as required by the elicitation specification.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationSchema {
     /// Type discriminator. Always `"object"`.
     #[serde(
@@ -1880,10 +2221,50 @@ impl ElicitationSchema {
             meta: None,
         }
     }
+
+    /// Sets `type`.
+    pub fn with_type(mut self, value: impl Into<ElicitationSchemaType>) -> Self {
+        self.r#type = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `properties` (empty or zero until set).
+    pub fn with_properties(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, ElicitationPropertySchema>>,
+    ) -> Self {
+        self.properties = value.into();
+        self
+    }
+
+    /// Sets `required`.
+    pub fn with_required(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.required = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Type discriminator for elicitation schemas.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ElicitationSchemaType {
     /// Object schema type.
     Object,
@@ -1932,6 +2313,7 @@ impl<'de> Deserialize<'de> for ElicitationSchemaType {
 /// Multi-select enums use `type: "array"`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ElicitationPropertySchema {
     /// String property (or single-select enum when `enum`/`oneOf` is set).
     #[serde(rename = "string")]
@@ -2012,6 +2394,7 @@ impl From<MultiSelectPropertySchema> for ElicitationPropertySchema {
 
 /// String format types for string properties in elicitation schemas.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StringFormat {
     /// Email address format.
     Email,
@@ -2067,6 +2450,7 @@ impl<'de> Deserialize<'de> for StringFormat {
 
 /// A titled enum option with a const value, human-readable title, and optional description.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EnumOption {
     /// The constant value for this option.
     pub r#const: String,
@@ -2107,6 +2491,18 @@ impl EnumOption {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for string properties in an elicitation form.
@@ -2114,6 +2510,7 @@ impl EnumOption {
 /// When `enum` or `oneOf` is set, this represents a single-select enum
 /// with `"type": "string"`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StringPropertySchema {
     /// Optional title for the property.
     ///
@@ -2204,10 +2601,71 @@ impl StringPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minLength`.
+    pub fn with_min_length(mut self, value: impl Into<u32>) -> Self {
+        self.min_length = Some(value.into());
+        self
+    }
+
+    /// Sets `maxLength`.
+    pub fn with_max_length(mut self, value: impl Into<u32>) -> Self {
+        self.max_length = Some(value.into());
+        self
+    }
+
+    /// Sets `pattern`.
+    pub fn with_pattern(mut self, value: impl Into<String>) -> Self {
+        self.pattern = Some(value.into());
+        self
+    }
+
+    /// Sets `format`.
+    pub fn with_format(mut self, value: impl Into<StringFormat>) -> Self {
+        self.format = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<String>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `enum`.
+    pub fn with_enum(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.r#enum = Some(value.into());
+        self
+    }
+
+    /// Sets `oneOf`.
+    pub fn with_one_of(mut self, value: impl Into<Vec<EnumOption>>) -> Self {
+        self.one_of = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for number (floating-point) properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NumberPropertySchema {
     /// Optional title for the property.
     ///
@@ -2274,10 +2732,47 @@ impl NumberPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minimum`.
+    pub fn with_minimum(mut self, value: impl Into<f64>) -> Self {
+        self.minimum = Some(value.into());
+        self
+    }
+
+    /// Sets `maximum`.
+    pub fn with_maximum(mut self, value: impl Into<f64>) -> Self {
+        self.maximum = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<f64>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for integer properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IntegerPropertySchema {
     /// Optional title for the property.
     ///
@@ -2344,10 +2839,47 @@ impl IntegerPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minimum`.
+    pub fn with_minimum(mut self, value: impl Into<i64>) -> Self {
+        self.minimum = Some(value.into());
+        self
+    }
+
+    /// Sets `maximum`.
+    pub fn with_maximum(mut self, value: impl Into<i64>) -> Self {
+        self.maximum = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<i64>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for boolean properties in an elicitation form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BooleanPropertySchema {
     /// Optional title for the property.
     ///
@@ -2402,11 +2934,36 @@ impl BooleanPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<bool>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Items for a multi-select (array) property schema.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum MultiSelectItems {
     /// Multi-select string items with plain string values.
     #[serde(rename = "string")]
@@ -2455,6 +3012,7 @@ impl From<TitledMultiSelectItems> for MultiSelectItems {
 
 /// String item schema for multi-select enum properties.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StringMultiSelectItems {
     /// Allowed enum values.
     pub r#enum: Vec<String>,
@@ -2482,10 +3040,17 @@ impl StringMultiSelectItems {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Items definition for titled multi-select enum properties.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TitledMultiSelectItems {
     /// Titled enum options.
     #[serde(rename = "anyOf")]
@@ -2514,10 +3079,17 @@ impl TitledMultiSelectItems {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Schema for multi-select (array) properties in an elicitation form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MultiSelectPropertySchema {
     /// Optional title for the property.
     ///
@@ -2587,11 +3159,48 @@ impl MultiSelectPropertySchema {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `minItems`.
+    pub fn with_min_items(mut self, value: impl Into<u64>) -> Self {
+        self.min_items = Some(value.into());
+        self
+    }
+
+    /// Sets `maxItems`.
+    pub fn with_max_items(mut self, value: impl Into<u64>) -> Self {
+        self.max_items = Some(value.into());
+        self
+    }
+
+    /// Sets `default`.
+    pub fn with_default(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`ElicitationFormMode`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitationFormModeKind {
     /// Tied to a session, optionally to a specific tool call within that session.
     Session(ElicitationSessionScope),
@@ -2612,6 +3221,7 @@ impl From<ElicitationRequestScope> for ElicitationFormModeKind {
 
 /// Form-based elicitation mode where the client renders a form from the provided schema.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationFormMode {
     /// A JSON Schema describing the form fields to present to the user.
     #[serde(rename = "requestedSchema")]
@@ -2678,6 +3288,7 @@ impl std::borrow::Borrow<str> for ElicitationId {
 /// The variant part of [`ElicitationUrlMode`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitationUrlModeKind {
     /// Tied to a session, optionally to a specific tool call within that session.
     Session(ElicitationSessionScope),
@@ -2698,6 +3309,7 @@ impl From<ElicitationRequestScope> for ElicitationUrlModeKind {
 
 /// URL-based elicitation mode where the client directs the user to a URL.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationUrlMode {
     /// The unique identifier for this elicitation.
     #[serde(rename = "elicitationId")]
@@ -2730,6 +3342,7 @@ impl ElicitationUrlMode {
 ///
 /// Request parameters for `mcp/message`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MessageMcpRequest {
     /// The declared ACP MCP server receiving this request.
     #[serde(rename = "serverId")]
@@ -2772,6 +3385,18 @@ impl MessageMcpRequest {
             params: None,
             meta: None,
         }
+    }
+
+    /// Sets `params`.
+    pub fn with_params(mut self, value: impl Into<Meta>) -> Self {
+        self.params = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -2886,6 +3511,7 @@ pub struct ExtRequest(pub serde_json::Value);
 ///
 /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct InitializeResponse {
     /// The protocol version the client specified if supported by the agent,
     /// or the latest protocol version supported by the agent.
@@ -2942,6 +3568,30 @@ impl InitializeResponse {
             meta: None,
         }
     }
+
+    /// Sets `agentCapabilities` (empty or zero until set).
+    pub fn with_agent_capabilities(mut self, value: impl Into<AgentCapabilities>) -> Self {
+        self.agent_capabilities = value.into();
+        self
+    }
+
+    /// Sets `authMethods` (empty or zero until set).
+    pub fn with_auth_methods(mut self, value: impl Into<Vec<AuthMethod>>) -> Self {
+        self.auth_methods = value.into();
+        self
+    }
+
+    /// Sets `agentInfo`.
+    pub fn with_agent_info(mut self, value: impl Into<Implementation>) -> Self {
+        self.agent_info = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Protocol version identifier.
@@ -2970,6 +3620,7 @@ impl std::fmt::Display for ProtocolVersion {
 ///
 /// See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#agent-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgentCapabilities {
     /// Whether the agent supports `session/load`.
     #[serde(rename = "loadSession", default, deserialize_with = "de::lenient")]
@@ -3035,6 +3686,48 @@ impl AgentCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `loadSession` (empty or zero until set).
+    pub fn with_load_session(mut self, value: impl Into<bool>) -> Self {
+        self.load_session = value.into();
+        self
+    }
+
+    /// Sets `promptCapabilities` (empty or zero until set).
+    pub fn with_prompt_capabilities(mut self, value: impl Into<PromptCapabilities>) -> Self {
+        self.prompt_capabilities = value.into();
+        self
+    }
+
+    /// Sets `mcpCapabilities` (empty or zero until set).
+    pub fn with_mcp_capabilities(mut self, value: impl Into<McpCapabilities>) -> Self {
+        self.mcp_capabilities = value.into();
+        self
+    }
+
+    /// Sets `sessionCapabilities` (empty or zero until set).
+    pub fn with_session_capabilities(mut self, value: impl Into<SessionCapabilities>) -> Self {
+        self.session_capabilities = value.into();
+        self
+    }
+
+    /// Sets `auth` (empty or zero until set).
+    pub fn with_auth(mut self, value: impl Into<AgentAuthCapabilities>) -> Self {
+        self.auth = value.into();
+        self
+    }
+
+    /// Sets `providers`.
+    pub fn with_providers(mut self, value: impl Into<ProvidersCapabilities>) -> Self {
+        self.providers = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Prompt capabilities supported by the agent in `session/prompt` requests.
@@ -3050,6 +3743,7 @@ impl AgentCapabilities {
 ///
 /// See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#prompt-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptCapabilities {
     /// Agent supports `image` content blocks.
     #[serde(default, deserialize_with = "de::lenient")]
@@ -3087,10 +3781,35 @@ impl PromptCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `image` (empty or zero until set).
+    pub fn with_image(mut self, value: impl Into<bool>) -> Self {
+        self.image = value.into();
+        self
+    }
+
+    /// Sets `audio` (empty or zero until set).
+    pub fn with_audio(mut self, value: impl Into<bool>) -> Self {
+        self.audio = value.into();
+        self
+    }
+
+    /// Sets `embeddedContext` (empty or zero until set).
+    pub fn with_embedded_context(mut self, value: impl Into<bool>) -> Self {
+        self.embedded_context = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// MCP capabilities supported by the agent
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpCapabilities {
     /// Agent supports `http` MCP servers.
     #[serde(default, deserialize_with = "de::lenient")]
@@ -3129,6 +3848,30 @@ impl McpCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `http` (empty or zero until set).
+    pub fn with_http(mut self, value: impl Into<bool>) -> Self {
+        self.http = value.into();
+        self
+    }
+
+    /// Sets `sse` (empty or zero until set).
+    pub fn with_sse(mut self, value: impl Into<bool>) -> Self {
+        self.sse = value.into();
+        self
+    }
+
+    /// Sets `acp` (empty or zero until set).
+    pub fn with_acp(mut self, value: impl Into<bool>) -> Self {
+        self.acp = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session capabilities supported by the agent.
@@ -3141,6 +3884,7 @@ impl McpCapabilities {
 ///
 /// See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#session-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionCapabilities {
     /// Whether the agent supports `session/list`.
     ///
@@ -3304,12 +4048,82 @@ impl SessionCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `list`.
+    pub fn with_list(mut self, value: impl Into<SessionListCapabilities>) -> Self {
+        self.list = Some(value.into());
+        self
+    }
+
+    /// Sets `delete`.
+    pub fn with_delete(mut self, value: impl Into<SessionDeleteCapabilities>) -> Self {
+        self.delete = Some(value.into());
+        self
+    }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(
+        mut self,
+        value: impl Into<SessionAdditionalDirectoriesCapabilities>,
+    ) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `systemPrompt`.
+    pub fn with_system_prompt(mut self, value: impl Into<SessionSystemPromptCapabilities>) -> Self {
+        self.system_prompt = Some(value.into());
+        self
+    }
+
+    /// Sets `fork`.
+    pub fn with_fork(mut self, value: impl Into<SessionForkCapabilities>) -> Self {
+        self.fork = Some(value.into());
+        self
+    }
+
+    /// Sets `archive`.
+    pub fn with_archive(mut self, value: impl Into<SessionArchiveCapabilities>) -> Self {
+        self.archive = Some(value.into());
+        self
+    }
+
+    /// Sets `status`.
+    pub fn with_status(mut self, value: impl Into<SessionStatusCapabilities>) -> Self {
+        self.status = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<SessionTitleCapabilities>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `resume`.
+    pub fn with_resume(mut self, value: impl Into<SessionResumeCapabilities>) -> Self {
+        self.resume = Some(value.into());
+        self
+    }
+
+    /// Sets `close`.
+    pub fn with_close(mut self, value: impl Into<SessionCloseCapabilities>) -> Self {
+        self.close = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/list` method.
 ///
 /// Supplying `{}` means the agent supports listing sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionListCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3330,12 +4144,19 @@ impl SessionListCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/delete` method.
 ///
 /// Supplying `{}` means the agent supports deleting sessions from `session/list`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionDeleteCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3356,6 +4177,12 @@ impl SessionDeleteCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for additional session directories support.
@@ -3365,6 +4192,7 @@ impl SessionDeleteCapabilities {
 /// `session/list` may return `SessionInfo.additionalDirectories` to report the
 /// complete ordered additional-root list associated with a listed session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionAdditionalDirectoriesCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3385,6 +4213,12 @@ impl SessionAdditionalDirectoriesCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3396,6 +4230,7 @@ impl SessionAdditionalDirectoriesCapabilities {
 /// Supplying `{}` means the agent supports `systemPrompt` on session lifecycle
 /// requests in `append` mode.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionSystemPromptCapabilities {
     /// Delivery modes the agent supports in addition to `append`.
     ///
@@ -3428,6 +4263,18 @@ impl SessionSystemPromptCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `mode`.
+    pub fn with_mode(mut self, value: impl Into<SessionSystemPromptModeCapabilities>) -> Self {
+        self.mode = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3439,6 +4286,7 @@ impl SessionSystemPromptCapabilities {
 /// `append` has no entry because every agent advertising
 /// `sessionCapabilities.systemPrompt` supports it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionSystemPromptModeCapabilities {
     /// Whether the agent supports `override` mode.
     ///
@@ -3473,6 +4321,21 @@ impl SessionSystemPromptModeCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `override`.
+    pub fn with_override(
+        mut self,
+        value: impl Into<SessionSystemPromptOverrideCapabilities>,
+    ) -> Self {
+        self.r#override = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3484,6 +4347,7 @@ impl SessionSystemPromptModeCapabilities {
 /// Supplying `{}` means the agent supports replacing its built-in default
 /// instructions with the client-provided system prompt.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionSystemPromptOverrideCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3504,6 +4368,12 @@ impl SessionSystemPromptOverrideCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3514,6 +4384,7 @@ impl SessionSystemPromptOverrideCapabilities {
 ///
 /// Supplying `{}` means the agent supports forking sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionForkCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3534,6 +4405,12 @@ impl SessionForkCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3545,6 +4422,7 @@ impl SessionForkCapabilities {
 /// Supplying `{}` means the agent supports both methods, the `archived` filter on
 /// `session/list`, and `SessionInfo.archived`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionArchiveCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3565,6 +4443,12 @@ impl SessionArchiveCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3575,6 +4459,7 @@ impl SessionArchiveCapabilities {
 ///
 /// Supplying `{}` means the agent supports checking session status.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionStatusCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3595,6 +4480,12 @@ impl SessionStatusCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3606,6 +4497,7 @@ impl SessionStatusCapabilities {
 /// Supplying `{}` means the agent supports `session/set_title`. Agents report titles
 /// through `session/list` and `session_info_update` without this capability.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionTitleCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3626,12 +4518,19 @@ impl SessionTitleCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/resume` method.
 ///
 /// Supplying `{}` means the agent supports resuming sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionResumeCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3652,12 +4551,19 @@ impl SessionResumeCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for the `session/close` method.
 ///
 /// Supplying `{}` means the agent supports closing sessions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionCloseCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3678,10 +4584,17 @@ impl SessionCloseCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Authentication-related capabilities supported by the agent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgentAuthCapabilities {
     /// **UNSTABLE**
     ///
@@ -3730,6 +4643,24 @@ impl AgentAuthCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `status`.
+    pub fn with_status(mut self, value: impl Into<AuthStatusCapabilities>) -> Self {
+        self.status = Some(value.into());
+        self
+    }
+
+    /// Sets `logout`.
+    pub fn with_logout(mut self, value: impl Into<LogoutCapabilities>) -> Self {
+        self.logout = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3740,6 +4671,7 @@ impl AgentAuthCapabilities {
 ///
 /// Supplying `{}` means the agent supports the `auth/status` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthStatusCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3760,12 +4692,19 @@ impl AuthStatusCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Logout capabilities supported by the agent.
 ///
 /// Supplying `{}` means the agent supports the logout method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LogoutCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3786,6 +4725,12 @@ impl LogoutCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -3796,6 +4741,7 @@ impl LogoutCapabilities {
 ///
 /// Supplying `{}` means the agent supports provider configuration methods.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProvidersCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3816,6 +4762,12 @@ impl ProvidersCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Describes an available authentication method.
@@ -3824,6 +4776,7 @@ impl ProvidersCapabilities {
 /// When no `type` is present, the method is treated as `agent`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum AuthMethod {
     /// Client runs the configured agent program as a separate interactive
     /// process, without passing this method to `authenticate`.
@@ -3918,6 +4871,7 @@ impl std::borrow::Borrow<str> for AuthMethodId {
 /// A zero exit status signals success. Any other termination signals failure.
 /// The client MUST NOT pass this method to `authenticate`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthMethodTerminal {
     /// Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -3971,12 +4925,40 @@ impl AuthMethodTerminal {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `args`.
+    pub fn with_args(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.args = Some(value.into());
+        self
+    }
+
+    /// Sets `env`.
+    pub fn with_env(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, String>>,
+    ) -> Self {
+        self.env = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Agent handles authentication itself through `authenticate`.
 ///
 /// This is the default authentication method type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthMethodAgent {
     /// Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -4013,12 +4995,25 @@ impl AuthMethodAgent {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Metadata about the implementation of the client or agent.
 /// Describes the name and version of an ACP implementation, with an optional
 /// title for UI representation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Implementation {
     /// Intended for programmatic or logical use, but can be used as a display
     /// name fallback if title isn't present.
@@ -4060,10 +5055,23 @@ impl Implementation {
             meta: None,
         }
     }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to the `authenticate` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthenticateResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4084,6 +5092,12 @@ impl AuthenticateResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -4092,6 +5106,7 @@ impl AuthenticateResponse {
 ///
 /// Response to `providers/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListProvidersResponse {
     /// Configurable providers with current routing info suitable for UI display.
     pub providers: Vec<ProviderInfo>,
@@ -4117,6 +5132,12 @@ impl ListProvidersResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -4125,6 +5146,7 @@ impl ListProvidersResponse {
 ///
 /// Information about a configurable LLM provider.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProviderInfo {
     /// Provider identifier, for example "main" or "openai".
     #[serde(rename = "providerId")]
@@ -4167,6 +5189,18 @@ impl ProviderInfo {
             current: None,
             meta: None,
         }
+    }
+
+    /// Sets `current`.
+    pub fn with_current(mut self, value: impl Into<ProviderCurrentConfig>) -> Self {
+        self.current = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -4226,6 +5260,7 @@ impl std::borrow::Borrow<str> for ProviderId {
 /// Protocol names beginning with `_` are free for custom use, like other ACP extension methods.
 /// Protocol names that do not begin with `_` are reserved for the ACP spec.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LlmProtocol {
     /// Anthropic API protocol.
     Anthropic,
@@ -4291,6 +5326,7 @@ impl<'de> Deserialize<'de> for LlmProtocol {
 ///
 /// Current effective non-secret routing configuration for a provider.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProviderCurrentConfig {
     /// Protocol currently used by this provider.
     #[serde(rename = "apiType")]
@@ -4321,6 +5357,12 @@ impl ProviderCurrentConfig {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -4329,6 +5371,7 @@ impl ProviderCurrentConfig {
 ///
 /// Response to `providers/set`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetProviderResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4349,6 +5392,12 @@ impl SetProviderResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -4357,6 +5406,7 @@ impl SetProviderResponse {
 ///
 /// Response to `providers/disable`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DisableProviderResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4377,10 +5427,17 @@ impl DisableProviderResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to the `logout` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LogoutResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4401,6 +5458,12 @@ impl LogoutResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -4409,6 +5472,7 @@ impl LogoutResponse {
 ///
 /// Response to the `auth/status` method.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthStatusResponse {
     /// Whether the agent can start sessions without the user signing in first.
     ///
@@ -4449,6 +5513,18 @@ impl AuthStatusResponse {
             meta: None,
         }
     }
+
+    /// Sets `accounts`.
+    pub fn with_accounts(mut self, value: impl Into<Vec<AuthAccount>>) -> Self {
+        self.accounts = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -4457,6 +5533,7 @@ impl AuthStatusResponse {
 ///
 /// The agent's overall authentication state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AuthState {
     /// Credentials are configured. This does not guarantee that they are valid.
     Authenticated,
@@ -4528,6 +5605,7 @@ impl<'de> Deserialize<'de> for AuthState {
 /// account identifiers, and SHOULD NOT log them or send them elsewhere, such as to
 /// telemetry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthAccount {
     /// Human-readable name for the account, suitable for display on its own,
     /// for example `Claude Max`, `OpenAI API key`, or `Vertex AI`.
@@ -4596,12 +5674,43 @@ impl AuthAccount {
             meta: None,
         }
     }
+
+    /// Sets `active`.
+    pub fn with_active(mut self, value: impl Into<bool>) -> Self {
+        self.active = Some(value.into());
+        self
+    }
+
+    /// Sets `name`.
+    pub fn with_name(mut self, value: impl Into<String>) -> Self {
+        self.name = Some(value.into());
+        self
+    }
+
+    /// Sets `email`.
+    pub fn with_email(mut self, value: impl Into<String>) -> Self {
+        self.email = Some(value.into());
+        self
+    }
+
+    /// Sets `organization`.
+    pub fn with_organization(mut self, value: impl Into<String>) -> Self {
+        self.organization = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from creating a new session.
 ///
 /// See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NewSessionResponse {
     /// Unique identifier for the created session.
     ///
@@ -4649,10 +5758,29 @@ impl NewSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The set of modes and the one currently active.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionModeState {
     /// The current mode the Agent is in.
     #[serde(rename = "currentModeId")]
@@ -4685,6 +5813,12 @@ impl SessionModeState {
             available_modes: available_modes.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -4733,6 +5867,7 @@ impl std::borrow::Borrow<str> for SessionModeId {
 ///
 /// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionMode {
     /// Stable identifier used to refer to this protocol object in later messages.
     pub id: SessionModeId,
@@ -4769,11 +5904,24 @@ impl SessionMode {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`SessionConfigOption`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum SessionConfigOptionKind {
     /// Single-value selector (dropdown).
     #[serde(rename = "select")]
@@ -4817,6 +5965,7 @@ impl From<SessionConfigBoolean> for SessionConfigOptionKind {
 
 /// A session configuration option selector and its current state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigOption {
     /// Unique identifier for the configuration option.
     pub id: SessionConfigId,
@@ -4868,6 +6017,24 @@ impl SessionConfigOption {
             meta: None,
             kind: kind.into(),
         }
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `category`.
+    pub fn with_category(mut self, value: impl Into<SessionConfigOptionCategory>) -> Self {
+        self.category = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -4922,6 +6089,7 @@ impl std::borrow::Borrow<str> for SessionConfigId {
 /// Category names beginning with `_` are free for custom use, like other ACP extension methods.
 /// Category names that do not begin with `_` are reserved for the ACP spec.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SessionConfigOptionCategory {
     /// Session mode selector.
     Mode,
@@ -5021,6 +6189,7 @@ impl std::borrow::Borrow<str> for SessionConfigValueId {
 /// Possible values for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum SessionConfigSelectOptions {
     /// A flat list of options with no grouping.
     Ungrouped(Vec<SessionConfigSelectOption>),
@@ -5040,6 +6209,7 @@ impl From<Vec<SessionConfigSelectGroup>> for SessionConfigSelectOptions {
 
 /// A possible value for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigSelectOption {
     /// Unique identifier for this option value.
     pub value: SessionConfigValueId,
@@ -5076,10 +6246,23 @@ impl SessionConfigSelectOption {
             meta: None,
         }
     }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A group of possible values for a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigSelectGroup {
     /// Unique identifier for this group.
     pub group: SessionConfigGroupId,
@@ -5115,6 +6298,12 @@ impl SessionConfigSelectGroup {
             options: options.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -5161,6 +6350,7 @@ impl std::borrow::Borrow<str> for SessionConfigGroupId {
 
 /// A single-value selector (dropdown) session configuration option payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigSelect {
     /// The currently selected value.
     #[serde(rename = "currentValue")]
@@ -5184,6 +6374,7 @@ impl SessionConfigSelect {
 
 /// A boolean on/off toggle session configuration option payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigBoolean {
     /// The current value of the boolean option.
     #[serde(rename = "currentValue")]
@@ -5201,6 +6392,7 @@ impl SessionConfigBoolean {
 
 /// Response from loading an existing session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoadSessionResponse {
     /// Initial mode state if supported by the Agent
     ///
@@ -5242,10 +6434,29 @@ impl LoadSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from listing sessions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListSessionsResponse {
     /// Array of session information objects
     #[serde(deserialize_with = "de::lenient_items")]
@@ -5282,10 +6493,23 @@ impl ListSessionsResponse {
             meta: None,
         }
     }
+
+    /// Sets `nextCursor`.
+    pub fn with_next_cursor(mut self, value: impl Into<String>) -> Self {
+        self.next_cursor = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Information about a session returned by session/list
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionInfo {
     /// Unique identifier for the session
     #[serde(rename = "sessionId")]
@@ -5360,10 +6584,41 @@ impl SessionInfo {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `title`.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Some(value.into());
+        self
+    }
+
+    /// Sets `updatedAt`.
+    pub fn with_updated_at(mut self, value: impl Into<String>) -> Self {
+        self.updated_at = Some(value.into());
+        self
+    }
+
+    /// Sets `archived`.
+    pub fn with_archived(mut self, value: impl Into<bool>) -> Self {
+        self.archived = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from deleting a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeleteSessionResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5384,6 +6639,12 @@ impl DeleteSessionResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -5392,6 +6653,7 @@ impl DeleteSessionResponse {
 ///
 /// Response from forking an existing session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ForkSessionResponse {
     /// Unique identifier for the newly created forked session.
     #[serde(rename = "sessionId")]
@@ -5437,6 +6699,24 @@ impl ForkSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -5445,6 +6725,7 @@ impl ForkSessionResponse {
 ///
 /// Response from archiving a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ArchiveSessionResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5465,6 +6746,12 @@ impl ArchiveSessionResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -5473,6 +6760,7 @@ impl ArchiveSessionResponse {
 ///
 /// Response from unarchiving a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnarchiveSessionResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5493,6 +6781,12 @@ impl UnarchiveSessionResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -5504,6 +6798,7 @@ impl UnarchiveSessionResponse {
 /// The result is a snapshot. A session reported `open` may be closed or evicted before
 /// the Client's next request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionStatusResponse {
     /// Whether the Agent has the session in memory.
     ///
@@ -5531,6 +6826,12 @@ impl SessionStatusResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -5539,6 +6840,7 @@ impl SessionStatusResponse {
 ///
 /// Whether the Agent has a session in memory, as reported by `session/status`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SessionStatus {
     /// The Agent has the session in memory, for any connection.
     ///
@@ -5604,6 +6906,7 @@ impl<'de> Deserialize<'de> for SessionStatus {
 ///
 /// Response from setting the title of a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionTitleResponse {
     /// The title the Agent stored.
     ///
@@ -5632,10 +6935,17 @@ impl SetSessionTitleResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from resuming an existing session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResumeSessionResponse {
     /// Initial mode state if supported by the Agent
     ///
@@ -5677,10 +6987,29 @@ impl ResumeSessionResponse {
             meta: None,
         }
     }
+
+    /// Sets `modes`.
+    pub fn with_modes(mut self, value: impl Into<SessionModeState>) -> Self {
+        self.modes = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(mut self, value: impl Into<Vec<SessionConfigOption>>) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from closing a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CloseSessionResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5701,10 +7030,17 @@ impl CloseSessionResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `session/set_mode` method.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionModeResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5725,10 +7061,17 @@ impl SetSessionModeResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `session/set_config_option` method.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionResponse {
     /// The full set of configuration options and their current values.
     #[serde(rename = "configOptions", deserialize_with = "de::lenient_items")]
@@ -5755,12 +7098,19 @@ impl SetSessionConfigOptionResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response from processing a user prompt.
 ///
 /// See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptResponse {
     /// Indicates why the agent stopped processing the turn.
     #[serde(rename = "stopReason")]
@@ -5799,12 +7149,25 @@ impl PromptResponse {
             meta: None,
         }
     }
+
+    /// Sets `usage`.
+    pub fn with_usage(mut self, value: impl Into<Usage>) -> Self {
+        self.usage = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Reasons why an agent stops processing a prompt turn.
 ///
 /// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#stop-reasons)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The turn ended successfully.
     EndTurn,
@@ -5876,6 +7239,7 @@ impl<'de> Deserialize<'de> for StopReason {
 ///
 /// Token usage information for a prompt turn.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Sum of all token types across session.
     #[serde(rename = "totalTokens")]
@@ -5941,6 +7305,30 @@ impl Usage {
             meta: None,
         }
     }
+
+    /// Sets `thoughtTokens`.
+    pub fn with_thought_tokens(mut self, value: impl Into<u64>) -> Self {
+        self.thought_tokens = Some(value.into());
+        self
+    }
+
+    /// Sets `cachedReadTokens`.
+    pub fn with_cached_read_tokens(mut self, value: impl Into<u64>) -> Self {
+        self.cached_read_tokens = Some(value.into());
+        self
+    }
+
+    /// Sets `cachedWriteTokens`.
+    pub fn with_cached_write_tokens(mut self, value: impl Into<u64>) -> Self {
+        self.cached_write_tokens = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Allows for sending an arbitrary response to an extension request that is not part of the ACP spec.
@@ -5952,121 +7340,13 @@ impl Usage {
 #[serde(transparent)]
 pub struct ExtResponse(pub serde_json::Value);
 
-/// JSON-RPC error object.
-///
-/// Represents an error that occurred during method execution, following the
-/// JSON-RPC 2.0 error object specification with optional additional data.
-///
-/// See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Error {
-    /// A number indicating the error type that occurred.
-    /// This must be an integer as defined in the JSON-RPC specification.
-    pub code: ErrorCode,
-    /// A string providing a short description of the error.
-    /// The message should be limited to a concise single sentence.
-    pub message: String,
-    /// Optional primitive or structured value that contains additional information about the error.
-    /// This may include debugging information or context-specific details.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "de::lenient"
-    )]
-    pub data: Option<serde_json::Value>,
-}
-
-impl Error {
-    /// A value with the given required fields; optional fields are absent.
-    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            message: message.into(),
-            data: None,
-        }
-    }
-}
-
-/// Predefined error codes for common JSON-RPC and ACP-specific errors.
-///
-/// Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
-/// server-error range (-32000 to -32099), and request cancellation uses -32800 from the
-/// range LSP reserves (-32899 to -32800).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    /// **Parse error**: Invalid JSON was received by the server.
-    /// An error occurred on the server while parsing the JSON text.
-    ParseError,
-    /// **Invalid request**: The JSON sent is not a valid Request object.
-    InvalidRequest,
-    /// **Method not found**: The method does not exist or is not available.
-    MethodNotFound,
-    /// **Invalid params**: Invalid method parameter(s).
-    InvalidParams,
-    /// **Internal error**: Internal JSON-RPC error.
-    InternalError,
-    /// **Request cancelled**: Execution of the method was aborted either due to a cancellation request from the caller or
-    /// because of resource constraints or shutdown.
-    RequestCancelled,
-    /// **Authentication required**: Authentication is required before this operation can be performed.
-    AuthenticationRequired,
-    /// **Resource not found**: A given resource, such as a session or file, was not found.
-    ResourceNotFound,
-    /// Other undefined error code.
-    ///
-    /// Any other value, kept as sent.
-    Other(i32),
-}
-
-impl ErrorCode {
-    /// The numeric code.
-    pub fn code(self) -> i32 {
-        match self {
-            Self::ParseError => -32700,
-            Self::InvalidRequest => -32600,
-            Self::MethodNotFound => -32601,
-            Self::InvalidParams => -32602,
-            Self::InternalError => -32603,
-            Self::RequestCancelled => -32800,
-            Self::AuthenticationRequired => -32000,
-            Self::ResourceNotFound => -32002,
-            Self::Other(code) => code,
-        }
-    }
-}
-
-impl From<i32> for ErrorCode {
-    fn from(code: i32) -> Self {
-        match code {
-            -32700 => Self::ParseError,
-            -32600 => Self::InvalidRequest,
-            -32601 => Self::MethodNotFound,
-            -32602 => Self::InvalidParams,
-            -32603 => Self::InternalError,
-            -32800 => Self::RequestCancelled,
-            -32000 => Self::AuthenticationRequired,
-            -32002 => Self::ResourceNotFound,
-            other => Self::Other(other),
-        }
-    }
-}
-impl Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_i32(self.code())
-    }
-}
-impl<'de> Deserialize<'de> for ErrorCode {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        i32::deserialize(deserializer).map(Self::from)
-    }
-}
-
 /// Notification containing a session update from the agent.
 ///
 /// Used to stream real-time progress and results during prompt processing.
 ///
 /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionNotification {
     /// The ID of the session this update pertains to.
     #[serde(rename = "sessionId")]
@@ -6096,6 +7376,12 @@ impl SessionNotification {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Different types of updates that can be sent during session processing.
@@ -6105,6 +7391,7 @@ impl SessionNotification {
 /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "sessionUpdate")]
+#[non_exhaustive]
 pub enum SessionUpdate {
     /// A chunk of the user's message being streamed.
     #[serde(rename = "user_message_chunk")]
@@ -6361,6 +7648,7 @@ impl std::borrow::Borrow<str> for MessageId {
 
 /// A streamed item of content
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ContentChunk {
     /// A single item of content
     pub content: ContentBlock,
@@ -6398,6 +7686,18 @@ impl ContentChunk {
             meta: None,
         }
     }
+
+    /// Sets `messageId`.
+    pub fn with_message_id(mut self, value: impl Into<MessageId>) -> Self {
+        self.message_id = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Represents a tool call that the language model has requested.
@@ -6407,6 +7707,7 @@ impl ContentChunk {
 ///
 /// See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/draft/tool-calls)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// Unique identifier for this tool call within the session.
     #[serde(rename = "toolCallId")]
@@ -6499,6 +7800,54 @@ impl ToolCall {
             meta: None,
         }
     }
+
+    /// Sets `name`.
+    pub fn with_name(mut self, value: impl Into<String>) -> Self {
+        self.name = Some(value.into());
+        self
+    }
+
+    /// Sets `kind`.
+    pub fn with_kind(mut self, value: impl Into<ToolKind>) -> Self {
+        self.kind = Some(value.into());
+        self
+    }
+
+    /// Sets `status`.
+    pub fn with_status(mut self, value: impl Into<ToolCallStatus>) -> Self {
+        self.status = Some(value.into());
+        self
+    }
+
+    /// Sets `content`.
+    pub fn with_content(mut self, value: impl Into<Vec<ToolCallContent>>) -> Self {
+        self.content = Some(value.into());
+        self
+    }
+
+    /// Sets `locations`.
+    pub fn with_locations(mut self, value: impl Into<Vec<ToolCallLocation>>) -> Self {
+        self.locations = Some(value.into());
+        self
+    }
+
+    /// Sets `rawInput`.
+    pub fn with_raw_input(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_input = Some(value.into());
+        self
+    }
+
+    /// Sets `rawOutput`.
+    pub fn with_raw_output(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.raw_output = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A single entry in the execution plan.
@@ -6507,6 +7856,7 @@ impl ToolCall {
 /// as part of fulfilling the user's request.
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanEntry {
     /// Human-readable description of what this task aims to accomplish.
     pub content: String,
@@ -6543,6 +7893,12 @@ impl PlanEntry {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Priority levels for plan entries.
@@ -6551,6 +7907,7 @@ impl PlanEntry {
 /// tasks in the execution plan.
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PlanEntryPriority {
     /// High priority task - critical to the overall goal.
     High,
@@ -6605,6 +7962,7 @@ impl<'de> Deserialize<'de> for PlanEntryPriority {
 /// Tracks the lifecycle of each task from planning through completion.
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PlanEntryStatus {
     /// The task has not started yet.
     Pending,
@@ -6662,6 +8020,7 @@ impl<'de> Deserialize<'de> for PlanEntryStatus {
 ///
 /// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Plan {
     /// The list of tasks to be accomplished.
     ///
@@ -6691,6 +8050,12 @@ impl Plan {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -6700,6 +8065,7 @@ impl Plan {
 /// Updated content for a plan.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum PlanUpdateContent {
     /// Structured plan entries.
     #[serde(rename = "items")]
@@ -6801,6 +8167,7 @@ impl std::borrow::Borrow<str> for PlanId {
 ///
 /// A plan represented as structured entries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanItems {
     /// The plan ID to update.
     #[serde(rename = "planId")]
@@ -6834,6 +8201,12 @@ impl PlanItems {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -6842,6 +8215,7 @@ impl PlanItems {
 ///
 /// A plan represented by a file URI.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanFile {
     /// The plan ID to update.
     #[serde(rename = "planId")]
@@ -6871,6 +8245,12 @@ impl PlanFile {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -6879,6 +8259,7 @@ impl PlanFile {
 ///
 /// A plan represented as raw markdown content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanMarkdown {
     /// The plan ID to update.
     #[serde(rename = "planId")]
@@ -6908,6 +8289,12 @@ impl PlanMarkdown {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -6916,6 +8303,7 @@ impl PlanMarkdown {
 ///
 /// A content update for a plan identified by ID.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanUpdate {
     /// The updated plan content.
     pub plan: PlanUpdateContent,
@@ -6941,6 +8329,12 @@ impl PlanUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -6949,6 +8343,7 @@ impl PlanUpdate {
 ///
 /// Removal notice for a plan identified by ID.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanRemoved {
     /// The plan ID to remove.
     #[serde(rename = "planId")]
@@ -6975,10 +8370,17 @@ impl PlanRemoved {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Information about a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AvailableCommand {
     /// Command name (e.g., `create_plan`, `research_codebase`).
     pub name: String,
@@ -7015,11 +8417,24 @@ impl AvailableCommand {
             meta: None,
         }
     }
+
+    /// Sets `input`.
+    pub fn with_input(mut self, value: impl Into<AvailableCommandInput>) -> Self {
+        self.input = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The input specification for a command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum AvailableCommandInput {
     /// All text that was typed after the command name is provided as input.
     Unstructured(UnstructuredCommandInput),
@@ -7032,6 +8447,7 @@ impl From<UnstructuredCommandInput> for AvailableCommandInput {
 
 /// All text that was typed after the command name is provided as input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnstructuredCommandInput {
     /// A hint to display when the input hasn't been provided yet
     pub hint: String,
@@ -7057,10 +8473,17 @@ impl UnstructuredCommandInput {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Available commands are ready or have changed
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AvailableCommandsUpdate {
     /// Commands the agent can execute
     #[serde(rename = "availableCommands", deserialize_with = "de::lenient_items")]
@@ -7087,12 +8510,19 @@ impl AvailableCommandsUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The current mode of the session has changed
 ///
 /// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CurrentModeUpdate {
     /// The ID of the current mode
     #[serde(rename = "currentModeId")]
@@ -7119,10 +8549,17 @@ impl CurrentModeUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session configuration options have been updated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConfigOptionUpdate {
     /// The full set of configuration options and their current values.
     #[serde(rename = "configOptions", deserialize_with = "de::lenient_items")]
@@ -7149,6 +8586,12 @@ impl ConfigOptionUpdate {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Update to session metadata. All fields are optional to support partial updates.
@@ -7156,6 +8599,7 @@ impl ConfigOptionUpdate {
 /// Agents send this notification to update session information like title or custom metadata.
 /// Clients can use it to keep session titles and state current.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionInfoUpdate {
     /// Human-readable title for the session. Set to null to clear.
     #[serde(
@@ -7195,10 +8639,41 @@ impl SessionInfoUpdate {
             meta: None,
         }
     }
+
+    /// Sets `title` to a new value.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `title` to `null`: the receiver removes its value.
+    pub fn clear_title(mut self) -> Self {
+        self.title = Patch::Clear;
+        self
+    }
+
+    /// Sets `updatedAt` to a new value.
+    pub fn with_updated_at(mut self, value: impl Into<String>) -> Self {
+        self.updated_at = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `updatedAt` to `null`: the receiver removes its value.
+    pub fn clear_updated_at(mut self) -> Self {
+        self.updated_at = Patch::Clear;
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Cost information for a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Cost {
     /// Total cumulative cost for session.
     pub amount: f64,
@@ -7228,10 +8703,17 @@ impl Cost {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Context window and cost update for a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UsageUpdate {
     /// Tokens currently in context.
     pub used: u64,
@@ -7268,10 +8750,23 @@ impl UsageUpdate {
             meta: None,
         }
     }
+
+    /// Sets `cost`.
+    pub fn with_cost(mut self, value: impl Into<Cost>) -> Self {
+        self.cost = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Severity hint for a session notice.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum NoticeSeverity {
     /// Informational notice.
     Info,
@@ -7336,6 +8831,7 @@ impl<'de> Deserialize<'de> for NoticeSeverity {
 ///
 /// See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Notice {
     /// Presentation severity hint.
     pub severity: NoticeSeverity,
@@ -7371,6 +8867,18 @@ impl Notice {
             description: None,
             meta: None,
         }
+    }
+
+    /// Sets `description`.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -7417,6 +8925,7 @@ impl std::borrow::Borrow<str> for CompactionId {
 
 /// Lifecycle state of a context compaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompactionStatus {
     /// Compaction has started and has not finished.
     InProgress,
@@ -7484,6 +8993,7 @@ impl<'de> Deserialize<'de> for CompactionStatus {
 /// stored value unchanged, `null` clears it, and a concrete value replaces it.
 /// `summary: []` also clears the summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionUpdate {
     /// The Agent-owned ID of this compaction, unique within the session.
     #[serde(rename = "compactionId")]
@@ -7528,6 +9038,24 @@ impl CompactionUpdate {
             meta: None,
         }
     }
+
+    /// Sets `summary`.
+    pub fn with_summary(mut self, value: impl Into<Vec<ContentBlock>>) -> Self {
+        self.summary = Some(value.into());
+        self
+    }
+
+    /// Sets `error`.
+    pub fn with_error(mut self, value: impl Into<String>) -> Self {
+        self.error = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A content block appended to a compaction's summary. A first-seen ID creates
@@ -7535,6 +9063,7 @@ impl CompactionUpdate {
 /// Agents MUST only send this update when the Client advertised
 /// the `session.compaction` Client capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionSummaryChunk {
     /// ID of the compaction whose summary receives this content.
     #[serde(rename = "compactionId")]
@@ -7560,6 +9089,12 @@ impl CompactionSummaryChunk {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -7571,6 +9106,7 @@ impl CompactionSummaryChunk {
 /// A mutation requires an explicit per-child capability. Support for the method
 /// on ordinary sessions does not grant support on a child.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubagentSessionCapabilities {
     /// Permits the client to cancel this child's current work without ending
     /// the session. Omitted or `null` means unsupported. An object (including
@@ -7601,6 +9137,18 @@ impl SubagentSessionCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `cancel`.
+    pub fn with_cancel(mut self, value: impl Into<SessionCancelCapabilities>) -> Self {
+        self.cancel = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -7611,6 +9159,7 @@ impl SubagentSessionCapabilities {
 ///
 /// Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionCancelCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -7631,6 +9180,12 @@ impl SessionCancelCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -7644,6 +9199,7 @@ impl SessionCancelCapabilities {
 /// Background activity may still emit other session updates while idle.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "state")]
+#[non_exhaustive]
 pub enum StateUpdate {
     /// Foreground work is in progress.
     #[serde(rename = "running")]
@@ -7712,6 +9268,7 @@ impl From<UnknownStateUpdate> for StateUpdate {
 
 /// Foreground work is in progress.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RunningStateUpdate {
     /// The _meta property is reserved by ACP for additional metadata.
     /// Implementations MUST NOT make assumptions about values at these keys.
@@ -7730,6 +9287,12 @@ impl RunningStateUpdate {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -7738,6 +9301,7 @@ impl RunningStateUpdate {
 ///
 /// Details of a failure that ended a child's foreground work.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ErrorStopReason {
     /// The failure, as a JSON-RPC error object.
     ///
@@ -7756,10 +9320,17 @@ impl ErrorStopReason {
     pub fn new() -> Self {
         Self { error: None }
     }
+
+    /// Sets `error`.
+    pub fn with_error(mut self, value: impl Into<Error>) -> Self {
+        self.error = Some(value.into());
+        self
+    }
 }
 
 /// No stop reason: `stopReason` is omitted or `null`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IdleStateUpdateKindNone {}
 
 impl IdleStateUpdateKindNone {
@@ -7772,6 +9343,7 @@ impl IdleStateUpdateKindNone {
 /// The variant part of [`IdleStateUpdate`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "stopReason")]
+#[non_exhaustive]
 pub enum IdleStateUpdateKind {
     /// The work ended successfully.
     #[serde(rename = "end_turn")]
@@ -7844,6 +9416,7 @@ impl From<IdleStateUpdateKindNone> for IdleStateUpdateKind {
 ///
 /// An omitted, `null`, or malformed `stopReason` means not reported.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IdleStateUpdate {
     /// **UNSTABLE** Token usage for completed foreground work.
     ///
@@ -7878,10 +9451,23 @@ impl IdleStateUpdate {
             kind: kind.into(),
         }
     }
+
+    /// Sets `usage`.
+    pub fn with_usage(mut self, value: impl Into<Usage>) -> Self {
+        self.usage = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Foreground work is blocked on user action.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequiresActionStateUpdate {
     /// The _meta property is reserved by ACP for additional metadata.
     /// Implementations MUST NOT make assumptions about values at these keys.
@@ -7900,6 +9486,12 @@ impl RequiresActionStateUpdate {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -7916,6 +9508,7 @@ impl RequiresActionStateUpdate {
 /// This is not a task outcome or session closure. It does not cancel work, resolve
 /// pending requests, or revoke capabilities. Capabilities are updated separately.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnknownStateUpdate {
     /// The _meta property is reserved by ACP for additional metadata.
     /// Implementations MUST NOT make assumptions about values at these keys.
@@ -7933,6 +9526,12 @@ impl UnknownStateUpdate {
     /// A value with the given required fields; optional fields are absent.
     pub fn new() -> Self {
         Self { meta: None }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -7962,6 +9561,7 @@ impl UnknownStateUpdate {
 /// `cwd` and `additionalDirectories` report where the Agent placed the child.
 /// While unset, each inherits the immediate parent's effective value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubagentUpdate {
     /// The opaque session ID identifying the child in all ACP messages.
     #[serde(rename = "sessionId")]
@@ -8061,6 +9661,84 @@ impl SubagentUpdate {
             meta: None,
         }
     }
+
+    /// Sets `title` to a new value.
+    pub fn with_title(mut self, value: impl Into<String>) -> Self {
+        self.title = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `title` to `null`: the receiver removes its value.
+    pub fn clear_title(mut self) -> Self {
+        self.title = Patch::Clear;
+        self
+    }
+
+    /// Sets `description` to a new value.
+    pub fn with_description(mut self, value: impl Into<String>) -> Self {
+        self.description = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `description` to `null`: the receiver removes its value.
+    pub fn clear_description(mut self) -> Self {
+        self.description = Patch::Clear;
+        self
+    }
+
+    /// Sets `capabilities` to a new value.
+    pub fn with_capabilities(mut self, value: impl Into<SubagentSessionCapabilities>) -> Self {
+        self.capabilities = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `capabilities` to `null`: the receiver removes its value.
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = Patch::Clear;
+        self
+    }
+
+    /// Sets `state` to a new value.
+    pub fn with_state(mut self, value: impl Into<StateUpdate>) -> Self {
+        self.state = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `state` to `null`: the receiver removes its value.
+    pub fn clear_state(mut self) -> Self {
+        self.state = Patch::Clear;
+        self
+    }
+
+    /// Sets `cwd` to a new value.
+    pub fn with_cwd(mut self, value: impl Into<String>) -> Self {
+        self.cwd = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `cwd` to `null`: the receiver removes its value.
+    pub fn clear_cwd(mut self) -> Self {
+        self.cwd = Patch::Clear;
+        self
+    }
+
+    /// Sets `additionalDirectories` to a new value.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `additionalDirectories` to `null`: the receiver removes its value.
+    pub fn clear_additional_directories(mut self) -> Self {
+        self.additional_directories = Patch::Clear;
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8069,6 +9747,7 @@ impl SubagentUpdate {
 ///
 /// An upsert for an inter-session message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionMessage {
     /// Identifier of this message within the enclosing session's transcript.
     #[serde(rename = "messageId")]
@@ -8150,6 +9829,78 @@ impl SessionMessage {
             meta: Patch::Unchanged,
         }
     }
+
+    /// Sets `senderSessionId` to a new value.
+    pub fn with_sender_session_id(mut self, value: impl Into<SessionId>) -> Self {
+        self.sender_session_id = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `senderSessionId` to `null`: the receiver removes its value.
+    pub fn clear_sender_session_id(mut self) -> Self {
+        self.sender_session_id = Patch::Clear;
+        self
+    }
+
+    /// Sets `recipientSessionId` to a new value.
+    pub fn with_recipient_session_id(mut self, value: impl Into<SessionId>) -> Self {
+        self.recipient_session_id = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `recipientSessionId` to `null`: the receiver removes its value.
+    pub fn clear_recipient_session_id(mut self) -> Self {
+        self.recipient_session_id = Patch::Clear;
+        self
+    }
+
+    /// Sets `senderMessageId` to a new value.
+    pub fn with_sender_message_id(mut self, value: impl Into<MessageId>) -> Self {
+        self.sender_message_id = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `senderMessageId` to `null`: the receiver removes its value.
+    pub fn clear_sender_message_id(mut self) -> Self {
+        self.sender_message_id = Patch::Clear;
+        self
+    }
+
+    /// Sets `recipientMessageId` to a new value.
+    pub fn with_recipient_message_id(mut self, value: impl Into<MessageId>) -> Self {
+        self.recipient_message_id = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `recipientMessageId` to `null`: the receiver removes its value.
+    pub fn clear_recipient_message_id(mut self) -> Self {
+        self.recipient_message_id = Patch::Clear;
+        self
+    }
+
+    /// Sets `content` to a new value.
+    pub fn with_content(mut self, value: impl Into<Vec<ContentBlock>>) -> Self {
+        self.content = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `content` to `null`: the receiver removes its value.
+    pub fn clear_content(mut self) -> Self {
+        self.content = Patch::Clear;
+        self
+    }
+
+    /// Sets `_meta` to a new value.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Patch::Set(value.into());
+        self
+    }
+
+    /// Sets `_meta` to `null`: the receiver removes its value.
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = Patch::Clear;
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8161,6 +9912,7 @@ impl SessionMessage {
 /// A chunk carries only content. The message's participants and references come from
 /// `session_message` upserts, which can arrive before, between, or after its chunks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionMessageChunk {
     /// Identifier of this message within the enclosing session's transcript.
     #[serde(rename = "messageId")]
@@ -8188,10 +9940,17 @@ impl SessionMessageChunk {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Notification sent by the agent when a URL-based elicitation is complete.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteElicitationNotification {
     /// The ID of the elicitation that completed.
     #[serde(rename = "elicitationId")]
@@ -8220,6 +9979,12 @@ impl CompleteElicitationNotification {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8232,6 +9997,7 @@ impl CompleteElicitationNotification {
 /// `auth.status` capability MAY send it at any time after `initialize`, and SHOULD only
 /// send it when the reported status differs from the last one sent on the connection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthStatusUpdateNotification {
     /// Whether the agent can start sessions without the user signing in first.
     ///
@@ -8272,6 +10038,18 @@ impl AuthStatusUpdateNotification {
             meta: None,
         }
     }
+
+    /// Sets `accounts`.
+    pub fn with_accounts(mut self, value: impl Into<Vec<AuthAccount>>) -> Self {
+        self.accounts = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -8289,6 +10067,7 @@ pub struct ExtNotification(pub serde_json::Value);
 ///
 /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct InitializeRequest {
     /// The latest protocol version supported by the client.
     #[serde(rename = "protocolVersion")]
@@ -8334,6 +10113,24 @@ impl InitializeRequest {
             meta: None,
         }
     }
+
+    /// Sets `clientCapabilities` (empty or zero until set).
+    pub fn with_client_capabilities(mut self, value: impl Into<ClientCapabilities>) -> Self {
+        self.client_capabilities = value.into();
+        self
+    }
+
+    /// Sets `clientInfo`.
+    pub fn with_client_info(mut self, value: impl Into<Implementation>) -> Self {
+        self.client_info = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities supported by the client.
@@ -8343,6 +10140,7 @@ impl InitializeRequest {
 ///
 /// See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#client-capabilities)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// File system capabilities supported by the client.
     /// Determines which file operations the agent can request.
@@ -8435,12 +10233,61 @@ impl ClientCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `fs` (empty or zero until set).
+    pub fn with_fs(mut self, value: impl Into<FileSystemCapabilities>) -> Self {
+        self.fs = value.into();
+        self
+    }
+
+    /// Sets `terminal` (empty or zero until set).
+    pub fn with_terminal(mut self, value: impl Into<bool>) -> Self {
+        self.terminal = value.into();
+        self
+    }
+
+    /// Sets `session`.
+    pub fn with_session(mut self, value: impl Into<ClientSessionCapabilities>) -> Self {
+        self.session = Some(value.into());
+        self
+    }
+
+    /// Sets `subagents`.
+    pub fn with_subagents(mut self, value: impl Into<SubagentCapabilities>) -> Self {
+        self.subagents = Some(value.into());
+        self
+    }
+
+    /// Sets `plan`.
+    pub fn with_plan(mut self, value: impl Into<PlanCapabilities>) -> Self {
+        self.plan = Some(value.into());
+        self
+    }
+
+    /// Sets `auth` (empty or zero until set).
+    pub fn with_auth(mut self, value: impl Into<AuthCapabilities>) -> Self {
+        self.auth = value.into();
+        self
+    }
+
+    /// Sets `elicitation`.
+    pub fn with_elicitation(mut self, value: impl Into<ElicitationCapabilities>) -> Self {
+        self.elicitation = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// File system capabilities that a client may support.
 ///
 /// See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/draft/initialization#filesystem)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FileSystemCapabilities {
     /// Whether the Client supports `fs/read_text_file` requests.
     #[serde(rename = "readTextFile", default, deserialize_with = "de::lenient")]
@@ -8471,10 +10318,29 @@ impl FileSystemCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `readTextFile` (empty or zero until set).
+    pub fn with_read_text_file(mut self, value: impl Into<bool>) -> Self {
+        self.read_text_file = value.into();
+        self
+    }
+
+    /// Sets `writeTextFile` (empty or zero until set).
+    pub fn with_write_text_file(mut self, value: impl Into<bool>) -> Self {
+        self.write_text_file = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Session-related capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientSessionCapabilities {
     /// Support for ID-addressed context compaction updates. Omitted or `null`
     /// means unsupported. `{}` advertises the complete compaction contract.
@@ -8529,10 +10395,38 @@ impl ClientSessionCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `compaction`.
+    pub fn with_compaction(mut self, value: impl Into<CompactionCapabilities>) -> Self {
+        self.compaction = Some(value.into());
+        self
+    }
+
+    /// Sets `configOptions`.
+    pub fn with_config_options(
+        mut self,
+        value: impl Into<SessionConfigOptionsCapabilities>,
+    ) -> Self {
+        self.config_options = Some(value.into());
+        self
+    }
+
+    /// Sets `notices`.
+    pub fn with_notices(mut self, value: impl Into<NoticeCapabilities>) -> Self {
+        self.notices = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Client support for ID-addressed context compaction updates.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionCapabilities {}
 
 impl CompactionCapabilities {
@@ -8544,6 +10438,7 @@ impl CompactionCapabilities {
 
 /// Session configuration option capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionConfigOptionsCapabilities {
     /// Whether the client supports boolean session configuration options.
     ///
@@ -8579,12 +10474,25 @@ impl SessionConfigOptionsCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `boolean`.
+    pub fn with_boolean(mut self, value: impl Into<BooleanConfigOptionCapabilities>) -> Self {
+        self.boolean = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Capabilities for boolean session configuration options.
 ///
 /// Supplying `{}` means the client supports boolean session configuration options.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BooleanConfigOptionCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8605,10 +10513,17 @@ impl BooleanConfigOptionCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Client support for presenting live notices to the user.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NoticeCapabilities {}
 
 impl NoticeCapabilities {
@@ -8629,6 +10544,7 @@ impl NoticeCapabilities {
 /// must advertise this capability before the agent sends subagent updates or
 /// session-directed messages.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubagentCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8647,6 +10563,12 @@ impl SubagentCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8655,6 +10577,7 @@ impl SubagentCapabilities {
 ///
 /// Capabilities for receiving `plan_update` and `plan_removed` session updates.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8675,6 +10598,12 @@ impl PlanCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Authentication capabilities supported by the client.
@@ -8683,6 +10612,7 @@ impl PlanCapabilities {
 /// method types the client can handle. This governs opt-in types that require
 /// additional client-side support.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthCapabilities {
     /// Whether the client supports `terminal` authentication methods.
     ///
@@ -8713,10 +10643,23 @@ impl AuthCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `terminal` (empty or zero until set).
+    pub fn with_terminal(mut self, value: impl Into<bool>) -> Self {
+        self.terminal = value.into();
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Elicitation capabilities supported by the client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationCapabilities {
     /// Whether the client supports form-based elicitation.
     ///
@@ -8763,12 +10706,31 @@ impl ElicitationCapabilities {
             meta: None,
         }
     }
+
+    /// Sets `form`.
+    pub fn with_form(mut self, value: impl Into<ElicitationFormCapabilities>) -> Self {
+        self.form = Some(value.into());
+        self
+    }
+
+    /// Sets `url`.
+    pub fn with_url(mut self, value: impl Into<ElicitationUrlCapabilities>) -> Self {
+        self.url = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Form-based elicitation capabilities.
 ///
 /// Supplying `{}` means the client supports form-based elicitation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationFormCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8791,12 +10753,19 @@ impl ElicitationFormCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// URL-based elicitation capabilities.
 ///
 /// Supplying `{}` means the client supports URL-based elicitation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationUrlCapabilities {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8819,12 +10788,19 @@ impl ElicitationUrlCapabilities {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for the authenticate method.
 ///
 /// Specifies which authentication method to use.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthenticateRequest {
     /// The ID of the authentication method to use.
     /// Must be one of the methods advertised in the initialize response.
@@ -8852,6 +10828,12 @@ impl AuthenticateRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8860,6 +10842,7 @@ impl AuthenticateRequest {
 ///
 /// Request parameters for `providers/list`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListProvidersRequest {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8880,6 +10863,12 @@ impl ListProvidersRequest {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8890,6 +10879,7 @@ impl ListProvidersRequest {
 ///
 /// Replaces the full configuration for one provider ID.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetProviderRequest {
     /// Provider ID to configure.
     #[serde(rename = "providerId")]
@@ -8933,6 +10923,21 @@ impl SetProviderRequest {
             meta: None,
         }
     }
+
+    /// Sets `headers`.
+    pub fn with_headers(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, String>>,
+    ) -> Self {
+        self.headers = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -8941,6 +10946,7 @@ impl SetProviderRequest {
 ///
 /// Request parameters for `providers/disable`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DisableProviderRequest {
     /// Provider ID to disable.
     #[serde(rename = "providerId")]
@@ -8967,12 +10973,19 @@ impl DisableProviderRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for the logout method.
 ///
 /// Terminates the current authenticated session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LogoutRequest {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8993,6 +11006,12 @@ impl LogoutRequest {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9006,6 +11025,7 @@ impl LogoutRequest {
 /// Agents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn
 /// whether authentication is required.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthStatusRequest {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -9026,12 +11046,19 @@ impl AuthStatusRequest {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for creating a new session.
 ///
 /// See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NewSessionRequest {
     /// The working directory for this session. Must be an absolute path.
     pub cwd: String,
@@ -9090,6 +11117,24 @@ impl NewSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `systemPrompt`.
+    pub fn with_system_prompt(mut self, value: impl Into<SystemPrompt>) -> Self {
+        self.system_prompt = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -9100,6 +11145,7 @@ impl NewSessionRequest {
 /// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v1/draft/session-setup#mcp-servers)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum McpServer {
     /// HTTP transport configuration
     ///
@@ -9175,6 +11221,7 @@ impl From<McpServerStdio> for McpServer {
 
 /// An HTTP header to set when making requests to the MCP server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HttpHeader {
     /// The name of the HTTP header.
     pub name: String,
@@ -9203,10 +11250,17 @@ impl HttpHeader {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// HTTP transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerHttp {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -9243,10 +11297,17 @@ impl McpServerHttp {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// SSE transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerSse {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -9283,6 +11344,12 @@ impl McpServerSse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9294,6 +11361,7 @@ impl McpServerSse {
 /// The MCP server is provided by an ACP component and communicates over the ACP channel
 /// using `mcp/message`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerAcp {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -9326,10 +11394,17 @@ impl McpServerAcp {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Stdio transport configuration for MCP.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerStdio {
     /// Human-readable name identifying this MCP server.
     pub name: String,
@@ -9371,6 +11446,12 @@ impl McpServerStdio {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9385,6 +11466,7 @@ impl McpServerStdio {
 /// return an error instead of creating, loading, resuming, or forking the
 /// session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SystemPrompt {
     /// How the Agent combines `content` with its own instructions.
     ///
@@ -9424,6 +11506,12 @@ impl SystemPrompt {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9436,6 +11524,7 @@ impl SystemPrompt {
 /// proxied, or forwarded. An Agent MUST return an error for a mode it does not
 /// support rather than treating it as `append` or `override`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SystemPromptMode {
     /// Add the content to the Agent's own instructions rather than replacing them.
     ///
@@ -9505,6 +11594,7 @@ impl<'de> Deserialize<'de> for SystemPromptMode {
 ///
 /// See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/draft/session-setup#loading-sessions)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoadSessionRequest {
     /// List of MCP servers to connect to for this session.
     #[serde(rename = "mcpServers", deserialize_with = "de::null_as_default")]
@@ -9574,12 +11664,31 @@ impl LoadSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `systemPrompt`.
+    pub fn with_system_prompt(mut self, value: impl Into<SystemPrompt>) -> Self {
+        self.system_prompt = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for listing existing sessions.
 ///
 /// Only available if the Agent supports the `sessionCapabilities.list` capability.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListSessionsRequest {
     /// Filter sessions by working directory. Must be an absolute path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -9622,6 +11731,30 @@ impl ListSessionsRequest {
             meta: None,
         }
     }
+
+    /// Sets `cwd`.
+    pub fn with_cwd(mut self, value: impl Into<String>) -> Self {
+        self.cwd = Some(value.into());
+        self
+    }
+
+    /// Sets `cursor`.
+    pub fn with_cursor(mut self, value: impl Into<String>) -> Self {
+        self.cursor = Some(value.into());
+        self
+    }
+
+    /// Sets `archived`.
+    pub fn with_archived(mut self, value: impl Into<SessionArchiveFilter>) -> Self {
+        self.archived = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9633,6 +11766,7 @@ impl ListSessionsRequest {
 /// Unknown values are preserved so they can be stored, proxied, or forwarded. An Agent MUST
 /// return `-32602` for a value it does not support rather than treating it as `exclude`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SessionArchiveFilter {
     /// Only sessions that are not archived. This is the default.
     Exclude,
@@ -9692,6 +11826,7 @@ impl<'de> Deserialize<'de> for SessionArchiveFilter {
 ///
 /// Only available if the Agent supports the `sessionCapabilities.delete` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeleteSessionRequest {
     /// The ID of the session to delete.
     #[serde(rename = "sessionId")]
@@ -9718,6 +11853,12 @@ impl DeleteSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9731,6 +11872,7 @@ impl DeleteSessionRequest {
 ///
 /// Only available if the Agent supports the `session.fork` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ForkSessionRequest {
     /// The ID of the session to fork.
     #[serde(rename = "sessionId")]
@@ -9800,6 +11942,30 @@ impl ForkSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `mcpServers`.
+    pub fn with_mcp_servers(mut self, value: impl Into<Vec<McpServer>>) -> Self {
+        self.mcp_servers = Some(value.into());
+        self
+    }
+
+    /// Sets `systemPrompt`.
+    pub fn with_system_prompt(mut self, value: impl Into<SystemPrompt>) -> Self {
+        self.system_prompt = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9815,6 +11981,7 @@ impl ForkSessionRequest {
 /// free the session's resources as if `session/close` had been called, then archive it.
 /// Archiving an archived session succeeds. A session that does not exist gets `-32002`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ArchiveSessionRequest {
     /// The ID of the session to archive.
     #[serde(rename = "sessionId")]
@@ -9841,6 +12008,12 @@ impl ArchiveSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9857,6 +12030,7 @@ impl ArchiveSessionRequest {
 /// Unarchiving a session that is not archived succeeds. A session that does not exist
 /// gets `-32002`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnarchiveSessionRequest {
     /// The ID of the session to unarchive.
     #[serde(rename = "sessionId")]
@@ -9883,6 +12057,12 @@ impl UnarchiveSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9897,6 +12077,7 @@ impl UnarchiveSessionRequest {
 /// close, or change the session, and does not attach the requesting connection to it.
 /// A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionStatusRequest {
     /// The ID of the session to check.
     #[serde(rename = "sessionId")]
@@ -9923,6 +12104,12 @@ impl SessionStatusRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -9939,6 +12126,7 @@ impl SessionStatusRequest {
 /// The Agent responds only after it has stored the title. After a successful response, the
 /// Agent SHOULD NOT replace the title with one it generates automatically.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionTitleRequest {
     /// The ID of the session to retitle.
     #[serde(rename = "sessionId")]
@@ -9973,6 +12161,12 @@ impl SetSessionTitleRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for resuming an existing session.
@@ -9982,6 +12176,7 @@ impl SetSessionTitleRequest {
 ///
 /// Only available if the Agent supports the `sessionCapabilities.resume` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResumeSessionRequest {
     /// The ID of the session to resume.
     #[serde(rename = "sessionId")]
@@ -10052,6 +12247,30 @@ impl ResumeSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `additionalDirectories`.
+    pub fn with_additional_directories(mut self, value: impl Into<Vec<String>>) -> Self {
+        self.additional_directories = Some(value.into());
+        self
+    }
+
+    /// Sets `mcpServers`.
+    pub fn with_mcp_servers(mut self, value: impl Into<Vec<McpServer>>) -> Self {
+        self.mcp_servers = Some(value.into());
+        self
+    }
+
+    /// Sets `systemPrompt`.
+    pub fn with_system_prompt(mut self, value: impl Into<SystemPrompt>) -> Self {
+        self.system_prompt = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for closing an active session.
@@ -10062,6 +12281,7 @@ impl ResumeSessionRequest {
 ///
 /// Only available if the Agent supports the `sessionCapabilities.close` capability.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CloseSessionRequest {
     /// The ID of the session to close.
     #[serde(rename = "sessionId")]
@@ -10088,10 +12308,17 @@ impl CloseSessionRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for setting a session mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionModeRequest {
     /// The ID of the session to set the mode for.
     #[serde(rename = "sessionId")]
@@ -10122,10 +12349,17 @@ impl SetSessionModeRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A boolean value (`type: "boolean"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequestKindBoolean {
     /// The boolean value.
     pub value: bool,
@@ -10146,6 +12380,7 @@ impl SetSessionConfigOptionRequestKindBoolean {
 /// values with string payloads also gracefully deserialize into this
 /// variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequestKindValueId {
     /// The value ID.
     pub value: SessionConfigValueId,
@@ -10163,6 +12398,7 @@ impl SetSessionConfigOptionRequestKindValueId {
 /// The variant part of [`SetSessionConfigOptionRequest`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum SetSessionConfigOptionRequestKind {
     /// A boolean value (`type: "boolean"`).
     #[serde(rename = "boolean")]
@@ -10211,6 +12447,7 @@ impl From<SetSessionConfigOptionRequestKindValueId> for SetSessionConfigOptionRe
 
 /// Request parameters for setting a session configuration option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequest {
     /// The ID of the session to set the configuration option for.
     #[serde(rename = "sessionId")]
@@ -10249,6 +12486,12 @@ impl SetSessionConfigOptionRequest {
             kind: kind.into(),
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Request parameters for sending a user prompt to the agent.
@@ -10257,6 +12500,7 @@ impl SetSessionConfigOptionRequest {
 ///
 /// See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#1-user-message)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptRequest {
     /// The ID of the session to send this user message to
     #[serde(rename = "sessionId")]
@@ -10298,10 +12542,17 @@ impl PromptRequest {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `fs/write_text_file`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WriteTextFileResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -10322,10 +12573,17 @@ impl WriteTextFileResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the contents of a text file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// Content payload returned by this response.
     pub content: String,
@@ -10351,10 +12609,17 @@ impl ReadTextFileResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to a permission request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestPermissionResponse {
     /// The user's decision on the permission request.
     pub outcome: RequestPermissionOutcome,
@@ -10380,11 +12645,18 @@ impl RequestPermissionResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The outcome of a permission request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "outcome")]
+#[non_exhaustive]
 pub enum RequestPermissionOutcome {
     /// The prompt turn was cancelled before the user responded.
     ///
@@ -10429,6 +12701,7 @@ impl From<SelectedPermissionOutcome> for RequestPermissionOutcome {
 
 /// The user selected one of the provided options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SelectedPermissionOutcome {
     /// The ID of the option the user selected.
     #[serde(rename = "optionId")]
@@ -10455,10 +12728,17 @@ impl SelectedPermissionOutcome {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the ID of the created terminal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateTerminalResponse {
     /// The unique identifier for the created terminal.
     #[serde(rename = "terminalId")]
@@ -10485,10 +12765,17 @@ impl CreateTerminalResponse {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the terminal output and exit status.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TerminalOutputResponse {
     /// The terminal output captured so far.
     pub output: String,
@@ -10526,10 +12813,23 @@ impl TerminalOutputResponse {
             meta: None,
         }
     }
+
+    /// Sets `exitStatus`.
+    pub fn with_exit_status(mut self, value: impl Into<TerminalExitStatus>) -> Self {
+        self.exit_status = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Exit status of a terminal command.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TerminalExitStatus {
     /// The process exit code (may be null if terminated by signal).
     #[serde(
@@ -10569,10 +12869,29 @@ impl TerminalExitStatus {
             meta: None,
         }
     }
+
+    /// Sets `exitCode`.
+    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
+        self.exit_code = Some(value.into());
+        self
+    }
+
+    /// Sets `signal`.
+    pub fn with_signal(mut self, value: impl Into<String>) -> Self {
+        self.signal = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to terminal/release method
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReleaseTerminalResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -10593,10 +12912,17 @@ impl ReleaseTerminalResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response containing the exit status of a terminal command.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WaitForTerminalExitResponse {
     /// The process exit code (may be null if terminated by signal).
     #[serde(
@@ -10636,10 +12962,29 @@ impl WaitForTerminalExitResponse {
             meta: None,
         }
     }
+
+    /// Sets `exitCode`.
+    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
+        self.exit_code = Some(value.into());
+        self
+    }
+
+    /// Sets `signal`.
+    pub fn with_signal(mut self, value: impl Into<String>) -> Self {
+        self.signal = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Response to `terminal/kill` method
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KillTerminalResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -10660,11 +13005,18 @@ impl KillTerminalResponse {
     pub fn new() -> Self {
         Self { meta: None }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// The variant part of [`CreateElicitationResponse`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action")]
+#[non_exhaustive]
 pub enum CreateElicitationResponseKind {
     /// The user accepted and provided content.
     #[serde(rename = "accept")]
@@ -10717,6 +13069,7 @@ impl From<ElicitationAcceptAction> for CreateElicitationResponseKind {
 
 /// Response from the client to an elicitation request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateElicitationResponse {
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
     /// metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -10745,11 +13098,18 @@ impl CreateElicitationResponse {
             kind: kind.into(),
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Allowed wire representations for `ElicitationContentValue`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ElicitationContentValue {
     /// String value accepted in elicitation response content.
     String(String),
@@ -10790,6 +13150,7 @@ impl From<Vec<String>> for ElicitationContentValue {
 
 /// The user accepted the elicitation and provided content.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationAcceptAction {
     /// The user-provided content, if any, as an object matching the requested schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -10801,10 +13162,20 @@ impl ElicitationAcceptAction {
     pub fn new() -> Self {
         Self { content: None }
     }
+
+    /// Sets `content`.
+    pub fn with_content(
+        mut self,
+        value: impl Into<std::collections::BTreeMap<String, ElicitationContentValue>>,
+    ) -> Self {
+        self.content = Some(value.into());
+        self
+    }
 }
 
 /// An opaque inner MCP result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MessageMcpResponseResult {
     /// Required, even if JSON null.
     pub result: serde_json::Value,
@@ -10826,10 +13197,17 @@ impl MessageMcpResponseResult {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// A structured inner MCP error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MessageMcpResponseError {
     /// Required, non-null MCP error object.
     pub error: McpError,
@@ -10851,6 +13229,12 @@ impl MessageMcpResponseError {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -10865,6 +13249,7 @@ impl MessageMcpResponseError {
 /// Senders must include exactly one outcome. Receivers prefer `result` if both are present.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum MessageMcpResponse {
     /// An opaque inner MCP result.
     Result(MessageMcpResponseResult),
@@ -10889,6 +13274,7 @@ impl From<MessageMcpResponseError> for MessageMcpResponse {
 /// `code` and `message` are required and non-null. `data` is optional.
 /// Explicit `null` is preserved separately from an omitted key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpError {
     /// Inner MCP error code. Never an ACP error code.
     pub code: i32,
@@ -10908,12 +13294,19 @@ impl McpError {
             data: None,
         }
     }
+
+    /// Sets `data`.
+    pub fn with_data(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.data = Some(value.into());
+        self
+    }
 }
 
 /// Notification to cancel ongoing operations for a session.
 ///
 /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CancelNotification {
     /// The ID of the session to cancel operations for.
     #[serde(rename = "sessionId")]
@@ -10940,6 +13333,12 @@ impl CancelNotification {
             meta: None,
         }
     }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -10951,6 +13350,7 @@ impl CancelNotification {
 /// Sent by the provider to the consumer for an active request (including
 /// subscription acknowledgements and updates). The outer envelope has no `id`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MessageMcpNotification {
     /// The declared ACP MCP server handling the associated request.
     #[serde(rename = "serverId")]
@@ -10994,12 +13394,25 @@ impl MessageMcpNotification {
             meta: None,
         }
     }
+
+    /// Sets `params`.
+    pub fn with_params(mut self, value: impl Into<Meta>) -> Self {
+        self.params = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// Notification to cancel an ongoing request.
 ///
 /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CancelRequestNotification {
     /// The ID of the request to cancel.
     #[serde(rename = "requestId")]
@@ -11025,6 +13438,12 @@ impl CancelRequestNotification {
             request_id: request_id.into(),
             meta: None,
         }
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
     }
 }
 
@@ -11066,6 +13485,7 @@ pub struct InitializeProxyRequest(pub InitializeRequest);
 ///
 /// See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProxySuccessorRequest {
     /// Method name of the wrapped request.
     pub method: String,
@@ -11103,6 +13523,18 @@ impl ProxySuccessorRequest {
             meta: None,
         }
     }
+
+    /// Sets `params`.
+    pub fn with_params(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.params = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
 }
 
 /// **UNSTABLE**
@@ -11139,6 +13571,7 @@ pub struct ProxySuccessorResponse(pub serde_json::Value);
 ///
 /// See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProxySuccessorNotification {
     /// Method name of the wrapped notification.
     pub method: String,
@@ -11174,6 +13607,175 @@ impl ProxySuccessorNotification {
             method: method.into(),
             params: None,
             meta: None,
+        }
+    }
+
+    /// Sets `params`.
+    pub fn with_params(mut self, value: impl Into<serde_json::Value>) -> Self {
+        self.params = Some(value.into());
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
+        self.meta = Some(value.into());
+        self
+    }
+}
+
+use rpc::{Error, ErrorCode, RequestId};
+
+/// The JSON-RPC 2.0 envelope types the schema defines: the error object, its codes and
+/// request ids. Kept out of the crate root so that `use acp_types::*` does not clash
+/// with `acp_jsonrpc`'s types of the same names.
+pub mod rpc {
+    use super::*;
+
+    /// JSON RPC Request Id
+    ///
+    /// An identifier established by the Client that MUST contain a String, Number, or NULL value if included. If it is not included it is assumed to be a notification. The value SHOULD normally not be Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
+    ///
+    /// The Server MUST reply with the same value in the Response object if included. This member is used to correlate the context between the two objects.
+    ///
+    /// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
+    ///
+    /// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(untagged)]
+    #[non_exhaustive]
+    pub enum RequestId {
+        /// The JSON-RPC `null` request id.
+        Null,
+        /// A numeric JSON-RPC request id.
+        Number(i64),
+        /// A string JSON-RPC request id.
+        Str(String),
+    }
+    impl From<i64> for RequestId {
+        fn from(value: i64) -> Self {
+            Self::Number(value)
+        }
+    }
+    impl From<String> for RequestId {
+        fn from(value: String) -> Self {
+            Self::Str(value)
+        }
+    }
+
+    /// JSON-RPC error object.
+    ///
+    /// Represents an error that occurred during method execution, following the
+    /// JSON-RPC 2.0 error object specification with optional additional data.
+    ///
+    /// See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub struct Error {
+        /// A number indicating the error type that occurred.
+        /// This must be an integer as defined in the JSON-RPC specification.
+        pub code: ErrorCode,
+        /// A string providing a short description of the error.
+        /// The message should be limited to a concise single sentence.
+        pub message: String,
+        /// Optional primitive or structured value that contains additional information about the error.
+        /// This may include debugging information or context-specific details.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "de::lenient"
+        )]
+        pub data: Option<serde_json::Value>,
+    }
+
+    impl Error {
+        /// A value with the given required fields; optional fields are absent.
+        pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
+            Self {
+                code: code.into(),
+                message: message.into(),
+                data: None,
+            }
+        }
+
+        /// Sets `data`.
+        pub fn with_data(mut self, value: impl Into<serde_json::Value>) -> Self {
+            self.data = Some(value.into());
+            self
+        }
+    }
+
+    /// Predefined error codes for common JSON-RPC and ACP-specific errors.
+    ///
+    /// Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
+    /// server-error range (-32000 to -32099), and request cancellation uses -32800 from the
+    /// range LSP reserves (-32899 to -32800).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum ErrorCode {
+        /// **Parse error**: Invalid JSON was received by the server.
+        /// An error occurred on the server while parsing the JSON text.
+        ParseError,
+        /// **Invalid request**: The JSON sent is not a valid Request object.
+        InvalidRequest,
+        /// **Method not found**: The method does not exist or is not available.
+        MethodNotFound,
+        /// **Invalid params**: Invalid method parameter(s).
+        InvalidParams,
+        /// **Internal error**: Internal JSON-RPC error.
+        InternalError,
+        /// **Request cancelled**: Execution of the method was aborted either due to a cancellation request from the caller or
+        /// because of resource constraints or shutdown.
+        RequestCancelled,
+        /// **Authentication required**: Authentication is required before this operation can be performed.
+        AuthenticationRequired,
+        /// **Resource not found**: A given resource, such as a session or file, was not found.
+        ResourceNotFound,
+        /// Other undefined error code.
+        ///
+        /// Any other value, kept as sent.
+        Other(i32),
+    }
+
+    impl ErrorCode {
+        /// The numeric code.
+        pub fn code(self) -> i32 {
+            match self {
+                Self::ParseError => -32700,
+                Self::InvalidRequest => -32600,
+                Self::MethodNotFound => -32601,
+                Self::InvalidParams => -32602,
+                Self::InternalError => -32603,
+                Self::RequestCancelled => -32800,
+                Self::AuthenticationRequired => -32000,
+                Self::ResourceNotFound => -32002,
+                Self::Other(code) => code,
+            }
+        }
+    }
+
+    impl From<i32> for ErrorCode {
+        fn from(code: i32) -> Self {
+            match code {
+                -32700 => Self::ParseError,
+                -32600 => Self::InvalidRequest,
+                -32601 => Self::MethodNotFound,
+                -32602 => Self::InvalidParams,
+                -32603 => Self::InternalError,
+                -32800 => Self::RequestCancelled,
+                -32000 => Self::AuthenticationRequired,
+                -32002 => Self::ResourceNotFound,
+                other => Self::Other(other),
+            }
+        }
+    }
+    impl Serialize for ErrorCode {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_i32(self.code())
+        }
+    }
+    impl<'de> Deserialize<'de> for ErrorCode {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            i32::deserialize(deserializer).map(Self::from)
         }
     }
 }

@@ -7,6 +7,8 @@ use super::support::*;
 use acp_types::*;
 use proptest::prelude::*;
 
+use acp_types::rpc::*;
+
 pub fn arb_RequestId() -> BoxedStrategy<RequestId> {
     prop_oneof![
         Just(RequestId::Null),
@@ -23,14 +25,11 @@ pub fn arb_WriteTextFileRequest() -> BoxedStrategy<WriteTextFileRequest> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, path, content, meta),)| WriteTextFileRequest {
-                session_id,
-                path,
-                content,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, path, content, meta),)| {
+            let mut value = WriteTextFileRequest::new(session_id, path, content);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -46,15 +45,13 @@ pub fn arb_ReadTextFileRequest() -> BoxedStrategy<ReadTextFileRequest> {
         proptest::option::of(any::<u32>()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, path, line, limit, meta),)| ReadTextFileRequest {
-                session_id,
-                path,
-                line,
-                limit,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, path, line, limit, meta),)| {
+            let mut value = ReadTextFileRequest::new(session_id, path);
+            value.line = line;
+            value.limit = limit;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -65,14 +62,11 @@ pub fn arb_RequestPermissionRequest() -> BoxedStrategy<RequestPermissionRequest>
         proptest::collection::vec(arb_PermissionOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, tool_call, options, meta),)| RequestPermissionRequest {
-                session_id,
-                tool_call,
-                options,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, tool_call, options, meta),)| {
+            let mut value = RequestPermissionRequest::new(session_id, tool_call, options);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -97,17 +91,18 @@ pub fn arb_ToolCallUpdate() -> BoxedStrategy<ToolCallUpdate> {
             |(
                 (tool_call_id, kind, status, title, name, content, locations, raw_input),
                 (raw_output, meta),
-            )| ToolCallUpdate {
-                tool_call_id,
-                kind,
-                status,
-                title,
-                name,
-                content,
-                locations,
-                raw_input,
-                raw_output,
-                meta,
+            )| {
+                let mut value = ToolCallUpdate::new(tool_call_id);
+                value.kind = kind;
+                value.status = status;
+                value.title = title;
+                value.name = name;
+                value.content = content;
+                value.locations = locations;
+                value.raw_input = raw_input;
+                value.raw_output = raw_output;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -149,7 +144,7 @@ pub fn arb_ToolCallContent() -> BoxedStrategy<ToolCallContent> {
     prop_oneof![
         arb_Content().prop_map(ToolCallContent::Content),
         arb_Diff().prop_map(ToolCallContent::Diff),
-        arb_Terminal().prop_map(ToolCallContent::Terminal),
+        arb_EmbeddedTerminal().prop_map(ToolCallContent::Terminal),
         unknown_tagged("type").prop_map(ToolCallContent::Unknown)
     ]
     .boxed()
@@ -174,11 +169,13 @@ pub fn arb_Annotations() -> BoxedStrategy<Annotations> {
         proptest::option::of(exact_float()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((audience, last_modified, priority, meta),)| Annotations {
-            audience,
-            last_modified,
-            priority,
-            meta,
+        .prop_map(|((audience, last_modified, priority, meta),)| {
+            let mut value = Annotations::new();
+            value.audience = audience;
+            value.last_modified = last_modified;
+            value.priority = priority;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -198,10 +195,11 @@ pub fn arb_TextContent() -> BoxedStrategy<TextContent> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((annotations, text, meta),)| TextContent {
-            annotations,
-            text,
-            meta,
+        .prop_map(|((annotations, text, meta),)| {
+            let mut value = TextContent::new(text);
+            value.annotations = annotations;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -214,15 +212,13 @@ pub fn arb_ImageContent() -> BoxedStrategy<ImageContent> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((annotations, data, mime_type, uri, meta),)| ImageContent {
-                annotations,
-                data,
-                mime_type,
-                uri,
-                meta,
-            },
-        )
+        .prop_map(|((annotations, data, mime_type, uri, meta),)| {
+            let mut value = ImageContent::new(data, mime_type);
+            value.annotations = annotations;
+            value.uri = uri;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -233,11 +229,11 @@ pub fn arb_AudioContent() -> BoxedStrategy<AudioContent> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((annotations, data, mime_type, meta),)| AudioContent {
-            annotations,
-            data,
-            mime_type,
-            meta,
+        .prop_map(|((annotations, data, mime_type, meta),)| {
+            let mut value = AudioContent::new(data, mime_type);
+            value.annotations = annotations;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -254,15 +250,15 @@ pub fn arb_ResourceLink() -> BoxedStrategy<ResourceLink> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((annotations, description, mime_type, name, size, title, uri, meta),)| ResourceLink {
-                annotations,
-                description,
-                mime_type,
-                name,
-                size,
-                title,
-                uri,
-                meta,
+            |((annotations, description, mime_type, name, size, title, uri, meta),)| {
+                let mut value = ResourceLink::new(name, uri);
+                value.annotations = annotations;
+                value.description = description;
+                value.mime_type = mime_type;
+                value.size = size;
+                value.title = title;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -283,11 +279,11 @@ pub fn arb_TextResourceContents() -> BoxedStrategy<TextResourceContents> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((mime_type, text, uri, meta),)| TextResourceContents {
-            mime_type,
-            text,
-            uri,
-            meta,
+        .prop_map(|((mime_type, text, uri, meta),)| {
+            let mut value = TextResourceContents::new(text, uri);
+            value.mime_type = mime_type;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -299,11 +295,11 @@ pub fn arb_BlobResourceContents() -> BoxedStrategy<BlobResourceContents> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((blob, mime_type, uri, meta),)| BlobResourceContents {
-            blob,
-            mime_type,
-            uri,
-            meta,
+        .prop_map(|((blob, mime_type, uri, meta),)| {
+            let mut value = BlobResourceContents::new(blob, uri);
+            value.mime_type = mime_type;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -314,17 +310,22 @@ pub fn arb_EmbeddedResource() -> BoxedStrategy<EmbeddedResource> {
         arb_EmbeddedResourceResource(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((annotations, resource, meta),)| EmbeddedResource {
-            annotations,
-            resource,
-            meta,
+        .prop_map(|((annotations, resource, meta),)| {
+            let mut value = EmbeddedResource::new(resource);
+            value.annotations = annotations;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_Content() -> BoxedStrategy<Content> {
     ((arb_ContentBlock(), proptest::option::of(json_object())),)
-        .prop_map(|((content, meta),)| Content { content, meta })
+        .prop_map(|((content, meta),)| {
+            let mut value = Content::new(content);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -335,11 +336,11 @@ pub fn arb_Diff() -> BoxedStrategy<Diff> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((path, old_text, new_text, meta),)| Diff {
-            path,
-            old_text,
-            new_text,
-            meta,
+        .prop_map(|((path, old_text, new_text, meta),)| {
+            let mut value = Diff::new(path, new_text);
+            value.old_text = old_text;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -348,9 +349,13 @@ pub fn arb_TerminalId() -> BoxedStrategy<TerminalId> {
     small_string().prop_map(TerminalId).boxed()
 }
 
-pub fn arb_Terminal() -> BoxedStrategy<Terminal> {
+pub fn arb_EmbeddedTerminal() -> BoxedStrategy<EmbeddedTerminal> {
     ((arb_TerminalId(), proptest::option::of(json_object())),)
-        .prop_map(|((terminal_id, meta),)| Terminal { terminal_id, meta })
+        .prop_map(|((terminal_id, meta),)| {
+            let mut value = EmbeddedTerminal::new(terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -360,7 +365,12 @@ pub fn arb_ToolCallLocation() -> BoxedStrategy<ToolCallLocation> {
         proptest::option::of(any::<u32>()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((path, line, meta),)| ToolCallLocation { path, line, meta })
+        .prop_map(|((path, line, meta),)| {
+            let mut value = ToolCallLocation::new(path);
+            value.line = line;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -371,11 +381,10 @@ pub fn arb_PermissionOption() -> BoxedStrategy<PermissionOption> {
         arb_PermissionOptionKind(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((option_id, name, kind, meta),)| PermissionOption {
-            option_id,
-            name,
-            kind,
-            meta,
+        .prop_map(|((option_id, name, kind, meta),)| {
+            let mut value = PermissionOption::new(option_id, name, kind);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -407,15 +416,13 @@ pub fn arb_CreateTerminalRequest() -> BoxedStrategy<CreateTerminalRequest> {
     ),)
         .prop_map(
             |((session_id, command, args, env, cwd, output_byte_limit, meta),)| {
-                CreateTerminalRequest {
-                    session_id,
-                    command,
-                    args,
-                    env,
-                    cwd,
-                    output_byte_limit,
-                    meta,
-                }
+                let mut value = CreateTerminalRequest::new(session_id, command);
+                value.args = args;
+                value.env = env;
+                value.cwd = cwd;
+                value.output_byte_limit = output_byte_limit;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -427,7 +434,11 @@ pub fn arb_EnvVariable() -> BoxedStrategy<EnvVariable> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, value, meta),)| EnvVariable { name, value, meta })
+        .prop_map(|((name, value, meta),)| {
+            let mut value = EnvVariable::new(name, value);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -437,10 +448,10 @@ pub fn arb_TerminalOutputRequest() -> BoxedStrategy<TerminalOutputRequest> {
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, terminal_id, meta),)| TerminalOutputRequest {
-            session_id,
-            terminal_id,
-            meta,
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = TerminalOutputRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -451,13 +462,11 @@ pub fn arb_ReleaseTerminalRequest() -> BoxedStrategy<ReleaseTerminalRequest> {
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, terminal_id, meta),)| ReleaseTerminalRequest {
-                session_id,
-                terminal_id,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = ReleaseTerminalRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -467,13 +476,11 @@ pub fn arb_WaitForTerminalExitRequest() -> BoxedStrategy<WaitForTerminalExitRequ
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, terminal_id, meta),)| WaitForTerminalExitRequest {
-                session_id,
-                terminal_id,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = WaitForTerminalExitRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -483,10 +490,10 @@ pub fn arb_KillTerminalRequest() -> BoxedStrategy<KillTerminalRequest> {
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, terminal_id, meta),)| KillTerminalRequest {
-            session_id,
-            terminal_id,
-            meta,
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = KillTerminalRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -506,26 +513,27 @@ pub fn arb_CreateElicitationRequest() -> BoxedStrategy<CreateElicitationRequest>
         proptest::option::of(json_object()),
         arb_CreateElicitationRequestKind(),
     ),)
-        .prop_map(|((message, meta, kind),)| CreateElicitationRequest {
-            message,
-            meta,
-            kind,
+        .prop_map(|((message, meta, kind),)| {
+            let mut value = CreateElicitationRequest::new(message, kind);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_ElicitationSessionScope() -> BoxedStrategy<ElicitationSessionScope> {
     ((arb_SessionId(), proptest::option::of(arb_ToolCallId())),)
-        .prop_map(|((session_id, tool_call_id),)| ElicitationSessionScope {
-            session_id,
-            tool_call_id,
+        .prop_map(|((session_id, tool_call_id),)| {
+            let mut value = ElicitationSessionScope::new(session_id);
+            value.tool_call_id = tool_call_id;
+            value
         })
         .boxed()
 }
 
 pub fn arb_ElicitationRequestScope() -> BoxedStrategy<ElicitationRequestScope> {
     ((arb_RequestId(),),)
-        .prop_map(|((request_id,),)| ElicitationRequestScope { request_id })
+        .prop_map(|((request_id,),)| ElicitationRequestScope::new(request_id))
         .boxed()
 }
 
@@ -539,13 +547,15 @@ pub fn arb_ElicitationSchema() -> BoxedStrategy<ElicitationSchema> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((r#type, title, properties, required, description, meta),)| ElicitationSchema {
-                r#type,
-                title,
-                properties,
-                required,
-                description,
-                meta,
+            |((r#type, title, properties, required, description, meta),)| {
+                let mut value = ElicitationSchema::new();
+                value.r#type = r#type;
+                value.title = title;
+                value.properties = properties;
+                value.required = required;
+                value.description = description;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -589,11 +599,11 @@ pub fn arb_EnumOption() -> BoxedStrategy<EnumOption> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((r#const, title, description, meta),)| EnumOption {
-            r#const,
-            title,
-            description,
-            meta,
+        .prop_map(|((r#const, title, description, meta),)| {
+            let mut value = EnumOption::new(r#const, title);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -619,17 +629,19 @@ pub fn arb_StringPropertySchema() -> BoxedStrategy<StringPropertySchema> {
             |(
                 (title, description, min_length, max_length, pattern, format, default, r#enum),
                 (one_of, meta),
-            )| StringPropertySchema {
-                title,
-                description,
-                min_length,
-                max_length,
-                pattern,
-                format,
-                default,
-                r#enum,
-                one_of,
-                meta,
+            )| {
+                let mut value = StringPropertySchema::new();
+                value.title = title;
+                value.description = description;
+                value.min_length = min_length;
+                value.max_length = max_length;
+                value.pattern = pattern;
+                value.format = format;
+                value.default = default;
+                value.r#enum = r#enum;
+                value.one_of = one_of;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -644,16 +656,16 @@ pub fn arb_NumberPropertySchema() -> BoxedStrategy<NumberPropertySchema> {
         proptest::option::of(exact_float()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((title, description, minimum, maximum, default, meta),)| NumberPropertySchema {
-                title,
-                description,
-                minimum,
-                maximum,
-                default,
-                meta,
-            },
-        )
+        .prop_map(|((title, description, minimum, maximum, default, meta),)| {
+            let mut value = NumberPropertySchema::new();
+            value.title = title;
+            value.description = description;
+            value.minimum = minimum;
+            value.maximum = maximum;
+            value.default = default;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -667,14 +679,14 @@ pub fn arb_IntegerPropertySchema() -> BoxedStrategy<IntegerPropertySchema> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(|((title, description, minimum, maximum, default, meta),)| {
-            IntegerPropertySchema {
-                title,
-                description,
-                minimum,
-                maximum,
-                default,
-                meta,
-            }
+            let mut value = IntegerPropertySchema::new();
+            value.title = title;
+            value.description = description;
+            value.minimum = minimum;
+            value.maximum = maximum;
+            value.default = default;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -686,14 +698,14 @@ pub fn arb_BooleanPropertySchema() -> BoxedStrategy<BooleanPropertySchema> {
         proptest::option::of(any::<bool>()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((title, description, default, meta),)| BooleanPropertySchema {
-                title,
-                description,
-                default,
-                meta,
-            },
-        )
+        .prop_map(|((title, description, default, meta),)| {
+            let mut value = BooleanPropertySchema::new();
+            value.title = title;
+            value.description = description;
+            value.default = default;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -711,7 +723,11 @@ pub fn arb_StringMultiSelectItems() -> BoxedStrategy<StringMultiSelectItems> {
         proptest::collection::vec(small_string(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((r#enum, meta),)| StringMultiSelectItems { r#enum, meta })
+        .prop_map(|((r#enum, meta),)| {
+            let mut value = StringMultiSelectItems::new(r#enum);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -720,7 +736,11 @@ pub fn arb_TitledMultiSelectItems() -> BoxedStrategy<TitledMultiSelectItems> {
         proptest::collection::vec(arb_EnumOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((any_of, meta),)| TitledMultiSelectItems { any_of, meta })
+        .prop_map(|((any_of, meta),)| {
+            let mut value = TitledMultiSelectItems::new(any_of);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -736,15 +756,14 @@ pub fn arb_MultiSelectPropertySchema() -> BoxedStrategy<MultiSelectPropertySchem
     ),)
         .prop_map(
             |((title, description, min_items, max_items, items, default, meta),)| {
-                MultiSelectPropertySchema {
-                    title,
-                    description,
-                    min_items,
-                    max_items,
-                    items,
-                    default,
-                    meta,
-                }
+                let mut value = MultiSelectPropertySchema::new(items);
+                value.title = title;
+                value.description = description;
+                value.min_items = min_items;
+                value.max_items = max_items;
+                value.default = default;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -760,10 +779,7 @@ pub fn arb_ElicitationFormModeKind() -> BoxedStrategy<ElicitationFormModeKind> {
 
 pub fn arb_ElicitationFormMode() -> BoxedStrategy<ElicitationFormMode> {
     ((arb_ElicitationSchema(), arb_ElicitationFormModeKind()),)
-        .prop_map(|((requested_schema, kind),)| ElicitationFormMode {
-            requested_schema,
-            kind,
-        })
+        .prop_map(|((requested_schema, kind),)| ElicitationFormMode::new(requested_schema, kind))
         .boxed()
 }
 
@@ -785,10 +801,8 @@ pub fn arb_ElicitationUrlMode() -> BoxedStrategy<ElicitationUrlMode> {
         small_string(),
         arb_ElicitationUrlModeKind(),
     ),)
-        .prop_map(|((elicitation_id, url, kind),)| ElicitationUrlMode {
-            elicitation_id,
-            url,
-            kind,
+        .prop_map(|((elicitation_id, url, kind),)| {
+            ElicitationUrlMode::new(elicitation_id, url, kind)
         })
         .boxed()
 }
@@ -807,13 +821,12 @@ pub fn arb_InitializeResponse() -> BoxedStrategy<InitializeResponse> {
     ),)
         .prop_map(
             |((protocol_version, agent_capabilities, auth_methods, agent_info, meta),)| {
-                InitializeResponse {
-                    protocol_version,
-                    agent_capabilities,
-                    auth_methods,
-                    agent_info,
-                    meta,
-                }
+                let mut value = InitializeResponse::new(protocol_version);
+                value.agent_capabilities = agent_capabilities;
+                value.auth_methods = auth_methods;
+                value.agent_info = agent_info;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -840,13 +853,15 @@ pub fn arb_AgentCapabilities() -> BoxedStrategy<AgentCapabilities> {
                 session_capabilities,
                 auth,
                 meta,
-            ),)| AgentCapabilities {
-                load_session,
-                prompt_capabilities,
-                mcp_capabilities,
-                session_capabilities,
-                auth,
-                meta,
+            ),)| {
+                let mut value = AgentCapabilities::new();
+                value.load_session = load_session;
+                value.prompt_capabilities = prompt_capabilities;
+                value.mcp_capabilities = mcp_capabilities;
+                value.session_capabilities = session_capabilities;
+                value.auth = auth;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -859,14 +874,14 @@ pub fn arb_PromptCapabilities() -> BoxedStrategy<PromptCapabilities> {
         any::<bool>(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((image, audio, embedded_context, meta),)| PromptCapabilities {
-                image,
-                audio,
-                embedded_context,
-                meta,
-            },
-        )
+        .prop_map(|((image, audio, embedded_context, meta),)| {
+            let mut value = PromptCapabilities::new();
+            value.image = image;
+            value.audio = audio;
+            value.embedded_context = embedded_context;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -876,7 +891,13 @@ pub fn arb_McpCapabilities() -> BoxedStrategy<McpCapabilities> {
         any::<bool>(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((http, sse, meta),)| McpCapabilities { http, sse, meta })
+        .prop_map(|((http, sse, meta),)| {
+            let mut value = McpCapabilities::new();
+            value.http = http;
+            value.sse = sse;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -890,13 +911,15 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((list, delete, additional_directories, resume, close, meta),)| SessionCapabilities {
-                list,
-                delete,
-                additional_directories,
-                resume,
-                close,
-                meta,
+            |((list, delete, additional_directories, resume, close, meta),)| {
+                let mut value = SessionCapabilities::new();
+                value.list = list;
+                value.delete = delete;
+                value.additional_directories = additional_directories;
+                value.resume = resume;
+                value.close = close;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -904,32 +927,52 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
 
 pub fn arb_SessionListCapabilities() -> BoxedStrategy<SessionListCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionListCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionListCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionDeleteCapabilities() -> BoxedStrategy<SessionDeleteCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionDeleteCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionDeleteCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionAdditionalDirectoriesCapabilities()
 -> BoxedStrategy<SessionAdditionalDirectoriesCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionAdditionalDirectoriesCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionAdditionalDirectoriesCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionResumeCapabilities() -> BoxedStrategy<SessionResumeCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionResumeCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionResumeCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionCloseCapabilities() -> BoxedStrategy<SessionCloseCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionCloseCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionCloseCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -938,13 +981,22 @@ pub fn arb_AgentAuthCapabilities() -> BoxedStrategy<AgentAuthCapabilities> {
         proptest::option::of(arb_LogoutCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((logout, meta),)| AgentAuthCapabilities { logout, meta })
+        .prop_map(|((logout, meta),)| {
+            let mut value = AgentAuthCapabilities::new();
+            value.logout = logout;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_LogoutCapabilities() -> BoxedStrategy<LogoutCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| LogoutCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = LogoutCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -974,16 +1026,14 @@ pub fn arb_AuthMethodTerminal() -> BoxedStrategy<AuthMethodTerminal> {
         )),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((id, name, description, args, env, meta),)| AuthMethodTerminal {
-                id,
-                name,
-                description,
-                args,
-                env,
-                meta,
-            },
-        )
+        .prop_map(|((id, name, description, args, env, meta),)| {
+            let mut value = AuthMethodTerminal::new(id, name);
+            value.description = description;
+            value.args = args;
+            value.env = env;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -994,11 +1044,11 @@ pub fn arb_AuthMethodAgent() -> BoxedStrategy<AuthMethodAgent> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((id, name, description, meta),)| AuthMethodAgent {
-            id,
-            name,
-            description,
-            meta,
+        .prop_map(|((id, name, description, meta),)| {
+            let mut value = AuthMethodAgent::new(id, name);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1010,24 +1060,32 @@ pub fn arb_Implementation() -> BoxedStrategy<Implementation> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, title, version, meta),)| Implementation {
-            name,
-            title,
-            version,
-            meta,
+        .prop_map(|((name, title, version, meta),)| {
+            let mut value = Implementation::new(name, version);
+            value.title = title;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_AuthenticateResponse() -> BoxedStrategy<AuthenticateResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| AuthenticateResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = AuthenticateResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_LogoutResponse() -> BoxedStrategy<LogoutResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| LogoutResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = LogoutResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1038,14 +1096,13 @@ pub fn arb_NewSessionResponse() -> BoxedStrategy<NewSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, modes, config_options, meta),)| NewSessionResponse {
-                session_id,
-                modes,
-                config_options,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, modes, config_options, meta),)| {
+            let mut value = NewSessionResponse::new(session_id);
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1055,13 +1112,11 @@ pub fn arb_SessionModeState() -> BoxedStrategy<SessionModeState> {
         proptest::collection::vec(arb_SessionMode(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((current_mode_id, available_modes, meta),)| SessionModeState {
-                current_mode_id,
-                available_modes,
-                meta,
-            },
-        )
+        .prop_map(|((current_mode_id, available_modes, meta),)| {
+            let mut value = SessionModeState::new(current_mode_id, available_modes);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1076,11 +1131,11 @@ pub fn arb_SessionMode() -> BoxedStrategy<SessionMode> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((id, name, description, meta),)| SessionMode {
-            id,
-            name,
-            description,
-            meta,
+        .prop_map(|((id, name, description, meta),)| {
+            let mut value = SessionMode::new(id, name);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1103,16 +1158,13 @@ pub fn arb_SessionConfigOption() -> BoxedStrategy<SessionConfigOption> {
         proptest::option::of(json_object()),
         arb_SessionConfigOptionKind(),
     ),)
-        .prop_map(
-            |((id, name, description, category, meta, kind),)| SessionConfigOption {
-                id,
-                name,
-                description,
-                category,
-                meta,
-                kind,
-            },
-        )
+        .prop_map(|((id, name, description, category, meta, kind),)| {
+            let mut value = SessionConfigOption::new(id, name, kind);
+            value.description = description;
+            value.category = category;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1152,14 +1204,12 @@ pub fn arb_SessionConfigSelectOption() -> BoxedStrategy<SessionConfigSelectOptio
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((value, name, description, meta),)| SessionConfigSelectOption {
-                value,
-                name,
-                description,
-                meta,
-            },
-        )
+        .prop_map(|((value, name, description, meta),)| {
+            let mut value = SessionConfigSelectOption::new(value, name);
+            value.description = description;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1170,11 +1220,10 @@ pub fn arb_SessionConfigSelectGroup() -> BoxedStrategy<SessionConfigSelectGroup>
         proptest::collection::vec(arb_SessionConfigSelectOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((group, name, options, meta),)| SessionConfigSelectGroup {
-            group,
-            name,
-            options,
-            meta,
+        .prop_map(|((group, name, options, meta),)| {
+            let mut value = SessionConfigSelectGroup::new(group, name, options);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1185,16 +1234,13 @@ pub fn arb_SessionConfigGroupId() -> BoxedStrategy<SessionConfigGroupId> {
 
 pub fn arb_SessionConfigSelect() -> BoxedStrategy<SessionConfigSelect> {
     ((arb_SessionConfigValueId(), arb_SessionConfigSelectOptions()),)
-        .prop_map(|((current_value, options),)| SessionConfigSelect {
-            current_value,
-            options,
-        })
+        .prop_map(|((current_value, options),)| SessionConfigSelect::new(current_value, options))
         .boxed()
 }
 
 pub fn arb_SessionConfigBoolean() -> BoxedStrategy<SessionConfigBoolean> {
     ((any::<bool>(),),)
-        .prop_map(|((current_value,),)| SessionConfigBoolean { current_value })
+        .prop_map(|((current_value,),)| SessionConfigBoolean::new(current_value))
         .boxed()
 }
 
@@ -1204,10 +1250,12 @@ pub fn arb_LoadSessionResponse() -> BoxedStrategy<LoadSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((modes, config_options, meta),)| LoadSessionResponse {
-            modes,
-            config_options,
-            meta,
+        .prop_map(|((modes, config_options, meta),)| {
+            let mut value = LoadSessionResponse::new();
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1218,10 +1266,11 @@ pub fn arb_ListSessionsResponse() -> BoxedStrategy<ListSessionsResponse> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((sessions, next_cursor, meta),)| ListSessionsResponse {
-            sessions,
-            next_cursor,
-            meta,
+        .prop_map(|((sessions, next_cursor, meta),)| {
+            let mut value = ListSessionsResponse::new(sessions);
+            value.next_cursor = next_cursor;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1236,13 +1285,13 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((session_id, cwd, additional_directories, title, updated_at, meta),)| SessionInfo {
-                session_id,
-                cwd,
-                additional_directories,
-                title,
-                updated_at,
-                meta,
+            |((session_id, cwd, additional_directories, title, updated_at, meta),)| {
+                let mut value = SessionInfo::new(session_id, cwd);
+                value.additional_directories = additional_directories;
+                value.title = title;
+                value.updated_at = updated_at;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1250,7 +1299,11 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
 
 pub fn arb_DeleteSessionResponse() -> BoxedStrategy<DeleteSessionResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| DeleteSessionResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = DeleteSessionResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1260,23 +1313,33 @@ pub fn arb_ResumeSessionResponse() -> BoxedStrategy<ResumeSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((modes, config_options, meta),)| ResumeSessionResponse {
-            modes,
-            config_options,
-            meta,
+        .prop_map(|((modes, config_options, meta),)| {
+            let mut value = ResumeSessionResponse::new();
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CloseSessionResponse() -> BoxedStrategy<CloseSessionResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| CloseSessionResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = CloseSessionResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SetSessionModeResponse() -> BoxedStrategy<SetSessionModeResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SetSessionModeResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SetSessionModeResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1285,16 +1348,21 @@ pub fn arb_SetSessionConfigOptionResponse() -> BoxedStrategy<SetSessionConfigOpt
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((config_options, meta),)| SetSessionConfigOptionResponse {
-            config_options,
-            meta,
+        .prop_map(|((config_options, meta),)| {
+            let mut value = SetSessionConfigOptionResponse::new(config_options);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_PromptResponse() -> BoxedStrategy<PromptResponse> {
     ((arb_StopReason(), proptest::option::of(json_object())),)
-        .prop_map(|((stop_reason, meta),)| PromptResponse { stop_reason, meta })
+        .prop_map(|((stop_reason, meta),)| {
+            let mut value = PromptResponse::new(stop_reason);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1320,10 +1388,10 @@ pub fn arb_Error() -> BoxedStrategy<Error> {
         small_string(),
         proptest::option::of(json_value()),
     ),)
-        .prop_map(|((code, message, data),)| Error {
-            code,
-            message,
-            data,
+        .prop_map(|((code, message, data),)| {
+            let mut value = Error::new(code, message);
+            value.data = data;
+            value
         })
         .boxed()
 }
@@ -1349,10 +1417,10 @@ pub fn arb_SessionNotification() -> BoxedStrategy<SessionNotification> {
         arb_SessionUpdate(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, update, meta),)| SessionNotification {
-            session_id,
-            update,
-            meta,
+        .prop_map(|((session_id, update, meta),)| {
+            let mut value = SessionNotification::new(session_id, update);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1388,10 +1456,11 @@ pub fn arb_ContentChunk() -> BoxedStrategy<ContentChunk> {
         proptest::option::of(arb_MessageId()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((content, message_id, meta),)| ContentChunk {
-            content,
-            message_id,
-            meta,
+        .prop_map(|((content, message_id, meta),)| {
+            let mut value = ContentChunk::new(content);
+            value.message_id = message_id;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1417,17 +1486,17 @@ pub fn arb_ToolCall() -> BoxedStrategy<ToolCall> {
             |(
                 (tool_call_id, title, name, kind, status, content, locations, raw_input),
                 (raw_output, meta),
-            )| ToolCall {
-                tool_call_id,
-                title,
-                name,
-                kind,
-                status,
-                content,
-                locations,
-                raw_input,
-                raw_output,
-                meta,
+            )| {
+                let mut value = ToolCall::new(tool_call_id, title);
+                value.name = name;
+                value.kind = kind;
+                value.status = status;
+                value.content = content;
+                value.locations = locations;
+                value.raw_input = raw_input;
+                value.raw_output = raw_output;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1440,11 +1509,10 @@ pub fn arb_PlanEntry() -> BoxedStrategy<PlanEntry> {
         arb_PlanEntryStatus(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((content, priority, status, meta),)| PlanEntry {
-            content,
-            priority,
-            status,
-            meta,
+        .prop_map(|((content, priority, status, meta),)| {
+            let mut value = PlanEntry::new(content, priority, status);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1474,7 +1542,11 @@ pub fn arb_Plan() -> BoxedStrategy<Plan> {
         proptest::collection::vec(arb_PlanEntry(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((entries, meta),)| Plan { entries, meta })
+        .prop_map(|((entries, meta),)| {
+            let mut value = Plan::new(entries);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1485,11 +1557,11 @@ pub fn arb_AvailableCommand() -> BoxedStrategy<AvailableCommand> {
         proptest::option::of(arb_AvailableCommandInput()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, description, input, meta),)| AvailableCommand {
-            name,
-            description,
-            input,
-            meta,
+        .prop_map(|((name, description, input, meta),)| {
+            let mut value = AvailableCommand::new(name, description);
+            value.input = input;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1502,7 +1574,11 @@ pub fn arb_AvailableCommandInput() -> BoxedStrategy<AvailableCommandInput> {
 
 pub fn arb_UnstructuredCommandInput() -> BoxedStrategy<UnstructuredCommandInput> {
     ((small_string(), proptest::option::of(json_object())),)
-        .prop_map(|((hint, meta),)| UnstructuredCommandInput { hint, meta })
+        .prop_map(|((hint, meta),)| {
+            let mut value = UnstructuredCommandInput::new(hint);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1511,18 +1587,20 @@ pub fn arb_AvailableCommandsUpdate() -> BoxedStrategy<AvailableCommandsUpdate> {
         proptest::collection::vec(arb_AvailableCommand(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((available_commands, meta),)| AvailableCommandsUpdate {
-            available_commands,
-            meta,
+        .prop_map(|((available_commands, meta),)| {
+            let mut value = AvailableCommandsUpdate::new(available_commands);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CurrentModeUpdate() -> BoxedStrategy<CurrentModeUpdate> {
     ((arb_SessionModeId(), proptest::option::of(json_object())),)
-        .prop_map(|((current_mode_id, meta),)| CurrentModeUpdate {
-            current_mode_id,
-            meta,
+        .prop_map(|((current_mode_id, meta),)| {
+            let mut value = CurrentModeUpdate::new(current_mode_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1532,9 +1610,10 @@ pub fn arb_ConfigOptionUpdate() -> BoxedStrategy<ConfigOptionUpdate> {
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((config_options, meta),)| ConfigOptionUpdate {
-            config_options,
-            meta,
+        .prop_map(|((config_options, meta),)| {
+            let mut value = ConfigOptionUpdate::new(config_options);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1545,10 +1624,12 @@ pub fn arb_SessionInfoUpdate() -> BoxedStrategy<SessionInfoUpdate> {
         patch(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((title, updated_at, meta),)| SessionInfoUpdate {
-            title,
-            updated_at,
-            meta,
+        .prop_map(|((title, updated_at, meta),)| {
+            let mut value = SessionInfoUpdate::new();
+            value.title = title;
+            value.updated_at = updated_at;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1559,10 +1640,10 @@ pub fn arb_Cost() -> BoxedStrategy<Cost> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((amount, currency, meta),)| Cost {
-            amount,
-            currency,
-            meta,
+        .prop_map(|((amount, currency, meta),)| {
+            let mut value = Cost::new(amount, currency);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1574,11 +1655,11 @@ pub fn arb_UsageUpdate() -> BoxedStrategy<UsageUpdate> {
         proptest::option::of(arb_Cost()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((used, size, cost, meta),)| UsageUpdate {
-            used,
-            size,
-            cost,
-            meta,
+        .prop_map(|((used, size, cost, meta),)| {
+            let mut value = UsageUpdate::new(used, size);
+            value.cost = cost;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1600,11 +1681,11 @@ pub fn arb_Notice() -> BoxedStrategy<Notice> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((severity, title, description, meta),)| Notice {
-            severity,
-            title,
-            description,
-            meta,
+        .prop_map(|((severity, title, description, meta),)| {
+            let mut value = Notice::new(severity, title);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1632,15 +1713,13 @@ pub fn arb_CompactionUpdate() -> BoxedStrategy<CompactionUpdate> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((compaction_id, status, summary, error, meta),)| CompactionUpdate {
-                compaction_id,
-                status,
-                summary,
-                error,
-                meta,
-            },
-        )
+        .prop_map(|((compaction_id, status, summary, error, meta),)| {
+            let mut value = CompactionUpdate::new(compaction_id, status);
+            value.summary = summary;
+            value.error = error;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1650,22 +1729,21 @@ pub fn arb_CompactionSummaryChunk() -> BoxedStrategy<CompactionSummaryChunk> {
         arb_ContentBlock(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((compaction_id, content, meta),)| CompactionSummaryChunk {
-            compaction_id,
-            content,
-            meta,
+        .prop_map(|((compaction_id, content, meta),)| {
+            let mut value = CompactionSummaryChunk::new(compaction_id, content);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CompleteElicitationNotification() -> BoxedStrategy<CompleteElicitationNotification> {
     ((arb_ElicitationId(), proptest::option::of(json_object())),)
-        .prop_map(
-            |((elicitation_id, meta),)| CompleteElicitationNotification {
-                elicitation_id,
-                meta,
-            },
-        )
+        .prop_map(|((elicitation_id, meta),)| {
+            let mut value = CompleteElicitationNotification::new(elicitation_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1681,11 +1759,12 @@ pub fn arb_InitializeRequest() -> BoxedStrategy<InitializeRequest> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((protocol_version, client_capabilities, client_info, meta),)| InitializeRequest {
-                protocol_version,
-                client_capabilities,
-                client_info,
-                meta,
+            |((protocol_version, client_capabilities, client_info, meta),)| {
+                let mut value = InitializeRequest::new(protocol_version);
+                value.client_capabilities = client_capabilities;
+                value.client_info = client_info;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1700,16 +1779,16 @@ pub fn arb_ClientCapabilities() -> BoxedStrategy<ClientCapabilities> {
         proptest::option::of(arb_ElicitationCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((fs, terminal, session, auth, elicitation, meta),)| ClientCapabilities {
-                fs,
-                terminal,
-                session,
-                auth,
-                elicitation,
-                meta,
-            },
-        )
+        .prop_map(|((fs, terminal, session, auth, elicitation, meta),)| {
+            let mut value = ClientCapabilities::new();
+            value.fs = fs;
+            value.terminal = terminal;
+            value.session = session;
+            value.auth = auth;
+            value.elicitation = elicitation;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1719,13 +1798,13 @@ pub fn arb_FileSystemCapabilities() -> BoxedStrategy<FileSystemCapabilities> {
         any::<bool>(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((read_text_file, write_text_file, meta),)| FileSystemCapabilities {
-                read_text_file,
-                write_text_file,
-                meta,
-            },
-        )
+        .prop_map(|((read_text_file, write_text_file, meta),)| {
+            let mut value = FileSystemCapabilities::new();
+            value.read_text_file = read_text_file;
+            value.write_text_file = write_text_file;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1736,19 +1815,19 @@ pub fn arb_ClientSessionCapabilities() -> BoxedStrategy<ClientSessionCapabilitie
         proptest::option::of(arb_NoticeCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((compaction, config_options, notices, meta),)| ClientSessionCapabilities {
-                compaction,
-                config_options,
-                notices,
-                meta,
-            },
-        )
+        .prop_map(|((compaction, config_options, notices, meta),)| {
+            let mut value = ClientSessionCapabilities::new();
+            value.compaction = compaction;
+            value.config_options = config_options;
+            value.notices = notices;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CompactionCapabilities() -> BoxedStrategy<CompactionCapabilities> {
-    Just(CompactionCapabilities {}).boxed()
+    Just(CompactionCapabilities::new()).boxed()
 }
 
 pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOptionsCapabilities> {
@@ -1756,23 +1835,37 @@ pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOpti
         proptest::option::of(arb_BooleanConfigOptionCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((boolean, meta),)| SessionConfigOptionsCapabilities { boolean, meta })
+        .prop_map(|((boolean, meta),)| {
+            let mut value = SessionConfigOptionsCapabilities::new();
+            value.boolean = boolean;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_BooleanConfigOptionCapabilities() -> BoxedStrategy<BooleanConfigOptionCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| BooleanConfigOptionCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = BooleanConfigOptionCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_NoticeCapabilities() -> BoxedStrategy<NoticeCapabilities> {
-    Just(NoticeCapabilities {}).boxed()
+    Just(NoticeCapabilities::new()).boxed()
 }
 
 pub fn arb_AuthCapabilities() -> BoxedStrategy<AuthCapabilities> {
     ((any::<bool>(), proptest::option::of(json_object())),)
-        .prop_map(|((terminal, meta),)| AuthCapabilities { terminal, meta })
+        .prop_map(|((terminal, meta),)| {
+            let mut value = AuthCapabilities::new();
+            value.terminal = terminal;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1782,31 +1875,53 @@ pub fn arb_ElicitationCapabilities() -> BoxedStrategy<ElicitationCapabilities> {
         proptest::option::of(arb_ElicitationUrlCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((form, url, meta),)| ElicitationCapabilities { form, url, meta })
+        .prop_map(|((form, url, meta),)| {
+            let mut value = ElicitationCapabilities::new();
+            value.form = form;
+            value.url = url;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ElicitationFormCapabilities() -> BoxedStrategy<ElicitationFormCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ElicitationFormCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ElicitationFormCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ElicitationUrlCapabilities() -> BoxedStrategy<ElicitationUrlCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ElicitationUrlCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ElicitationUrlCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_AuthenticateRequest() -> BoxedStrategy<AuthenticateRequest> {
     ((arb_AuthMethodId(), proptest::option::of(json_object())),)
-        .prop_map(|((method_id, meta),)| AuthenticateRequest { method_id, meta })
+        .prop_map(|((method_id, meta),)| {
+            let mut value = AuthenticateRequest::new(method_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_LogoutRequest() -> BoxedStrategy<LogoutRequest> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| LogoutRequest { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = LogoutRequest::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1817,14 +1932,12 @@ pub fn arb_NewSessionRequest() -> BoxedStrategy<NewSessionRequest> {
         proptest::collection::vec(arb_McpServer(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((cwd, additional_directories, mcp_servers, meta),)| NewSessionRequest {
-                cwd,
-                additional_directories,
-                mcp_servers,
-                meta,
-            },
-        )
+        .prop_map(|((cwd, additional_directories, mcp_servers, meta),)| {
+            let mut value = NewSessionRequest::new(cwd, mcp_servers);
+            value.additional_directories = additional_directories;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1844,7 +1957,11 @@ pub fn arb_HttpHeader() -> BoxedStrategy<HttpHeader> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, value, meta),)| HttpHeader { name, value, meta })
+        .prop_map(|((name, value, meta),)| {
+            let mut value = HttpHeader::new(name, value);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1855,11 +1972,10 @@ pub fn arb_McpServerHttp() -> BoxedStrategy<McpServerHttp> {
         proptest::collection::vec(arb_HttpHeader(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, url, headers, meta),)| McpServerHttp {
-            name,
-            url,
-            headers,
-            meta,
+        .prop_map(|((name, url, headers, meta),)| {
+            let mut value = McpServerHttp::new(name, url, headers);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1871,11 +1987,10 @@ pub fn arb_McpServerSse() -> BoxedStrategy<McpServerSse> {
         proptest::collection::vec(arb_HttpHeader(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, url, headers, meta),)| McpServerSse {
-            name,
-            url,
-            headers,
-            meta,
+        .prop_map(|((name, url, headers, meta),)| {
+            let mut value = McpServerSse::new(name, url, headers);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1888,12 +2003,10 @@ pub fn arb_McpServerStdio() -> BoxedStrategy<McpServerStdio> {
         proptest::collection::vec(arb_EnvVariable(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, command, args, env, meta),)| McpServerStdio {
-            name,
-            command,
-            args,
-            env,
-            meta,
+        .prop_map(|((name, command, args, env, meta),)| {
+            let mut value = McpServerStdio::new(name, command, args, env);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1907,12 +2020,11 @@ pub fn arb_LoadSessionRequest() -> BoxedStrategy<LoadSessionRequest> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((mcp_servers, cwd, additional_directories, session_id, meta),)| LoadSessionRequest {
-                mcp_servers,
-                cwd,
-                additional_directories,
-                session_id,
-                meta,
+            |((mcp_servers, cwd, additional_directories, session_id, meta),)| {
+                let mut value = LoadSessionRequest::new(mcp_servers, cwd, session_id);
+                value.additional_directories = additional_directories;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1924,13 +2036,23 @@ pub fn arb_ListSessionsRequest() -> BoxedStrategy<ListSessionsRequest> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((cwd, cursor, meta),)| ListSessionsRequest { cwd, cursor, meta })
+        .prop_map(|((cwd, cursor, meta),)| {
+            let mut value = ListSessionsRequest::new();
+            value.cwd = cwd;
+            value.cursor = cursor;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_DeleteSessionRequest() -> BoxedStrategy<DeleteSessionRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| DeleteSessionRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = DeleteSessionRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1944,13 +2066,11 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, mcp_servers, meta),)| {
-                ResumeSessionRequest {
-                    session_id,
-                    cwd,
-                    additional_directories,
-                    mcp_servers,
-                    meta,
-                }
+                let mut value = ResumeSessionRequest::new(session_id, cwd);
+                value.additional_directories = additional_directories;
+                value.mcp_servers = mcp_servers;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1958,7 +2078,11 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
 
 pub fn arb_CloseSessionRequest() -> BoxedStrategy<CloseSessionRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| CloseSessionRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = CloseSessionRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1968,10 +2092,10 @@ pub fn arb_SetSessionModeRequest() -> BoxedStrategy<SetSessionModeRequest> {
         arb_SessionModeId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, mode_id, meta),)| SetSessionModeRequest {
-            session_id,
-            mode_id,
-            meta,
+        .prop_map(|((session_id, mode_id, meta),)| {
+            let mut value = SetSessionModeRequest::new(session_id, mode_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1979,14 +2103,14 @@ pub fn arb_SetSessionModeRequest() -> BoxedStrategy<SetSessionModeRequest> {
 pub fn arb_SetSessionConfigOptionRequestKindBoolean()
 -> BoxedStrategy<SetSessionConfigOptionRequestKindBoolean> {
     ((any::<bool>(),),)
-        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindBoolean { value })
+        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindBoolean::new(value))
         .boxed()
 }
 
 pub fn arb_SetSessionConfigOptionRequestKindValueId()
 -> BoxedStrategy<SetSessionConfigOptionRequestKindValueId> {
     ((arb_SessionConfigValueId(),),)
-        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindValueId { value })
+        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindValueId::new(value))
         .boxed()
 }
 
@@ -2008,14 +2132,11 @@ pub fn arb_SetSessionConfigOptionRequest() -> BoxedStrategy<SetSessionConfigOpti
         proptest::option::of(json_object()),
         arb_SetSessionConfigOptionRequestKind(),
     ),)
-        .prop_map(
-            |((session_id, config_id, meta, kind),)| SetSessionConfigOptionRequest {
-                session_id,
-                config_id,
-                meta,
-                kind,
-            },
-        )
+        .prop_map(|((session_id, config_id, meta, kind),)| {
+            let mut value = SetSessionConfigOptionRequest::new(session_id, config_id, kind);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2025,23 +2146,31 @@ pub fn arb_PromptRequest() -> BoxedStrategy<PromptRequest> {
         proptest::collection::vec(arb_ContentBlock(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, prompt, meta),)| PromptRequest {
-            session_id,
-            prompt,
-            meta,
+        .prop_map(|((session_id, prompt, meta),)| {
+            let mut value = PromptRequest::new(session_id, prompt);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_WriteTextFileResponse() -> BoxedStrategy<WriteTextFileResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| WriteTextFileResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = WriteTextFileResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ReadTextFileResponse() -> BoxedStrategy<ReadTextFileResponse> {
     ((small_string(), proptest::option::of(json_object())),)
-        .prop_map(|((content, meta),)| ReadTextFileResponse { content, meta })
+        .prop_map(|((content, meta),)| {
+            let mut value = ReadTextFileResponse::new(content);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2050,7 +2179,11 @@ pub fn arb_RequestPermissionResponse() -> BoxedStrategy<RequestPermissionRespons
         arb_RequestPermissionOutcome(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((outcome, meta),)| RequestPermissionResponse { outcome, meta })
+        .prop_map(|((outcome, meta),)| {
+            let mut value = RequestPermissionResponse::new(outcome);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2068,13 +2201,21 @@ pub fn arb_SelectedPermissionOutcome() -> BoxedStrategy<SelectedPermissionOutcom
         arb_PermissionOptionId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((option_id, meta),)| SelectedPermissionOutcome { option_id, meta })
+        .prop_map(|((option_id, meta),)| {
+            let mut value = SelectedPermissionOutcome::new(option_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CreateTerminalResponse() -> BoxedStrategy<CreateTerminalResponse> {
     ((arb_TerminalId(), proptest::option::of(json_object())),)
-        .prop_map(|((terminal_id, meta),)| CreateTerminalResponse { terminal_id, meta })
+        .prop_map(|((terminal_id, meta),)| {
+            let mut value = CreateTerminalResponse::new(terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2085,14 +2226,12 @@ pub fn arb_TerminalOutputResponse() -> BoxedStrategy<TerminalOutputResponse> {
         proptest::option::of(arb_TerminalExitStatus()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((output, truncated, exit_status, meta),)| TerminalOutputResponse {
-                output,
-                truncated,
-                exit_status,
-                meta,
-            },
-        )
+        .prop_map(|((output, truncated, exit_status, meta),)| {
+            let mut value = TerminalOutputResponse::new(output, truncated);
+            value.exit_status = exit_status;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2102,17 +2241,23 @@ pub fn arb_TerminalExitStatus() -> BoxedStrategy<TerminalExitStatus> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((exit_code, signal, meta),)| TerminalExitStatus {
-            exit_code,
-            signal,
-            meta,
+        .prop_map(|((exit_code, signal, meta),)| {
+            let mut value = TerminalExitStatus::new();
+            value.exit_code = exit_code;
+            value.signal = signal;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_ReleaseTerminalResponse() -> BoxedStrategy<ReleaseTerminalResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ReleaseTerminalResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ReleaseTerminalResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2122,17 +2267,23 @@ pub fn arb_WaitForTerminalExitResponse() -> BoxedStrategy<WaitForTerminalExitRes
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((exit_code, signal, meta),)| WaitForTerminalExitResponse {
-            exit_code,
-            signal,
-            meta,
+        .prop_map(|((exit_code, signal, meta),)| {
+            let mut value = WaitForTerminalExitResponse::new();
+            value.exit_code = exit_code;
+            value.signal = signal;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_KillTerminalResponse() -> BoxedStrategy<KillTerminalResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| KillTerminalResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = KillTerminalResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2151,7 +2302,11 @@ pub fn arb_CreateElicitationResponse() -> BoxedStrategy<CreateElicitationRespons
         proptest::option::of(json_object()),
         arb_CreateElicitationResponseKind(),
     ),)
-        .prop_map(|((meta, kind),)| CreateElicitationResponse { meta, kind })
+        .prop_map(|((meta, kind),)| {
+            let mut value = CreateElicitationResponse::new(kind);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2173,19 +2328,31 @@ pub fn arb_ElicitationAcceptAction() -> BoxedStrategy<ElicitationAcceptAction> {
         arb_ElicitationContentValue(),
         0..3,
     )),),)
-        .prop_map(|((content,),)| ElicitationAcceptAction { content })
+        .prop_map(|((content,),)| {
+            let mut value = ElicitationAcceptAction::new();
+            value.content = content;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CancelNotification() -> BoxedStrategy<CancelNotification> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| CancelNotification { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = CancelNotification::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CancelRequestNotification() -> BoxedStrategy<CancelRequestNotification> {
     ((arb_RequestId(), proptest::option::of(json_object())),)
-        .prop_map(|((request_id, meta),)| CancelRequestNotification { request_id, meta })
+        .prop_map(|((request_id, meta),)| {
+            let mut value = CancelRequestNotification::new(request_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2217,7 +2384,7 @@ macro_rules! for_each_type {
         $check!(Content, arb_Content);
         $check!(Diff, arb_Diff);
         $check!(TerminalId, arb_TerminalId);
-        $check!(Terminal, arb_Terminal);
+        $check!(EmbeddedTerminal, arb_EmbeddedTerminal);
         $check!(ToolCallLocation, arb_ToolCallLocation);
         $check!(PermissionOption, arb_PermissionOption);
         $check!(PermissionOptionId, arb_PermissionOptionId);

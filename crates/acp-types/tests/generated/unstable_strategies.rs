@@ -7,6 +7,8 @@ use super::support::*;
 use acp_types::*;
 use proptest::prelude::*;
 
+use acp_types::rpc::*;
+
 pub fn arb_RequestId() -> BoxedStrategy<RequestId> {
     prop_oneof![
         Just(RequestId::Null),
@@ -23,14 +25,11 @@ pub fn arb_WriteTextFileRequest() -> BoxedStrategy<WriteTextFileRequest> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, path, content, meta),)| WriteTextFileRequest {
-                session_id,
-                path,
-                content,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, path, content, meta),)| {
+            let mut value = WriteTextFileRequest::new(session_id, path, content);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -46,15 +45,13 @@ pub fn arb_ReadTextFileRequest() -> BoxedStrategy<ReadTextFileRequest> {
         proptest::option::of(any::<u32>()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, path, line, limit, meta),)| ReadTextFileRequest {
-                session_id,
-                path,
-                line,
-                limit,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, path, line, limit, meta),)| {
+            let mut value = ReadTextFileRequest::new(session_id, path);
+            value.line = line;
+            value.limit = limit;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -65,14 +62,11 @@ pub fn arb_RequestPermissionRequest() -> BoxedStrategy<RequestPermissionRequest>
         proptest::collection::vec(arb_PermissionOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, tool_call, options, meta),)| RequestPermissionRequest {
-                session_id,
-                tool_call,
-                options,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, tool_call, options, meta),)| {
+            let mut value = RequestPermissionRequest::new(session_id, tool_call, options);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -97,17 +91,18 @@ pub fn arb_ToolCallUpdate() -> BoxedStrategy<ToolCallUpdate> {
             |(
                 (tool_call_id, kind, status, title, name, content, locations, raw_input),
                 (raw_output, meta),
-            )| ToolCallUpdate {
-                tool_call_id,
-                kind,
-                status,
-                title,
-                name,
-                content,
-                locations,
-                raw_input,
-                raw_output,
-                meta,
+            )| {
+                let mut value = ToolCallUpdate::new(tool_call_id);
+                value.kind = kind;
+                value.status = status;
+                value.title = title;
+                value.name = name;
+                value.content = content;
+                value.locations = locations;
+                value.raw_input = raw_input;
+                value.raw_output = raw_output;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -149,7 +144,7 @@ pub fn arb_ToolCallContent() -> BoxedStrategy<ToolCallContent> {
     prop_oneof![
         arb_Content().prop_map(ToolCallContent::Content),
         arb_Diff().prop_map(ToolCallContent::Diff),
-        arb_Terminal().prop_map(ToolCallContent::Terminal),
+        arb_EmbeddedTerminal().prop_map(ToolCallContent::Terminal),
         unknown_tagged("type").prop_map(ToolCallContent::Unknown)
     ]
     .boxed()
@@ -174,11 +169,13 @@ pub fn arb_Annotations() -> BoxedStrategy<Annotations> {
         proptest::option::of(exact_float()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((audience, last_modified, priority, meta),)| Annotations {
-            audience,
-            last_modified,
-            priority,
-            meta,
+        .prop_map(|((audience, last_modified, priority, meta),)| {
+            let mut value = Annotations::new();
+            value.audience = audience;
+            value.last_modified = last_modified;
+            value.priority = priority;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -198,10 +195,11 @@ pub fn arb_TextContent() -> BoxedStrategy<TextContent> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((annotations, text, meta),)| TextContent {
-            annotations,
-            text,
-            meta,
+        .prop_map(|((annotations, text, meta),)| {
+            let mut value = TextContent::new(text);
+            value.annotations = annotations;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -214,15 +212,13 @@ pub fn arb_ImageContent() -> BoxedStrategy<ImageContent> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((annotations, data, mime_type, uri, meta),)| ImageContent {
-                annotations,
-                data,
-                mime_type,
-                uri,
-                meta,
-            },
-        )
+        .prop_map(|((annotations, data, mime_type, uri, meta),)| {
+            let mut value = ImageContent::new(data, mime_type);
+            value.annotations = annotations;
+            value.uri = uri;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -233,11 +229,11 @@ pub fn arb_AudioContent() -> BoxedStrategy<AudioContent> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((annotations, data, mime_type, meta),)| AudioContent {
-            annotations,
-            data,
-            mime_type,
-            meta,
+        .prop_map(|((annotations, data, mime_type, meta),)| {
+            let mut value = AudioContent::new(data, mime_type);
+            value.annotations = annotations;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -254,15 +250,15 @@ pub fn arb_ResourceLink() -> BoxedStrategy<ResourceLink> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((annotations, description, mime_type, name, size, title, uri, meta),)| ResourceLink {
-                annotations,
-                description,
-                mime_type,
-                name,
-                size,
-                title,
-                uri,
-                meta,
+            |((annotations, description, mime_type, name, size, title, uri, meta),)| {
+                let mut value = ResourceLink::new(name, uri);
+                value.annotations = annotations;
+                value.description = description;
+                value.mime_type = mime_type;
+                value.size = size;
+                value.title = title;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -283,11 +279,11 @@ pub fn arb_TextResourceContents() -> BoxedStrategy<TextResourceContents> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((mime_type, text, uri, meta),)| TextResourceContents {
-            mime_type,
-            text,
-            uri,
-            meta,
+        .prop_map(|((mime_type, text, uri, meta),)| {
+            let mut value = TextResourceContents::new(text, uri);
+            value.mime_type = mime_type;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -299,11 +295,11 @@ pub fn arb_BlobResourceContents() -> BoxedStrategy<BlobResourceContents> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((blob, mime_type, uri, meta),)| BlobResourceContents {
-            blob,
-            mime_type,
-            uri,
-            meta,
+        .prop_map(|((blob, mime_type, uri, meta),)| {
+            let mut value = BlobResourceContents::new(blob, uri);
+            value.mime_type = mime_type;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -314,17 +310,22 @@ pub fn arb_EmbeddedResource() -> BoxedStrategy<EmbeddedResource> {
         arb_EmbeddedResourceResource(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((annotations, resource, meta),)| EmbeddedResource {
-            annotations,
-            resource,
-            meta,
+        .prop_map(|((annotations, resource, meta),)| {
+            let mut value = EmbeddedResource::new(resource);
+            value.annotations = annotations;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_Content() -> BoxedStrategy<Content> {
     ((arb_ContentBlock(), proptest::option::of(json_object())),)
-        .prop_map(|((content, meta),)| Content { content, meta })
+        .prop_map(|((content, meta),)| {
+            let mut value = Content::new(content);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -335,11 +336,11 @@ pub fn arb_Diff() -> BoxedStrategy<Diff> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((path, old_text, new_text, meta),)| Diff {
-            path,
-            old_text,
-            new_text,
-            meta,
+        .prop_map(|((path, old_text, new_text, meta),)| {
+            let mut value = Diff::new(path, new_text);
+            value.old_text = old_text;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -348,9 +349,13 @@ pub fn arb_TerminalId() -> BoxedStrategy<TerminalId> {
     small_string().prop_map(TerminalId).boxed()
 }
 
-pub fn arb_Terminal() -> BoxedStrategy<Terminal> {
+pub fn arb_EmbeddedTerminal() -> BoxedStrategy<EmbeddedTerminal> {
     ((arb_TerminalId(), proptest::option::of(json_object())),)
-        .prop_map(|((terminal_id, meta),)| Terminal { terminal_id, meta })
+        .prop_map(|((terminal_id, meta),)| {
+            let mut value = EmbeddedTerminal::new(terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -360,7 +365,12 @@ pub fn arb_ToolCallLocation() -> BoxedStrategy<ToolCallLocation> {
         proptest::option::of(any::<u32>()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((path, line, meta),)| ToolCallLocation { path, line, meta })
+        .prop_map(|((path, line, meta),)| {
+            let mut value = ToolCallLocation::new(path);
+            value.line = line;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -371,11 +381,10 @@ pub fn arb_PermissionOption() -> BoxedStrategy<PermissionOption> {
         arb_PermissionOptionKind(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((option_id, name, kind, meta),)| PermissionOption {
-            option_id,
-            name,
-            kind,
-            meta,
+        .prop_map(|((option_id, name, kind, meta),)| {
+            let mut value = PermissionOption::new(option_id, name, kind);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -407,15 +416,13 @@ pub fn arb_CreateTerminalRequest() -> BoxedStrategy<CreateTerminalRequest> {
     ),)
         .prop_map(
             |((session_id, command, args, env, cwd, output_byte_limit, meta),)| {
-                CreateTerminalRequest {
-                    session_id,
-                    command,
-                    args,
-                    env,
-                    cwd,
-                    output_byte_limit,
-                    meta,
-                }
+                let mut value = CreateTerminalRequest::new(session_id, command);
+                value.args = args;
+                value.env = env;
+                value.cwd = cwd;
+                value.output_byte_limit = output_byte_limit;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -427,7 +434,11 @@ pub fn arb_EnvVariable() -> BoxedStrategy<EnvVariable> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, value, meta),)| EnvVariable { name, value, meta })
+        .prop_map(|((name, value, meta),)| {
+            let mut value = EnvVariable::new(name, value);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -437,10 +448,10 @@ pub fn arb_TerminalOutputRequest() -> BoxedStrategy<TerminalOutputRequest> {
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, terminal_id, meta),)| TerminalOutputRequest {
-            session_id,
-            terminal_id,
-            meta,
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = TerminalOutputRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -451,13 +462,11 @@ pub fn arb_ReleaseTerminalRequest() -> BoxedStrategy<ReleaseTerminalRequest> {
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, terminal_id, meta),)| ReleaseTerminalRequest {
-                session_id,
-                terminal_id,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = ReleaseTerminalRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -467,13 +476,11 @@ pub fn arb_WaitForTerminalExitRequest() -> BoxedStrategy<WaitForTerminalExitRequ
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, terminal_id, meta),)| WaitForTerminalExitRequest {
-                session_id,
-                terminal_id,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = WaitForTerminalExitRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -483,10 +490,10 @@ pub fn arb_KillTerminalRequest() -> BoxedStrategy<KillTerminalRequest> {
         arb_TerminalId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, terminal_id, meta),)| KillTerminalRequest {
-            session_id,
-            terminal_id,
-            meta,
+        .prop_map(|((session_id, terminal_id, meta),)| {
+            let mut value = KillTerminalRequest::new(session_id, terminal_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -506,26 +513,27 @@ pub fn arb_CreateElicitationRequest() -> BoxedStrategy<CreateElicitationRequest>
         proptest::option::of(json_object()),
         arb_CreateElicitationRequestKind(),
     ),)
-        .prop_map(|((message, meta, kind),)| CreateElicitationRequest {
-            message,
-            meta,
-            kind,
+        .prop_map(|((message, meta, kind),)| {
+            let mut value = CreateElicitationRequest::new(message, kind);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_ElicitationSessionScope() -> BoxedStrategy<ElicitationSessionScope> {
     ((arb_SessionId(), proptest::option::of(arb_ToolCallId())),)
-        .prop_map(|((session_id, tool_call_id),)| ElicitationSessionScope {
-            session_id,
-            tool_call_id,
+        .prop_map(|((session_id, tool_call_id),)| {
+            let mut value = ElicitationSessionScope::new(session_id);
+            value.tool_call_id = tool_call_id;
+            value
         })
         .boxed()
 }
 
 pub fn arb_ElicitationRequestScope() -> BoxedStrategy<ElicitationRequestScope> {
     ((arb_RequestId(),),)
-        .prop_map(|((request_id,),)| ElicitationRequestScope { request_id })
+        .prop_map(|((request_id,),)| ElicitationRequestScope::new(request_id))
         .boxed()
 }
 
@@ -539,13 +547,15 @@ pub fn arb_ElicitationSchema() -> BoxedStrategy<ElicitationSchema> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((r#type, title, properties, required, description, meta),)| ElicitationSchema {
-                r#type,
-                title,
-                properties,
-                required,
-                description,
-                meta,
+            |((r#type, title, properties, required, description, meta),)| {
+                let mut value = ElicitationSchema::new();
+                value.r#type = r#type;
+                value.title = title;
+                value.properties = properties;
+                value.required = required;
+                value.description = description;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -589,11 +599,11 @@ pub fn arb_EnumOption() -> BoxedStrategy<EnumOption> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((r#const, title, description, meta),)| EnumOption {
-            r#const,
-            title,
-            description,
-            meta,
+        .prop_map(|((r#const, title, description, meta),)| {
+            let mut value = EnumOption::new(r#const, title);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -619,17 +629,19 @@ pub fn arb_StringPropertySchema() -> BoxedStrategy<StringPropertySchema> {
             |(
                 (title, description, min_length, max_length, pattern, format, default, r#enum),
                 (one_of, meta),
-            )| StringPropertySchema {
-                title,
-                description,
-                min_length,
-                max_length,
-                pattern,
-                format,
-                default,
-                r#enum,
-                one_of,
-                meta,
+            )| {
+                let mut value = StringPropertySchema::new();
+                value.title = title;
+                value.description = description;
+                value.min_length = min_length;
+                value.max_length = max_length;
+                value.pattern = pattern;
+                value.format = format;
+                value.default = default;
+                value.r#enum = r#enum;
+                value.one_of = one_of;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -644,16 +656,16 @@ pub fn arb_NumberPropertySchema() -> BoxedStrategy<NumberPropertySchema> {
         proptest::option::of(exact_float()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((title, description, minimum, maximum, default, meta),)| NumberPropertySchema {
-                title,
-                description,
-                minimum,
-                maximum,
-                default,
-                meta,
-            },
-        )
+        .prop_map(|((title, description, minimum, maximum, default, meta),)| {
+            let mut value = NumberPropertySchema::new();
+            value.title = title;
+            value.description = description;
+            value.minimum = minimum;
+            value.maximum = maximum;
+            value.default = default;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -667,14 +679,14 @@ pub fn arb_IntegerPropertySchema() -> BoxedStrategy<IntegerPropertySchema> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(|((title, description, minimum, maximum, default, meta),)| {
-            IntegerPropertySchema {
-                title,
-                description,
-                minimum,
-                maximum,
-                default,
-                meta,
-            }
+            let mut value = IntegerPropertySchema::new();
+            value.title = title;
+            value.description = description;
+            value.minimum = minimum;
+            value.maximum = maximum;
+            value.default = default;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -686,14 +698,14 @@ pub fn arb_BooleanPropertySchema() -> BoxedStrategy<BooleanPropertySchema> {
         proptest::option::of(any::<bool>()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((title, description, default, meta),)| BooleanPropertySchema {
-                title,
-                description,
-                default,
-                meta,
-            },
-        )
+        .prop_map(|((title, description, default, meta),)| {
+            let mut value = BooleanPropertySchema::new();
+            value.title = title;
+            value.description = description;
+            value.default = default;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -711,7 +723,11 @@ pub fn arb_StringMultiSelectItems() -> BoxedStrategy<StringMultiSelectItems> {
         proptest::collection::vec(small_string(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((r#enum, meta),)| StringMultiSelectItems { r#enum, meta })
+        .prop_map(|((r#enum, meta),)| {
+            let mut value = StringMultiSelectItems::new(r#enum);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -720,7 +736,11 @@ pub fn arb_TitledMultiSelectItems() -> BoxedStrategy<TitledMultiSelectItems> {
         proptest::collection::vec(arb_EnumOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((any_of, meta),)| TitledMultiSelectItems { any_of, meta })
+        .prop_map(|((any_of, meta),)| {
+            let mut value = TitledMultiSelectItems::new(any_of);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -736,15 +756,14 @@ pub fn arb_MultiSelectPropertySchema() -> BoxedStrategy<MultiSelectPropertySchem
     ),)
         .prop_map(
             |((title, description, min_items, max_items, items, default, meta),)| {
-                MultiSelectPropertySchema {
-                    title,
-                    description,
-                    min_items,
-                    max_items,
-                    items,
-                    default,
-                    meta,
-                }
+                let mut value = MultiSelectPropertySchema::new(items);
+                value.title = title;
+                value.description = description;
+                value.min_items = min_items;
+                value.max_items = max_items;
+                value.default = default;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -760,10 +779,7 @@ pub fn arb_ElicitationFormModeKind() -> BoxedStrategy<ElicitationFormModeKind> {
 
 pub fn arb_ElicitationFormMode() -> BoxedStrategy<ElicitationFormMode> {
     ((arb_ElicitationSchema(), arb_ElicitationFormModeKind()),)
-        .prop_map(|((requested_schema, kind),)| ElicitationFormMode {
-            requested_schema,
-            kind,
-        })
+        .prop_map(|((requested_schema, kind),)| ElicitationFormMode::new(requested_schema, kind))
         .boxed()
 }
 
@@ -785,10 +801,8 @@ pub fn arb_ElicitationUrlMode() -> BoxedStrategy<ElicitationUrlMode> {
         small_string(),
         arb_ElicitationUrlModeKind(),
     ),)
-        .prop_map(|((elicitation_id, url, kind),)| ElicitationUrlMode {
-            elicitation_id,
-            url,
-            kind,
+        .prop_map(|((elicitation_id, url, kind),)| {
+            ElicitationUrlMode::new(elicitation_id, url, kind)
         })
         .boxed()
 }
@@ -801,15 +815,12 @@ pub fn arb_MessageMcpRequest() -> BoxedStrategy<MessageMcpRequest> {
         proptest::option::of(json_object()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((server_id, request_id, method, params, meta),)| MessageMcpRequest {
-                server_id,
-                request_id,
-                method,
-                params,
-                meta,
-            },
-        )
+        .prop_map(|((server_id, request_id, method, params, meta),)| {
+            let mut value = MessageMcpRequest::new(server_id, request_id, method);
+            value.params = params;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -835,13 +846,12 @@ pub fn arb_InitializeResponse() -> BoxedStrategy<InitializeResponse> {
     ),)
         .prop_map(
             |((protocol_version, agent_capabilities, auth_methods, agent_info, meta),)| {
-                InitializeResponse {
-                    protocol_version,
-                    agent_capabilities,
-                    auth_methods,
-                    agent_info,
-                    meta,
-                }
+                let mut value = InitializeResponse::new(protocol_version);
+                value.agent_capabilities = agent_capabilities;
+                value.auth_methods = auth_methods;
+                value.agent_info = agent_info;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -870,14 +880,16 @@ pub fn arb_AgentCapabilities() -> BoxedStrategy<AgentCapabilities> {
                 auth,
                 providers,
                 meta,
-            ),)| AgentCapabilities {
-                load_session,
-                prompt_capabilities,
-                mcp_capabilities,
-                session_capabilities,
-                auth,
-                providers,
-                meta,
+            ),)| {
+                let mut value = AgentCapabilities::new();
+                value.load_session = load_session;
+                value.prompt_capabilities = prompt_capabilities;
+                value.mcp_capabilities = mcp_capabilities;
+                value.session_capabilities = session_capabilities;
+                value.auth = auth;
+                value.providers = providers;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -890,14 +902,14 @@ pub fn arb_PromptCapabilities() -> BoxedStrategy<PromptCapabilities> {
         any::<bool>(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((image, audio, embedded_context, meta),)| PromptCapabilities {
-                image,
-                audio,
-                embedded_context,
-                meta,
-            },
-        )
+        .prop_map(|((image, audio, embedded_context, meta),)| {
+            let mut value = PromptCapabilities::new();
+            value.image = image;
+            value.audio = audio;
+            value.embedded_context = embedded_context;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -908,11 +920,13 @@ pub fn arb_McpCapabilities() -> BoxedStrategy<McpCapabilities> {
         any::<bool>(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((http, sse, acp, meta),)| McpCapabilities {
-            http,
-            sse,
-            acp,
-            meta,
+        .prop_map(|((http, sse, acp, meta),)| {
+            let mut value = McpCapabilities::new();
+            value.http = http;
+            value.sse = sse;
+            value.acp = acp;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -939,18 +953,20 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
             |(
                 (list, delete, additional_directories, system_prompt, fork, archive, status, title),
                 (resume, close, meta),
-            )| SessionCapabilities {
-                list,
-                delete,
-                additional_directories,
-                system_prompt,
-                fork,
-                archive,
-                status,
-                title,
-                resume,
-                close,
-                meta,
+            )| {
+                let mut value = SessionCapabilities::new();
+                value.list = list;
+                value.delete = delete;
+                value.additional_directories = additional_directories;
+                value.system_prompt = system_prompt;
+                value.fork = fork;
+                value.archive = archive;
+                value.status = status;
+                value.title = title;
+                value.resume = resume;
+                value.close = close;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -958,20 +974,32 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
 
 pub fn arb_SessionListCapabilities() -> BoxedStrategy<SessionListCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionListCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionListCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionDeleteCapabilities() -> BoxedStrategy<SessionDeleteCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionDeleteCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionDeleteCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionAdditionalDirectoriesCapabilities()
 -> BoxedStrategy<SessionAdditionalDirectoriesCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionAdditionalDirectoriesCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionAdditionalDirectoriesCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -980,7 +1008,12 @@ pub fn arb_SessionSystemPromptCapabilities() -> BoxedStrategy<SessionSystemPromp
         proptest::option::of(arb_SessionSystemPromptModeCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((mode, meta),)| SessionSystemPromptCapabilities { mode, meta })
+        .prop_map(|((mode, meta),)| {
+            let mut value = SessionSystemPromptCapabilities::new();
+            value.mode = mode;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -990,50 +1023,83 @@ pub fn arb_SessionSystemPromptModeCapabilities()
         proptest::option::of(arb_SessionSystemPromptOverrideCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((r#override, meta),)| SessionSystemPromptModeCapabilities { r#override, meta })
+        .prop_map(|((r#override, meta),)| {
+            let mut value = SessionSystemPromptModeCapabilities::new();
+            value.r#override = r#override;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionSystemPromptOverrideCapabilities()
 -> BoxedStrategy<SessionSystemPromptOverrideCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionSystemPromptOverrideCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionSystemPromptOverrideCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionForkCapabilities() -> BoxedStrategy<SessionForkCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionForkCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionForkCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionArchiveCapabilities() -> BoxedStrategy<SessionArchiveCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionArchiveCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionArchiveCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionStatusCapabilities() -> BoxedStrategy<SessionStatusCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionStatusCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionStatusCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionTitleCapabilities() -> BoxedStrategy<SessionTitleCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionTitleCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionTitleCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionResumeCapabilities() -> BoxedStrategy<SessionResumeCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionResumeCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionResumeCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionCloseCapabilities() -> BoxedStrategy<SessionCloseCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionCloseCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionCloseCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1043,29 +1109,43 @@ pub fn arb_AgentAuthCapabilities() -> BoxedStrategy<AgentAuthCapabilities> {
         proptest::option::of(arb_LogoutCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((status, logout, meta),)| AgentAuthCapabilities {
-            status,
-            logout,
-            meta,
+        .prop_map(|((status, logout, meta),)| {
+            let mut value = AgentAuthCapabilities::new();
+            value.status = status;
+            value.logout = logout;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_AuthStatusCapabilities() -> BoxedStrategy<AuthStatusCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| AuthStatusCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = AuthStatusCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_LogoutCapabilities() -> BoxedStrategy<LogoutCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| LogoutCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = LogoutCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ProvidersCapabilities() -> BoxedStrategy<ProvidersCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ProvidersCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ProvidersCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1095,16 +1175,14 @@ pub fn arb_AuthMethodTerminal() -> BoxedStrategy<AuthMethodTerminal> {
         )),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((id, name, description, args, env, meta),)| AuthMethodTerminal {
-                id,
-                name,
-                description,
-                args,
-                env,
-                meta,
-            },
-        )
+        .prop_map(|((id, name, description, args, env, meta),)| {
+            let mut value = AuthMethodTerminal::new(id, name);
+            value.description = description;
+            value.args = args;
+            value.env = env;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1115,11 +1193,11 @@ pub fn arb_AuthMethodAgent() -> BoxedStrategy<AuthMethodAgent> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((id, name, description, meta),)| AuthMethodAgent {
-            id,
-            name,
-            description,
-            meta,
+        .prop_map(|((id, name, description, meta),)| {
+            let mut value = AuthMethodAgent::new(id, name);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1131,18 +1209,22 @@ pub fn arb_Implementation() -> BoxedStrategy<Implementation> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, title, version, meta),)| Implementation {
-            name,
-            title,
-            version,
-            meta,
+        .prop_map(|((name, title, version, meta),)| {
+            let mut value = Implementation::new(name, version);
+            value.title = title;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_AuthenticateResponse() -> BoxedStrategy<AuthenticateResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| AuthenticateResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = AuthenticateResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1151,7 +1233,11 @@ pub fn arb_ListProvidersResponse() -> BoxedStrategy<ListProvidersResponse> {
         proptest::collection::vec(arb_ProviderInfo(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((providers, meta),)| ListProvidersResponse { providers, meta })
+        .prop_map(|((providers, meta),)| {
+            let mut value = ListProvidersResponse::new(providers);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1163,15 +1249,12 @@ pub fn arb_ProviderInfo() -> BoxedStrategy<ProviderInfo> {
         proptest::option::of(arb_ProviderCurrentConfig()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((provider_id, supported, required, current, meta),)| ProviderInfo {
-                provider_id,
-                supported,
-                required,
-                current,
-                meta,
-            },
-        )
+        .prop_map(|((provider_id, supported, required, current, meta),)| {
+            let mut value = ProviderInfo::new(provider_id, supported, required);
+            value.current = current;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1197,29 +1280,41 @@ pub fn arb_ProviderCurrentConfig() -> BoxedStrategy<ProviderCurrentConfig> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((api_type, base_url, meta),)| ProviderCurrentConfig {
-            api_type,
-            base_url,
-            meta,
+        .prop_map(|((api_type, base_url, meta),)| {
+            let mut value = ProviderCurrentConfig::new(api_type, base_url);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_SetProviderResponse() -> BoxedStrategy<SetProviderResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SetProviderResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SetProviderResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_DisableProviderResponse() -> BoxedStrategy<DisableProviderResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| DisableProviderResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = DisableProviderResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_LogoutResponse() -> BoxedStrategy<LogoutResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| LogoutResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = LogoutResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1229,10 +1324,11 @@ pub fn arb_AuthStatusResponse() -> BoxedStrategy<AuthStatusResponse> {
         proptest::option::of(proptest::collection::vec(arb_AuthAccount(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((state, accounts, meta),)| AuthStatusResponse {
-            state,
-            accounts,
-            meta,
+        .prop_map(|((state, accounts, meta),)| {
+            let mut value = AuthStatusResponse::new(state);
+            value.accounts = accounts;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1257,16 +1353,15 @@ pub fn arb_AuthAccount() -> BoxedStrategy<AuthAccount> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((label, active, name, email, organization, meta),)| AuthAccount {
-                label,
-                active,
-                name,
-                email,
-                organization,
-                meta,
-            },
-        )
+        .prop_map(|((label, active, name, email, organization, meta),)| {
+            let mut value = AuthAccount::new(label);
+            value.active = active;
+            value.name = name;
+            value.email = email;
+            value.organization = organization;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1277,14 +1372,13 @@ pub fn arb_NewSessionResponse() -> BoxedStrategy<NewSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, modes, config_options, meta),)| NewSessionResponse {
-                session_id,
-                modes,
-                config_options,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, modes, config_options, meta),)| {
+            let mut value = NewSessionResponse::new(session_id);
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1294,13 +1388,11 @@ pub fn arb_SessionModeState() -> BoxedStrategy<SessionModeState> {
         proptest::collection::vec(arb_SessionMode(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((current_mode_id, available_modes, meta),)| SessionModeState {
-                current_mode_id,
-                available_modes,
-                meta,
-            },
-        )
+        .prop_map(|((current_mode_id, available_modes, meta),)| {
+            let mut value = SessionModeState::new(current_mode_id, available_modes);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1315,11 +1407,11 @@ pub fn arb_SessionMode() -> BoxedStrategy<SessionMode> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((id, name, description, meta),)| SessionMode {
-            id,
-            name,
-            description,
-            meta,
+        .prop_map(|((id, name, description, meta),)| {
+            let mut value = SessionMode::new(id, name);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1342,16 +1434,13 @@ pub fn arb_SessionConfigOption() -> BoxedStrategy<SessionConfigOption> {
         proptest::option::of(json_object()),
         arb_SessionConfigOptionKind(),
     ),)
-        .prop_map(
-            |((id, name, description, category, meta, kind),)| SessionConfigOption {
-                id,
-                name,
-                description,
-                category,
-                meta,
-                kind,
-            },
-        )
+        .prop_map(|((id, name, description, category, meta, kind),)| {
+            let mut value = SessionConfigOption::new(id, name, kind);
+            value.description = description;
+            value.category = category;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1391,14 +1480,12 @@ pub fn arb_SessionConfigSelectOption() -> BoxedStrategy<SessionConfigSelectOptio
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((value, name, description, meta),)| SessionConfigSelectOption {
-                value,
-                name,
-                description,
-                meta,
-            },
-        )
+        .prop_map(|((value, name, description, meta),)| {
+            let mut value = SessionConfigSelectOption::new(value, name);
+            value.description = description;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1409,11 +1496,10 @@ pub fn arb_SessionConfigSelectGroup() -> BoxedStrategy<SessionConfigSelectGroup>
         proptest::collection::vec(arb_SessionConfigSelectOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((group, name, options, meta),)| SessionConfigSelectGroup {
-            group,
-            name,
-            options,
-            meta,
+        .prop_map(|((group, name, options, meta),)| {
+            let mut value = SessionConfigSelectGroup::new(group, name, options);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1424,16 +1510,13 @@ pub fn arb_SessionConfigGroupId() -> BoxedStrategy<SessionConfigGroupId> {
 
 pub fn arb_SessionConfigSelect() -> BoxedStrategy<SessionConfigSelect> {
     ((arb_SessionConfigValueId(), arb_SessionConfigSelectOptions()),)
-        .prop_map(|((current_value, options),)| SessionConfigSelect {
-            current_value,
-            options,
-        })
+        .prop_map(|((current_value, options),)| SessionConfigSelect::new(current_value, options))
         .boxed()
 }
 
 pub fn arb_SessionConfigBoolean() -> BoxedStrategy<SessionConfigBoolean> {
     ((any::<bool>(),),)
-        .prop_map(|((current_value,),)| SessionConfigBoolean { current_value })
+        .prop_map(|((current_value,),)| SessionConfigBoolean::new(current_value))
         .boxed()
 }
 
@@ -1443,10 +1526,12 @@ pub fn arb_LoadSessionResponse() -> BoxedStrategy<LoadSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((modes, config_options, meta),)| LoadSessionResponse {
-            modes,
-            config_options,
-            meta,
+        .prop_map(|((modes, config_options, meta),)| {
+            let mut value = LoadSessionResponse::new();
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1457,10 +1542,11 @@ pub fn arb_ListSessionsResponse() -> BoxedStrategy<ListSessionsResponse> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((sessions, next_cursor, meta),)| ListSessionsResponse {
-            sessions,
-            next_cursor,
-            meta,
+        .prop_map(|((sessions, next_cursor, meta),)| {
+            let mut value = ListSessionsResponse::new(sessions);
+            value.next_cursor = next_cursor;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1477,15 +1563,13 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, title, updated_at, archived, meta),)| {
-                SessionInfo {
-                    session_id,
-                    cwd,
-                    additional_directories,
-                    title,
-                    updated_at,
-                    archived,
-                    meta,
-                }
+                let mut value = SessionInfo::new(session_id, cwd);
+                value.additional_directories = additional_directories;
+                value.title = title;
+                value.updated_at = updated_at;
+                value.archived = archived;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1493,7 +1577,11 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
 
 pub fn arb_DeleteSessionResponse() -> BoxedStrategy<DeleteSessionResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| DeleteSessionResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = DeleteSessionResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1504,32 +1592,43 @@ pub fn arb_ForkSessionResponse() -> BoxedStrategy<ForkSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((session_id, modes, config_options, meta),)| ForkSessionResponse {
-                session_id,
-                modes,
-                config_options,
-                meta,
-            },
-        )
+        .prop_map(|((session_id, modes, config_options, meta),)| {
+            let mut value = ForkSessionResponse::new(session_id);
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ArchiveSessionResponse() -> BoxedStrategy<ArchiveSessionResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ArchiveSessionResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ArchiveSessionResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_UnarchiveSessionResponse() -> BoxedStrategy<UnarchiveSessionResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| UnarchiveSessionResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = UnarchiveSessionResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionStatusResponse() -> BoxedStrategy<SessionStatusResponse> {
     ((arb_SessionStatus(), proptest::option::of(json_object())),)
-        .prop_map(|((status, meta),)| SessionStatusResponse { status, meta })
+        .prop_map(|((status, meta),)| {
+            let mut value = SessionStatusResponse::new(status);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1544,7 +1643,11 @@ pub fn arb_SessionStatus() -> BoxedStrategy<SessionStatus> {
 
 pub fn arb_SetSessionTitleResponse() -> BoxedStrategy<SetSessionTitleResponse> {
     ((small_string(), proptest::option::of(json_object())),)
-        .prop_map(|((title, meta),)| SetSessionTitleResponse { title, meta })
+        .prop_map(|((title, meta),)| {
+            let mut value = SetSessionTitleResponse::new(title);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1554,23 +1657,33 @@ pub fn arb_ResumeSessionResponse() -> BoxedStrategy<ResumeSessionResponse> {
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((modes, config_options, meta),)| ResumeSessionResponse {
-            modes,
-            config_options,
-            meta,
+        .prop_map(|((modes, config_options, meta),)| {
+            let mut value = ResumeSessionResponse::new();
+            value.modes = modes;
+            value.config_options = config_options;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CloseSessionResponse() -> BoxedStrategy<CloseSessionResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| CloseSessionResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = CloseSessionResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SetSessionModeResponse() -> BoxedStrategy<SetSessionModeResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SetSessionModeResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SetSessionModeResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1579,9 +1692,10 @@ pub fn arb_SetSessionConfigOptionResponse() -> BoxedStrategy<SetSessionConfigOpt
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((config_options, meta),)| SetSessionConfigOptionResponse {
-            config_options,
-            meta,
+        .prop_map(|((config_options, meta),)| {
+            let mut value = SetSessionConfigOptionResponse::new(config_options);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1592,10 +1706,11 @@ pub fn arb_PromptResponse() -> BoxedStrategy<PromptResponse> {
         proptest::option::of(arb_Usage()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((stop_reason, usage, meta),)| PromptResponse {
-            stop_reason,
-            usage,
-            meta,
+        .prop_map(|((stop_reason, usage, meta),)| {
+            let mut value = PromptResponse::new(stop_reason);
+            value.usage = usage;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1631,14 +1746,13 @@ pub fn arb_Usage() -> BoxedStrategy<Usage> {
                 cached_read_tokens,
                 cached_write_tokens,
                 meta,
-            ),)| Usage {
-                total_tokens,
-                input_tokens,
-                output_tokens,
-                thought_tokens,
-                cached_read_tokens,
-                cached_write_tokens,
-                meta,
+            ),)| {
+                let mut value = Usage::new(total_tokens, input_tokens, output_tokens);
+                value.thought_tokens = thought_tokens;
+                value.cached_read_tokens = cached_read_tokens;
+                value.cached_write_tokens = cached_write_tokens;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1654,10 +1768,10 @@ pub fn arb_Error() -> BoxedStrategy<Error> {
         small_string(),
         proptest::option::of(json_value()),
     ),)
-        .prop_map(|((code, message, data),)| Error {
-            code,
-            message,
-            data,
+        .prop_map(|((code, message, data),)| {
+            let mut value = Error::new(code, message);
+            value.data = data;
+            value
         })
         .boxed()
 }
@@ -1683,10 +1797,10 @@ pub fn arb_SessionNotification() -> BoxedStrategy<SessionNotification> {
         arb_SessionUpdate(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, update, meta),)| SessionNotification {
-            session_id,
-            update,
-            meta,
+        .prop_map(|((session_id, update, meta),)| {
+            let mut value = SessionNotification::new(session_id, update);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1727,10 +1841,11 @@ pub fn arb_ContentChunk() -> BoxedStrategy<ContentChunk> {
         proptest::option::of(arb_MessageId()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((content, message_id, meta),)| ContentChunk {
-            content,
-            message_id,
-            meta,
+        .prop_map(|((content, message_id, meta),)| {
+            let mut value = ContentChunk::new(content);
+            value.message_id = message_id;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1756,17 +1871,17 @@ pub fn arb_ToolCall() -> BoxedStrategy<ToolCall> {
             |(
                 (tool_call_id, title, name, kind, status, content, locations, raw_input),
                 (raw_output, meta),
-            )| ToolCall {
-                tool_call_id,
-                title,
-                name,
-                kind,
-                status,
-                content,
-                locations,
-                raw_input,
-                raw_output,
-                meta,
+            )| {
+                let mut value = ToolCall::new(tool_call_id, title);
+                value.name = name;
+                value.kind = kind;
+                value.status = status;
+                value.content = content;
+                value.locations = locations;
+                value.raw_input = raw_input;
+                value.raw_output = raw_output;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -1779,11 +1894,10 @@ pub fn arb_PlanEntry() -> BoxedStrategy<PlanEntry> {
         arb_PlanEntryStatus(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((content, priority, status, meta),)| PlanEntry {
-            content,
-            priority,
-            status,
-            meta,
+        .prop_map(|((content, priority, status, meta),)| {
+            let mut value = PlanEntry::new(content, priority, status);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1813,7 +1927,11 @@ pub fn arb_Plan() -> BoxedStrategy<Plan> {
         proptest::collection::vec(arb_PlanEntry(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((entries, meta),)| Plan { entries, meta })
+        .prop_map(|((entries, meta),)| {
+            let mut value = Plan::new(entries);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1837,10 +1955,10 @@ pub fn arb_PlanItems() -> BoxedStrategy<PlanItems> {
         proptest::collection::vec(arb_PlanEntry(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((plan_id, entries, meta),)| PlanItems {
-            plan_id,
-            entries,
-            meta,
+        .prop_map(|((plan_id, entries, meta),)| {
+            let mut value = PlanItems::new(plan_id, entries);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1851,7 +1969,11 @@ pub fn arb_PlanFile() -> BoxedStrategy<PlanFile> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((plan_id, uri, meta),)| PlanFile { plan_id, uri, meta })
+        .prop_map(|((plan_id, uri, meta),)| {
+            let mut value = PlanFile::new(plan_id, uri);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1861,23 +1983,31 @@ pub fn arb_PlanMarkdown() -> BoxedStrategy<PlanMarkdown> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((plan_id, content, meta),)| PlanMarkdown {
-            plan_id,
-            content,
-            meta,
+        .prop_map(|((plan_id, content, meta),)| {
+            let mut value = PlanMarkdown::new(plan_id, content);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_PlanUpdate() -> BoxedStrategy<PlanUpdate> {
     ((arb_PlanUpdateContent(), proptest::option::of(json_object())),)
-        .prop_map(|((plan, meta),)| PlanUpdate { plan, meta })
+        .prop_map(|((plan, meta),)| {
+            let mut value = PlanUpdate::new(plan);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_PlanRemoved() -> BoxedStrategy<PlanRemoved> {
     ((arb_PlanId(), proptest::option::of(json_object())),)
-        .prop_map(|((plan_id, meta),)| PlanRemoved { plan_id, meta })
+        .prop_map(|((plan_id, meta),)| {
+            let mut value = PlanRemoved::new(plan_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1888,11 +2018,11 @@ pub fn arb_AvailableCommand() -> BoxedStrategy<AvailableCommand> {
         proptest::option::of(arb_AvailableCommandInput()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, description, input, meta),)| AvailableCommand {
-            name,
-            description,
-            input,
-            meta,
+        .prop_map(|((name, description, input, meta),)| {
+            let mut value = AvailableCommand::new(name, description);
+            value.input = input;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1905,7 +2035,11 @@ pub fn arb_AvailableCommandInput() -> BoxedStrategy<AvailableCommandInput> {
 
 pub fn arb_UnstructuredCommandInput() -> BoxedStrategy<UnstructuredCommandInput> {
     ((small_string(), proptest::option::of(json_object())),)
-        .prop_map(|((hint, meta),)| UnstructuredCommandInput { hint, meta })
+        .prop_map(|((hint, meta),)| {
+            let mut value = UnstructuredCommandInput::new(hint);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -1914,18 +2048,20 @@ pub fn arb_AvailableCommandsUpdate() -> BoxedStrategy<AvailableCommandsUpdate> {
         proptest::collection::vec(arb_AvailableCommand(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((available_commands, meta),)| AvailableCommandsUpdate {
-            available_commands,
-            meta,
+        .prop_map(|((available_commands, meta),)| {
+            let mut value = AvailableCommandsUpdate::new(available_commands);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CurrentModeUpdate() -> BoxedStrategy<CurrentModeUpdate> {
     ((arb_SessionModeId(), proptest::option::of(json_object())),)
-        .prop_map(|((current_mode_id, meta),)| CurrentModeUpdate {
-            current_mode_id,
-            meta,
+        .prop_map(|((current_mode_id, meta),)| {
+            let mut value = CurrentModeUpdate::new(current_mode_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1935,9 +2071,10 @@ pub fn arb_ConfigOptionUpdate() -> BoxedStrategy<ConfigOptionUpdate> {
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((config_options, meta),)| ConfigOptionUpdate {
-            config_options,
-            meta,
+        .prop_map(|((config_options, meta),)| {
+            let mut value = ConfigOptionUpdate::new(config_options);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1948,10 +2085,12 @@ pub fn arb_SessionInfoUpdate() -> BoxedStrategy<SessionInfoUpdate> {
         patch(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((title, updated_at, meta),)| SessionInfoUpdate {
-            title,
-            updated_at,
-            meta,
+        .prop_map(|((title, updated_at, meta),)| {
+            let mut value = SessionInfoUpdate::new();
+            value.title = title;
+            value.updated_at = updated_at;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1962,10 +2101,10 @@ pub fn arb_Cost() -> BoxedStrategy<Cost> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((amount, currency, meta),)| Cost {
-            amount,
-            currency,
-            meta,
+        .prop_map(|((amount, currency, meta),)| {
+            let mut value = Cost::new(amount, currency);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -1977,11 +2116,11 @@ pub fn arb_UsageUpdate() -> BoxedStrategy<UsageUpdate> {
         proptest::option::of(arb_Cost()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((used, size, cost, meta),)| UsageUpdate {
-            used,
-            size,
-            cost,
-            meta,
+        .prop_map(|((used, size, cost, meta),)| {
+            let mut value = UsageUpdate::new(used, size);
+            value.cost = cost;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2003,11 +2142,11 @@ pub fn arb_Notice() -> BoxedStrategy<Notice> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((severity, title, description, meta),)| Notice {
-            severity,
-            title,
-            description,
-            meta,
+        .prop_map(|((severity, title, description, meta),)| {
+            let mut value = Notice::new(severity, title);
+            value.description = description;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2035,15 +2174,13 @@ pub fn arb_CompactionUpdate() -> BoxedStrategy<CompactionUpdate> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((compaction_id, status, summary, error, meta),)| CompactionUpdate {
-                compaction_id,
-                status,
-                summary,
-                error,
-                meta,
-            },
-        )
+        .prop_map(|((compaction_id, status, summary, error, meta),)| {
+            let mut value = CompactionUpdate::new(compaction_id, status);
+            value.summary = summary;
+            value.error = error;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2053,10 +2190,10 @@ pub fn arb_CompactionSummaryChunk() -> BoxedStrategy<CompactionSummaryChunk> {
         arb_ContentBlock(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((compaction_id, content, meta),)| CompactionSummaryChunk {
-            compaction_id,
-            content,
-            meta,
+        .prop_map(|((compaction_id, content, meta),)| {
+            let mut value = CompactionSummaryChunk::new(compaction_id, content);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2066,13 +2203,22 @@ pub fn arb_SubagentSessionCapabilities() -> BoxedStrategy<SubagentSessionCapabil
         proptest::option::of(arb_SessionCancelCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((cancel, meta),)| SubagentSessionCapabilities { cancel, meta })
+        .prop_map(|((cancel, meta),)| {
+            let mut value = SubagentSessionCapabilities::new();
+            value.cancel = cancel;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionCancelCapabilities() -> BoxedStrategy<SessionCancelCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SessionCancelCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SessionCancelCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2089,18 +2235,26 @@ pub fn arb_StateUpdate() -> BoxedStrategy<StateUpdate> {
 
 pub fn arb_RunningStateUpdate() -> BoxedStrategy<RunningStateUpdate> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| RunningStateUpdate { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = RunningStateUpdate::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ErrorStopReason() -> BoxedStrategy<ErrorStopReason> {
     ((proptest::option::of(arb_Error()),),)
-        .prop_map(|((error,),)| ErrorStopReason { error })
+        .prop_map(|((error,),)| {
+            let mut value = ErrorStopReason::new();
+            value.error = error;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_IdleStateUpdateKindNone() -> BoxedStrategy<IdleStateUpdateKindNone> {
-    Just(IdleStateUpdateKindNone {}).boxed()
+    Just(IdleStateUpdateKindNone::new()).boxed()
 }
 
 pub fn arb_IdleStateUpdateKind() -> BoxedStrategy<IdleStateUpdateKind> {
@@ -2123,19 +2277,32 @@ pub fn arb_IdleStateUpdate() -> BoxedStrategy<IdleStateUpdate> {
         proptest::option::of(json_object()),
         arb_IdleStateUpdateKind(),
     ),)
-        .prop_map(|((usage, meta, kind),)| IdleStateUpdate { usage, meta, kind })
+        .prop_map(|((usage, meta, kind),)| {
+            let mut value = IdleStateUpdate::new(kind);
+            value.usage = usage;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_RequiresActionStateUpdate() -> BoxedStrategy<RequiresActionStateUpdate> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| RequiresActionStateUpdate { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = RequiresActionStateUpdate::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_UnknownStateUpdate() -> BoxedStrategy<UnknownStateUpdate> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| UnknownStateUpdate { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = UnknownStateUpdate::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2160,15 +2327,16 @@ pub fn arb_SubagentUpdate() -> BoxedStrategy<SubagentUpdate> {
                 cwd,
                 additional_directories,
                 meta,
-            ),)| SubagentUpdate {
-                session_id,
-                title,
-                description,
-                capabilities,
-                state,
-                cwd,
-                additional_directories,
-                meta,
+            ),)| {
+                let mut value = SubagentUpdate::new(session_id);
+                value.title = title;
+                value.description = description;
+                value.capabilities = capabilities;
+                value.state = state;
+                value.cwd = cwd;
+                value.additional_directories = additional_directories;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2193,14 +2361,15 @@ pub fn arb_SessionMessage() -> BoxedStrategy<SessionMessage> {
                 recipient_message_id,
                 content,
                 meta,
-            ),)| SessionMessage {
-                message_id,
-                sender_session_id,
-                recipient_session_id,
-                sender_message_id,
-                recipient_message_id,
-                content,
-                meta,
+            ),)| {
+                let mut value = SessionMessage::new(message_id);
+                value.sender_session_id = sender_session_id;
+                value.recipient_session_id = recipient_session_id;
+                value.sender_message_id = sender_message_id;
+                value.recipient_message_id = recipient_message_id;
+                value.content = content;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2212,22 +2381,21 @@ pub fn arb_SessionMessageChunk() -> BoxedStrategy<SessionMessageChunk> {
         arb_ContentBlock(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((message_id, content, meta),)| SessionMessageChunk {
-            message_id,
-            content,
-            meta,
+        .prop_map(|((message_id, content, meta),)| {
+            let mut value = SessionMessageChunk::new(message_id, content);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CompleteElicitationNotification() -> BoxedStrategy<CompleteElicitationNotification> {
     ((arb_ElicitationId(), proptest::option::of(json_object())),)
-        .prop_map(
-            |((elicitation_id, meta),)| CompleteElicitationNotification {
-                elicitation_id,
-                meta,
-            },
-        )
+        .prop_map(|((elicitation_id, meta),)| {
+            let mut value = CompleteElicitationNotification::new(elicitation_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2237,10 +2405,11 @@ pub fn arb_AuthStatusUpdateNotification() -> BoxedStrategy<AuthStatusUpdateNotif
         proptest::option::of(proptest::collection::vec(arb_AuthAccount(), 0..3)),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((state, accounts, meta),)| AuthStatusUpdateNotification {
-            state,
-            accounts,
-            meta,
+        .prop_map(|((state, accounts, meta),)| {
+            let mut value = AuthStatusUpdateNotification::new(state);
+            value.accounts = accounts;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2257,11 +2426,12 @@ pub fn arb_InitializeRequest() -> BoxedStrategy<InitializeRequest> {
         proptest::option::of(json_object()),
     ),)
         .prop_map(
-            |((protocol_version, client_capabilities, client_info, meta),)| InitializeRequest {
-                protocol_version,
-                client_capabilities,
-                client_info,
-                meta,
+            |((protocol_version, client_capabilities, client_info, meta),)| {
+                let mut value = InitializeRequest::new(protocol_version);
+                value.client_capabilities = client_capabilities;
+                value.client_info = client_info;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2280,16 +2450,16 @@ pub fn arb_ClientCapabilities() -> BoxedStrategy<ClientCapabilities> {
     ),)
         .prop_map(
             |((fs, terminal, session, subagents, plan, auth, elicitation, meta),)| {
-                ClientCapabilities {
-                    fs,
-                    terminal,
-                    session,
-                    subagents,
-                    plan,
-                    auth,
-                    elicitation,
-                    meta,
-                }
+                let mut value = ClientCapabilities::new();
+                value.fs = fs;
+                value.terminal = terminal;
+                value.session = session;
+                value.subagents = subagents;
+                value.plan = plan;
+                value.auth = auth;
+                value.elicitation = elicitation;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2301,13 +2471,13 @@ pub fn arb_FileSystemCapabilities() -> BoxedStrategy<FileSystemCapabilities> {
         any::<bool>(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((read_text_file, write_text_file, meta),)| FileSystemCapabilities {
-                read_text_file,
-                write_text_file,
-                meta,
-            },
-        )
+        .prop_map(|((read_text_file, write_text_file, meta),)| {
+            let mut value = FileSystemCapabilities::new();
+            value.read_text_file = read_text_file;
+            value.write_text_file = write_text_file;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2318,19 +2488,19 @@ pub fn arb_ClientSessionCapabilities() -> BoxedStrategy<ClientSessionCapabilitie
         proptest::option::of(arb_NoticeCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((compaction, config_options, notices, meta),)| ClientSessionCapabilities {
-                compaction,
-                config_options,
-                notices,
-                meta,
-            },
-        )
+        .prop_map(|((compaction, config_options, notices, meta),)| {
+            let mut value = ClientSessionCapabilities::new();
+            value.compaction = compaction;
+            value.config_options = config_options;
+            value.notices = notices;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CompactionCapabilities() -> BoxedStrategy<CompactionCapabilities> {
-    Just(CompactionCapabilities {}).boxed()
+    Just(CompactionCapabilities::new()).boxed()
 }
 
 pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOptionsCapabilities> {
@@ -2338,35 +2508,57 @@ pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOpti
         proptest::option::of(arb_BooleanConfigOptionCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((boolean, meta),)| SessionConfigOptionsCapabilities { boolean, meta })
+        .prop_map(|((boolean, meta),)| {
+            let mut value = SessionConfigOptionsCapabilities::new();
+            value.boolean = boolean;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_BooleanConfigOptionCapabilities() -> BoxedStrategy<BooleanConfigOptionCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| BooleanConfigOptionCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = BooleanConfigOptionCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_NoticeCapabilities() -> BoxedStrategy<NoticeCapabilities> {
-    Just(NoticeCapabilities {}).boxed()
+    Just(NoticeCapabilities::new()).boxed()
 }
 
 pub fn arb_SubagentCapabilities() -> BoxedStrategy<SubagentCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| SubagentCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = SubagentCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_PlanCapabilities() -> BoxedStrategy<PlanCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| PlanCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = PlanCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_AuthCapabilities() -> BoxedStrategy<AuthCapabilities> {
     ((any::<bool>(), proptest::option::of(json_object())),)
-        .prop_map(|((terminal, meta),)| AuthCapabilities { terminal, meta })
+        .prop_map(|((terminal, meta),)| {
+            let mut value = AuthCapabilities::new();
+            value.terminal = terminal;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2376,31 +2568,53 @@ pub fn arb_ElicitationCapabilities() -> BoxedStrategy<ElicitationCapabilities> {
         proptest::option::of(arb_ElicitationUrlCapabilities()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((form, url, meta),)| ElicitationCapabilities { form, url, meta })
+        .prop_map(|((form, url, meta),)| {
+            let mut value = ElicitationCapabilities::new();
+            value.form = form;
+            value.url = url;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ElicitationFormCapabilities() -> BoxedStrategy<ElicitationFormCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ElicitationFormCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ElicitationFormCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ElicitationUrlCapabilities() -> BoxedStrategy<ElicitationUrlCapabilities> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ElicitationUrlCapabilities { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ElicitationUrlCapabilities::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_AuthenticateRequest() -> BoxedStrategy<AuthenticateRequest> {
     ((arb_AuthMethodId(), proptest::option::of(json_object())),)
-        .prop_map(|((method_id, meta),)| AuthenticateRequest { method_id, meta })
+        .prop_map(|((method_id, meta),)| {
+            let mut value = AuthenticateRequest::new(method_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ListProvidersRequest() -> BoxedStrategy<ListProvidersRequest> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ListProvidersRequest { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ListProvidersRequest::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2416,33 +2630,42 @@ pub fn arb_SetProviderRequest() -> BoxedStrategy<SetProviderRequest> {
         )),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((provider_id, api_type, base_url, headers, meta),)| SetProviderRequest {
-                provider_id,
-                api_type,
-                base_url,
-                headers,
-                meta,
-            },
-        )
+        .prop_map(|((provider_id, api_type, base_url, headers, meta),)| {
+            let mut value = SetProviderRequest::new(provider_id, api_type, base_url);
+            value.headers = headers;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_DisableProviderRequest() -> BoxedStrategy<DisableProviderRequest> {
     ((arb_ProviderId(), proptest::option::of(json_object())),)
-        .prop_map(|((provider_id, meta),)| DisableProviderRequest { provider_id, meta })
+        .prop_map(|((provider_id, meta),)| {
+            let mut value = DisableProviderRequest::new(provider_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_LogoutRequest() -> BoxedStrategy<LogoutRequest> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| LogoutRequest { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = LogoutRequest::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_AuthStatusRequest() -> BoxedStrategy<AuthStatusRequest> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| AuthStatusRequest { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = AuthStatusRequest::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2456,13 +2679,11 @@ pub fn arb_NewSessionRequest() -> BoxedStrategy<NewSessionRequest> {
     ),)
         .prop_map(
             |((cwd, additional_directories, mcp_servers, system_prompt, meta),)| {
-                NewSessionRequest {
-                    cwd,
-                    additional_directories,
-                    mcp_servers,
-                    system_prompt,
-                    meta,
-                }
+                let mut value = NewSessionRequest::new(cwd, mcp_servers);
+                value.additional_directories = additional_directories;
+                value.system_prompt = system_prompt;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2485,7 +2706,11 @@ pub fn arb_HttpHeader() -> BoxedStrategy<HttpHeader> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, value, meta),)| HttpHeader { name, value, meta })
+        .prop_map(|((name, value, meta),)| {
+            let mut value = HttpHeader::new(name, value);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2496,11 +2721,10 @@ pub fn arb_McpServerHttp() -> BoxedStrategy<McpServerHttp> {
         proptest::collection::vec(arb_HttpHeader(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, url, headers, meta),)| McpServerHttp {
-            name,
-            url,
-            headers,
-            meta,
+        .prop_map(|((name, url, headers, meta),)| {
+            let mut value = McpServerHttp::new(name, url, headers);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2512,11 +2736,10 @@ pub fn arb_McpServerSse() -> BoxedStrategy<McpServerSse> {
         proptest::collection::vec(arb_HttpHeader(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, url, headers, meta),)| McpServerSse {
-            name,
-            url,
-            headers,
-            meta,
+        .prop_map(|((name, url, headers, meta),)| {
+            let mut value = McpServerSse::new(name, url, headers);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2527,10 +2750,10 @@ pub fn arb_McpServerAcp() -> BoxedStrategy<McpServerAcp> {
         arb_McpServerAcpId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, server_id, meta),)| McpServerAcp {
-            name,
-            server_id,
-            meta,
+        .prop_map(|((name, server_id, meta),)| {
+            let mut value = McpServerAcp::new(name, server_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2543,12 +2766,10 @@ pub fn arb_McpServerStdio() -> BoxedStrategy<McpServerStdio> {
         proptest::collection::vec(arb_EnvVariable(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((name, command, args, env, meta),)| McpServerStdio {
-            name,
-            command,
-            args,
-            env,
-            meta,
+        .prop_map(|((name, command, args, env, meta),)| {
+            let mut value = McpServerStdio::new(name, command, args, env);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2559,10 +2780,10 @@ pub fn arb_SystemPrompt() -> BoxedStrategy<SystemPrompt> {
         proptest::collection::vec(arb_ContentBlock(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((mode, content, meta),)| SystemPrompt {
-            mode,
-            content,
-            meta,
+        .prop_map(|((mode, content, meta),)| {
+            let mut value = SystemPrompt::new(mode, content);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2587,14 +2808,11 @@ pub fn arb_LoadSessionRequest() -> BoxedStrategy<LoadSessionRequest> {
     ),)
         .prop_map(
             |((mcp_servers, cwd, additional_directories, session_id, system_prompt, meta),)| {
-                LoadSessionRequest {
-                    mcp_servers,
-                    cwd,
-                    additional_directories,
-                    session_id,
-                    system_prompt,
-                    meta,
-                }
+                let mut value = LoadSessionRequest::new(mcp_servers, cwd, session_id);
+                value.additional_directories = additional_directories;
+                value.system_prompt = system_prompt;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2607,11 +2825,13 @@ pub fn arb_ListSessionsRequest() -> BoxedStrategy<ListSessionsRequest> {
         proptest::option::of(arb_SessionArchiveFilter()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((cwd, cursor, archived, meta),)| ListSessionsRequest {
-            cwd,
-            cursor,
-            archived,
-            meta,
+        .prop_map(|((cwd, cursor, archived, meta),)| {
+            let mut value = ListSessionsRequest::new();
+            value.cwd = cwd;
+            value.cursor = cursor;
+            value.archived = archived;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2628,7 +2848,11 @@ pub fn arb_SessionArchiveFilter() -> BoxedStrategy<SessionArchiveFilter> {
 
 pub fn arb_DeleteSessionRequest() -> BoxedStrategy<DeleteSessionRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| DeleteSessionRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = DeleteSessionRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2643,14 +2867,12 @@ pub fn arb_ForkSessionRequest() -> BoxedStrategy<ForkSessionRequest> {
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, mcp_servers, system_prompt, meta),)| {
-                ForkSessionRequest {
-                    session_id,
-                    cwd,
-                    additional_directories,
-                    mcp_servers,
-                    system_prompt,
-                    meta,
-                }
+                let mut value = ForkSessionRequest::new(session_id, cwd);
+                value.additional_directories = additional_directories;
+                value.mcp_servers = mcp_servers;
+                value.system_prompt = system_prompt;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2658,19 +2880,31 @@ pub fn arb_ForkSessionRequest() -> BoxedStrategy<ForkSessionRequest> {
 
 pub fn arb_ArchiveSessionRequest() -> BoxedStrategy<ArchiveSessionRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| ArchiveSessionRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = ArchiveSessionRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_UnarchiveSessionRequest() -> BoxedStrategy<UnarchiveSessionRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| UnarchiveSessionRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = UnarchiveSessionRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_SessionStatusRequest() -> BoxedStrategy<SessionStatusRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| SessionStatusRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = SessionStatusRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2680,10 +2914,10 @@ pub fn arb_SetSessionTitleRequest() -> BoxedStrategy<SetSessionTitleRequest> {
         small_string(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, title, meta),)| SetSessionTitleRequest {
-            session_id,
-            title,
-            meta,
+        .prop_map(|((session_id, title, meta),)| {
+            let mut value = SetSessionTitleRequest::new(session_id, title);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2699,14 +2933,12 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, mcp_servers, system_prompt, meta),)| {
-                ResumeSessionRequest {
-                    session_id,
-                    cwd,
-                    additional_directories,
-                    mcp_servers,
-                    system_prompt,
-                    meta,
-                }
+                let mut value = ResumeSessionRequest::new(session_id, cwd);
+                value.additional_directories = additional_directories;
+                value.mcp_servers = mcp_servers;
+                value.system_prompt = system_prompt;
+                value.meta = meta;
+                value
             },
         )
         .boxed()
@@ -2714,7 +2946,11 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
 
 pub fn arb_CloseSessionRequest() -> BoxedStrategy<CloseSessionRequest> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| CloseSessionRequest { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = CloseSessionRequest::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2724,10 +2960,10 @@ pub fn arb_SetSessionModeRequest() -> BoxedStrategy<SetSessionModeRequest> {
         arb_SessionModeId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, mode_id, meta),)| SetSessionModeRequest {
-            session_id,
-            mode_id,
-            meta,
+        .prop_map(|((session_id, mode_id, meta),)| {
+            let mut value = SetSessionModeRequest::new(session_id, mode_id);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -2735,14 +2971,14 @@ pub fn arb_SetSessionModeRequest() -> BoxedStrategy<SetSessionModeRequest> {
 pub fn arb_SetSessionConfigOptionRequestKindBoolean()
 -> BoxedStrategy<SetSessionConfigOptionRequestKindBoolean> {
     ((any::<bool>(),),)
-        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindBoolean { value })
+        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindBoolean::new(value))
         .boxed()
 }
 
 pub fn arb_SetSessionConfigOptionRequestKindValueId()
 -> BoxedStrategy<SetSessionConfigOptionRequestKindValueId> {
     ((arb_SessionConfigValueId(),),)
-        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindValueId { value })
+        .prop_map(|((value,),)| SetSessionConfigOptionRequestKindValueId::new(value))
         .boxed()
 }
 
@@ -2764,14 +3000,11 @@ pub fn arb_SetSessionConfigOptionRequest() -> BoxedStrategy<SetSessionConfigOpti
         proptest::option::of(json_object()),
         arb_SetSessionConfigOptionRequestKind(),
     ),)
-        .prop_map(
-            |((session_id, config_id, meta, kind),)| SetSessionConfigOptionRequest {
-                session_id,
-                config_id,
-                meta,
-                kind,
-            },
-        )
+        .prop_map(|((session_id, config_id, meta, kind),)| {
+            let mut value = SetSessionConfigOptionRequest::new(session_id, config_id, kind);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2781,23 +3014,31 @@ pub fn arb_PromptRequest() -> BoxedStrategy<PromptRequest> {
         proptest::collection::vec(arb_ContentBlock(), 0..3),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((session_id, prompt, meta),)| PromptRequest {
-            session_id,
-            prompt,
-            meta,
+        .prop_map(|((session_id, prompt, meta),)| {
+            let mut value = PromptRequest::new(session_id, prompt);
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_WriteTextFileResponse() -> BoxedStrategy<WriteTextFileResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| WriteTextFileResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = WriteTextFileResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_ReadTextFileResponse() -> BoxedStrategy<ReadTextFileResponse> {
     ((small_string(), proptest::option::of(json_object())),)
-        .prop_map(|((content, meta),)| ReadTextFileResponse { content, meta })
+        .prop_map(|((content, meta),)| {
+            let mut value = ReadTextFileResponse::new(content);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2806,7 +3047,11 @@ pub fn arb_RequestPermissionResponse() -> BoxedStrategy<RequestPermissionRespons
         arb_RequestPermissionOutcome(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((outcome, meta),)| RequestPermissionResponse { outcome, meta })
+        .prop_map(|((outcome, meta),)| {
+            let mut value = RequestPermissionResponse::new(outcome);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2824,13 +3069,21 @@ pub fn arb_SelectedPermissionOutcome() -> BoxedStrategy<SelectedPermissionOutcom
         arb_PermissionOptionId(),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((option_id, meta),)| SelectedPermissionOutcome { option_id, meta })
+        .prop_map(|((option_id, meta),)| {
+            let mut value = SelectedPermissionOutcome::new(option_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CreateTerminalResponse() -> BoxedStrategy<CreateTerminalResponse> {
     ((arb_TerminalId(), proptest::option::of(json_object())),)
-        .prop_map(|((terminal_id, meta),)| CreateTerminalResponse { terminal_id, meta })
+        .prop_map(|((terminal_id, meta),)| {
+            let mut value = CreateTerminalResponse::new(terminal_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2841,14 +3094,12 @@ pub fn arb_TerminalOutputResponse() -> BoxedStrategy<TerminalOutputResponse> {
         proptest::option::of(arb_TerminalExitStatus()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((output, truncated, exit_status, meta),)| TerminalOutputResponse {
-                output,
-                truncated,
-                exit_status,
-                meta,
-            },
-        )
+        .prop_map(|((output, truncated, exit_status, meta),)| {
+            let mut value = TerminalOutputResponse::new(output, truncated);
+            value.exit_status = exit_status;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2858,17 +3109,23 @@ pub fn arb_TerminalExitStatus() -> BoxedStrategy<TerminalExitStatus> {
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((exit_code, signal, meta),)| TerminalExitStatus {
-            exit_code,
-            signal,
-            meta,
+        .prop_map(|((exit_code, signal, meta),)| {
+            let mut value = TerminalExitStatus::new();
+            value.exit_code = exit_code;
+            value.signal = signal;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_ReleaseTerminalResponse() -> BoxedStrategy<ReleaseTerminalResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| ReleaseTerminalResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = ReleaseTerminalResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2878,17 +3135,23 @@ pub fn arb_WaitForTerminalExitResponse() -> BoxedStrategy<WaitForTerminalExitRes
         proptest::option::of(small_string()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((exit_code, signal, meta),)| WaitForTerminalExitResponse {
-            exit_code,
-            signal,
-            meta,
+        .prop_map(|((exit_code, signal, meta),)| {
+            let mut value = WaitForTerminalExitResponse::new();
+            value.exit_code = exit_code;
+            value.signal = signal;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
 
 pub fn arb_KillTerminalResponse() -> BoxedStrategy<KillTerminalResponse> {
     ((proptest::option::of(json_object()),),)
-        .prop_map(|((meta,),)| KillTerminalResponse { meta })
+        .prop_map(|((meta,),)| {
+            let mut value = KillTerminalResponse::new();
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2907,7 +3170,11 @@ pub fn arb_CreateElicitationResponse() -> BoxedStrategy<CreateElicitationRespons
         proptest::option::of(json_object()),
         arb_CreateElicitationResponseKind(),
     ),)
-        .prop_map(|((meta, kind),)| CreateElicitationResponse { meta, kind })
+        .prop_map(|((meta, kind),)| {
+            let mut value = CreateElicitationResponse::new(kind);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2929,19 +3196,31 @@ pub fn arb_ElicitationAcceptAction() -> BoxedStrategy<ElicitationAcceptAction> {
         arb_ElicitationContentValue(),
         0..3,
     )),),)
-        .prop_map(|((content,),)| ElicitationAcceptAction { content })
+        .prop_map(|((content,),)| {
+            let mut value = ElicitationAcceptAction::new();
+            value.content = content;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_MessageMcpResponseResult() -> BoxedStrategy<MessageMcpResponseResult> {
     ((json_value(), proptest::option::of(json_object())),)
-        .prop_map(|((result, meta),)| MessageMcpResponseResult { result, meta })
+        .prop_map(|((result, meta),)| {
+            let mut value = MessageMcpResponseResult::new(result);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_MessageMcpResponseError() -> BoxedStrategy<MessageMcpResponseError> {
     ((arb_McpError(), proptest::option::of(json_object())),)
-        .prop_map(|((error, meta),)| MessageMcpResponseError { error, meta })
+        .prop_map(|((error, meta),)| {
+            let mut value = MessageMcpResponseError::new(error);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2959,17 +3238,21 @@ pub fn arb_McpError() -> BoxedStrategy<McpError> {
         small_string(),
         proptest::option::of(json_value()),
     ),)
-        .prop_map(|((code, message, data),)| McpError {
-            code,
-            message,
-            data,
+        .prop_map(|((code, message, data),)| {
+            let mut value = McpError::new(code, message);
+            value.data = data;
+            value
         })
         .boxed()
 }
 
 pub fn arb_CancelNotification() -> BoxedStrategy<CancelNotification> {
     ((arb_SessionId(), proptest::option::of(json_object())),)
-        .prop_map(|((session_id, meta),)| CancelNotification { session_id, meta })
+        .prop_map(|((session_id, meta),)| {
+            let mut value = CancelNotification::new(session_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -2981,21 +3264,22 @@ pub fn arb_MessageMcpNotification() -> BoxedStrategy<MessageMcpNotification> {
         proptest::option::of(json_object()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(
-            |((server_id, request_id, method, params, meta),)| MessageMcpNotification {
-                server_id,
-                request_id,
-                method,
-                params,
-                meta,
-            },
-        )
+        .prop_map(|((server_id, request_id, method, params, meta),)| {
+            let mut value = MessageMcpNotification::new(server_id, request_id, method);
+            value.params = params;
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
 pub fn arb_CancelRequestNotification() -> BoxedStrategy<CancelRequestNotification> {
     ((arb_RequestId(), proptest::option::of(json_object())),)
-        .prop_map(|((request_id, meta),)| CancelRequestNotification { request_id, meta })
+        .prop_map(|((request_id, meta),)| {
+            let mut value = CancelRequestNotification::new(request_id);
+            value.meta = meta;
+            value
+        })
         .boxed()
 }
 
@@ -3011,10 +3295,11 @@ pub fn arb_ProxySuccessorRequest() -> BoxedStrategy<ProxySuccessorRequest> {
         proptest::option::of(json_value()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((method, params, meta),)| ProxySuccessorRequest {
-            method,
-            params,
-            meta,
+        .prop_map(|((method, params, meta),)| {
+            let mut value = ProxySuccessorRequest::new(method);
+            value.params = params;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -3035,10 +3320,11 @@ pub fn arb_ProxySuccessorNotification() -> BoxedStrategy<ProxySuccessorNotificat
         proptest::option::of(json_value()),
         proptest::option::of(json_object()),
     ),)
-        .prop_map(|((method, params, meta),)| ProxySuccessorNotification {
-            method,
-            params,
-            meta,
+        .prop_map(|((method, params, meta),)| {
+            let mut value = ProxySuccessorNotification::new(method);
+            value.params = params;
+            value.meta = meta;
+            value
         })
         .boxed()
 }
@@ -3071,7 +3357,7 @@ macro_rules! for_each_type {
         $check!(Content, arb_Content);
         $check!(Diff, arb_Diff);
         $check!(TerminalId, arb_TerminalId);
-        $check!(Terminal, arb_Terminal);
+        $check!(EmbeddedTerminal, arb_EmbeddedTerminal);
         $check!(ToolCallLocation, arb_ToolCallLocation);
         $check!(PermissionOption, arb_PermissionOption);
         $check!(PermissionOptionId, arb_PermissionOptionId);
