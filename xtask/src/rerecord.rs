@@ -13,6 +13,7 @@
 //! new text of any that changed.
 
 use crate::project_root;
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -21,11 +22,13 @@ pub const USAGE: &str = "\
 Re-records every fixture and snapshot that depends on the ACP schema, after `cargo xtask
 codegen` (or any deliberate change of what goes on the wire):
 
-  1. fixtures/transcripts/*.jsonl: cargo test -p acp-test --test fixtures -- --ignored
-     --exact regenerate_fixtures
+  1. fixtures/transcripts/*.jsonl: acp-test's ignored test `regenerate_fixtures` (cargo test
+     -p acp-types -p acp-test -p acp-runtime --test fixtures -- --ignored --exact
+     regenerate_fixtures)
   2. the insta snapshots (tests/snapshots/) of acp-types, acp-test and acp-runtime:
      INSTA_UPDATE=always cargo test --no-fail-fast -p acp-types -p acp-test -p acp-runtime
-     --lib --bins --tests
+     --lib --bins --test ... (every test target but acp-runtime's `hostile`, a stress test
+     of minutes that records nothing)
 
 Fails when a test still fails once everything is re-recorded (a failure that is not a
 snapshot: look at it). Doctests are left out: their transcripts are inline, in docs/testing.md,
@@ -50,26 +53,24 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
         Some(other) => return Err(format!("unknown rerecord argument `{other}`\n\n{USAGE}")),
     }
-    let fixtures = step(
-        "re-recording fixtures/transcripts/",
-        cargo(&[
-            "test",
-            "-p",
-            "acp-test",
-            "--test",
-            "fixtures",
-            "--",
-            "--ignored",
-            "--exact",
-            "regenerate_fixtures",
-        ]),
-    )?;
-    let mut snapshots = cargo(&["test", "--no-fail-fast"]);
+    // The same `-p` set as the snapshot step below, so that both resolve the same features and
+    // the second build reuses the first's dependencies.
+    let mut fixtures = cargo(&["test"]);
     for krate in SNAPSHOT_CRATES {
-        snapshots.args(["-p", krate]);
+        fixtures.args(["-p", krate]);
     }
+    fixtures.args([
+        "--test",
+        "fixtures",
+        "--",
+        "--ignored",
+        "--exact",
+        "regenerate_fixtures",
+    ]);
+    let fixtures = step("re-recording fixtures/transcripts/", fixtures)?;
+    let mut snapshots = cargo(&["test", "--no-fail-fast"]);
     snapshots
-        .args(["--lib", "--bins", "--tests"])
+        .args(test_selection(&project_root())?)
         .env("INSTA_UPDATE", "always");
     let snapshots = step(
         &format!(
@@ -90,6 +91,57 @@ pub fn run(args: &[String]) -> Result<(), String> {
          (docs/testing.md, READMEs, crate docs). Review with `git diff`."
     );
     Ok(())
+}
+
+/// Test targets left out: not recorded, and not about the schema. `hostile` runs misbehaving
+/// agents against the client for minutes, with timers that a loaded machine stretches.
+const SKIPPED_TESTS: &[&str] = &["hostile"];
+
+/// The `cargo test` arguments that select the tests of [`SNAPSHOT_CRATES`] in `workspace`: `-p` each, their
+/// libraries and binaries, and each test target but [`SKIPPED_TESTS`] (listed by
+/// `cargo metadata`, since cargo has no option to leave one out).
+pub fn test_selection(workspace: &Path) -> Result<Vec<String>, String> {
+    let output = cargo(&["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(workspace)
+        .output()
+        .map_err(|e| format!("running cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("reading cargo metadata: {e}"))?;
+    let mut args = Vec::new();
+    let mut tests = std::collections::BTreeSet::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let name = package["name"].as_str().unwrap_or_default();
+        if !SNAPSHOT_CRATES.contains(&name) {
+            continue;
+        }
+        args.extend(["-p".to_owned(), name.to_owned()]);
+        for target in package["targets"].as_array().into_iter().flatten() {
+            let is_test = target["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == "test"));
+            let target_name = target["name"].as_str().unwrap_or_default();
+            if is_test && !SKIPPED_TESTS.contains(&target_name) {
+                tests.insert(target_name.to_owned());
+            }
+        }
+    }
+    if args.len() != 2 * SNAPSHOT_CRATES.len() {
+        return Err(format!(
+            "cargo metadata lists {} of the crates {SNAPSHOT_CRATES:?}",
+            args.len() / 2
+        ));
+    }
+    args.extend(["--lib".to_owned(), "--bins".to_owned()]);
+    for test in tests {
+        args.extend(["--test".to_owned(), test]);
+    }
+    Ok(args)
 }
 
 /// `cargo ARGS` in the workspace root, with the cargo that runs this task.
