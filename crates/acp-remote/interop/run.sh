@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Remote interop: the official SDKs' WebSocket and Streamable HTTP example clients against
-# `acp-bridge serve`, and our client (examples/prompt.rs) against their example servers.
+# `acp-bridge serve`, and our client (examples/prompt.rs) against their example servers, over
+# both transports.
 #
 #   bash crates/acp-remote/interop/run.sh
 #
@@ -61,16 +62,20 @@ check "Python http_client -> acp-bridge (Streamable HTTP)" "stop reason: end_tur
   "$work/py/bin/python" "$py/http_client.py"
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 
-# Our client, their servers (WebSocket).
+# Our client, their servers (WebSocket and Streamable HTTP).
 PORT=7332 node "$ts/http-server.js" >/dev/null 2>&1 &
 pids+=($!); wait_port 7332
 check "our client -> TS http-server (WebSocket)" "EndTurn" \
   "$prompt" ws://127.0.0.1:7332/acp --token example-token "Hi from Rust"
+check "our client -> TS http-server (Streamable HTTP)" "EndTurn" \
+  "$prompt" http://127.0.0.1:7332/acp --token example-token "Hi from Rust"
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 
 (cd "$py" && exec "$work/py/bin/python" http_server.py >/dev/null 2>&1) &
 pids+=($!); wait_port 8000
 check "our client -> Python http_server (WebSocket)" "EndTurn" \
   "$prompt" ws://127.0.0.1:8000/acp "Hi from Rust"
+check "our client -> Python http_server (Streamable HTTP)" "EndTurn" \
+  "$prompt" http://127.0.0.1:8000/acp "Hi from Rust"
 
 exit $failures

@@ -13,8 +13,10 @@ use futures_lite::future;
 use smol::Timer;
 use smol::net::TcpStream;
 
-use crate::frames::{WsReader, WsWriter, split, ws_error};
+use crate::frames::{split, ws_error};
 use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::streamable::{self, client::Endpoint};
+use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 use crate::upgrade::websocket_config;
 
 /// Why a connection could not be opened.
@@ -49,15 +51,24 @@ pub enum ConnectError {
 /// server gave it.
 #[derive(Debug)]
 pub struct Remote {
-    /// Each text frame from the agent, as one line.
-    pub reader: WsReader<TcpStream>,
-    /// Each line written, as one text frame to the agent.
-    pub writer: WsWriter<TcpStream>,
-    /// The `Acp-Connection-Id` header of the server's 101 answer, if it sent one.
+    /// The agent's messages, one line each.
+    pub reader: ConnectionReader,
+    /// Each line written goes to the agent as one message.
+    pub writer: ConnectionWriter,
+    /// The `Acp-Connection-Id` header of the server's 101 answer, if it sent one. (A
+    /// Streamable HTTP connection gets its id with the answer to `initialize`, later: `None`
+    /// here.)
     pub connection_id: Option<String>,
 }
 
-/// Opens WebSocket connections to a remote agent.
+/// Opens connections to a remote agent: WebSocket for `ws://` URLs, Streamable HTTP for
+/// `http://` URLs.
+///
+/// Over Streamable HTTP the connection opens with the first message, which must be
+/// `initialize` (as the runtime's client sends it); the messages are then POSTed in order and
+/// the agent's arrive on the connection's and the sessions' SSE streams, each opened as soon
+/// as it is known. A POST the server refuses fails its request (`-32603`, with the HTTP
+/// status) instead of leaving it waiting. Closing the writer DELETEs the connection.
 ///
 /// ```no_run
 /// use acp_remote::Connector;
@@ -83,7 +94,7 @@ pub struct Connector {
 }
 
 impl Connector {
-    /// A connector to `url` (`ws://host:port/path`).
+    /// A connector to `url` (`ws://host:port/path` or `http://host:port/path`).
     pub fn new(url: impl Into<String>) -> Self {
         Connector {
             url: url.into(),
@@ -144,17 +155,6 @@ impl Connector {
             .into_client_request()
             .map_err(|e| url_error(e.to_string()))?;
         let uri = request.uri().clone();
-        match uri.scheme_str() {
-            Some("ws") => {}
-            Some("wss") => {
-                return Err(url_error(
-                    "wss:// needs TLS, which this build does not include; put a TLS-terminating \
-                     proxy in front, or use an SSH tunnel to a ws:// server"
-                        .into(),
-                ));
-            }
-            _ => return Err(url_error("not a ws:// URL".into())),
-        }
         let host = uri
             .host()
             .ok_or_else(|| url_error("no host".into()))?
@@ -162,6 +162,33 @@ impl Connector {
             .trim_end_matches(']')
             .to_owned();
         let port = uri.port_u16().unwrap_or(80);
+        match uri.scheme_str() {
+            Some("ws") => {}
+            Some("http") => {
+                let endpoint = Endpoint {
+                    host,
+                    port,
+                    authority: uri.authority().map(|a| a.to_string()).unwrap_or_default(),
+                    path: uri.path_and_query().map_or("/".into(), |p| p.to_string()),
+                    headers: self.headers.clone(),
+                    max_message_size: self.max_message_size,
+                };
+                let (reader, writer) = streamable::client::open(endpoint);
+                return Ok(Remote {
+                    reader: ConnectionReader(ReaderInner::HttpClient(reader)),
+                    writer: ConnectionWriter(WriterInner::HttpClient(writer)),
+                    connection_id: None,
+                });
+            }
+            Some("wss" | "https") => {
+                return Err(url_error(
+                    "TLS is not built in; put a TLS-terminating proxy in front, or use an SSH \
+                     tunnel to a ws:// or http:// server"
+                        .into(),
+                ));
+            }
+            _ => return Err(url_error("not a ws:// or http:// URL".into())),
+        }
         for (name, value) in &self.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
@@ -196,8 +223,8 @@ impl Connector {
             .map(str::to_owned);
         let (reader, writer) = split(ws);
         Ok(Remote {
-            reader,
-            writer,
+            reader: ConnectionReader(ReaderInner::Ws(reader)),
+            writer: ConnectionWriter(WriterInner::Ws(writer)),
             connection_id,
         })
     }

@@ -1,13 +1,14 @@
 //! The Agent Client Protocol over the network: reach an agent that runs elsewhere, or serve
 //! one to many clients, over WebSocket and Streamable HTTP.
 //!
-//! - [`Connector`] opens a `ws://` connection to a remote agent and hands the runtime's
-//!   `client::connect` a reader and a writer ([`Connector::connect_client`] does both).
+//! - [`Connector`] opens a connection to a remote agent (`ws://` or `http://`) and hands the
+//!   runtime's `client::connect` a reader and a writer ([`Connector::connect_client`] does
+//!   both).
 //! - [`Server`] accepts many clients at once on one endpoint, by WebSocket or Streamable HTTP,
 //!   each on a connection of its own (a fresh agent per client with [`Server::serve_agent`],
 //!   or any handler with [`Server::serve`]), with the security defaults below.
-//! - `acp-bridge` (a binary of this crate) serves any stdio agent over WebSocket, one process
-//!   per client, and connects a stdio-only editor to a remote agent.
+//! - `acp-bridge` (a binary of this crate) serves any stdio agent over both transports, one
+//!   process per client, and connects a stdio-only editor to a remote agent.
 //!
 //! # The transports
 //!
@@ -16,7 +17,7 @@
 //! - **WebSocket**: the client opens `GET /acp` with `Upgrade: websocket`; the server answers
 //!   101 with an `Acp-Connection-Id` header; each text frame then carries one JSON-RPC
 //!   message, either way. Binary frames are ignored.
-//! - **Streamable HTTP** (server side): `POST /acp` with `initialize` opens a connection and is
+//! - **Streamable HTTP**: `POST /acp` with `initialize` opens a connection and is
 //!   answered in the body (200, `Acp-Connection-Id`); every other message is POSTed with that
 //!   header and answered 202, the agent's messages arriving as Server-Sent Events on `GET`
 //!   streams: one for the connection, one per session (`Acp-Session-Id`). `DELETE` ends the

@@ -9,11 +9,15 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 
 use crate::frames::{WsReader, WsWriter};
+use crate::streamable::client::{HttpClientReader, HttpClientWriter};
 use crate::streamable::{HttpReader, HttpWriter};
 
-/// One client's messages to the server, one line each: from WebSocket text frames, or from
-/// Streamable HTTP `POST`s. The end of input is the client closing (a close frame, `DELETE`),
-/// the idle timeout, or the server's shutdown.
+/// One peer's messages, one line each, whichever transport carries them: on a server, the
+/// client's WebSocket text frames or Streamable HTTP `POST`s; on a client ([`Remote`]), the
+/// agent's text frames or SSE events. The end of input is the peer closing (a close frame,
+/// `DELETE`, the end of the connection's stream), the idle timeout, or the server's shutdown.
+///
+/// [`Remote`]: crate::Remote
 #[derive(Debug)]
 pub struct ConnectionReader(pub(crate) ReaderInner);
 
@@ -21,11 +25,12 @@ pub struct ConnectionReader(pub(crate) ReaderInner);
 pub(crate) enum ReaderInner {
     Ws(WsReader<TcpStream>),
     Http(HttpReader),
+    HttpClient(HttpClientReader),
 }
 
-/// The server's messages to one client, one line each: sent as WebSocket text frames, or as
-/// Server-Sent Events on the client's `GET` streams. Only complete lines are sent; they go out
-/// on flush.
+/// Messages to the peer, one line each: WebSocket text frames; on a server, Server-Sent Events
+/// on the client's `GET` streams; on a client, `POST`s. Only complete lines are sent; they go
+/// out on flush.
 #[derive(Debug)]
 pub struct ConnectionWriter(pub(crate) WriterInner);
 
@@ -33,6 +38,7 @@ pub struct ConnectionWriter(pub(crate) WriterInner);
 pub(crate) enum WriterInner {
     Ws(WsWriter<TcpStream>),
     Http(HttpWriter),
+    HttpClient(HttpClientWriter),
 }
 
 impl ConnectionWriter {
@@ -43,6 +49,7 @@ impl ConnectionWriter {
         ConnectionWriter(match self.0 {
             WriterInner::Ws(w) => WriterInner::Ws(w.with_max_line(bytes)),
             WriterInner::Http(w) => WriterInner::Http(w.with_max_line(bytes)),
+            WriterInner::HttpClient(w) => WriterInner::HttpClient(w.with_max_line(bytes)),
         })
     }
 }
@@ -56,6 +63,7 @@ impl AsyncRead for ConnectionReader {
         match &mut self.get_mut().0 {
             ReaderInner::Ws(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::Http(r) => Pin::new(r).poll_read(cx, buf),
+            ReaderInner::HttpClient(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
 }
@@ -65,6 +73,7 @@ impl AsyncBufRead for ConnectionReader {
         match &mut self.get_mut().0 {
             ReaderInner::Ws(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::Http(r) => Pin::new(r).poll_fill_buf(cx),
+            ReaderInner::HttpClient(r) => Pin::new(r).poll_fill_buf(cx),
         }
     }
 
@@ -72,6 +81,7 @@ impl AsyncBufRead for ConnectionReader {
         match &mut self.get_mut().0 {
             ReaderInner::Ws(r) => Pin::new(r).consume(amt),
             ReaderInner::Http(r) => Pin::new(r).consume(amt),
+            ReaderInner::HttpClient(r) => Pin::new(r).consume(amt),
         }
     }
 }
@@ -85,6 +95,7 @@ impl AsyncWrite for ConnectionWriter {
         match &mut self.get_mut().0 {
             WriterInner::Ws(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::Http(w) => Pin::new(w).poll_write(cx, buf),
+            WriterInner::HttpClient(w) => Pin::new(w).poll_write(cx, buf),
         }
     }
 
@@ -92,6 +103,7 @@ impl AsyncWrite for ConnectionWriter {
         match &mut self.get_mut().0 {
             WriterInner::Ws(w) => Pin::new(w).poll_flush(cx),
             WriterInner::Http(w) => Pin::new(w).poll_flush(cx),
+            WriterInner::HttpClient(w) => Pin::new(w).poll_flush(cx),
         }
     }
 
@@ -99,6 +111,7 @@ impl AsyncWrite for ConnectionWriter {
         match &mut self.get_mut().0 {
             WriterInner::Ws(w) => Pin::new(w).poll_close(cx),
             WriterInner::Http(w) => Pin::new(w).poll_close(cx),
+            WriterInner::HttpClient(w) => Pin::new(w).poll_close(cx),
         }
     }
 }

@@ -53,21 +53,32 @@ impl Drop for KillOnDrop {
 /// The runtime's client spawns `acp-bridge connect URL2` as its agent; URL2 is `acp-bridge
 /// serve -- acp-bridge connect URL1`; URL1 is the test agent in this process. Every hop keeps
 /// the framing: a full turn (file read, permission, file write, streamed text) and a
-/// cancelled turn go through.
+/// cancelled turn go through (over WebSocket here).
 #[test]
 fn a_full_turn_through_both_directions_of_the_bridge() {
+    chain(|url| url.to_owned());
+}
+
+/// The same chain with every hop over Streamable HTTP.
+#[test]
+fn a_full_turn_through_the_bridge_over_streamable_http() {
+    chain(|url| url.replacen("ws://", "http://", 1));
+}
+
+fn chain(scheme: fn(&str) -> String) {
     smol::block_on(async {
         let server =
             Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default()).unwrap();
-        let inner_url = server.url();
+        let inner_url = scheme(&server.url());
         let shutdown = server.shutdown_handle();
         let task = smol::spawn(server.serve_agent(
             |_| agent::TestAgent::default(),
             AgentOptions::default().with_info(agent::NAME, "0.0.0"),
         ));
         let (_serve, outer_url) = bridge_serve(&[BRIDGE, "connect", &inner_url]);
+        let outer_url = scheme(&outer_url);
 
-        let project = Project::new("bridge-chain");
+        let project = Project::new(&format!("bridge-chain-{}", &outer_url[..2]));
         let command = AgentCommand::new(BRIDGE).args(["connect", outer_url.as_str()]);
         let options = ClientOptions::default().with_file_system(FsHost::new());
         let (agent, driver, process) = client::spawn(AutoAllow, command, options).unwrap();

@@ -274,3 +274,45 @@ fn shutdown_ends_http_connections() {
         within("the server", server).await;
     });
 }
+
+/// The runtime's client over Streamable HTTP (`Connector` with an `http://` URL): the same
+/// full turn and cancelled turn as over WebSocket.
+#[test]
+fn the_runtime_client_over_streamable_http() {
+    use acp_remote::Connector;
+    use acp_runtime::client::{AutoAllow, ClientOptions};
+    use acp_runtime::host::FsHost;
+    smol::block_on(async {
+        let (addr, shutdown, server) = start(ServerOptions::default());
+        let project = Project::new("http-client-turn");
+        let connector = Connector::new(format!("http://{addr}/acp"));
+        let options = ClientOptions::default().with_file_system(FsHost::new());
+        let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
+            .await
+            .unwrap();
+        let driver = smol::spawn(driver);
+        full_turn(&agent, &project).await;
+        cancelled_turn(&agent, &project).await;
+        // A second session on the same connection gets its own stream.
+        full_turn_again(&agent, &project).await;
+        agent.close();
+        within("the client driver", driver).await.unwrap();
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}
+
+/// Another session and turn on a connection already initialized.
+async fn full_turn_again(agent: &acp_runtime::client::AgentHandle, project: &Project) {
+    let session = within("session/new", agent.new_session(&project.0))
+        .await
+        .unwrap();
+    let mut turn = within("prompt", session.prompt(vec!["again".into()]))
+        .await
+        .unwrap();
+    while let Some(update) = within("an update", turn.next()).await {
+        update.unwrap();
+    }
+    let end = within("the end", turn.end()).await.unwrap();
+    assert_eq!(end.stop_reason, acp_types::StopReason::EndTurn);
+}

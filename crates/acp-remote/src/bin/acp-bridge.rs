@@ -1,8 +1,9 @@
-//! `acp-bridge`: a stdio agent served over WebSocket, or a remote agent reached from stdio.
+//! `acp-bridge`: a stdio agent served over WebSocket and Streamable HTTP, or a remote agent
+//! reached from stdio.
 //!
 //! ```text
 //! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]... -- AGENT [ARGS...]
-//! acp-bridge connect URL [--token T] [--header 'Name: value']...
+//! acp-bridge connect ws://HOST:PORT/acp|http://HOST:PORT/acp [--token T] [--header 'N: v']...
 //! ```
 //!
 //! `serve` starts one agent process per WebSocket client and pipes the connection through
@@ -22,7 +23,8 @@ use futures_lite::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, future};
 const USAGE: &str = "\
 usage:
   acp-bridge serve [OPTIONS] -- AGENT [ARGS...]
-      Serves a stdio agent over WebSocket at ws://ADDR/acp, one agent process per client.
+      Serves a stdio agent at ws://ADDR/acp (WebSocket) and http://ADDR/acp (Streamable HTTP),
+      one agent process per client.
       --listen ADDR          address to listen on (default 127.0.0.1:8765); any address other
                              than loopback needs a token
       --token TOKEN          require 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
@@ -30,7 +32,8 @@ usage:
       --max-connections N    at most N clients at once (default 128)
       --idle-timeout SECS    close connections quiet for SECS (default 600; 0 for never)
   acp-bridge connect URL [OPTIONS]
-      Connects stdin and stdout to the remote agent at URL (ws://HOST:PORT/acp).
+      Connects stdin and stdout to the remote agent at URL: ws://HOST:PORT/acp (WebSocket) or
+      http://HOST:PORT/acp (Streamable HTTP).
       --token TOKEN          send 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
       --header 'NAME: VALUE' send a header with the upgrade request (repeatable)
 ";
@@ -192,7 +195,7 @@ fn connect(args: &[String]) -> Result<(), Error> {
     let url = rest
         .next()
         .filter(|u| !u.starts_with('-'))
-        .ok_or_else(|| Usage("a ws:// URL after connect".into()))?;
+        .ok_or_else(|| Usage("a ws:// or http:// URL after connect".into()))?;
     let mut connector = Connector::new(url.as_str());
     let mut token = default_token();
     while let Some(option) = rest.next() {

@@ -7,6 +7,7 @@
 //! as lines, like a WebSocket: [`HttpReader`] yields the POSTed messages, [`HttpWriter`] routes
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
+pub(crate) mod client;
 mod handlers;
 mod queue;
 

@@ -1,0 +1,607 @@
+//! The client side of Streamable HTTP: the runtime's lines POSTed one by one, the server's
+//! SSE streams read into one input.
+//!
+//! The connection opens with the first message, which must be `initialize`: its answer is the
+//! POST's body, with the `Acp-Connection-Id` that every later request carries. Then the
+//! connection's GET stream is opened, and a session's as soon as its id is known (from a
+//! `session/new` answer, or before a `session/load` or `session/resume` is sent, as in the
+//! RFD's resume flow). POSTs go out in order, from one task, so that a `session/cancel` never
+//! overtakes its prompt. A POST the server refuses fails its request locally (an error answer
+//! with the status), instead of leaving it waiting.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, ready};
+
+use event_listener::EventListener;
+use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
+use smol::net::TcpStream;
+
+use super::queue::{Budget, ByteQueue};
+use super::{Peek, session_of};
+use crate::frames::Signal;
+
+/// Where and how to reach the server.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// `host:port` as the `Host` header says it.
+    pub(crate) authority: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) max_message_size: usize,
+}
+
+#[derive(Debug)]
+struct Shared {
+    endpoint: Endpoint,
+    connection_id: Mutex<Option<String>>,
+    inbound: ByteQueue,
+    outbound: ByteQueue,
+    /// Sessions whose GET stream is open (or opening).
+    streams: Mutex<HashSet<String>>,
+    /// The agent's requests asked in a session: our answers name it.
+    asked_in: Mutex<HashMap<String, String>>,
+    ended: Signal,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts a client connection's tasks; returns its reader and writer.
+pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
+    let budget = endpoint.max_message_size.max(1 << 20);
+    let shared = Arc::new(Shared {
+        endpoint,
+        connection_id: Mutex::new(None),
+        inbound: ByteQueue::new(Budget::new(budget)),
+        outbound: ByteQueue::new(Budget::new(budget)),
+        streams: Mutex::default(),
+        asked_in: Mutex::default(),
+        ended: Signal::default(),
+    });
+    let poster = shared.clone();
+    smol::spawn(async move {
+        future::or(post_all(&poster), poster.ended.wait()).await;
+        poster.end();
+    })
+    .detach();
+    let reader = HttpClientReader {
+        shared: shared.clone(),
+        line: Vec::new(),
+        pos: 0,
+        listener: None,
+    };
+    let writer = HttpClientWriter {
+        shared,
+        line: Vec::new(),
+        max_line: usize::MAX,
+        pending: None,
+        listener: None,
+    };
+    (reader, writer)
+}
+
+impl Shared {
+    fn end(&self) {
+        self.ended.set();
+        self.inbound.close();
+        self.outbound.abort();
+    }
+
+    /// Hands a message to the runtime, as one line.
+    async fn deliver(&self, message: &[u8]) {
+        let mut line: Vec<u8> = message
+            .iter()
+            .map(|&b| if b == b'\n' || b == b'\r' { b'\t' } else { b })
+            .collect();
+        line.push(b'\n');
+        let _ = self.inbound.push(line).await;
+    }
+
+    /// A local error answer for a request the server did not take.
+    async fn fail(&self, peek: &Peek<'_>, status: u16, text: &str) {
+        if let (Some(id), Some(_)) = (peek.id, peek.method.as_deref()) {
+            let error = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": serde_json::from_str::<serde_json::Value>(id.get()).unwrap_or_default(),
+                "error": {"code": -32603, "message": format!("HTTP {status}: {}", text.trim())},
+            });
+            self.deliver(error.to_string().as_bytes()).await;
+        }
+    }
+
+    /// Opens the GET stream of `session` (or the connection's) once.
+    fn open_stream(self: &Arc<Self>, session: Option<String>) {
+        if let Some(session) = &session
+            && !lock(&self.streams).insert(session.clone())
+        {
+            return;
+        }
+        let shared = self.clone();
+        smol::spawn(async move {
+            let connection_stream = session.is_none();
+            future::or(read_stream(&shared, session), shared.ended.wait()).await;
+            // The connection's stream ends with the connection.
+            if connection_stream {
+                shared.end();
+            }
+        })
+        .detach();
+    }
+
+    fn headers(&self, session: Option<&str>) -> Vec<(String, String)> {
+        let mut headers = self.endpoint.headers.clone();
+        if let Some(id) = lock(&self.connection_id).clone() {
+            headers.push(("Acp-Connection-Id".into(), id));
+        }
+        if let Some(session) = session {
+            headers.push(("Acp-Session-Id".into(), session.to_owned()));
+        }
+        headers
+    }
+}
+
+/// POSTs each message of the outbound queue, in order; a `DELETE` at the end.
+async fn post_all(shared: &Arc<Shared>) {
+    while let Some(message) = shared.outbound.pop().await {
+        let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) else {
+            continue;
+        };
+        let initialize = peek.is_initialize() && lock(&shared.connection_id).is_none();
+        let session = match peek.method.as_deref() {
+            Some(_) => session_of(peek.params),
+            None => peek
+                .id_key()
+                .and_then(|key| lock(&shared.asked_in).remove(&key)),
+        };
+        if let (Some(method), Some(session)) = (peek.method.as_deref(), &session)
+            && matches!(method, "session/load" | "session/resume")
+        {
+            shared.open_stream(Some(session.clone()));
+        }
+        let headers = shared.headers(session.as_deref());
+        let answer = match send(&shared.endpoint, "POST", &headers, &message).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                shared.fail(&peek, 0, &error.to_string()).await;
+                if initialize {
+                    return;
+                }
+                continue;
+            }
+        };
+        match answer.status {
+            200 if initialize => {
+                let Some(id) = answer.header("acp-connection-id") else {
+                    shared.fail(&peek, 200, "no Acp-Connection-Id").await;
+                    return;
+                };
+                *lock(&shared.connection_id) = Some(id.to_owned());
+                shared.open_stream(None);
+                shared.deliver(&answer.body).await;
+            }
+            200..=299 => {}
+            status => {
+                let text = String::from_utf8_lossy(&answer.body).into_owned();
+                shared.fail(&peek, status, &text).await;
+                if initialize {
+                    return;
+                }
+            }
+        }
+    }
+    if lock(&shared.connection_id).is_some() {
+        let _ = send(&shared.endpoint, "DELETE", &shared.headers(None), b"").await;
+    }
+}
+
+/// Reads one SSE stream into the runtime's input, opening session streams as sessions appear.
+async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
+    let mut headers = shared.headers(session.as_deref());
+    headers.push(("Accept".into(), "text/event-stream".into()));
+    let Ok((mut stream, status, mut body)) = open_get(&shared.endpoint, &headers).await else {
+        return;
+    };
+    if status != 200 {
+        return;
+    }
+    let mut events = Vec::new();
+    loop {
+        let Some(data) = body.next(&mut stream).await else {
+            return;
+        };
+        events.extend_from_slice(&data);
+        while let Some(end) = find_event_end(&events) {
+            let event: Vec<u8> = events.drain(..end).collect();
+            let Some(message) = event_data(&event) else {
+                continue;
+            };
+            if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) {
+                if peek.method.is_none() {
+                    if let Some(session) = session_of(peek.result) {
+                        shared.open_stream(Some(session));
+                    }
+                } else if let (Some(key), Some(session)) = (peek.id_key(), session_of(peek.params))
+                {
+                    lock(&shared.asked_in).insert(key, session);
+                }
+            }
+            shared.deliver(&message).await;
+        }
+        if events.len() > shared.endpoint.max_message_size.saturating_add(1024) {
+            return;
+        }
+    }
+}
+
+/// The end of the first event (its blank line included), LF or CRLF.
+fn find_event_end(bytes: &[u8]) -> Option<usize> {
+    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    let crlf = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| i + 4);
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// An event's `data:` lines, joined; `None` for comments and empty events.
+fn event_data(event: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(event).ok()?;
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    let joined = data.join("\n");
+    (!joined.trim().is_empty()).then(|| joined.into_bytes())
+}
+
+/// An answer to a POST or DELETE.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn request_head(
+    endpoint: &Endpoint,
+    method: &str,
+    headers: &[(String, String)],
+    len: usize,
+) -> String {
+    let mut head = format!(
+        "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+        endpoint.path, endpoint.authority
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if method == "POST" {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {len}\r\n"
+        ));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+/// One request on a TCP connection of its own; the whole answer.
+async fn send(
+    endpoint: &Endpoint,
+    method: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> io::Result<Answer> {
+    let mut stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await?;
+    let mut request = request_head(endpoint, method, headers, body.len()).into_bytes();
+    request.extend_from_slice(body);
+    stream.write_all(&request).await?;
+    stream.flush().await?;
+    let (status, answer_headers, mut reader) = read_response_head(&mut stream).await?;
+    let mut body = Vec::new();
+    while let Some(data) = reader.next(&mut stream).await {
+        body.extend_from_slice(&data);
+        if body.len() > endpoint.max_message_size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "answer too large",
+            ));
+        }
+    }
+    Ok(Answer {
+        status,
+        headers: answer_headers,
+        body,
+    })
+}
+
+/// Opens a GET; returns the socket, the status and the body's reader.
+async fn open_get(
+    endpoint: &Endpoint,
+    headers: &[(String, String)],
+) -> io::Result<(TcpStream, u16, Body)> {
+    let mut stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await?;
+    let request = request_head(endpoint, "GET", headers, 0);
+    stream.write_all(request.as_bytes()).await?;
+    stream.flush().await?;
+    let (status, _, body) = read_response_head(&mut stream).await?;
+    Ok((stream, status, body))
+}
+
+async fn read_response_head(
+    stream: &mut TcpStream,
+) -> io::Result<(u16, Vec<(String, String)>, Body)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut response = httparse::Response::new(&mut headers);
+        match response.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let status = response.code.unwrap_or(0);
+                let headers: Vec<(String, String)> = response
+                    .headers
+                    .iter()
+                    .filter_map(|h| {
+                        Some((
+                            h.name.to_owned(),
+                            std::str::from_utf8(h.value).ok()?.to_owned(),
+                        ))
+                    })
+                    .collect();
+                let find = |name: &str| {
+                    headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| v.trim().to_ascii_lowercase())
+                };
+                let kind = if find("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+                    BodyKind::Chunked
+                } else if let Some(len) = find("content-length").and_then(|l| l.parse().ok()) {
+                    BodyKind::Length(len)
+                } else {
+                    BodyKind::UntilClose
+                };
+                let body = Body {
+                    buf: buf.split_off(len),
+                    kind,
+                    done: false,
+                };
+                return Ok((status, headers, body));
+            }
+            Ok(httparse::Status::Partial) if buf.len() < 64 * 1024 => {}
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bad HTTP answer",
+                ));
+            }
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+enum BodyKind {
+    Chunked,
+    Length(usize),
+    UntilClose,
+}
+
+/// A response body, decoded as it arrives.
+struct Body {
+    buf: Vec<u8>,
+    kind: BodyKind,
+    done: bool,
+}
+
+impl Body {
+    /// The next piece of the body; `None` at its end (or when the socket fails).
+    async fn next(&mut self, stream: &mut TcpStream) -> Option<Vec<u8>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            match &mut self.kind {
+                BodyKind::Length(left) => {
+                    if *left == 0 {
+                        self.done = true;
+                        return None;
+                    }
+                    if !self.buf.is_empty() {
+                        let n = self.buf.len().min(*left);
+                        *left -= n;
+                        let rest = self.buf.split_off(n);
+                        return Some(std::mem::replace(&mut self.buf, rest));
+                    }
+                }
+                BodyKind::UntilClose => {
+                    if !self.buf.is_empty() {
+                        return Some(std::mem::take(&mut self.buf));
+                    }
+                }
+                BodyKind::Chunked => {
+                    if let Some(line_end) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                        let size = std::str::from_utf8(&self.buf[..line_end])
+                            .ok()
+                            .and_then(|s| {
+                                usize::from_str_radix(s.split(';').next()?.trim(), 16).ok()
+                            });
+                        let Some(size) = size else {
+                            self.done = true;
+                            return None;
+                        };
+                        if size == 0 {
+                            self.done = true;
+                            return None;
+                        }
+                        if self.buf.len() >= line_end + 2 + size + 2 {
+                            let data = self.buf[line_end + 2..line_end + 2 + size].to_vec();
+                            self.buf.drain(..line_end + 2 + size + 2);
+                            return Some(data);
+                        }
+                    }
+                }
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+/// The runtime's input on a Streamable HTTP client connection: the answer to `initialize`,
+/// then every event of every open stream, one line each.
+#[derive(Debug)]
+pub(crate) struct HttpClientReader {
+    shared: Arc<Shared>,
+    line: Vec<u8>,
+    pos: usize,
+    listener: Option<EventListener>,
+}
+
+impl AsyncBufRead for HttpClientReader {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.pos >= this.line.len() {
+            match ready!(this.shared.inbound.poll_pop(&mut this.listener, cx)) {
+                Some(line) => {
+                    this.line = line;
+                    this.pos = 0;
+                }
+                None => return Poll::Ready(Ok(&[])),
+            }
+        }
+        Poll::Ready(Ok(&this.line[this.pos..]))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.pos = (this.pos + amt).min(this.line.len());
+    }
+}
+
+impl AsyncRead for HttpClientReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// The runtime's output on a Streamable HTTP client connection: each complete line is POSTed,
+/// in order. Closing DELETEs the connection.
+#[derive(Debug)]
+pub(crate) struct HttpClientWriter {
+    shared: Arc<Shared>,
+    line: Vec<u8>,
+    max_line: usize,
+    pending: Option<Vec<u8>>,
+    listener: Option<EventListener>,
+}
+
+impl HttpClientWriter {
+    pub(crate) fn with_max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.pending.is_some() {
+            let pushed = ready!(self.shared.outbound.poll_push(
+                &mut self.pending,
+                &mut self.listener,
+                cx
+            ));
+            self.pending = None;
+            if pushed.is_err() {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the connection has ended",
+                )));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for HttpClientWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
+            if this.line.len().saturating_add(buf.len()) > this.max_line {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a line longer than {} bytes", this.max_line),
+                )));
+            }
+            this.line.extend_from_slice(buf);
+            return Poll::Ready(Ok(buf.len()));
+        };
+        let mut line = std::mem::take(&mut this.line);
+        line.extend_from_slice(&buf[..newline]);
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            this.pending = Some(line);
+            let _ = this.poll_pending(cx);
+        }
+        Poll::Ready(Ok(newline + 1))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_pending(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        // The poster sends what is queued, then the DELETE.
+        this.shared.outbound.close();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for HttpClientWriter {
+    fn drop(&mut self) {
+        self.shared.outbound.close();
+    }
+}
