@@ -2,11 +2,12 @@
 //! and one prompt turn of streamed chunks, against a server in this process.
 //!
 //! ```text
-//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|memory] [--chunks K]
+//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|http|memory] [--chunks K]
 //! ```
 //!
-//! `ws` goes through the WebSocket server on loopback; `memory` connects each client to its
-//! own agent over an in-memory pipe (the runtime without a network transport), the baseline.
+//! `ws` goes through the WebSocket server on loopback, `http` through its Streamable HTTP
+//! side; `memory` connects each client to its own agent over an in-memory pipe (the runtime
+//! without a network transport), the baseline.
 //! Prints the wall time, turns per second, updates per second, and the process's peak RSS
 //! before and after (Linux), divided per connection. Run each mode in a process of its own:
 //! the peak is the process's.
@@ -72,7 +73,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--mode" => mode = args.next().expect("--mode ws|memory"),
+            "--mode" => mode = args.next().expect("--mode ws|http|memory"),
             "--chunks" => {
                 chunks = args
                     .next()
@@ -86,10 +87,14 @@ fn main() {
     let (elapsed, updates) = smol::block_on(async {
         let agent_options = AgentOptions::default().with_info("chunky", "0");
         let mut agents = Vec::new();
-        if mode == "ws" {
+        if mode == "ws" || mode == "http" {
             let options = ServerOptions::default().with_max_connections(n.max(1));
             let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-            let url = server.url();
+            let url = if mode == "ws" {
+                server.url()
+            } else {
+                server.http_url()
+            };
             let stop = server.shutdown_handle();
             smol::spawn(server.serve_agent(move |_| Chunky { chunks }, agent_options)).detach();
             let connector = Connector::new(url);

@@ -159,9 +159,17 @@ pub(crate) async fn read_body<S: AsyncRead + Unpin>(
         return Ok(std::mem::replace(buf, rest));
     }
     let mut body = std::mem::take(buf);
-    let have = body.len();
-    body.resize(len, 0);
-    stream.read_exact(&mut body[have..]).await?;
+    // Grown as the bytes arrive, not reserved from the announced length: a client that
+    // announces 64 MiB and sends nothing costs nothing.
+    let mut chunk = vec![0u8; 64 * 1024];
+    while body.len() < len {
+        let want = (len - body.len()).min(chunk.len());
+        let n = stream.read(&mut chunk[..want]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
     Ok(body)
 }
 
