@@ -12,6 +12,7 @@ use crate::codegen::source;
 use crate::project_root;
 use crate::rerecord::{SNAPSHOT_CRATES, step, test_selection};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -73,6 +74,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         &workspace.join("target/acp-schema"),
     )?;
     point_stable_at_unstable(&workspace.join("xtask/schema-pins.json"))?;
+    let recorded_before = recordings(&workspace)?;
 
     let in_copy = |args: &[&str]| {
         let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -121,12 +123,55 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .iter()
         .map(|(what, took)| format!("{what} {:.0}s", took.as_secs_f64()))
         .collect();
+    let recorded_after = recordings(&workspace)?;
+    let changed: Vec<&String> = recorded_after
+        .iter()
+        .filter(|(path, text)| recorded_before.get(*path) != Some(text))
+        .map(|(path, _)| path)
+        .collect();
     println!(
-        "simulate-schema-update: passed in {:.0}s ({}).",
+        "simulate-schema-update: passed in {:.0}s ({}). Re-recorded {} of {} fixtures and \
+         snapshots:",
         start.elapsed().as_secs_f64(),
-        steps.join(", ")
+        steps.join(", "),
+        changed.len(),
+        recorded_after.len()
     );
+    for path in changed {
+        println!("  {path}");
+    }
     Ok(())
+}
+
+/// The recorded files of the workspace at `root`, by relative path: the transcript fixtures
+/// and the insta snapshots of the crates whose tests ran.
+fn recordings(root: &Path) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut dirs = vec![root.join("fixtures/transcripts")];
+    dirs.extend(
+        SNAPSHOT_CRATES
+            .iter()
+            .map(|krate| root.join("crates").join(krate).join("tests/snapshots")),
+    );
+    let mut files = BTreeMap::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry
+                .map_err(|e| format!("reading {}: {e}", dir.display()))?
+                .path();
+            let bytes =
+                std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            files.insert(name, bytes);
+        }
+    }
+    Ok(files)
 }
 
 /// Copies into `to` the files of the work tree at `from` that git tracks or would track (so not
