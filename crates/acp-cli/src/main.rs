@@ -44,7 +44,7 @@ mod exit {
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if raw.first().map(String::as_str) == Some(SERVE_DEMO_AGENT) {
-        if let Err(error) = acp_runtime::agent::serve_stdio(demo_agent::DemoAgent::default()) {
+        if let Err(error) = acp_runtime::agent::serve_stdio(demo_agent::DemoAgent) {
             eprintln!("demo agent: {error}");
             std::process::exit(1);
         }
