@@ -5,13 +5,14 @@ use std::future::Future;
 use std::io;
 use std::time::Duration;
 
+use crate::net::NetStream;
+use crate::tls::ClientTls;
 use acp_runtime::client::{self, AgentHandle, Client, ClientOptions};
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::HeaderValue;
 use async_tungstenite::tungstenite::{self, http};
 use futures_lite::future;
 use smol::Timer;
-use smol::net::TcpStream;
 
 use crate::frames::{split, ws_error};
 use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
@@ -91,6 +92,8 @@ pub struct Connector {
     headers: Vec<(String, String)>,
     max_message_size: usize,
     timeout: Duration,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::TlsClientConfig>,
 }
 
 impl Connector {
@@ -101,7 +104,38 @@ impl Connector {
             headers: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             timeout: Duration::from_secs(30),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
+    }
+
+    /// Whom to trust for `wss://` and `https://` URLs (the `tls` feature; default: the Mozilla
+    /// roots).
+    #[cfg(feature = "tls")]
+    pub fn with_tls(mut self, tls: crate::TlsClientConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS configuration for a `wss://` or `https://` URL.
+    fn tls_for(
+        &self,
+        url_error: impl Fn(String) -> ConnectError,
+    ) -> Result<ClientTls, ConnectError> {
+        #[cfg(feature = "tls")]
+        {
+            let _ = url_error;
+            Ok(self
+                .tls
+                .clone()
+                .unwrap_or_else(crate::TlsClientConfig::mozilla_roots))
+        }
+        #[cfg(not(feature = "tls"))]
+        Err(url_error(
+            "TLS is not built in (the `tls` feature); put a TLS-terminating proxy in front, or \
+             use an SSH tunnel to a ws:// or http:// server"
+                .into(),
+        ))
     }
 
     /// Sends `Authorization: Bearer <token>` with the upgrade request.
@@ -161,10 +195,16 @@ impl Connector {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_owned();
-        let port = uri.port_u16().unwrap_or(80);
+        let secure = matches!(uri.scheme_str(), Some("wss" | "https"));
+        let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+        let tls = if secure {
+            Some(self.tls_for(url_error)?)
+        } else {
+            None
+        };
         match uri.scheme_str() {
-            Some("ws") => {}
-            Some("http") => {
+            Some("ws" | "wss") => {}
+            Some("http" | "https") => {
                 let endpoint = Endpoint {
                     host,
                     port,
@@ -172,6 +212,7 @@ impl Connector {
                     path: uri.path_and_query().map_or("/".into(), |p| p.to_string()),
                     headers: self.headers.clone(),
                     max_message_size: self.max_message_size,
+                    tls,
                 };
                 let (reader, writer) = streamable::client::open(endpoint);
                 return Ok(Remote {
@@ -179,13 +220,6 @@ impl Connector {
                     writer: ConnectionWriter(WriterInner::HttpClient(writer)),
                     connection_id: None,
                 });
-            }
-            Some("wss" | "https") => {
-                return Err(url_error(
-                    "TLS is not built in; put a TLS-terminating proxy in front, or use an SSH \
-                     tunnel to a ws:// or http:// server"
-                        .into(),
-                ));
             }
             _ => return Err(url_error("not a ws:// or http:// URL".into())),
         }
@@ -196,8 +230,7 @@ impl Connector {
                 .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
             request.headers_mut().append(name, value);
         }
-        let stream = TcpStream::connect((host.as_str(), port)).await?;
-        let _ = stream.set_nodelay(true);
+        let stream = NetStream::connect(&host, port, tls.as_ref()).await?;
         let config = websocket_config(self.max_message_size);
         let (ws, response) =
             async_tungstenite::client_async_with_config(request, stream, Some(config))

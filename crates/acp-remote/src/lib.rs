@@ -47,7 +47,9 @@
 //!   process); nothing routes one client's messages to another's connection.
 //! - Handshake timeout (10 s), idle timeout (10 min), connection limit (128), message size
 //!   limit (64 MiB): see [`ServerOptions`].
-//! - TLS is not built in: terminate it in a reverse proxy, or tunnel over SSH.
+//! - TLS with the `tls` feature (rustls): `ServerOptions::with_tls` for the server,
+//!   `wss://` and `https://` URLs for clients (Mozilla roots, or your own with
+//!   `Connector::with_tls`). Without it, terminate TLS in a reverse proxy or tunnel over SSH.
 //!
 //! ```no_run
 //! use acp_remote::{Connector, Server, ServerOptions};
@@ -82,9 +84,11 @@
 mod client;
 mod frames;
 mod http;
+mod net;
 mod options;
 mod server;
 mod streamable;
+mod tls;
 mod transport;
 mod upgrade;
 
@@ -93,6 +97,8 @@ pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
 pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, ServerOptions};
 pub use server::{Connection, ConnectionInfo, Server, ShutdownHandle};
+#[cfg(feature = "tls")]
+pub use tls::{TlsClientConfig, TlsServerConfig};
 pub use transport::{ConnectionReader, ConnectionWriter};
 
 /// The WebSocket library this crate is built on, for [`split`] and custom handshakes.

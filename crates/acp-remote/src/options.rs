@@ -45,6 +45,8 @@ pub struct ServerOptions {
     pub(crate) stream_budget: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authenticator: Option<Authenticator>,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::TlsServerConfig>,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +62,8 @@ impl Default for ServerOptions {
             stream_budget: 16 << 20,
             allowed_origins: Vec::new(),
             authenticator: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -163,6 +167,22 @@ impl ServerOptions {
     ) -> Self {
         self.authenticator = Some(Arc::new(hook));
         self
+    }
+
+    /// Serves TLS only (`wss://`, `https://`), with this certificate (the `tls` feature).
+    /// The TLS handshake counts against the handshake timeout.
+    #[cfg(feature = "tls")]
+    pub fn with_tls(mut self, tls: crate::TlsServerConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Whether the server speaks TLS.
+    pub fn has_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// The path clients connect to.

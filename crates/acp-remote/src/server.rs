@@ -17,6 +17,7 @@ use smol::net::{TcpListener, TcpStream};
 
 use crate::frames::{Activity, Signal};
 use crate::http::{HeadError, RequestHead, read_head, respond};
+use crate::net::NetStream;
 use crate::options::ServerOptions;
 use crate::streamable::{self, HttpConn};
 use crate::transport::{ConnectionReader, ConnectionWriter};
@@ -195,14 +196,21 @@ impl Server {
         self.local_addr
     }
 
-    /// The `ws://` URL clients connect to.
+    /// The `ws://` (`wss://` with TLS) URL clients connect to.
     pub fn url(&self) -> String {
-        format!("ws://{}{}", self.local_addr, self.options.path)
+        let scheme = if self.options.has_tls() { "wss" } else { "ws" };
+        format!("{scheme}://{}{}", self.local_addr, self.options.path)
     }
 
-    /// The `http://` URL of the Streamable HTTP transport (the same endpoint).
+    /// The `http://` (`https://` with TLS) URL of the Streamable HTTP transport (the same
+    /// endpoint).
     pub fn http_url(&self) -> String {
-        format!("http://{}{}", self.local_addr, self.options.path)
+        let scheme = if self.options.has_tls() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}{}", self.local_addr, self.options.path)
     }
 
     /// A handle that stops the server.
@@ -327,6 +335,20 @@ async fn wait_all_gone(shared: &Shared) {
     }
 }
 
+/// The TLS handshake when the server has a certificate (within the handshake timeout).
+async fn secure(tcp: TcpStream, ctx: &ServerCtx) -> Option<NetStream> {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &ctx.options.tls {
+        let timeout = async {
+            Timer::after(ctx.options.handshake_timeout).await;
+            None
+        };
+        return future::or(async { tls.accept(tcp).await.ok() }, timeout).await;
+    }
+    let _ = ctx;
+    Some(NetStream::Plain(tcp))
+}
+
 /// Answers 503 to a client over the socket limit (within the handshake timeout).
 async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
     let answer = async {
@@ -347,7 +369,10 @@ async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
 
 /// One TCP connection: requests one after the other (kept alive between POSTs and DELETEs)
 /// until one takes the socket over (a WebSocket, an SSE stream) or the client leaves.
-async fn run_socket(mut stream: TcpStream, peer: SocketAddr, ctx: &ServerCtx) {
+async fn run_socket(tcp: TcpStream, peer: SocketAddr, ctx: &ServerCtx) {
+    let Some(mut stream) = secure(tcp, ctx).await else {
+        return;
+    };
     let mut buf = Vec::new();
     loop {
         let read =

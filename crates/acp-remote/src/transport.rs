@@ -5,8 +5,8 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::net::NetStream;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
-use smol::net::TcpStream;
 
 use crate::frames::{WsReader, WsWriter};
 use crate::streamable::client::{HttpClientReader, HttpClientWriter};
@@ -23,7 +23,7 @@ pub struct ConnectionReader(pub(crate) ReaderInner);
 
 #[derive(Debug)]
 pub(crate) enum ReaderInner {
-    Ws(WsReader<TcpStream>),
+    Ws(WsReader<NetStream>),
     Http(HttpReader),
     HttpClient(HttpClientReader),
 }
@@ -36,7 +36,7 @@ pub struct ConnectionWriter(pub(crate) WriterInner);
 
 #[derive(Debug)]
 pub(crate) enum WriterInner {
-    Ws(WsWriter<TcpStream>),
+    Ws(WsWriter<NetStream>),
     Http(HttpWriter),
     HttpClient(HttpClientWriter),
 }

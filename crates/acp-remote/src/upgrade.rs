@@ -2,11 +2,11 @@
 
 use std::net::SocketAddr;
 
+use crate::net::NetStream;
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use futures_lite::future;
-use smol::net::TcpStream;
 
 use crate::frames::{Activity, split_with};
 use crate::http::{RequestHead, connection_id, respond};
@@ -21,7 +21,7 @@ pub(crate) fn is_upgrade(head: &RequestHead) -> bool {
 /// Checks the upgrade request, answers 101 (or the refusal), and runs the handler on the
 /// WebSocket until it ends, goes idle, or the server stops.
 pub(crate) async fn serve_websocket(
-    mut stream: TcpStream,
+    mut stream: NetStream,
     leftover: Vec<u8>,
     head: RequestHead,
     peer: SocketAddr,

@@ -31,11 +31,15 @@ usage:
       --allow-origin ORIGIN  allow browsers from ORIGIN (repeatable; default: none)
       --max-connections N    at most N clients at once (default 128)
       --idle-timeout SECS    close connections quiet for SECS (default 600; 0 for never)
+      --tls-cert FILE        serve TLS (wss://, https://) with this PEM certificate chain...
+      --tls-key FILE         ...and this PEM private key (needs the `tls` feature)
   acp-bridge connect URL [OPTIONS]
       Connects stdin and stdout to the remote agent at URL: ws://HOST:PORT/acp (WebSocket) or
       http://HOST:PORT/acp (Streamable HTTP).
       --token TOKEN          send 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
-      --header 'NAME: VALUE' send a header with the upgrade request (repeatable)
+      --header 'NAME: VALUE' send a header with each request (repeatable)
+      --ca FILE              trust only the certificates of this PEM file for wss:// and
+                             https:// (default: the Mozilla roots; needs the `tls` feature)
 ";
 
 /// What is left to a side once the other has finished: the agent's last answers after the
@@ -113,6 +117,7 @@ fn serve(args: &[String]) -> Result<(), Error> {
     let mut listen: SocketAddr = "127.0.0.1:8765".parse().expect("a valid address");
     let mut token = default_token();
     let mut server_options = ServerOptions::default();
+    let (mut tls_cert, mut tls_key) = (None, None);
     let mut rest = options.iter();
     while let Some(option) = rest.next() {
         match option.as_str() {
@@ -123,6 +128,8 @@ fn serve(args: &[String]) -> Result<(), Error> {
                     .map_err(|_| Usage(format!("an IP:PORT address, not {addr:?}")))?;
             }
             "--token" => token = Some(value(option, &mut rest)?),
+            "--tls-cert" => tls_cert = Some(value(option, &mut rest)?),
+            "--tls-key" => tls_key = Some(value(option, &mut rest)?),
             "--allow-origin" => {
                 server_options = server_options.with_allowed_origin(value(option, &mut rest)?);
             }
@@ -147,11 +154,44 @@ fn serve(args: &[String]) -> Result<(), Error> {
     if let Some(token) = token {
         server_options = server_options.with_bearer_token(token);
     }
+    match (tls_cert, tls_key) {
+        (None, None) => {}
+        (Some(cert), Some(key)) => server_options = with_tls(server_options, &cert, &key)?,
+        _ => return Err(Usage("both --tls-cert and --tls-key".into()).into()),
+    }
     let command = AgentCommand::new(program).args(program_args);
     let server = Server::bind(listen, server_options)?;
     eprintln!("acp-bridge: serving {program} at {}", server.url());
     smol::block_on(server.serve(move |connection| bridge(connection, command.clone())))?;
     Ok(())
+}
+
+#[cfg(feature = "tls")]
+fn with_tls(options: ServerOptions, cert: &str, key: &str) -> Result<ServerOptions, Error> {
+    let tls = acp_remote::TlsServerConfig::from_pem_files(cert, key)
+        .map_err(|e| Error::Failed(format!("TLS certificate {cert}, key {key}: {e}")))?;
+    Ok(options.with_tls(tls))
+}
+
+#[cfg(not(feature = "tls"))]
+fn with_tls(_: ServerOptions, _: &str, _: &str) -> Result<ServerOptions, Error> {
+    Err(Error::Failed(
+        "built without TLS (the `tls` feature)".into(),
+    ))
+}
+
+#[cfg(feature = "tls")]
+fn with_ca(connector: Connector, ca: &str) -> Result<Connector, Error> {
+    let tls = acp_remote::TlsClientConfig::with_root_pem_file(ca)
+        .map_err(|e| Error::Failed(format!("certificates {ca}: {e}")))?;
+    Ok(connector.with_tls(tls))
+}
+
+#[cfg(not(feature = "tls"))]
+fn with_ca(_: Connector, _: &str) -> Result<Connector, Error> {
+    Err(Error::Failed(
+        "built without TLS (the `tls` feature)".into(),
+    ))
 }
 
 /// One client: a process of its own, its stdout lines as frames, frames as its stdin lines.
@@ -195,7 +235,7 @@ fn connect(args: &[String]) -> Result<(), Error> {
     let url = rest
         .next()
         .filter(|u| !u.starts_with('-'))
-        .ok_or_else(|| Usage("a ws:// or http:// URL after connect".into()))?;
+        .ok_or_else(|| Usage("a ws(s):// or http(s):// URL after connect".into()))?;
     let mut connector = Connector::new(url.as_str());
     let mut token = default_token();
     while let Some(option) = rest.next() {
@@ -208,6 +248,7 @@ fn connect(args: &[String]) -> Result<(), Error> {
                     .ok_or_else(|| Usage(format!("NAME: VALUE, not {header:?}")))?;
                 connector = connector.with_header(name.trim(), value.trim());
             }
+            "--ca" => connector = with_ca(connector, &value(option, &mut rest)?)?,
             other => return Err(Usage(format!("an option of connect, not {other:?}")).into()),
         }
     }

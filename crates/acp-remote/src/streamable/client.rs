@@ -15,10 +15,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
+use crate::net::NetStream;
 use event_listener::EventListener;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
-use smol::net::TcpStream;
 
 use super::queue::{Budget, ByteQueue};
 use super::{Peek, session_of};
@@ -34,6 +34,7 @@ pub(crate) struct Endpoint {
     pub(crate) path: String,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) max_message_size: usize,
+    pub(crate) tls: Option<crate::tls::ClientTls>,
 }
 
 #[derive(Debug)]
@@ -310,7 +311,8 @@ async fn send(
     headers: &[(String, String)],
     body: &[u8],
 ) -> io::Result<Answer> {
-    let mut stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await?;
+    let mut stream =
+        NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
     let mut request = request_head(endpoint, method, headers, body.len()).into_bytes();
     request.extend_from_slice(body);
     stream.write_all(&request).await?;
@@ -337,8 +339,9 @@ async fn send(
 async fn open_get(
     endpoint: &Endpoint,
     headers: &[(String, String)],
-) -> io::Result<(TcpStream, u16, Body)> {
-    let mut stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await?;
+) -> io::Result<(NetStream, u16, Body)> {
+    let mut stream =
+        NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
     let request = request_head(endpoint, "GET", headers, 0);
     stream.write_all(request.as_bytes()).await?;
     stream.flush().await?;
@@ -347,7 +350,7 @@ async fn open_get(
 }
 
 async fn read_response_head(
-    stream: &mut TcpStream,
+    stream: &mut NetStream,
 ) -> io::Result<(u16, Vec<(String, String)>, Body)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -418,7 +421,7 @@ struct Body {
 
 impl Body {
     /// The next piece of the body; `None` at its end (or when the socket fails).
-    async fn next(&mut self, stream: &mut TcpStream) -> Option<Vec<u8>> {
+    async fn next(&mut self, stream: &mut NetStream) -> Option<Vec<u8>> {
         loop {
             if self.done {
                 return None;

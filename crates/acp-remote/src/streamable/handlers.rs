@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::net::NetStream;
 use futures_lite::{AsyncWriteExt, future};
 use smol::Timer;
-use smol::net::TcpStream;
 
 use super::{HttpConn, HttpReader, HttpWriter, Peek, Refusal};
 use crate::http::{RequestHead, connection_id, read_body, respond, respond_with};
@@ -34,7 +34,7 @@ fn find(head: &RequestHead, ctx: &ServerCtx) -> Result<Arc<HttpConn>, Refusal> {
         .ok_or((404, "unknown Acp-Connection-Id"))
 }
 
-async fn refuse(stream: &mut TcpStream, (status, text): Refusal) {
+async fn refuse(stream: &mut NetStream, (status, text): Refusal) {
     let _ = respond(stream, status, &[], &format!("{text}\n")).await;
 }
 
@@ -42,7 +42,7 @@ async fn refuse(stream: &mut TcpStream, (status, text): Refusal) {
 /// body (200, `Acp-Connection-Id`); anything else is queued for the agent and answered 202,
 /// its answer coming on a GET stream. Returns whether the socket may carry another request.
 pub(crate) async fn handle_post(
-    stream: &mut TcpStream,
+    stream: &mut NetStream,
     buf: &mut Vec<u8>,
     head: RequestHead,
     peer: SocketAddr,
@@ -216,7 +216,7 @@ async fn initialize(
 /// `Acp-Session-Id`. One reader per stream at a time (409 for a second: the RFD has one of
 /// each); messages wait in the stream's queue while nobody reads, within the connection's
 /// budget.
-pub(crate) async fn handle_get(mut stream: TcpStream, head: RequestHead, ctx: &ServerCtx) {
+pub(crate) async fn handle_get(mut stream: NetStream, head: RequestHead, ctx: &ServerCtx) {
     let accepts = head
         .header("accept")
         .is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"));
@@ -244,7 +244,7 @@ pub(crate) async fn handle_get(mut stream: TcpStream, head: RequestHead, ctx: &S
 
 /// Writes each message of `queue` as an SSE event (one chunk each) until the queue ends.
 async fn pump(
-    stream: &mut TcpStream,
+    stream: &mut NetStream,
     conn: &HttpConn,
     queue: &super::queue::ByteQueue,
     ctx: &ServerCtx,
@@ -278,7 +278,7 @@ async fn pump(
     }
 }
 
-async fn write_chunk(stream: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
+async fn write_chunk(stream: &mut NetStream, data: &[u8]) -> std::io::Result<()> {
     let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
     chunk.extend_from_slice(data);
     chunk.extend_from_slice(b"\r\n");
@@ -286,7 +286,7 @@ async fn write_chunk(stream: &mut TcpStream, data: &[u8]) -> std::io::Result<()>
     stream.flush().await
 }
 
-async fn write_last_chunk(stream: &mut TcpStream) -> std::io::Result<()> {
+async fn write_last_chunk(stream: &mut NetStream) -> std::io::Result<()> {
     stream.write_all(b"0\r\n\r\n").await?;
     stream.flush().await
 }
@@ -294,7 +294,7 @@ async fn write_last_chunk(stream: &mut TcpStream) -> std::io::Result<()> {
 /// `DELETE /acp`: ends the connection (its agent, its streams). Returns whether the socket
 /// may carry another request.
 pub(crate) async fn handle_delete(
-    stream: &mut TcpStream,
+    stream: &mut NetStream,
     head: &RequestHead,
     ctx: &ServerCtx,
 ) -> bool {
