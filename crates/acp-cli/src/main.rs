@@ -292,8 +292,15 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentComm
         }
     }
     let terminals = render::Terminals::new();
+    // Boolean config options are set with `--config NAME=true`, and every update kind is
+    // shown, notices included: both are advertised.
+    let session: acp_types::ClientSessionCapabilities = serde_json::from_value(
+        serde_json::json!({"configOptions": {"boolean": {}}, "notices": {}}),
+    )
+    .expect("valid capabilities");
     let options = ClientOptions::default()
         .with_info("acp", env!("CARGO_PKG_VERSION"))
+        .with_capabilities(acp_types::ClientCapabilities::new().with_session(session))
         .with_file_system(FsHost::new())
         .with_terminals(terminals.host())
         .with_connection_options(connection);

@@ -48,6 +48,12 @@ pub(crate) enum Breach {
         what: String,
         capability: &'static str,
     },
+    /// A use the sending side may only make when it advertised `capability` itself (a
+    /// client setting a boolean config option).
+    SenderDidNotAdvertise {
+        what: String,
+        capability: &'static str,
+    },
     /// Breaks a rule whatever was advertised.
     Invalid(String),
 }
@@ -70,6 +76,9 @@ impl Breach {
                 method: what,
                 capability,
             },
+            Breach::SenderDidNotAdvertise { what, capability } => Error::Invalid(format!(
+                "{what} needs this side's own `{capability}` capability, which it does not advertise"
+            )),
             Breach::Invalid(message) => Error::Invalid(message),
         }
     }
@@ -87,6 +96,9 @@ impl Breach {
             Breach::UnadvertisedUse { what, capability } => Error::invalid_params(format!(
                 "{what} needs `{capability}`, which this {receiver} does not advertise"
             )),
+            Breach::SenderDidNotAdvertise { what, capability } => Error::invalid_params(format!(
+                "{what} needs `{capability}`, which the sender did not advertise"
+            )),
             Breach::Invalid(message) => Error::invalid_params(message),
         }
     }
@@ -97,6 +109,10 @@ impl std::fmt::Display for Breach {
         match self {
             Breach::UnadvertisedMethod { method, capability }
             | Breach::UnadvertisedUse {
+                what: method,
+                capability,
+            }
+            | Breach::SenderDidNotAdvertise {
                 what: method,
                 capability,
             } => write!(f, "{method} needs `{capability}`, which was not advertised"),
@@ -305,10 +321,10 @@ pub(crate) fn config_value(
     if matches!(request.kind, SetSessionConfigOptionRequestKind::Boolean(_))
         && !boolean_config_options(client)
     {
-        return Err(Breach::unadvertised_use(
-            format!("setting `{}` to a boolean", request.config_id),
-            "session.configOptions.boolean",
-        ));
+        return Err(Breach::SenderDidNotAdvertise {
+            what: format!("setting `{}` to a boolean", request.config_id),
+            capability: "session.configOptions.boolean",
+        });
     }
     let Some(options) = options else {
         return Err(Breach::Invalid(format!(
