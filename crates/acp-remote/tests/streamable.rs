@@ -217,6 +217,19 @@ fn status_codes_follow_the_rfd() {
         assert!(within("the end", first.next()).await.is_none());
         assert_eq!(send(addr, "PUT", &c, "").await.status, 405);
 
+        // Bodies: a length is required, and bounded by the message limit.
+        let chunked = [
+            ("Content-Type", "application/json"),
+            ("Transfer-Encoding", "chunked"),
+        ];
+        assert_eq!(send(addr, "POST", &chunked, "").await.status, 411);
+        let huge = raw_http(
+            addr,
+            "POST /acp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 999999999\r\n\r\n",
+        )
+        .await;
+        assert!(huge.starts_with("HTTP/1.1 413"), "{huge}");
+
         shutdown.shutdown();
         within("the server", server).await;
     });

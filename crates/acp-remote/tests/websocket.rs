@@ -295,3 +295,28 @@ fn connections_over_the_limit_are_answered_503() {
         within("the server", server).await;
     });
 }
+
+/// A client that connects and says nothing is dropped after the handshake timeout, and one
+/// that sends a head too large gets 431.
+#[test]
+fn silent_and_oversized_requests_are_dropped() {
+    smol::block_on(async {
+        let options = ServerOptions::default().with_handshake_timeout(Duration::from_millis(200));
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let addr = server.local_addr();
+        let shutdown = server.shutdown_handle();
+        let task = smol::spawn(server.serve(|_| async {}));
+
+        use futures_lite::AsyncReadExt;
+        let mut silent = smol::net::TcpStream::connect(addr).await.unwrap();
+        let mut rest = Vec::new();
+        let read = within("the silent client's end", silent.read_to_end(&mut rest)).await;
+        assert!(read.is_err() || rest.is_empty(), "{rest:?}");
+
+        let huge = format!("GET /acp HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+        assert!(raw_http(addr, &huge).await.starts_with("HTTP/1.1 431"));
+
+        shutdown.shutdown();
+        within("the server", task).await.unwrap();
+    });
+}
