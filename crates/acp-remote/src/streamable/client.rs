@@ -47,7 +47,53 @@ struct Shared {
     streams: Mutex<HashSet<String>>,
     /// The agent's requests asked in a session: our answers name it.
     asked_in: Mutex<HashMap<String, String>>,
+    /// Cookies the server set, sent back on every request of the connection (the RFD requires
+    /// it, for sticky sessions behind load balancers).
+    cookies: Mutex<CookieJar>,
     ended: Signal,
+}
+
+/// The cookies of one connection: names and values only (the connection is one endpoint and
+/// short-lived, so paths, domains and expiry dates do not matter; `Max-Age=0` removes).
+#[derive(Debug, Default)]
+struct CookieJar(Vec<(String, String)>);
+
+impl CookieJar {
+    /// Takes in the `Set-Cookie` headers of an answer.
+    fn update(&mut self, headers: &[(String, String)]) {
+        for (_, value) in headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+        {
+            let mut parts = value.split(';');
+            let Some((name, cookie)) = parts.next().and_then(|p| p.split_once('=')) else {
+                continue;
+            };
+            let (name, cookie) = (name.trim(), cookie.trim());
+            if name.is_empty() {
+                continue;
+            }
+            let removed = parts.any(|a| {
+                let a = a.trim().to_ascii_lowercase();
+                a == "max-age=0" || a.starts_with("max-age=-")
+            });
+            self.0.retain(|(n, _)| n != name);
+            if !removed && self.0.len() < 64 {
+                self.0.push((name.to_owned(), cookie.to_owned()));
+            }
+        }
+    }
+
+    /// The `Cookie` header to send, if any.
+    fn header(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| {
+            self.0
+                .iter()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -64,6 +110,7 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
         outbound: ByteQueue::new(Budget::new(budget)),
         streams: Mutex::default(),
         asked_in: Mutex::default(),
+        cookies: Mutex::default(),
         ended: Signal::default(),
     });
     let poster = shared.clone();
@@ -144,6 +191,9 @@ impl Shared {
         if let Some(session) = session {
             headers.push(("Acp-Session-Id".into(), session.to_owned()));
         }
+        if let Some(cookies) = lock(&self.cookies).header() {
+            headers.push(("Cookie".into(), cookies));
+        }
         headers
     }
 }
@@ -168,7 +218,10 @@ async fn post_all(shared: &Arc<Shared>) {
         }
         let headers = shared.headers(session.as_deref());
         let answer = match send(&shared.endpoint, "POST", &headers, &message).await {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                lock(&shared.cookies).update(&answer.headers);
+                answer
+            }
             Err(error) => {
                 shared.fail(&peek, 0, &error.to_string()).await;
                 if initialize {
@@ -206,9 +259,12 @@ async fn post_all(shared: &Arc<Shared>) {
 async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
     let mut headers = shared.headers(session.as_deref());
     headers.push(("Accept".into(), "text/event-stream".into()));
-    let Ok((mut stream, status, mut body)) = open_get(&shared.endpoint, &headers).await else {
+    let Ok((mut stream, status, answer_headers, mut body)) =
+        open_get(&shared.endpoint, &headers).await
+    else {
         return;
     };
+    lock(&shared.cookies).update(&answer_headers);
     if status != 200 {
         return;
     }
@@ -339,14 +395,14 @@ async fn send(
 async fn open_get(
     endpoint: &Endpoint,
     headers: &[(String, String)],
-) -> io::Result<(NetStream, u16, Body)> {
+) -> io::Result<(NetStream, u16, Vec<(String, String)>, Body)> {
     let mut stream =
         NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
     let request = request_head(endpoint, "GET", headers, 0);
     stream.write_all(request.as_bytes()).await?;
     stream.flush().await?;
-    let (status, _, body) = read_response_head(&mut stream).await?;
-    Ok((stream, status, body))
+    let (status, headers, body) = read_response_head(&mut stream).await?;
+    Ok((stream, status, headers, body))
 }
 
 async fn read_response_head(
@@ -606,5 +662,28 @@ impl AsyncWrite for HttpClientWriter {
 impl Drop for HttpClientWriter {
     fn drop(&mut self) {
         self.shared.outbound.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CookieJar;
+
+    fn set(value: &str) -> Vec<(String, String)> {
+        vec![("Set-Cookie".into(), value.into())]
+    }
+
+    #[test]
+    fn cookies_are_kept_replaced_and_removed() {
+        let mut jar = CookieJar::default();
+        assert_eq!(jar.header(), None);
+        jar.update(&set("route=a1; Path=/; HttpOnly"));
+        jar.update(&set("lb=x"));
+        assert_eq!(jar.header().unwrap(), "route=a1; lb=x");
+        jar.update(&set("route=b2"));
+        assert_eq!(jar.header().unwrap(), "lb=x; route=b2");
+        jar.update(&set("lb=; Max-Age=0"));
+        jar.update(&set("garbage"));
+        assert_eq!(jar.header().unwrap(), "route=b2");
     }
 }
