@@ -161,7 +161,11 @@ fn serve(args: &[String]) -> Result<(), Error> {
     }
     let command = AgentCommand::new(program).args(program_args);
     let server = Server::bind(listen, server_options)?;
-    eprintln!("acp-bridge: serving {program} at {}", server.url());
+    eprintln!(
+        "acp-bridge: serving {program} at {} (WebSocket) and {} (Streamable HTTP)",
+        server.url(),
+        server.http_url()
+    );
     smol::block_on(server.serve(move |connection| bridge(connection, command.clone())))?;
     Ok(())
 }
