@@ -280,7 +280,10 @@ impl Server {
                 let _live = live;
                 let _socket = socket;
                 if busy {
-                    refuse_busy(stream, &ctx.options).await;
+                    // Over TLS a plain answer would be noise: just close.
+                    if !ctx.options.has_tls() {
+                        refuse_busy(stream, &ctx.options).await;
+                    }
                 } else {
                     run_socket(stream, peer, &ctx).await;
                 }
