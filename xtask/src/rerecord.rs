@@ -7,10 +7,9 @@
 //!    with `INSTA_UPDATE=always` (insta then writes each changed snapshot in place and passes).
 //!    `--no-fail-fast`, so that one failing test binary does not keep the others' snapshots
 //!    old.
-//!
-//! Doctests are not run: their snapshots are inline (in docs/testing.md, the READMEs and the
-//! crate docs), which insta cannot update inside a doctest; `cargo test --workspace` shows the
-//! new text of any that changed.
+//! 3. The doctests are run last, only to name those that fail: their snapshots are inline (in
+//!    docs/testing.md, the READMEs and the crate docs), which insta cannot update inside a
+//!    doctest, so they are updated by hand.
 
 use crate::project_root;
 use std::path::Path;
@@ -30,10 +29,12 @@ codegen` (or any deliberate change of what goes on the wire):
      --lib --bins --test ... (every test target but acp-runtime's `hostile`, a stress test
      of minutes that records nothing)
 
+  3. the doctests of those crates, only to name the ones that fail: their transcripts are
+     inline (docs/testing.md, the READMEs, the crate docs), which insta cannot rewrite in a
+     doctest; `cargo test --doc -p CRATE` shows the new text, to paste in by hand
+
 Fails when a test still fails once everything is re-recorded (a failure that is not a
-snapshot: look at it). Doctests are left out: their transcripts are inline, in docs/testing.md,
-the READMEs and the crate docs; `cargo test --workspace` shows the new text of each that
-changed, to paste in by hand. Review everything with `git diff`.
+snapshot: look at it). Review everything with `git diff`.
 
 Usage: cargo xtask rerecord
 
@@ -85,12 +86,48 @@ pub fn run(args: &[String]) -> Result<(), String> {
              (not a file snapshot): look at them"
         )
     })?;
+    let doctests = failing_doctests()?;
     println!(
-        "rerecord: done ({fixtures:.0?} fixtures, {snapshots:.0?} snapshots). Doctests were not \
-         run: `cargo test --workspace` shows the new text of any inline transcript that changed \
-         (docs/testing.md, READMEs, crate docs). Review with `git diff`."
+        "rerecord: done ({fixtures:.0?} fixtures, {snapshots:.0?} snapshots). Review with `git diff`."
     );
+    if !doctests.is_empty() {
+        println!(
+            "{} doctest(s) fail, most likely on an inline transcript that changed; insta cannot \
+             rewrite a doctest, so update them by hand (`cargo test --doc -p CRATE` prints the \
+             new text):",
+            doctests.len()
+        );
+        for doctest in &doctests {
+            println!("  {doctest}");
+        }
+    }
     Ok(())
+}
+
+/// The doctests of [`SNAPSHOT_CRATES`] that fail, as cargo names them. Their output is kept
+/// out of the way: this only points at them.
+fn failing_doctests() -> Result<Vec<String>, String> {
+    let mut doctests = cargo(&["test", "--doc", "--no-fail-fast"]);
+    for krate in SNAPSHOT_CRATES {
+        doctests.args(["-p", krate]);
+    }
+    eprintln!("==> running the doctests, which are updated by hand");
+    let output = doctests
+        .output()
+        .map_err(|e| format!("running the doctests: {e}"))?;
+    let failing: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("test ")?.strip_suffix(" ... FAILED"))
+        .map(str::to_owned)
+        .collect();
+    if failing.is_empty() && !output.status.success() {
+        // Not one failing doctest, yet a failure: they did not compile.
+        return Err(format!(
+            "the doctests did not build:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(failing)
 }
 
 /// Test targets left out: not recorded, and not about the schema. `hostile` runs misbehaving

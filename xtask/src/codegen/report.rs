@@ -63,9 +63,8 @@ pub fn render(changed: &[String], moved: &[Moved]) -> String {
         w,
         "\nNext:\n  \
          cargo xtask rerecord     re-record the transcript fixtures and insta snapshots that \
-         depend on the schema\n  \
-         cargo test --workspace   everything, doctests included: a doctest whose inline \
-         transcript changed shows the new one; paste it in by hand\n  \
+         depend on the schema; it names the doctests whose inline transcripts need a hand edit\n  \
+         cargo test --workspace   everything\n  \
          git diff                 review the generated code, fixtures/transcripts/ and the \
          snapshots/ directories"
     );
