@@ -182,6 +182,7 @@ impl Server {
             ));
         }
         let listener = std::net::TcpListener::bind(addr)?;
+        deepen_backlog(&listener);
         let local_addr = listener.local_addr()?;
         Ok(Server {
             listener: TcpListener::try_from(listener)?,
@@ -321,6 +322,24 @@ impl Server {
         }
     }
 }
+
+/// How many connections may wait to be accepted. std listens with 128: a burst of clients
+/// beyond that (a Streamable HTTP client opens several sockets at once) has its SYNs dropped
+/// and retried a second later.
+const BACKLOG: i32 = 1024;
+
+#[cfg(unix)]
+fn deepen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` on a socket this function borrows, already bound and listening; calling
+    // it again only changes the backlog (capped by the system). A failure leaves it at 128.
+    unsafe {
+        libc::listen(listener.as_raw_fd(), BACKLOG);
+    }
+}
+
+#[cfg(not(unix))]
+fn deepen_backlog(_: &std::net::TcpListener) {}
 
 pub(crate) fn lock_http(
     shared: &Shared,

@@ -15,12 +15,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use crate::net::NetStream;
 use event_listener::EventListener;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
-use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
+use futures_lite::future;
 
 use super::queue::{Budget, ByteQueue};
+use super::wire::{Poster, open_get};
 use super::{Peek, session_of};
 use crate::frames::Signal;
 
@@ -200,6 +200,7 @@ impl Shared {
 
 /// POSTs each message of the outbound queue, in order; a `DELETE` at the end.
 async fn post_all(shared: &Arc<Shared>) {
+    let mut poster = Poster::default();
     while let Some(message) = shared.outbound.pop().await {
         let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) else {
             continue;
@@ -217,7 +218,10 @@ async fn post_all(shared: &Arc<Shared>) {
             shared.open_stream(Some(session.clone()));
         }
         let headers = shared.headers(session.as_deref());
-        let answer = match send(&shared.endpoint, "POST", &headers, &message).await {
+        let answer = match poster
+            .send(&shared.endpoint, "POST", &headers, &message)
+            .await
+        {
             Ok(answer) => {
                 lock(&shared.cookies).update(&answer.headers);
                 answer
@@ -251,7 +255,8 @@ async fn post_all(shared: &Arc<Shared>) {
         }
     }
     if lock(&shared.connection_id).is_some() {
-        let _ = send(&shared.endpoint, "DELETE", &shared.headers(None), b"").await;
+        let headers = shared.headers(None);
+        let _ = poster.send(&shared.endpoint, "DELETE", &headers, b"").await;
     }
 }
 
@@ -320,219 +325,6 @@ fn event_data(event: &[u8]) -> Option<Vec<u8>> {
         .collect();
     let joined = data.join("\n");
     (!joined.trim().is_empty()).then(|| joined.into_bytes())
-}
-
-/// An answer to a POST or DELETE.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-fn request_head(
-    endpoint: &Endpoint,
-    method: &str,
-    headers: &[(String, String)],
-    len: usize,
-) -> String {
-    let mut head = format!(
-        "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-        endpoint.path, endpoint.authority
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if method == "POST" {
-        head.push_str(&format!(
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {len}\r\n"
-        ));
-    }
-    head.push_str("\r\n");
-    head
-}
-
-/// One request on a TCP connection of its own; the whole answer.
-async fn send(
-    endpoint: &Endpoint,
-    method: &str,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> io::Result<Answer> {
-    let mut stream =
-        NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
-    let mut request = request_head(endpoint, method, headers, body.len()).into_bytes();
-    request.extend_from_slice(body);
-    stream.write_all(&request).await?;
-    stream.flush().await?;
-    let (status, answer_headers, mut reader) = read_response_head(&mut stream).await?;
-    let mut body = Vec::new();
-    while let Some(data) = reader.next(&mut stream).await {
-        body.extend_from_slice(&data);
-        if body.len() > endpoint.max_message_size {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "answer too large",
-            ));
-        }
-    }
-    Ok(Answer {
-        status,
-        headers: answer_headers,
-        body,
-    })
-}
-
-/// Opens a GET; returns the socket, the status and the body's reader.
-async fn open_get(
-    endpoint: &Endpoint,
-    headers: &[(String, String)],
-) -> io::Result<(NetStream, u16, Vec<(String, String)>, Body)> {
-    let mut stream =
-        NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
-    let request = request_head(endpoint, "GET", headers, 0);
-    stream.write_all(request.as_bytes()).await?;
-    stream.flush().await?;
-    let (status, headers, body) = read_response_head(&mut stream).await?;
-    Ok((stream, status, headers, body))
-}
-
-async fn read_response_head(
-    stream: &mut NetStream,
-) -> io::Result<(u16, Vec<(String, String)>, Body)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut response = httparse::Response::new(&mut headers);
-        match response.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                let status = response.code.unwrap_or(0);
-                let headers: Vec<(String, String)> = response
-                    .headers
-                    .iter()
-                    .filter_map(|h| {
-                        Some((
-                            h.name.to_owned(),
-                            std::str::from_utf8(h.value).ok()?.to_owned(),
-                        ))
-                    })
-                    .collect();
-                let find = |name: &str| {
-                    headers
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                        .map(|(_, v)| v.trim().to_ascii_lowercase())
-                };
-                let kind = if find("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
-                    BodyKind::Chunked
-                } else if let Some(len) = find("content-length").and_then(|l| l.parse().ok()) {
-                    BodyKind::Length(len)
-                } else {
-                    BodyKind::UntilClose
-                };
-                let body = Body {
-                    buf: buf.split_off(len),
-                    kind,
-                    done: false,
-                };
-                return Ok((status, headers, body));
-            }
-            Ok(httparse::Status::Partial) if buf.len() < 64 * 1024 => {}
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "bad HTTP answer",
-                ));
-            }
-        }
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-enum BodyKind {
-    Chunked,
-    Length(usize),
-    UntilClose,
-}
-
-/// A response body, decoded as it arrives.
-struct Body {
-    buf: Vec<u8>,
-    kind: BodyKind,
-    done: bool,
-}
-
-impl Body {
-    /// The next piece of the body; `None` at its end (or when the socket fails).
-    async fn next(&mut self, stream: &mut NetStream) -> Option<Vec<u8>> {
-        loop {
-            if self.done {
-                return None;
-            }
-            match &mut self.kind {
-                BodyKind::Length(left) => {
-                    if *left == 0 {
-                        self.done = true;
-                        return None;
-                    }
-                    if !self.buf.is_empty() {
-                        let n = self.buf.len().min(*left);
-                        *left -= n;
-                        let rest = self.buf.split_off(n);
-                        return Some(std::mem::replace(&mut self.buf, rest));
-                    }
-                }
-                BodyKind::UntilClose => {
-                    if !self.buf.is_empty() {
-                        return Some(std::mem::take(&mut self.buf));
-                    }
-                }
-                BodyKind::Chunked => {
-                    if let Some(line_end) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                        let size = std::str::from_utf8(&self.buf[..line_end])
-                            .ok()
-                            .and_then(|s| {
-                                usize::from_str_radix(s.split(';').next()?.trim(), 16).ok()
-                            });
-                        let Some(size) = size else {
-                            self.done = true;
-                            return None;
-                        };
-                        if size == 0 {
-                            self.done = true;
-                            return None;
-                        }
-                        if self.buf.len() >= line_end + 2 + size + 2 {
-                            let data = self.buf[line_end + 2..line_end + 2 + size].to_vec();
-                            self.buf.drain(..line_end + 2 + size + 2);
-                            return Some(data);
-                        }
-                    }
-                }
-            }
-            let mut chunk = [0u8; 16 * 1024];
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    return None;
-                }
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    }
 }
 
 /// The runtime's input on a Streamable HTTP client connection: the answer to `initialize`,

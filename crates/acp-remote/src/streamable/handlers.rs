@@ -22,6 +22,9 @@ const SESSION_ID: &str = "acp-session-id";
 /// How often an idle SSE stream gets a comment, so that proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// Up to how many bytes of queued events one write carries.
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// The connection a request names, if it exists and the request may use it: 400 without the
 /// header, 404 for an unknown id (or one opened with other credentials: the same answer, so
 /// that an id reveals nothing).
@@ -262,14 +265,31 @@ async fn pump(
         match future::or(next, future::or(keep_alive, stopped)).await {
             None => write_chunk(stream, b":\n\n").await?,
             Some(None) => return write_last_chunk(stream).await,
-            Some(Some(message)) => {
-                let mut event = Vec::with_capacity(message.len() + 8);
-                event.extend_from_slice(b"data: ");
-                event.extend_from_slice(&message);
-                event.extend_from_slice(b"\n\n");
-                if let Err(error) = write_chunk(stream, &event).await {
-                    // Not delivered: the next reader of this stream gets it.
-                    queue.unpop(message);
+            Some(Some(first)) => {
+                // What is queued already goes out in the same write: a burst of updates costs
+                // one system call, not one each.
+                let mut messages = vec![first];
+                let mut size = messages[0].len();
+                while size < BATCH_BYTES {
+                    match future::poll_once(queue.pop()).await {
+                        Some(Some(message)) => {
+                            size += message.len();
+                            messages.push(message);
+                        }
+                        _ => break,
+                    }
+                }
+                let mut events = Vec::with_capacity(size + 8 * messages.len());
+                for message in &messages {
+                    events.extend_from_slice(b"data: ");
+                    events.extend_from_slice(message);
+                    events.extend_from_slice(b"\n\n");
+                }
+                if let Err(error) = write_chunk(stream, &events).await {
+                    // Not delivered: the next reader of this stream gets them, in order.
+                    for message in messages.into_iter().rev() {
+                        queue.unpop(message);
+                    }
                     return Err(error);
                 }
                 conn.activity.touch();

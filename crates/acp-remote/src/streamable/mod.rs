@@ -10,6 +10,7 @@
 pub(crate) mod client;
 mod handlers;
 mod queue;
+mod wire;
 
 pub(crate) use handlers::{handle_delete, handle_get, handle_post};
 
