@@ -15,6 +15,7 @@ use crate::handler::{Handler, LocalHandler};
 
 /// Creates connections. See the [crate documentation](crate) for the whole
 /// picture, including what closing and dropping do.
+#[derive(Debug)]
 pub enum Connection {}
 
 impl Connection {

@@ -177,7 +177,7 @@
 //! |---|---|---|
 //! | span `connection`, one per connection, entered while its driver is polled | `INFO` | `connection` (a number, to tell connections apart) |
 //! | span `request`, one per request either way; a handler runs inside the span of its request | `DEBUG` | `direction` (`in`: the peer's, `out`: ours), `method`, `id` |
-//! | event `received` / `sent`, one per message, in its request's span | `DEBUG` | `direction`, `kind` (`request`, `notification`, `response`), `method` (a response's is its request's), `id`, `bytes` (the line, without `\n`), `duration_us` (responses: since the request was received, or queued by us) |
+//! | event `received` / `sent`, one per message: a request's and its response's in the request's span, a notification's in the connection's | `DEBUG` | `direction`, `kind` (`request`, `notification`, `response`), `method` (a response's is its request's), `id`, `bytes` (the line, without `\n`), `duration_us` (responses: since the request was received, or queued by us) |
 //! | the same for a response carrying an error | `WARN` | also `error_code`, `error_message` |
 //! | event `no response`: our request was cancelled, or the connection closed first | `DEBUG` | `method`, `id`, `reason` |
 //! | every [`Problem`] (malformed, refused or unanswered messages, panics), a response dropped because the connection closed, a connection that failed | `WARN` | the problem as the message |

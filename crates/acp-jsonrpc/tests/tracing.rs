@@ -325,3 +325,72 @@ fn a_request_an_error_and_a_notification_are_traced_on_both_sides() {
         assert_eq!(closed.count(), 1);
     }
 }
+
+/// Answers each request once the test opens the gate.
+struct Gate(async_channel::Receiver<()>);
+
+impl Handler for Gate {
+    async fn request(&self, _: IncomingRequest, responder: Responder) {
+        let _ = self.0.recv().await;
+        responder.respond_ok(&());
+    }
+}
+
+#[test]
+fn a_refused_request_is_a_warning_on_both_sides() {
+    let capture = Capture::default();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let (open, gate) = async_channel::unbounded();
+        let (client_end, server_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+        let (client, client_driver) = Connection::new(
+            client_end.reader,
+            client_end.writer,
+            (),
+            ConnectionOptions::default(),
+        );
+        let (_server, server_driver) = Connection::new(
+            server_end.reader,
+            server_end.writer,
+            Gate(gate),
+            ConnectionOptions::default().with_max_in_flight_requests(1),
+        );
+        smol::block_on(async {
+            let calls = async {
+                // Polled in this order on one thread, so they go out in this order: the first
+                // holds the server's only slot until the gate opens, the second is refused.
+                let first = client.request::<(), _>("wait", &());
+                let second = async {
+                    let refused = client.request::<(), _>("wait", &()).await;
+                    open.send(()).await.unwrap();
+                    refused
+                };
+                let (first, second) = smol::future::zip(first, second).await;
+                first.unwrap();
+                second.unwrap_err();
+                client.close();
+            };
+            let (drivers, ()) =
+                smol::future::zip(smol::future::zip(client_driver, server_driver), calls).await;
+            drivers.0.unwrap();
+            drivers.1.unwrap();
+        });
+    });
+
+    let refused = capture.event(&[(
+        "message",
+        "refused request 1: 1 requests are already in flight",
+    )]);
+    assert_eq!(refused.level, Level::WARN);
+    // The server's answer, and the client's view of it: warnings with the error code.
+    let answer = capture.event(&[("direction", "out"), ("kind", "response"), ("id", "1")]);
+    assert_eq!(answer.level, Level::WARN);
+    assert_eq!(answer.field("error_code"), Some("-32603"));
+    let received = capture.event(&[("direction", "in"), ("kind", "response"), ("id", "1")]);
+    assert_eq!(received.level, Level::WARN);
+    assert_eq!(received.field("method"), Some("wait"));
+    assert_eq!(received.field("error_code"), Some("-32603"));
+    // The first request was answered normally.
+    let answered = capture.event(&[("direction", "in"), ("kind", "response"), ("id", "0")]);
+    assert_eq!(answered.level, Level::DEBUG);
+    assert_eq!(answered.field("error_code"), None);
+}
