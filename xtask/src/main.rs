@@ -140,7 +140,9 @@ pub fn project_root() -> PathBuf {
 /// How generated files are written: for real, or only compared (`--check`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Mode {
+    /// Write the files that differ.
     Write,
+    /// Write nothing; a file that differs is an error (`--check`).
     Check,
 }
 
