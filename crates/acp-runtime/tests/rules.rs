@@ -129,8 +129,8 @@ async fn prompt_report(peer: &mut RawPeer, id: i64, session: &Value, text: &str)
     let messages = peer.recv_until_response(id).await;
     messages
         .iter()
-        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
-        .last()
+        .rev()
+        .find_map(|m| m["params"]["update"]["content"]["text"].as_str())
         .unwrap_or_default()
         .to_owned()
 }
