@@ -103,6 +103,8 @@
 //!
 //! - `unstable`: the types of the schema's unstable superset (`schema.unstable.json`) instead of
 //!   the stable schema.
+//! - `models`: [`models`], the seed-era model selection (`session/set_model`, `models` in
+//!   session answers) that agents still send, typed from the `2025-10` schema pin.
 
 mod helpers;
 mod methods;
@@ -111,6 +113,38 @@ pub mod support;
 #[cfg_attr(not(feature = "unstable"), path = "generated/stable.rs")]
 #[cfg_attr(feature = "unstable", path = "generated/unstable.rs")]
 mod generated;
+
+/// The seed-era model selection (feature `models`), generated from the `2025-10` schema pin
+/// (`@agentclientprotocol/sdk` 0.4.9): `session/set_model` ([`SetSessionModelRequest`](models::SetSessionModelRequest)) and the
+/// `models` member of `session/new` and `session/load` answers
+/// ([`SessionModels`](models::SessionModels), a [`SessionModelState`](models::SessionModelState)).
+///
+/// The current schema has neither: an agent offers its models as a config option of category
+/// [`SessionConfigOptionCategory::Model`], set with `session/set_config_option`. Several agents
+/// still send `models`; read it from a whole answer with [`SessionModels`](models::SessionModels):
+///
+/// ```
+/// use acp_types::models::{SessionModels, SetSessionModelRequest};
+/// use acp_types::{Method, NewSessionResponse};
+///
+/// let answer = r#"{"sessionId":"s1","models":{"currentModelId":"fast",
+///     "availableModels":[{"modelId":"fast","name":"Fast"},{"modelId":"deep","name":"Deep"}]}}"#;
+/// let response: NewSessionResponse = serde_json::from_str(answer).unwrap();
+/// let models = serde_json::from_str::<SessionModels>(answer).unwrap().models.unwrap();
+/// assert_eq!(response.session_id.as_str(), "s1");
+/// assert_eq!(models.current_model_id.as_str(), "fast");
+/// assert_eq!(models.available_models.len(), 2);
+///
+/// let request = SetSessionModelRequest::new("deep", "s1");
+/// assert_eq!(SetSessionModelRequest::METHOD, "session/set_model");
+/// assert_eq!(
+///     serde_json::to_string(&request).unwrap(),
+///     r#"{"modelId":"deep","sessionId":"s1"}"#
+/// );
+/// ```
+#[cfg(feature = "models")]
+#[path = "generated/models.rs"]
+pub mod models;
 
 pub use generated::*;
 pub use methods::*;

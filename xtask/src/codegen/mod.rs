@@ -8,6 +8,7 @@
 pub mod emit;
 pub mod json;
 pub mod model;
+pub mod models;
 pub mod report;
 pub mod source;
 pub mod strategies;
@@ -78,6 +79,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         if ensure_file_contents(&project_root().join(strategies_file), &strategies, mode)? {
             changed.push(strategies_file.to_string());
         }
+    }
+    // `acp_types::models` (feature `models`), from the seed-era pin: see models.rs.
+    if models::run(mode)? {
+        changed.push(models::OUTPUT.to_string());
     }
     if mode == Mode::Write {
         print!("{}", report::render(&changed, &moved));
