@@ -54,6 +54,8 @@ use futures_lite::{AsyncBufRead, AsyncWrite};
 
 mod dispatch;
 mod handler;
+#[cfg(feature = "unstable-models")]
+mod models;
 mod options;
 mod session;
 mod state;

@@ -46,6 +46,8 @@ mod connect;
 mod dispatch;
 mod handle;
 mod handler;
+#[cfg(feature = "unstable-models")]
+mod models;
 mod options;
 mod session;
 mod spawned;

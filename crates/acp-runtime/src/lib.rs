@@ -95,11 +95,35 @@
 //! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
 //! | `unstable-plans` | `plan_update`, `plan_removed` updates | `SessionClient::plan_update`, `plan_removed` | [`client::PromptTurn::next`] | client's `plan` | `tests/unstable.rs` |
 //! | `unstable-subagents` | `subagent_update`, `session_message`, `session_message_chunk` updates | `SessionClient::subagent_update`, `session_message`, `session_message_chunk` | [`client::PromptTurn::next`] | client's `subagents` | `tests/rules.rs` (rule), types in acp-types |
+//! | `unstable-models` (seed-era, turns on `acp-types/models` only) | `session/set_model`, `models` in session answers | `Agent::set_model`; `ClientHandle::offer_models`, `SessionClient::offer_models` | `Session::models`, `Session::set_model` (refused with [`Error::Invalid`] for a model the session did not advertise) | the session's `models` | `tests/models.rs` |
 //!
 //! An update kind the client did not advertise is refused by the agent's runtime before it
 //! is sent, and reported (not dropped) by the client's runtime when a peer sends it anyway.
 //! `PromptResponse.usage`, the unstable capabilities (system prompt, subagents, plans) and
 //! the unstable update payloads are fields of [`acp_types`]' unstable types.
+//!
+//! # Models and config options
+//!
+//! The seeds' model selection (`models` with `availableModels` and `currentModelId` in the
+//! `session/new` and `session/load` answers, switched with `session/set_model`) is gone from
+//! the current schema: an agent offers its models as a session config option of category
+//! `model` ([`acp_types::SessionConfigOptionCategory::Model`]), a select, set with
+//! `session/set_config_option`. Agents still send `models`, so feature `unstable-models` types
+//! it from the seed-era schema pin ([`acp_types`]' `models` module). The two map one to one:
+//!
+//! | seed-era `models` | config option of category `model` |
+//! |---|---|
+//! | `availableModels[]`: `modelId`, `name`, `description` | the select's `options[]`: `value`, `name`, `description` |
+//! | `currentModelId` | the option's `currentValue` |
+//! | `session/set_model {sessionId, modelId}` (`Session::set_model`) | `session/set_config_option {sessionId, configId, value: modelId}` ([`client::Session::set_config_option`]) |
+//! | a new answer's `models` (no update exists) | `config_option_update` |
+//!
+//! A client facing an agent that sends both should use the config option: it is the current
+//! protocol, it is kept up to date by `config_option_update` (the seed-era `models` only by
+//! the answer and the client's own `set_model`), and the agent keeps the two in step. Use
+//! `models` and `set_model` only when the session has no option of category `model`. An agent
+//! on this runtime that wants to serve both kinds of client offers both, and switches its model
+//! in `Agent::set_model` and `Agent::set_config_option` alike.
 
 pub mod agent;
 pub mod client;

@@ -20,6 +20,7 @@
 //! | [`absolute_cwd`], [`mcp_servers`] | `session/new`, `load`, `resume` | the same |
 //! | [`prompt_content`] | `session/prompt` | `session/prompt` |
 //! | [`mode`], [`config_value`] | `set_mode`, `set_config_option` | the same |
+//! | `model` (feature `unstable-models`) | `set_model` | the same |
 //! | [`session_update`], [`offered_config_options`] | (outgoing) updates, session answers | (incoming) reported |
 //! | [`extension_method`] | (outgoing) `_` methods | `_` methods |
 //! | [`unknown_session`], [`decode_error`] | answers | answers |
@@ -306,6 +307,32 @@ pub(crate) fn mode(
             .available_modes
             .iter()
             .map(|m| m.id.as_str())
+            .collect::<Vec<_>>()
+    )))
+}
+
+/// `session/set_model` (feature `unstable-models`) names a model the session advertised in
+/// its answer's `models`.
+#[cfg(feature = "unstable-models")]
+pub(crate) fn model(
+    session: &SessionId,
+    models: Option<&acp_types::models::SessionModelState>,
+    model: &acp_types::models::ModelId,
+) -> Rule {
+    let Some(models) = models else {
+        return Err(Breach::Invalid(format!(
+            "session `{session}` advertised no models"
+        )));
+    };
+    if models.available_models.iter().any(|m| &m.model_id == model) {
+        return Ok(());
+    }
+    Err(Breach::Invalid(format!(
+        "unknown model `{model}`; the session advertised {:?}",
+        models
+            .available_models
+            .iter()
+            .map(|m| m.model_id.as_str())
             .collect::<Vec<_>>()
     )))
 }

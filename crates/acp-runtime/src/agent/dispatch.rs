@@ -77,7 +77,7 @@ impl<A: Agent> AgentDispatch<A> {
         }
     }
 
-    fn session(&self, id: &SessionId) -> SessionClient {
+    pub(super) fn session(&self, id: &SessionId) -> SessionClient {
         self.client().session(id.clone())
     }
 
@@ -138,7 +138,7 @@ impl<A: Agent> AgentDispatch<A> {
                 let response = self.agent.new_session(request, &client).await?;
                 let advertised = (&response.modes, &response.config_options);
                 self.register_new(&response.session_id, entry, advertised, &client_caps)?;
-                raw(response)
+                self.session_answer(&response.session_id.clone(), response)
             }
             ClientRequest::SessionLoad(request) => {
                 let entry = set_up(
@@ -149,11 +149,11 @@ impl<A: Agent> AgentDispatch<A> {
                 )?;
                 let id = request.session_id.clone();
                 let response = self
-                    .reopen(id, entry, &client_caps, |session| {
+                    .reopen(id.clone(), entry, &client_caps, |session| {
                         self.agent.load_session(request, session)
                     })
                     .await?;
-                raw(response)
+                self.session_answer(&id, response)
             }
             ClientRequest::SessionResume(request) => {
                 let servers = request.mcp_servers.clone().unwrap_or_default();
@@ -165,11 +165,11 @@ impl<A: Agent> AgentDispatch<A> {
                 )?;
                 let id = request.session_id.clone();
                 let response = self
-                    .reopen(id, entry, &client_caps, |session| {
+                    .reopen(id.clone(), entry, &client_caps, |session| {
                         self.agent.resume_session(request, session)
                     })
                     .await?;
-                raw(response)
+                self.session_answer(&id, response)
             }
             ClientRequest::SessionList(request) => {
                 raw(self.agent.list_sessions(request, &client).await?)
@@ -278,7 +278,7 @@ impl<A: Agent> AgentDispatch<A> {
                 let response = self.agent.fork_session(request, source).await?;
                 let advertised = (&response.modes, &response.config_options);
                 self.register_new(&response.session_id, entry, advertised, &client_caps)?;
-                raw(response)
+                self.session_answer(&response.session_id.clone(), response)
             }
             #[cfg(feature = "unstable-session-archive")]
             ClientRequest::SessionArchive(request) => {
@@ -319,6 +319,20 @@ impl<A: Agent> AgentDispatch<A> {
             ClientRequest::Extension(call) => raw_json(self.agent.ext_method(call, &client).await?),
             other => Err(Error::method_not_found(other.method())),
         }
+    }
+
+    /// The answer to a request that opened a session; with `unstable-models`, carrying the
+    /// `models` the agent offered for it (see `models.rs`).
+    fn session_answer<T: serde::Serialize + Send + 'static>(
+        &self,
+        id: &SessionId,
+        response: T,
+    ) -> Result<Reply> {
+        #[cfg(feature = "unstable-models")]
+        let response = super::models::with_models(&self.state, id, response)?;
+        #[cfg(not(feature = "unstable-models"))]
+        let _ = id;
+        raw(response)
     }
 
     /// Registers a session the agent just created (`session/new`, `session/fork`), with what
@@ -448,6 +462,15 @@ impl<A: Agent> Handler for AgentDispatch<A> {
             }
             let result = match decoded {
                 Ok(call) => dispatch.handle(call).await.map_err(|e| e.to_response()),
+                // Not a method of the current schema: the seed-era `session/set_model`.
+                #[cfg(feature = "unstable-models")]
+                Err(DecodeError::UnknownMethod(method)) if method == super::models::METHOD => {
+                    let params = request.raw_params();
+                    dispatch
+                        .set_model(params)
+                        .await
+                        .map_err(|e| e.to_response())
+                }
                 Err(error) => Err(rules::decode_error(error)),
             };
             match result {

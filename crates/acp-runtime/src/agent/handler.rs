@@ -18,7 +18,7 @@ use crate::rules::apply_config_value;
 /// | the request concerns | context | methods |
 /// |---|---|---|
 /// | the connection | [`&ClientHandle`](ClientHandle) | `initialize`, `authenticate`, `logout`, `new_session`, `list_sessions`, `ext_method`, `ext_notification` |
-/// | one session | [`SessionClient`] | `load_session`, `resume_session`, `close_session`, `delete_session`, `set_mode`, `set_config_option` |
+/// | one session | [`SessionClient`] | `load_session`, `resume_session`, `close_session`, `delete_session`, `set_mode`, `set_config_option`, `set_model` |
 /// | one prompt turn | [`Turn`] (a [`SessionClient`] with the turn's cancellation) | `prompt` |
 ///
 /// A [`SessionClient`] streams updates and calls the client for its session, and shows what
@@ -286,6 +286,19 @@ pub trait Agent: Send + Sync + 'static {
     ) -> impl Future<Output = ()> + Send {
         let _ = (notification, client);
         async {}
+    }
+
+    /// Switches the session's model (feature `unstable-models`; the seed-era
+    /// `session/set_model`). Reached only for a model the session offered (see
+    /// [`ClientHandle::offer_models`]); the runtime records it as current when this succeeds.
+    #[cfg(feature = "unstable-models")]
+    fn set_model(
+        &self,
+        request: acp_types::models::SetSessionModelRequest,
+        session: SessionClient,
+    ) -> impl Future<Output = Result<acp_types::models::SetSessionModelResponse>> + Send {
+        let _ = (request, session);
+        async { Err(Error::method_not_found("session/set_model")) }
     }
 
     /// Answers an extension request (method starting with `_`).

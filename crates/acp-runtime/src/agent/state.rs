@@ -18,6 +18,9 @@ pub(super) struct AgentState {
     pub(super) options: AgentOptions,
     pub(super) init: Mutex<InitState>,
     pub(super) sessions: Mutex<HashMap<SessionId, SessionEntry>>,
+    /// The models offered for each session (feature `unstable-models`).
+    #[cfg(feature = "unstable-models")]
+    pub(super) models: super::models::Offered,
 }
 
 #[derive(Default)]
@@ -85,6 +88,8 @@ impl AgentState {
             options,
             init: Mutex::new(InitState::NotStarted),
             sessions: Mutex::new(HashMap::new()),
+            #[cfg(feature = "unstable-models")]
+            models: Default::default(),
         }
     }
 
@@ -140,6 +145,8 @@ impl AgentState {
     /// Forgets a session, cancelling its running turn.
     pub(super) fn forget(&self, id: &SessionId) {
         let removed = self.sessions.lock().unwrap().remove(id);
+        #[cfg(feature = "unstable-models")]
+        self.models.lock().unwrap().remove(id);
         if let Some(turn) = removed.and_then(|entry| entry.turn) {
             turn.fire();
         }

@@ -186,6 +186,8 @@ impl AgentHandle {
             modes: Mutex::new(modes),
             config_options: Mutex::new(config_options),
             answer: Mutex::new(None),
+            #[cfg(feature = "unstable-models")]
+            current_model: Mutex::new(None),
         });
         // Under the routes lock, so that no update slips between taking the early ones and
         // registering the session.

@@ -59,6 +59,9 @@ pub(super) struct SessionShared {
     pub(super) config_options: Mutex<Option<Vec<SessionConfigOption>>>,
     /// The answer that opened the session, as the agent sent it.
     pub(super) answer: Mutex<Option<Box<serde_json::value::RawValue>>>,
+    /// The model set with `set_model` since the answer.
+    #[cfg(feature = "unstable-models")]
+    pub(super) current_model: super::models::CurrentModel,
 }
 
 /// Where a tool call stands, as the client saw it.
