@@ -59,37 +59,36 @@ fn run(args: &ClientArgs, started: Instant) -> Result<String> {
         .shutdown_grace(SHUTDOWN_GRACE);
 
     // The connection runs on this thread, next to the code consuming it.
-    let (line, exit) =
-        client::run_spawned(bench.clone(), command, options, |agent| async move {
-            agent.initialize().await?;
-            let session = agent.new_session(SESSION_CWD).await?;
-            let prompt_started = Instant::now();
-            let mut turn = session.prompt(vec![args.prompt.as_str().into()]).await?;
-            let mut updates = 0u64;
-            while let Some(update) = turn.next().await {
-                if matches!(update?, SessionUpdate::AgentMessageChunk(_)) {
-                    updates += 1;
-                }
+    let (line, exit) = client::run_spawned(bench.clone(), command, options, |agent| async move {
+        agent.initialize().await?;
+        let session = agent.new_session(SESSION_CWD).await?;
+        let prompt_started = Instant::now();
+        let mut turn = session.prompt(vec![args.prompt.as_str().into()]).await?;
+        let mut updates = 0u64;
+        while let Some(update) = turn.next().await {
+            if matches!(update?, SessionUpdate::AgentMessageChunk(_)) {
+                updates += 1;
             }
-            let response = turn.end().await?;
-            let prompt_ms = ms_since(prompt_started);
-            let total_ms = ms_since(started);
-            if response.stop_reason != StopReason::EndTurn {
-                return Err(Error::Internal(format!(
-                    "stop reason {}",
-                    response.stop_reason
-                )));
-            }
-            let rpcs = bench.answered.load(Ordering::Relaxed);
-            Ok(result_line(
-                IMPL,
-                &args.prompt,
-                updates,
-                rpcs,
-                prompt_ms,
-                total_ms,
-            ))
-        })?;
+        }
+        let response = turn.end().await?;
+        let prompt_ms = ms_since(prompt_started);
+        let total_ms = ms_since(started);
+        if response.stop_reason != StopReason::EndTurn {
+            return Err(Error::Internal(format!(
+                "stop reason {}",
+                response.stop_reason
+            )));
+        }
+        let rpcs = bench.answered.load(Ordering::Relaxed);
+        Ok(result_line(
+            IMPL,
+            &args.prompt,
+            updates,
+            rpcs,
+            prompt_ms,
+            total_ms,
+        ))
+    })?;
     if !exit.status.success() {
         return Err(Error::Internal(format!("agent: {exit}")));
     }
