@@ -16,7 +16,7 @@ use smol::Timer;
 
 use crate::frames::{split, ws_error};
 use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::streamable::{self, client::Endpoint};
+use crate::streamable::{self, wire::Endpoint};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 use crate::upgrade::websocket_config;
 

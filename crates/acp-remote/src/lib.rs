@@ -82,6 +82,7 @@
 //! ```
 
 mod client;
+mod conn;
 mod frames;
 mod http;
 mod net;
@@ -93,10 +94,11 @@ mod transport;
 mod upgrade;
 
 pub use client::{ConnectError, Connector, Remote};
+pub use conn::{Connection, ConnectionInfo};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
 pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, ServerOptions};
-pub use server::{Connection, ConnectionInfo, Server, ShutdownHandle};
+pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};
 pub use transport::{ConnectionReader, ConnectionWriter};

@@ -32,7 +32,9 @@ impl NetStream {
         match tls {
             None => Ok(NetStream::Plain(tcp)),
             #[cfg(feature = "tls")]
-            Some(tls) => tls.connect(host, tcp).await,
+            Some(tls) => Ok(NetStream::ClientTls(Box::new(
+                tls.connect(host, tcp).await?,
+            ))),
             #[cfg(not(feature = "tls"))]
             Some(never) => match *never {},
         }

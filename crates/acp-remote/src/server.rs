@@ -1,13 +1,11 @@
 //! [`Server`]: ACP for many clients at once, over WebSocket and Streamable HTTP, one
 //! connection each.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use acp_runtime::agent::{self, Agent, AgentOptions};
@@ -15,38 +13,12 @@ use futures_lite::future;
 use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
-use crate::frames::{Activity, Signal};
+use crate::conn::{Connection, ConnectionInfo, Handler, Live, ServerCtx, Shared, lock_http};
 use crate::http::{HeadError, RequestHead, read_head, respond};
 use crate::net::NetStream;
 use crate::options::ServerOptions;
 use crate::streamable::{self, HttpConn};
-use crate::transport::{ConnectionReader, ConnectionWriter};
 use crate::upgrade;
-
-/// One client's connection: what a [`Server::serve`] handler gets. Its reader and writer
-/// carry one JSON-RPC message per line, whichever transport the client chose.
-#[derive(Debug)]
-pub struct Connection {
-    /// The client's messages, one line each.
-    pub reader: ConnectionReader,
-    /// Each complete line written goes to the client as one message.
-    pub writer: ConnectionWriter,
-    /// Who connected, and how.
-    pub info: ConnectionInfo,
-}
-
-/// Who connected, and how.
-#[derive(Debug, Clone)]
-pub struct ConnectionInfo {
-    /// The connection's id, sent to the client in the `Acp-Connection-Id` header (of the 101
-    /// answer on WebSocket, of the `initialize` answer on Streamable HTTP).
-    pub id: String,
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// The head of the request that opened the connection (the upgrade, or the `initialize`
-    /// POST), for handlers that look at headers. The server's checks are already passed.
-    pub request: RequestHead,
-}
 
 /// Stops a running [`Server`]; clone it freely.
 #[derive(Debug, Clone)]
@@ -62,60 +34,6 @@ impl ShutdownHandle {
     }
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Shared {
-    stop_accepting: Signal,
-    /// Readers see the end of input.
-    pub(crate) drain: Arc<Signal>,
-    /// Connections still open are dropped.
-    pub(crate) stop: Signal,
-    /// Tasks alive: TCP connections and Streamable HTTP connections.
-    live: AtomicUsize,
-    gone: event_listener::Event,
-    /// TCP connections open.
-    sockets: AtomicUsize,
-    /// ACP connections open (WebSockets, Streamable HTTP connections).
-    acp: AtomicUsize,
-    /// The Streamable HTTP connections, by `Acp-Connection-Id`.
-    pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
-}
-
-/// Counts a task while it lives.
-pub(crate) struct Live(Arc<Shared>);
-
-impl Live {
-    pub(crate) fn new(shared: &Arc<Shared>) -> Live {
-        shared.live.fetch_add(1, Ordering::SeqCst);
-        Live(shared.clone())
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        self.0.live.fetch_sub(1, Ordering::SeqCst);
-        self.0.gone.notify(usize::MAX);
-    }
-}
-
-/// One of the `max_connections` ACP connections, held while it lives.
-pub(crate) struct AcpSlot(Arc<Shared>);
-
-impl AcpSlot {
-    pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Option<AcpSlot> {
-        if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
-            shared.acp.fetch_sub(1, Ordering::SeqCst);
-            return None;
-        }
-        Some(AcpSlot(shared.clone()))
-    }
-}
-
-impl Drop for AcpSlot {
-    fn drop(&mut self) {
-        self.0.acp.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// A TCP connection, held while it is open.
 struct Socket(Arc<Shared>);
 
@@ -123,16 +41,6 @@ impl Drop for Socket {
     fn drop(&mut self) {
         self.0.sockets.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-pub(crate) type Handler =
-    Arc<dyn Fn(Connection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
-
-/// What every request handler needs.
-pub(crate) struct ServerCtx {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) options: Arc<ServerOptions>,
-    pub(crate) handler: Handler,
 }
 
 /// An ACP server for many clients at once, on one endpoint (`/acp`): WebSocket (`GET` with
@@ -341,12 +249,6 @@ fn deepen_backlog(listener: &std::net::TcpListener) {
 #[cfg(not(unix))]
 fn deepen_backlog(_: &std::net::TcpListener) {}
 
-pub(crate) fn lock_http(
-    shared: &Shared,
-) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpConn>>> {
-    shared.http.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 async fn wait_all_gone(shared: &Shared) {
     loop {
         let listener = shared.gone.listen();
@@ -365,7 +267,11 @@ async fn secure(tcp: TcpStream, ctx: &ServerCtx) -> Option<NetStream> {
             Timer::after(ctx.options.handshake_timeout).await;
             None
         };
-        return future::or(async { tls.accept(tcp).await.ok() }, timeout).await;
+        let handshake = async {
+            let stream = tls.accept(tcp).await.ok()?;
+            Some(NetStream::ServerTls(Box::new(stream)))
+        };
+        return future::or(handshake, timeout).await;
     }
     let _ = ctx;
     Some(NetStream::Plain(tcp))
@@ -431,17 +337,18 @@ async fn run_socket(tcp: TcpStream, peer: SocketAddr, ctx: &ServerCtx) {
                 return;
             }
             "GET" => {
-                streamable::handle_get(stream, head, ctx).await;
+                streamable::handlers::handle_get(stream, head, ctx).await;
                 return;
             }
             "POST" => {
-                let keep = streamable::handle_post(&mut stream, &mut buf, head, peer, ctx).await;
+                let keep =
+                    streamable::handlers::handle_post(&mut stream, &mut buf, head, peer, ctx).await;
                 if !keep {
                     return;
                 }
             }
             "DELETE" => {
-                if !streamable::handle_delete(&mut stream, &head, ctx).await {
+                if !streamable::handlers::handle_delete(&mut stream, &head, ctx).await {
                     return;
                 }
             }
@@ -472,18 +379,4 @@ fn check(head: &RequestHead, options: &ServerOptions) -> Result<(), Refusal> {
         ));
     }
     Ok(())
-}
-
-/// Resolves once nothing went either way for `limit` (never for `None`).
-pub(crate) async fn idle_watch(activity: &Activity, limit: Option<Duration>) {
-    let Some(limit) = limit else {
-        return future::pending().await;
-    };
-    loop {
-        let idle = activity.idle_for();
-        if idle >= limit {
-            return;
-        }
-        Timer::after(limit - idle).await;
-    }
 }

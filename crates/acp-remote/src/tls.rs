@@ -24,8 +24,6 @@ mod imp {
     use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
     use smol::net::TcpStream;
 
-    use crate::net::NetStream;
-
     fn provider() -> Arc<rustls::crypto::CryptoProvider> {
         // Explicit, so that another crate enabling a second provider cannot make the choice
         // ambiguous.
@@ -88,9 +86,11 @@ mod imp {
             TlsServerConfig(config)
         }
 
-        pub(crate) async fn accept(&self, tcp: TcpStream) -> io::Result<NetStream> {
-            let stream = TlsAcceptor::from(self.0.clone()).accept(tcp).await?;
-            Ok(NetStream::ServerTls(Box::new(stream)))
+        pub(crate) async fn accept(
+            &self,
+            tcp: TcpStream,
+        ) -> io::Result<futures_rustls::server::TlsStream<TcpStream>> {
+            TlsAcceptor::from(self.0.clone()).accept(tcp).await
         }
     }
 
@@ -145,12 +145,13 @@ mod imp {
             TlsClientConfig(config)
         }
 
-        pub(crate) async fn connect(&self, host: &str, tcp: TcpStream) -> io::Result<NetStream> {
+        pub(crate) async fn connect(
+            &self,
+            host: &str,
+            tcp: TcpStream,
+        ) -> io::Result<futures_rustls::client::TlsStream<TcpStream>> {
             let name = ServerName::try_from(host.to_owned()).map_err(invalid)?;
-            let stream = TlsConnector::from(self.0.clone())
-                .connect(name, tcp)
-                .await?;
-            Ok(NetStream::ClientTls(Box::new(stream)))
+            TlsConnector::from(self.0.clone()).connect(name, tcp).await
         }
     }
 }

@@ -8,9 +8,9 @@ use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use futures_lite::future;
 
+use crate::conn::{AcpSlot, Connection, ConnectionInfo, ServerCtx, idle_watch};
 use crate::frames::{Activity, split_with};
 use crate::http::{RequestHead, connection_id, respond};
-use crate::server::{AcpSlot, Connection, ConnectionInfo, ServerCtx, idle_watch};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 
 /// Whether a GET asks for a WebSocket.

@@ -20,22 +20,9 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::future;
 
 use super::queue::{Budget, ByteQueue};
-use super::wire::{Poster, open_get};
+use super::wire::{Endpoint, Poster, open_get};
 use super::{Peek, session_of};
 use crate::frames::Signal;
-
-/// Where and how to reach the server.
-#[derive(Debug, Clone)]
-pub(crate) struct Endpoint {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    /// `host:port` as the `Host` header says it.
-    pub(crate) authority: String,
-    pub(crate) path: String,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) max_message_size: usize,
-    pub(crate) tls: Option<crate::tls::ClientTls>,
-}
 
 #[derive(Debug)]
 struct Shared {

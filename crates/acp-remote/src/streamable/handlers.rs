@@ -12,8 +12,8 @@ use futures_lite::{AsyncWriteExt, future};
 use smol::Timer;
 
 use super::{HttpConn, HttpReader, HttpWriter, Peek, Refusal};
+use crate::conn::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
 use crate::http::{RequestHead, connection_id, read_body, respond, respond_with};
-use crate::server::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 
 const CONNECTION_ID: &str = "acp-connection-id";

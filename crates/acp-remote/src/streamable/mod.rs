@@ -8,11 +8,9 @@
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
 pub(crate) mod client;
-mod handlers;
+pub(crate) mod handlers;
 mod queue;
-mod wire;
-
-pub(crate) use handlers::{handle_delete, handle_get, handle_post};
+pub(crate) mod wire;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

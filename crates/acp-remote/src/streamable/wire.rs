@@ -6,8 +6,20 @@ use std::time::{Duration, Instant};
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
-use super::client::Endpoint;
 use crate::net::NetStream;
+
+/// Where and how to reach the server.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// `host:port` as the `Host` header says it.
+    pub(crate) authority: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) max_message_size: usize,
+    pub(crate) tls: Option<crate::tls::ClientTls>,
+}
 
 /// A kept-alive socket is reused only this soon after its last answer: well within the idle
 /// timeouts of servers (ours 10 s, Node's 5 s), so that a request never meets a socket the

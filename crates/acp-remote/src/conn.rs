@@ -1,0 +1,129 @@
+//! What the server and its two transports share for one client's connection: the
+//! [`Connection`] a handler gets, the server-wide counters and the Streamable HTTP registry,
+//! and the idle watch.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_lite::future;
+use smol::Timer;
+
+use crate::frames::{Activity, Signal};
+use crate::http::RequestHead;
+use crate::options::ServerOptions;
+use crate::streamable::HttpConn;
+use crate::transport::{ConnectionReader, ConnectionWriter};
+
+/// One client's connection: what a [`Server::serve`](crate::Server::serve) handler gets. Its reader and writer
+/// carry one JSON-RPC message per line, whichever transport the client chose.
+#[derive(Debug)]
+pub struct Connection {
+    /// The client's messages, one line each.
+    pub reader: ConnectionReader,
+    /// Each complete line written goes to the client as one message.
+    pub writer: ConnectionWriter,
+    /// Who connected, and how.
+    pub info: ConnectionInfo,
+}
+
+/// Who connected, and how.
+#[derive(Debug, Clone)]
+pub struct ConnectionInfo {
+    /// The connection's id, sent to the client in the `Acp-Connection-Id` header (of the 101
+    /// answer on WebSocket, of the `initialize` answer on Streamable HTTP).
+    pub id: String,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The head of the request that opened the connection (the upgrade, or the `initialize`
+    /// POST), for handlers that look at headers. The server's checks are already passed.
+    pub request: RequestHead,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) stop_accepting: Signal,
+    /// Readers see the end of input.
+    pub(crate) drain: Arc<Signal>,
+    /// Connections still open are dropped.
+    pub(crate) stop: Signal,
+    /// Tasks alive: TCP connections and Streamable HTTP connections.
+    pub(crate) live: AtomicUsize,
+    pub(crate) gone: event_listener::Event,
+    /// TCP connections open.
+    pub(crate) sockets: AtomicUsize,
+    /// ACP connections open (WebSockets, Streamable HTTP connections).
+    pub(crate) acp: AtomicUsize,
+    /// The Streamable HTTP connections, by `Acp-Connection-Id`.
+    pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
+}
+
+/// Counts a task while it lives.
+pub(crate) struct Live(Arc<Shared>);
+
+impl Live {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Live {
+        shared.live.fetch_add(1, Ordering::SeqCst);
+        Live(shared.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::SeqCst);
+        self.0.gone.notify(usize::MAX);
+    }
+}
+
+/// One of the `max_connections` ACP connections, held while it lives.
+pub(crate) struct AcpSlot(Arc<Shared>);
+
+impl AcpSlot {
+    pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Option<AcpSlot> {
+        if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
+            shared.acp.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(AcpSlot(shared.clone()))
+    }
+}
+
+impl Drop for AcpSlot {
+    fn drop(&mut self) {
+        self.0.acp.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) type Handler =
+    Arc<dyn Fn(Connection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// What every request handler needs.
+pub(crate) struct ServerCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) options: Arc<ServerOptions>,
+    pub(crate) handler: Handler,
+}
+
+pub(crate) fn lock_http(
+    shared: &Shared,
+) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpConn>>> {
+    shared.http.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Resolves once nothing went either way for `limit` (never for `None`).
+pub(crate) async fn idle_watch(activity: &Activity, limit: Option<Duration>) {
+    let Some(limit) = limit else {
+        return future::pending().await;
+    };
+    loop {
+        let idle = activity.idle_for();
+        if idle >= limit {
+            return;
+        }
+        Timer::after(limit - idle).await;
+    }
+}
