@@ -6,9 +6,9 @@ use std::future::Future;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures_io::{AsyncBufRead, AsyncWrite};
 
@@ -83,6 +83,59 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// The waker the driver gives to everything it polls (the writer's queue, the request tasks,
+/// the notification, the transport). A wake-up while the driver is polling is only noted: the
+/// driver looks at every part again in its next round anyway, and passing it on made the
+/// executor poll the driver once more for nothing after each request (the waiter's wake-up,
+/// then the writer's). One that arrives after the driver's last look is passed on when the
+/// poll ends.
+struct DriverWake {
+    /// Set while the driver is being polled.
+    polling: AtomicBool,
+    /// A wake-up arrived since the start of the current round.
+    missed: AtomicBool,
+    /// The waker of whoever polls the driver.
+    outer: Mutex<Option<Waker>>,
+}
+
+impl DriverWake {
+    fn set_outer(&self, waker: &Waker) {
+        let mut outer = self.outer.lock().unwrap_or_else(|p| p.into_inner());
+        if !outer.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *outer = Some(waker.clone());
+        }
+    }
+
+    /// Starts a round: every part is looked at after this, so earlier wake-ups are served.
+    fn begin_round(&self) {
+        self.missed.store(false, Ordering::SeqCst);
+    }
+
+    /// Ends a poll of the driver; returns whether a wake-up came after the last round began
+    /// (the caller then passes it on). Paired with the order in `wake_by_ref`: one of the two
+    /// sides always sees the other's store.
+    fn end_poll(&self) -> bool {
+        self.polling.store(false, Ordering::SeqCst);
+        self.missed.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for DriverWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.missed.store(true, Ordering::SeqCst);
+        if !self.polling.load(Ordering::SeqCst) {
+            let outer = self.outer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(outer) = outer {
+                outer.wake();
+            }
+        }
+    }
+}
+
 /// Most lines read in one round before the other parts get a turn.
 const READ_BATCH_LINES: usize = 64;
 /// Rounds in one poll before yielding to the executor.
@@ -120,6 +173,9 @@ pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
     unflushed: bool,
     max_in_flight: usize,
     phase: Phase,
+    wake: Arc<DriverWake>,
+    /// A waker for `wake`, made once.
+    waker: Waker,
 }
 
 impl<R, W, MQ, MN, Q, N> Driver<R, W, MQ, MN, Q, N>
@@ -143,6 +199,11 @@ where
             options.reply_budget,
             options.observer,
         );
+        let wake = Arc::new(DriverWake {
+            polling: AtomicBool::new(false),
+            missed: AtomicBool::new(false),
+            outer: Mutex::new(None),
+        });
         let driver = Driver {
             shared: shared.clone(),
             make_request,
@@ -157,6 +218,8 @@ where
             unflushed: false,
             max_in_flight: options.max_in_flight_requests,
             phase: Phase::Running,
+            wake: wake.clone(),
+            waker: Waker::from(wake),
         };
         (ConnectionHandle { shared }, driver)
     }
@@ -428,6 +491,7 @@ where
 
     fn poll_rounds(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
         for _ in 0..ROUNDS_PER_POLL {
+            self.wake.begin_round();
             if self.phase == Phase::Done {
                 return Poll::Ready(Ok(()));
             }
@@ -483,7 +547,13 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let _entered = this.shared.trace.enter();
-        let result = this.poll_rounds(cx);
+        this.wake.set_outer(cx.waker());
+        this.wake.polling.store(true, Ordering::SeqCst);
+        let waker = this.waker.clone();
+        let result = this.poll_rounds(&mut Context::from_waker(&waker));
+        if this.wake.end_poll() && result.is_pending() {
+            cx.waker().wake_by_ref();
+        }
         if let Poll::Ready(result) = &result {
             this.shared.trace.finished(result);
         }
