@@ -523,3 +523,30 @@ impl<A: Agent> Handler for AgentDispatch<A> {
         }
     }
 }
+
+#[cfg(feature = "unstable-models")]
+impl<A: Agent> AgentDispatch<A> {
+    /// `session/set_model`: decoded here (the current schema does not know it), checked against
+    /// the models the session offered, then handed to the agent.
+    async fn set_model(&self, params: Option<&serde_json::value::RawValue>) -> Result<Reply> {
+        let text = params.map_or("{}", serde_json::value::RawValue::get);
+        let request: acp_types::models::SetSessionModelRequest = serde_json::from_str(text)
+            .map_err(|e| {
+                Error::invalid_params(format!(
+                    "invalid params for `{}`: {e}",
+                    super::models::METHOD
+                ))
+            })?;
+        let id = request.session_id.clone();
+        // The session must be known; its models are the ones it offered.
+        self.state.with_session(&id, |_| Ok(()))?;
+        let offered = self.state.models.lock().unwrap().get(&id).cloned();
+        rules::model(&id, offered.as_ref(), &request.model_id).map_err(|b| b.answer("agent"))?;
+        let model = request.model_id.clone();
+        let response = self.agent.set_model(request, self.session(&id)).await?;
+        if let Some(models) = self.state.models.lock().unwrap().get_mut(&id) {
+            models.current_model_id = model;
+        }
+        raw(response)
+    }
+}

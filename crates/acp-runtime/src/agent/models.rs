@@ -8,27 +8,15 @@
 //! every `session/set_model` against them before calling [`Agent::set_model`], and records the
 //! new current model when that succeeds.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use acp_types::SessionId;
-use acp_types::models::{ModelId, SessionModelState, SetSessionModelRequest};
-use serde_json::value::RawValue;
+use acp_types::models::{ModelId, SessionModelState};
 
-use super::dispatch::AgentDispatch;
-use super::handler::Agent;
 use super::session::{ClientHandle, SessionClient};
 use super::state::AgentState;
 use crate::error::{Error, Result};
-use crate::reply::{Reply, raw};
-use crate::rules;
 
 /// The method this module answers, which the current schema's `ClientRequest` does not know.
 pub(super) const METHOD: &str = "session/set_model";
-
-/// The models offered for each session, by id (kept beside the registry: `new_session` offers
-/// them before its session is registered).
-pub(super) type Offered = Mutex<HashMap<SessionId, SessionModelState>>;
 
 impl ClientHandle {
     /// Offers `models` for the session `session_id` (feature `unstable-models`): call it from
@@ -85,25 +73,4 @@ pub(super) fn with_models<T: serde::Serialize>(
         object.insert("models".to_owned(), models);
     }
     Ok(value)
-}
-
-impl<A: Agent> AgentDispatch<A> {
-    /// `session/set_model`: decoded here (the current schema does not know it), checked against
-    /// the models the session offered, then handed to the agent.
-    pub(super) async fn set_model(&self, params: Option<&RawValue>) -> Result<Reply> {
-        let text = params.map_or("{}", RawValue::get);
-        let request: SetSessionModelRequest = serde_json::from_str(text)
-            .map_err(|e| Error::invalid_params(format!("invalid params for `{METHOD}`: {e}")))?;
-        let id = request.session_id.clone();
-        // The session must be known; its models are the ones it offered.
-        self.state.with_session(&id, |_| Ok(()))?;
-        let offered = self.state.models.lock().unwrap().get(&id).cloned();
-        rules::model(&id, offered.as_ref(), &request.model_id).map_err(|b| b.answer("agent"))?;
-        let model = request.model_id.clone();
-        let response = self.agent.set_model(request, self.session(&id)).await?;
-        if let Some(models) = self.state.models.lock().unwrap().get_mut(&id) {
-            models.current_model_id = model;
-        }
-        raw(response)
-    }
 }

@@ -20,7 +20,8 @@ pub(super) struct AgentState {
     pub(super) sessions: Mutex<HashMap<SessionId, SessionEntry>>,
     /// The models offered for each session (feature `unstable-models`).
     #[cfg(feature = "unstable-models")]
-    pub(super) models: super::models::Offered,
+    /// Kept beside the registry: `new_session` offers them before its session is registered.
+    pub(super) models: Mutex<HashMap<SessionId, acp_types::models::SessionModelState>>,
 }
 
 #[derive(Default)]

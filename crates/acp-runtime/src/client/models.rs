@@ -9,9 +9,6 @@ use super::session::Session;
 use crate::error::Result;
 use crate::rules;
 
-/// What a session records of its models beside the answer that opened it: the model set since.
-pub(super) type CurrentModel = std::sync::Mutex<Option<ModelId>>;
-
 impl Session {
     /// The models the session advertised (`models` in the answer that opened it, as agents of
     /// the seed-era schema send it), with the current one as set since with

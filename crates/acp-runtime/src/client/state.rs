@@ -61,7 +61,8 @@ pub(super) struct SessionShared {
     pub(super) answer: Mutex<Option<Box<serde_json::value::RawValue>>>,
     /// The model set with `set_model` since the answer.
     #[cfg(feature = "unstable-models")]
-    pub(super) current_model: super::models::CurrentModel,
+    /// The model set since the answer that opened the session (`Session::set_model`).
+    pub(super) current_model: Mutex<Option<acp_types::models::ModelId>>,
 }
 
 /// Where a tool call stands, as the client saw it.
