@@ -222,5 +222,5 @@ fn meta_is_kept_verbatim() {
     let ContentBlock::Text(text) = decoded else {
         panic!()
     };
-    assert_eq!(Value::Object(text.meta.unwrap()), meta);
+    assert_eq!(Value::Object(*text.meta.unwrap()), meta);
 }

@@ -69,6 +69,19 @@ pub struct Field {
     pub null_as_default: bool,
 }
 
+impl Field {
+    /// Whether an optional field is kept in a box: the extension points that are large and rarely
+    /// sent, `_meta` (a free-form object) and `annotations`. Inline they made every value that
+    /// carries them, and every enum holding such a value, about 100 bytes larger (`TextContent`
+    /// 152 bytes instead of 40), which each decode moved layer by layer. Boxed, they cost 8 bytes
+    /// while absent and one allocation when present; the wire format does not change.
+    pub fn boxed(&self) -> bool {
+        self.presence == Presence::Optional
+            && (self.json_name == "_meta" && self.ty == Ty::Object
+                || matches!(&self.ty, Ty::Ref(name) if name == "Annotations"))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Presence {
     Required,

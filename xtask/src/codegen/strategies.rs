@@ -118,6 +118,9 @@ fn strukt(name: &str, s: &Struct) -> String {
             let base = ty_strategy(&f.ty, false);
             let strategy = match f.presence {
                 Presence::Required | Presence::Defaulted => base,
+                Presence::Optional if f.boxed() => {
+                    format!("proptest::option::of(({base}).prop_map(Box::new))")
+                }
                 Presence::RequiredNullable | Presence::Optional => {
                     format!("proptest::option::of({base})")
                 }

@@ -39,7 +39,7 @@ pub struct WriteTextFileRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WriteTextFileRequest {
@@ -59,7 +59,7 @@ impl WriteTextFileRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -138,7 +138,7 @@ pub struct ReadTextFileRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReadTextFileRequest {
@@ -167,7 +167,7 @@ impl ReadTextFileRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -199,7 +199,7 @@ pub struct RequestPermissionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl RequestPermissionRequest {
@@ -219,7 +219,7 @@ impl RequestPermissionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -308,7 +308,7 @@ pub struct ToolCallUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ToolCallUpdate {
@@ -378,7 +378,7 @@ impl ToolCallUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -765,7 +765,7 @@ pub struct Annotations {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Annotations {
@@ -799,7 +799,7 @@ impl Annotations {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -862,7 +862,7 @@ pub struct TextContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Text payload carried by this content block.
     pub text: String,
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -876,7 +876,7 @@ pub struct TextContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TextContent {
@@ -891,13 +891,13 @@ impl TextContent {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -912,7 +912,7 @@ pub struct ImageContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Base64-encoded media payload.
     pub data: String,
     /// MIME type describing the encoded media payload.
@@ -936,7 +936,7 @@ pub struct ImageContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ImageContent {
@@ -953,7 +953,7 @@ impl ImageContent {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
@@ -965,7 +965,7 @@ impl ImageContent {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -980,7 +980,7 @@ pub struct AudioContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Base64-encoded media payload.
     pub data: String,
     /// MIME type describing the encoded media payload.
@@ -997,7 +997,7 @@ pub struct AudioContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AudioContent {
@@ -1013,13 +1013,13 @@ impl AudioContent {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1034,7 +1034,7 @@ pub struct ResourceLink {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Optional human-readable details shown with this protocol object.
     #[serde(
         default,
@@ -1079,7 +1079,7 @@ pub struct ResourceLink {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ResourceLink {
@@ -1099,7 +1099,7 @@ impl ResourceLink {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
@@ -1129,7 +1129,7 @@ impl ResourceLink {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1182,7 +1182,7 @@ pub struct TextResourceContents {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TextResourceContents {
@@ -1204,7 +1204,7 @@ impl TextResourceContents {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1236,7 +1236,7 @@ pub struct BlobResourceContents {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl BlobResourceContents {
@@ -1258,7 +1258,7 @@ impl BlobResourceContents {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1273,7 +1273,7 @@ pub struct EmbeddedResource {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Embedded resource payload, either text or binary data.
     pub resource: EmbeddedResourceResource,
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1287,7 +1287,7 @@ pub struct EmbeddedResource {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EmbeddedResource {
@@ -1302,13 +1302,13 @@ impl EmbeddedResource {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1330,7 +1330,7 @@ pub struct Content {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Content {
@@ -1344,7 +1344,7 @@ impl Content {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1381,7 +1381,7 @@ pub struct Diff {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Diff {
@@ -1403,7 +1403,7 @@ impl Diff {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1471,7 +1471,7 @@ pub struct EmbeddedTerminal {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EmbeddedTerminal {
@@ -1485,7 +1485,7 @@ impl EmbeddedTerminal {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1519,7 +1519,7 @@ pub struct ToolCallLocation {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ToolCallLocation {
@@ -1540,7 +1540,7 @@ impl ToolCallLocation {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1567,7 +1567,7 @@ pub struct PermissionOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PermissionOption {
@@ -1587,7 +1587,7 @@ impl PermissionOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1742,7 +1742,7 @@ pub struct CreateTerminalRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CreateTerminalRequest {
@@ -1785,7 +1785,7 @@ impl CreateTerminalRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1809,7 +1809,7 @@ pub struct EnvVariable {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EnvVariable {
@@ -1824,7 +1824,7 @@ impl EnvVariable {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1850,7 +1850,7 @@ pub struct TerminalOutputRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TerminalOutputRequest {
@@ -1865,7 +1865,7 @@ impl TerminalOutputRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1891,7 +1891,7 @@ pub struct ReleaseTerminalRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReleaseTerminalRequest {
@@ -1906,7 +1906,7 @@ impl ReleaseTerminalRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1932,7 +1932,7 @@ pub struct WaitForTerminalExitRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WaitForTerminalExitRequest {
@@ -1947,7 +1947,7 @@ impl WaitForTerminalExitRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1973,7 +1973,7 @@ pub struct KillTerminalRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl KillTerminalRequest {
@@ -1988,7 +1988,7 @@ impl KillTerminalRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2071,7 +2071,7 @@ pub struct CreateElicitationRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: CreateElicitationRequestKind,
@@ -2089,7 +2089,7 @@ impl CreateElicitationRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2206,7 +2206,7 @@ pub struct ElicitationSchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationSchema {
@@ -2257,7 +2257,7 @@ impl ElicitationSchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2478,7 +2478,7 @@ pub struct EnumOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EnumOption {
@@ -2500,7 +2500,7 @@ impl EnumOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2582,7 +2582,7 @@ pub struct StringPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl StringPropertySchema {
@@ -2658,7 +2658,7 @@ impl StringPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2717,7 +2717,7 @@ pub struct NumberPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl NumberPropertySchema {
@@ -2765,7 +2765,7 @@ impl NumberPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2824,7 +2824,7 @@ pub struct IntegerPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl IntegerPropertySchema {
@@ -2872,7 +2872,7 @@ impl IntegerPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2921,7 +2921,7 @@ pub struct BooleanPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl BooleanPropertySchema {
@@ -2955,7 +2955,7 @@ impl BooleanPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3029,7 +3029,7 @@ pub struct StringMultiSelectItems {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl StringMultiSelectItems {
@@ -3043,7 +3043,7 @@ impl StringMultiSelectItems {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3068,7 +3068,7 @@ pub struct TitledMultiSelectItems {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TitledMultiSelectItems {
@@ -3082,7 +3082,7 @@ impl TitledMultiSelectItems {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3143,7 +3143,7 @@ pub struct MultiSelectPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl MultiSelectPropertySchema {
@@ -3192,7 +3192,7 @@ impl MultiSelectPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3394,7 +3394,7 @@ pub struct InitializeResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl InitializeResponse {
@@ -3429,7 +3429,7 @@ impl InitializeResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3496,7 +3496,7 @@ pub struct AgentCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AgentCapabilities {
@@ -3544,7 +3544,7 @@ impl AgentCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3587,7 +3587,7 @@ pub struct PromptCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PromptCapabilities {
@@ -3621,7 +3621,7 @@ impl PromptCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3647,7 +3647,7 @@ pub struct McpCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpCapabilities {
@@ -3674,7 +3674,7 @@ impl McpCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3758,7 +3758,7 @@ pub struct SessionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionCapabilities {
@@ -3809,7 +3809,7 @@ impl SessionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3831,7 +3831,7 @@ pub struct SessionListCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionListCapabilities {
@@ -3842,7 +3842,7 @@ impl SessionListCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3864,7 +3864,7 @@ pub struct SessionDeleteCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionDeleteCapabilities {
@@ -3875,7 +3875,7 @@ impl SessionDeleteCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3900,7 +3900,7 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionAdditionalDirectoriesCapabilities {
@@ -3911,7 +3911,7 @@ impl SessionAdditionalDirectoriesCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3933,7 +3933,7 @@ pub struct SessionResumeCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionResumeCapabilities {
@@ -3944,7 +3944,7 @@ impl SessionResumeCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3966,7 +3966,7 @@ pub struct SessionCloseCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionCloseCapabilities {
@@ -3977,7 +3977,7 @@ impl SessionCloseCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4007,7 +4007,7 @@ pub struct AgentAuthCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AgentAuthCapabilities {
@@ -4027,7 +4027,7 @@ impl AgentAuthCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4049,7 +4049,7 @@ pub struct LogoutCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LogoutCapabilities {
@@ -4060,7 +4060,7 @@ impl LogoutCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4205,7 +4205,7 @@ pub struct AuthMethodTerminal {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthMethodTerminal {
@@ -4244,7 +4244,7 @@ impl AuthMethodTerminal {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4277,7 +4277,7 @@ pub struct AuthMethodAgent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthMethodAgent {
@@ -4299,7 +4299,7 @@ impl AuthMethodAgent {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4337,7 +4337,7 @@ pub struct Implementation {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Implementation {
@@ -4359,7 +4359,7 @@ impl Implementation {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4379,7 +4379,7 @@ pub struct AuthenticateResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthenticateResponse {
@@ -4390,7 +4390,7 @@ impl AuthenticateResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4410,7 +4410,7 @@ pub struct LogoutResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LogoutResponse {
@@ -4421,7 +4421,7 @@ impl LogoutResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4465,7 +4465,7 @@ pub struct NewSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl NewSessionResponse {
@@ -4493,7 +4493,7 @@ impl NewSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4519,7 +4519,7 @@ pub struct SessionModeState {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionModeState {
@@ -4537,7 +4537,7 @@ impl SessionModeState {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4611,7 +4611,7 @@ pub struct SessionMode {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionMode {
@@ -4633,7 +4633,7 @@ impl SessionMode {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4716,7 +4716,7 @@ pub struct SessionConfigOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: SessionConfigOptionKind,
@@ -4753,7 +4753,7 @@ impl SessionConfigOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4953,7 +4953,7 @@ pub struct SessionConfigSelectOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionConfigSelectOption {
@@ -4975,7 +4975,7 @@ impl SessionConfigSelectOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5002,7 +5002,7 @@ pub struct SessionConfigSelectGroup {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionConfigSelectGroup {
@@ -5022,7 +5022,7 @@ impl SessionConfigSelectGroup {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5142,7 +5142,7 @@ pub struct LoadSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LoadSessionResponse {
@@ -5169,7 +5169,7 @@ impl LoadSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5201,7 +5201,7 @@ pub struct ListSessionsResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ListSessionsResponse {
@@ -5222,7 +5222,7 @@ impl ListSessionsResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5274,7 +5274,7 @@ pub struct SessionInfo {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionInfo {
@@ -5310,7 +5310,7 @@ impl SessionInfo {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5330,7 +5330,7 @@ pub struct DeleteSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl DeleteSessionResponse {
@@ -5341,7 +5341,7 @@ impl DeleteSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5378,7 +5378,7 @@ pub struct ResumeSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ResumeSessionResponse {
@@ -5405,7 +5405,7 @@ impl ResumeSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5425,7 +5425,7 @@ pub struct CloseSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CloseSessionResponse {
@@ -5436,7 +5436,7 @@ impl CloseSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5456,7 +5456,7 @@ pub struct SetSessionModeResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionModeResponse {
@@ -5467,7 +5467,7 @@ impl SetSessionModeResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5490,7 +5490,7 @@ pub struct SetSessionConfigOptionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionConfigOptionResponse {
@@ -5504,7 +5504,7 @@ impl SetSessionConfigOptionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5529,7 +5529,7 @@ pub struct PromptResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PromptResponse {
@@ -5543,7 +5543,7 @@ impl PromptResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5651,7 +5651,7 @@ pub struct SessionNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionNotification {
@@ -5666,7 +5666,7 @@ impl SessionNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5894,7 +5894,7 @@ pub struct ContentChunk {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ContentChunk {
@@ -5915,7 +5915,7 @@ impl ContentChunk {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6001,7 +6001,7 @@ pub struct ToolCall {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ToolCall {
@@ -6065,7 +6065,7 @@ impl ToolCall {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6096,7 +6096,7 @@ pub struct PlanEntry {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanEntry {
@@ -6116,7 +6116,7 @@ impl PlanEntry {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6259,7 +6259,7 @@ pub struct Plan {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Plan {
@@ -6273,7 +6273,7 @@ impl Plan {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6304,7 +6304,7 @@ pub struct AvailableCommand {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AvailableCommand {
@@ -6326,7 +6326,7 @@ impl AvailableCommand {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6362,7 +6362,7 @@ pub struct UnstructuredCommandInput {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UnstructuredCommandInput {
@@ -6376,7 +6376,7 @@ impl UnstructuredCommandInput {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6399,7 +6399,7 @@ pub struct AvailableCommandsUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AvailableCommandsUpdate {
@@ -6413,7 +6413,7 @@ impl AvailableCommandsUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6438,7 +6438,7 @@ pub struct CurrentModeUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CurrentModeUpdate {
@@ -6452,7 +6452,7 @@ impl CurrentModeUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6475,7 +6475,7 @@ pub struct ConfigOptionUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ConfigOptionUpdate {
@@ -6489,7 +6489,7 @@ impl ConfigOptionUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6527,7 +6527,7 @@ pub struct SessionInfoUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionInfoUpdate {
@@ -6566,7 +6566,7 @@ impl SessionInfoUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6591,7 +6591,7 @@ pub struct Cost {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Cost {
@@ -6606,7 +6606,7 @@ impl Cost {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6637,7 +6637,7 @@ pub struct UsageUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UsageUpdate {
@@ -6659,7 +6659,7 @@ impl UsageUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6755,7 +6755,7 @@ pub struct Notice {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Notice {
@@ -6777,7 +6777,7 @@ impl Notice {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6921,7 +6921,7 @@ pub struct CompactionUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CompactionUpdate {
@@ -6953,7 +6953,7 @@ impl CompactionUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6977,7 +6977,7 @@ pub struct CompactionSummaryChunk {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CompactionSummaryChunk {
@@ -6992,7 +6992,7 @@ impl CompactionSummaryChunk {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7017,7 +7017,7 @@ pub struct CompleteElicitationNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CompleteElicitationNotification {
@@ -7031,7 +7031,7 @@ impl CompleteElicitationNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7084,7 +7084,7 @@ pub struct InitializeRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl InitializeRequest {
@@ -7112,7 +7112,7 @@ impl InitializeRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7170,7 +7170,7 @@ pub struct ClientCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ClientCapabilities {
@@ -7218,7 +7218,7 @@ impl ClientCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7246,7 +7246,7 @@ pub struct FileSystemCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl FileSystemCapabilities {
@@ -7273,7 +7273,7 @@ impl FileSystemCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7322,7 +7322,7 @@ pub struct ClientSessionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ClientSessionCapabilities {
@@ -7359,7 +7359,7 @@ impl ClientSessionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7403,7 +7403,7 @@ pub struct SessionConfigOptionsCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionConfigOptionsCapabilities {
@@ -7423,7 +7423,7 @@ impl SessionConfigOptionsCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7445,7 +7445,7 @@ pub struct BooleanConfigOptionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl BooleanConfigOptionCapabilities {
@@ -7456,7 +7456,7 @@ impl BooleanConfigOptionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7499,7 +7499,7 @@ pub struct AuthCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthCapabilities {
@@ -7519,7 +7519,7 @@ impl AuthCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7561,7 +7561,7 @@ pub struct ElicitationCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationCapabilities {
@@ -7588,7 +7588,7 @@ impl ElicitationCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7612,7 +7612,7 @@ pub struct ElicitationFormCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationFormCapabilities {
@@ -7623,7 +7623,7 @@ impl ElicitationFormCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7647,7 +7647,7 @@ pub struct ElicitationUrlCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationUrlCapabilities {
@@ -7658,7 +7658,7 @@ impl ElicitationUrlCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7684,7 +7684,7 @@ pub struct AuthenticateRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthenticateRequest {
@@ -7698,7 +7698,7 @@ impl AuthenticateRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7720,7 +7720,7 @@ pub struct LogoutRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LogoutRequest {
@@ -7731,7 +7731,7 @@ impl LogoutRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7770,7 +7770,7 @@ pub struct NewSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl NewSessionRequest {
@@ -7792,7 +7792,7 @@ impl NewSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7882,7 +7882,7 @@ pub struct HttpHeader {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl HttpHeader {
@@ -7897,7 +7897,7 @@ impl HttpHeader {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7924,7 +7924,7 @@ pub struct McpServerHttp {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerHttp {
@@ -7944,7 +7944,7 @@ impl McpServerHttp {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7971,7 +7971,7 @@ pub struct McpServerSse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerSse {
@@ -7991,7 +7991,7 @@ impl McpServerSse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8021,7 +8021,7 @@ pub struct McpServerStdio {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerStdio {
@@ -8043,7 +8043,7 @@ impl McpServerStdio {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8088,7 +8088,7 @@ pub struct LoadSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LoadSessionRequest {
@@ -8115,7 +8115,7 @@ impl LoadSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8143,7 +8143,7 @@ pub struct ListSessionsRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ListSessionsRequest {
@@ -8170,7 +8170,7 @@ impl ListSessionsRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8195,7 +8195,7 @@ pub struct DeleteSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl DeleteSessionRequest {
@@ -8209,7 +8209,7 @@ impl DeleteSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8260,7 +8260,7 @@ pub struct ResumeSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ResumeSessionRequest {
@@ -8289,7 +8289,7 @@ impl ResumeSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8318,7 +8318,7 @@ pub struct CloseSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CloseSessionRequest {
@@ -8332,7 +8332,7 @@ impl CloseSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8358,7 +8358,7 @@ pub struct SetSessionModeRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionModeRequest {
@@ -8373,7 +8373,7 @@ impl SetSessionModeRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8487,7 +8487,7 @@ pub struct SetSessionConfigOptionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: SetSessionConfigOptionRequestKind,
@@ -8510,7 +8510,7 @@ impl SetSessionConfigOptionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8551,7 +8551,7 @@ pub struct PromptRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PromptRequest {
@@ -8566,7 +8566,7 @@ impl PromptRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8586,7 +8586,7 @@ pub struct WriteTextFileResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WriteTextFileResponse {
@@ -8597,7 +8597,7 @@ impl WriteTextFileResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8619,7 +8619,7 @@ pub struct ReadTextFileResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReadTextFileResponse {
@@ -8633,7 +8633,7 @@ impl ReadTextFileResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8655,7 +8655,7 @@ pub struct RequestPermissionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl RequestPermissionResponse {
@@ -8669,7 +8669,7 @@ impl RequestPermissionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8738,7 +8738,7 @@ pub struct SelectedPermissionOutcome {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SelectedPermissionOutcome {
@@ -8752,7 +8752,7 @@ impl SelectedPermissionOutcome {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8775,7 +8775,7 @@ pub struct CreateTerminalResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CreateTerminalResponse {
@@ -8789,7 +8789,7 @@ impl CreateTerminalResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8821,7 +8821,7 @@ pub struct TerminalOutputResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TerminalOutputResponse {
@@ -8843,7 +8843,7 @@ impl TerminalOutputResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8878,7 +8878,7 @@ pub struct TerminalExitStatus {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TerminalExitStatus {
@@ -8905,7 +8905,7 @@ impl TerminalExitStatus {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8925,7 +8925,7 @@ pub struct ReleaseTerminalResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReleaseTerminalResponse {
@@ -8936,7 +8936,7 @@ impl ReleaseTerminalResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8971,7 +8971,7 @@ pub struct WaitForTerminalExitResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WaitForTerminalExitResponse {
@@ -8998,7 +8998,7 @@ impl WaitForTerminalExitResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9018,7 +9018,7 @@ pub struct KillTerminalResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl KillTerminalResponse {
@@ -9029,7 +9029,7 @@ impl KillTerminalResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9105,7 +9105,7 @@ pub struct CreateElicitationResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: CreateElicitationResponseKind,
@@ -9122,7 +9122,7 @@ impl CreateElicitationResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9214,7 +9214,7 @@ pub struct CancelNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CancelNotification {
@@ -9228,7 +9228,7 @@ impl CancelNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9253,7 +9253,7 @@ pub struct CancelRequestNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CancelRequestNotification {
@@ -9267,7 +9267,7 @@ impl CancelRequestNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }

@@ -39,7 +39,7 @@ pub struct WriteTextFileRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WriteTextFileRequest {
@@ -59,7 +59,7 @@ impl WriteTextFileRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -138,7 +138,7 @@ pub struct ReadTextFileRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReadTextFileRequest {
@@ -167,7 +167,7 @@ impl ReadTextFileRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -199,7 +199,7 @@ pub struct RequestPermissionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl RequestPermissionRequest {
@@ -219,7 +219,7 @@ impl RequestPermissionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -308,7 +308,7 @@ pub struct ToolCallUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ToolCallUpdate {
@@ -378,7 +378,7 @@ impl ToolCallUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -765,7 +765,7 @@ pub struct Annotations {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Annotations {
@@ -799,7 +799,7 @@ impl Annotations {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -862,7 +862,7 @@ pub struct TextContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Text payload carried by this content block.
     pub text: String,
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -876,7 +876,7 @@ pub struct TextContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TextContent {
@@ -891,13 +891,13 @@ impl TextContent {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -912,7 +912,7 @@ pub struct ImageContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Base64-encoded media payload.
     pub data: String,
     /// MIME type describing the encoded media payload.
@@ -936,7 +936,7 @@ pub struct ImageContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ImageContent {
@@ -953,7 +953,7 @@ impl ImageContent {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
@@ -965,7 +965,7 @@ impl ImageContent {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -980,7 +980,7 @@ pub struct AudioContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Base64-encoded media payload.
     pub data: String,
     /// MIME type describing the encoded media payload.
@@ -997,7 +997,7 @@ pub struct AudioContent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AudioContent {
@@ -1013,13 +1013,13 @@ impl AudioContent {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1034,7 +1034,7 @@ pub struct ResourceLink {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Optional human-readable details shown with this protocol object.
     #[serde(
         default,
@@ -1079,7 +1079,7 @@ pub struct ResourceLink {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ResourceLink {
@@ -1099,7 +1099,7 @@ impl ResourceLink {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
@@ -1129,7 +1129,7 @@ impl ResourceLink {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1182,7 +1182,7 @@ pub struct TextResourceContents {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TextResourceContents {
@@ -1204,7 +1204,7 @@ impl TextResourceContents {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1236,7 +1236,7 @@ pub struct BlobResourceContents {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl BlobResourceContents {
@@ -1258,7 +1258,7 @@ impl BlobResourceContents {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1273,7 +1273,7 @@ pub struct EmbeddedResource {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<Box<Annotations>>,
     /// Embedded resource payload, either text or binary data.
     pub resource: EmbeddedResourceResource,
     /// The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1287,7 +1287,7 @@ pub struct EmbeddedResource {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EmbeddedResource {
@@ -1302,13 +1302,13 @@ impl EmbeddedResource {
 
     /// Sets `annotations`.
     pub fn with_annotations(mut self, value: impl Into<Annotations>) -> Self {
-        self.annotations = Some(value.into());
+        self.annotations = Some(Box::new(value.into()));
         self
     }
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1330,7 +1330,7 @@ pub struct Content {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Content {
@@ -1344,7 +1344,7 @@ impl Content {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1381,7 +1381,7 @@ pub struct Diff {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Diff {
@@ -1403,7 +1403,7 @@ impl Diff {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1471,7 +1471,7 @@ pub struct EmbeddedTerminal {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EmbeddedTerminal {
@@ -1485,7 +1485,7 @@ impl EmbeddedTerminal {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1519,7 +1519,7 @@ pub struct ToolCallLocation {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ToolCallLocation {
@@ -1540,7 +1540,7 @@ impl ToolCallLocation {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1567,7 +1567,7 @@ pub struct PermissionOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PermissionOption {
@@ -1587,7 +1587,7 @@ impl PermissionOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1742,7 +1742,7 @@ pub struct CreateTerminalRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CreateTerminalRequest {
@@ -1785,7 +1785,7 @@ impl CreateTerminalRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1809,7 +1809,7 @@ pub struct EnvVariable {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EnvVariable {
@@ -1824,7 +1824,7 @@ impl EnvVariable {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1850,7 +1850,7 @@ pub struct TerminalOutputRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TerminalOutputRequest {
@@ -1865,7 +1865,7 @@ impl TerminalOutputRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1891,7 +1891,7 @@ pub struct ReleaseTerminalRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReleaseTerminalRequest {
@@ -1906,7 +1906,7 @@ impl ReleaseTerminalRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1932,7 +1932,7 @@ pub struct WaitForTerminalExitRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WaitForTerminalExitRequest {
@@ -1947,7 +1947,7 @@ impl WaitForTerminalExitRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -1973,7 +1973,7 @@ pub struct KillTerminalRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl KillTerminalRequest {
@@ -1988,7 +1988,7 @@ impl KillTerminalRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2071,7 +2071,7 @@ pub struct CreateElicitationRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: CreateElicitationRequestKind,
@@ -2089,7 +2089,7 @@ impl CreateElicitationRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2206,7 +2206,7 @@ pub struct ElicitationSchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationSchema {
@@ -2257,7 +2257,7 @@ impl ElicitationSchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2478,7 +2478,7 @@ pub struct EnumOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl EnumOption {
@@ -2500,7 +2500,7 @@ impl EnumOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2582,7 +2582,7 @@ pub struct StringPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl StringPropertySchema {
@@ -2658,7 +2658,7 @@ impl StringPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2717,7 +2717,7 @@ pub struct NumberPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl NumberPropertySchema {
@@ -2765,7 +2765,7 @@ impl NumberPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2824,7 +2824,7 @@ pub struct IntegerPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl IntegerPropertySchema {
@@ -2872,7 +2872,7 @@ impl IntegerPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -2921,7 +2921,7 @@ pub struct BooleanPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl BooleanPropertySchema {
@@ -2955,7 +2955,7 @@ impl BooleanPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3029,7 +3029,7 @@ pub struct StringMultiSelectItems {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl StringMultiSelectItems {
@@ -3043,7 +3043,7 @@ impl StringMultiSelectItems {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3068,7 +3068,7 @@ pub struct TitledMultiSelectItems {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TitledMultiSelectItems {
@@ -3082,7 +3082,7 @@ impl TitledMultiSelectItems {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3143,7 +3143,7 @@ pub struct MultiSelectPropertySchema {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl MultiSelectPropertySchema {
@@ -3192,7 +3192,7 @@ impl MultiSelectPropertySchema {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3368,7 +3368,7 @@ pub struct MessageMcpRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl MessageMcpRequest {
@@ -3395,7 +3395,7 @@ impl MessageMcpRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3554,7 +3554,7 @@ pub struct InitializeResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl InitializeResponse {
@@ -3589,7 +3589,7 @@ impl InitializeResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3670,7 +3670,7 @@ pub struct AgentCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AgentCapabilities {
@@ -3725,7 +3725,7 @@ impl AgentCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3768,7 +3768,7 @@ pub struct PromptCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PromptCapabilities {
@@ -3802,7 +3802,7 @@ impl PromptCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -3835,7 +3835,7 @@ pub struct McpCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpCapabilities {
@@ -3869,7 +3869,7 @@ impl McpCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4028,7 +4028,7 @@ pub struct SessionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionCapabilities {
@@ -4114,7 +4114,7 @@ impl SessionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4136,7 +4136,7 @@ pub struct SessionListCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionListCapabilities {
@@ -4147,7 +4147,7 @@ impl SessionListCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4169,7 +4169,7 @@ pub struct SessionDeleteCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionDeleteCapabilities {
@@ -4180,7 +4180,7 @@ impl SessionDeleteCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4205,7 +4205,7 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionAdditionalDirectoriesCapabilities {
@@ -4216,7 +4216,7 @@ impl SessionAdditionalDirectoriesCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4252,7 +4252,7 @@ pub struct SessionSystemPromptCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionSystemPromptCapabilities {
@@ -4272,7 +4272,7 @@ impl SessionSystemPromptCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4310,7 +4310,7 @@ pub struct SessionSystemPromptModeCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionSystemPromptModeCapabilities {
@@ -4333,7 +4333,7 @@ impl SessionSystemPromptModeCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4360,7 +4360,7 @@ pub struct SessionSystemPromptOverrideCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionSystemPromptOverrideCapabilities {
@@ -4371,7 +4371,7 @@ impl SessionSystemPromptOverrideCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4397,7 +4397,7 @@ pub struct SessionForkCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionForkCapabilities {
@@ -4408,7 +4408,7 @@ impl SessionForkCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4435,7 +4435,7 @@ pub struct SessionArchiveCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionArchiveCapabilities {
@@ -4446,7 +4446,7 @@ impl SessionArchiveCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4472,7 +4472,7 @@ pub struct SessionStatusCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionStatusCapabilities {
@@ -4483,7 +4483,7 @@ impl SessionStatusCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4510,7 +4510,7 @@ pub struct SessionTitleCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionTitleCapabilities {
@@ -4521,7 +4521,7 @@ impl SessionTitleCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4543,7 +4543,7 @@ pub struct SessionResumeCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionResumeCapabilities {
@@ -4554,7 +4554,7 @@ impl SessionResumeCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4576,7 +4576,7 @@ pub struct SessionCloseCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionCloseCapabilities {
@@ -4587,7 +4587,7 @@ impl SessionCloseCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4631,7 +4631,7 @@ pub struct AgentAuthCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AgentAuthCapabilities {
@@ -4658,7 +4658,7 @@ impl AgentAuthCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4684,7 +4684,7 @@ pub struct AuthStatusCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthStatusCapabilities {
@@ -4695,7 +4695,7 @@ impl AuthStatusCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4717,7 +4717,7 @@ pub struct LogoutCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LogoutCapabilities {
@@ -4728,7 +4728,7 @@ impl LogoutCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4754,7 +4754,7 @@ pub struct ProvidersCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ProvidersCapabilities {
@@ -4765,7 +4765,7 @@ impl ProvidersCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4910,7 +4910,7 @@ pub struct AuthMethodTerminal {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthMethodTerminal {
@@ -4949,7 +4949,7 @@ impl AuthMethodTerminal {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -4982,7 +4982,7 @@ pub struct AuthMethodAgent {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthMethodAgent {
@@ -5004,7 +5004,7 @@ impl AuthMethodAgent {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5042,7 +5042,7 @@ pub struct Implementation {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Implementation {
@@ -5064,7 +5064,7 @@ impl Implementation {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5084,7 +5084,7 @@ pub struct AuthenticateResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthenticateResponse {
@@ -5095,7 +5095,7 @@ impl AuthenticateResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5121,7 +5121,7 @@ pub struct ListProvidersResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ListProvidersResponse {
@@ -5135,7 +5135,7 @@ impl ListProvidersResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5172,7 +5172,7 @@ pub struct ProviderInfo {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ProviderInfo {
@@ -5199,7 +5199,7 @@ impl ProviderInfo {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5345,7 +5345,7 @@ pub struct ProviderCurrentConfig {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ProviderCurrentConfig {
@@ -5360,7 +5360,7 @@ impl ProviderCurrentConfig {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5384,7 +5384,7 @@ pub struct SetProviderResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetProviderResponse {
@@ -5395,7 +5395,7 @@ impl SetProviderResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5419,7 +5419,7 @@ pub struct DisableProviderResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl DisableProviderResponse {
@@ -5430,7 +5430,7 @@ impl DisableProviderResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5450,7 +5450,7 @@ pub struct LogoutResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LogoutResponse {
@@ -5461,7 +5461,7 @@ impl LogoutResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5501,7 +5501,7 @@ pub struct AuthStatusResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthStatusResponse {
@@ -5522,7 +5522,7 @@ impl AuthStatusResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5659,7 +5659,7 @@ pub struct AuthAccount {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthAccount {
@@ -5701,7 +5701,7 @@ impl AuthAccount {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5745,7 +5745,7 @@ pub struct NewSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl NewSessionResponse {
@@ -5773,7 +5773,7 @@ impl NewSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5799,7 +5799,7 @@ pub struct SessionModeState {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionModeState {
@@ -5817,7 +5817,7 @@ impl SessionModeState {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5891,7 +5891,7 @@ pub struct SessionMode {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionMode {
@@ -5913,7 +5913,7 @@ impl SessionMode {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -5996,7 +5996,7 @@ pub struct SessionConfigOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: SessionConfigOptionKind,
@@ -6033,7 +6033,7 @@ impl SessionConfigOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6233,7 +6233,7 @@ pub struct SessionConfigSelectOption {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionConfigSelectOption {
@@ -6255,7 +6255,7 @@ impl SessionConfigSelectOption {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6282,7 +6282,7 @@ pub struct SessionConfigSelectGroup {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionConfigSelectGroup {
@@ -6302,7 +6302,7 @@ impl SessionConfigSelectGroup {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6422,7 +6422,7 @@ pub struct LoadSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LoadSessionResponse {
@@ -6449,7 +6449,7 @@ impl LoadSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6481,7 +6481,7 @@ pub struct ListSessionsResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ListSessionsResponse {
@@ -6502,7 +6502,7 @@ impl ListSessionsResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6568,7 +6568,7 @@ pub struct SessionInfo {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionInfo {
@@ -6611,7 +6611,7 @@ impl SessionInfo {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6631,7 +6631,7 @@ pub struct DeleteSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl DeleteSessionResponse {
@@ -6642,7 +6642,7 @@ impl DeleteSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6686,7 +6686,7 @@ pub struct ForkSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ForkSessionResponse {
@@ -6714,7 +6714,7 @@ impl ForkSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6738,7 +6738,7 @@ pub struct ArchiveSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ArchiveSessionResponse {
@@ -6749,7 +6749,7 @@ impl ArchiveSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6773,7 +6773,7 @@ pub struct UnarchiveSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UnarchiveSessionResponse {
@@ -6784,7 +6784,7 @@ impl UnarchiveSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6815,7 +6815,7 @@ pub struct SessionStatusResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionStatusResponse {
@@ -6829,7 +6829,7 @@ impl SessionStatusResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6924,7 +6924,7 @@ pub struct SetSessionTitleResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionTitleResponse {
@@ -6938,7 +6938,7 @@ impl SetSessionTitleResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -6975,7 +6975,7 @@ pub struct ResumeSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ResumeSessionResponse {
@@ -7002,7 +7002,7 @@ impl ResumeSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7022,7 +7022,7 @@ pub struct CloseSessionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CloseSessionResponse {
@@ -7033,7 +7033,7 @@ impl CloseSessionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7053,7 +7053,7 @@ pub struct SetSessionModeResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionModeResponse {
@@ -7064,7 +7064,7 @@ impl SetSessionModeResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7087,7 +7087,7 @@ pub struct SetSessionConfigOptionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionConfigOptionResponse {
@@ -7101,7 +7101,7 @@ impl SetSessionConfigOptionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7137,7 +7137,7 @@ pub struct PromptResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PromptResponse {
@@ -7158,7 +7158,7 @@ impl PromptResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7285,7 +7285,7 @@ pub struct Usage {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Usage {
@@ -7326,7 +7326,7 @@ impl Usage {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7364,7 +7364,7 @@ pub struct SessionNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionNotification {
@@ -7379,7 +7379,7 @@ impl SessionNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7674,7 +7674,7 @@ pub struct ContentChunk {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ContentChunk {
@@ -7695,7 +7695,7 @@ impl ContentChunk {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7781,7 +7781,7 @@ pub struct ToolCall {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ToolCall {
@@ -7845,7 +7845,7 @@ impl ToolCall {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -7876,7 +7876,7 @@ pub struct PlanEntry {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanEntry {
@@ -7896,7 +7896,7 @@ impl PlanEntry {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8039,7 +8039,7 @@ pub struct Plan {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Plan {
@@ -8053,7 +8053,7 @@ impl Plan {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8189,7 +8189,7 @@ pub struct PlanItems {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanItems {
@@ -8204,7 +8204,7 @@ impl PlanItems {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8233,7 +8233,7 @@ pub struct PlanFile {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanFile {
@@ -8248,7 +8248,7 @@ impl PlanFile {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8277,7 +8277,7 @@ pub struct PlanMarkdown {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanMarkdown {
@@ -8292,7 +8292,7 @@ impl PlanMarkdown {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8318,7 +8318,7 @@ pub struct PlanUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanUpdate {
@@ -8332,7 +8332,7 @@ impl PlanUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8359,7 +8359,7 @@ pub struct PlanRemoved {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanRemoved {
@@ -8373,7 +8373,7 @@ impl PlanRemoved {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8404,7 +8404,7 @@ pub struct AvailableCommand {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AvailableCommand {
@@ -8426,7 +8426,7 @@ impl AvailableCommand {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8462,7 +8462,7 @@ pub struct UnstructuredCommandInput {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UnstructuredCommandInput {
@@ -8476,7 +8476,7 @@ impl UnstructuredCommandInput {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8499,7 +8499,7 @@ pub struct AvailableCommandsUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AvailableCommandsUpdate {
@@ -8513,7 +8513,7 @@ impl AvailableCommandsUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8538,7 +8538,7 @@ pub struct CurrentModeUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CurrentModeUpdate {
@@ -8552,7 +8552,7 @@ impl CurrentModeUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8575,7 +8575,7 @@ pub struct ConfigOptionUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ConfigOptionUpdate {
@@ -8589,7 +8589,7 @@ impl ConfigOptionUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8627,7 +8627,7 @@ pub struct SessionInfoUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionInfoUpdate {
@@ -8666,7 +8666,7 @@ impl SessionInfoUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8691,7 +8691,7 @@ pub struct Cost {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Cost {
@@ -8706,7 +8706,7 @@ impl Cost {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8737,7 +8737,7 @@ pub struct UsageUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UsageUpdate {
@@ -8759,7 +8759,7 @@ impl UsageUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -8855,7 +8855,7 @@ pub struct Notice {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl Notice {
@@ -8877,7 +8877,7 @@ impl Notice {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9021,7 +9021,7 @@ pub struct CompactionUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CompactionUpdate {
@@ -9053,7 +9053,7 @@ impl CompactionUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9077,7 +9077,7 @@ pub struct CompactionSummaryChunk {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CompactionSummaryChunk {
@@ -9092,7 +9092,7 @@ impl CompactionSummaryChunk {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9126,7 +9126,7 @@ pub struct SubagentSessionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SubagentSessionCapabilities {
@@ -9146,7 +9146,7 @@ impl SubagentSessionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9172,7 +9172,7 @@ pub struct SessionCancelCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionCancelCapabilities {
@@ -9183,7 +9183,7 @@ impl SessionCancelCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9279,7 +9279,7 @@ pub struct RunningStateUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl RunningStateUpdate {
@@ -9290,7 +9290,7 @@ impl RunningStateUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9436,7 +9436,7 @@ pub struct IdleStateUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: IdleStateUpdateKind,
@@ -9460,7 +9460,7 @@ impl IdleStateUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9478,7 +9478,7 @@ pub struct RequiresActionStateUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl RequiresActionStateUpdate {
@@ -9489,7 +9489,7 @@ impl RequiresActionStateUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9519,7 +9519,7 @@ pub struct UnknownStateUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UnknownStateUpdate {
@@ -9530,7 +9530,7 @@ impl UnknownStateUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9644,7 +9644,7 @@ pub struct SubagentUpdate {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SubagentUpdate {
@@ -9736,7 +9736,7 @@ impl SubagentUpdate {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9928,7 +9928,7 @@ pub struct SessionMessageChunk {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionMessageChunk {
@@ -9943,7 +9943,7 @@ impl SessionMessageChunk {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -9968,7 +9968,7 @@ pub struct CompleteElicitationNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CompleteElicitationNotification {
@@ -9982,7 +9982,7 @@ impl CompleteElicitationNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10026,7 +10026,7 @@ pub struct AuthStatusUpdateNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthStatusUpdateNotification {
@@ -10047,7 +10047,7 @@ impl AuthStatusUpdateNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10100,7 +10100,7 @@ pub struct InitializeRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl InitializeRequest {
@@ -10128,7 +10128,7 @@ impl InitializeRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10216,7 +10216,7 @@ pub struct ClientCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ClientCapabilities {
@@ -10278,7 +10278,7 @@ impl ClientCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10306,7 +10306,7 @@ pub struct FileSystemCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl FileSystemCapabilities {
@@ -10333,7 +10333,7 @@ impl FileSystemCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10382,7 +10382,7 @@ pub struct ClientSessionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ClientSessionCapabilities {
@@ -10419,7 +10419,7 @@ impl ClientSessionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10463,7 +10463,7 @@ pub struct SessionConfigOptionsCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionConfigOptionsCapabilities {
@@ -10483,7 +10483,7 @@ impl SessionConfigOptionsCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10505,7 +10505,7 @@ pub struct BooleanConfigOptionCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl BooleanConfigOptionCapabilities {
@@ -10516,7 +10516,7 @@ impl BooleanConfigOptionCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10555,7 +10555,7 @@ pub struct SubagentCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SubagentCapabilities {
@@ -10566,7 +10566,7 @@ impl SubagentCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10590,7 +10590,7 @@ pub struct PlanCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PlanCapabilities {
@@ -10601,7 +10601,7 @@ impl PlanCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10632,7 +10632,7 @@ pub struct AuthCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthCapabilities {
@@ -10652,7 +10652,7 @@ impl AuthCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10694,7 +10694,7 @@ pub struct ElicitationCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationCapabilities {
@@ -10721,7 +10721,7 @@ impl ElicitationCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10745,7 +10745,7 @@ pub struct ElicitationFormCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationFormCapabilities {
@@ -10756,7 +10756,7 @@ impl ElicitationFormCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10780,7 +10780,7 @@ pub struct ElicitationUrlCapabilities {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ElicitationUrlCapabilities {
@@ -10791,7 +10791,7 @@ impl ElicitationUrlCapabilities {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10817,7 +10817,7 @@ pub struct AuthenticateRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthenticateRequest {
@@ -10831,7 +10831,7 @@ impl AuthenticateRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10855,7 +10855,7 @@ pub struct ListProvidersRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ListProvidersRequest {
@@ -10866,7 +10866,7 @@ impl ListProvidersRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10905,7 +10905,7 @@ pub struct SetProviderRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetProviderRequest {
@@ -10935,7 +10935,7 @@ impl SetProviderRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10962,7 +10962,7 @@ pub struct DisableProviderRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl DisableProviderRequest {
@@ -10976,7 +10976,7 @@ impl DisableProviderRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -10998,7 +10998,7 @@ pub struct LogoutRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LogoutRequest {
@@ -11009,7 +11009,7 @@ impl LogoutRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11038,7 +11038,7 @@ pub struct AuthStatusRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl AuthStatusRequest {
@@ -11049,7 +11049,7 @@ impl AuthStatusRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11103,7 +11103,7 @@ pub struct NewSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl NewSessionRequest {
@@ -11132,7 +11132,7 @@ impl NewSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11238,7 +11238,7 @@ pub struct HttpHeader {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl HttpHeader {
@@ -11253,7 +11253,7 @@ impl HttpHeader {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11280,7 +11280,7 @@ pub struct McpServerHttp {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerHttp {
@@ -11300,7 +11300,7 @@ impl McpServerHttp {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11327,7 +11327,7 @@ pub struct McpServerSse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerSse {
@@ -11347,7 +11347,7 @@ impl McpServerSse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11382,7 +11382,7 @@ pub struct McpServerAcp {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerAcp {
@@ -11397,7 +11397,7 @@ impl McpServerAcp {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11427,7 +11427,7 @@ pub struct McpServerStdio {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl McpServerStdio {
@@ -11449,7 +11449,7 @@ impl McpServerStdio {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11494,7 +11494,7 @@ pub struct SystemPrompt {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SystemPrompt {
@@ -11509,7 +11509,7 @@ impl SystemPrompt {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11645,7 +11645,7 @@ pub struct LoadSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl LoadSessionRequest {
@@ -11679,7 +11679,7 @@ impl LoadSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11718,7 +11718,7 @@ pub struct ListSessionsRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ListSessionsRequest {
@@ -11752,7 +11752,7 @@ impl ListSessionsRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11842,7 +11842,7 @@ pub struct DeleteSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl DeleteSessionRequest {
@@ -11856,7 +11856,7 @@ impl DeleteSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11927,7 +11927,7 @@ pub struct ForkSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ForkSessionRequest {
@@ -11963,7 +11963,7 @@ impl ForkSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -11997,7 +11997,7 @@ pub struct ArchiveSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ArchiveSessionRequest {
@@ -12011,7 +12011,7 @@ impl ArchiveSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12046,7 +12046,7 @@ pub struct UnarchiveSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl UnarchiveSessionRequest {
@@ -12060,7 +12060,7 @@ impl UnarchiveSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12093,7 +12093,7 @@ pub struct SessionStatusRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SessionStatusRequest {
@@ -12107,7 +12107,7 @@ impl SessionStatusRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12149,7 +12149,7 @@ pub struct SetSessionTitleRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionTitleRequest {
@@ -12164,7 +12164,7 @@ impl SetSessionTitleRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12232,7 +12232,7 @@ pub struct ResumeSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ResumeSessionRequest {
@@ -12268,7 +12268,7 @@ impl ResumeSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12297,7 +12297,7 @@ pub struct CloseSessionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CloseSessionRequest {
@@ -12311,7 +12311,7 @@ impl CloseSessionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12337,7 +12337,7 @@ pub struct SetSessionModeRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SetSessionModeRequest {
@@ -12352,7 +12352,7 @@ impl SetSessionModeRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12466,7 +12466,7 @@ pub struct SetSessionConfigOptionRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: SetSessionConfigOptionRequestKind,
@@ -12489,7 +12489,7 @@ impl SetSessionConfigOptionRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12530,7 +12530,7 @@ pub struct PromptRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl PromptRequest {
@@ -12545,7 +12545,7 @@ impl PromptRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12565,7 +12565,7 @@ pub struct WriteTextFileResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WriteTextFileResponse {
@@ -12576,7 +12576,7 @@ impl WriteTextFileResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12598,7 +12598,7 @@ pub struct ReadTextFileResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReadTextFileResponse {
@@ -12612,7 +12612,7 @@ impl ReadTextFileResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12634,7 +12634,7 @@ pub struct RequestPermissionResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl RequestPermissionResponse {
@@ -12648,7 +12648,7 @@ impl RequestPermissionResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12717,7 +12717,7 @@ pub struct SelectedPermissionOutcome {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl SelectedPermissionOutcome {
@@ -12731,7 +12731,7 @@ impl SelectedPermissionOutcome {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12754,7 +12754,7 @@ pub struct CreateTerminalResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CreateTerminalResponse {
@@ -12768,7 +12768,7 @@ impl CreateTerminalResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12800,7 +12800,7 @@ pub struct TerminalOutputResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TerminalOutputResponse {
@@ -12822,7 +12822,7 @@ impl TerminalOutputResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12857,7 +12857,7 @@ pub struct TerminalExitStatus {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl TerminalExitStatus {
@@ -12884,7 +12884,7 @@ impl TerminalExitStatus {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12904,7 +12904,7 @@ pub struct ReleaseTerminalResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ReleaseTerminalResponse {
@@ -12915,7 +12915,7 @@ impl ReleaseTerminalResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12950,7 +12950,7 @@ pub struct WaitForTerminalExitResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl WaitForTerminalExitResponse {
@@ -12977,7 +12977,7 @@ impl WaitForTerminalExitResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -12997,7 +12997,7 @@ pub struct KillTerminalResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl KillTerminalResponse {
@@ -13008,7 +13008,7 @@ impl KillTerminalResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13084,7 +13084,7 @@ pub struct CreateElicitationResponse {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// The variant part of this object.
     #[serde(flatten)]
     pub kind: CreateElicitationResponseKind,
@@ -13101,7 +13101,7 @@ impl CreateElicitationResponse {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13186,7 +13186,7 @@ pub struct MessageMcpResponseResult {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl MessageMcpResponseResult {
@@ -13200,7 +13200,7 @@ impl MessageMcpResponseResult {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13218,7 +13218,7 @@ pub struct MessageMcpResponseError {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl MessageMcpResponseError {
@@ -13232,7 +13232,7 @@ impl MessageMcpResponseError {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13322,7 +13322,7 @@ pub struct CancelNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CancelNotification {
@@ -13336,7 +13336,7 @@ impl CancelNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13376,7 +13376,7 @@ pub struct MessageMcpNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl MessageMcpNotification {
@@ -13403,7 +13403,7 @@ impl MessageMcpNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13428,7 +13428,7 @@ pub struct CancelRequestNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl CancelRequestNotification {
@@ -13442,7 +13442,7 @@ impl CancelRequestNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13511,7 +13511,7 @@ pub struct ProxySuccessorRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ProxySuccessorRequest {
@@ -13532,7 +13532,7 @@ impl ProxySuccessorRequest {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }
@@ -13597,7 +13597,7 @@ pub struct ProxySuccessorNotification {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "de::lenient"
     )]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
 }
 
 impl ProxySuccessorNotification {
@@ -13618,7 +13618,7 @@ impl ProxySuccessorNotification {
 
     /// Sets `_meta`.
     pub fn with_meta(mut self, value: impl Into<Meta>) -> Self {
-        self.meta = Some(value.into());
+        self.meta = Some(Box::new(value.into()));
         self
     }
 }

@@ -23,7 +23,7 @@ pub fn arb_WriteTextFileRequest() -> BoxedStrategy<WriteTextFileRequest> {
         arb_SessionId(),
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, path, content, meta),)| {
             let mut value = WriteTextFileRequest::new(session_id, path, content);
@@ -43,7 +43,7 @@ pub fn arb_ReadTextFileRequest() -> BoxedStrategy<ReadTextFileRequest> {
         small_string(),
         proptest::option::of(any::<u32>()),
         proptest::option::of(any::<u32>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, path, line, limit, meta),)| {
             let mut value = ReadTextFileRequest::new(session_id, path);
@@ -60,7 +60,7 @@ pub fn arb_RequestPermissionRequest() -> BoxedStrategy<RequestPermissionRequest>
         arb_SessionId(),
         arb_ToolCallUpdate(),
         proptest::collection::vec(arb_PermissionOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, tool_call, options, meta),)| {
             let mut value = RequestPermissionRequest::new(session_id, tool_call, options);
@@ -84,7 +84,7 @@ pub fn arb_ToolCallUpdate() -> BoxedStrategy<ToolCallUpdate> {
         ),
         (
             proptest::option::of(json_value()),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -167,7 +167,7 @@ pub fn arb_Annotations() -> BoxedStrategy<Annotations> {
         proptest::option::of(proptest::collection::vec(arb_Role(), 0..3)),
         proptest::option::of(small_string()),
         proptest::option::of(exact_float()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((audience, last_modified, priority, meta),)| {
             let mut value = Annotations::new();
@@ -191,9 +191,9 @@ pub fn arb_Role() -> BoxedStrategy<Role> {
 
 pub fn arb_TextContent() -> BoxedStrategy<TextContent> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, text, meta),)| {
             let mut value = TextContent::new(text);
@@ -206,11 +206,11 @@ pub fn arb_TextContent() -> BoxedStrategy<TextContent> {
 
 pub fn arb_ImageContent() -> BoxedStrategy<ImageContent> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         small_string(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, data, mime_type, uri, meta),)| {
             let mut value = ImageContent::new(data, mime_type);
@@ -224,10 +224,10 @@ pub fn arb_ImageContent() -> BoxedStrategy<ImageContent> {
 
 pub fn arb_AudioContent() -> BoxedStrategy<AudioContent> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, data, mime_type, meta),)| {
             let mut value = AudioContent::new(data, mime_type);
@@ -240,14 +240,14 @@ pub fn arb_AudioContent() -> BoxedStrategy<AudioContent> {
 
 pub fn arb_ResourceLink() -> BoxedStrategy<ResourceLink> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         small_string(),
         proptest::option::of(any::<i64>()),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((annotations, description, mime_type, name, size, title, uri, meta),)| {
@@ -277,7 +277,7 @@ pub fn arb_TextResourceContents() -> BoxedStrategy<TextResourceContents> {
         proptest::option::of(small_string()),
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((mime_type, text, uri, meta),)| {
             let mut value = TextResourceContents::new(text, uri);
@@ -293,7 +293,7 @@ pub fn arb_BlobResourceContents() -> BoxedStrategy<BlobResourceContents> {
         small_string(),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((blob, mime_type, uri, meta),)| {
             let mut value = BlobResourceContents::new(blob, uri);
@@ -306,9 +306,9 @@ pub fn arb_BlobResourceContents() -> BoxedStrategy<BlobResourceContents> {
 
 pub fn arb_EmbeddedResource() -> BoxedStrategy<EmbeddedResource> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         arb_EmbeddedResourceResource(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, resource, meta),)| {
             let mut value = EmbeddedResource::new(resource);
@@ -320,7 +320,10 @@ pub fn arb_EmbeddedResource() -> BoxedStrategy<EmbeddedResource> {
 }
 
 pub fn arb_Content() -> BoxedStrategy<Content> {
-    ((arb_ContentBlock(), proptest::option::of(json_object())),)
+    ((
+        arb_ContentBlock(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((content, meta),)| {
             let mut value = Content::new(content);
             value.meta = meta;
@@ -334,7 +337,7 @@ pub fn arb_Diff() -> BoxedStrategy<Diff> {
         small_string(),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((path, old_text, new_text, meta),)| {
             let mut value = Diff::new(path, new_text);
@@ -350,7 +353,10 @@ pub fn arb_TerminalId() -> BoxedStrategy<TerminalId> {
 }
 
 pub fn arb_EmbeddedTerminal() -> BoxedStrategy<EmbeddedTerminal> {
-    ((arb_TerminalId(), proptest::option::of(json_object())),)
+    ((
+        arb_TerminalId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((terminal_id, meta),)| {
             let mut value = EmbeddedTerminal::new(terminal_id);
             value.meta = meta;
@@ -363,7 +369,7 @@ pub fn arb_ToolCallLocation() -> BoxedStrategy<ToolCallLocation> {
     ((
         small_string(),
         proptest::option::of(any::<u32>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((path, line, meta),)| {
             let mut value = ToolCallLocation::new(path);
@@ -379,7 +385,7 @@ pub fn arb_PermissionOption() -> BoxedStrategy<PermissionOption> {
         arb_PermissionOptionId(),
         small_string(),
         arb_PermissionOptionKind(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((option_id, name, kind, meta),)| {
             let mut value = PermissionOption::new(option_id, name, kind);
@@ -412,7 +418,7 @@ pub fn arb_CreateTerminalRequest() -> BoxedStrategy<CreateTerminalRequest> {
         proptest::option::of(proptest::collection::vec(arb_EnvVariable(), 0..3)),
         proptest::option::of(small_string()),
         proptest::option::of(any::<u64>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, command, args, env, cwd, output_byte_limit, meta),)| {
@@ -432,7 +438,7 @@ pub fn arb_EnvVariable() -> BoxedStrategy<EnvVariable> {
     ((
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, value, meta),)| {
             let mut value = EnvVariable::new(name, value);
@@ -446,7 +452,7 @@ pub fn arb_TerminalOutputRequest() -> BoxedStrategy<TerminalOutputRequest> {
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = TerminalOutputRequest::new(session_id, terminal_id);
@@ -460,7 +466,7 @@ pub fn arb_ReleaseTerminalRequest() -> BoxedStrategy<ReleaseTerminalRequest> {
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = ReleaseTerminalRequest::new(session_id, terminal_id);
@@ -474,7 +480,7 @@ pub fn arb_WaitForTerminalExitRequest() -> BoxedStrategy<WaitForTerminalExitRequ
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = WaitForTerminalExitRequest::new(session_id, terminal_id);
@@ -488,7 +494,7 @@ pub fn arb_KillTerminalRequest() -> BoxedStrategy<KillTerminalRequest> {
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = KillTerminalRequest::new(session_id, terminal_id);
@@ -510,7 +516,7 @@ pub fn arb_CreateElicitationRequestKind() -> BoxedStrategy<CreateElicitationRequ
 pub fn arb_CreateElicitationRequest() -> BoxedStrategy<CreateElicitationRequest> {
     ((
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_CreateElicitationRequestKind(),
     ),)
         .prop_map(|((message, meta, kind),)| {
@@ -544,7 +550,7 @@ pub fn arb_ElicitationSchema() -> BoxedStrategy<ElicitationSchema> {
         proptest::collection::btree_map(small_string(), arb_ElicitationPropertySchema(), 0..3),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((r#type, title, properties, required, description, meta),)| {
@@ -597,7 +603,7 @@ pub fn arb_EnumOption() -> BoxedStrategy<EnumOption> {
         small_string(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((r#const, title, description, meta),)| {
             let mut value = EnumOption::new(r#const, title);
@@ -622,7 +628,7 @@ pub fn arb_StringPropertySchema() -> BoxedStrategy<StringPropertySchema> {
         ),
         (
             proptest::option::of(proptest::collection::vec(arb_EnumOption(), 0..3)),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -654,7 +660,7 @@ pub fn arb_NumberPropertySchema() -> BoxedStrategy<NumberPropertySchema> {
         proptest::option::of(exact_float()),
         proptest::option::of(exact_float()),
         proptest::option::of(exact_float()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, description, minimum, maximum, default, meta),)| {
             let mut value = NumberPropertySchema::new();
@@ -676,7 +682,7 @@ pub fn arb_IntegerPropertySchema() -> BoxedStrategy<IntegerPropertySchema> {
         proptest::option::of(any::<i64>()),
         proptest::option::of(any::<i64>()),
         proptest::option::of(any::<i64>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, description, minimum, maximum, default, meta),)| {
             let mut value = IntegerPropertySchema::new();
@@ -696,7 +702,7 @@ pub fn arb_BooleanPropertySchema() -> BoxedStrategy<BooleanPropertySchema> {
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         proptest::option::of(any::<bool>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, description, default, meta),)| {
             let mut value = BooleanPropertySchema::new();
@@ -721,7 +727,7 @@ pub fn arb_MultiSelectItems() -> BoxedStrategy<MultiSelectItems> {
 pub fn arb_StringMultiSelectItems() -> BoxedStrategy<StringMultiSelectItems> {
     ((
         proptest::collection::vec(small_string(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((r#enum, meta),)| {
             let mut value = StringMultiSelectItems::new(r#enum);
@@ -734,7 +740,7 @@ pub fn arb_StringMultiSelectItems() -> BoxedStrategy<StringMultiSelectItems> {
 pub fn arb_TitledMultiSelectItems() -> BoxedStrategy<TitledMultiSelectItems> {
     ((
         proptest::collection::vec(arb_EnumOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((any_of, meta),)| {
             let mut value = TitledMultiSelectItems::new(any_of);
@@ -752,7 +758,7 @@ pub fn arb_MultiSelectPropertySchema() -> BoxedStrategy<MultiSelectPropertySchem
         proptest::option::of(any::<u64>()),
         arb_MultiSelectItems(),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((title, description, min_items, max_items, items, default, meta),)| {
@@ -817,7 +823,7 @@ pub fn arb_InitializeResponse() -> BoxedStrategy<InitializeResponse> {
         arb_AgentCapabilities(),
         proptest::collection::vec(arb_AuthMethod(), 0..3),
         proptest::option::of(arb_Implementation()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((protocol_version, agent_capabilities, auth_methods, agent_info, meta),)| {
@@ -843,7 +849,7 @@ pub fn arb_AgentCapabilities() -> BoxedStrategy<AgentCapabilities> {
         arb_McpCapabilities(),
         arb_SessionCapabilities(),
         arb_AgentAuthCapabilities(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((
@@ -872,7 +878,7 @@ pub fn arb_PromptCapabilities() -> BoxedStrategy<PromptCapabilities> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((image, audio, embedded_context, meta),)| {
             let mut value = PromptCapabilities::new();
@@ -889,7 +895,7 @@ pub fn arb_McpCapabilities() -> BoxedStrategy<McpCapabilities> {
     ((
         any::<bool>(),
         any::<bool>(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((http, sse, meta),)| {
             let mut value = McpCapabilities::new();
@@ -908,7 +914,7 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
         proptest::option::of(arb_SessionAdditionalDirectoriesCapabilities()),
         proptest::option::of(arb_SessionResumeCapabilities()),
         proptest::option::of(arb_SessionCloseCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((list, delete, additional_directories, resume, close, meta),)| {
@@ -926,7 +932,7 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
 }
 
 pub fn arb_SessionListCapabilities() -> BoxedStrategy<SessionListCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionListCapabilities::new();
             value.meta = meta;
@@ -936,7 +942,7 @@ pub fn arb_SessionListCapabilities() -> BoxedStrategy<SessionListCapabilities> {
 }
 
 pub fn arb_SessionDeleteCapabilities() -> BoxedStrategy<SessionDeleteCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionDeleteCapabilities::new();
             value.meta = meta;
@@ -947,7 +953,7 @@ pub fn arb_SessionDeleteCapabilities() -> BoxedStrategy<SessionDeleteCapabilitie
 
 pub fn arb_SessionAdditionalDirectoriesCapabilities()
 -> BoxedStrategy<SessionAdditionalDirectoriesCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionAdditionalDirectoriesCapabilities::new();
             value.meta = meta;
@@ -957,7 +963,7 @@ pub fn arb_SessionAdditionalDirectoriesCapabilities()
 }
 
 pub fn arb_SessionResumeCapabilities() -> BoxedStrategy<SessionResumeCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionResumeCapabilities::new();
             value.meta = meta;
@@ -967,7 +973,7 @@ pub fn arb_SessionResumeCapabilities() -> BoxedStrategy<SessionResumeCapabilitie
 }
 
 pub fn arb_SessionCloseCapabilities() -> BoxedStrategy<SessionCloseCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionCloseCapabilities::new();
             value.meta = meta;
@@ -979,7 +985,7 @@ pub fn arb_SessionCloseCapabilities() -> BoxedStrategy<SessionCloseCapabilities>
 pub fn arb_AgentAuthCapabilities() -> BoxedStrategy<AgentAuthCapabilities> {
     ((
         proptest::option::of(arb_LogoutCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((logout, meta),)| {
             let mut value = AgentAuthCapabilities::new();
@@ -991,7 +997,7 @@ pub fn arb_AgentAuthCapabilities() -> BoxedStrategy<AgentAuthCapabilities> {
 }
 
 pub fn arb_LogoutCapabilities() -> BoxedStrategy<LogoutCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = LogoutCapabilities::new();
             value.meta = meta;
@@ -1024,7 +1030,7 @@ pub fn arb_AuthMethodTerminal() -> BoxedStrategy<AuthMethodTerminal> {
             small_string(),
             0..3,
         )),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((id, name, description, args, env, meta),)| {
             let mut value = AuthMethodTerminal::new(id, name);
@@ -1042,7 +1048,7 @@ pub fn arb_AuthMethodAgent() -> BoxedStrategy<AuthMethodAgent> {
         arb_AuthMethodId(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((id, name, description, meta),)| {
             let mut value = AuthMethodAgent::new(id, name);
@@ -1058,7 +1064,7 @@ pub fn arb_Implementation() -> BoxedStrategy<Implementation> {
         small_string(),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, title, version, meta),)| {
             let mut value = Implementation::new(name, version);
@@ -1070,7 +1076,7 @@ pub fn arb_Implementation() -> BoxedStrategy<Implementation> {
 }
 
 pub fn arb_AuthenticateResponse() -> BoxedStrategy<AuthenticateResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = AuthenticateResponse::new();
             value.meta = meta;
@@ -1080,7 +1086,7 @@ pub fn arb_AuthenticateResponse() -> BoxedStrategy<AuthenticateResponse> {
 }
 
 pub fn arb_LogoutResponse() -> BoxedStrategy<LogoutResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = LogoutResponse::new();
             value.meta = meta;
@@ -1094,7 +1100,7 @@ pub fn arb_NewSessionResponse() -> BoxedStrategy<NewSessionResponse> {
         arb_SessionId(),
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, modes, config_options, meta),)| {
             let mut value = NewSessionResponse::new(session_id);
@@ -1110,7 +1116,7 @@ pub fn arb_SessionModeState() -> BoxedStrategy<SessionModeState> {
     ((
         arb_SessionModeId(),
         proptest::collection::vec(arb_SessionMode(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((current_mode_id, available_modes, meta),)| {
             let mut value = SessionModeState::new(current_mode_id, available_modes);
@@ -1129,7 +1135,7 @@ pub fn arb_SessionMode() -> BoxedStrategy<SessionMode> {
         arb_SessionModeId(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((id, name, description, meta),)| {
             let mut value = SessionMode::new(id, name);
@@ -1155,7 +1161,7 @@ pub fn arb_SessionConfigOption() -> BoxedStrategy<SessionConfigOption> {
         small_string(),
         proptest::option::of(small_string()),
         proptest::option::of(arb_SessionConfigOptionCategory()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_SessionConfigOptionKind(),
     ),)
         .prop_map(|((id, name, description, category, meta, kind),)| {
@@ -1202,7 +1208,7 @@ pub fn arb_SessionConfigSelectOption() -> BoxedStrategy<SessionConfigSelectOptio
         arb_SessionConfigValueId(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((value, name, description, meta),)| {
             let mut value = SessionConfigSelectOption::new(value, name);
@@ -1218,7 +1224,7 @@ pub fn arb_SessionConfigSelectGroup() -> BoxedStrategy<SessionConfigSelectGroup>
         arb_SessionConfigGroupId(),
         small_string(),
         proptest::collection::vec(arb_SessionConfigSelectOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((group, name, options, meta),)| {
             let mut value = SessionConfigSelectGroup::new(group, name, options);
@@ -1248,7 +1254,7 @@ pub fn arb_LoadSessionResponse() -> BoxedStrategy<LoadSessionResponse> {
     ((
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((modes, config_options, meta),)| {
             let mut value = LoadSessionResponse::new();
@@ -1264,7 +1270,7 @@ pub fn arb_ListSessionsResponse() -> BoxedStrategy<ListSessionsResponse> {
     ((
         proptest::collection::vec(arb_SessionInfo(), 0..3),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((sessions, next_cursor, meta),)| {
             let mut value = ListSessionsResponse::new(sessions);
@@ -1282,7 +1288,7 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, title, updated_at, meta),)| {
@@ -1298,7 +1304,7 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
 }
 
 pub fn arb_DeleteSessionResponse() -> BoxedStrategy<DeleteSessionResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = DeleteSessionResponse::new();
             value.meta = meta;
@@ -1311,7 +1317,7 @@ pub fn arb_ResumeSessionResponse() -> BoxedStrategy<ResumeSessionResponse> {
     ((
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((modes, config_options, meta),)| {
             let mut value = ResumeSessionResponse::new();
@@ -1324,7 +1330,7 @@ pub fn arb_ResumeSessionResponse() -> BoxedStrategy<ResumeSessionResponse> {
 }
 
 pub fn arb_CloseSessionResponse() -> BoxedStrategy<CloseSessionResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = CloseSessionResponse::new();
             value.meta = meta;
@@ -1334,7 +1340,7 @@ pub fn arb_CloseSessionResponse() -> BoxedStrategy<CloseSessionResponse> {
 }
 
 pub fn arb_SetSessionModeResponse() -> BoxedStrategy<SetSessionModeResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SetSessionModeResponse::new();
             value.meta = meta;
@@ -1346,7 +1352,7 @@ pub fn arb_SetSessionModeResponse() -> BoxedStrategy<SetSessionModeResponse> {
 pub fn arb_SetSessionConfigOptionResponse() -> BoxedStrategy<SetSessionConfigOptionResponse> {
     ((
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((config_options, meta),)| {
             let mut value = SetSessionConfigOptionResponse::new(config_options);
@@ -1357,7 +1363,10 @@ pub fn arb_SetSessionConfigOptionResponse() -> BoxedStrategy<SetSessionConfigOpt
 }
 
 pub fn arb_PromptResponse() -> BoxedStrategy<PromptResponse> {
-    ((arb_StopReason(), proptest::option::of(json_object())),)
+    ((
+        arb_StopReason(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((stop_reason, meta),)| {
             let mut value = PromptResponse::new(stop_reason);
             value.meta = meta;
@@ -1415,7 +1424,7 @@ pub fn arb_SessionNotification() -> BoxedStrategy<SessionNotification> {
     ((
         arb_SessionId(),
         arb_SessionUpdate(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, update, meta),)| {
             let mut value = SessionNotification::new(session_id, update);
@@ -1454,7 +1463,7 @@ pub fn arb_ContentChunk() -> BoxedStrategy<ContentChunk> {
     ((
         arb_ContentBlock(),
         proptest::option::of(arb_MessageId()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((content, message_id, meta),)| {
             let mut value = ContentChunk::new(content);
@@ -1479,7 +1488,7 @@ pub fn arb_ToolCall() -> BoxedStrategy<ToolCall> {
         ),
         (
             proptest::option::of(json_value()),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -1507,7 +1516,7 @@ pub fn arb_PlanEntry() -> BoxedStrategy<PlanEntry> {
         small_string(),
         arb_PlanEntryPriority(),
         arb_PlanEntryStatus(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((content, priority, status, meta),)| {
             let mut value = PlanEntry::new(content, priority, status);
@@ -1540,7 +1549,7 @@ pub fn arb_PlanEntryStatus() -> BoxedStrategy<PlanEntryStatus> {
 pub fn arb_Plan() -> BoxedStrategy<Plan> {
     ((
         proptest::collection::vec(arb_PlanEntry(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((entries, meta),)| {
             let mut value = Plan::new(entries);
@@ -1555,7 +1564,7 @@ pub fn arb_AvailableCommand() -> BoxedStrategy<AvailableCommand> {
         small_string(),
         small_string(),
         proptest::option::of(arb_AvailableCommandInput()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, description, input, meta),)| {
             let mut value = AvailableCommand::new(name, description);
@@ -1573,7 +1582,10 @@ pub fn arb_AvailableCommandInput() -> BoxedStrategy<AvailableCommandInput> {
 }
 
 pub fn arb_UnstructuredCommandInput() -> BoxedStrategy<UnstructuredCommandInput> {
-    ((small_string(), proptest::option::of(json_object())),)
+    ((
+        small_string(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((hint, meta),)| {
             let mut value = UnstructuredCommandInput::new(hint);
             value.meta = meta;
@@ -1585,7 +1597,7 @@ pub fn arb_UnstructuredCommandInput() -> BoxedStrategy<UnstructuredCommandInput>
 pub fn arb_AvailableCommandsUpdate() -> BoxedStrategy<AvailableCommandsUpdate> {
     ((
         proptest::collection::vec(arb_AvailableCommand(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((available_commands, meta),)| {
             let mut value = AvailableCommandsUpdate::new(available_commands);
@@ -1596,7 +1608,10 @@ pub fn arb_AvailableCommandsUpdate() -> BoxedStrategy<AvailableCommandsUpdate> {
 }
 
 pub fn arb_CurrentModeUpdate() -> BoxedStrategy<CurrentModeUpdate> {
-    ((arb_SessionModeId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionModeId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((current_mode_id, meta),)| {
             let mut value = CurrentModeUpdate::new(current_mode_id);
             value.meta = meta;
@@ -1608,7 +1623,7 @@ pub fn arb_CurrentModeUpdate() -> BoxedStrategy<CurrentModeUpdate> {
 pub fn arb_ConfigOptionUpdate() -> BoxedStrategy<ConfigOptionUpdate> {
     ((
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((config_options, meta),)| {
             let mut value = ConfigOptionUpdate::new(config_options);
@@ -1622,7 +1637,7 @@ pub fn arb_SessionInfoUpdate() -> BoxedStrategy<SessionInfoUpdate> {
     ((
         patch(small_string()),
         patch(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, updated_at, meta),)| {
             let mut value = SessionInfoUpdate::new();
@@ -1638,7 +1653,7 @@ pub fn arb_Cost() -> BoxedStrategy<Cost> {
     ((
         exact_float(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((amount, currency, meta),)| {
             let mut value = Cost::new(amount, currency);
@@ -1653,7 +1668,7 @@ pub fn arb_UsageUpdate() -> BoxedStrategy<UsageUpdate> {
         any::<u64>(),
         any::<u64>(),
         proptest::option::of(arb_Cost()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((used, size, cost, meta),)| {
             let mut value = UsageUpdate::new(used, size);
@@ -1679,7 +1694,7 @@ pub fn arb_Notice() -> BoxedStrategy<Notice> {
         arb_NoticeSeverity(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((severity, title, description, meta),)| {
             let mut value = Notice::new(severity, title);
@@ -1711,7 +1726,7 @@ pub fn arb_CompactionUpdate() -> BoxedStrategy<CompactionUpdate> {
         arb_CompactionStatus(),
         proptest::option::of(proptest::collection::vec(arb_ContentBlock(), 0..3)),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((compaction_id, status, summary, error, meta),)| {
             let mut value = CompactionUpdate::new(compaction_id, status);
@@ -1727,7 +1742,7 @@ pub fn arb_CompactionSummaryChunk() -> BoxedStrategy<CompactionSummaryChunk> {
     ((
         arb_CompactionId(),
         arb_ContentBlock(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((compaction_id, content, meta),)| {
             let mut value = CompactionSummaryChunk::new(compaction_id, content);
@@ -1738,7 +1753,10 @@ pub fn arb_CompactionSummaryChunk() -> BoxedStrategy<CompactionSummaryChunk> {
 }
 
 pub fn arb_CompleteElicitationNotification() -> BoxedStrategy<CompleteElicitationNotification> {
-    ((arb_ElicitationId(), proptest::option::of(json_object())),)
+    ((
+        arb_ElicitationId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((elicitation_id, meta),)| {
             let mut value = CompleteElicitationNotification::new(elicitation_id);
             value.meta = meta;
@@ -1756,7 +1774,7 @@ pub fn arb_InitializeRequest() -> BoxedStrategy<InitializeRequest> {
         arb_ProtocolVersion(),
         arb_ClientCapabilities(),
         proptest::option::of(arb_Implementation()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((protocol_version, client_capabilities, client_info, meta),)| {
@@ -1777,7 +1795,7 @@ pub fn arb_ClientCapabilities() -> BoxedStrategy<ClientCapabilities> {
         proptest::option::of(arb_ClientSessionCapabilities()),
         arb_AuthCapabilities(),
         proptest::option::of(arb_ElicitationCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((fs, terminal, session, auth, elicitation, meta),)| {
             let mut value = ClientCapabilities::new();
@@ -1796,7 +1814,7 @@ pub fn arb_FileSystemCapabilities() -> BoxedStrategy<FileSystemCapabilities> {
     ((
         any::<bool>(),
         any::<bool>(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((read_text_file, write_text_file, meta),)| {
             let mut value = FileSystemCapabilities::new();
@@ -1813,7 +1831,7 @@ pub fn arb_ClientSessionCapabilities() -> BoxedStrategy<ClientSessionCapabilitie
         proptest::option::of(arb_CompactionCapabilities()),
         proptest::option::of(arb_SessionConfigOptionsCapabilities()),
         proptest::option::of(arb_NoticeCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((compaction, config_options, notices, meta),)| {
             let mut value = ClientSessionCapabilities::new();
@@ -1833,7 +1851,7 @@ pub fn arb_CompactionCapabilities() -> BoxedStrategy<CompactionCapabilities> {
 pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOptionsCapabilities> {
     ((
         proptest::option::of(arb_BooleanConfigOptionCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((boolean, meta),)| {
             let mut value = SessionConfigOptionsCapabilities::new();
@@ -1845,7 +1863,7 @@ pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOpti
 }
 
 pub fn arb_BooleanConfigOptionCapabilities() -> BoxedStrategy<BooleanConfigOptionCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = BooleanConfigOptionCapabilities::new();
             value.meta = meta;
@@ -1859,7 +1877,10 @@ pub fn arb_NoticeCapabilities() -> BoxedStrategy<NoticeCapabilities> {
 }
 
 pub fn arb_AuthCapabilities() -> BoxedStrategy<AuthCapabilities> {
-    ((any::<bool>(), proptest::option::of(json_object())),)
+    ((
+        any::<bool>(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((terminal, meta),)| {
             let mut value = AuthCapabilities::new();
             value.terminal = terminal;
@@ -1873,7 +1894,7 @@ pub fn arb_ElicitationCapabilities() -> BoxedStrategy<ElicitationCapabilities> {
     ((
         proptest::option::of(arb_ElicitationFormCapabilities()),
         proptest::option::of(arb_ElicitationUrlCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((form, url, meta),)| {
             let mut value = ElicitationCapabilities::new();
@@ -1886,7 +1907,7 @@ pub fn arb_ElicitationCapabilities() -> BoxedStrategy<ElicitationCapabilities> {
 }
 
 pub fn arb_ElicitationFormCapabilities() -> BoxedStrategy<ElicitationFormCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ElicitationFormCapabilities::new();
             value.meta = meta;
@@ -1896,7 +1917,7 @@ pub fn arb_ElicitationFormCapabilities() -> BoxedStrategy<ElicitationFormCapabil
 }
 
 pub fn arb_ElicitationUrlCapabilities() -> BoxedStrategy<ElicitationUrlCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ElicitationUrlCapabilities::new();
             value.meta = meta;
@@ -1906,7 +1927,10 @@ pub fn arb_ElicitationUrlCapabilities() -> BoxedStrategy<ElicitationUrlCapabilit
 }
 
 pub fn arb_AuthenticateRequest() -> BoxedStrategy<AuthenticateRequest> {
-    ((arb_AuthMethodId(), proptest::option::of(json_object())),)
+    ((
+        arb_AuthMethodId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((method_id, meta),)| {
             let mut value = AuthenticateRequest::new(method_id);
             value.meta = meta;
@@ -1916,7 +1940,7 @@ pub fn arb_AuthenticateRequest() -> BoxedStrategy<AuthenticateRequest> {
 }
 
 pub fn arb_LogoutRequest() -> BoxedStrategy<LogoutRequest> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = LogoutRequest::new();
             value.meta = meta;
@@ -1930,7 +1954,7 @@ pub fn arb_NewSessionRequest() -> BoxedStrategy<NewSessionRequest> {
         small_string(),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::collection::vec(arb_McpServer(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((cwd, additional_directories, mcp_servers, meta),)| {
             let mut value = NewSessionRequest::new(cwd, mcp_servers);
@@ -1955,7 +1979,7 @@ pub fn arb_HttpHeader() -> BoxedStrategy<HttpHeader> {
     ((
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, value, meta),)| {
             let mut value = HttpHeader::new(name, value);
@@ -1970,7 +1994,7 @@ pub fn arb_McpServerHttp() -> BoxedStrategy<McpServerHttp> {
         small_string(),
         small_string(),
         proptest::collection::vec(arb_HttpHeader(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, url, headers, meta),)| {
             let mut value = McpServerHttp::new(name, url, headers);
@@ -1985,7 +2009,7 @@ pub fn arb_McpServerSse() -> BoxedStrategy<McpServerSse> {
         small_string(),
         small_string(),
         proptest::collection::vec(arb_HttpHeader(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, url, headers, meta),)| {
             let mut value = McpServerSse::new(name, url, headers);
@@ -2001,7 +2025,7 @@ pub fn arb_McpServerStdio() -> BoxedStrategy<McpServerStdio> {
         small_string(),
         proptest::collection::vec(small_string(), 0..3),
         proptest::collection::vec(arb_EnvVariable(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, command, args, env, meta),)| {
             let mut value = McpServerStdio::new(name, command, args, env);
@@ -2017,7 +2041,7 @@ pub fn arb_LoadSessionRequest() -> BoxedStrategy<LoadSessionRequest> {
         small_string(),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         arb_SessionId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((mcp_servers, cwd, additional_directories, session_id, meta),)| {
@@ -2034,7 +2058,7 @@ pub fn arb_ListSessionsRequest() -> BoxedStrategy<ListSessionsRequest> {
     ((
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((cwd, cursor, meta),)| {
             let mut value = ListSessionsRequest::new();
@@ -2047,7 +2071,10 @@ pub fn arb_ListSessionsRequest() -> BoxedStrategy<ListSessionsRequest> {
 }
 
 pub fn arb_DeleteSessionRequest() -> BoxedStrategy<DeleteSessionRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = DeleteSessionRequest::new(session_id);
             value.meta = meta;
@@ -2062,7 +2089,7 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
         small_string(),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::option::of(proptest::collection::vec(arb_McpServer(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, mcp_servers, meta),)| {
@@ -2077,7 +2104,10 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
 }
 
 pub fn arb_CloseSessionRequest() -> BoxedStrategy<CloseSessionRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = CloseSessionRequest::new(session_id);
             value.meta = meta;
@@ -2090,7 +2120,7 @@ pub fn arb_SetSessionModeRequest() -> BoxedStrategy<SetSessionModeRequest> {
     ((
         arb_SessionId(),
         arb_SessionModeId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, mode_id, meta),)| {
             let mut value = SetSessionModeRequest::new(session_id, mode_id);
@@ -2129,7 +2159,7 @@ pub fn arb_SetSessionConfigOptionRequest() -> BoxedStrategy<SetSessionConfigOpti
     ((
         arb_SessionId(),
         arb_SessionConfigId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_SetSessionConfigOptionRequestKind(),
     ),)
         .prop_map(|((session_id, config_id, meta, kind),)| {
@@ -2144,7 +2174,7 @@ pub fn arb_PromptRequest() -> BoxedStrategy<PromptRequest> {
     ((
         arb_SessionId(),
         proptest::collection::vec(arb_ContentBlock(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, prompt, meta),)| {
             let mut value = PromptRequest::new(session_id, prompt);
@@ -2155,7 +2185,7 @@ pub fn arb_PromptRequest() -> BoxedStrategy<PromptRequest> {
 }
 
 pub fn arb_WriteTextFileResponse() -> BoxedStrategy<WriteTextFileResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = WriteTextFileResponse::new();
             value.meta = meta;
@@ -2165,7 +2195,10 @@ pub fn arb_WriteTextFileResponse() -> BoxedStrategy<WriteTextFileResponse> {
 }
 
 pub fn arb_ReadTextFileResponse() -> BoxedStrategy<ReadTextFileResponse> {
-    ((small_string(), proptest::option::of(json_object())),)
+    ((
+        small_string(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((content, meta),)| {
             let mut value = ReadTextFileResponse::new(content);
             value.meta = meta;
@@ -2177,7 +2210,7 @@ pub fn arb_ReadTextFileResponse() -> BoxedStrategy<ReadTextFileResponse> {
 pub fn arb_RequestPermissionResponse() -> BoxedStrategy<RequestPermissionResponse> {
     ((
         arb_RequestPermissionOutcome(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((outcome, meta),)| {
             let mut value = RequestPermissionResponse::new(outcome);
@@ -2199,7 +2232,7 @@ pub fn arb_RequestPermissionOutcome() -> BoxedStrategy<RequestPermissionOutcome>
 pub fn arb_SelectedPermissionOutcome() -> BoxedStrategy<SelectedPermissionOutcome> {
     ((
         arb_PermissionOptionId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((option_id, meta),)| {
             let mut value = SelectedPermissionOutcome::new(option_id);
@@ -2210,7 +2243,10 @@ pub fn arb_SelectedPermissionOutcome() -> BoxedStrategy<SelectedPermissionOutcom
 }
 
 pub fn arb_CreateTerminalResponse() -> BoxedStrategy<CreateTerminalResponse> {
-    ((arb_TerminalId(), proptest::option::of(json_object())),)
+    ((
+        arb_TerminalId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((terminal_id, meta),)| {
             let mut value = CreateTerminalResponse::new(terminal_id);
             value.meta = meta;
@@ -2224,7 +2260,7 @@ pub fn arb_TerminalOutputResponse() -> BoxedStrategy<TerminalOutputResponse> {
         small_string(),
         any::<bool>(),
         proptest::option::of(arb_TerminalExitStatus()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((output, truncated, exit_status, meta),)| {
             let mut value = TerminalOutputResponse::new(output, truncated);
@@ -2239,7 +2275,7 @@ pub fn arb_TerminalExitStatus() -> BoxedStrategy<TerminalExitStatus> {
     ((
         proptest::option::of(any::<u32>()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((exit_code, signal, meta),)| {
             let mut value = TerminalExitStatus::new();
@@ -2252,7 +2288,7 @@ pub fn arb_TerminalExitStatus() -> BoxedStrategy<TerminalExitStatus> {
 }
 
 pub fn arb_ReleaseTerminalResponse() -> BoxedStrategy<ReleaseTerminalResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ReleaseTerminalResponse::new();
             value.meta = meta;
@@ -2265,7 +2301,7 @@ pub fn arb_WaitForTerminalExitResponse() -> BoxedStrategy<WaitForTerminalExitRes
     ((
         proptest::option::of(any::<u32>()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((exit_code, signal, meta),)| {
             let mut value = WaitForTerminalExitResponse::new();
@@ -2278,7 +2314,7 @@ pub fn arb_WaitForTerminalExitResponse() -> BoxedStrategy<WaitForTerminalExitRes
 }
 
 pub fn arb_KillTerminalResponse() -> BoxedStrategy<KillTerminalResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = KillTerminalResponse::new();
             value.meta = meta;
@@ -2299,7 +2335,7 @@ pub fn arb_CreateElicitationResponseKind() -> BoxedStrategy<CreateElicitationRes
 
 pub fn arb_CreateElicitationResponse() -> BoxedStrategy<CreateElicitationResponse> {
     ((
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_CreateElicitationResponseKind(),
     ),)
         .prop_map(|((meta, kind),)| {
@@ -2337,7 +2373,10 @@ pub fn arb_ElicitationAcceptAction() -> BoxedStrategy<ElicitationAcceptAction> {
 }
 
 pub fn arb_CancelNotification() -> BoxedStrategy<CancelNotification> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = CancelNotification::new(session_id);
             value.meta = meta;
@@ -2347,7 +2386,10 @@ pub fn arb_CancelNotification() -> BoxedStrategy<CancelNotification> {
 }
 
 pub fn arb_CancelRequestNotification() -> BoxedStrategy<CancelRequestNotification> {
-    ((arb_RequestId(), proptest::option::of(json_object())),)
+    ((
+        arb_RequestId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((request_id, meta),)| {
             let mut value = CancelRequestNotification::new(request_id);
             value.meta = meta;

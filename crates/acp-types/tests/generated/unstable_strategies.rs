@@ -23,7 +23,7 @@ pub fn arb_WriteTextFileRequest() -> BoxedStrategy<WriteTextFileRequest> {
         arb_SessionId(),
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, path, content, meta),)| {
             let mut value = WriteTextFileRequest::new(session_id, path, content);
@@ -43,7 +43,7 @@ pub fn arb_ReadTextFileRequest() -> BoxedStrategy<ReadTextFileRequest> {
         small_string(),
         proptest::option::of(any::<u32>()),
         proptest::option::of(any::<u32>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, path, line, limit, meta),)| {
             let mut value = ReadTextFileRequest::new(session_id, path);
@@ -60,7 +60,7 @@ pub fn arb_RequestPermissionRequest() -> BoxedStrategy<RequestPermissionRequest>
         arb_SessionId(),
         arb_ToolCallUpdate(),
         proptest::collection::vec(arb_PermissionOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, tool_call, options, meta),)| {
             let mut value = RequestPermissionRequest::new(session_id, tool_call, options);
@@ -84,7 +84,7 @@ pub fn arb_ToolCallUpdate() -> BoxedStrategy<ToolCallUpdate> {
         ),
         (
             proptest::option::of(json_value()),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -167,7 +167,7 @@ pub fn arb_Annotations() -> BoxedStrategy<Annotations> {
         proptest::option::of(proptest::collection::vec(arb_Role(), 0..3)),
         proptest::option::of(small_string()),
         proptest::option::of(exact_float()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((audience, last_modified, priority, meta),)| {
             let mut value = Annotations::new();
@@ -191,9 +191,9 @@ pub fn arb_Role() -> BoxedStrategy<Role> {
 
 pub fn arb_TextContent() -> BoxedStrategy<TextContent> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, text, meta),)| {
             let mut value = TextContent::new(text);
@@ -206,11 +206,11 @@ pub fn arb_TextContent() -> BoxedStrategy<TextContent> {
 
 pub fn arb_ImageContent() -> BoxedStrategy<ImageContent> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         small_string(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, data, mime_type, uri, meta),)| {
             let mut value = ImageContent::new(data, mime_type);
@@ -224,10 +224,10 @@ pub fn arb_ImageContent() -> BoxedStrategy<ImageContent> {
 
 pub fn arb_AudioContent() -> BoxedStrategy<AudioContent> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, data, mime_type, meta),)| {
             let mut value = AudioContent::new(data, mime_type);
@@ -240,14 +240,14 @@ pub fn arb_AudioContent() -> BoxedStrategy<AudioContent> {
 
 pub fn arb_ResourceLink() -> BoxedStrategy<ResourceLink> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         small_string(),
         proptest::option::of(any::<i64>()),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((annotations, description, mime_type, name, size, title, uri, meta),)| {
@@ -277,7 +277,7 @@ pub fn arb_TextResourceContents() -> BoxedStrategy<TextResourceContents> {
         proptest::option::of(small_string()),
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((mime_type, text, uri, meta),)| {
             let mut value = TextResourceContents::new(text, uri);
@@ -293,7 +293,7 @@ pub fn arb_BlobResourceContents() -> BoxedStrategy<BlobResourceContents> {
         small_string(),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((blob, mime_type, uri, meta),)| {
             let mut value = BlobResourceContents::new(blob, uri);
@@ -306,9 +306,9 @@ pub fn arb_BlobResourceContents() -> BoxedStrategy<BlobResourceContents> {
 
 pub fn arb_EmbeddedResource() -> BoxedStrategy<EmbeddedResource> {
     ((
-        proptest::option::of(arb_Annotations()),
+        proptest::option::of((arb_Annotations()).prop_map(Box::new)),
         arb_EmbeddedResourceResource(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((annotations, resource, meta),)| {
             let mut value = EmbeddedResource::new(resource);
@@ -320,7 +320,10 @@ pub fn arb_EmbeddedResource() -> BoxedStrategy<EmbeddedResource> {
 }
 
 pub fn arb_Content() -> BoxedStrategy<Content> {
-    ((arb_ContentBlock(), proptest::option::of(json_object())),)
+    ((
+        arb_ContentBlock(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((content, meta),)| {
             let mut value = Content::new(content);
             value.meta = meta;
@@ -334,7 +337,7 @@ pub fn arb_Diff() -> BoxedStrategy<Diff> {
         small_string(),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((path, old_text, new_text, meta),)| {
             let mut value = Diff::new(path, new_text);
@@ -350,7 +353,10 @@ pub fn arb_TerminalId() -> BoxedStrategy<TerminalId> {
 }
 
 pub fn arb_EmbeddedTerminal() -> BoxedStrategy<EmbeddedTerminal> {
-    ((arb_TerminalId(), proptest::option::of(json_object())),)
+    ((
+        arb_TerminalId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((terminal_id, meta),)| {
             let mut value = EmbeddedTerminal::new(terminal_id);
             value.meta = meta;
@@ -363,7 +369,7 @@ pub fn arb_ToolCallLocation() -> BoxedStrategy<ToolCallLocation> {
     ((
         small_string(),
         proptest::option::of(any::<u32>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((path, line, meta),)| {
             let mut value = ToolCallLocation::new(path);
@@ -379,7 +385,7 @@ pub fn arb_PermissionOption() -> BoxedStrategy<PermissionOption> {
         arb_PermissionOptionId(),
         small_string(),
         arb_PermissionOptionKind(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((option_id, name, kind, meta),)| {
             let mut value = PermissionOption::new(option_id, name, kind);
@@ -412,7 +418,7 @@ pub fn arb_CreateTerminalRequest() -> BoxedStrategy<CreateTerminalRequest> {
         proptest::option::of(proptest::collection::vec(arb_EnvVariable(), 0..3)),
         proptest::option::of(small_string()),
         proptest::option::of(any::<u64>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, command, args, env, cwd, output_byte_limit, meta),)| {
@@ -432,7 +438,7 @@ pub fn arb_EnvVariable() -> BoxedStrategy<EnvVariable> {
     ((
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, value, meta),)| {
             let mut value = EnvVariable::new(name, value);
@@ -446,7 +452,7 @@ pub fn arb_TerminalOutputRequest() -> BoxedStrategy<TerminalOutputRequest> {
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = TerminalOutputRequest::new(session_id, terminal_id);
@@ -460,7 +466,7 @@ pub fn arb_ReleaseTerminalRequest() -> BoxedStrategy<ReleaseTerminalRequest> {
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = ReleaseTerminalRequest::new(session_id, terminal_id);
@@ -474,7 +480,7 @@ pub fn arb_WaitForTerminalExitRequest() -> BoxedStrategy<WaitForTerminalExitRequ
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = WaitForTerminalExitRequest::new(session_id, terminal_id);
@@ -488,7 +494,7 @@ pub fn arb_KillTerminalRequest() -> BoxedStrategy<KillTerminalRequest> {
     ((
         arb_SessionId(),
         arb_TerminalId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, terminal_id, meta),)| {
             let mut value = KillTerminalRequest::new(session_id, terminal_id);
@@ -510,7 +516,7 @@ pub fn arb_CreateElicitationRequestKind() -> BoxedStrategy<CreateElicitationRequ
 pub fn arb_CreateElicitationRequest() -> BoxedStrategy<CreateElicitationRequest> {
     ((
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_CreateElicitationRequestKind(),
     ),)
         .prop_map(|((message, meta, kind),)| {
@@ -544,7 +550,7 @@ pub fn arb_ElicitationSchema() -> BoxedStrategy<ElicitationSchema> {
         proptest::collection::btree_map(small_string(), arb_ElicitationPropertySchema(), 0..3),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((r#type, title, properties, required, description, meta),)| {
@@ -597,7 +603,7 @@ pub fn arb_EnumOption() -> BoxedStrategy<EnumOption> {
         small_string(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((r#const, title, description, meta),)| {
             let mut value = EnumOption::new(r#const, title);
@@ -622,7 +628,7 @@ pub fn arb_StringPropertySchema() -> BoxedStrategy<StringPropertySchema> {
         ),
         (
             proptest::option::of(proptest::collection::vec(arb_EnumOption(), 0..3)),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -654,7 +660,7 @@ pub fn arb_NumberPropertySchema() -> BoxedStrategy<NumberPropertySchema> {
         proptest::option::of(exact_float()),
         proptest::option::of(exact_float()),
         proptest::option::of(exact_float()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, description, minimum, maximum, default, meta),)| {
             let mut value = NumberPropertySchema::new();
@@ -676,7 +682,7 @@ pub fn arb_IntegerPropertySchema() -> BoxedStrategy<IntegerPropertySchema> {
         proptest::option::of(any::<i64>()),
         proptest::option::of(any::<i64>()),
         proptest::option::of(any::<i64>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, description, minimum, maximum, default, meta),)| {
             let mut value = IntegerPropertySchema::new();
@@ -696,7 +702,7 @@ pub fn arb_BooleanPropertySchema() -> BoxedStrategy<BooleanPropertySchema> {
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         proptest::option::of(any::<bool>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, description, default, meta),)| {
             let mut value = BooleanPropertySchema::new();
@@ -721,7 +727,7 @@ pub fn arb_MultiSelectItems() -> BoxedStrategy<MultiSelectItems> {
 pub fn arb_StringMultiSelectItems() -> BoxedStrategy<StringMultiSelectItems> {
     ((
         proptest::collection::vec(small_string(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((r#enum, meta),)| {
             let mut value = StringMultiSelectItems::new(r#enum);
@@ -734,7 +740,7 @@ pub fn arb_StringMultiSelectItems() -> BoxedStrategy<StringMultiSelectItems> {
 pub fn arb_TitledMultiSelectItems() -> BoxedStrategy<TitledMultiSelectItems> {
     ((
         proptest::collection::vec(arb_EnumOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((any_of, meta),)| {
             let mut value = TitledMultiSelectItems::new(any_of);
@@ -752,7 +758,7 @@ pub fn arb_MultiSelectPropertySchema() -> BoxedStrategy<MultiSelectPropertySchem
         proptest::option::of(any::<u64>()),
         arb_MultiSelectItems(),
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((title, description, min_items, max_items, items, default, meta),)| {
@@ -813,7 +819,7 @@ pub fn arb_MessageMcpRequest() -> BoxedStrategy<MessageMcpRequest> {
         arb_McpRequestId(),
         small_string(),
         proptest::option::of(json_object()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((server_id, request_id, method, params, meta),)| {
             let mut value = MessageMcpRequest::new(server_id, request_id, method);
@@ -842,7 +848,7 @@ pub fn arb_InitializeResponse() -> BoxedStrategy<InitializeResponse> {
         arb_AgentCapabilities(),
         proptest::collection::vec(arb_AuthMethod(), 0..3),
         proptest::option::of(arb_Implementation()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((protocol_version, agent_capabilities, auth_methods, agent_info, meta),)| {
@@ -869,7 +875,7 @@ pub fn arb_AgentCapabilities() -> BoxedStrategy<AgentCapabilities> {
         arb_SessionCapabilities(),
         arb_AgentAuthCapabilities(),
         proptest::option::of(arb_ProvidersCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((
@@ -900,7 +906,7 @@ pub fn arb_PromptCapabilities() -> BoxedStrategy<PromptCapabilities> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((image, audio, embedded_context, meta),)| {
             let mut value = PromptCapabilities::new();
@@ -918,7 +924,7 @@ pub fn arb_McpCapabilities() -> BoxedStrategy<McpCapabilities> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((http, sse, acp, meta),)| {
             let mut value = McpCapabilities::new();
@@ -946,7 +952,7 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
         (
             proptest::option::of(arb_SessionResumeCapabilities()),
             proptest::option::of(arb_SessionCloseCapabilities()),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -973,7 +979,7 @@ pub fn arb_SessionCapabilities() -> BoxedStrategy<SessionCapabilities> {
 }
 
 pub fn arb_SessionListCapabilities() -> BoxedStrategy<SessionListCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionListCapabilities::new();
             value.meta = meta;
@@ -983,7 +989,7 @@ pub fn arb_SessionListCapabilities() -> BoxedStrategy<SessionListCapabilities> {
 }
 
 pub fn arb_SessionDeleteCapabilities() -> BoxedStrategy<SessionDeleteCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionDeleteCapabilities::new();
             value.meta = meta;
@@ -994,7 +1000,7 @@ pub fn arb_SessionDeleteCapabilities() -> BoxedStrategy<SessionDeleteCapabilitie
 
 pub fn arb_SessionAdditionalDirectoriesCapabilities()
 -> BoxedStrategy<SessionAdditionalDirectoriesCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionAdditionalDirectoriesCapabilities::new();
             value.meta = meta;
@@ -1006,7 +1012,7 @@ pub fn arb_SessionAdditionalDirectoriesCapabilities()
 pub fn arb_SessionSystemPromptCapabilities() -> BoxedStrategy<SessionSystemPromptCapabilities> {
     ((
         proptest::option::of(arb_SessionSystemPromptModeCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((mode, meta),)| {
             let mut value = SessionSystemPromptCapabilities::new();
@@ -1021,7 +1027,7 @@ pub fn arb_SessionSystemPromptModeCapabilities()
 -> BoxedStrategy<SessionSystemPromptModeCapabilities> {
     ((
         proptest::option::of(arb_SessionSystemPromptOverrideCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((r#override, meta),)| {
             let mut value = SessionSystemPromptModeCapabilities::new();
@@ -1034,7 +1040,7 @@ pub fn arb_SessionSystemPromptModeCapabilities()
 
 pub fn arb_SessionSystemPromptOverrideCapabilities()
 -> BoxedStrategy<SessionSystemPromptOverrideCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionSystemPromptOverrideCapabilities::new();
             value.meta = meta;
@@ -1044,7 +1050,7 @@ pub fn arb_SessionSystemPromptOverrideCapabilities()
 }
 
 pub fn arb_SessionForkCapabilities() -> BoxedStrategy<SessionForkCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionForkCapabilities::new();
             value.meta = meta;
@@ -1054,7 +1060,7 @@ pub fn arb_SessionForkCapabilities() -> BoxedStrategy<SessionForkCapabilities> {
 }
 
 pub fn arb_SessionArchiveCapabilities() -> BoxedStrategy<SessionArchiveCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionArchiveCapabilities::new();
             value.meta = meta;
@@ -1064,7 +1070,7 @@ pub fn arb_SessionArchiveCapabilities() -> BoxedStrategy<SessionArchiveCapabilit
 }
 
 pub fn arb_SessionStatusCapabilities() -> BoxedStrategy<SessionStatusCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionStatusCapabilities::new();
             value.meta = meta;
@@ -1074,7 +1080,7 @@ pub fn arb_SessionStatusCapabilities() -> BoxedStrategy<SessionStatusCapabilitie
 }
 
 pub fn arb_SessionTitleCapabilities() -> BoxedStrategy<SessionTitleCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionTitleCapabilities::new();
             value.meta = meta;
@@ -1084,7 +1090,7 @@ pub fn arb_SessionTitleCapabilities() -> BoxedStrategy<SessionTitleCapabilities>
 }
 
 pub fn arb_SessionResumeCapabilities() -> BoxedStrategy<SessionResumeCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionResumeCapabilities::new();
             value.meta = meta;
@@ -1094,7 +1100,7 @@ pub fn arb_SessionResumeCapabilities() -> BoxedStrategy<SessionResumeCapabilitie
 }
 
 pub fn arb_SessionCloseCapabilities() -> BoxedStrategy<SessionCloseCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionCloseCapabilities::new();
             value.meta = meta;
@@ -1107,7 +1113,7 @@ pub fn arb_AgentAuthCapabilities() -> BoxedStrategy<AgentAuthCapabilities> {
     ((
         proptest::option::of(arb_AuthStatusCapabilities()),
         proptest::option::of(arb_LogoutCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((status, logout, meta),)| {
             let mut value = AgentAuthCapabilities::new();
@@ -1120,7 +1126,7 @@ pub fn arb_AgentAuthCapabilities() -> BoxedStrategy<AgentAuthCapabilities> {
 }
 
 pub fn arb_AuthStatusCapabilities() -> BoxedStrategy<AuthStatusCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = AuthStatusCapabilities::new();
             value.meta = meta;
@@ -1130,7 +1136,7 @@ pub fn arb_AuthStatusCapabilities() -> BoxedStrategy<AuthStatusCapabilities> {
 }
 
 pub fn arb_LogoutCapabilities() -> BoxedStrategy<LogoutCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = LogoutCapabilities::new();
             value.meta = meta;
@@ -1140,7 +1146,7 @@ pub fn arb_LogoutCapabilities() -> BoxedStrategy<LogoutCapabilities> {
 }
 
 pub fn arb_ProvidersCapabilities() -> BoxedStrategy<ProvidersCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ProvidersCapabilities::new();
             value.meta = meta;
@@ -1173,7 +1179,7 @@ pub fn arb_AuthMethodTerminal() -> BoxedStrategy<AuthMethodTerminal> {
             small_string(),
             0..3,
         )),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((id, name, description, args, env, meta),)| {
             let mut value = AuthMethodTerminal::new(id, name);
@@ -1191,7 +1197,7 @@ pub fn arb_AuthMethodAgent() -> BoxedStrategy<AuthMethodAgent> {
         arb_AuthMethodId(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((id, name, description, meta),)| {
             let mut value = AuthMethodAgent::new(id, name);
@@ -1207,7 +1213,7 @@ pub fn arb_Implementation() -> BoxedStrategy<Implementation> {
         small_string(),
         proptest::option::of(small_string()),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, title, version, meta),)| {
             let mut value = Implementation::new(name, version);
@@ -1219,7 +1225,7 @@ pub fn arb_Implementation() -> BoxedStrategy<Implementation> {
 }
 
 pub fn arb_AuthenticateResponse() -> BoxedStrategy<AuthenticateResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = AuthenticateResponse::new();
             value.meta = meta;
@@ -1231,7 +1237,7 @@ pub fn arb_AuthenticateResponse() -> BoxedStrategy<AuthenticateResponse> {
 pub fn arb_ListProvidersResponse() -> BoxedStrategy<ListProvidersResponse> {
     ((
         proptest::collection::vec(arb_ProviderInfo(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((providers, meta),)| {
             let mut value = ListProvidersResponse::new(providers);
@@ -1247,7 +1253,7 @@ pub fn arb_ProviderInfo() -> BoxedStrategy<ProviderInfo> {
         proptest::collection::vec(arb_LlmProtocol(), 0..3),
         any::<bool>(),
         proptest::option::of(arb_ProviderCurrentConfig()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((provider_id, supported, required, current, meta),)| {
             let mut value = ProviderInfo::new(provider_id, supported, required);
@@ -1278,7 +1284,7 @@ pub fn arb_ProviderCurrentConfig() -> BoxedStrategy<ProviderCurrentConfig> {
     ((
         arb_LlmProtocol(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((api_type, base_url, meta),)| {
             let mut value = ProviderCurrentConfig::new(api_type, base_url);
@@ -1289,7 +1295,7 @@ pub fn arb_ProviderCurrentConfig() -> BoxedStrategy<ProviderCurrentConfig> {
 }
 
 pub fn arb_SetProviderResponse() -> BoxedStrategy<SetProviderResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SetProviderResponse::new();
             value.meta = meta;
@@ -1299,7 +1305,7 @@ pub fn arb_SetProviderResponse() -> BoxedStrategy<SetProviderResponse> {
 }
 
 pub fn arb_DisableProviderResponse() -> BoxedStrategy<DisableProviderResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = DisableProviderResponse::new();
             value.meta = meta;
@@ -1309,7 +1315,7 @@ pub fn arb_DisableProviderResponse() -> BoxedStrategy<DisableProviderResponse> {
 }
 
 pub fn arb_LogoutResponse() -> BoxedStrategy<LogoutResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = LogoutResponse::new();
             value.meta = meta;
@@ -1322,7 +1328,7 @@ pub fn arb_AuthStatusResponse() -> BoxedStrategy<AuthStatusResponse> {
     ((
         arb_AuthState(),
         proptest::option::of(proptest::collection::vec(arb_AuthAccount(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((state, accounts, meta),)| {
             let mut value = AuthStatusResponse::new(state);
@@ -1351,7 +1357,7 @@ pub fn arb_AuthAccount() -> BoxedStrategy<AuthAccount> {
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((label, active, name, email, organization, meta),)| {
             let mut value = AuthAccount::new(label);
@@ -1370,7 +1376,7 @@ pub fn arb_NewSessionResponse() -> BoxedStrategy<NewSessionResponse> {
         arb_SessionId(),
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, modes, config_options, meta),)| {
             let mut value = NewSessionResponse::new(session_id);
@@ -1386,7 +1392,7 @@ pub fn arb_SessionModeState() -> BoxedStrategy<SessionModeState> {
     ((
         arb_SessionModeId(),
         proptest::collection::vec(arb_SessionMode(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((current_mode_id, available_modes, meta),)| {
             let mut value = SessionModeState::new(current_mode_id, available_modes);
@@ -1405,7 +1411,7 @@ pub fn arb_SessionMode() -> BoxedStrategy<SessionMode> {
         arb_SessionModeId(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((id, name, description, meta),)| {
             let mut value = SessionMode::new(id, name);
@@ -1431,7 +1437,7 @@ pub fn arb_SessionConfigOption() -> BoxedStrategy<SessionConfigOption> {
         small_string(),
         proptest::option::of(small_string()),
         proptest::option::of(arb_SessionConfigOptionCategory()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_SessionConfigOptionKind(),
     ),)
         .prop_map(|((id, name, description, category, meta, kind),)| {
@@ -1478,7 +1484,7 @@ pub fn arb_SessionConfigSelectOption() -> BoxedStrategy<SessionConfigSelectOptio
         arb_SessionConfigValueId(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((value, name, description, meta),)| {
             let mut value = SessionConfigSelectOption::new(value, name);
@@ -1494,7 +1500,7 @@ pub fn arb_SessionConfigSelectGroup() -> BoxedStrategy<SessionConfigSelectGroup>
         arb_SessionConfigGroupId(),
         small_string(),
         proptest::collection::vec(arb_SessionConfigSelectOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((group, name, options, meta),)| {
             let mut value = SessionConfigSelectGroup::new(group, name, options);
@@ -1524,7 +1530,7 @@ pub fn arb_LoadSessionResponse() -> BoxedStrategy<LoadSessionResponse> {
     ((
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((modes, config_options, meta),)| {
             let mut value = LoadSessionResponse::new();
@@ -1540,7 +1546,7 @@ pub fn arb_ListSessionsResponse() -> BoxedStrategy<ListSessionsResponse> {
     ((
         proptest::collection::vec(arb_SessionInfo(), 0..3),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((sessions, next_cursor, meta),)| {
             let mut value = ListSessionsResponse::new(sessions);
@@ -1559,7 +1565,7 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         proptest::option::of(any::<bool>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, title, updated_at, archived, meta),)| {
@@ -1576,7 +1582,7 @@ pub fn arb_SessionInfo() -> BoxedStrategy<SessionInfo> {
 }
 
 pub fn arb_DeleteSessionResponse() -> BoxedStrategy<DeleteSessionResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = DeleteSessionResponse::new();
             value.meta = meta;
@@ -1590,7 +1596,7 @@ pub fn arb_ForkSessionResponse() -> BoxedStrategy<ForkSessionResponse> {
         arb_SessionId(),
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, modes, config_options, meta),)| {
             let mut value = ForkSessionResponse::new(session_id);
@@ -1603,7 +1609,7 @@ pub fn arb_ForkSessionResponse() -> BoxedStrategy<ForkSessionResponse> {
 }
 
 pub fn arb_ArchiveSessionResponse() -> BoxedStrategy<ArchiveSessionResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ArchiveSessionResponse::new();
             value.meta = meta;
@@ -1613,7 +1619,7 @@ pub fn arb_ArchiveSessionResponse() -> BoxedStrategy<ArchiveSessionResponse> {
 }
 
 pub fn arb_UnarchiveSessionResponse() -> BoxedStrategy<UnarchiveSessionResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = UnarchiveSessionResponse::new();
             value.meta = meta;
@@ -1623,7 +1629,10 @@ pub fn arb_UnarchiveSessionResponse() -> BoxedStrategy<UnarchiveSessionResponse>
 }
 
 pub fn arb_SessionStatusResponse() -> BoxedStrategy<SessionStatusResponse> {
-    ((arb_SessionStatus(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionStatus(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((status, meta),)| {
             let mut value = SessionStatusResponse::new(status);
             value.meta = meta;
@@ -1642,7 +1651,10 @@ pub fn arb_SessionStatus() -> BoxedStrategy<SessionStatus> {
 }
 
 pub fn arb_SetSessionTitleResponse() -> BoxedStrategy<SetSessionTitleResponse> {
-    ((small_string(), proptest::option::of(json_object())),)
+    ((
+        small_string(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((title, meta),)| {
             let mut value = SetSessionTitleResponse::new(title);
             value.meta = meta;
@@ -1655,7 +1667,7 @@ pub fn arb_ResumeSessionResponse() -> BoxedStrategy<ResumeSessionResponse> {
     ((
         proptest::option::of(arb_SessionModeState()),
         proptest::option::of(proptest::collection::vec(arb_SessionConfigOption(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((modes, config_options, meta),)| {
             let mut value = ResumeSessionResponse::new();
@@ -1668,7 +1680,7 @@ pub fn arb_ResumeSessionResponse() -> BoxedStrategy<ResumeSessionResponse> {
 }
 
 pub fn arb_CloseSessionResponse() -> BoxedStrategy<CloseSessionResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = CloseSessionResponse::new();
             value.meta = meta;
@@ -1678,7 +1690,7 @@ pub fn arb_CloseSessionResponse() -> BoxedStrategy<CloseSessionResponse> {
 }
 
 pub fn arb_SetSessionModeResponse() -> BoxedStrategy<SetSessionModeResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SetSessionModeResponse::new();
             value.meta = meta;
@@ -1690,7 +1702,7 @@ pub fn arb_SetSessionModeResponse() -> BoxedStrategy<SetSessionModeResponse> {
 pub fn arb_SetSessionConfigOptionResponse() -> BoxedStrategy<SetSessionConfigOptionResponse> {
     ((
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((config_options, meta),)| {
             let mut value = SetSessionConfigOptionResponse::new(config_options);
@@ -1704,7 +1716,7 @@ pub fn arb_PromptResponse() -> BoxedStrategy<PromptResponse> {
     ((
         arb_StopReason(),
         proptest::option::of(arb_Usage()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((stop_reason, usage, meta),)| {
             let mut value = PromptResponse::new(stop_reason);
@@ -1735,7 +1747,7 @@ pub fn arb_Usage() -> BoxedStrategy<Usage> {
         proptest::option::of(any::<u64>()),
         proptest::option::of(any::<u64>()),
         proptest::option::of(any::<u64>()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((
@@ -1795,7 +1807,7 @@ pub fn arb_SessionNotification() -> BoxedStrategy<SessionNotification> {
     ((
         arb_SessionId(),
         arb_SessionUpdate(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, update, meta),)| {
             let mut value = SessionNotification::new(session_id, update);
@@ -1839,7 +1851,7 @@ pub fn arb_ContentChunk() -> BoxedStrategy<ContentChunk> {
     ((
         arb_ContentBlock(),
         proptest::option::of(arb_MessageId()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((content, message_id, meta),)| {
             let mut value = ContentChunk::new(content);
@@ -1864,7 +1876,7 @@ pub fn arb_ToolCall() -> BoxedStrategy<ToolCall> {
         ),
         (
             proptest::option::of(json_value()),
-            proptest::option::of(json_object()),
+            proptest::option::of((json_object()).prop_map(Box::new)),
         ),
     )
         .prop_map(
@@ -1892,7 +1904,7 @@ pub fn arb_PlanEntry() -> BoxedStrategy<PlanEntry> {
         small_string(),
         arb_PlanEntryPriority(),
         arb_PlanEntryStatus(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((content, priority, status, meta),)| {
             let mut value = PlanEntry::new(content, priority, status);
@@ -1925,7 +1937,7 @@ pub fn arb_PlanEntryStatus() -> BoxedStrategy<PlanEntryStatus> {
 pub fn arb_Plan() -> BoxedStrategy<Plan> {
     ((
         proptest::collection::vec(arb_PlanEntry(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((entries, meta),)| {
             let mut value = Plan::new(entries);
@@ -1953,7 +1965,7 @@ pub fn arb_PlanItems() -> BoxedStrategy<PlanItems> {
     ((
         arb_PlanId(),
         proptest::collection::vec(arb_PlanEntry(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((plan_id, entries, meta),)| {
             let mut value = PlanItems::new(plan_id, entries);
@@ -1967,7 +1979,7 @@ pub fn arb_PlanFile() -> BoxedStrategy<PlanFile> {
     ((
         arb_PlanId(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((plan_id, uri, meta),)| {
             let mut value = PlanFile::new(plan_id, uri);
@@ -1981,7 +1993,7 @@ pub fn arb_PlanMarkdown() -> BoxedStrategy<PlanMarkdown> {
     ((
         arb_PlanId(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((plan_id, content, meta),)| {
             let mut value = PlanMarkdown::new(plan_id, content);
@@ -1992,7 +2004,10 @@ pub fn arb_PlanMarkdown() -> BoxedStrategy<PlanMarkdown> {
 }
 
 pub fn arb_PlanUpdate() -> BoxedStrategy<PlanUpdate> {
-    ((arb_PlanUpdateContent(), proptest::option::of(json_object())),)
+    ((
+        arb_PlanUpdateContent(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((plan, meta),)| {
             let mut value = PlanUpdate::new(plan);
             value.meta = meta;
@@ -2002,7 +2017,10 @@ pub fn arb_PlanUpdate() -> BoxedStrategy<PlanUpdate> {
 }
 
 pub fn arb_PlanRemoved() -> BoxedStrategy<PlanRemoved> {
-    ((arb_PlanId(), proptest::option::of(json_object())),)
+    ((
+        arb_PlanId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((plan_id, meta),)| {
             let mut value = PlanRemoved::new(plan_id);
             value.meta = meta;
@@ -2016,7 +2034,7 @@ pub fn arb_AvailableCommand() -> BoxedStrategy<AvailableCommand> {
         small_string(),
         small_string(),
         proptest::option::of(arb_AvailableCommandInput()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, description, input, meta),)| {
             let mut value = AvailableCommand::new(name, description);
@@ -2034,7 +2052,10 @@ pub fn arb_AvailableCommandInput() -> BoxedStrategy<AvailableCommandInput> {
 }
 
 pub fn arb_UnstructuredCommandInput() -> BoxedStrategy<UnstructuredCommandInput> {
-    ((small_string(), proptest::option::of(json_object())),)
+    ((
+        small_string(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((hint, meta),)| {
             let mut value = UnstructuredCommandInput::new(hint);
             value.meta = meta;
@@ -2046,7 +2067,7 @@ pub fn arb_UnstructuredCommandInput() -> BoxedStrategy<UnstructuredCommandInput>
 pub fn arb_AvailableCommandsUpdate() -> BoxedStrategy<AvailableCommandsUpdate> {
     ((
         proptest::collection::vec(arb_AvailableCommand(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((available_commands, meta),)| {
             let mut value = AvailableCommandsUpdate::new(available_commands);
@@ -2057,7 +2078,10 @@ pub fn arb_AvailableCommandsUpdate() -> BoxedStrategy<AvailableCommandsUpdate> {
 }
 
 pub fn arb_CurrentModeUpdate() -> BoxedStrategy<CurrentModeUpdate> {
-    ((arb_SessionModeId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionModeId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((current_mode_id, meta),)| {
             let mut value = CurrentModeUpdate::new(current_mode_id);
             value.meta = meta;
@@ -2069,7 +2093,7 @@ pub fn arb_CurrentModeUpdate() -> BoxedStrategy<CurrentModeUpdate> {
 pub fn arb_ConfigOptionUpdate() -> BoxedStrategy<ConfigOptionUpdate> {
     ((
         proptest::collection::vec(arb_SessionConfigOption(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((config_options, meta),)| {
             let mut value = ConfigOptionUpdate::new(config_options);
@@ -2083,7 +2107,7 @@ pub fn arb_SessionInfoUpdate() -> BoxedStrategy<SessionInfoUpdate> {
     ((
         patch(small_string()),
         patch(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((title, updated_at, meta),)| {
             let mut value = SessionInfoUpdate::new();
@@ -2099,7 +2123,7 @@ pub fn arb_Cost() -> BoxedStrategy<Cost> {
     ((
         exact_float(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((amount, currency, meta),)| {
             let mut value = Cost::new(amount, currency);
@@ -2114,7 +2138,7 @@ pub fn arb_UsageUpdate() -> BoxedStrategy<UsageUpdate> {
         any::<u64>(),
         any::<u64>(),
         proptest::option::of(arb_Cost()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((used, size, cost, meta),)| {
             let mut value = UsageUpdate::new(used, size);
@@ -2140,7 +2164,7 @@ pub fn arb_Notice() -> BoxedStrategy<Notice> {
         arb_NoticeSeverity(),
         small_string(),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((severity, title, description, meta),)| {
             let mut value = Notice::new(severity, title);
@@ -2172,7 +2196,7 @@ pub fn arb_CompactionUpdate() -> BoxedStrategy<CompactionUpdate> {
         arb_CompactionStatus(),
         proptest::option::of(proptest::collection::vec(arb_ContentBlock(), 0..3)),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((compaction_id, status, summary, error, meta),)| {
             let mut value = CompactionUpdate::new(compaction_id, status);
@@ -2188,7 +2212,7 @@ pub fn arb_CompactionSummaryChunk() -> BoxedStrategy<CompactionSummaryChunk> {
     ((
         arb_CompactionId(),
         arb_ContentBlock(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((compaction_id, content, meta),)| {
             let mut value = CompactionSummaryChunk::new(compaction_id, content);
@@ -2201,7 +2225,7 @@ pub fn arb_CompactionSummaryChunk() -> BoxedStrategy<CompactionSummaryChunk> {
 pub fn arb_SubagentSessionCapabilities() -> BoxedStrategy<SubagentSessionCapabilities> {
     ((
         proptest::option::of(arb_SessionCancelCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((cancel, meta),)| {
             let mut value = SubagentSessionCapabilities::new();
@@ -2213,7 +2237,7 @@ pub fn arb_SubagentSessionCapabilities() -> BoxedStrategy<SubagentSessionCapabil
 }
 
 pub fn arb_SessionCancelCapabilities() -> BoxedStrategy<SessionCancelCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SessionCancelCapabilities::new();
             value.meta = meta;
@@ -2234,7 +2258,7 @@ pub fn arb_StateUpdate() -> BoxedStrategy<StateUpdate> {
 }
 
 pub fn arb_RunningStateUpdate() -> BoxedStrategy<RunningStateUpdate> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = RunningStateUpdate::new();
             value.meta = meta;
@@ -2274,7 +2298,7 @@ pub fn arb_IdleStateUpdateKind() -> BoxedStrategy<IdleStateUpdateKind> {
 pub fn arb_IdleStateUpdate() -> BoxedStrategy<IdleStateUpdate> {
     ((
         proptest::option::of(arb_Usage()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_IdleStateUpdateKind(),
     ),)
         .prop_map(|((usage, meta, kind),)| {
@@ -2287,7 +2311,7 @@ pub fn arb_IdleStateUpdate() -> BoxedStrategy<IdleStateUpdate> {
 }
 
 pub fn arb_RequiresActionStateUpdate() -> BoxedStrategy<RequiresActionStateUpdate> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = RequiresActionStateUpdate::new();
             value.meta = meta;
@@ -2297,7 +2321,7 @@ pub fn arb_RequiresActionStateUpdate() -> BoxedStrategy<RequiresActionStateUpdat
 }
 
 pub fn arb_UnknownStateUpdate() -> BoxedStrategy<UnknownStateUpdate> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = UnknownStateUpdate::new();
             value.meta = meta;
@@ -2315,7 +2339,7 @@ pub fn arb_SubagentUpdate() -> BoxedStrategy<SubagentUpdate> {
         patch(arb_StateUpdate()),
         patch(small_string()),
         patch(proptest::collection::vec(small_string(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((
@@ -2379,7 +2403,7 @@ pub fn arb_SessionMessageChunk() -> BoxedStrategy<SessionMessageChunk> {
     ((
         arb_MessageId(),
         arb_ContentBlock(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((message_id, content, meta),)| {
             let mut value = SessionMessageChunk::new(message_id, content);
@@ -2390,7 +2414,10 @@ pub fn arb_SessionMessageChunk() -> BoxedStrategy<SessionMessageChunk> {
 }
 
 pub fn arb_CompleteElicitationNotification() -> BoxedStrategy<CompleteElicitationNotification> {
-    ((arb_ElicitationId(), proptest::option::of(json_object())),)
+    ((
+        arb_ElicitationId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((elicitation_id, meta),)| {
             let mut value = CompleteElicitationNotification::new(elicitation_id);
             value.meta = meta;
@@ -2403,7 +2430,7 @@ pub fn arb_AuthStatusUpdateNotification() -> BoxedStrategy<AuthStatusUpdateNotif
     ((
         arb_AuthState(),
         proptest::option::of(proptest::collection::vec(arb_AuthAccount(), 0..3)),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((state, accounts, meta),)| {
             let mut value = AuthStatusUpdateNotification::new(state);
@@ -2423,7 +2450,7 @@ pub fn arb_InitializeRequest() -> BoxedStrategy<InitializeRequest> {
         arb_ProtocolVersion(),
         arb_ClientCapabilities(),
         proptest::option::of(arb_Implementation()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((protocol_version, client_capabilities, client_info, meta),)| {
@@ -2446,7 +2473,7 @@ pub fn arb_ClientCapabilities() -> BoxedStrategy<ClientCapabilities> {
         proptest::option::of(arb_PlanCapabilities()),
         arb_AuthCapabilities(),
         proptest::option::of(arb_ElicitationCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((fs, terminal, session, subagents, plan, auth, elicitation, meta),)| {
@@ -2469,7 +2496,7 @@ pub fn arb_FileSystemCapabilities() -> BoxedStrategy<FileSystemCapabilities> {
     ((
         any::<bool>(),
         any::<bool>(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((read_text_file, write_text_file, meta),)| {
             let mut value = FileSystemCapabilities::new();
@@ -2486,7 +2513,7 @@ pub fn arb_ClientSessionCapabilities() -> BoxedStrategy<ClientSessionCapabilitie
         proptest::option::of(arb_CompactionCapabilities()),
         proptest::option::of(arb_SessionConfigOptionsCapabilities()),
         proptest::option::of(arb_NoticeCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((compaction, config_options, notices, meta),)| {
             let mut value = ClientSessionCapabilities::new();
@@ -2506,7 +2533,7 @@ pub fn arb_CompactionCapabilities() -> BoxedStrategy<CompactionCapabilities> {
 pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOptionsCapabilities> {
     ((
         proptest::option::of(arb_BooleanConfigOptionCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((boolean, meta),)| {
             let mut value = SessionConfigOptionsCapabilities::new();
@@ -2518,7 +2545,7 @@ pub fn arb_SessionConfigOptionsCapabilities() -> BoxedStrategy<SessionConfigOpti
 }
 
 pub fn arb_BooleanConfigOptionCapabilities() -> BoxedStrategy<BooleanConfigOptionCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = BooleanConfigOptionCapabilities::new();
             value.meta = meta;
@@ -2532,7 +2559,7 @@ pub fn arb_NoticeCapabilities() -> BoxedStrategy<NoticeCapabilities> {
 }
 
 pub fn arb_SubagentCapabilities() -> BoxedStrategy<SubagentCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = SubagentCapabilities::new();
             value.meta = meta;
@@ -2542,7 +2569,7 @@ pub fn arb_SubagentCapabilities() -> BoxedStrategy<SubagentCapabilities> {
 }
 
 pub fn arb_PlanCapabilities() -> BoxedStrategy<PlanCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = PlanCapabilities::new();
             value.meta = meta;
@@ -2552,7 +2579,10 @@ pub fn arb_PlanCapabilities() -> BoxedStrategy<PlanCapabilities> {
 }
 
 pub fn arb_AuthCapabilities() -> BoxedStrategy<AuthCapabilities> {
-    ((any::<bool>(), proptest::option::of(json_object())),)
+    ((
+        any::<bool>(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((terminal, meta),)| {
             let mut value = AuthCapabilities::new();
             value.terminal = terminal;
@@ -2566,7 +2596,7 @@ pub fn arb_ElicitationCapabilities() -> BoxedStrategy<ElicitationCapabilities> {
     ((
         proptest::option::of(arb_ElicitationFormCapabilities()),
         proptest::option::of(arb_ElicitationUrlCapabilities()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((form, url, meta),)| {
             let mut value = ElicitationCapabilities::new();
@@ -2579,7 +2609,7 @@ pub fn arb_ElicitationCapabilities() -> BoxedStrategy<ElicitationCapabilities> {
 }
 
 pub fn arb_ElicitationFormCapabilities() -> BoxedStrategy<ElicitationFormCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ElicitationFormCapabilities::new();
             value.meta = meta;
@@ -2589,7 +2619,7 @@ pub fn arb_ElicitationFormCapabilities() -> BoxedStrategy<ElicitationFormCapabil
 }
 
 pub fn arb_ElicitationUrlCapabilities() -> BoxedStrategy<ElicitationUrlCapabilities> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ElicitationUrlCapabilities::new();
             value.meta = meta;
@@ -2599,7 +2629,10 @@ pub fn arb_ElicitationUrlCapabilities() -> BoxedStrategy<ElicitationUrlCapabilit
 }
 
 pub fn arb_AuthenticateRequest() -> BoxedStrategy<AuthenticateRequest> {
-    ((arb_AuthMethodId(), proptest::option::of(json_object())),)
+    ((
+        arb_AuthMethodId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((method_id, meta),)| {
             let mut value = AuthenticateRequest::new(method_id);
             value.meta = meta;
@@ -2609,7 +2642,7 @@ pub fn arb_AuthenticateRequest() -> BoxedStrategy<AuthenticateRequest> {
 }
 
 pub fn arb_ListProvidersRequest() -> BoxedStrategy<ListProvidersRequest> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ListProvidersRequest::new();
             value.meta = meta;
@@ -2628,7 +2661,7 @@ pub fn arb_SetProviderRequest() -> BoxedStrategy<SetProviderRequest> {
             small_string(),
             0..3,
         )),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((provider_id, api_type, base_url, headers, meta),)| {
             let mut value = SetProviderRequest::new(provider_id, api_type, base_url);
@@ -2640,7 +2673,10 @@ pub fn arb_SetProviderRequest() -> BoxedStrategy<SetProviderRequest> {
 }
 
 pub fn arb_DisableProviderRequest() -> BoxedStrategy<DisableProviderRequest> {
-    ((arb_ProviderId(), proptest::option::of(json_object())),)
+    ((
+        arb_ProviderId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((provider_id, meta),)| {
             let mut value = DisableProviderRequest::new(provider_id);
             value.meta = meta;
@@ -2650,7 +2686,7 @@ pub fn arb_DisableProviderRequest() -> BoxedStrategy<DisableProviderRequest> {
 }
 
 pub fn arb_LogoutRequest() -> BoxedStrategy<LogoutRequest> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = LogoutRequest::new();
             value.meta = meta;
@@ -2660,7 +2696,7 @@ pub fn arb_LogoutRequest() -> BoxedStrategy<LogoutRequest> {
 }
 
 pub fn arb_AuthStatusRequest() -> BoxedStrategy<AuthStatusRequest> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = AuthStatusRequest::new();
             value.meta = meta;
@@ -2675,7 +2711,7 @@ pub fn arb_NewSessionRequest() -> BoxedStrategy<NewSessionRequest> {
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::collection::vec(arb_McpServer(), 0..3),
         proptest::option::of(arb_SystemPrompt()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((cwd, additional_directories, mcp_servers, system_prompt, meta),)| {
@@ -2704,7 +2740,7 @@ pub fn arb_HttpHeader() -> BoxedStrategy<HttpHeader> {
     ((
         small_string(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, value, meta),)| {
             let mut value = HttpHeader::new(name, value);
@@ -2719,7 +2755,7 @@ pub fn arb_McpServerHttp() -> BoxedStrategy<McpServerHttp> {
         small_string(),
         small_string(),
         proptest::collection::vec(arb_HttpHeader(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, url, headers, meta),)| {
             let mut value = McpServerHttp::new(name, url, headers);
@@ -2734,7 +2770,7 @@ pub fn arb_McpServerSse() -> BoxedStrategy<McpServerSse> {
         small_string(),
         small_string(),
         proptest::collection::vec(arb_HttpHeader(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, url, headers, meta),)| {
             let mut value = McpServerSse::new(name, url, headers);
@@ -2748,7 +2784,7 @@ pub fn arb_McpServerAcp() -> BoxedStrategy<McpServerAcp> {
     ((
         small_string(),
         arb_McpServerAcpId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, server_id, meta),)| {
             let mut value = McpServerAcp::new(name, server_id);
@@ -2764,7 +2800,7 @@ pub fn arb_McpServerStdio() -> BoxedStrategy<McpServerStdio> {
         small_string(),
         proptest::collection::vec(small_string(), 0..3),
         proptest::collection::vec(arb_EnvVariable(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((name, command, args, env, meta),)| {
             let mut value = McpServerStdio::new(name, command, args, env);
@@ -2778,7 +2814,7 @@ pub fn arb_SystemPrompt() -> BoxedStrategy<SystemPrompt> {
     ((
         arb_SystemPromptMode(),
         proptest::collection::vec(arb_ContentBlock(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((mode, content, meta),)| {
             let mut value = SystemPrompt::new(mode, content);
@@ -2804,7 +2840,7 @@ pub fn arb_LoadSessionRequest() -> BoxedStrategy<LoadSessionRequest> {
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         arb_SessionId(),
         proptest::option::of(arb_SystemPrompt()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((mcp_servers, cwd, additional_directories, session_id, system_prompt, meta),)| {
@@ -2823,7 +2859,7 @@ pub fn arb_ListSessionsRequest() -> BoxedStrategy<ListSessionsRequest> {
         proptest::option::of(small_string()),
         proptest::option::of(small_string()),
         proptest::option::of(arb_SessionArchiveFilter()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((cwd, cursor, archived, meta),)| {
             let mut value = ListSessionsRequest::new();
@@ -2847,7 +2883,10 @@ pub fn arb_SessionArchiveFilter() -> BoxedStrategy<SessionArchiveFilter> {
 }
 
 pub fn arb_DeleteSessionRequest() -> BoxedStrategy<DeleteSessionRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = DeleteSessionRequest::new(session_id);
             value.meta = meta;
@@ -2863,7 +2902,7 @@ pub fn arb_ForkSessionRequest() -> BoxedStrategy<ForkSessionRequest> {
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::option::of(proptest::collection::vec(arb_McpServer(), 0..3)),
         proptest::option::of(arb_SystemPrompt()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, mcp_servers, system_prompt, meta),)| {
@@ -2879,7 +2918,10 @@ pub fn arb_ForkSessionRequest() -> BoxedStrategy<ForkSessionRequest> {
 }
 
 pub fn arb_ArchiveSessionRequest() -> BoxedStrategy<ArchiveSessionRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = ArchiveSessionRequest::new(session_id);
             value.meta = meta;
@@ -2889,7 +2931,10 @@ pub fn arb_ArchiveSessionRequest() -> BoxedStrategy<ArchiveSessionRequest> {
 }
 
 pub fn arb_UnarchiveSessionRequest() -> BoxedStrategy<UnarchiveSessionRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = UnarchiveSessionRequest::new(session_id);
             value.meta = meta;
@@ -2899,7 +2944,10 @@ pub fn arb_UnarchiveSessionRequest() -> BoxedStrategy<UnarchiveSessionRequest> {
 }
 
 pub fn arb_SessionStatusRequest() -> BoxedStrategy<SessionStatusRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = SessionStatusRequest::new(session_id);
             value.meta = meta;
@@ -2912,7 +2960,7 @@ pub fn arb_SetSessionTitleRequest() -> BoxedStrategy<SetSessionTitleRequest> {
     ((
         arb_SessionId(),
         small_string(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, title, meta),)| {
             let mut value = SetSessionTitleRequest::new(session_id, title);
@@ -2929,7 +2977,7 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
         proptest::option::of(proptest::collection::vec(small_string(), 0..3)),
         proptest::option::of(proptest::collection::vec(arb_McpServer(), 0..3)),
         proptest::option::of(arb_SystemPrompt()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(
             |((session_id, cwd, additional_directories, mcp_servers, system_prompt, meta),)| {
@@ -2945,7 +2993,10 @@ pub fn arb_ResumeSessionRequest() -> BoxedStrategy<ResumeSessionRequest> {
 }
 
 pub fn arb_CloseSessionRequest() -> BoxedStrategy<CloseSessionRequest> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = CloseSessionRequest::new(session_id);
             value.meta = meta;
@@ -2958,7 +3009,7 @@ pub fn arb_SetSessionModeRequest() -> BoxedStrategy<SetSessionModeRequest> {
     ((
         arb_SessionId(),
         arb_SessionModeId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, mode_id, meta),)| {
             let mut value = SetSessionModeRequest::new(session_id, mode_id);
@@ -2997,7 +3048,7 @@ pub fn arb_SetSessionConfigOptionRequest() -> BoxedStrategy<SetSessionConfigOpti
     ((
         arb_SessionId(),
         arb_SessionConfigId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_SetSessionConfigOptionRequestKind(),
     ),)
         .prop_map(|((session_id, config_id, meta, kind),)| {
@@ -3012,7 +3063,7 @@ pub fn arb_PromptRequest() -> BoxedStrategy<PromptRequest> {
     ((
         arb_SessionId(),
         proptest::collection::vec(arb_ContentBlock(), 0..3),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((session_id, prompt, meta),)| {
             let mut value = PromptRequest::new(session_id, prompt);
@@ -3023,7 +3074,7 @@ pub fn arb_PromptRequest() -> BoxedStrategy<PromptRequest> {
 }
 
 pub fn arb_WriteTextFileResponse() -> BoxedStrategy<WriteTextFileResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = WriteTextFileResponse::new();
             value.meta = meta;
@@ -3033,7 +3084,10 @@ pub fn arb_WriteTextFileResponse() -> BoxedStrategy<WriteTextFileResponse> {
 }
 
 pub fn arb_ReadTextFileResponse() -> BoxedStrategy<ReadTextFileResponse> {
-    ((small_string(), proptest::option::of(json_object())),)
+    ((
+        small_string(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((content, meta),)| {
             let mut value = ReadTextFileResponse::new(content);
             value.meta = meta;
@@ -3045,7 +3099,7 @@ pub fn arb_ReadTextFileResponse() -> BoxedStrategy<ReadTextFileResponse> {
 pub fn arb_RequestPermissionResponse() -> BoxedStrategy<RequestPermissionResponse> {
     ((
         arb_RequestPermissionOutcome(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((outcome, meta),)| {
             let mut value = RequestPermissionResponse::new(outcome);
@@ -3067,7 +3121,7 @@ pub fn arb_RequestPermissionOutcome() -> BoxedStrategy<RequestPermissionOutcome>
 pub fn arb_SelectedPermissionOutcome() -> BoxedStrategy<SelectedPermissionOutcome> {
     ((
         arb_PermissionOptionId(),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((option_id, meta),)| {
             let mut value = SelectedPermissionOutcome::new(option_id);
@@ -3078,7 +3132,10 @@ pub fn arb_SelectedPermissionOutcome() -> BoxedStrategy<SelectedPermissionOutcom
 }
 
 pub fn arb_CreateTerminalResponse() -> BoxedStrategy<CreateTerminalResponse> {
-    ((arb_TerminalId(), proptest::option::of(json_object())),)
+    ((
+        arb_TerminalId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((terminal_id, meta),)| {
             let mut value = CreateTerminalResponse::new(terminal_id);
             value.meta = meta;
@@ -3092,7 +3149,7 @@ pub fn arb_TerminalOutputResponse() -> BoxedStrategy<TerminalOutputResponse> {
         small_string(),
         any::<bool>(),
         proptest::option::of(arb_TerminalExitStatus()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((output, truncated, exit_status, meta),)| {
             let mut value = TerminalOutputResponse::new(output, truncated);
@@ -3107,7 +3164,7 @@ pub fn arb_TerminalExitStatus() -> BoxedStrategy<TerminalExitStatus> {
     ((
         proptest::option::of(any::<u32>()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((exit_code, signal, meta),)| {
             let mut value = TerminalExitStatus::new();
@@ -3120,7 +3177,7 @@ pub fn arb_TerminalExitStatus() -> BoxedStrategy<TerminalExitStatus> {
 }
 
 pub fn arb_ReleaseTerminalResponse() -> BoxedStrategy<ReleaseTerminalResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = ReleaseTerminalResponse::new();
             value.meta = meta;
@@ -3133,7 +3190,7 @@ pub fn arb_WaitForTerminalExitResponse() -> BoxedStrategy<WaitForTerminalExitRes
     ((
         proptest::option::of(any::<u32>()),
         proptest::option::of(small_string()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((exit_code, signal, meta),)| {
             let mut value = WaitForTerminalExitResponse::new();
@@ -3146,7 +3203,7 @@ pub fn arb_WaitForTerminalExitResponse() -> BoxedStrategy<WaitForTerminalExitRes
 }
 
 pub fn arb_KillTerminalResponse() -> BoxedStrategy<KillTerminalResponse> {
-    ((proptest::option::of(json_object()),),)
+    ((proptest::option::of((json_object()).prop_map(Box::new)),),)
         .prop_map(|((meta,),)| {
             let mut value = KillTerminalResponse::new();
             value.meta = meta;
@@ -3167,7 +3224,7 @@ pub fn arb_CreateElicitationResponseKind() -> BoxedStrategy<CreateElicitationRes
 
 pub fn arb_CreateElicitationResponse() -> BoxedStrategy<CreateElicitationResponse> {
     ((
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
         arb_CreateElicitationResponseKind(),
     ),)
         .prop_map(|((meta, kind),)| {
@@ -3205,7 +3262,10 @@ pub fn arb_ElicitationAcceptAction() -> BoxedStrategy<ElicitationAcceptAction> {
 }
 
 pub fn arb_MessageMcpResponseResult() -> BoxedStrategy<MessageMcpResponseResult> {
-    ((json_value(), proptest::option::of(json_object())),)
+    ((
+        json_value(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((result, meta),)| {
             let mut value = MessageMcpResponseResult::new(result);
             value.meta = meta;
@@ -3215,7 +3275,10 @@ pub fn arb_MessageMcpResponseResult() -> BoxedStrategy<MessageMcpResponseResult>
 }
 
 pub fn arb_MessageMcpResponseError() -> BoxedStrategy<MessageMcpResponseError> {
-    ((arb_McpError(), proptest::option::of(json_object())),)
+    ((
+        arb_McpError(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((error, meta),)| {
             let mut value = MessageMcpResponseError::new(error);
             value.meta = meta;
@@ -3247,7 +3310,10 @@ pub fn arb_McpError() -> BoxedStrategy<McpError> {
 }
 
 pub fn arb_CancelNotification() -> BoxedStrategy<CancelNotification> {
-    ((arb_SessionId(), proptest::option::of(json_object())),)
+    ((
+        arb_SessionId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((session_id, meta),)| {
             let mut value = CancelNotification::new(session_id);
             value.meta = meta;
@@ -3262,7 +3328,7 @@ pub fn arb_MessageMcpNotification() -> BoxedStrategy<MessageMcpNotification> {
         arb_McpRequestId(),
         small_string(),
         proptest::option::of(json_object()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((server_id, request_id, method, params, meta),)| {
             let mut value = MessageMcpNotification::new(server_id, request_id, method);
@@ -3274,7 +3340,10 @@ pub fn arb_MessageMcpNotification() -> BoxedStrategy<MessageMcpNotification> {
 }
 
 pub fn arb_CancelRequestNotification() -> BoxedStrategy<CancelRequestNotification> {
-    ((arb_RequestId(), proptest::option::of(json_object())),)
+    ((
+        arb_RequestId(),
+        proptest::option::of((json_object()).prop_map(Box::new)),
+    ),)
         .prop_map(|((request_id, meta),)| {
             let mut value = CancelRequestNotification::new(request_id);
             value.meta = meta;
@@ -3293,7 +3362,7 @@ pub fn arb_ProxySuccessorRequest() -> BoxedStrategy<ProxySuccessorRequest> {
     ((
         small_string(),
         proptest::option::of(json_value()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((method, params, meta),)| {
             let mut value = ProxySuccessorRequest::new(method);
@@ -3318,7 +3387,7 @@ pub fn arb_ProxySuccessorNotification() -> BoxedStrategy<ProxySuccessorNotificat
     ((
         small_string(),
         proptest::option::of(json_value()),
-        proptest::option::of(json_object()),
+        proptest::option::of((json_object()).prop_map(Box::new)),
     ),)
         .prop_map(|((method, params, meta),)| {
             let mut value = ProxySuccessorNotification::new(method);

@@ -105,6 +105,7 @@ impl Emitter<'_> {
                 "Sets `{json}` (sent as `null` until set).",
                 "Some(value.into())",
             ),
+            Presence::Optional if f.boxed() => ("Sets `{json}`.", "Some(Box::new(value.into()))"),
             Presence::Optional => ("Sets `{json}`.", "Some(value.into())"),
             Presence::Defaulted => ("Sets `{json}` (empty or zero until set).", "value.into()"),
             Presence::Patch => ("Sets `{json}` to a new value.", "Patch::Set(value.into())"),
@@ -130,6 +131,7 @@ impl Emitter<'_> {
 fn field_ty(f: &Field) -> String {
     let base = rust_ty(&f.ty);
     match f.presence {
+        Presence::Optional if f.boxed() => format!("Option<Box<{base}>>"),
         Presence::Required | Presence::Defaulted => base,
         Presence::RequiredNullable | Presence::Optional => format!("Option<{base}>"),
         Presence::Patch => format!("Patch<{base}>"),
