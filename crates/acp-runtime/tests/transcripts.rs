@@ -103,10 +103,22 @@ fn normalize_terminal_ids(text: &str) -> String {
     out
 }
 
+/// Pins `transcript`: the wire form depends on the schema the types come from (see
+/// `acp_types::SCHEMA`), so the unstable schema's snapshots are kept beside the stable ones.
+macro_rules! assert_transcript {
+    ($transcript:expr) => {
+        let mut settings = insta::Settings::clone_current();
+        if acp_types::SCHEMA != "stable" {
+            settings.set_snapshot_suffix(acp_types::SCHEMA);
+        }
+        settings.bind(|| insta::assert_snapshot!($transcript));
+    };
+}
+
 #[test]
 fn prompt_turn_with_tool_calls_fs_terminal_and_permission() {
     let transcript = smol::block_on(demo_turn(AutoAllow));
-    insta::assert_snapshot!(transcript);
+    assert_transcript!(transcript);
 }
 
 #[test]
@@ -116,5 +128,5 @@ fn prompt_turn_with_permission_rejected() {
         !transcript.contains("fs/write_text_file"),
         "a rejected write must not happen"
     );
-    insta::assert_snapshot!(transcript);
+    assert_transcript!(transcript);
 }

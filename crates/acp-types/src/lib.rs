@@ -146,6 +146,20 @@ mod generated;
 #[path = "generated/models.rs"]
 pub mod models;
 
+/// The schema these types were generated from: `"stable"`, or `"unstable"` with the
+/// `unstable` feature. The wire form of a value can differ between the two (the unstable
+/// schema has more fields with defaults), so tests that pin wire formats name their snapshots
+/// by it.
+///
+/// ```
+/// assert!(["stable", "unstable"].contains(&acp_types::SCHEMA));
+/// ```
+pub const SCHEMA: &str = if cfg!(feature = "unstable") {
+    "unstable"
+} else {
+    "stable"
+};
+
 pub use generated::*;
 pub use methods::*;
 pub use support::{Meta, Patch, de};
