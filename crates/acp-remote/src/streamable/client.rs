@@ -16,16 +16,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use event_listener::EventListener;
-use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use futures_io::AsyncWrite;
 use futures_lite::future;
 
-use super::queue::{Budget, ByteQueue};
+use super::queue::{Budget, ByteQueue, Inbound, QueueReader};
 use super::wire::{Endpoint, Poster, open_get};
 use super::{Peek, session_of};
 use crate::frames::Signal;
 
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     endpoint: Endpoint,
     connection_id: Mutex<Option<String>>,
     inbound: ByteQueue,
@@ -106,12 +106,7 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
         poster.end();
     })
     .detach();
-    let reader = HttpClientReader {
-        shared: shared.clone(),
-        line: Vec::new(),
-        pos: 0,
-        listener: None,
-    };
+    let reader = HttpClientReader::new(shared.clone());
     let writer = HttpClientWriter {
         shared,
         line: Vec::new(),
@@ -314,48 +309,13 @@ fn event_data(event: &[u8]) -> Option<Vec<u8>> {
     (!joined.trim().is_empty()).then(|| joined.into_bytes())
 }
 
-/// The runtime's input on a Streamable HTTP client connection: the answer to `initialize`,
-/// then every event of every open stream, one line each.
-#[derive(Debug)]
-pub(crate) struct HttpClientReader {
-    shared: Arc<Shared>,
-    line: Vec<u8>,
-    pos: usize,
-    listener: Option<EventListener>,
-}
+/// The runtime's input on a Streamable HTTP client connection: the agent's messages, one
+/// line each.
+pub(crate) type HttpClientReader = QueueReader<Shared>;
 
-impl AsyncBufRead for HttpClientReader {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let this = self.get_mut();
-        if this.pos >= this.line.len() {
-            match ready!(this.shared.inbound.poll_pop(&mut this.listener, cx)) {
-                Some(line) => {
-                    this.line = line;
-                    this.pos = 0;
-                }
-                None => return Poll::Ready(Ok(&[])),
-            }
-        }
-        Poll::Ready(Ok(&this.line[this.pos..]))
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        let this = self.get_mut();
-        this.pos = (this.pos + amt).min(this.line.len());
-    }
-}
-
-impl AsyncRead for HttpClientReader {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Poll::Ready(Ok(n))
+impl Inbound for Shared {
+    fn inbound(&self) -> &ByteQueue {
+        &self.inbound
     }
 }
 

@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use event_listener::EventListener;
-use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use futures_io::AsyncWrite;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::frames::{Activity, Signal};
-use queue::{Budget, ByteQueue};
+use queue::{Budget, ByteQueue, Inbound, QueueReader};
 
 /// Most session streams one connection keeps; messages of further sessions go to the
 /// connection's stream (nothing is lost, they are just not separated).
@@ -319,57 +319,11 @@ impl HttpConn {
 }
 
 /// The runtime's input on a Streamable HTTP connection: each POSTed message, as one line.
-#[derive(Debug)]
-pub(crate) struct HttpReader {
-    conn: Arc<HttpConn>,
-    line: Vec<u8>,
-    pos: usize,
-    listener: Option<EventListener>,
-}
+pub(crate) type HttpReader = QueueReader<HttpConn>;
 
-impl HttpReader {
-    pub(crate) fn new(conn: Arc<HttpConn>) -> Self {
-        HttpReader {
-            conn,
-            line: Vec::new(),
-            pos: 0,
-            listener: None,
-        }
-    }
-}
-
-impl AsyncBufRead for HttpReader {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let this = self.get_mut();
-        if this.pos >= this.line.len() {
-            match ready!(this.conn.inbound.poll_pop(&mut this.listener, cx)) {
-                Some(line) => {
-                    this.line = line;
-                    this.pos = 0;
-                }
-                None => return Poll::Ready(Ok(&[])),
-            }
-        }
-        Poll::Ready(Ok(&this.line[this.pos..]))
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        let this = self.get_mut();
-        this.pos = (this.pos + amt).min(this.line.len());
-    }
-}
-
-impl AsyncRead for HttpReader {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Poll::Ready(Ok(n))
+impl Inbound for HttpConn {
+    fn inbound(&self) -> &ByteQueue {
+        &self.inbound
     }
 }
 

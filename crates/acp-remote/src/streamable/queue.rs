@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use event_listener::{Event, EventListener};
+use futures_io::{AsyncBufRead, AsyncRead};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves plain counters behind; keep going.
@@ -236,5 +237,66 @@ mod tests {
             other.detach();
             assert!(other.attach());
         });
+    }
+}
+
+/// What owns the queue of a connection's incoming lines: the server's side of a Streamable
+/// HTTP connection, or the client's.
+pub(crate) trait Inbound {
+    fn inbound(&self) -> &ByteQueue;
+}
+
+/// The lines of an [`Inbound`] queue, one after the other, as the runtime's reader.
+#[derive(Debug)]
+pub(crate) struct QueueReader<S> {
+    source: Arc<S>,
+    line: Vec<u8>,
+    pos: usize,
+    listener: Option<EventListener>,
+}
+
+impl<S> QueueReader<S> {
+    pub(crate) fn new(source: Arc<S>) -> Self {
+        QueueReader {
+            source,
+            line: Vec::new(),
+            pos: 0,
+            listener: None,
+        }
+    }
+}
+
+impl<S: Inbound> AsyncBufRead for QueueReader<S> {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.pos >= this.line.len() {
+            match ready!(this.source.inbound().poll_pop(&mut this.listener, cx)) {
+                Some(line) => {
+                    this.line = line;
+                    this.pos = 0;
+                }
+                None => return Poll::Ready(Ok(&[])),
+            }
+        }
+        Poll::Ready(Ok(&this.line[this.pos..]))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.pos = (this.pos + amt).min(this.line.len());
+    }
+}
+
+impl<S: Inbound> AsyncRead for QueueReader<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
     }
 }
