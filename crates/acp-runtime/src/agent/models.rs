@@ -5,7 +5,7 @@
 //! it offers the session's models to the runtime ([`ClientHandle::offer_models`] from
 //! `new_session`, [`SessionClient::offer_models`] from `load_session` and the others), and the
 //! runtime adds them to the answer it sends, records them in the session's registry entry, checks
-//! every `session/set_model` against them before calling [`Agent::set_model`], and records the
+//! every `session/set_model` against them before calling [`Agent::set_model`](super::Agent::set_model), and records the
 //! new current model when that succeeds.
 
 use acp_types::SessionId;
@@ -20,7 +20,7 @@ pub(super) const METHOD: &str = "session/set_model";
 
 impl ClientHandle {
     /// Offers `models` for the session `session_id` (feature `unstable-models`): call it from
-    /// [`Agent::new_session`] with the id it is about to answer. The runtime adds them to the
+    /// [`Agent::new_session`](super::Agent::new_session) with the id it is about to answer. The runtime adds them to the
     /// session's answer as the seed-era `models` member and checks `session/set_model` against
     /// them. Offering again replaces them (as a later `session/load` answer would).
     pub fn offer_models(&self, session_id: impl Into<SessionId>, models: SessionModelState) {
