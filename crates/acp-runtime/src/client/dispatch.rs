@@ -200,7 +200,7 @@ impl<C: Client> ClientDispatch<C> {
                 }
             }),
             AgentRequest::TerminalCreate(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
+                let Some(terminals) = self.terminals() else {
                     return raw(self.client.create_terminal(request).await?);
                 };
                 let session = session.as_ref().expect("terminal requests name a session");
@@ -220,7 +220,7 @@ impl<C: Client> ClientDispatch<C> {
                 raw(CreateTerminalResponse::new(id))
             }),
             AgentRequest::TerminalOutput(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
+                let Some(terminals) = self.terminals() else {
                     return raw(self.client.terminal_output(request).await?);
                 };
                 let (session, terminal) = (session_id(&session), request.terminal_id.as_str());
@@ -239,7 +239,7 @@ impl<C: Client> ClientDispatch<C> {
                 raw(response)
             }),
             AgentRequest::TerminalWaitForExit(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
+                let Some(terminals) = self.terminals() else {
                     return raw(self.client.wait_for_terminal_exit(request).await?);
                 };
                 let status = terminals
@@ -253,7 +253,7 @@ impl<C: Client> ClientDispatch<C> {
                 raw(response)
             }),
             AgentRequest::TerminalKill(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
+                let Some(terminals) = self.terminals() else {
                     return raw(self.client.kill_terminal(request).await?);
                 };
                 terminals
@@ -262,7 +262,7 @@ impl<C: Client> ClientDispatch<C> {
                 raw(KillTerminalResponse::new())
             }),
             AgentRequest::TerminalRelease(request) => Box::pin(async move {
-                let Some(terminals) = self.terminals()? else {
+                let Some(terminals) = self.terminals() else {
                     return raw(self.client.release_terminal(request).await?);
                 };
                 terminals
@@ -287,8 +287,8 @@ impl<C: Client> ClientDispatch<C> {
     }
 
     /// The terminal host, or `None` when the [`Client`] serves `terminal/*` itself.
-    fn terminals(&self) -> Result<Option<&TerminalHost>> {
-        Ok(self.state.options.terminals.as_deref())
+    fn terminals(&self) -> Option<&TerminalHost> {
+        self.state.options.terminals.as_deref()
     }
 
     /// An update of a kind this client did not opt into is still delivered (lenient in what

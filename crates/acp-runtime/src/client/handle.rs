@@ -161,8 +161,7 @@ impl AgentHandle {
 
     /// Calls any agent method, typed, after checking that the agent advertised it.
     pub async fn request<R: Request + ClientToAgent>(&self, params: &R) -> Result<R::Response> {
-        let caps = self.initialized(R::METHOD)?.agent_capabilities;
-        rules::agent_method(R::METHOD, &caps).map_err(rules::Breach::refused)?;
+        self.check_agent_method(R::METHOD)?;
         self.call(params).await
     }
 
@@ -173,8 +172,7 @@ impl AgentHandle {
         &self,
         params: &R,
     ) -> Result<(R::Response, Box<RawValue>)> {
-        let caps = self.initialized(R::METHOD)?.agent_capabilities;
-        rules::agent_method(R::METHOD, &caps).map_err(rules::Breach::refused)?;
+        self.check_agent_method(R::METHOD)?;
         let answer = match self
             .rpc
             .request_raw(
@@ -243,6 +241,12 @@ impl AgentHandle {
         *self.state.exit.lock().unwrap() = Some((status, stderr_tail));
         self.state.exit_recorded.fire();
         self.rpc.close();
+    }
+
+    /// Refuses, before anything is sent, a call of a method the agent did not advertise.
+    pub(super) fn check_agent_method(&self, method: &str) -> Result<()> {
+        let caps = self.initialized(method)?.agent_capabilities;
+        rules::agent_method(method, &caps).map_err(rules::Breach::refused)
     }
 
     pub(super) fn initialized(&self, method: &str) -> Result<InitializeResponse> {

@@ -33,7 +33,7 @@ pub fn spawn<C: Client>(
         .take_stdio()
         .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
     let (agent, driver) = connect(client, reader, writer, options);
-    watch_exit(&agent, &process)?;
+    watch_exit(&agent, &process);
     Ok((agent, driver, process))
 }
 
@@ -84,7 +84,7 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
             .map_err(|e| Error::Internal(e.to_string()))?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
         let (agent, driver) = connect(client, reader, writer, options);
-        watch_exit(&agent, &process)?;
+        watch_exit(&agent, &process);
         let run = async {
             let closed = WorkDone::default();
             let work = async {
@@ -179,9 +179,8 @@ impl WorkDone {
 
 /// Fails pending calls with the agent's exit status and stderr tail once it exits, called by
 /// the process's supervision thread when it records the exit (no thread of its own).
-fn watch_exit(agent: &AgentHandle, process: &AgentProcess) -> Result<()> {
+fn watch_exit(agent: &AgentHandle, process: &AgentProcess) {
     agent.state.spawned.store(true, Ordering::Release);
     let watcher = agent.clone();
     process.on_exit(move |exit| watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone()));
-    Ok(())
 }

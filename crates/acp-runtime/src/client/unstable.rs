@@ -173,8 +173,7 @@ impl AgentHandle {
     /// Sends an MCP message to an MCP server the agent declared with the ACP transport
     /// (`mcp/message`, needs `mcpCapabilities.acp`).
     pub async fn mcp_message(&self, message: MessageMcpNotification) -> Result<()> {
-        let caps = self.initialized("mcp/message")?.agent_capabilities;
-        crate::rules::agent_method("mcp/message", &caps).map_err(crate::rules::Breach::refused)?;
+        self.check_agent_method("mcp/message")?;
         self.notify(&message).await
     }
 }
