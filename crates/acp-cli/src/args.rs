@@ -6,11 +6,16 @@ pub const USAGE: &str = "\
 acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
 
 Usage: acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
+       acp [OPTIONS] -- URL
 
 Without an agent command, acp runs its bundled demo agent (no language model needed); it
 reads notes.txt and writes summary.txt, so without --cwd it works in a scratch directory
 (holding a sample notes.txt, removed at the end) instead of the current directory.
 Without --prompt, prompts are read from stdin, one line per turn, until end of input.
+An agent command that is one ws://, wss://, http:// or https:// URL connects to a remote
+agent (served by acp-bridge serve, or any ACP server) instead of starting a process: over
+WebSocket for ws:// and wss://, over Streamable HTTP for http:// and https://. The agent's
+file and terminal calls are then served on this machine, in --cwd.
 
 Options:
   -p, --prompt TEXT    Send TEXT as one prompt turn; repeat for several turns, in order
@@ -29,6 +34,11 @@ Options:
                        repeatable
       --load SESSION   Load this stored session instead of creating one
       --json           Print every update as one JSON line on stdout (see below)
+      --token TOKEN    With a URL: send `Authorization: Bearer TOKEN` (default: the
+                       environment variable ACP_TOKEN; prefer it, since a command line is
+                       visible to every user of the machine)
+      --ca FILE        With a wss:// or https:// URL: trust only the certificate authority
+                       in this PEM file (default: the Mozilla roots)
       --trace FILE     Write the wire transcript to FILE, one JSON line per message:
                        {\"dir\":\"client->agent\"|\"agent->client\",\"msg\":MESSAGE}
   -h, --help           Print this help
@@ -54,7 +64,9 @@ Exit status:
   2    usage error
   3    authentication required: the agent's auth methods are listed (use --auth METHOD)
   4    the agent refused a request with a JSON-RPC error
-  5    the agent could not be started, crashed or closed the connection
+  5    the agent could not be started, crashed or closed the connection; for a URL, the
+       server could not be reached or refused the connection (its HTTP status is printed,
+       e.g. 401 for a missing or wrong token)
   130  cancelled by Ctrl-C
 ";
 
@@ -79,6 +91,11 @@ pub struct Args {
     pub load: Option<String>,
     pub json: bool,
     pub trace: Option<PathBuf>,
+    /// `--token`: the bearer token for a remote agent (`ACP_TOKEN` is read later, only when
+    /// the agent is a URL).
+    pub token: Option<String>,
+    /// `--ca`: the only authority trusted for a `wss://` or `https://` agent.
+    pub ca: Option<PathBuf>,
     pub help: bool,
     pub version: bool,
     /// Program and arguments; empty for the bundled demo agent.
@@ -149,6 +166,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 parsed.json = true;
             }
             "--trace" => parsed.trace = Some(value("FILE")?.into()),
+            "--token" => parsed.token = Some(value("TOKEN")?),
+            "--ca" => parsed.ca = Some(value("FILE")?.into()),
             "-h" | "--help" => parsed.help = true,
             "-V" | "--version" => parsed.version = true,
             other if other.starts_with('-') && other.len() > 1 => {
@@ -185,6 +204,14 @@ mod tests {
         assert_eq!(args.config, [("m".to_owned(), "fast".to_owned())]);
         assert!(args.json);
         assert_eq!(args.agent, ["agent", "--prompt", "c"]);
+    }
+
+    #[test]
+    fn remote_options() {
+        let args = p(&["--token=t", "--ca", "ca.pem", "--", "wss://h/acp"]).unwrap();
+        assert_eq!(args.token.as_deref(), Some("t"));
+        assert_eq!(args.ca, Some("ca.pem".into()));
+        assert_eq!(args.agent, ["wss://h/acp"]);
     }
 
     #[test]

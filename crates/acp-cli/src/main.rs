@@ -1,10 +1,11 @@
 //! `acp`: a command-line Agent Client Protocol client. It starts an agent (the bundled demo
-//! agent by default), opens a session and runs prompt turns the way an editor would: it
+//! agent by default) or connects to a remote one by its URL, opens a session and runs prompt turns the way an editor would: it
 //! serves the agent's file system and terminal calls, answers permission requests by policy
 //! or by asking, and prints each turn as it streams. `acp --help` has the details.
 
 mod args;
 mod diff;
+mod remote;
 mod render;
 mod signal;
 mod trace;
@@ -12,7 +13,9 @@ mod trace;
 #[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
 mod demo_agent;
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -64,6 +67,12 @@ fn main() {
     if args.version {
         println!("acp {}", env!("CARGO_PKG_VERSION"));
         return;
+    }
+    if remote::url(&args.agent).is_none() && (args.token.is_some() || args.ca.is_some()) {
+        eprintln!(
+            "acp: --token and --ca apply to a remote agent only: `-- ws://HOST:PORT/PATH` (or wss://, http://, https://)\nTry `acp --help`."
+        );
+        std::process::exit(exit::USAGE);
     }
     std::process::exit(run_main(args));
 }
@@ -152,15 +161,25 @@ fn run_main(args: Args) -> i32 {
             }
         }
     };
-    let command = match args.agent.split_first() {
-        Some((program, rest)) => AgentCommand::new(program).args(rest),
-        None => match std::env::current_exe() {
-            Ok(me) => AgentCommand::new(me).arg(SERVE_DEMO_AGENT),
-            Err(error) => {
-                eprintln!("acp: cannot find my own binary to run the demo agent: {error}");
+    let target = if let Some(url) = remote::url(&args.agent) {
+        match remote::connector(url, args.token.clone(), args.ca.as_deref()) {
+            Ok(connector) => Target::Remote(connector),
+            Err(message) => {
+                eprintln!("acp: {message}");
                 return exit::OTHER;
             }
-        },
+        }
+    } else {
+        match args.agent.split_first() {
+            Some((program, rest)) => Target::Command(AgentCommand::new(program).args(rest)),
+            None => match std::env::current_exe() {
+                Ok(me) => Target::Command(AgentCommand::new(me).arg(SERVE_DEMO_AGENT)),
+                Err(error) => {
+                    eprintln!("acp: cannot find my own binary to run the demo agent: {error}");
+                    return exit::OTHER;
+                }
+            },
+        }
     };
     let policy = args.policy.unwrap_or(if signal::is_terminal(0) {
         Policy::Ask
@@ -170,9 +189,9 @@ fn run_main(args: Args) -> i32 {
     signal::install();
     smol::block_on(async {
         match policy {
-            Policy::Yes => run(AutoAllow, &args, cwd, command).await,
-            Policy::Ask => run(Ask, &args, cwd, command).await,
-            Policy::Reject => run(AutoReject, &args, cwd, command).await,
+            Policy::Yes => run(AutoAllow, &args, cwd, target).await,
+            Policy::Ask => run(Ask, &args, cwd, target).await,
+            Policy::Reject => run(AutoReject, &args, cwd, target).await,
         }
     })
 }
@@ -279,7 +298,16 @@ async fn watch_interrupts(control: Arc<Control>) {
     }
 }
 
-async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentCommand) -> i32 {
+/// Where the agent is: a command to start, or a remote agent's URL.
+enum Target {
+    Command(AgentCommand),
+    Remote(acp_remote::Connector),
+}
+
+/// The connection's driver, whichever way the agent was reached.
+type Driver = Pin<Box<dyn Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send>>;
+
+async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) -> i32 {
     let json = args.json;
     let mut connection = acp_jsonrpc::ConnectionOptions::default();
     if let Some(path) = &args.trace {
@@ -304,18 +332,27 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, command: AgentComm
         .with_file_system(FsHost::new())
         .with_terminals(terminals.host())
         .with_connection_options(connection);
-    let (agent, driver, process) = match client::spawn(policy, command, options) {
-        Ok(spawned) => spawned,
-        Err(error) => {
-            eprintln!("acp: starting the agent: {error}");
-            return exit::AGENT_GONE;
-        }
+    let (agent, driver, process): (AgentHandle, Driver, Option<AgentProcess>) = match target {
+        Target::Command(command) => match client::spawn(policy, command, options) {
+            Ok((agent, driver, process)) => (agent, Box::pin(driver), Some(process)),
+            Err(error) => {
+                eprintln!("acp: starting the agent: {error}");
+                return exit::AGENT_GONE;
+            }
+        },
+        Target::Remote(connector) => match remote::connect(&connector, policy, options).await {
+            Ok((agent, driver)) => (agent, Box::pin(driver), None),
+            Err(message) => {
+                eprintln!("acp: {message}");
+                return exit::AGENT_GONE;
+            }
+        },
     };
     let driver = smol::spawn(driver);
     let control = Arc::new(Control {
         agent: agent.clone(),
         turn: Mutex::new(None),
-        process: Mutex::new(Some(process)),
+        process: Mutex::new(process),
         quitting: AtomicBool::new(false),
     });
     let watcher = smol::spawn(watch_interrupts(control.clone()));
@@ -385,10 +422,12 @@ async fn session_and_turns(
     out: &mut Renderer,
     terminals: render::Terminals,
 ) -> Result<i32, Failure> {
-    let init = agent
-        .initialize()
-        .await
-        .map_err(|e| Failure::call("initialize", e))?;
+    let init = agent.initialize().await.map_err(|error| {
+        match remote::url(&args.agent).and_then(|url| remote::initialize_unreachable(url, &error)) {
+            Some(message) => Failure::new(exit::AGENT_GONE, message),
+            None => Failure::call("initialize", error),
+        }
+    })?;
     let name = init
         .agent_info
         .as_ref()

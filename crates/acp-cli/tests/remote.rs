@@ -1,0 +1,338 @@
+//! The `acp` binary against remote agents: the demo agent served in this process by
+//! `acp_remote::Server` on 127.0.0.1, reached over WebSocket and Streamable HTTP URLs.
+#![cfg(unix)]
+
+#[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
+mod demo_agent;
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use acp_remote::{Server, ServerOptions, ShutdownHandle};
+use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
+use acp_types::*;
+
+const ACP: &str = env!("CARGO_BIN_EXE_acp");
+const TOKEN: &str = "s3cret-for-tests";
+
+/// An agent (the demo agent unless told) served on a port of its own, requiring [`TOKEN`];
+/// shut down when dropped.
+struct AgentServer {
+    addr: SocketAddr,
+    shutdown: ShutdownHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl AgentServer {
+    fn start() -> Self {
+        Self::serving(|| demo_agent::DemoAgent)
+    }
+
+    fn serving<A: Agent>(factory: impl Fn() -> A + Send + Sync + 'static) -> Self {
+        let options = ServerOptions::default().with_bearer_token(TOKEN);
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let addr = server.local_addr();
+        let shutdown = server.shutdown_handle();
+        let thread = std::thread::spawn(move || {
+            smol::block_on(server.serve_agent(move |_| factory(), AgentOptions::default()))
+                .unwrap();
+        });
+        AgentServer {
+            addr,
+            shutdown,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://{}/acp", self.addr)
+    }
+}
+
+impl Drop for AgentServer {
+    fn drop(&mut self) {
+        self.shutdown.shutdown();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A fresh scratch directory holding the demo's `notes.txt`, unique per call (tests run
+/// concurrently).
+fn scratch(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "acp-cli-remote-test-{}-{name}-{n}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("notes.txt"),
+        "buy milk\nship the release\ncall Ada\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// Runs `acp` with `args` and the environment variables `env` (ACP_TOKEN removed unless
+/// given), stdin closed; at most 60 s.
+fn acp(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(ACP);
+    command
+        .args(args)
+        .env_remove("ACP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("run acp");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = out.read_to_end(&mut bytes);
+        bytes
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = err.read_to_end(&mut bytes);
+        bytes
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("acp did not exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// One turn of the demo agent through `url`: the permission granted by `--yes`, notes.txt
+/// read and summary.txt written through acp's file system, the terminal run by acp.
+fn full_turn(scheme: &str, token_in_env: bool) {
+    let server = AgentServer::start();
+    let dir = scratch(scheme);
+    let trace = dir.join("trace.jsonl");
+    let (cwd, trace_arg, url) = (
+        dir.to_str().unwrap().to_owned(),
+        trace.to_str().unwrap().to_owned(),
+        server.url(scheme),
+    );
+    let mut args = vec!["--yes", "-p", "Summarize my notes", "--cwd", &cwd];
+    args.extend(["--trace", &trace_arg]);
+    let env: &[(&str, &str)] = if token_in_env {
+        &[("ACP_TOKEN", TOKEN)]
+    } else {
+        args.extend(["--token", TOKEN]);
+        &[]
+    };
+    args.extend(["--", &url]);
+    let out = acp(&args, env);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("connected to acp-demo-agent"), "{stderr}");
+    for expected in [
+        "tool call write_summary (edit): Write summary.txt",
+        "+3 lines of notes; the user asked \"Summarize my notes\"",
+        "    | notes.txt",
+        "Done. notes.txt has 3 lines, and I wrote summary.txt.",
+        "[turn ended: end_turn]",
+    ] {
+        assert!(stdout.contains(expected), "no `{expected}` in\n{stdout}");
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(summary.contains("3 lines of notes"), "{summary}");
+    // The permission request and the file write crossed the network, and --trace saw them.
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    assert!(trace.contains("session/request_permission"), "{trace}");
+    assert!(trace.contains("fs/write_text_file"), "{trace}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_full_turn_over_websocket() {
+    full_turn("ws", false);
+}
+
+#[test]
+fn a_full_turn_over_streamable_http_with_the_token_from_the_environment() {
+    full_turn("http", true);
+}
+
+#[test]
+fn json_output_over_a_url_is_one_json_value_per_line() {
+    let server = AgentServer::start();
+    let dir = scratch("json");
+    let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url("ws"));
+    let out = acp(
+        &[
+            "--json", "--reject", "-p", "hi", "--cwd", &cwd, "--token", TOKEN, "--", &url,
+        ],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    for line in stdout.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+    assert!(stdout.contains(r#"{"stopReason":"end_turn"}"#), "{stdout}");
+    // Rejected: nothing written.
+    assert!(!dir.join("summary.txt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A wrong token: the server's 401, and exit status 5, over both transports.
+#[test]
+fn a_wrong_token_exits_5_with_the_status() {
+    let server = AgentServer::start();
+    for scheme in ["ws", "http"] {
+        let dir = scratch("wrong-token");
+        let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url(scheme));
+        let out = acp(
+            &[
+                "--yes", "-p", "hi", "--cwd", &cwd, "--token", "wrong", "--", &url,
+            ],
+            &[],
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{scheme}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot reach the agent at {url}")),
+            "{stderr}"
+        );
+        assert!(stderr.contains("refused the connection: 401"), "{stderr}");
+        assert!(stderr.contains("ACP_TOKEN"), "{stderr}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Nobody listening: exit status 5, saying so.
+#[test]
+fn a_refused_tcp_connection_exits_5() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    for scheme in ["ws", "http"] {
+        let url = format!("{scheme}://{addr}/acp");
+        let out = acp(&["-p", "hi", "--cwd", ".", "--", &url], &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{scheme}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot reach the agent at {url}")),
+            "{stderr}"
+        );
+        assert!(stderr.to_lowercase().contains("refused"), "{stderr}");
+    }
+}
+
+#[test]
+fn token_and_ca_without_a_url_are_usage_errors() {
+    for option in ["--token", "--ca"] {
+        let out = acp(&[option, "x", "--", "my-agent"], &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("remote agent only"));
+    }
+}
+
+/// Streams one chunk, then waits for the client's `session/cancel`.
+struct SlowAgent;
+
+impl Agent for SlowAgent {
+    async fn initialize(
+        &self,
+        _request: InitializeRequest,
+        _client: &ClientHandle,
+    ) -> acp_runtime::Result<InitializeResponse> {
+        Ok(InitializeResponse::new(ProtocolVersion::LATEST))
+    }
+
+    async fn new_session(
+        &self,
+        _request: NewSessionRequest,
+        _client: &ClientHandle,
+    ) -> acp_runtime::Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new(agent::new_session_id()))
+    }
+
+    async fn prompt(
+        &self,
+        _request: PromptRequest,
+        turn: Turn,
+    ) -> acp_runtime::Result<PromptResponse> {
+        turn.message("working").await?;
+        turn.cancelled().await;
+        Ok(PromptResponse::new(StopReason::Cancelled))
+    }
+}
+
+/// Ctrl-C over a URL: `session/cancel` crosses the network, the turn ends `cancelled`, 130.
+#[test]
+fn ctrl_c_cancels_a_remote_turn_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    let server = AgentServer::serving(|| SlowAgent);
+    for scheme in ["ws", "http"] {
+        let url = server.url(scheme);
+        let mut child = Command::new(ACP)
+            .args([
+                "--yes",
+                "--json",
+                "-p",
+                "hi",
+                "-p",
+                "never sent",
+                "--cwd",
+                ".",
+            ])
+            .args(["--token", TOKEN, "--", &url])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.contains("working"), "{scheme}: {line}");
+        // SAFETY: sends a signal to our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{scheme}: {rest}\n{stderr}");
+        assert!(rest.contains(r#"{"stopReason":"cancelled"}"#), "{rest}");
+        assert!(stderr.contains("cancelling the turn"), "{stderr}");
+    }
+}
