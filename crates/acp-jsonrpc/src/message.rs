@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use crate::{RequestId, ResponseError};
 
 mod decode;
+mod json;
 
 use decode::decode;
 pub(crate) use decode::present_owned;
@@ -236,8 +237,7 @@ const REQUEST_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 const NOTIFICATION_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 
 pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    // Serializing a str into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    json::write_str(out, s);
 }
 
 fn write_request_head(out: &mut Vec<u8>, id: &RequestId, method: &str) {
@@ -268,7 +268,7 @@ fn write_typed_params<P: Serialize + ?Sized>(
     let member_start = out.len();
     out.extend_from_slice(br#","params":"#);
     let value_start = out.len();
-    serde_json::to_writer(&mut *out, params)?;
+    json::write(out, params)?;
     if &out[value_start..] == b"null" {
         out.truncate(member_start);
     }
@@ -353,7 +353,7 @@ pub(crate) fn encode_typed_result<T: Serialize + ?Sized>(
     out.extend_from_slice(REQUEST_HEAD);
     id.write_json(out);
     out.extend_from_slice(br#","result":"#);
-    if let Err(error) = serde_json::to_writer(&mut *out, result) {
+    if let Err(error) = json::write(out, result) {
         out.truncate(start);
         return Err(error);
     }
