@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Interop test runner: the acp-runtime examples against ACP peers written by others, installed
-# from the npm registry and PyPI at the exact versions pinned beside this script
-# (package.json + package-lock.json, requirements.txt). See docs/interop.md.
+# Interop test runner: the acp-runtime examples, `acp` and acp-remote against ACP peers written
+# by others, installed from the npm registry and PyPI at the exact versions pinned beside this
+# script (package.json + package-lock.json, requirements.txt). See docs/interop.md. Over stdio
+# first, then over the network (WebSocket and Streamable HTTP): the SDKs' remote example
+# clients against `acp-bridge serve`, and our clients against their example servers.
 #
 #   bash interop/run.sh
 #
 # Installs into target/interop/ (reused while the pins are unchanged), builds the examples
 # (honouring CARGO_TARGET_DIR), runs every pairing with a timeout, prints a summary table, and
-# exits non-zero if any pairing failed. Logs: target/interop/logs/<pairing>.log.
+# exits non-zero if any pairing failed. Logs: target/interop/logs/<pairing>.log (and
+# <pairing>.server.log for the server of a remote pairing).
 # Needs cargo, node + npm, and python3 (3.10 to 3.14) with venv.
 set -euo pipefail
 
@@ -66,11 +69,14 @@ fi
 python="$venv/bin/python"
 
 # --- our examples ------------------------------------------------------------------------------
-say "cargo build -p acp-runtime --examples; cargo build -p acp-cli"
-(cd "$repo" && cargo build --quiet -p acp-runtime --examples && cargo build --quiet -p acp-cli)
+say "cargo build -p acp-runtime --examples; cargo build -p acp-cli; cargo build -p acp-remote --bin acp-bridge --example prompt"
+(cd "$repo" && cargo build --quiet -p acp-runtime --examples && cargo build --quiet -p acp-cli &&
+    cargo build --quiet -p acp-remote --bin acp-bridge --example prompt)
 our_client="$examples/client"
 acp="$target/debug/acp"
 our_agent="$examples/agent"
+bridge="$target/debug/acp-bridge"
+prompt="$examples/prompt"
 
 # The TypeScript example client hardcodes its agent as `npx tsx <dir>/agent.ts`: a stand-in
 # `npx`, first on its PATH, starts the agent named by ACP_INTEROP_AGENT instead.
@@ -233,12 +239,130 @@ want "[done] end_turn"
 want_file summary.txt '3 lines of notes; the user asked "Summarize my notes"'
 end "exit 0, terminal run, summary.txt written via fs, our reply text, end_turn"
 
+# --- remote pairings: WebSocket and Streamable HTTP ------------------------------------------
+# Each server listens on a free loopback port of its own, so that runs on one machine do not
+# collide. The Python SDK's remote examples hardcode localhost:8000: the pairing runs a copy
+# with that address replaced, nothing else changed. The TypeScript examples take the URL (or
+# PORT) from the environment, and always send `Authorization: Bearer example-token`.
+server_pid=""
+
+free_port() {
+    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# serve PORT CMD...: starts a pairing's server in its scratch project, output to
+# <pairing>.server.log, and waits (up to 20 s) until PORT accepts connections.
+serve() {
+    local port="$1"
+    shift
+    (cd "$dir" && exec "$@") >"${log%.log}.server.log" 2>&1 </dev/null &
+    server_pid=$!
+    for _ in $(seq 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            return 0
+        fi
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    problems+=("the server did not listen on port $port (log: ${log%.log}.server.log)")
+}
+
+# unserve: stops the pairing's server (acp-bridge takes its agent processes down with it).
+unserve() {
+    if [[ -n "$server_pid" ]]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+        server_pid=""
+    fi
+}
+trap unserve EXIT
+
+# py_example NAME PORT: a copy of the Python SDK's example NAME in the scratch project, talking
+# to (or listening on) 127.0.0.1:PORT.
+py_example() {
+    sed "s/localhost:8000/127.0.0.1:$2/g" "$py_examples/$1" >"$dir/$1"
+    printf '%s' "$dir/$1"
+}
+
+# (d) The SDKs' remote example clients against `acp-bridge serve`, which runs their example
+# agent (one process per client) behind our WebSocket and Streamable HTTP server. The
+# TypeScript agent streams text, two tool calls and a permission request, which the client
+# answers with its first option.
+for transport in WebSocket "Streamable HTTP"; do
+    if [[ $transport == WebSocket ]]; then client=ws-client.js; else client=http-client.js; fi
+    begin "TS $client -> acp-bridge ($transport)"
+    port="$(free_port)"
+    serve "$port" "$bridge" serve --listen "127.0.0.1:$port" --token example-token -- \
+        node "$ts_examples/agent.js"
+    attempt "" env ACP_WS_URL="ws://127.0.0.1:$port/acp" ACP_HTTP_URL="http://127.0.0.1:$port/acp" \
+        node "$ts_examples/$client"
+    unserve
+    want "I'll help you with that."
+    want "[tool_call]"
+    want "Perfect! I've successfully updated the configuration."
+    want "Done: end_turn"
+    end "exit 0, the agent's text, tool calls and the answered permission (its closing text), end_turn"
+done
+
+for transport in WebSocket "Streamable HTTP"; do
+    if [[ $transport == WebSocket ]]; then client=ws_client.py; else client=http_client.py; fi
+    begin "Python $client -> acp-bridge ($transport)"
+    port="$(free_port)"
+    serve "$port" "$bridge" serve --listen "127.0.0.1:$port" -- "$python" "$py_examples/echo_agent.py"
+    attempt "" "$python" "$(py_example "$client" "$port")"
+    unserve
+    want "initialized (protocol v1)"
+    want "session: "
+    want "<< hello over "
+    want "stop reason: end_turn"
+    end "exit 0, initialized, a session, its prompt echoed by the agent, stop reason end_turn"
+done
+
+# (e) Our clients against the SDKs' example servers: acp-remote's `prompt` example (grants
+# permissions, serves fs) and `acp`, each over both transports. The TypeScript server's agent
+# greets with the session's cwd; the Python one (Hypercorn, HTTP/1.1 here since our client
+# speaks no HTTP/2) echoes the prompt.
+for transport in WebSocket "Streamable HTTP"; do
+    if [[ $transport == WebSocket ]]; then scheme=ws; else scheme=http; fi
+    begin "our prompt -> TS http-server.js ($transport)"
+    port="$(free_port)"
+    serve "$port" env PORT="$port" node "$ts_examples/http-server.js"
+    attempt "" "$prompt" "$scheme://127.0.0.1:$port/acp" --token example-token "Hi from Rust"
+    want "Hello from the ACP HTTP/WebSocket example server at $dir."
+    want "[EndTurn]"
+    end "exit 0, the agent's text (with our cwd), EndTurn"
+
+    begin "acp -> TS http-server.js ($transport)"
+    attempt "" env ACP_TOKEN=example-token "$acp" --yes --prompt "Hi from acp" --cwd "$dir" -- \
+        "$scheme://127.0.0.1:$port/acp"
+    unserve
+    want "connected to agent (protocol 1)"
+    want "Hello from the ACP HTTP/WebSocket example server at $dir."
+    want_line "[turn ended: end_turn]"
+    end "exit 0, initialized, the agent's text (with our cwd), stop reason end_turn"
+
+    begin "our prompt -> Python http_server.py ($transport)"
+    port="$(free_port)"
+    serve "$port" "$python" "$(py_example http_server.py "$port")"
+    attempt "" "$prompt" "$scheme://127.0.0.1:$port/acp" "Hi from Rust"
+    want "echo: Hi from Rust"
+    want "[EndTurn]"
+    end "exit 0, the prompt echoed, EndTurn"
+
+    begin "acp -> Python http_server.py ($transport)"
+    attempt "" "$acp" --yes --prompt "Hi from acp" --cwd "$dir" -- "$scheme://127.0.0.1:$port/acp"
+    unserve
+    want "echo: Hi from acp"
+    want_line "[turn ended: end_turn]"
+    end "exit 0, the prompt echoed, stop reason end_turn"
+done
+
 # --- summary -----------------------------------------------------------------------------------
-printf '\n| %-36s | %-6s | %s |\n' "pairing" "result" "checked"
-printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..38})" "--------" "---------"
+printf '\n| %-54s | %-6s | %s |\n' "pairing" "result" "checked"
+printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..56})" "--------" "---------"
 for row in "${rows[@]}"; do
     IFS='|' read -r n r c <<<"$row"
-    printf '| %-36s | %-6s | %s |\n' "$n" "$r" "$c"
+    printf '| %-54s | %-6s | %s |\n' "$n" "$r" "$c"
 done
 printf '\n%d passed, %d failed\n' "$((${#rows[@]} - failed))" "$failed"
 ((failed == 0))
