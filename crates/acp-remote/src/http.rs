@@ -217,7 +217,10 @@ pub(crate) async fn respond_with<S: AsyncWrite + Unpin>(
     if !body.is_empty() {
         out.push_str(&format!("Content-Type: {content_type}\r\n"));
     }
-    out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    // A 204 has no body, and so no length (RFC 9110, 8.6).
+    if status != 204 {
+        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     if !keep_alive {
         out.push_str("Connection: close\r\n");
     }
@@ -233,6 +236,7 @@ fn reason(status: u16) -> &'static str {
         101 => "Switching Protocols",
         200 => "OK",
         202 => "Accepted",
+        204 => "No Content",
         406 => "Not Acceptable",
         409 => "Conflict",
         411 => "Length Required",

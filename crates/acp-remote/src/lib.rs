@@ -83,8 +83,12 @@
 
 mod client;
 mod conn;
+mod exchange;
 mod frames;
 mod http;
+mod http1;
+#[cfg(feature = "http2")]
+mod http2;
 mod net;
 mod options;
 mod server;

@@ -41,6 +41,25 @@ impl NetStream {
     }
 }
 
+#[cfg(feature = "http2")]
+impl NetStream {
+    /// Whether the connection is under TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        !matches!(self, NetStream::Plain(_))
+    }
+
+    /// Whether the TLS handshake chose HTTP/2 (ALPN `h2`).
+    pub(crate) fn negotiated_h2(&self) -> bool {
+        match self {
+            NetStream::Plain(_) => false,
+            #[cfg(feature = "tls")]
+            NetStream::ServerTls(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+            #[cfg(feature = "tls")]
+            NetStream::ClientTls(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+        }
+    }
+}
+
 macro_rules! each {
     ($self:expr, $s:ident => $e:expr) => {
         match $self.get_mut() {

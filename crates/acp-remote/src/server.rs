@@ -14,11 +14,13 @@ use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
 use crate::conn::{Connection, ConnectionInfo, Handler, Live, ServerCtx, Shared, lock_http};
-use crate::http::{HeadError, RequestHead, read_head, respond};
+use crate::http::{read_head, respond};
+use crate::http1;
+#[cfg(feature = "http2")]
+use crate::http2;
 use crate::net::NetStream;
 use crate::options::ServerOptions;
-use crate::streamable::{self, HttpConn};
-use crate::upgrade;
+use crate::streamable::HttpConn;
 
 /// Stops a running [`Server`]; clone it freely.
 #[derive(Debug, Clone)]
@@ -295,88 +297,19 @@ async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
     future::or(answer, timeout).await;
 }
 
-/// One TCP connection: requests one after the other (kept alive between POSTs and DELETEs)
-/// until one takes the socket over (a WebSocket, an SSE stream) or the client leaves.
-async fn run_socket(tcp: TcpStream, peer: SocketAddr, ctx: &ServerCtx) {
-    let Some(mut stream) = secure(tcp, ctx).await else {
+/// One TCP connection: HTTP/2 when the client asks for it (by ALPN under TLS, with the
+/// connection preface in the clear), HTTP/1.1 otherwise.
+async fn run_socket(tcp: TcpStream, peer: SocketAddr, ctx: &Arc<ServerCtx>) {
+    let Some(stream) = secure(tcp, ctx).await else {
         return;
     };
-    let mut buf = Vec::new();
-    loop {
-        let read =
-            async { Some(read_head(&mut stream, &mut buf, ctx.options.max_head_size).await) };
-        // A client has the handshake timeout to send each request head.
-        let timeout = async {
-            Timer::after(ctx.options.handshake_timeout).await;
-            None
-        };
-        let stopped = async {
-            ctx.shared.stop.wait().await;
-            None
-        };
-        let head = match future::or(read, future::or(timeout, stopped)).await {
-            None | Some(Err(HeadError::Closed)) => return,
-            Some(Err(HeadError::TooLarge)) => {
-                let _ = respond(&mut stream, 431, &[], "request head too large\n").await;
-                return;
-            }
-            Some(Err(HeadError::Malformed)) => {
-                let _ = respond(&mut stream, 400, &[], "not an HTTP/1.1 request\n").await;
-                return;
-            }
-            Some(Ok(head)) => head,
-        };
-        if let Err((status, headers, body)) = check(&head, &ctx.options) {
-            let _ = respond(&mut stream, status, headers, body).await;
-            return;
-        }
-        match head.method() {
-            "GET" if upgrade::is_upgrade(&head) => {
-                let leftover = std::mem::take(&mut buf);
-                upgrade::serve_websocket(stream, leftover, head, peer, ctx).await;
-                return;
-            }
-            "GET" => {
-                streamable::handlers::handle_get(stream, head, ctx).await;
-                return;
-            }
-            "POST" => {
-                let keep =
-                    streamable::handlers::handle_post(&mut stream, &mut buf, head, peer, ctx).await;
-                if !keep {
-                    return;
-                }
-            }
-            "DELETE" => {
-                if !streamable::handlers::handle_delete(&mut stream, &head, ctx).await {
-                    return;
-                }
-            }
-            _ => {
-                let allow = [("Allow", "GET, POST, DELETE")];
-                let _ = respond(&mut stream, 405, &allow, "method not allowed\n").await;
-                return;
-            }
-        }
-    }
-}
-
-type Refusal = (u16, &'static [(&'static str, &'static str)], &'static str);
-
-/// The policy every request meets, in order: path, Origin, authentication.
-fn check(head: &RequestHead, options: &ServerOptions) -> Result<(), Refusal> {
-    if head.path() != options.path {
-        return Err((404, &[], "not found\n"));
-    }
-    if !options.origin_allowed(head) {
-        return Err((403, &[], "origin not allowed\n"));
-    }
-    if !options.authenticated(head) {
-        return Err((
-            401,
-            &[("WWW-Authenticate", "Bearer")],
-            "authentication required\n",
-        ));
-    }
-    Ok(())
+    #[cfg(feature = "http2")]
+    let (stream, buf) = match http2::detect(stream, &ctx.options).await {
+        http2::Detected::Http2(stream, buf) => return http2::serve(stream, buf, peer, ctx).await,
+        http2::Detected::Http1(stream, buf) => (stream, buf),
+        http2::Detected::Gone => return,
+    };
+    #[cfg(not(feature = "http2"))]
+    let buf = Vec::new();
+    http1::serve(stream, buf, peer, ctx).await;
 }

@@ -72,12 +72,19 @@ mod imp {
         ) -> io::Result<Self> {
             let certs = certificates(cert_chain.as_ref())?;
             let key = PrivateKeyDer::from_pem_file(key.as_ref()).map_err(invalid)?;
-            let config = ServerConfig::builder_with_provider(provider())
+            #[allow(unused_mut)]
+            let mut config = ServerConfig::builder_with_provider(provider())
                 .with_safe_default_protocol_versions()
                 .map_err(invalid)?
                 .with_no_client_auth()
                 .with_single_cert(certs, key)
                 .map_err(invalid)?;
+            // Browsers and HTTP/2 clients pick `h2` here; WebSocket clients and HTTP/1.1
+            // ones `http/1.1` (or offer nothing, which is HTTP/1.1 too).
+            #[cfg(feature = "http2")]
+            {
+                config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            }
             Ok(TlsServerConfig(Arc::new(config)))
         }
 

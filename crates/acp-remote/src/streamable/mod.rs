@@ -10,6 +10,7 @@
 pub(crate) mod client;
 pub(crate) mod handlers;
 mod queue;
+pub(crate) mod reply;
 pub(crate) mod wire;
 
 use std::borrow::Cow;

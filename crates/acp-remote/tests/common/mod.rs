@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod h2_client;
 pub mod http_client;
 
 use std::path::PathBuf;

@@ -1,0 +1,117 @@
+//! hyper's runtime, on smol: its I/O traits over our futures-io socket, its executor spawning
+//! on smol's global executor, its timer on `smol::Timer`. hyper-util has these for tokio only,
+//! and this crate runs on no tokio runtime.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_io::{AsyncRead, AsyncWrite};
+use hyper::rt::{ReadBufCursor, Sleep};
+
+use crate::net::NetStream;
+
+/// The socket of an HTTP/2 connection, with the bytes read from it while looking for the
+/// connection preface given back first.
+pub(crate) struct Io {
+    read_first: Vec<u8>,
+    at: usize,
+    inner: NetStream,
+}
+
+impl Io {
+    pub(crate) fn new(inner: NetStream, read_first: Vec<u8>) -> Io {
+        Io {
+            read_first,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl hyper::rt::Read for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.at < this.read_first.len() {
+            let n = (this.read_first.len() - this.at).min(buf.remaining());
+            buf.put_slice(&this.read_first[this.at..this.at + n]);
+            this.at += n;
+            if this.at == this.read_first.len() {
+                this.read_first = Vec::new();
+                this.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        // Through a buffer of our own rather than hyper's uninitialised one: a copy of what
+        // fits in a TLS record or a segment, against `unsafe` here.
+        let mut chunk = [0u8; 16 * 1024];
+        let want = buf.remaining().min(chunk.len());
+        let n = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut chunk[..want]))?;
+        buf.put_slice(&chunk[..n]);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl hyper::rt::Write for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_close(cx)
+    }
+}
+
+/// Runs hyper's tasks (one per stream) on smol's global executor, as the server's own.
+#[derive(Clone, Copy)]
+pub(crate) struct Spawn;
+
+impl<F> hyper::rt::Executor<F> for Spawn
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        smol::spawn(future).detach();
+    }
+}
+
+/// hyper's timer (keep-alive pings and their timeout) on smol's reactor.
+#[derive(Clone, Copy)]
+pub(crate) struct Timer;
+
+struct Sleeping(smol::Timer);
+
+impl Future for Sleeping {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.get_mut().0).poll(cx).map(drop)
+    }
+}
+
+impl Sleep for Sleeping {}
+
+impl hyper::rt::Timer for Timer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
+        Box::pin(Sleeping(smol::Timer::after(duration)))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {
+        Box::pin(Sleeping(smol::Timer::at(deadline)))
+    }
+}
