@@ -1,5 +1,6 @@
-//! One request, whichever HTTP version brought it: the server's policy (path, Origin,
-//! authentication, method), then the Streamable HTTP handler. HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2/`) only parse requests into a
+//! One request, whichever HTTP version brought it: the server's policy (path, Origin and CORS,
+//! authentication, method), then the Streamable HTTP handler, then the CORS headers of the
+//! answer. HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2/`) only parse requests into a
 //! [`RequestHead`], read POST bodies through [`ReadBody`], and render the [`Reply`]; every
 //! rule and status code is here or in `streamable/handlers.rs`.
 
@@ -10,12 +11,23 @@ use smol::Timer;
 
 use crate::conn::ServerCtx;
 use crate::http::RequestHead;
+use crate::options::ServerOptions;
 use crate::streamable::Refusal;
 use crate::streamable::handlers;
 use crate::streamable::reply::Reply;
 
-/// The methods of the endpoint, as `Allow` lists them.
+/// The methods of the endpoint, as `Allow` and `Access-Control-Allow-Methods` list them.
 const METHODS: &str = "GET, POST, DELETE";
+
+/// The request headers a browser may send cross-origin (beyond the CORS-safelisted ones).
+const ALLOW_HEADERS: &str =
+    "Content-Type, Authorization, Accept, Acp-Connection-Id, Acp-Session-Id, Last-Event-ID";
+
+/// The answer headers a browser script may read cross-origin.
+const EXPOSE_HEADERS: &str = "Acp-Connection-Id, Acp-Session-Id";
+
+/// How long a browser may cache a preflight's answer, in seconds.
+const PREFLIGHT_MAX_AGE: &str = "600";
 
 /// Why a POST's body was not read.
 #[derive(Debug)]
@@ -48,10 +60,24 @@ pub(crate) enum Outcome {
     Drop,
 }
 
-/// Serves one request: the policy every request meets, in order (path, Origin,
-/// authentication, method), then its handler. `websocket` says whether the request
+/// Serves one request: the policy every request meets, in order (path, Origin, a CORS
+/// preflight, authentication, method), then its handler. `websocket` says whether the request
 /// may become a WebSocket (HTTP/1.1 only).
 pub(crate) async fn handle(
+    head: &RequestHead,
+    peer: SocketAddr,
+    body: &mut impl ReadBody,
+    websocket: bool,
+    ctx: &ServerCtx,
+) -> Outcome {
+    let outcome = route(head, peer, body, websocket, ctx).await;
+    match outcome {
+        Outcome::Reply(reply) => Outcome::Reply(with_cors(head, &ctx.options, reply)),
+        other => other,
+    }
+}
+
+async fn route(
     head: &RequestHead,
     peer: SocketAddr,
     body: &mut impl ReadBody,
@@ -64,6 +90,11 @@ pub(crate) async fn handle(
     }
     if !options.origin_allowed(head) {
         return Outcome::Reply(Reply::text(403, "origin not allowed"));
+    }
+    if head.method() == "OPTIONS" {
+        // Browsers never send credentials on a preflight: it is answered before
+        // authentication, and says only what the endpoint accepts.
+        return Outcome::Reply(Reply::text(204, "").with_header("Allow", METHODS));
     }
     if !options.authenticated(head) {
         return Outcome::Reply(
@@ -94,4 +125,35 @@ pub(crate) async fn handle(
         _ => Reply::text(405, "method not allowed").with_header("Allow", METHODS),
     };
     Outcome::Reply(reply)
+}
+
+/// The CORS headers of an answer to an allowed browser Origin (a disallowed one never gets
+/// this far: 403, without them).
+fn with_cors(head: &RequestHead, options: &ServerOptions, mut reply: Reply) -> Reply {
+    let Some(origin) = head.header("origin") else {
+        return reply;
+    };
+    if !options.origin_allowed(head) {
+        return reply;
+    }
+    reply
+        .headers
+        .push(("Access-Control-Allow-Origin", origin.trim().to_owned()));
+    reply.headers.push(("Vary", "Origin".into()));
+    if head.method() == "OPTIONS" {
+        reply
+            .headers
+            .push(("Access-Control-Allow-Methods", METHODS.into()));
+        reply
+            .headers
+            .push(("Access-Control-Allow-Headers", ALLOW_HEADERS.into()));
+        reply
+            .headers
+            .push(("Access-Control-Max-Age", PREFLIGHT_MAX_AGE.into()));
+    } else {
+        reply
+            .headers
+            .push(("Access-Control-Expose-Headers", EXPOSE_HEADERS.into()));
+    }
+    reply
 }

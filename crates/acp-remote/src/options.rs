@@ -143,7 +143,11 @@ impl ServerOptions {
     /// `https://ide.example.com`). Requests with an `Origin` header not on this list are
     /// refused (403): any web page can open a WebSocket to a loopback port, and the Origin
     /// header is how a server tells those pages apart. Requests without `Origin` (editors,
-    /// command-line clients) are not affected.
+    /// command-line clients) are not affected. An allowed origin also gets CORS answers, so
+    /// that its pages can use Streamable HTTP with `fetch`: `OPTIONS` preflights are answered
+    /// 204 (before authentication: browsers never send credentials on them) and every answer
+    /// carries `Access-Control-Allow-Origin` and exposes `Acp-Connection-Id` and
+    /// `Acp-Session-Id`.
     pub fn with_allowed_origin(mut self, origin: impl Into<String>) -> Self {
         self.allowed_origins.push(origin.into());
         self
