@@ -21,7 +21,8 @@
 //!   answered in the body (200, `Acp-Connection-Id`); every other message is POSTed with that
 //!   header and answered 202, the agent's messages arriving as Server-Sent Events on `GET`
 //!   streams: one for the connection, one per session (`Acp-Session-Id`). `DELETE` ends the
-//!   connection. HTTP/1.1 only: see docs/remote.md for why, and for every status code.
+//!   connection. Over HTTP/1.1, and over HTTP/2 with the `http2` feature (see below);
+//!   docs/remote.md has every status code.
 //!
 //! # How it plugs into the runtime
 //!
@@ -42,7 +43,8 @@
 //!   ([`ServerOptions::with_bearer_token`] or [`ServerOptions::with_authenticator`]).
 //! - A request with an `Origin` header is refused (403) unless that origin is allowed
 //!   ([`ServerOptions::with_allowed_origin`]): any web page can open a WebSocket to a loopback
-//!   port.
+//!   port. An allowed origin gets CORS answers (preflights, `Access-Control-*` headers), so
+//!   that its pages can use Streamable HTTP.
 //! - Every connection has its own runtime connection (and, with the bridge, its own agent
 //!   process); nothing routes one client's messages to another's connection.
 //! - Handshake timeout (10 s), idle timeout (10 min), connection limit (128), message size
@@ -50,6 +52,19 @@
 //! - TLS with the `tls` feature (rustls): `ServerOptions::with_tls` for the server,
 //!   `wss://` and `https://` URLs for clients (Mozilla roots, or your own with
 //!   `Connector::with_tls`). Without it, terminate TLS in a reverse proxy or tunnel over SSH.
+//!
+//! # Features
+//!
+//! - `tls`: TLS through rustls with the ring provider, for the server and for clients.
+//! - `http2`: the server speaks HTTP/2 as well as HTTP/1.1, so that one TCP connection carries
+//!   a Streamable HTTP client's POSTs and SSE streams together: with prior knowledge in the
+//!   clear (h2c; the `Upgrade: h2c` route, deprecated by RFC 9113, is not offered), and by ALPN
+//!   (`h2`, beside `http/1.1`) with `tls` and `TlsServerConfig::from_pem_files` (a
+//!   configuration of your own, `TlsServerConfig::from_rustls`, keeps its own ALPN list).
+//!   hyper's server runs on a small adapter to smol: no tokio runtime. Requests are served by
+//!   the same code on both versions, with the same status codes and limits; up to 256 streams
+//!   at once per connection. WebSocket stays on HTTP/1.1 (no RFC 8441), and [`Connector`]
+//!   speaks HTTP/1.1.
 //!
 //! ```no_run
 //! use acp_remote::{Connector, Server, ServerOptions};

@@ -65,7 +65,7 @@ mod imp {
 
     impl TlsServerConfig {
         /// A certificate chain (PEM, leaf first) and its private key (PEM: PKCS#8, PKCS#1
-        /// or SEC1).
+        /// or SEC1). With the `http2` feature, ALPN offers `h2` and `http/1.1`.
         pub fn from_pem_files(
             cert_chain: impl AsRef<Path>,
             key: impl AsRef<Path>,
@@ -88,7 +88,8 @@ mod imp {
             Ok(TlsServerConfig(Arc::new(config)))
         }
 
-        /// A rustls configuration of your own (client certificates, other providers).
+        /// A rustls configuration of your own (client certificates, other providers). Its
+        /// ALPN list decides which clients get HTTP/2 (`h2`, with the `http2` feature).
         pub fn from_rustls(config: Arc<ServerConfig>) -> Self {
             TlsServerConfig(config)
         }
