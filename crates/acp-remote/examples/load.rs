@@ -2,15 +2,18 @@
 //! and one prompt turn of streamed chunks, against a server in this process.
 //!
 //! ```text
-//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|http|memory] [--chunks K]
+//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|http|memory|stdio] [--chunks K]
 //! ```
 //!
 //! `ws` goes through the WebSocket server on loopback, `http` through its Streamable HTTP
 //! side; `memory` connects each client to its own agent over an in-memory pipe (the runtime
-//! without a network transport), the baseline.
-//! Prints the wall time, turns per second, updates per second, and the process's peak RSS
-//! before and after (Linux), divided per connection. Run each mode in a process of its own:
-//! the peak is the process's.
+//! without a network transport); `stdio` gives each client its own agent process, as editors
+//! run agents: this example re-run with a hidden argument, talking over OS pipes.
+//! Prints the wall time (connecting or spawning included), turns per second, updates per
+//! second, and this process's peak RSS before and after (Linux), divided per connection. Run
+//! each mode in a process of its own: the peak is the process's. With `stdio` the agents are
+//! not in this process: each reports its own peak RSS (and its RSS before serving) on stderr
+//! when its stdin closes, and their sum is printed apart.
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +21,14 @@ use acp_remote::{Connector, Server, ServerOptions};
 use acp_runtime::Result;
 use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
 use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
+use acp_runtime::process::{AgentCommand, AgentProcess};
 use acp_types::*;
+
+/// The hidden argument with which this example re-runs itself as a stdio agent: `--serve-stdio-agent K`.
+const SERVE_STDIO_AGENT: &str = "--serve-stdio-agent";
+/// What a stdio agent writes on stderr at its end: `<prefix> <start KiB> <peak KiB> <private
+/// KiB>`.
+const AGENT_RSS: &str = "load-agent-rss";
 
 /// Streams `chunks` message chunks of ~100 bytes per prompt.
 struct Chunky {
@@ -49,6 +59,31 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The memory this process does not share with others (its heap, stacks, written pages), in
+/// KiB: what one more agent process really costs, unlike its RSS, which also counts the
+/// binary's and libc's pages that every agent process maps from the same files.
+fn private_kib() -> Option<u64> {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = rollup.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some(field("Private_Clean:")? + field("Private_Dirty:")?)
+}
+
+/// The agent of `--mode stdio`: serves one client on stdin and stdout (the runtime's pipe
+/// path, as for any stdio agent), then reports its RSS before serving and its peak.
+fn serve_stdio_agent(chunks: usize) {
+    let start = peak_rss_kib().unwrap_or(0);
+    let options = AgentOptions::default().with_info("chunky", "0");
+    agent::serve_stdio_with(Chunky { chunks }, options).expect("serve on stdio");
+    eprintln!(
+        "{AGENT_RSS} {start} {} {}",
+        peak_rss_kib().unwrap_or(0),
+        private_kib().unwrap_or(0)
+    );
+}
+
 /// One client's whole life: initialize, a session, a turn; returns the updates received.
 async fn one_turn(agent: AgentHandle) -> usize {
     agent.initialize().await.expect("initialize");
@@ -67,13 +102,21 @@ async fn one_turn(agent: AgentHandle) -> usize {
 }
 
 fn main() {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.first().map(String::as_str) == Some(SERVE_STDIO_AGENT) {
+        let chunks = raw
+            .get(1)
+            .and_then(|c| c.parse().ok())
+            .expect("--serve-stdio-agent K");
+        return serve_stdio_agent(chunks);
+    }
     let mut n = 100usize;
     let mut mode = String::from("ws");
     let mut chunks = 50usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--mode" => mode = args.next().expect("--mode ws|http|memory"),
+            "--mode" => mode = args.next().expect("--mode ws|http|memory|stdio"),
             "--chunks" => {
                 chunks = args
                     .next()
@@ -84,7 +127,8 @@ fn main() {
         }
     }
     let before = peak_rss_kib();
-    let (elapsed, updates) = smol::block_on(async {
+    let mut agents_rss = Vec::new();
+    let (elapsed, setup, updates) = smol::block_on(async {
         let agent_options = AgentOptions::default().with_info("chunky", "0");
         let mut agents = Vec::new();
         if mode == "ws" || mode == "http" {
@@ -107,10 +151,28 @@ fn main() {
                 smol::spawn(driver).detach();
                 agents.push(agent);
             }
+            let setup = start.elapsed();
             let updates = run_all(agents).await;
             let elapsed = start.elapsed();
             stop.shutdown();
-            (elapsed, updates)
+            (elapsed, setup, updates)
+        } else if mode == "stdio" {
+            let me = std::env::current_exe().expect("this example's path");
+            let start = Instant::now();
+            let mut processes = Vec::new();
+            for _ in 0..n {
+                let command = AgentCommand::new(&me).args([SERVE_STDIO_AGENT, &chunks.to_string()]);
+                let (agent, driver, process) =
+                    client::spawn(AutoAllow, command, ClientOptions::default()).expect("spawn");
+                smol::spawn(driver).detach();
+                agents.push(agent.clone());
+                processes.push((agent, process));
+            }
+            let setup = start.elapsed();
+            let updates = run_all(agents).await;
+            let elapsed = start.elapsed();
+            agents_rss = agents_rss_kib(processes).await;
+            (elapsed, setup, updates)
         } else {
             let start = Instant::now();
             for _ in 0..n {
@@ -123,14 +185,17 @@ fn main() {
                 smol::spawn(driver).detach();
                 agents.push(agent);
             }
+            let setup = start.elapsed();
             let updates = run_all(agents).await;
-            (start.elapsed(), updates)
+            (start.elapsed(), setup, updates)
         }
     });
     let after = peak_rss_kib();
     println!(
-        "mode {mode}: {n} connections, {chunks} chunks each: {:.3} s, {:.0} turns/s, {:.0} updates/s",
+        "mode {mode}: {n} connections, {chunks} chunks each: {:.3} s ({:.3} s of it connecting \
+         or spawning), {:.0} turns/s, {:.0} updates/s",
         elapsed.as_secs_f64(),
+        setup.as_secs_f64(),
         n as f64 / elapsed.as_secs_f64(),
         updates as f64 / elapsed.as_secs_f64().max(f64::EPSILON),
     );
@@ -140,6 +205,20 @@ fn main() {
             after as f64 / 1024.0,
             before as f64 / 1024.0,
             (after.saturating_sub(before)) as f64 / n.max(1) as f64,
+        );
+    }
+    if !agents_rss.is_empty() {
+        let count = agents_rss.len() as f64;
+        let sum = |f: fn(&AgentRss) -> u64| agents_rss.iter().map(f).sum::<u64>() as f64;
+        let peaks = sum(|a| a.peak);
+        println!(
+            "agent processes: {} reported, peak RSS {:.1} MiB in all, {:.0} KiB each \
+             ({:.0} KiB of it after start), {:.0} KiB private each",
+            agents_rss.len(),
+            peaks / 1024.0,
+            peaks / count,
+            sum(|a| a.peak.saturating_sub(a.start)) / count,
+            sum(|a| a.private) / count,
         );
     }
     std::thread::sleep(Duration::from_millis(50));
@@ -156,4 +235,48 @@ async fn run_all(agents: Vec<AgentHandle>) -> usize {
         updates += task.await;
     }
     updates
+}
+
+/// What a stdio agent reported at its end, in KiB.
+struct AgentRss {
+    /// Its peak RSS before serving (the binary loaded, nothing done).
+    start: u64,
+    peak: u64,
+    /// Its private memory at the end.
+    private: u64,
+}
+
+/// Closes each client's connection (the agent's stdin), waits for its process, and collects
+/// what it reported.
+async fn agents_rss_kib(processes: Vec<(AgentHandle, AgentProcess)>) -> Vec<AgentRss> {
+    let exits: Vec<_> = processes
+        .into_iter()
+        .map(|(agent, process)| {
+            smol::spawn(async move {
+                agent.close();
+                process.shutdown().await
+            })
+        })
+        .collect();
+    let mut reported = Vec::new();
+    for exit in exits {
+        let exit = exit.await;
+        let line = exit
+            .stderr_tail
+            .lines()
+            .find_map(|l| l.strip_prefix(AGENT_RSS));
+        let numbers: Vec<u64> = line
+            .into_iter()
+            .flat_map(str::split_whitespace)
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        if let [start, peak, private] = numbers[..] {
+            reported.push(AgentRss {
+                start,
+                peak,
+                private,
+            });
+        }
+    }
+    reported
 }
