@@ -248,8 +248,11 @@ fn status_codes_over_h2_are_those_of_http1() {
 #[test]
 fn the_policy_holds_on_every_stream() {
     smol::block_on(async {
-        let options = ServerOptions::default()
-            .with_authenticator(|head| matches!(head.bearer_token(), Some("alice" | "bob")));
+        let options = ServerOptions::default().with_authenticator(|head| {
+            // `:authority` is presented as `Host`, as on HTTP/1.1.
+            head.header("host") == Some("localhost")
+                && matches!(head.bearer_token(), Some("alice" | "bob"))
+        });
         let (addr, shutdown, server) = start(options);
         let h2 = H2::connect(addr).await;
         let answer = h2.post(&[], INITIALIZE).await;

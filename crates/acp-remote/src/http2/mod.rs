@@ -220,6 +220,12 @@ async fn answer(
     let (parts, body) = request.into_parts();
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut head = RequestHead::new(parts.method.as_str(), target);
+    // `:authority` stands for `Host` in HTTP/2; hooks and handlers that read `Host` find it.
+    if let Some(authority) = parts.uri.authority()
+        && !parts.headers.contains_key(hyper::header::HOST)
+    {
+        head = head.with_header("Host", authority.as_str());
+    }
     for (name, value) in &parts.headers {
         if let Ok(value) = std::str::from_utf8(value.as_bytes()) {
             head = head.with_header(name.as_str(), value);
