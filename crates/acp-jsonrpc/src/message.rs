@@ -10,6 +10,7 @@ use crate::{RequestId, ResponseError};
 
 mod decode;
 mod json;
+mod scan;
 
 use decode::decode;
 pub(crate) use decode::present_owned;

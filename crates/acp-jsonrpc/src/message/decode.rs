@@ -9,7 +9,7 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::{Message, Notification, Request, Response};
+use super::{Message, Notification, Request, Response, scan};
 use crate::{RequestId, ResponseError};
 
 /// What was wrong with a line that did not decode into a [`Message`].
@@ -275,6 +275,9 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         _ => return Err(DecodeError::new(Kind::NotJson, "not a JSON object")),
     }
 
+    if let Some(envelope) = scan::members(text).and_then(scanned) {
+        return classify(envelope);
+    }
     let envelope: Envelope<'_> = match serde_json::from_str(text) {
         Ok(envelope) => envelope,
         Err(error) if error.is_data() => {
@@ -284,6 +287,40 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         Err(error) => return Err(DecodeError::new(Kind::InvalidJson, error.to_string())),
     };
     classify(envelope)
+}
+
+/// The envelope serde_json would read, from the scan's members; `None` where the scan's
+/// text is not what serde_json would hand over (an escaped `jsonrpc` or `method`, which it
+/// decodes).
+fn scanned<'a>(members: scan::Members<'a>) -> Option<Envelope<'a>> {
+    let string_member = |raw: Option<&'a str>| match raw {
+        None => Some(None),
+        Some(raw) if raw.starts_with('"') => {
+            scan::plain_string(raw).map(|text| Some(StrMember::Str(Cow::Borrowed(text))))
+        }
+        Some(_) => Some(Some(StrMember::NotAString)),
+    };
+    let raw_member = |raw: Option<&'a str>| match raw {
+        None => Some(None),
+        Some(raw) => borrowed_raw(raw).map(Some),
+    };
+    Some(Envelope {
+        jsonrpc: string_member(members.jsonrpc)?,
+        id: raw_member(members.id)?,
+        method: string_member(members.method)?,
+        params: raw_member(members.params)?,
+        result: raw_member(members.result)?,
+        error: raw_member(members.error)?,
+    })
+}
+
+/// `json` (valid JSON) as a `RawValue`, the way serde_json's own deserializer hands one over,
+/// without reading it again. `None` only if serde_json ever renames its marker.
+fn borrowed_raw(json: &str) -> Option<&RawValue> {
+    use serde::de::value::{BorrowedStrDeserializer, Error, MapDeserializer};
+    const MARKER: &str = "$serde_json::private::RawValue";
+    let member = std::iter::once((MARKER, BorrowedStrDeserializer::<Error>::new(json)));
+    <&RawValue>::deserialize(MapDeserializer::<_, Error>::new(member)).ok()
 }
 
 fn version_problem(jsonrpc: Option<&StrMember<'_>>) -> Option<&'static str> {
@@ -483,5 +520,19 @@ impl<'de> Deserialize<'de> for Members<'de> {
             }
         }
         deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scanned_members_become_raw_values_without_a_second_read() {
+        // Fails if serde_json renames its marker; decoding would then always take the slow way.
+        assert_eq!(
+            borrowed_raw(r#"[1, {"a": "\n"}]"#).map(RawValue::get),
+            Some(r#"[1, {"a": "\n"}]"#)
+        );
     }
 }

@@ -50,7 +50,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 
 /// The first byte at or after `i` that JSON must escape.
 #[inline]
-fn next_escape(bytes: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn next_escape(bytes: &[u8], mut i: usize) -> Option<usize> {
     while i < bytes.len() {
         let word = match bytes.get(i..i + 8) {
             Some(word) => u64::from_le_bytes(word.try_into().unwrap_or_default()),
