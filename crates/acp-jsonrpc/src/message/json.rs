@@ -50,24 +50,20 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 
 /// The first byte at or after `i` that JSON must escape.
 #[inline]
-pub(super) fn next_escape(bytes: &[u8], mut i: usize) -> Option<usize> {
-    while i < bytes.len() {
-        let word = match bytes.get(i..i + 8) {
-            Some(word) => u64::from_le_bytes(word.try_into().unwrap_or_default()),
-            None => {
-                // A space never needs escaping.
-                let mut tail = [b' '; 8];
-                tail[..bytes.len() - i].copy_from_slice(&bytes[i..]);
-                u64::from_le_bytes(tail)
-            }
-        };
-        let mask = escape_mask(word);
+pub(super) fn next_escape(bytes: &[u8], i: usize) -> Option<usize> {
+    let rest = bytes.get(i..)?;
+    let mut words = rest.chunks_exact(8);
+    for (n, word) in (&mut words).enumerate() {
+        let mask = escape_mask(u64::from_le_bytes(word.try_into().expect("eight bytes")));
         if mask != 0 {
-            return Some(i + (mask.trailing_zeros() / 8) as usize);
+            return Some(i + n * 8 + (mask.trailing_zeros() / 8) as usize);
         }
-        i += 8;
     }
-    None
+    let tail = words.remainder();
+    let at = tail
+        .iter()
+        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
+    Some(i + rest.len() - tail.len() + at)
 }
 
 /// A high bit set in each byte of `word` that is a control character, `"` or `\`. Only the
