@@ -60,7 +60,12 @@ pub(crate) async fn serve(
             }
             Outcome::Reply(reply) => reply,
         };
-        let keep_alive = body.consumed(&head) && !head.header_has_token("connection", "close");
+        // A GET is a WebSocket or an SSE stream, which takes the socket over: refused, it
+        // ends it too, as a WebSocket client that reads until the close expects. Other
+        // methods (POST, DELETE, preflights) share kept-alive sockets once their body is read.
+        let keep_alive = matches!(head.method(), "POST" | "DELETE" | "OPTIONS")
+            && body.consumed(&head)
+            && !head.header_has_token("connection", "close");
         match reply.body {
             ReplyBody::Events(events) => {
                 write_events(&mut stream, reply.status, &reply.headers, events).await;

@@ -7,6 +7,7 @@
 mod common;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use acp_remote::{Server, ServerOptions, ShutdownHandle};
 use acp_runtime::agent::AgentOptions;
@@ -16,9 +17,11 @@ use common::*;
 const IDE: &str = "https://ide.example.com";
 
 fn start() -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
-    let options = ServerOptions::default()
-        .with_bearer_token("s3cret")
-        .with_allowed_origin(IDE);
+    start_with(ServerOptions::default())
+}
+
+fn start_with(options: ServerOptions) -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
+    let options = options.with_bearer_token("s3cret").with_allowed_origin(IDE);
     let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
     let addr = server.local_addr();
     let handle = server.shutdown_handle();
@@ -108,6 +111,63 @@ fn preflights_and_answers_for_allowed_origins_over_http1() {
         let plain = post(addr, &[("Authorization", "Bearer s3cret")], INITIALIZE).await;
         assert_eq!(plain.status, 200);
         assert_eq!(plain.header("access-control-allow-origin"), None);
+
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}
+
+/// A preflight leaves its HTTP/1.1 socket open for the request it announces; a refused GET
+/// (a WebSocket upgrade from another Origin) closes it at once, long before the handshake
+/// timeout.
+#[test]
+fn preflights_keep_the_socket_and_refused_gets_close_it() {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    smol::block_on(async {
+        let options = ServerOptions::default().with_handshake_timeout(Duration::from_secs(120));
+        let (addr, shutdown, server) = start_with(options);
+        let mut tcp = smol::net::TcpStream::connect(addr).await.unwrap();
+        let preflight = format!(
+            "OPTIONS /acp HTTP/1.1\r\nHost: x\r\nOrigin: {IDE}\r\n\
+             Access-Control-Request-Method: POST\r\n\r\n"
+        );
+        tcp.write_all(preflight.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = within("the preflight's answer", tcp.read(&mut buf))
+                .await
+                .unwrap();
+            assert!(n > 0, "closed after the preflight");
+            answer.extend_from_slice(&buf[..n]);
+        }
+        assert!(
+            answer.starts_with(b"HTTP/1.1 204"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        let post = format!(
+            "POST /acp HTTP/1.1\r\nHost: x\r\nOrigin: {IDE}\r\nAuthorization: Bearer s3cret\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{INITIALIZE}",
+            INITIALIZE.len()
+        );
+        tcp.write_all(post.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        within("the POST's answer", tcp.read_to_end(&mut answer))
+            .await
+            .unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+
+        let refused = raw_http(
+            addr,
+            &upgrade_request("/acp", "Origin: https://evil.example\r\n"),
+        )
+        .await;
+        assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
 
         shutdown.shutdown();
         within("the server", server).await;
