@@ -52,14 +52,29 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 #[inline]
 pub(super) fn next_escape(bytes: &[u8], i: usize) -> Option<usize> {
     let rest = bytes.get(i..)?;
-    let mut words = rest.chunks_exact(8);
-    for (n, word) in (&mut words).enumerate() {
-        let mask = escape_mask(u64::from_le_bytes(word.try_into().expect("eight bytes")));
-        if mask != 0 {
-            return Some(i + n * 8 + (mask.trailing_zeros() / 8) as usize);
+    // Sixteen bytes per step: one branch for two words.
+    let mut blocks = rest.chunks_exact(16);
+    for (n, block) in (&mut blocks).enumerate() {
+        let (low, high) = block.split_at(8);
+        let low = escape_mask(u64::from_le_bytes(low.try_into().expect("eight bytes")));
+        let high = escape_mask(u64::from_le_bytes(high.try_into().expect("eight bytes")));
+        if low | high != 0 {
+            let at = if low != 0 {
+                low.trailing_zeros() / 8
+            } else {
+                8 + high.trailing_zeros() / 8
+            };
+            return Some(i + n * 16 + at as usize);
         }
     }
-    let tail = words.remainder();
+    let mut tail = blocks.remainder();
+    if let Some((word, after)) = tail.split_first_chunk::<8>() {
+        let mask = escape_mask(u64::from_le_bytes(*word));
+        if mask != 0 {
+            return Some(i + rest.len() - tail.len() + (mask.trailing_zeros() / 8) as usize);
+        }
+        tail = after;
+    }
     let at = tail
         .iter()
         .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
