@@ -426,3 +426,100 @@ mod tests {
         assert_eq!(jar.header().unwrap(), "route=b2");
     }
 }
+
+/// The POSTs of a connection share one kept-alive TCP connection: counted by a proxy in front
+/// of the server, a connection with three turns takes three sockets (the POSTs', and the
+/// connection's and the session's SSE streams), not one per message.
+#[cfg(test)]
+mod keep_alive {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
+    use acp_runtime::client::{AutoAllow, ClientOptions};
+    use acp_types::*;
+
+    use crate::{Connector, Server, ServerOptions};
+
+    struct Greeter;
+
+    impl Agent for Greeter {
+        async fn new_session(
+            &self,
+            _: NewSessionRequest,
+            _: &ClientHandle,
+        ) -> acp_runtime::Result<NewSessionResponse> {
+            Ok(NewSessionResponse::new(agent::new_session_id()))
+        }
+
+        async fn prompt(
+            &self,
+            _: PromptRequest,
+            turn: Turn,
+        ) -> acp_runtime::Result<PromptResponse> {
+            turn.message("hello").await?;
+            Ok(StopReason::EndTurn.into())
+        }
+    }
+
+    /// A TCP proxy to `upstream` that counts the connections it accepts.
+    async fn counting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
+        let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        smol::spawn(async move {
+            while let Ok((down, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let Ok(up) = smol::net::TcpStream::connect(upstream).await else {
+                    continue;
+                };
+                // Each direction ends by shutting down the write side it copied into, so
+                // that either end sees the other close (and the server's shutdown does not
+                // wait for its grace period).
+                for (from, to) in [(down.clone(), up.clone()), (up, down)] {
+                    smol::spawn(async move {
+                        let _ = futures_lite::io::copy(from, to.clone()).await;
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    })
+                    .detach();
+                }
+            }
+        })
+        .detach();
+        (addr, accepted)
+    }
+
+    #[test]
+    fn posts_share_one_kept_alive_socket() {
+        smol::block_on(async {
+            let server =
+                Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default()).unwrap();
+            let upstream = server.local_addr();
+            let stop = server.shutdown_handle();
+            let serving = smol::spawn(server.serve_agent(|_| Greeter, AgentOptions::default()));
+            let (proxy, accepted) = counting_proxy(upstream).await;
+
+            let connector = Connector::new(format!("http://{proxy}/acp"));
+            let (agent, driver) = connector
+                .connect_client(AutoAllow, ClientOptions::default())
+                .await
+                .unwrap();
+            let driver = smol::spawn(driver);
+            agent.initialize().await.unwrap();
+            let session = agent.new_session("/").await.unwrap();
+            for _ in 0..3 {
+                let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
+                while turn.next().await.is_some() {}
+                assert_eq!(turn.end().await.unwrap().stop_reason, StopReason::EndTurn);
+            }
+            // initialize, session/new and three prompts: five POSTs.
+            assert_eq!(accepted.load(Ordering::SeqCst), 3);
+            agent.close();
+            let _ = driver.await;
+            stop.shutdown();
+            serving.await.unwrap();
+        });
+    }
+}
