@@ -69,9 +69,9 @@ fi
 python="$venv/bin/python"
 
 # --- our examples ------------------------------------------------------------------------------
-say "cargo build -p acp-runtime --examples; cargo build -p acp-cli; cargo build -p acp-remote --bin acp-bridge --example prompt"
+say "cargo build -p acp-runtime --examples; cargo build -p acp-cli; cargo build -p acp-remote --features http2 --bin acp-bridge --example prompt"
 (cd "$repo" && cargo build --quiet -p acp-runtime --examples && cargo build --quiet -p acp-cli &&
-    cargo build --quiet -p acp-remote --bin acp-bridge --example prompt)
+    cargo build --quiet -p acp-remote --features http2 --bin acp-bridge --example prompt)
 our_client="$examples/client"
 acp="$target/debug/acp"
 our_agent="$examples/agent"
@@ -317,6 +317,24 @@ for transport in WebSocket "Streamable HTTP"; do
     want "stop reason: end_turn"
     end "exit 0, initialized, a session, its prompt echoed by the agent, stop reason end_turn"
 done
+
+# The same Python client over HTTP/2: its transport takes a ready httpx client, here one that
+# speaks only HTTP/2 with prior knowledge (h2c; httpx and python-hyper's h2 on their side), so
+# the pairing passes only if the bridge's server answers in HTTP/2.
+begin "Python http_client.py -> acp-bridge (HTTP/2, h2c)"
+port="$(free_port)"
+serve "$port" "$bridge" serve --listen "127.0.0.1:$port" -- "$python" "$py_examples/echo_agent.py"
+h2_client="$(py_example http_client.py "$port")"
+sed -i -e 's|^from acp.http import create_http_stream|import httpx\n&|' \
+    -e 's|create_http_stream("\([^"]*\)")|create_http_stream("\1", client=httpx.AsyncClient(http1=False, http2=True, timeout=None))|' \
+    "$h2_client"
+grep -q 'http1=False' "$h2_client" || problems+=("the example's transport line changed; the HTTP/2 edit did not apply")
+attempt "" "$python" "$h2_client"
+unserve
+want "initialized (protocol v1)"
+want "<< hello over "
+want "stop reason: end_turn"
+end "exit 0, over HTTP/2 only (h2c prior knowledge): initialized, the prompt echoed, end_turn"
 
 # (e) Our clients against the SDKs' example servers: acp-remote's `prompt` example (grants
 # permissions, serves fs) and `acp`, each over both transports. The TypeScript server's agent
