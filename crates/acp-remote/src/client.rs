@@ -94,6 +94,8 @@ pub struct Connector {
     timeout: Duration,
     #[cfg(feature = "tls")]
     tls: Option<crate::TlsClientConfig>,
+    #[cfg(feature = "http2")]
+    http2_prior_knowledge: bool,
 }
 
 impl Connector {
@@ -106,6 +108,8 @@ impl Connector {
             timeout: Duration::from_secs(30),
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "http2")]
+            http2_prior_knowledge: false,
         }
     }
 
@@ -114,6 +118,19 @@ impl Connector {
     #[cfg(feature = "tls")]
     pub fn with_tls(mut self, tls: crate::TlsClientConfig) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Speaks HTTP/2 in the clear (h2c) to an `http://` URL, from the first byte (the `http2`
+    /// feature). This needs prior knowledge that the server speaks it: a server of HTTP/1.1
+    /// only would not understand the connection preface (RFC 9113, 3.3; the `Upgrade: h2c`
+    /// route that asked first is deprecated). One TCP connection then carries every POST and
+    /// SSE stream of the connection. Without it an `http://` URL is HTTP/1.1; `https://` URLs
+    /// need nothing: ALPN offers `h2` and `http/1.1`, and the server chooses. No effect on
+    /// `ws://` and `wss://` URLs (WebSocket stays on HTTP/1.1).
+    #[cfg(feature = "http2")]
+    pub fn with_http2_prior_knowledge(mut self) -> Self {
+        self.http2_prior_knowledge = true;
         self
     }
 
@@ -213,6 +230,8 @@ impl Connector {
                     headers: self.headers.clone(),
                     max_message_size: self.max_message_size,
                     tls,
+                    #[cfg(feature = "http2")]
+                    http2_prior_knowledge: self.http2_prior_knowledge,
                 };
                 let (reader, writer) = streamable::client::open(endpoint);
                 return Ok(Remote {

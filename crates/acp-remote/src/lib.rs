@@ -106,6 +106,8 @@ mod http1;
 mod http2;
 mod net;
 mod options;
+#[cfg(feature = "http2")]
+mod rt;
 mod server;
 mod streamable;
 mod tls;

@@ -153,6 +153,16 @@ mod imp {
             TlsClientConfig(config)
         }
 
+        /// The same trust, offering `h2` then `http/1.1` by ALPN: for the first connection of
+        /// an `https://` client, which speaks HTTP/2 only if the server picks it. WebSocket
+        /// and HTTP/1.1 connections offer nothing (HTTP/1.1 for every server).
+        #[cfg(feature = "http2")]
+        pub(crate) fn offering_h2(&self) -> Self {
+            let mut config = (*self.0).clone();
+            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            TlsClientConfig(Arc::new(config))
+        }
+
         pub(crate) async fn connect(
             &self,
             host: &str,

@@ -329,3 +329,31 @@ async fn full_turn_again(agent: &acp_runtime::client::AgentHandle, project: &Pro
     let end = within("the end", turn.end()).await.unwrap();
     assert_eq!(end.stop_reason, acp_types::StopReason::EndTurn);
 }
+
+/// The POSTs of a connection share one kept-alive TCP connection: counted by a proxy in front
+/// of the server, a full turn (initialize, session/new, the prompt, and the client's answers to
+/// a file read, a permission request and a file write: six POSTs) takes three sockets: the
+/// POSTs', and the connection's and the session's SSE streams.
+#[test]
+fn posts_share_one_kept_alive_socket() {
+    use acp_remote::Connector;
+    use acp_runtime::client::{AutoAllow, ClientOptions};
+    use acp_runtime::host::FsHost;
+    smol::block_on(async {
+        let (addr, shutdown, server) = start(ServerOptions::default());
+        let (proxy, accepted) = proxy::counting_proxy(addr).await;
+        let project = Project::new("http-keep-alive");
+        let connector = Connector::new(format!("http://{proxy}/acp"));
+        let options = ClientOptions::default().with_file_system(FsHost::new());
+        let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
+            .await
+            .unwrap();
+        let driver = smol::spawn(driver);
+        full_turn(&agent, &project).await;
+        assert_eq!(accepted.get(), 3);
+        agent.close();
+        within("the client driver", driver).await.unwrap();
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}

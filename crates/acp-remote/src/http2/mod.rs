@@ -1,11 +1,9 @@
 //! HTTP/2 (the `http2` feature), so that one TCP connection carries a client's POSTs and its
-//! long-lived SSE GETs together, as the RFD asks: hyper's server, on smol through [`rt`].
+//! long-lived SSE GETs together, as the RFD asks: hyper's server, on smol through [`rt`](crate::rt).
 //! Reached with prior knowledge in the clear (h2c: the connection preface, RFC 9113 3.3; the
 //! `Upgrade: h2c` dance is deprecated and not offered) and by ALPN (`h2`) under TLS. Each
 //! stream is one request for [`exchange::handle`], exactly as on HTTP/1.1; this module only
 //! converts requests and replies. WebSocket stays on HTTP/1.1 (no RFC 8441).
-
-mod rt;
 
 use std::convert::Infallible;
 use std::future::poll_fn;
@@ -28,6 +26,7 @@ use crate::frames::Activity;
 use crate::http::RequestHead;
 use crate::net::NetStream;
 use crate::options::ServerOptions;
+use crate::rt;
 use crate::streamable::handlers::TOO_LARGE;
 use crate::streamable::reply::{Reply, ReplyBody};
 

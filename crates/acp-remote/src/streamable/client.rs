@@ -8,6 +8,9 @@
 //! RFD's resume flow). POSTs go out in order, from one task, so that a `session/cancel` never
 //! overtakes its prompt. A POST the server refuses fails its request locally (an error answer
 //! with the status), instead of leaving it waiting.
+//!
+//! All of that is decided here, for HTTP/1.1 and HTTP/2 alike: [`Link`] only carries the
+//! bytes, by the version the first request chose.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -19,14 +22,15 @@ use event_listener::EventListener;
 use futures_io::AsyncWrite;
 use futures_lite::future;
 
+use super::link::Link;
 use super::queue::{Budget, ByteQueue, Inbound, QueueReader};
-use super::wire::{Endpoint, Poster, open_get};
+use super::wire::{Endpoint, Poster};
 use super::{Peek, session_of};
 use crate::frames::Signal;
 
 #[derive(Debug)]
 pub(crate) struct Shared {
-    endpoint: Endpoint,
+    link: Link,
     connection_id: Mutex<Option<String>>,
     inbound: ByteQueue,
     outbound: ByteQueue,
@@ -91,7 +95,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
     let budget = endpoint.max_message_size.max(1 << 20);
     let shared = Arc::new(Shared {
-        endpoint,
+        link: Link::new(endpoint),
         connection_id: Mutex::new(None),
         inbound: ByteQueue::new(Budget::new(budget)),
         outbound: ByteQueue::new(Budget::new(budget)),
@@ -166,7 +170,7 @@ impl Shared {
     }
 
     fn headers(&self, session: Option<&str>) -> Vec<(String, String)> {
-        let mut headers = self.endpoint.headers.clone();
+        let mut headers = self.link.endpoint.headers.clone();
         if let Some(id) = lock(&self.connection_id).clone() {
             headers.push(("Acp-Connection-Id".into(), id));
         }
@@ -199,9 +203,17 @@ async fn post_all(shared: &Arc<Shared>) {
         {
             shared.open_stream(Some(session.clone()));
         }
-        let headers = shared.headers(session.as_deref());
-        let answer = match poster
-            .send(&shared.endpoint, "POST", &headers, &message)
+        let mut headers = shared.headers(session.as_deref());
+        headers.extend([
+            ("Content-Type".into(), "application/json".into()),
+            (
+                "Accept".into(),
+                "application/json, text/event-stream".into(),
+            ),
+        ]);
+        let answer = match shared
+            .link
+            .send(&mut poster, "POST", &headers, &message)
             .await
         {
             Ok(answer) => {
@@ -238,7 +250,7 @@ async fn post_all(shared: &Arc<Shared>) {
     }
     if lock(&shared.connection_id).is_some() {
         let headers = shared.headers(None);
-        let _ = poster.send(&shared.endpoint, "DELETE", &headers, b"").await;
+        let _ = shared.link.send(&mut poster, "DELETE", &headers, b"").await;
     }
 }
 
@@ -246,9 +258,7 @@ async fn post_all(shared: &Arc<Shared>) {
 async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
     let mut headers = shared.headers(session.as_deref());
     headers.push(("Accept".into(), "text/event-stream".into()));
-    let Ok((mut stream, status, answer_headers, mut body)) =
-        open_get(&shared.endpoint, &headers).await
-    else {
+    let Ok((status, answer_headers, mut body)) = shared.link.open_get(&headers).await else {
         return;
     };
     lock(&shared.cookies).update(&answer_headers);
@@ -257,7 +267,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
     }
     let mut events = Vec::new();
     loop {
-        let Some(data) = body.next(&mut stream).await else {
+        let Some(data) = body.next().await else {
             return;
         };
         events.extend_from_slice(&data);
@@ -278,7 +288,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
             }
             shared.deliver(&message).await;
         }
-        if events.len() > shared.endpoint.max_message_size.saturating_add(1024) {
+        if events.len() > shared.link.endpoint.max_message_size.saturating_add(1024) {
             return;
         }
     }
@@ -424,102 +434,5 @@ mod tests {
         jar.update(&set("lb=; Max-Age=0"));
         jar.update(&set("garbage"));
         assert_eq!(jar.header().unwrap(), "route=b2");
-    }
-}
-
-/// The POSTs of a connection share one kept-alive TCP connection: counted by a proxy in front
-/// of the server, a connection with three turns takes three sockets (the POSTs', and the
-/// connection's and the session's SSE streams), not one per message.
-#[cfg(test)]
-mod keep_alive {
-    use std::net::SocketAddr;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
-    use acp_runtime::client::{AutoAllow, ClientOptions};
-    use acp_types::*;
-
-    use crate::{Connector, Server, ServerOptions};
-
-    struct Greeter;
-
-    impl Agent for Greeter {
-        async fn new_session(
-            &self,
-            _: NewSessionRequest,
-            _: &ClientHandle,
-        ) -> acp_runtime::Result<NewSessionResponse> {
-            Ok(NewSessionResponse::new(agent::new_session_id()))
-        }
-
-        async fn prompt(
-            &self,
-            _: PromptRequest,
-            turn: Turn,
-        ) -> acp_runtime::Result<PromptResponse> {
-            turn.message("hello").await?;
-            Ok(StopReason::EndTurn.into())
-        }
-    }
-
-    /// A TCP proxy to `upstream` that counts the connections it accepts.
-    async fn counting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
-        let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let counter = accepted.clone();
-        smol::spawn(async move {
-            while let Ok((down, _)) = listener.accept().await {
-                counter.fetch_add(1, Ordering::SeqCst);
-                let Ok(up) = smol::net::TcpStream::connect(upstream).await else {
-                    continue;
-                };
-                // Each direction ends by shutting down the write side it copied into, so
-                // that either end sees the other close (and the server's shutdown does not
-                // wait for its grace period).
-                for (from, to) in [(down.clone(), up.clone()), (up, down)] {
-                    smol::spawn(async move {
-                        let _ = futures_lite::io::copy(from, to.clone()).await;
-                        let _ = to.shutdown(std::net::Shutdown::Write);
-                    })
-                    .detach();
-                }
-            }
-        })
-        .detach();
-        (addr, accepted)
-    }
-
-    #[test]
-    fn posts_share_one_kept_alive_socket() {
-        smol::block_on(async {
-            let server =
-                Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default()).unwrap();
-            let upstream = server.local_addr();
-            let stop = server.shutdown_handle();
-            let serving = smol::spawn(server.serve_agent(|_| Greeter, AgentOptions::default()));
-            let (proxy, accepted) = counting_proxy(upstream).await;
-
-            let connector = Connector::new(format!("http://{proxy}/acp"));
-            let (agent, driver) = connector
-                .connect_client(AutoAllow, ClientOptions::default())
-                .await
-                .unwrap();
-            let driver = smol::spawn(driver);
-            agent.initialize().await.unwrap();
-            let session = agent.new_session("/").await.unwrap();
-            for _ in 0..3 {
-                let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
-                while turn.next().await.is_some() {}
-                assert_eq!(turn.end().await.unwrap().stop_reason, StopReason::EndTurn);
-            }
-            // initialize, session/new and three prompts: five POSTs.
-            assert_eq!(accepted.load(Ordering::SeqCst), 3);
-            agent.close();
-            let _ = driver.await;
-            stop.shutdown();
-            serving.await.unwrap();
-        });
     }
 }

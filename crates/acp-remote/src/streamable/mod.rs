@@ -8,7 +8,10 @@
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
 pub(crate) mod client;
+#[cfg(feature = "http2")]
+mod h2;
 pub(crate) mod handlers;
+mod link;
 mod queue;
 pub(crate) mod reply;
 pub(crate) mod wire;

@@ -1,5 +1,6 @@
 //! HTTP/1.1 for the Streamable HTTP client: requests, answers (Content-Length, chunked, or
-//! until close), and a kept-alive socket for the POSTs.
+//! until close), and a kept-alive socket for the POSTs. Only the bytes: which headers a
+//! request carries is decided by `client.rs`, for HTTP/2 (`h2.rs`) as well.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -19,6 +20,9 @@ pub(crate) struct Endpoint {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) max_message_size: usize,
     pub(crate) tls: Option<crate::tls::ClientTls>,
+    /// h2c on `http://` URLs: the server is known to speak HTTP/2 in the clear.
+    #[cfg(feature = "http2")]
+    pub(crate) http2_prior_knowledge: bool,
 }
 
 /// A kept-alive socket is reused only this soon after its last answer: well within the idle
@@ -58,9 +62,7 @@ fn request_head(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     if method == "POST" {
-        head.push_str(&format!(
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {len}\r\n"
-        ));
+        head.push_str(&format!("Content-Length: {len}\r\n"));
     }
     head.push_str("\r\n");
     head
@@ -74,6 +76,12 @@ pub(crate) struct Poster {
 }
 
 impl Poster {
+    /// Keeps `socket` (just connected) for the next request.
+    #[cfg(feature = "http2")]
+    pub(crate) fn keep(&mut self, socket: NetStream) {
+        self.socket = Some((socket, Instant::now()));
+    }
+
     /// Sends one request; the whole answer. A reused socket the server closed before
     /// answering is replaced once by a fresh one (the request was not taken: nothing was
     /// answered).

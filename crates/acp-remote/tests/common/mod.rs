@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod h2_client;
 pub mod http_client;
+pub mod proxy;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,6 +1,7 @@
-//! hyper's runtime, on smol: its I/O traits over our futures-io socket, its executor spawning
-//! on smol's global executor, its timer on `smol::Timer`. hyper-util has these for tokio only,
-//! and this crate runs on no tokio runtime.
+//! hyper's runtime, on smol (the `http2` feature): its I/O traits over our futures-io socket,
+//! its executor spawning on smol's global executor, its timer on `smol::Timer`. hyper-util has
+//! these for tokio only, and this crate runs on no tokio runtime. The server's HTTP/2
+//! connections and the Streamable HTTP client's both run on it.
 
 use std::future::Future;
 use std::io;
@@ -13,8 +14,8 @@ use hyper::rt::{ReadBufCursor, Sleep};
 
 use crate::net::NetStream;
 
-/// The socket of an HTTP/2 connection, with the bytes read from it while looking for the
-/// connection preface given back first.
+/// The socket of an HTTP/2 connection, with the bytes a server read from it while looking for
+/// the connection preface given back first (a client has none).
 pub(crate) struct Io {
     read_first: Vec<u8>,
     at: usize,

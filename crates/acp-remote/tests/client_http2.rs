@@ -1,0 +1,199 @@
+//! Our Streamable HTTP client over HTTP/2 (the `http2` feature) against our own server: h2c
+//! with prior knowledge, `h2` chosen by ALPN under TLS, HTTP/1.1 when the server does not
+//! offer `h2`, and a refusal. A counting proxy in front of the server says how many TCP
+//! connections the client used: one for everything over HTTP/2.
+#![cfg(all(unix, feature = "http2"))]
+
+mod common;
+
+use std::net::SocketAddr;
+
+use acp_remote::{Connector, Server, ServerOptions, ShutdownHandle};
+use acp_runtime::agent::AgentOptions;
+use acp_runtime::client::{AutoAllow, ClientOptions};
+use acp_runtime::host::FsHost;
+use common::proxy::{Accepted, counting_proxy};
+use common::*;
+
+const TOKEN: &str = "s3cret";
+
+/// Our server (HTTP/2 beside HTTP/1.1) behind a counting proxy.
+async fn start(options: ServerOptions) -> (SocketAddr, Accepted, ShutdownHandle, smol::Task<()>) {
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+    let upstream = server.local_addr();
+    let handle = server.shutdown_handle();
+    let task = smol::spawn(async move {
+        server
+            .serve_agent(
+                |_| agent::TestAgent::default(),
+                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
+            )
+            .await
+            .unwrap();
+    });
+    let (proxy, accepted) = counting_proxy(upstream).await;
+    (proxy, accepted, handle, task)
+}
+
+/// A full turn (file read, permission, file write, streamed text), a cancelled turn in a
+/// second session, and the close, over `connector`.
+async fn turns(connector: Connector, project: &Project) {
+    let options = ClientOptions::default().with_file_system(FsHost::new());
+    let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
+        .await
+        .unwrap();
+    let driver = smol::spawn(driver);
+    full_turn(&agent, project).await;
+    cancelled_turn(&agent, project).await;
+    agent.close();
+    within("the client driver", driver).await.unwrap();
+}
+
+/// h2c with prior knowledge, with a bearer token: every POST (the client's answers to the
+/// agent's requests included), the connection's and both sessions' SSE streams, the cancel and
+/// the DELETE are streams of one TCP connection.
+#[test]
+fn a_full_turn_over_h2c_takes_one_tcp_connection() {
+    smol::block_on(async {
+        let options = ServerOptions::default().with_bearer_token(TOKEN);
+        let (proxy, accepted, shutdown, server) = start(options).await;
+        let project = Project::new("h2c-client");
+        let connector = Connector::new(format!("http://{proxy}/acp"))
+            .with_bearer_token(TOKEN)
+            .with_http2_prior_knowledge();
+        turns(connector, &project).await;
+        shutdown.shutdown();
+        within("the server", server).await;
+        assert_eq!(accepted.get(), 1);
+    });
+}
+
+/// A refused `initialize` over HTTP/2 fails locally with the status, as over HTTP/1.1.
+#[test]
+fn a_refused_connection_over_h2c() {
+    smol::block_on(async {
+        let options = ServerOptions::default().with_bearer_token(TOKEN);
+        let (proxy, accepted, shutdown, server) = start(options).await;
+        for token in [None, Some("wrong")] {
+            let mut connector =
+                Connector::new(format!("http://{proxy}/acp")).with_http2_prior_knowledge();
+            if let Some(token) = token {
+                connector = connector.with_bearer_token(token);
+            }
+            let (agent, driver) = within(
+                "connect",
+                connector.connect_client(AutoAllow, ClientOptions::default()),
+            )
+            .await
+            .unwrap();
+            let driver = smol::spawn(driver);
+            let error = within("initialize", agent.initialize())
+                .await
+                .expect_err("initialize without the token");
+            let text = error.to_string();
+            assert!(text.contains("HTTP 401"), "{text}");
+            let _ = within("the client driver", driver).await;
+        }
+        shutdown.shutdown();
+        within("the server", server).await;
+        assert_eq!(accepted.get(), 2);
+    });
+}
+
+/// The client's message size limit holds over HTTP/2: an answer larger than it fails its
+/// request locally.
+#[test]
+fn the_message_size_limit_holds_over_h2c() {
+    smol::block_on(async {
+        let (proxy, _, shutdown, server) = start(ServerOptions::default()).await;
+        let connector = Connector::new(format!("http://{proxy}/acp"))
+            .with_http2_prior_knowledge()
+            .with_max_message_size(64);
+        let (agent, driver) = within(
+            "connect",
+            connector.connect_client(AutoAllow, ClientOptions::default()),
+        )
+        .await
+        .unwrap();
+        let driver = smol::spawn(driver);
+        let error = within("initialize", agent.initialize())
+            .await
+            .expect_err("an answer beyond the limit");
+        assert!(error.to_string().contains("too large"), "{error}");
+        let _ = within("the client driver", driver).await;
+        shutdown.shutdown();
+        within("the server", server).await;
+    });
+}
+
+#[cfg(feature = "tls")]
+mod tls {
+    use std::sync::Arc;
+
+    use acp_remote::{TlsClientConfig, TlsServerConfig};
+    use futures_rustls::rustls;
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+    use super::*;
+
+    fn file(name: &str) -> String {
+        format!("{}/tests/tls/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn trust() -> TlsClientConfig {
+        TlsClientConfig::with_root_pem_file(file("ca.pem")).unwrap()
+    }
+
+    /// `https://`: ALPN offers `h2`, our server (built with `http2`) picks it, and one TCP
+    /// connection carries everything.
+    #[test]
+    fn h2_by_alpn_over_tls_takes_one_tcp_connection() {
+        smol::block_on(async {
+            let tls =
+                TlsServerConfig::from_pem_files(file("server.pem"), file("server.key")).unwrap();
+            let (proxy, accepted, shutdown, server) =
+                start(ServerOptions::default().with_tls(tls)).await;
+            let project = Project::new("h2-alpn-client");
+            let connector = Connector::new(format!("https://{proxy}/acp")).with_tls(trust());
+            turns(connector, &project).await;
+            shutdown.shutdown();
+            within("the server", server).await;
+            assert_eq!(accepted.get(), 1);
+        });
+    }
+
+    /// A server whose TLS configuration offers no ALPN protocol: the client speaks HTTP/1.1,
+    /// keeping the socket of its first handshake for the POSTs; the connection's stream and
+    /// each session's have one more each.
+    #[test]
+    fn http1_over_tls_when_the_server_offers_no_h2() {
+        smol::block_on(async {
+            let certs = CertificateDer::pem_file_iter(file("server.pem"))
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_file(file("server.key")).unwrap();
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(certs, key)
+                .unwrap();
+            assert!(config.alpn_protocols.is_empty());
+            let tls = TlsServerConfig::from_rustls(Arc::new(config));
+            let (proxy, accepted, shutdown, server) =
+                start(ServerOptions::default().with_tls(tls)).await;
+            let project = Project::new("h1-fallback-client");
+            let connector = Connector::new(format!("https://{proxy}/acp")).with_tls(trust());
+            turns(connector, &project).await;
+            shutdown.shutdown();
+            within("the server", server).await;
+            // The POSTs', the connection's stream, two sessions' streams; the POSTs' socket
+            // may be replaced once if it sat idle (it is reused within 2 s of an answer).
+            let used = accepted.get();
+            assert!((4..=5).contains(&used), "{used} TCP connections");
+        });
+    }
+}
