@@ -56,16 +56,30 @@ impl Drop for KillOnDrop {
 /// cancelled turn go through (over WebSocket here).
 #[test]
 fn a_full_turn_through_both_directions_of_the_bridge() {
-    chain(|url| url.to_owned());
+    chain(|url| url.to_owned(), &[]);
 }
 
 /// The same chain with every hop over Streamable HTTP.
 #[test]
 fn a_full_turn_through_the_bridge_over_streamable_http() {
-    chain(|url| url.replacen("ws://", "http://", 1));
+    chain(|url| url.replacen("ws://", "http://", 1), &[]);
 }
 
-fn chain(scheme: fn(&str) -> String) {
+/// The same chain with every hop over Streamable HTTP on HTTP/2 (h2c, the bridges built with
+/// `http2`, serving and connecting).
+#[cfg(feature = "http2")]
+#[test]
+fn a_full_turn_through_the_bridge_over_h2c() {
+    let outer_connections = chain(
+        |url| url.replacen("ws://", "http://", 1),
+        &["--http2-prior-knowledge"],
+    );
+    assert_eq!(outer_connections, 1);
+}
+
+/// `connect_flags` go to both `acp-bridge connect`s. Returns how many TCP connections the
+/// outer `acp-bridge connect` opened (through a counting proxy).
+fn chain(scheme: fn(&str) -> String, connect_flags: &[&str]) -> usize {
     smol::block_on(async {
         let server =
             Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default()).unwrap();
@@ -75,11 +89,22 @@ fn chain(scheme: fn(&str) -> String) {
             |_| agent::TestAgent::default(),
             AgentOptions::default().with_info(agent::NAME, "0.0.0"),
         ));
-        let (_serve, outer_url) = bridge_serve(&[BRIDGE, "connect", &inner_url]);
+        let mut inner = vec![BRIDGE, "connect", &inner_url];
+        inner.extend_from_slice(connect_flags);
+        let (_serve, outer_url) = bridge_serve(&inner);
         let outer_url = scheme(&outer_url);
+        let outer_addr = outer_url.split('/').nth(2).unwrap().parse().unwrap();
+        let (proxy, accepted) = proxy::counting_proxy(outer_addr).await;
+        let outer_url = outer_url.replacen(&outer_addr.to_string(), &proxy.to_string(), 1);
 
-        let project = Project::new(&format!("bridge-chain-{}", &outer_url[..2]));
-        let command = AgentCommand::new(BRIDGE).args(["connect", outer_url.as_str()]);
+        let project = Project::new(&format!(
+            "bridge-chain-{}-{}",
+            &outer_url[..2],
+            connect_flags.len()
+        ));
+        let command = AgentCommand::new(BRIDGE)
+            .args(["connect", outer_url.as_str()])
+            .args(connect_flags.iter().copied());
         let options = ClientOptions::default().with_file_system(FsHost::new());
         let (agent, driver, process) = client::spawn(AutoAllow, command, options).unwrap();
         let driver = smol::spawn(driver);
@@ -91,7 +116,8 @@ fn chain(scheme: fn(&str) -> String) {
 
         shutdown.shutdown();
         within("the server", task).await.unwrap();
-    });
+        accepted.get()
+    })
 }
 
 /// `acp-bridge serve -- cat`: every frame comes back as one frame, in order, however the

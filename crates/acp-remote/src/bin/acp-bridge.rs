@@ -4,6 +4,7 @@
 //! ```text
 //! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]... -- AGENT [ARGS...]
 //! acp-bridge connect ws://HOST:PORT/acp|http://HOST:PORT/acp [--token T] [--header 'N: v']...
+//!     [--http2-prior-knowledge]
 //! ```
 //!
 //! `serve` starts one agent process per WebSocket client and pipes the connection through
@@ -40,6 +41,10 @@ usage:
       --header 'NAME: VALUE' send a header with each request (repeatable)
       --ca FILE              trust only the certificates of this PEM file for wss:// and
                              https:// (default: the Mozilla roots; needs the `tls` feature)
+      --http2-prior-knowledge
+                             speak HTTP/2 to an http:// URL from the first byte (h2c), for a
+                             server known to speak it (needs the `http2` feature); https://
+                             URLs use HTTP/2 whenever the server offers it
 ";
 
 /// What is left to a side once the other has finished: the agent's last answers after the
@@ -198,6 +203,18 @@ fn with_ca(_: Connector, _: &str) -> Result<Connector, Error> {
     ))
 }
 
+#[cfg(feature = "http2")]
+fn with_h2c(connector: Connector) -> Result<Connector, Error> {
+    Ok(connector.with_http2_prior_knowledge())
+}
+
+#[cfg(not(feature = "http2"))]
+fn with_h2c(_: Connector) -> Result<Connector, Error> {
+    Err(Error::Failed(
+        "built without HTTP/2 (the `http2` feature)".into(),
+    ))
+}
+
 /// One client: a process of its own, its stdout lines as frames, frames as its stdin lines.
 async fn bridge(connection: Connection, command: AgentCommand) {
     let id = connection.info.id.clone();
@@ -253,6 +270,7 @@ fn connect(args: &[String]) -> Result<(), Error> {
                 connector = connector.with_header(name.trim(), value.trim());
             }
             "--ca" => connector = with_ca(connector, &value(option, &mut rest)?)?,
+            "--http2-prior-knowledge" => connector = with_h2c(connector)?,
             other => return Err(Usage(format!("an option of connect, not {other:?}")).into()),
         }
     }
