@@ -2,11 +2,12 @@
 //! and one prompt turn of streamed chunks, against a server in this process.
 //!
 //! ```text
-//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|http|memory|stdio] [--chunks K]
+//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K]
 //! ```
 //!
 //! `ws` goes through the WebSocket server on loopback, `http` through its Streamable HTTP
-//! side; `memory` connects each client to its own agent over an in-memory pipe (the runtime
+//! side (HTTP/1.1), `http2` through the same over HTTP/2 in the clear (h2c with prior
+//! knowledge: one TCP connection per client; needs `--features http2`); `memory` connects each client to its own agent over an in-memory pipe (the runtime
 //! without a network transport); `stdio` gives each client its own agent process, as editors
 //! run agents: this example re-run with a hidden argument, talking over OS pipes.
 //! Prints the wall time (connecting or spawning included), turns per second, updates per
@@ -116,7 +117,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--mode" => mode = args.next().expect("--mode ws|http|memory|stdio"),
+            "--mode" => mode = args.next().expect("--mode ws|http|http2|memory|stdio"),
             "--chunks" => {
                 chunks = args
                     .next()
@@ -131,7 +132,7 @@ fn main() {
     let (elapsed, setup, updates) = smol::block_on(async {
         let agent_options = AgentOptions::default().with_info("chunky", "0");
         let mut agents = Vec::new();
-        if mode == "ws" || mode == "http" {
+        if mode == "ws" || mode == "http" || mode == "http2" {
             let options = ServerOptions::default().with_max_connections(n.max(1));
             let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
             let url = if mode == "ws" {
@@ -142,6 +143,11 @@ fn main() {
             let stop = server.shutdown_handle();
             smol::spawn(server.serve_agent(move |_| Chunky { chunks }, agent_options)).detach();
             let connector = Connector::new(url);
+            let connector = if mode == "http2" {
+                prior_knowledge(connector)
+            } else {
+                connector
+            };
             let start = Instant::now();
             for _ in 0..n {
                 let (agent, driver) = connector
@@ -222,6 +228,16 @@ fn main() {
         );
     }
     std::thread::sleep(Duration::from_millis(50));
+}
+
+#[cfg(feature = "http2")]
+fn prior_knowledge(connector: Connector) -> Connector {
+    connector.with_http2_prior_knowledge()
+}
+
+#[cfg(not(feature = "http2"))]
+fn prior_knowledge(_: Connector) -> Connector {
+    panic!("--mode http2 needs --features http2")
 }
 
 /// Runs every client's turn at once.
