@@ -1,5 +1,5 @@
 //! Compact JSON for outgoing messages, byte for byte what `serde_json::to_writer` writes, with
-//! a string escaper that looks at eight bytes per step: serde_json's looks up every byte in a
+//! a string escaper that tests sixteen bytes per step: serde_json's looks up every byte in a
 //! table, ~10 instructions per byte, which made escaping a 1 KiB answer the largest single
 //! cost of a round trip. Anything unusual (raw JSON, non-string map keys, an error) is handed
 //! to serde_json instead, so the two can only ever agree.

@@ -1,6 +1,7 @@
 //! The envelope of an ordinary message, read in one validating pass over the line. serde_json
 //! reading a member as raw JSON walks it byte by byte (and allocates a stack for nesting), ~13
-//! instructions per byte of params; this pass skips string contents eight bytes per step.
+//! instructions per byte of params; this pass skips string contents sixteen bytes per step
+//! (the escaper's search: the bytes that end a string's plain run are the bytes JSON escapes).
 //!
 //! It answers only what it is sure serde_json would answer the same: anything it does not
 //! handle (an escape inside a key or inside `jsonrpc`/`method`, a repeated member, nesting
