@@ -69,7 +69,10 @@ pub struct Remote {
 /// `initialize` (as the runtime's client sends it); the messages are then POSTed in order and
 /// the agent's arrive on the connection's and the sessions' SSE streams, each opened as soon
 /// as it is known. A POST the server refuses fails its request (`-32603`, with the HTTP
-/// status) instead of leaving it waiting. Closing the writer DELETEs the connection.
+/// status) instead of leaving it waiting. Closing the writer DELETEs the connection. With the
+/// `http2` feature, Streamable HTTP goes over HTTP/2 when the server picks `h2` by ALPN
+/// (`https://`) or with [prior knowledge](Self::with_http2_prior_knowledge) (`http://`): one
+/// TCP connection then carries every request.
 ///
 /// ```no_run
 /// use acp_remote::Connector;

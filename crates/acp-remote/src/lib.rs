@@ -56,15 +56,19 @@
 //! # Features
 //!
 //! - `tls`: TLS through rustls with the ring provider, for the server and for clients.
-//! - `http2`: the server speaks HTTP/2 as well as HTTP/1.1, so that one TCP connection carries
-//!   a Streamable HTTP client's POSTs and SSE streams together: with prior knowledge in the
-//!   clear (h2c; the `Upgrade: h2c` route, deprecated by RFC 9113, is not offered), and by ALPN
-//!   (`h2`, beside `http/1.1`) with `tls` and `TlsServerConfig::from_pem_files` (a
-//!   configuration of your own, `TlsServerConfig::from_rustls`, keeps its own ALPN list).
-//!   hyper's server runs on a small adapter to smol: no tokio runtime. Requests are served by
-//!   the same code on both versions, with the same status codes and limits; up to 256 streams
-//!   at once per connection. WebSocket stays on HTTP/1.1 (no RFC 8441), and [`Connector`]
-//!   speaks HTTP/1.1.
+//! - `http2`: the server and [`Connector`] speak HTTP/2 as well as HTTP/1.1, so that one TCP
+//!   connection carries a Streamable HTTP client's POSTs and SSE streams together. The
+//!   server: with prior knowledge in the clear (h2c; the `Upgrade: h2c` route, deprecated by
+//!   RFC 9113, is not offered), and by ALPN (`h2`, beside `http/1.1`) with `tls` and
+//!   `TlsServerConfig::from_pem_files` (a configuration of your own,
+//!   `TlsServerConfig::from_rustls`, keeps its own ALPN list). Requests are served by the same
+//!   code on both versions, with the same status codes and limits; up to 256 streams at once
+//!   per connection. The client: to `https://` URLs it offers `h2` and `http/1.1` by ALPN and
+//!   follows the server's choice; to `http://` URLs it speaks h2c only with
+//!   `Connector::with_http2_prior_knowledge` (the server must be known to speak it). Its
+//!   messages, sessions, streams and refusals are handled by the same code on both versions.
+//!   hyper's server and client run on a small adapter to smol: no tokio runtime. WebSocket
+//!   stays on HTTP/1.1 (no RFC 8441).
 //!
 //! ```no_run
 //! use acp_remote::{Connector, Server, ServerOptions};

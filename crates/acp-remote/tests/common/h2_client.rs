@@ -1,6 +1,8 @@
-//! An HTTP/2 client for the tests: hyper's, on smol through a copy of the server's small
+//! An HTTP/2 client for the tests: hyper's, on smol through a copy of the crate's small
 //! runtime adapter (futures-io under hyper's I/O traits, smol's executor). One client is one
-//! TCP connection; every request on it is a stream of that connection.
+//! TCP connection; every request on it is a stream of that connection. A copy because
+//! `src/rt.rs` is private (hyper's runtime traits are no part of the crate's API), and not
+//! `Connector` because these tests send what it never would: refused requests, raw headers.
 
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
