@@ -140,6 +140,11 @@ impl Wake for DriverWake {
 const READ_BATCH_LINES: usize = 64;
 /// Rounds in one poll before yielding to the executor.
 const ROUNDS_PER_POLL: usize = 32;
+/// Bytes read in one poll before yielding to the executor. Whoever takes what the handlers
+/// queue (a session's updates, say) often runs on the same thread, only between polls; 2048
+/// lines of 64 KiB would be 128 MiB queued before it got a turn, far beyond the update
+/// budgets, whereas short lines keep their 2048 per poll.
+const READ_BYTES_PER_POLL: usize = 1 << 20;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Phase {
@@ -171,6 +176,8 @@ pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
     write_buffer: Vec<u8>,
     written: usize,
     unflushed: bool,
+    /// Bytes read since this poll began (see [`READ_BYTES_PER_POLL`]).
+    read_this_poll: usize,
     max_in_flight: usize,
     phase: Phase,
     wake: Arc<DriverWake>,
@@ -216,6 +223,7 @@ where
             write_buffer: Vec::new(),
             written: 0,
             unflushed: false,
+            read_this_poll: 0,
             max_in_flight: options.max_in_flight_requests,
             phase: Phase::Running,
             wake: wake.clone(),
@@ -322,7 +330,10 @@ where
         let mut progress = false;
         let mut length = 0;
         for _ in 0..READ_BATCH_LINES {
-            if self.phase != Phase::Running || self.reading_paused() {
+            if self.phase != Phase::Running
+                || self.reading_paused()
+                || self.read_this_poll >= READ_BYTES_PER_POLL
+            {
                 break;
             }
             let decoded = match self.reader.poll_read_line(cx) {
@@ -340,6 +351,7 @@ where
                 }
                 Poll::Ready(Ok(Some(LineEvent::Line(line)))) => {
                     length = line.len();
+                    self.read_this_poll += length;
                     if let Some(observer) = &self.shared.observer {
                         observer.incoming(line);
                     }
@@ -490,6 +502,7 @@ where
     }
 
     fn poll_rounds(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        self.read_this_poll = 0;
         for _ in 0..ROUNDS_PER_POLL {
             self.wake.begin_round();
             if self.phase == Phase::Done {
@@ -525,6 +538,9 @@ where
             }
             if !progress {
                 return Poll::Pending;
+            }
+            if self.read_this_poll >= READ_BYTES_PER_POLL {
+                break;
             }
         }
         // Plenty done: let the executor run others, and come back.

@@ -497,3 +497,37 @@ proptest! {
         });
     }
 }
+
+/// Lines of 64 KiB, all there at once: one poll of the driver reads about a mebibyte, then
+/// yields, so that whoever takes what the handlers queue on the same thread (a session's
+/// updates) gets a turn long before its budget fills.
+#[test]
+fn one_poll_reads_about_a_mebibyte() {
+    struct Counts(Arc<AtomicUsize>);
+    impl Handler for Counts {
+        async fn request(&self, _: IncomingRequest, _: Responder) {}
+        async fn notification(&self, _: IncomingNotification) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":[\"{}\"]}}\n",
+        "x".repeat(64 << 10)
+    );
+    let input = futures_lite::io::Cursor::new(line.repeat(64).into_bytes());
+    let handled = Arc::new(AtomicUsize::new(0));
+    let (_handle, driver) = acp_jsonrpc::Connection::new(
+        futures_lite::io::BufReader::new(input),
+        futures_lite::io::sink(),
+        Counts(handled.clone()),
+        ConnectionOptions::default(),
+    );
+    let mut driver = std::pin::pin!(driver);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(driver.as_mut().poll(&mut cx).is_pending());
+    let first = handled.load(Ordering::Relaxed);
+    assert!(
+        (16..=17).contains(&first),
+        "{first} lines of 64 KiB in one poll"
+    );
+}
