@@ -126,6 +126,117 @@ fn the_message_size_limit_holds_over_h2c() {
     });
 }
 
+/// A server's cookies come back over HTTP/2 too, on the SSE GET and on later POSTs: a small
+/// h2c server of the test's own sets one with the `initialize` answer and records what
+/// follows.
+#[test]
+fn cookies_come_back_over_h2c() {
+    use std::convert::Infallible;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll};
+
+    use common::h2_client::{Io, Spawn};
+    use hyper::body::{Bytes, Frame, Incoming};
+
+    /// A whole answer, or an SSE stream that stays open without a word.
+    enum Answer {
+        Full(Option<Bytes>),
+        Open,
+    }
+
+    impl hyper::body::Body for Answer {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            match self.get_mut() {
+                Answer::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+                Answer::Open => Poll::Pending,
+            }
+        }
+    }
+
+    smol::block_on(async {
+        let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Each request's method and `Cookie` header.
+        type Seen = Vec<(String, Option<String>)>;
+        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let record = seen.clone();
+        smol::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let cookie = request
+                    .headers()
+                    .get("cookie")
+                    .map(|c| c.to_str().unwrap().to_owned());
+                record
+                    .lock()
+                    .unwrap()
+                    .push((request.method().to_string(), cookie.clone()));
+                async move {
+                    let answer = hyper::Response::builder();
+                    Ok::<_, Infallible>(match (request.method().as_str(), cookie) {
+                        ("POST", None) => {
+                            let body = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#;
+                            answer
+                                .header("acp-connection-id", "c1")
+                                .header("set-cookie", "route=a1; Path=/; HttpOnly")
+                                .header("content-type", "application/json")
+                                .body(Answer::Full(Some(Bytes::from(body))))
+                                .unwrap()
+                        }
+                        ("GET", _) => answer
+                            .header("content-type", "text/event-stream")
+                            .body(Answer::Open)
+                            .unwrap(),
+                        _ => answer.status(202).body(Answer::Full(None)).unwrap(),
+                    })
+                }
+            });
+            let _ = hyper::server::conn::http2::Builder::new(Spawn)
+                .serve_connection(Io(tcp), service)
+                .await;
+        })
+        .detach();
+
+        let connector = Connector::new(format!("http://{addr}/acp")).with_http2_prior_knowledge();
+        let (agent, driver) = within(
+            "connect",
+            connector.connect_client(AutoAllow, ClientOptions::default()),
+        )
+        .await
+        .unwrap();
+        let driver = smol::spawn(driver);
+        within("initialize", agent.initialize()).await.unwrap();
+        // Answered 202 and never on a stream: only its POST matters here.
+        let new_session = smol::spawn(async move {
+            let _ = agent.new_session("/").await;
+        });
+        within("the GET and the second POST", async {
+            while seen.lock().unwrap().len() < 3 {
+                smol::Timer::after(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort();
+        let cookie = Some("route=a1".to_owned());
+        assert_eq!(
+            seen,
+            [
+                ("GET".to_owned(), cookie.clone()),
+                ("POST".to_owned(), None),
+                ("POST".to_owned(), cookie),
+            ]
+        );
+        drop(new_session);
+        drop(driver);
+    });
+}
+
 #[cfg(feature = "tls")]
 mod tls {
     use std::sync::Arc;

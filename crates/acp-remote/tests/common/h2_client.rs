@@ -17,7 +17,7 @@ use hyper::rt::ReadBufCursor;
 
 use super::within;
 
-struct Io<S>(S);
+pub struct Io<S>(pub S);
 
 impl<S: AsyncRead + Unpin> hyper::rt::Read for Io<S> {
     fn poll_read(
@@ -51,7 +51,7 @@ impl<S: AsyncWrite + Unpin> hyper::rt::Write for Io<S> {
 }
 
 #[derive(Clone, Copy)]
-struct Spawn;
+pub struct Spawn;
 
 impl<F> hyper::rt::Executor<F> for Spawn
 where
