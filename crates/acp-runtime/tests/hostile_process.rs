@@ -54,6 +54,12 @@ fn role_command(role: &str) -> Command {
     unsafe {
         command.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            // An ignored signal stays ignored across exec: under `nohup` (SIGHUP) or as a
+            // background job of a script (SIGINT), the client would survive the signal
+            // this test sends it. The tests are about what happens when it dies of one.
+            for signal in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
             Ok(())
         });
     }
