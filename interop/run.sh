@@ -338,8 +338,8 @@ end "exit 0, over HTTP/2 only (h2c prior knowledge): initialized, the prompt ech
 
 # (e) Our clients against the SDKs' example servers: acp-remote's `prompt` example (grants
 # permissions, serves fs) and `acp`, each over both transports. The TypeScript server's agent
-# greets with the session's cwd; the Python one (Hypercorn, HTTP/1.1 here since our client
-# speaks no HTTP/2) echoes the prompt.
+# greets with the session's cwd; the Python one (Hypercorn) echoes the prompt. Our client
+# speaks HTTP/1.1 to an http:// URL unless told otherwise (the pairing after the loop).
 for transport in WebSocket "Streamable HTTP"; do
     if [[ $transport == WebSocket ]]; then scheme=ws; else scheme=http; fi
     begin "our prompt -> TS http-server.js ($transport)"
@@ -374,6 +374,19 @@ for transport in WebSocket "Streamable HTTP"; do
     want_line "[turn ended: end_turn]"
     end "exit 0, the prompt echoed, stop reason end_turn"
 done
+
+# Our Streamable HTTP client over HTTP/2 with prior knowledge (h2c) against Hypercorn's
+# HTTP/2 (python-hyper's h2): `acp` runs `acp-bridge connect --http2-prior-knowledge` as its
+# agent command.
+begin "acp -> acp-bridge connect -> Python http_server.py (HTTP/2, h2c)"
+port="$(free_port)"
+serve "$port" "$python" "$(py_example http_server.py "$port")"
+attempt "" "$acp" --yes --prompt "Hi over h2c" --cwd "$dir" -- \
+    "$bridge" connect "http://127.0.0.1:$port/acp" --http2-prior-knowledge
+unserve
+want "echo: Hi over h2c"
+want_line "[turn ended: end_turn]"
+end "exit 0, the prompt echoed over HTTP/2 only (h2c prior knowledge), stop reason end_turn"
 
 # --- summary -----------------------------------------------------------------------------------
 printf '\n| %-54s | %-6s | %s |\n' "pairing" "result" "checked"
