@@ -8,10 +8,8 @@ mod common;
 
 use std::net::SocketAddr;
 
-use acp_remote::{Connector, Server, ServerOptions, ShutdownHandle};
-use acp_runtime::agent::AgentOptions;
+use acp_remote::{Connector, ServerOptions, ShutdownHandle};
 use acp_runtime::client::{AutoAllow, ClientOptions};
-use acp_runtime::host::FsHost;
 use common::proxy::{Accepted, counting_proxy};
 use common::*;
 
@@ -19,18 +17,7 @@ const TOKEN: &str = "s3cret";
 
 /// Our server (HTTP/2 beside HTTP/1.1) behind a counting proxy.
 async fn start(options: ServerOptions) -> (SocketAddr, Accepted, ShutdownHandle, smol::Task<()>) {
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-    let upstream = server.local_addr();
-    let handle = server.shutdown_handle();
-    let task = smol::spawn(async move {
-        server
-            .serve_agent(
-                |_| agent::TestAgent::default(),
-                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
-            )
-            .await
-            .unwrap();
-    });
+    let (upstream, handle, task) = serve(options);
     let (proxy, accepted) = counting_proxy(upstream).await;
     (proxy, accepted, handle, task)
 }
@@ -38,15 +25,26 @@ async fn start(options: ServerOptions) -> (SocketAddr, Accepted, ShutdownHandle,
 /// A full turn (file read, permission, file write, streamed text), a cancelled turn in a
 /// second session, and the close, over `connector`.
 async fn turns(connector: Connector, project: &Project) {
-    let options = ClientOptions::default().with_file_system(FsHost::new());
-    let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
-        .await
-        .unwrap();
-    let driver = smol::spawn(driver);
+    let (agent, driver) = connect_client(connector).await;
     full_turn(&agent, project).await;
     cancelled_turn(&agent, project).await;
     agent.close();
     within("the client driver", driver).await.unwrap();
+}
+
+/// [`turns`] with the server (`options`) behind a counting proxy, over the connector made for
+/// the proxy's address, then the server's shutdown; returns how many TCP connections it took.
+async fn turns_through(
+    options: ServerOptions,
+    project: &str,
+    connector: impl FnOnce(SocketAddr) -> Connector,
+) -> usize {
+    let (proxy, accepted, shutdown, server) = start(options).await;
+    let project = Project::new(project);
+    turns(connector(proxy), &project).await;
+    shutdown.shutdown();
+    within("the server", server).await;
+    accepted.get()
 }
 
 /// h2c with prior knowledge, with a bearer token: every POST (the client's answers to the
@@ -56,16 +54,31 @@ async fn turns(connector: Connector, project: &Project) {
 fn a_full_turn_over_h2c_takes_one_tcp_connection() {
     smol::block_on(async {
         let options = ServerOptions::default().with_bearer_token(TOKEN);
-        let (proxy, accepted, shutdown, server) = start(options).await;
-        let project = Project::new("h2c-client");
-        let connector = Connector::new(format!("http://{proxy}/acp"))
-            .with_bearer_token(TOKEN)
-            .with_http2_prior_knowledge();
-        turns(connector, &project).await;
-        shutdown.shutdown();
-        within("the server", server).await;
-        assert_eq!(accepted.get(), 1);
+        let used = turns_through(options, "h2c-client", |proxy| {
+            Connector::new(format!("http://{proxy}/acp"))
+                .with_bearer_token(TOKEN)
+                .with_http2_prior_knowledge()
+        })
+        .await;
+        assert_eq!(used, 1);
     });
+}
+
+/// Connects with `connector` (default client options) and returns the error `initialize`
+/// fails with; `expected` says why it should.
+async fn initialize_error(connector: Connector, expected: &str) -> String {
+    let (agent, driver) = within(
+        "connect",
+        connector.connect_client(AutoAllow, ClientOptions::default()),
+    )
+    .await
+    .unwrap();
+    let driver = smol::spawn(driver);
+    let error = within("initialize", agent.initialize())
+        .await
+        .expect_err(expected);
+    let _ = within("the client driver", driver).await;
+    error.to_string()
 }
 
 /// A refused `initialize` over HTTP/2 fails locally with the status, as over HTTP/1.1.
@@ -80,19 +93,8 @@ fn a_refused_connection_over_h2c() {
             if let Some(token) = token {
                 connector = connector.with_bearer_token(token);
             }
-            let (agent, driver) = within(
-                "connect",
-                connector.connect_client(AutoAllow, ClientOptions::default()),
-            )
-            .await
-            .unwrap();
-            let driver = smol::spawn(driver);
-            let error = within("initialize", agent.initialize())
-                .await
-                .expect_err("initialize without the token");
-            let text = error.to_string();
+            let text = initialize_error(connector, "initialize without the token").await;
             assert!(text.contains("HTTP 401"), "{text}");
-            let _ = within("the client driver", driver).await;
         }
         shutdown.shutdown();
         within("the server", server).await;
@@ -109,18 +111,8 @@ fn the_message_size_limit_holds_over_h2c() {
         let connector = Connector::new(format!("http://{proxy}/acp"))
             .with_http2_prior_knowledge()
             .with_max_message_size(64);
-        let (agent, driver) = within(
-            "connect",
-            connector.connect_client(AutoAllow, ClientOptions::default()),
-        )
-        .await
-        .unwrap();
-        let driver = smol::spawn(driver);
-        let error = within("initialize", agent.initialize())
-            .await
-            .expect_err("an answer beyond the limit");
-        assert!(error.to_string().contains("too large"), "{error}");
-        let _ = within("the client driver", driver).await;
+        let text = initialize_error(connector, "an answer beyond the limit").await;
+        assert!(text.contains("too large"), "{text}");
         shutdown.shutdown();
         within("the server", server).await;
     });
@@ -252,8 +244,10 @@ mod tls {
         format!("{}/tests/tls/{name}", env!("CARGO_MANIFEST_DIR"))
     }
 
-    fn trust() -> TlsClientConfig {
-        TlsClientConfig::with_root_pem_file(file("ca.pem")).unwrap()
+    /// An `https://` connector to `proxy` that trusts the tests' CA.
+    fn https(proxy: SocketAddr) -> Connector {
+        let trust = TlsClientConfig::with_root_pem_file(file("ca.pem")).unwrap();
+        Connector::new(format!("https://{proxy}/acp")).with_tls(trust)
     }
 
     /// `https://`: ALPN offers `h2`, our server (built with `http2`) picks it, and one TCP
@@ -263,14 +257,9 @@ mod tls {
         smol::block_on(async {
             let tls =
                 TlsServerConfig::from_pem_files(file("server.pem"), file("server.key")).unwrap();
-            let (proxy, accepted, shutdown, server) =
-                start(ServerOptions::default().with_tls(tls)).await;
-            let project = Project::new("h2-alpn-client");
-            let connector = Connector::new(format!("https://{proxy}/acp")).with_tls(trust());
-            turns(connector, &project).await;
-            shutdown.shutdown();
-            within("the server", server).await;
-            assert_eq!(accepted.get(), 1);
+            let options = ServerOptions::default().with_tls(tls);
+            let used = turns_through(options, "h2-alpn-client", https).await;
+            assert_eq!(used, 1);
         });
     }
 
@@ -294,16 +283,10 @@ mod tls {
                 .unwrap();
             assert!(config.alpn_protocols.is_empty());
             let tls = TlsServerConfig::from_rustls(Arc::new(config));
-            let (proxy, accepted, shutdown, server) =
-                start(ServerOptions::default().with_tls(tls)).await;
-            let project = Project::new("h1-fallback-client");
-            let connector = Connector::new(format!("https://{proxy}/acp")).with_tls(trust());
-            turns(connector, &project).await;
-            shutdown.shutdown();
-            within("the server", server).await;
+            let options = ServerOptions::default().with_tls(tls);
+            let used = turns_through(options, "h1-fallback-client", https).await;
             // The POSTs', the connection's stream, two sessions' streams; the POSTs' socket
             // may be replaced once if it sat idle (it is reused within 2 s of an answer).
-            let used = accepted.get();
             assert!((4..=5).contains(&used), "{used} TCP connections");
         });
     }

@@ -9,8 +9,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use acp_remote::{Server, ServerOptions, ShutdownHandle};
-use acp_runtime::agent::AgentOptions;
+use acp_remote::{ServerOptions, ShutdownHandle};
 use common::http_client::{post, send};
 use common::*;
 
@@ -21,20 +20,7 @@ fn start() -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
 }
 
 fn start_with(options: ServerOptions) -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
-    let options = options.with_bearer_token("s3cret").with_allowed_origin(IDE);
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-    let addr = server.local_addr();
-    let handle = server.shutdown_handle();
-    let task = smol::spawn(async move {
-        server
-            .serve_agent(
-                |_| agent::TestAgent::default(),
-                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
-            )
-            .await
-            .unwrap();
-    });
-    (addr, handle, task)
+    serve(options.with_bearer_token("s3cret").with_allowed_origin(IDE))
 }
 
 const INITIALIZE: &str =

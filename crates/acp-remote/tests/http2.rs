@@ -5,156 +5,27 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
-use acp_remote::{Server, ServerOptions, ShutdownHandle};
-use acp_runtime::agent::AgentOptions;
+use acp_remote::ServerOptions;
 use common::h2_client::H2;
+use common::wire::{INITIALIZE, WaitSession, Wire::Http2, full_turn_by_hand, initialize};
 use common::*;
-use serde_json::{Value, json};
-
-fn start(options: ServerOptions) -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-    let addr = server.local_addr();
-    let handle = server.shutdown_handle();
-    let task = smol::spawn(async move {
-        server
-            .serve_agent(
-                |_| agent::TestAgent::default(),
-                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
-            )
-            .await
-            .unwrap();
-    });
-    (addr, handle, task)
-}
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true}}}}"#;
-
-/// POSTs `initialize`; returns the connection id.
-async fn initialize(h2: &H2, auth: &[(&str, &str)]) -> String {
-    let answer = h2.post(auth, INITIALIZE).await;
-    assert_eq!(answer.status, 200, "{answer:?}");
-    assert_eq!(answer.json()["result"]["agentInfo"]["name"], agent::NAME);
-    answer.header("acp-connection-id").unwrap().to_owned()
-}
+use serde_json::json;
 
 /// The RFD's message flow on one HTTP/2 connection: `initialize`, both SSE streams open while
 /// the POSTs go (session/new, a prompt whose turn streams updates and asks for a file read, a
 /// permission and a file write, answered by POSTs on the same connection), a cancelled turn,
-/// DELETE.
+/// DELETE. A counting proxy in front of the server says it took one TCP connection.
 #[test]
 fn a_full_turn_over_h2c_on_one_tcp_connection() {
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
+        let (addr, shutdown, server) = serve(ServerOptions::default());
         let project = Project::new("h2-turn");
-        let h2 = H2::connect(addr).await;
-        let conn = initialize(&h2, &[]).await;
-        let c = [("Acp-Connection-Id", conn.as_str())];
-        let mut connection_stream = h2.sse(&c).await;
-        assert_eq!(connection_stream.status, 200);
-        assert_eq!(
-            connection_stream.headers["content-type"],
-            "text/event-stream"
-        );
-
-        let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-            "params": {"cwd": project.0, "mcpServers": []}});
-        assert_eq!(h2.post(&c, &new.to_string()).await.status, 202);
-        let answer = within("session/new", connection_stream.next())
-            .await
-            .unwrap();
-        assert_eq!(answer["id"], 1, "{answer}");
-        let session = answer["result"]["sessionId"].as_str().unwrap().to_owned();
-
-        let cs = [
-            ("Acp-Connection-Id", conn.as_str()),
-            ("Acp-Session-Id", session.as_str()),
-        ];
-        let mut session_stream = h2.sse(&cs).await;
-        assert_eq!(session_stream.status, 200);
-        let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "Summarize my notes"}]}});
-        assert_eq!(h2.post(&cs, &prompt.to_string()).await.status, 202);
-
-        let mut text = String::new();
-        let mut asked = Vec::new();
-        let response = loop {
-            let event = within("an event", session_stream.next()).await.unwrap();
-            let answer = |result: Value| {
-                json!({"jsonrpc": "2.0", "id": event["id"], "result": result}).to_string()
-            };
-            match event["method"].as_str() {
-                Some("session/update") => {
-                    let update = &event["params"]["update"];
-                    if update["sessionUpdate"] == "agent_message_chunk" {
-                        text.push_str(update["content"]["text"].as_str().unwrap());
-                    }
-                }
-                Some(method @ "fs/read_text_file") => {
-                    asked.push(method.to_owned());
-                    let path = event["params"]["path"].as_str().unwrap();
-                    let content = std::fs::read_to_string(path).unwrap();
-                    let reply = answer(json!({"content": content}));
-                    assert_eq!(h2.post(&c, &reply).await.status, 400, "no session named");
-                    assert_eq!(h2.post(&cs, &reply).await.status, 202);
-                }
-                Some(method @ "session/request_permission") => {
-                    asked.push(method.to_owned());
-                    let outcome = json!({"outcome": {"outcome": "selected", "optionId": "allow"}});
-                    assert_eq!(h2.post(&cs, &answer(outcome)).await.status, 202);
-                }
-                Some(method @ "fs/write_text_file") => {
-                    asked.push(method.to_owned());
-                    let params = &event["params"];
-                    std::fs::write(
-                        params["path"].as_str().unwrap(),
-                        params["content"].as_str().unwrap(),
-                    )
-                    .unwrap();
-                    assert_eq!(h2.post(&cs, &answer(json!({}))).await.status, 202);
-                }
-                Some(other) => panic!("unexpected request {other}: {event}"),
-                None => break event,
-            }
-        };
-        assert_eq!(response["id"], 2, "{response}");
-        assert_eq!(response["result"]["stopReason"], "end_turn");
-        assert_eq!(text, "Done: 3 lines.");
-        assert_eq!(
-            asked,
-            [
-                "fs/read_text_file",
-                "session/request_permission",
-                "fs/write_text_file"
-            ]
-        );
-        assert_eq!(
-            std::fs::read_to_string(project.0.join("summary.txt")).unwrap(),
-            "3 lines of notes\n"
-        );
-
-        let wait = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});
-        assert_eq!(h2.post(&cs, &wait.to_string()).await.status, 202);
-        let first = within("waiting", session_stream.next()).await.unwrap();
-        assert_eq!(first["method"], "session/update", "{first}");
-        let cancel =
-            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
-        assert_eq!(h2.post(&cs, &cancel.to_string()).await.status, 202);
-        let end = within("the cancelled turn", session_stream.next())
-            .await
-            .unwrap();
-        assert_eq!(end["id"], 3, "{end}");
-        assert_eq!(end["result"]["stopReason"], "cancelled");
-
-        assert_eq!(h2.send("DELETE", &c, "").await.status, 202);
-        assert!(connection_stream.next().await.is_none());
-        assert!(session_stream.next().await.is_none());
-        assert_eq!(h2.post(&cs, &cancel.to_string()).await.status, 404);
-
+        let (proxy, accepted) = proxy::counting_proxy(addr).await;
+        let h2 = H2::connect(proxy).await;
+        full_turn_by_hand(Http2(&h2), &project, WaitSession::HeaderToo).await;
         shutdown.shutdown();
         within("the server", server).await;
+        assert_eq!(accepted.get(), 1);
     });
 }
 
@@ -163,11 +34,11 @@ fn a_full_turn_over_h2c_on_one_tcp_connection() {
 #[test]
 fn streams_of_many_connections_share_one_tcp_connection() {
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
+        let (addr, shutdown, server) = serve(ServerOptions::default());
         let h2 = H2::connect(addr).await;
         let mut clients = Vec::new();
         for _ in 0..8 {
-            let conn = initialize(&h2, &[]).await;
+            let conn = initialize(Http2(&h2), &[]).await;
             let stream = h2.sse(&[("Acp-Connection-Id", conn.as_str())]).await;
             assert_eq!(stream.status, 200);
             clients.push((conn, stream));
@@ -202,9 +73,9 @@ fn streams_of_many_connections_share_one_tcp_connection() {
 fn status_codes_over_h2_are_those_of_http1() {
     smol::block_on(async {
         let options = ServerOptions::default().with_max_message_size(1024);
-        let (addr, shutdown, server) = start(options);
+        let (addr, shutdown, server) = serve(options);
         let h2 = H2::connect(addr).await;
-        let conn = initialize(&h2, &[]).await;
+        let conn = initialize(Http2(&h2), &[]).await;
         let c = [("Acp-Connection-Id", conn.as_str())];
         let ping = r#"{"jsonrpc":"2.0","method":"$/ping"}"#;
 
@@ -253,13 +124,13 @@ fn the_policy_holds_on_every_stream() {
             head.header("host") == Some("localhost")
                 && matches!(head.bearer_token(), Some("alice" | "bob"))
         });
-        let (addr, shutdown, server) = start(options);
+        let (addr, shutdown, server) = serve(options);
         let h2 = H2::connect(addr).await;
         let answer = h2.post(&[], INITIALIZE).await;
         assert_eq!(answer.status, 401);
         assert_eq!(answer.header("www-authenticate"), Some("Bearer"));
         let alice = [("Authorization", "Bearer alice")];
-        let conn = initialize(&h2, &alice).await;
+        let conn = initialize(Http2(&h2), &alice).await;
         let as_bob = [
             ("Authorization", "Bearer bob"),
             ("Acp-Connection-Id", conn.as_str()),
@@ -282,9 +153,9 @@ fn unused_connections_are_closed() {
     smol::block_on(async {
         let options =
             ServerOptions::default().with_handshake_timeout(std::time::Duration::from_millis(300));
-        let (addr, shutdown, server) = start(options);
+        let (addr, shutdown, server) = serve(options);
         let busy = H2::connect(addr).await;
-        let conn = initialize(&busy, &[]).await;
+        let conn = initialize(Http2(&busy), &[]).await;
         let stream = busy.sse(&[("Acp-Connection-Id", conn.as_str())]).await;
         assert_eq!(stream.status, 200);
         let unused = H2::connect(addr).await;
@@ -314,7 +185,7 @@ fn h2_over_tls_by_alpn() {
     let file = |name: &str| format!("{}/tests/tls/{name}", env!("CARGO_MANIFEST_DIR"));
     smol::block_on(async {
         let tls = TlsServerConfig::from_pem_files(file("server.pem"), file("server.key")).unwrap();
-        let (addr, shutdown, server) = start(ServerOptions::default().with_tls(tls));
+        let (addr, shutdown, server) = serve(ServerOptions::default().with_tls(tls));
 
         let mut roots = RootCertStore::empty();
         for cert in CertificateDer::pem_file_iter(file("ca.pem")).unwrap() {
@@ -336,7 +207,7 @@ fn h2_over_tls_by_alpn() {
         assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
 
         let h2 = H2::over(stream).await;
-        let conn = initialize(&h2, &[]).await;
+        let conn = initialize(Http2(&h2), &[]).await;
         let c = [("Acp-Connection-Id", conn.as_str())];
         let mut stream = h2.sse(&c).await;
         assert_eq!(stream.status, 200);

@@ -6,159 +6,17 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
-use acp_remote::{Server, ServerOptions, ShutdownHandle};
-use acp_runtime::agent::AgentOptions;
+use acp_remote::{Connector, ServerOptions};
 use common::http_client::{Sse, post, send};
+use common::wire::{INITIALIZE, WaitSession, Wire::Http1, full_turn_by_hand, initialize};
 use common::*;
-use serde_json::{Value, json};
-
-fn start(options: ServerOptions) -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-    let addr = server.local_addr();
-    let handle = server.shutdown_handle();
-    let task = smol::spawn(async move {
-        server
-            .serve_agent(
-                |_| agent::TestAgent::default(),
-                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
-            )
-            .await
-            .unwrap();
-    });
-    (addr, handle, task)
-}
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true}}}}"#;
-
-/// POSTs `initialize`; returns the connection id.
-async fn initialize(addr: SocketAddr, auth: &[(&str, &str)]) -> String {
-    let answer = post(addr, auth, INITIALIZE).await;
-    assert_eq!(answer.status, 200, "{answer:?}");
-    assert_eq!(answer.json()["id"], 0);
-    assert_eq!(answer.json()["result"]["agentInfo"]["name"], agent::NAME);
-    answer.header("acp-connection-id").unwrap().to_owned()
-}
 
 #[test]
 fn a_full_turn_over_streamable_http() {
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
+        let (addr, shutdown, server) = serve(ServerOptions::default());
         let project = Project::new("http-turn");
-        let conn = initialize(addr, &[]).await;
-        let c = [("Acp-Connection-Id", conn.as_str())];
-        let mut connection_stream = Sse::open(addr, &c).await;
-        assert_eq!(connection_stream.status, 200);
-
-        let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-            "params": {"cwd": project.0, "mcpServers": []}});
-        assert_eq!(post(addr, &c, &new.to_string()).await.status, 202);
-        let answer = within("session/new", connection_stream.next())
-            .await
-            .unwrap();
-        assert_eq!(answer["id"], 1, "{answer}");
-        let session = answer["result"]["sessionId"].as_str().unwrap().to_owned();
-
-        let cs = [
-            ("Acp-Connection-Id", conn.as_str()),
-            ("Acp-Session-Id", session.as_str()),
-        ];
-        let mut session_stream = Sse::open(addr, &cs).await;
-        assert_eq!(session_stream.status, 200);
-        let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "Summarize my notes"}]}});
-        assert_eq!(post(addr, &cs, &prompt.to_string()).await.status, 202);
-
-        let mut text = String::new();
-        let mut asked = Vec::new();
-        let response = loop {
-            let event = within("an event", session_stream.next()).await.unwrap();
-            let answer = |result: Value| {
-                json!({"jsonrpc": "2.0", "id": event["id"], "result": result}).to_string()
-            };
-            match event["method"].as_str() {
-                Some("session/update") => {
-                    let update = &event["params"]["update"];
-                    if update["sessionUpdate"] == "agent_message_chunk" {
-                        text.push_str(update["content"]["text"].as_str().unwrap());
-                    }
-                }
-                Some(method @ "fs/read_text_file") => {
-                    asked.push(method.to_owned());
-                    let path = event["params"]["path"].as_str().unwrap();
-                    let content = std::fs::read_to_string(path).unwrap();
-                    let reply = answer(json!({"content": content}));
-                    // An answer to a request asked in a session must name it.
-                    assert_eq!(post(addr, &c, &reply).await.status, 400);
-                    assert_eq!(post(addr, &cs, &reply).await.status, 202);
-                }
-                Some(method @ "session/request_permission") => {
-                    asked.push(method.to_owned());
-                    let outcome = json!({"outcome": {"outcome": "selected", "optionId": "allow"}});
-                    assert_eq!(post(addr, &cs, &answer(outcome)).await.status, 202);
-                }
-                Some(method @ "fs/write_text_file") => {
-                    asked.push(method.to_owned());
-                    let params = &event["params"];
-                    std::fs::write(
-                        params["path"].as_str().unwrap(),
-                        params["content"].as_str().unwrap(),
-                    )
-                    .unwrap();
-                    assert_eq!(post(addr, &cs, &answer(json!({}))).await.status, 202);
-                }
-                Some(other) => panic!("unexpected request {other}: {event}"),
-                None => break event,
-            }
-        };
-        assert_eq!(response["id"], 2, "{response}");
-        assert_eq!(response["result"]["stopReason"], "end_turn");
-        assert_eq!(text, "Done: 3 lines.");
-        assert_eq!(
-            asked,
-            [
-                "fs/read_text_file",
-                "session/request_permission",
-                "fs/write_text_file"
-            ]
-        );
-        assert_eq!(
-            std::fs::read_to_string(project.0.join("summary.txt")).unwrap(),
-            "3 lines of notes\n"
-        );
-
-        // A cancelled turn: the session comes from `params.sessionId` alone this time (the
-        // SDKs disagree on whether the header is required; both are accepted).
-        let wait = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});
-        assert_eq!(post(addr, &c, &wait.to_string()).await.status, 202);
-        let first = within("waiting", session_stream.next()).await.unwrap();
-        assert_eq!(first["method"], "session/update", "{first}");
-        let cancel =
-            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
-        assert_eq!(post(addr, &cs, &cancel.to_string()).await.status, 202);
-        let end = within("the cancelled turn", session_stream.next())
-            .await
-            .unwrap();
-        assert_eq!(end["id"], 3, "{end}");
-        assert_eq!(end["result"]["stopReason"], "cancelled");
-
-        // DELETE ends the connection: its streams end, its id is gone.
-        assert_eq!(send(addr, "DELETE", &c, "").await.status, 202);
-        assert!(
-            within("the stream's end", connection_stream.next())
-                .await
-                .is_none()
-        );
-        assert!(
-            within("the stream's end", session_stream.next())
-                .await
-                .is_none()
-        );
-        assert_eq!(post(addr, &cs, &cancel.to_string()).await.status, 404);
-        assert_eq!(send(addr, "DELETE", &c, "").await.status, 404);
-
+        full_turn_by_hand(Http1(addr), &project, WaitSession::ParamsAlone).await;
         shutdown.shutdown();
         within("the server", server).await;
     });
@@ -167,8 +25,8 @@ fn a_full_turn_over_streamable_http() {
 #[test]
 fn status_codes_follow_the_rfd() {
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
-        let conn = initialize(addr, &[]).await;
+        let (addr, shutdown, server) = serve(ServerOptions::default());
+        let conn = initialize(Http1(addr), &[]).await;
         let c = [("Acp-Connection-Id", conn.as_str())];
         let ping = r#"{"jsonrpc":"2.0","method":"$/ping"}"#;
 
@@ -242,10 +100,10 @@ fn a_connection_id_is_useless_to_another_client() {
     smol::block_on(async {
         let options = ServerOptions::default()
             .with_authenticator(|head| matches!(head.bearer_token(), Some("alice" | "bob")));
-        let (addr, shutdown, server) = start(options);
+        let (addr, shutdown, server) = serve(options);
         let alice = [("Authorization", "Bearer alice")];
         assert_eq!(post(addr, &[], INITIALIZE).await.status, 401);
-        let conn = initialize(addr, &alice).await;
+        let conn = initialize(Http1(addr), &alice).await;
 
         let as_bob = [
             ("Authorization", "Bearer bob"),
@@ -279,8 +137,8 @@ fn a_connection_id_is_useless_to_another_client() {
 #[test]
 fn shutdown_ends_http_connections() {
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
-        let conn = initialize(addr, &[]).await;
+        let (addr, shutdown, server) = serve(ServerOptions::default());
+        let conn = initialize(Http1(addr), &[]).await;
         let mut stream = Sse::open(addr, &[("Acp-Connection-Id", conn.as_str())]).await;
         shutdown.shutdown();
         assert!(within("the stream's end", stream.next()).await.is_none());
@@ -292,18 +150,10 @@ fn shutdown_ends_http_connections() {
 /// full turn and cancelled turn as over WebSocket.
 #[test]
 fn the_runtime_client_over_streamable_http() {
-    use acp_remote::Connector;
-    use acp_runtime::client::{AutoAllow, ClientOptions};
-    use acp_runtime::host::FsHost;
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
+        let (addr, shutdown, server) = serve(ServerOptions::default());
         let project = Project::new("http-client-turn");
-        let connector = Connector::new(format!("http://{addr}/acp"));
-        let options = ClientOptions::default().with_file_system(FsHost::new());
-        let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
-            .await
-            .unwrap();
-        let driver = smol::spawn(driver);
+        let (agent, driver) = connect_client(Connector::new(format!("http://{addr}/acp"))).await;
         full_turn(&agent, &project).await;
         cancelled_turn(&agent, &project).await;
         // A second session on the same connection gets its own stream.
@@ -336,19 +186,11 @@ async fn full_turn_again(agent: &acp_runtime::client::AgentHandle, project: &Pro
 /// POSTs', and the connection's and the session's SSE streams.
 #[test]
 fn posts_share_one_kept_alive_socket() {
-    use acp_remote::Connector;
-    use acp_runtime::client::{AutoAllow, ClientOptions};
-    use acp_runtime::host::FsHost;
     smol::block_on(async {
-        let (addr, shutdown, server) = start(ServerOptions::default());
+        let (addr, shutdown, server) = serve(ServerOptions::default());
         let (proxy, accepted) = proxy::counting_proxy(addr).await;
         let project = Project::new("http-keep-alive");
-        let connector = Connector::new(format!("http://{proxy}/acp"));
-        let options = ClientOptions::default().with_file_system(FsHost::new());
-        let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
-            .await
-            .unwrap();
-        let driver = smol::spawn(driver);
+        let (agent, driver) = connect_client(Connector::new(format!("http://{proxy}/acp"))).await;
         full_turn(&agent, &project).await;
         assert_eq!(accepted.get(), 3);
         agent.close();

@@ -7,7 +7,6 @@ mod common;
 use std::time::Duration;
 
 use acp_remote::{ConnectError, Connector, Server, ServerOptions};
-use acp_runtime::agent::AgentOptions;
 use acp_runtime::client::{AgentHandle, AutoAllow, ClientOptions};
 use acp_runtime::host::{FsHost, TerminalHost};
 use acp_types::*;
@@ -19,16 +18,7 @@ use futures_lite::StreamExt;
 fn start(options: ServerOptions) -> (String, acp_remote::ShutdownHandle, smol::Task<()>) {
     let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
     let url = server.url();
-    let handle = server.shutdown_handle();
-    let task = smol::spawn(async move {
-        server
-            .serve_agent(
-                |_| agent::TestAgent::default(),
-                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
-            )
-            .await
-            .unwrap();
-    });
+    let (handle, task) = serve_bound(server);
     (url, handle, task)
 }
 

@@ -15,6 +15,7 @@ use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper::client::conn::http2::SendRequest;
 use hyper::rt::ReadBufCursor;
 
+use super::http_client::take_event;
 use super::within;
 
 pub struct Io<S>(pub S);
@@ -206,16 +207,8 @@ impl Sse {
     /// The next event's JSON, skipping comments; `None` when the stream ends.
     pub async fn next(&mut self) -> Option<serde_json::Value> {
         loop {
-            if let Some(end) = self.text.find("\n\n") {
-                let event: String = self.text.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data: "))
-                    .collect();
-                if data.is_empty() {
-                    continue;
-                }
-                return Some(serde_json::from_str(&data.join("\n")).unwrap());
+            if let Some(event) = take_event(&mut self.text) {
+                return Some(event);
             }
             match within("SSE data", next_frame(&mut self.body)).await {
                 None | Some(Err(_)) => return None,

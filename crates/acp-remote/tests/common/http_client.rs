@@ -59,17 +59,23 @@ pub async fn send(
         .unwrap();
     let text = String::from_utf8(raw).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let (status, headers) = parse_head(head);
+    Response {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// The status and the header lines of an answer's head.
+fn parse_head(head: &str) -> (u16, Vec<(String, String)>) {
     let mut lines = head.split("\r\n");
     let status = lines.next().unwrap()[9..12].parse().unwrap();
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
         .collect();
-    Response {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    (status, headers)
 }
 
 /// POSTs a JSON body.
@@ -85,6 +91,7 @@ pub struct Sse {
     raw: Vec<u8>,
     text: String,
     pub status: u16,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Sse {
@@ -102,6 +109,7 @@ impl Sse {
             raw: Vec::new(),
             text: String::new(),
             status: 0,
+            headers: Vec::new(),
         };
         while !sse.raw.windows(4).any(|w| w == b"\r\n\r\n") {
             if !sse.fill().await {
@@ -109,8 +117,8 @@ impl Sse {
             }
         }
         let end = sse.raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        let head = String::from_utf8_lossy(&sse.raw[..end]).into_owned();
-        sse.status = head[9..12].parse().unwrap();
+        let head = String::from_utf8_lossy(&sse.raw[..end - 4]).into_owned();
+        (sse.status, sse.headers) = parse_head(&head);
         sse.raw.drain(..end);
         sse
     }
@@ -141,16 +149,8 @@ impl Sse {
     /// The next event's JSON, skipping comments; `None` when the stream ends.
     pub async fn next(&mut self) -> Option<serde_json::Value> {
         loop {
-            if let Some(end) = self.text.find("\n\n") {
-                let event: String = self.text.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data: "))
-                    .collect();
-                if data.is_empty() {
-                    continue;
-                }
-                return Some(serde_json::from_str(&data.join("\n")).unwrap());
+            if let Some(event) = take_event(&mut self.text) {
+                return Some(event);
             }
             match self.decode() {
                 Some(true) => continue,
@@ -163,4 +163,20 @@ impl Sse {
             }
         }
     }
+}
+
+/// Takes the first complete event's JSON out of decoded SSE `text`, skipping comments; `None`
+/// until a whole event has arrived. Shared with the HTTP/2 client's streams.
+pub fn take_event(text: &mut String) -> Option<serde_json::Value> {
+    while let Some(end) = text.find("\n\n") {
+        let event: String = text.drain(..end + 2).collect();
+        let data: Vec<&str> = event
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .collect();
+        if !data.is_empty() {
+            return Some(serde_json::from_str(&data.join("\n")).unwrap());
+        }
+    }
+    None
 }

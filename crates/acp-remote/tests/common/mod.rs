@@ -1,16 +1,21 @@
-//! What the tests share: the demo agent's full turn, scratch projects, a watchdog, and raw
-//! HTTP for the refusals.
+//! What the tests share: the test agent's server, the demo agent's full turn, scratch
+//! projects, a watchdog, and raw HTTP for the refusals.
 #![allow(dead_code)]
 
 pub mod agent;
 pub mod h2_client;
 pub mod http_client;
 pub mod proxy;
+pub mod wire;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use acp_runtime::client::AgentHandle;
+use acp_remote::{Connector, Server, ServerOptions, ShutdownHandle};
+use acp_runtime::agent::AgentOptions;
+use acp_runtime::client::{AgentHandle, AutoAllow, ClientOptions};
+use acp_runtime::host::FsHost;
 use acp_types::*;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
@@ -21,6 +26,45 @@ pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>)
         panic!("timed out: {what}")
     })
     .await
+}
+
+/// The test agent served with `options` on a loopback port: its address, the server's
+/// shutdown handle, and the serving task (it ends when `serve_agent` returns).
+pub fn serve(options: ServerOptions) -> (SocketAddr, ShutdownHandle, smol::Task<()>) {
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+    let addr = server.local_addr();
+    let (handle, task) = serve_bound(server);
+    (addr, handle, task)
+}
+
+/// The test agent served on `server`: its shutdown handle and the serving task.
+pub fn serve_bound(server: Server) -> (ShutdownHandle, smol::Task<()>) {
+    let handle = server.shutdown_handle();
+    let task = smol::spawn(async move {
+        server
+            .serve_agent(
+                |_| agent::TestAgent::default(),
+                AgentOptions::default().with_info(agent::NAME, "0.0.0"),
+            )
+            .await
+            .unwrap();
+    });
+    (handle, task)
+}
+
+/// The runtime's client with a file system (permissions allowed), connected by `connector`,
+/// and the task of its driver.
+pub async fn connect_client(
+    connector: Connector,
+) -> (
+    AgentHandle,
+    smol::Task<Result<(), acp_jsonrpc::ConnectionError>>,
+) {
+    let options = ClientOptions::default().with_file_system(FsHost::new());
+    let (agent, driver) = within("connect", connector.connect_client(AutoAllow, options))
+        .await
+        .unwrap();
+    (agent, smol::spawn(driver))
 }
 
 /// A scratch project with `notes.txt`, removed on drop.
