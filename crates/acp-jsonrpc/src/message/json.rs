@@ -356,49 +356,48 @@ impl Compound<'_> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Unhandled;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unhandled> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Unhandled> {
-        self.close()
-    }
+// serde asks for one trait per kind of compound; each is an element list or a field list.
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Unhandled;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unhandled> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Unhandled> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Unhandled;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unhandled> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Unhandled> {
-        self.close()
-    }
+macro_rules! fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Unhandled;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Unhandled> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<(), Unhandled> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unhandled;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unhandled> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Unhandled> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unhandled;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unhandled> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Unhandled> {
-        self.close()
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+fields!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -414,36 +413,6 @@ impl ser::SerializeMap for Compound<'_> {
         value.serialize(Writer {
             out: &mut *self.out,
         })
-    }
-    fn end(self) -> Result<(), Unhandled> {
-        self.close()
-    }
-}
-
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unhandled;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Unhandled> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Unhandled> {
-        self.close()
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unhandled;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Unhandled> {
-        self.field(key, value)
     }
     fn end(self) -> Result<(), Unhandled> {
         self.close()
