@@ -1,74 +1,16 @@
 //! End-to-end tests of the `acp` binary: against the bundled demo agent, and against small
 //! agents scripted in `sh` that print JSON-RPC lines.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
-const ACP: &str = env!("CARGO_BIN_EXE_acp");
+mod common;
 
-/// A fresh scratch directory holding the demo's `notes.txt`, unique per call: tests run
-/// concurrently and several share a `name`, so one must never delete another's directory.
-fn scratch(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("acp-cli-test-{}-{name}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("notes.txt"),
-        "buy milk\nship the release\ncall Ada\n",
-    )
-    .unwrap();
-    dir
-}
+use common::{ACP, finish, finish_with, interrupt, run, scratch, start_turn, text};
 
 fn acp(args: &[&str]) -> Output {
-    let mut child = Command::new(ACP)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run acp");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let stdout = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = out.read_to_end(&mut bytes);
-        bytes
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = err.read_to_end(&mut bytes);
-        bytes
-    });
-    let status = wait_at_most(&mut child, Duration::from_secs(60));
-    Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
-/// Waits for the child; kills it and fails the test when it runs longer than `limit`.
-fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    run(Command::new(ACP).args(args).stdin(Stdio::null()))
 }
 
 fn cwd_arg(dir: &Path) -> String {
@@ -428,46 +370,11 @@ fn slow_agent(ignore_cancel: bool) -> String {
 /// Starts acp on the slow agent and waits until the turn has started (its chunk is out).
 fn start_slow(ignore_cancel: bool) -> (Child, BufReader<std::process::ChildStdout>) {
     let script = slow_agent(ignore_cancel);
-    let mut child = Command::new(ACP)
-        .args(["--yes", "--json", "-p", "hi", "-p", "never sent", "--"])
-        .args(["sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert!(line.contains("working"), "{line}");
-    (child, stdout)
-}
-
-fn interrupt(child: &Child) {
-    // SAFETY: sends a signal to our own child.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-}
-
-/// Waits for the child to exit (at most 30 s) and returns its status and the rest of stdout.
-fn finish(
-    mut child: Child,
-    stdout: BufReader<std::process::ChildStdout>,
-) -> (Option<i32>, String, String) {
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    finish_with(child, stdout, stderr)
-}
-
-fn finish_with(
-    mut child: Child,
-    mut stdout: BufReader<std::process::ChildStdout>,
-    mut stderr_reader: BufReader<std::process::ChildStderr>,
-) -> (Option<i32>, String, String) {
-    let status = wait_at_most(&mut child, Duration::from_secs(60));
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).unwrap();
-    let mut stderr = String::new();
-    stderr_reader.read_to_string(&mut stderr).unwrap();
-    (status.code(), rest, stderr)
+    start_turn(
+        Command::new(ACP)
+            .args(["--yes", "--json", "-p", "hi", "-p", "never sent", "--"])
+            .args(["sh", "-c", &script]),
+    )
 }
 
 #[test]

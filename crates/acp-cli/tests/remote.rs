@@ -2,21 +2,18 @@
 //! `acp_remote::Server` on 127.0.0.1, reached over WebSocket and Streamable HTTP URLs.
 #![cfg(unix)]
 
+mod common;
 #[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
 mod demo_agent;
 
-use std::io::Read;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use acp_remote::{Server, ServerOptions, ShutdownHandle};
 use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
 use acp_types::*;
+use common::{ACP, finish, interrupt, run, scratch, start_turn, text};
 
-const ACP: &str = env!("CARGO_BIN_EXE_acp");
 const TOKEN: &str = "s3cret-for-tests";
 
 /// An agent (the demo agent unless told) served on a port of its own, requiring [`TOKEN`];
@@ -62,25 +59,6 @@ impl Drop for AgentServer {
     }
 }
 
-/// A fresh scratch directory holding the demo's `notes.txt`, unique per call (tests run
-/// concurrently).
-fn scratch(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!(
-        "acp-cli-remote-test-{}-{name}-{n}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("notes.txt"),
-        "buy milk\nship the release\ncall Ada\n",
-    )
-    .unwrap();
-    dir
-}
-
 /// Runs `acp` with `args` and the environment variables `env` (ACP_TOKEN removed unless
 /// given), stdin closed; at most 60 s.
 fn acp(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -88,44 +66,11 @@ fn acp(args: &[&str], env: &[(&str, &str)]) -> Output {
     command
         .args(args)
         .env_remove("ACP_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stdin(Stdio::null());
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command.spawn().expect("run acp");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let stdout = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = out.read_to_end(&mut bytes);
-        bytes
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = err.read_to_end(&mut bytes);
-        bytes
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp did not exit within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    run(&mut command)
 }
 
 /// One turn of the demo agent through `url`: the permission granted by `--yes`, notes.txt
@@ -294,44 +239,26 @@ impl Agent for SlowAgent {
 /// Ctrl-C over a URL: `session/cancel` crosses the network, the turn ends `cancelled`, 130.
 #[test]
 fn ctrl_c_cancels_a_remote_turn_and_exits_130() {
-    use std::io::{BufRead, BufReader};
     let server = AgentServer::serving(|| SlowAgent);
     for scheme in ["ws", "http"] {
         let url = server.url(scheme);
-        let mut child = Command::new(ACP)
-            .args([
-                "--yes",
-                "--json",
-                "-p",
-                "hi",
-                "-p",
-                "never sent",
-                "--cwd",
-                ".",
-            ])
-            .args(["--token", TOKEN, "--", &url])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.contains("working"), "{scheme}: {line}");
-        // SAFETY: sends a signal to our own child.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-        let mut rest = String::new();
-        stdout.read_to_string(&mut rest).unwrap();
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
-        let status = child.wait().unwrap();
-        assert_eq!(status.code(), Some(130), "{scheme}: {rest}\n{stderr}");
+        let (child, stdout) = start_turn(
+            Command::new(ACP)
+                .args([
+                    "--yes",
+                    "--json",
+                    "-p",
+                    "hi",
+                    "-p",
+                    "never sent",
+                    "--cwd",
+                    ".",
+                ])
+                .args(["--token", TOKEN, "--", &url]),
+        );
+        interrupt(&child);
+        let (code, rest, stderr) = finish(child, stdout);
+        assert_eq!(code, Some(130), "{scheme}: {rest}\n{stderr}");
         assert!(rest.contains(r#"{"stopReason":"cancelled"}"#), "{rest}");
         assert!(stderr.contains("cancelling the turn"), "{stderr}");
     }
