@@ -209,6 +209,7 @@ mod error;
 pub mod fuzzing;
 mod handler;
 mod id;
+pub mod json;
 mod line_reader;
 pub mod memory;
 mod message;

@@ -15,6 +15,7 @@ mod scan;
 use decode::decode;
 pub(crate) use decode::present_owned;
 pub use decode::{DecodeError, DecodeErrorKind};
+pub(crate) use json::next_escape;
 
 /// One JSON-RPC 2.0 message.
 ///

@@ -49,36 +49,63 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// The first byte at or after `i` that JSON must escape.
+///
+/// Most strings written are short (member names, tags, ids), so no byte is looked at alone
+/// unless fewer than four remain: the tail is one last word that overlaps bytes already found
+/// clean, or two overlapping half-words.
 #[inline]
-pub(super) fn next_escape(bytes: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn next_escape(bytes: &[u8], i: usize) -> Option<usize> {
     let rest = bytes.get(i..)?;
-    // Sixteen bytes per step: one branch for two words.
-    let mut blocks = rest.chunks_exact(16);
-    for (n, block) in (&mut blocks).enumerate() {
-        let (low, high) = block.split_at(8);
-        let low = escape_mask(u64::from_le_bytes(low.try_into().expect("eight bytes")));
-        let high = escape_mask(u64::from_le_bytes(high.try_into().expect("eight bytes")));
-        if low | high != 0 {
-            let at = if low != 0 {
-                low.trailing_zeros() / 8
-            } else {
-                8 + high.trailing_zeros() / 8
-            };
-            return Some(i + n * 16 + at as usize);
+    let at = match rest.len() {
+        0..4 => rest
+            .iter()
+            .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?,
+        4..8 => {
+            let low = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
+            let high = u32::from_le_bytes(rest[rest.len() - 4..].try_into().expect("four bytes"));
+            let mask = escape_mask(u64::from(low) | u64::from(high) << 32);
+            match mask.trailing_zeros() / 8 {
+                8 => return None,
+                at @ 0..4 => at as usize,
+                at => at as usize + rest.len() - 8,
+            }
         }
-    }
-    let mut tail = blocks.remainder();
-    if let Some((word, after)) = tail.split_first_chunk::<8>() {
-        let mask = escape_mask(u64::from_le_bytes(*word));
-        if mask != 0 {
-            return Some(i + rest.len() - tail.len() + (mask.trailing_zeros() / 8) as usize);
+        _ => {
+            // Sixteen bytes per step: one branch for two words.
+            let mut blocks = rest.chunks_exact(16);
+            for (n, block) in (&mut blocks).enumerate() {
+                let (low, high) = block.split_at(8);
+                let low = escape_mask(u64::from_le_bytes(low.try_into().expect("eight bytes")));
+                let high = escape_mask(u64::from_le_bytes(high.try_into().expect("eight bytes")));
+                if low | high != 0 {
+                    let at = if low != 0 {
+                        low.trailing_zeros() / 8
+                    } else {
+                        8 + high.trailing_zeros() / 8
+                    };
+                    return Some(i + n * 16 + at as usize);
+                }
+            }
+            let tail = blocks.remainder();
+            let checked = rest.len() - tail.len();
+            if let Some(word) = tail.first_chunk::<8>() {
+                let mask = escape_mask(u64::from_le_bytes(*word));
+                if mask != 0 {
+                    return Some(i + checked + (mask.trailing_zeros() / 8) as usize);
+                }
+            }
+            if tail.is_empty() {
+                return None;
+            }
+            let last = rest.last_chunk::<8>().expect("at least eight bytes");
+            let mask = escape_mask(u64::from_le_bytes(*last));
+            if mask == 0 {
+                return None;
+            }
+            rest.len() - 8 + (mask.trailing_zeros() / 8) as usize
         }
-        tail = after;
-    }
-    let at = tail
-        .iter()
-        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
-    Some(i + rest.len() - tail.len() + at)
+    };
+    Some(i + at)
 }
 
 /// A high bit set in each byte of `word` that is a control character, `"` or `\`. Only the
@@ -566,6 +593,41 @@ mod tests {
         ] {
             same(s);
             same(&s.chars().collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn the_escape_search_finds_the_first_byte_at_every_length_and_offset() {
+        let naive = |bytes: &[u8], i: usize| {
+            let rest = bytes.get(i..)?;
+            let at = rest
+                .iter()
+                .position(|&b| b < 0x20 || b == b'"' || b == b'\\')?;
+            Some(i + at)
+        };
+        for len in 0..40 {
+            let clean = vec![b'x'; len];
+            for i in 0..=len + 1 {
+                assert_eq!(
+                    next_escape(&clean, i),
+                    naive(&clean, i),
+                    "clean {len} from {i}"
+                );
+            }
+            for (first, second) in (0..len).flat_map(|a| (a..len).map(move |b| (a, b))) {
+                for (byte_a, byte_b) in [(b'"', b'\\'), (0, 0x1f), (b'\\', b'"'), (0x1f, 0)] {
+                    let mut bytes = clean.clone();
+                    bytes[second] = byte_b;
+                    bytes[first] = byte_a;
+                    for i in 0..=len {
+                        assert_eq!(
+                            next_escape(&bytes, i),
+                            naive(&bytes, i),
+                            "{bytes:?} from {i}"
+                        );
+                    }
+                }
+            }
         }
     }
 

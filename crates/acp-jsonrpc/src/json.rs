@@ -1,0 +1,128 @@
+//! Small JSON reading helpers for hand-written fast paths over a message's raw params.
+//!
+//! A layer above this crate that decodes one very frequent shape by hand (the ACP client does so
+//! for streamed text chunks) needs to read JSON strings exactly as serde_json reads them, and
+//! quickly. [`string_at`] does: strings without escapes are found sixteen bytes per step and
+//! borrowed; strings with escapes are handed to serde_json, so that both agree on every escape.
+//!
+//! ```
+//! use acp_jsonrpc::json::{skip_whitespace, string_at};
+//!
+//! let params = r#"{ "text": "two\nlines" }"#;
+//! let key_at = skip_whitespace(params, 1);
+//! let (key, after_key) = string_at(params, key_at).unwrap();
+//! assert_eq!(key, "text");
+//! let value_at = skip_whitespace(params, skip_whitespace(params, after_key) + 1);
+//! let (value, _) = string_at(params, value_at).unwrap();
+//! assert_eq!(value, "two\nlines");
+//! ```
+
+use crate::message::next_escape;
+use std::borrow::Cow;
+
+/// Reads the JSON string whose opening quote is at byte `at` of `text`.
+///
+/// Returns its value, borrowed from `text` when the string has no escapes, and the index just
+/// past its closing quote. Returns `None` when there is no valid JSON string at `at`: no quote
+/// there, no closing quote, a raw control character, or an escape serde_json rejects.
+pub fn string_at(text: &str, at: usize) -> Option<(Cow<'_, str>, usize)> {
+    let bytes = text.as_bytes();
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let start = at + 1;
+    let mut from = start;
+    let mut escaped = false;
+    loop {
+        let stop = next_escape(bytes, from)?;
+        match bytes[stop] {
+            b'"' if !escaped => return Some((Cow::Borrowed(&text[start..stop]), stop + 1)),
+            b'"' => {
+                let value = serde_json::from_str::<String>(&text[at..=stop]).ok()?;
+                return Some((Cow::Owned(value), stop + 1));
+            }
+            // The escaped byte is never a quote that ends the string; `\u` escapes go on with
+            // hex digits, which need no escaping, and serde_json checks them in the end.
+            b'\\' => {
+                escaped = true;
+                from = stop + 2;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The index of the first byte at or after `at` that is not JSON whitespace (space, tab, line
+/// feed, carriage return); `text.len()` if there is none (or `at` itself, past the end).
+pub fn skip_whitespace(text: &str, at: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut at = at;
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plain_strings_are_borrowed() {
+        let (value, end) = string_at(r#"x"abc"y"#, 1).unwrap();
+        assert!(matches!(value, Cow::Borrowed("abc")));
+        assert_eq!(end, 6);
+    }
+
+    #[test]
+    fn escapes_are_decoded_as_serde_json_does() {
+        let text = r#""a\"b\\c\u00e9\ud83d\ude00\n""#;
+        let (value, end) = string_at(text, 0).unwrap();
+        assert_eq!(value, "a\"b\\c\u{e9}\u{1f600}\n");
+        assert_eq!(end, text.len());
+    }
+
+    #[test]
+    fn invalid_strings_are_refused() {
+        for text in [
+            "abc",
+            r#""abc"#,
+            "\"a\u{1}b\"",
+            r#""a\xb""#,
+            r#""a\ud800""#,
+            r#""\"#,
+            r#""\""#,
+            "",
+        ] {
+            assert_eq!(string_at(text, 0), None, "{text:?}");
+        }
+        assert_eq!(string_at("\"a\"", 7), None);
+    }
+
+    #[test]
+    fn whitespace_is_skipped_up_to_the_end() {
+        assert_eq!(skip_whitespace(" \t\r\n x", 0), 5);
+        assert_eq!(skip_whitespace("  ", 0), 2);
+        assert_eq!(skip_whitespace("x", 3), 3);
+    }
+
+    proptest! {
+        /// Whatever `string_at` reads, serde_json reads identically, and it reads every string
+        /// serde_json reads.
+        #[test]
+        fn agrees_with_serde_json(
+            text in r#""([a-z"\\/ \n\u{1}\u{e9}]|\\[nrtbf"\\/u]|\\u[0-9a-fA-F]{4}|\\ud83d\\ude00){0,12}"?"#,
+            trailing in "[ ,}]{0,2}",
+        ) {
+            let input = format!("{text}{trailing}");
+            let mut stream = serde_json::Deserializer::from_str(&input).into_iter::<String>();
+            let expected = stream.next().and_then(Result::ok);
+            let read = string_at(&input, 0);
+            prop_assert_eq!(read.as_ref().map(|(v, _)| v.as_ref()), expected.as_deref());
+            if let Some((_, end)) = read {
+                prop_assert_eq!(end, stream.byte_offset());
+            }
+        }
+    }
+}
