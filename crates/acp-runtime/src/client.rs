@@ -52,6 +52,7 @@ mod options;
 mod session;
 mod spawned;
 mod state;
+mod text_chunk;
 mod traffic;
 #[cfg(any(
     feature = "unstable-session-fork",

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use super::handler::Client;
 use super::state::{ClientState, SessionShared};
+use super::text_chunk;
 use super::updates::{Arrived, Routed, update_cost};
 use crate::error::{Error, Result, codes};
 use crate::host::{self, TerminalHost};
@@ -392,9 +393,14 @@ impl<C: Client> Handler for ClientDispatch<C> {
         async move {
             if notification.method() == "session/update" {
                 // The hot path of a streaming turn: decoded straight into a box, so that the
-                // large value is not moved through every layer on its way to its session.
+                // large value is not moved through every layer on its way to its session, and
+                // text chunks, nearly all of a turn's updates, without serde's visitors.
                 let params = notification.raw_params().map_or("null", |raw| raw.get());
-                let update = match serde_json::from_str::<Box<SessionNotification>>(params) {
+                let decoded = text_chunk::decode(params).map_or_else(
+                    || serde_json::from_str::<Box<SessionNotification>>(params),
+                    Ok,
+                );
+                let update = match decoded {
                     Ok(update) => Arrived::Update(update),
                     Err(error) => match undecoded(params, error) {
                         Ok(invalid) => invalid,
