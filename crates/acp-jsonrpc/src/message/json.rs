@@ -36,6 +36,11 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    if short_and_plain(bytes) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut run_start = 0;
     let mut i = 0;
     while let Some(at) = next_escape(bytes, i) {
@@ -48,64 +53,54 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Whether a string of at most 16 bytes is free of bytes JSON must escape. Most strings
+/// written are this short (member names, tags, ids); two overlapping words (or half-words)
+/// test them without the byte loop that [`next_escape`] ends with.
+#[inline]
+fn short_and_plain(bytes: &[u8]) -> bool {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes"));
+    match bytes.len() {
+        0..4 => !bytes
+            .iter()
+            .any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\'),
+        4..8 => escape_mask(u64::from(half(0)) | u64::from(half(bytes.len() - 4)) << 32) == 0,
+        8..=16 => escape_mask(word(0)) | escape_mask(word(bytes.len() - 8)) == 0,
+        _ => false,
+    }
+}
+
 /// The first byte at or after `i` that JSON must escape.
-///
-/// Most strings written are short (member names, tags, ids), so no byte is looked at alone
-/// unless fewer than four remain: the tail is one last word that overlaps bytes already found
-/// clean, or two overlapping half-words.
 #[inline]
 pub(crate) fn next_escape(bytes: &[u8], i: usize) -> Option<usize> {
     let rest = bytes.get(i..)?;
-    let at = match rest.len() {
-        0..4 => rest
-            .iter()
-            .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?,
-        4..8 => {
-            let low = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
-            let high = u32::from_le_bytes(rest[rest.len() - 4..].try_into().expect("four bytes"));
-            let mask = escape_mask(u64::from(low) | u64::from(high) << 32);
-            match mask.trailing_zeros() / 8 {
-                8 => return None,
-                at @ 0..4 => at as usize,
-                at => at as usize + rest.len() - 8,
-            }
+    // Sixteen bytes per step: one branch for two words.
+    let mut blocks = rest.chunks_exact(16);
+    for (n, block) in (&mut blocks).enumerate() {
+        let (low, high) = block.split_at(8);
+        let low = escape_mask(u64::from_le_bytes(low.try_into().expect("eight bytes")));
+        let high = escape_mask(u64::from_le_bytes(high.try_into().expect("eight bytes")));
+        if low | high != 0 {
+            let at = if low != 0 {
+                low.trailing_zeros() / 8
+            } else {
+                8 + high.trailing_zeros() / 8
+            };
+            return Some(i + n * 16 + at as usize);
         }
-        _ => {
-            // Sixteen bytes per step: one branch for two words.
-            let mut blocks = rest.chunks_exact(16);
-            for (n, block) in (&mut blocks).enumerate() {
-                let (low, high) = block.split_at(8);
-                let low = escape_mask(u64::from_le_bytes(low.try_into().expect("eight bytes")));
-                let high = escape_mask(u64::from_le_bytes(high.try_into().expect("eight bytes")));
-                if low | high != 0 {
-                    let at = if low != 0 {
-                        low.trailing_zeros() / 8
-                    } else {
-                        8 + high.trailing_zeros() / 8
-                    };
-                    return Some(i + n * 16 + at as usize);
-                }
-            }
-            let tail = blocks.remainder();
-            let checked = rest.len() - tail.len();
-            if let Some(word) = tail.first_chunk::<8>() {
-                let mask = escape_mask(u64::from_le_bytes(*word));
-                if mask != 0 {
-                    return Some(i + checked + (mask.trailing_zeros() / 8) as usize);
-                }
-            }
-            if tail.is_empty() {
-                return None;
-            }
-            let last = rest.last_chunk::<8>().expect("at least eight bytes");
-            let mask = escape_mask(u64::from_le_bytes(*last));
-            if mask == 0 {
-                return None;
-            }
-            rest.len() - 8 + (mask.trailing_zeros() / 8) as usize
+    }
+    let mut tail = blocks.remainder();
+    if let Some((word, after)) = tail.split_first_chunk::<8>() {
+        let mask = escape_mask(u64::from_le_bytes(*word));
+        if mask != 0 {
+            return Some(i + rest.len() - tail.len() + (mask.trailing_zeros() / 8) as usize);
         }
-    };
-    Some(i + at)
+        tail = after;
+    }
+    let at = tail
+        .iter()
+        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
+    Some(i + rest.len() - tail.len() + at)
 }
 
 /// A high bit set in each byte of `word` that is a control character, `"` or `\`. Only the
@@ -597,7 +592,7 @@ mod tests {
     }
 
     #[test]
-    fn the_escape_search_finds_the_first_byte_at_every_length_and_offset() {
+    fn the_escape_searches_find_the_first_byte_at_every_length_and_offset() {
         let naive = |bytes: &[u8], i: usize| {
             let rest = bytes.get(i..)?;
             let at = rest
@@ -607,6 +602,7 @@ mod tests {
         };
         for len in 0..40 {
             let clean = vec![b'x'; len];
+            assert_eq!(short_and_plain(&clean), len <= 16, "clean {len}");
             for i in 0..=len + 1 {
                 assert_eq!(
                     next_escape(&clean, i),
@@ -619,6 +615,7 @@ mod tests {
                     let mut bytes = clean.clone();
                     bytes[second] = byte_b;
                     bytes[first] = byte_a;
+                    assert!(!short_and_plain(&bytes), "{bytes:?}");
                     for i in 0..=len {
                         assert_eq!(
                             next_escape(&bytes, i),
