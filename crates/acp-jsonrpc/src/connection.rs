@@ -150,13 +150,37 @@ impl ConnectionHandle {
         method: &str,
         params: &P,
     ) -> RequestFuture<R> {
+        self.request_with(method, params, decode_result::<R>)
+    }
+
+    /// Like [`request`](Self::request), with the result decoded by `decode` instead of serde:
+    /// for a hand-written fast path for one result shape, which hands anything else to serde.
+    ///
+    /// ```
+    /// use acp_jsonrpc::{ConnectionHandle, RequestError, RequestFuture};
+    /// use serde_json::value::RawValue;
+    ///
+    /// fn length_of_result(raw: Box<RawValue>) -> Result<usize, RequestError> {
+    ///     Ok(raw.get().len())
+    /// }
+    ///
+    /// fn ask(handle: &ConnectionHandle) -> RequestFuture<usize> {
+    ///     handle.request_with("status", &(), length_of_result)
+    /// }
+    /// ```
+    pub fn request_with<R, P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        decode: fn(Box<RawValue>) -> Result<R, RequestError>,
+    ) -> RequestFuture<R> {
         let id = self.shared.next_request_id();
         let mut bytes = self.shared.take_buffer();
         match encode_request(&mut bytes, &RequestId::from(id), method, params) {
-            Ok(()) => self.start_request(id, method, bytes, decode_result::<R>),
+            Ok(()) => self.start_request(id, method, bytes, decode),
             Err(error) => {
                 self.shared.recycle(bytes);
-                RequestFuture::failed(id, RequestError::Encode(error), decode_result::<R>)
+                RequestFuture::failed(id, RequestError::Encode(error), decode)
             }
         }
     }

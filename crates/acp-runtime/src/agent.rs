@@ -53,6 +53,7 @@ use acp_types::SessionId;
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
 mod dispatch;
+mod file_content;
 mod handler;
 #[cfg(feature = "unstable-models")]
 mod models;

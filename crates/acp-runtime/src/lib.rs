@@ -135,6 +135,7 @@ pub mod prelude;
 pub mod process;
 mod reply;
 mod rules;
+mod shape_reader;
 mod signal;
 pub mod stdio;
 

@@ -10,6 +10,7 @@ use acp_jsonrpc::ConnectionHandle;
 use acp_types::*;
 use serde_json::value::RawValue;
 
+use super::file_content;
 use super::state::AgentState;
 use crate::error::{Error, Result};
 use crate::rules;
@@ -443,7 +444,14 @@ impl SessionClient {
         let mut request = ReadTextFileRequest::new(self.id.clone(), path);
         request.line = line;
         request.limit = limit;
-        Ok(self.client.request(&request).await?.content)
+        self.client
+            .check_advertised(ReadTextFileRequest::METHOD, &request)?;
+        let method = ReadTextFileRequest::METHOD;
+        let content = self
+            .client
+            .rpc
+            .request_with(method, &request, file_content::decode);
+        Ok(content.await?)
     }
 
     /// Writes a text file through the client (needs `fs.writeTextFile`).

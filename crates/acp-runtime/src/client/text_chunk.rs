@@ -15,7 +15,7 @@
 //! (unknown members, lenient fields, unknown tags, errors), decides. A property test checks that
 //! whatever this reader returns is what the generic decode returns.
 
-use acp_jsonrpc::json::{skip_whitespace, string_at};
+use crate::shape_reader::Reader;
 use acp_types::{
     ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, TextContent,
 };
@@ -23,10 +23,7 @@ use std::borrow::Cow;
 
 /// The update if `params` is exactly a plain text chunk; `None` for anything else.
 pub(super) fn decode(params: &str) -> Option<Box<SessionNotification>> {
-    let mut reader = Reader {
-        text: params,
-        at: 0,
-    };
+    let mut reader = Reader::new(params);
     let mut session_id = None;
     let mut update = None;
     reader.object(&["sessionId", "update"], |reader, key| match key {
@@ -40,9 +37,7 @@ pub(super) fn decode(params: &str) -> Option<Box<SessionNotification>> {
         }
         _ => None,
     })?;
-    if skip_whitespace(params, reader.at) != params.len() {
-        return None;
-    }
+    reader.end()?;
     Some(Box::new(SessionNotification::new(
         SessionId(session_id?.into_owned()),
         update?,
@@ -95,57 +90,6 @@ fn text_block<'a>(reader: &mut Reader<'a>) -> Option<Cow<'a, str>> {
         _ => None,
     })?;
     text.filter(|_| is_text)
-}
-
-struct Reader<'a> {
-    text: &'a str,
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    /// Skips whitespace, then takes `byte` if it comes next.
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        self.at = skip_whitespace(self.text, self.at);
-        (self.text.as_bytes().get(self.at) == Some(&byte)).then(|| self.at += 1)
-    }
-
-    fn string(&mut self) -> Option<Cow<'a, str>> {
-        self.at = skip_whitespace(self.text, self.at);
-        let (value, end) = string_at(self.text, self.at)?;
-        self.at = end;
-        Some(value)
-    }
-
-    /// Which of `options` the next string is, spelled without escapes (a spelling with escapes
-    /// is left to the generic decode, as anything else this reader does not expect).
-    fn literal(&mut self, options: &[&str]) -> Option<usize> {
-        self.at = skip_whitespace(self.text, self.at);
-        let rest = self.text.as_bytes().get(self.at..)?.strip_prefix(b"\"")?;
-        let found = options.iter().position(|option| {
-            rest.strip_prefix(option.as_bytes())
-                .is_some_and(|after| after.first() == Some(&b'"'))
-        })?;
-        self.at += options[found].len() + 2;
-        Some(found)
-    }
-
-    /// Reads an object whose member names are among `keys`, handing each name's index to
-    /// `member`, which reads the value.
-    fn object(
-        &mut self,
-        keys: &[&str],
-        mut member: impl FnMut(&mut Self, usize) -> Option<()>,
-    ) -> Option<()> {
-        self.expect(b'{')?;
-        loop {
-            let key = self.literal(keys)?;
-            self.expect(b':')?;
-            member(self, key)?;
-            if self.expect(b',').is_none() {
-                return self.expect(b'}');
-            }
-        }
-    }
 }
 
 #[cfg(test)]
