@@ -166,6 +166,51 @@ fn updates_before_the_session_exists_are_kept() {
     });
 }
 
+/// An agent may use a session as soon as it has answered `session/new`, before this client's
+/// application has even seen the answer: a request right behind the answer, in the same read,
+/// waits for the session instead of being refused as unknown.
+#[test]
+fn a_request_right_behind_the_session_new_answer_is_served() {
+    smol::block_on(async {
+        let dir = std::env::temp_dir().join(format!("acp-client-early-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "hello\n").unwrap();
+        let options = ClientOptions::default().with_file_system(FsHost::new());
+        let (agent, mut peer) = start(options);
+        initialize(&agent, &mut peer, json!({})).await;
+        let path = dir.join("a.txt").display().to_string();
+        for round in 0..20 {
+            let create = agent.new_session(&dir);
+            let id = format!("s{round}");
+            let answer = async {
+                let request = peer.recv().await;
+                let answer =
+                    json!({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": id}});
+                let read = json!({"jsonrpc": "2.0", "id": round, "method": "fs/read_text_file",
+                    "params": {"sessionId": id, "path": path}});
+                peer.send_text(&format!("{answer}\n{read}\n")).await;
+                peer.recv_until_response(round).await.pop().unwrap()
+            };
+            let (session, read) = futures_lite::future::zip(create, answer).await;
+            session.unwrap();
+            assert_eq!(
+                read["result"]["content"], "hello\n",
+                "round {round}: {read}"
+            );
+        }
+        // Without a session being opened, an unknown session is still refused at once.
+        let read = peer
+            .request(
+                99,
+                "fs/read_text_file",
+                json!({"sessionId": "nope", "path": path}),
+            )
+            .await;
+        assert_eq!(read["error"]["code"], -32002, "{read}");
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
 /// Updates for made-up session ids are kept for a few ids only: memory stays bounded, the
 /// rest is reported, and a session opened later still gets what was kept for it.
 #[test]

@@ -16,7 +16,10 @@ use serde_json::value::RawValue;
 use crate::shape_reader::Reader;
 
 /// Decodes the result of `fs/read_text_file` into its content.
-#[expect(clippy::boxed_local, reason = "the decoder signature `request_with` takes")]
+#[expect(
+    clippy::boxed_local,
+    reason = "the decoder signature `request_with` takes"
+)]
 pub(super) fn decode(result: Box<RawValue>) -> Result<String, RequestError> {
     match read(result.get()) {
         Some(content) => Ok(content),

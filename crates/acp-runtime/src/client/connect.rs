@@ -11,7 +11,7 @@ use super::dispatch::ClientDispatch;
 use super::handle::AgentHandle;
 use super::handler::Client;
 use super::options::ClientOptions;
-use super::state::{ClientState, ReleaseTerminalsWhenDone};
+use super::state::{ClientState, Opening, ReleaseTerminalsWhenDone};
 use super::updates::Routes;
 use crate::signal::Signal;
 
@@ -35,6 +35,7 @@ where
         options: options.clone(),
         agent: Mutex::new(None),
         routes: Mutex::new(Routes::new(options.unopened_update_budget)),
+        opening: Mutex::new(Opening::new()),
         exit: Mutex::new(None),
         exit_recorded: Signal::new(),
         spawned: AtomicBool::new(false),

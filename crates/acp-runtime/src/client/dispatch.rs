@@ -130,6 +130,18 @@ impl<C: Client> ClientDispatch<C> {
         let session = match session_of(&request) {
             Some(id) => match self.session(id) {
                 Ok(session) => Some(session),
+                // The agent may use a session as soon as it has answered the call that opens
+                // it; the application's call registers it a moment later.
+                Err(error) if self.state.is_opening() => {
+                    let id = id.clone();
+                    return Box::pin(async move {
+                        if self.state.wait_for_session(&id).await {
+                            self.handle(request, responder).await
+                        } else {
+                            Err(error)
+                        }
+                    });
+                }
                 Err(error) => return Box::pin(std::future::ready(Err(error))),
             },
             None => None,

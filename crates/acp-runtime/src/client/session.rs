@@ -46,6 +46,7 @@ impl AgentHandle {
             request.additional_directories.as_deref(),
             &request.mcp_servers,
         )?;
+        let opening = self.state.begin_opening();
         let (response, answer): (NewSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
         let opened = Opened {
@@ -55,11 +56,10 @@ impl AgentHandle {
             config_options: response.config_options,
             answer,
         };
-        Ok(self.opened(
-            opened,
-            &request.cwd,
-            request.additional_directories.as_deref(),
-        ))
+        let dirs = request.additional_directories.as_deref();
+        let session = self.opened(opened, &request.cwd, dirs);
+        drop(opening);
+        Ok(session)
     }
 
     /// Loads a stored session (needs `loadSession`). The replayed history is waiting in

@@ -40,6 +40,7 @@ pub(super) struct ClientState {
     pub(super) options: ClientOptions,
     pub(super) agent: Mutex<Option<InitializeResponse>>,
     pub(super) routes: Mutex<Routes<Arc<SessionShared>>>,
+    pub(super) opening: Mutex<Opening>,
     pub(super) exit: Mutex<Option<(String, String)>>,
     /// Fired once the spawned agent's exit is recorded in `exit`.
     pub(super) exit_recorded: Signal,
@@ -113,5 +114,69 @@ impl SessionShared {
             }
             _ => {}
         }
+    }
+}
+
+/// The calls that open a session by their answer (`session/new`, `session/fork`) and have not
+/// registered it yet. The agent may use a session as soon as it has sent that answer, and its
+/// requests can arrive in the same read, before the application's call has run again to
+/// register the session: they wait for it (see [`ClientState::wait_for_session`]).
+pub(super) struct Opening {
+    calls: usize,
+    /// Fired, and replaced, whenever one of the calls ends.
+    ended: Signal,
+}
+
+impl Opening {
+    pub(super) fn new() -> Self {
+        Opening {
+            calls: 0,
+            ended: Signal::new(),
+        }
+    }
+}
+
+impl ClientState {
+    /// Counts a session-opening call until the returned guard drops: after its session is
+    /// registered, or when the call fails or is dropped.
+    pub(super) fn begin_opening(self: &Arc<Self>) -> OpeningCall {
+        self.opening.lock().unwrap().calls += 1;
+        OpeningCall(self.clone())
+    }
+
+    pub(super) fn is_opening(&self) -> bool {
+        self.opening.lock().unwrap().calls > 0
+    }
+
+    /// Waits until the session `id` is registered (`true`), or until no session-opening call
+    /// is left that could register it (`false`).
+    pub(super) async fn wait_for_session(&self, id: &SessionId) -> bool {
+        loop {
+            let ended = {
+                let opening = self.opening.lock().unwrap();
+                if self.routes.lock().unwrap().get(id).is_some() {
+                    return true;
+                }
+                if opening.calls == 0 {
+                    return false;
+                }
+                opening.ended.clone()
+            };
+            ended.wait().await;
+        }
+    }
+}
+
+/// See [`ClientState::begin_opening`].
+pub(super) struct OpeningCall(Arc<ClientState>);
+
+impl Drop for OpeningCall {
+    fn drop(&mut self) {
+        let ended = {
+            let mut opening = self.0.opening.lock().unwrap();
+            opening.calls -= 1;
+            std::mem::replace(&mut opening.ended, Signal::new())
+        };
+        ended.fire();
     }
 }

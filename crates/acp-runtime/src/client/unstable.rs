@@ -32,6 +32,7 @@ impl AgentHandle {
             request.additional_directories.as_deref(),
             &servers,
         )?;
+        let opening = self.state.begin_opening();
         let (response, answer): (ForkSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
         let opened = Opened {
@@ -41,11 +42,10 @@ impl AgentHandle {
             config_options: response.config_options,
             answer,
         };
-        Ok(self.opened(
-            opened,
-            &request.cwd,
-            request.additional_directories.as_deref(),
-        ))
+        let dirs = request.additional_directories.as_deref();
+        let session = self.opened(opened, &request.cwd, dirs);
+        drop(opening);
+        Ok(session)
     }
 }
 
