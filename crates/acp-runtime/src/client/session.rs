@@ -40,6 +40,10 @@ impl AgentHandle {
     }
 
     /// Creates a session from a full request.
+    ///
+    /// The agent may use the session as soon as it has answered: requests it sends for the
+    /// session before this call has returned (a file read right behind the answer, say) wait
+    /// for the session to be registered instead of being refused as unknown.
     pub async fn new_session_with(&self, request: NewSessionRequest) -> Result<Session> {
         self.check_session_setup(
             &request.cwd,
