@@ -64,16 +64,26 @@ fn a_full_turn_over_h2c_takes_one_tcp_connection() {
     });
 }
 
-/// Connects with `connector` (default client options) and returns the error `initialize`
-/// fails with; `expected` says why it should.
-async fn initialize_error(connector: Connector, expected: &str) -> String {
+/// Connects with `connector` (default client options); the driver runs as a task.
+async fn connected(
+    connector: Connector,
+) -> (
+    acp_runtime::client::AgentHandle,
+    smol::Task<Result<(), acp_jsonrpc::ConnectionError>>,
+) {
     let (agent, driver) = within(
         "connect",
         connector.connect_client(AutoAllow, ClientOptions::default()),
     )
     .await
     .unwrap();
-    let driver = smol::spawn(driver);
+    (agent, smol::spawn(driver))
+}
+
+/// Connects with `connector` (default client options) and returns the error `initialize`
+/// fails with; `expected` says why it should.
+async fn initialize_error(connector: Connector, expected: &str) -> String {
+    let (agent, driver) = connected(connector).await;
     let error = within("initialize", agent.initialize())
         .await
         .expect_err(expected);
@@ -195,13 +205,7 @@ fn cookies_come_back_over_h2c() {
         .detach();
 
         let connector = Connector::new(format!("http://{addr}/acp")).with_http2_prior_knowledge();
-        let (agent, driver) = within(
-            "connect",
-            connector.connect_client(AutoAllow, ClientOptions::default()),
-        )
-        .await
-        .unwrap();
-        let driver = smol::spawn(driver);
+        let (agent, driver) = connected(connector).await;
         within("initialize", agent.initialize()).await.unwrap();
         // Answered 202 and never on a stream: only its POST matters here.
         let new_session = smol::spawn(async move {
