@@ -2,7 +2,7 @@
 //! bulk of real traffic (streamed text chunks on the client, file contents on the agent).
 //!
 //! It reads exactly one expected shape and answers `None` for anything else: a member name it
-//! was not told about, a name or literal spelled with escapes, a value of another JSON type,
+//! was not told about or a repeated one, a name or literal spelled with escapes, a value of another JSON type,
 //! or text that is not JSON. `None` is never an error, only "not mine": the caller then
 //! decodes through the generated `Deserialize` impls, which hold every rule. So a fast path can
 //! only ever agree with the generic decode, and each one has a property test saying so.
@@ -51,8 +51,8 @@ impl<'a> Reader<'a> {
         Some(found)
     }
 
-    /// Reads an object whose member names are among `keys`, handing each name's index to
-    /// `member`, which reads the value.
+    /// Reads an object whose member names are among `keys` (at most 32), each at most once,
+    /// handing each name's index to `member`, which reads the value.
     #[inline]
     pub(crate) fn object(
         &mut self,
@@ -60,8 +60,13 @@ impl<'a> Reader<'a> {
         mut member: impl FnMut(&mut Self, usize) -> Option<()>,
     ) -> Option<()> {
         self.expect(b'{')?;
+        let mut seen = 0u32;
         loop {
             let key = self.literal(keys)?;
+            if seen & (1 << key) != 0 {
+                return None;
+            }
+            seen |= 1 << key;
             self.expect(b':')?;
             member(self, key)?;
             if self.expect(b',').is_none() {

@@ -10,7 +10,7 @@
 //! that the two agree.
 
 use acp_jsonrpc::RequestError;
-use acp_types::{MethodResult, ReadTextFileResponse};
+use acp_types::{ReadTextFileResponse, decode_response};
 use serde_json::value::RawValue;
 
 use crate::shape_reader::Reader;
@@ -23,8 +23,8 @@ use crate::shape_reader::Reader;
 pub(super) fn decode(result: Box<RawValue>) -> Result<String, RequestError> {
     match read(result.get()) {
         Some(content) => Ok(content),
-        None => serde_json::from_str::<MethodResult<ReadTextFileResponse>>(result.get())
-            .map(|MethodResult(response)| response.content)
+        None => decode_response::<ReadTextFileResponse>(result.get())
+            .map(|response| response.content)
             .map_err(RequestError::Decode),
     }
 }
@@ -34,11 +34,7 @@ fn read(result: &str) -> Option<String> {
     let mut reader = Reader::new(result);
     let mut content = None;
     reader.object(&["content"], |reader, _| {
-        if content.is_some() {
-            return None;
-        }
-        content = Some(reader.string()?);
-        Some(())
+        reader.string().map(|value| content = Some(value))
     })?;
     reader.end()?;
     content.map(|content| content.into_owned())
@@ -50,9 +46,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn generic(result: &str) -> Option<String> {
-        serde_json::from_str::<MethodResult<ReadTextFileResponse>>(result)
+        decode_response::<ReadTextFileResponse>(result)
             .ok()
-            .map(|MethodResult(response)| response.content)
+            .map(|response| response.content)
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use acp_jsonrpc::ConnectionHandle;
+use acp_jsonrpc::{ConnectionHandle, RequestError};
 use acp_types::*;
 use serde_json::value::RawValue;
 
@@ -78,10 +78,20 @@ impl ClientHandle {
         &self,
         params: &R,
     ) -> Result<R::Response> {
+        self.request_decoded(params, decode_result::<R::Response>)
+            .await
+    }
+
+    /// [`request`](Self::request) with the result decoded by `decode` (a fast path for one
+    /// answer's shape).
+    async fn request_decoded<R: Request + AgentToClient + 'static, T>(
+        &self,
+        params: &R,
+        decode: fn(Box<RawValue>) -> std::result::Result<T, RequestError>,
+    ) -> Result<T> {
         self.check_advertised(R::METHOD, params)?;
         // Params are serialized straight into the message, the result decoded straight from it.
-        let MethodResult(response) = self.rpc.request(R::METHOD, params).await?;
-        Ok(response)
+        Ok(self.rpc.request_with(R::METHOD, params, decode).await?)
     }
 
     /// Sends any notification to the client.
@@ -445,13 +455,8 @@ impl SessionClient {
         request.line = line;
         request.limit = limit;
         self.client
-            .check_advertised(ReadTextFileRequest::METHOD, &request)?;
-        let method = ReadTextFileRequest::METHOD;
-        let content = self
-            .client
-            .rpc
-            .request_with(method, &request, file_content::decode);
-        Ok(content.await?)
+            .request_decoded(&request, file_content::decode)
+            .await
     }
 
     /// Writes a text file through the client (needs `fs.writeTextFile`).
@@ -523,4 +528,15 @@ impl std::fmt::Debug for Turn {
             .field("cancelled", &self.is_cancelled())
             .finish()
     }
+}
+
+/// A method's result, as [`decode_response`] reads it.
+#[expect(
+    clippy::boxed_local,
+    reason = "the decoder signature `request_with` takes"
+)]
+fn decode_result<T: serde::de::DeserializeOwned>(
+    result: Box<RawValue>,
+) -> std::result::Result<T, RequestError> {
+    decode_response(result.get()).map_err(RequestError::Decode)
 }

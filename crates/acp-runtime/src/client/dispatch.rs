@@ -131,9 +131,9 @@ impl<C: Client> ClientDispatch<C> {
             Some(id) => match self.session(id) {
                 Ok(session) => Some(session),
                 // The agent may use a session as soon as it has answered the call that opens
-                // it; the application's call registers it a moment later. (Looked up again:
-                // the call may have registered it and ended since the first look.)
-                Err(error) if self.state.is_opening() || self.session(id).is_ok() => {
+                // it; the application's call registers it a moment later. `wait_for_session`
+                // answers at once when no such call is in flight.
+                Err(error) => {
                     let id = id.clone();
                     return Box::pin(async move {
                         if self.state.wait_for_session(&id).await {
@@ -143,7 +143,6 @@ impl<C: Client> ClientDispatch<C> {
                         }
                     });
                 }
-                Err(error) => return Box::pin(std::future::ready(Err(error))),
             },
             None => None,
         };

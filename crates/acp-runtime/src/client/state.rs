@@ -144,10 +144,6 @@ impl ClientState {
         OpeningCall(self.clone())
     }
 
-    pub(super) fn is_opening(&self) -> bool {
-        self.opening.lock().unwrap().calls > 0
-    }
-
     /// Waits until the session `id` is registered (`true`), or until no session-opening call
     /// is left that could register it (`false`).
     pub(super) async fn wait_for_session(&self, id: &SessionId) -> bool {

@@ -27,15 +27,8 @@ pub(super) fn decode(params: &str) -> Option<Box<SessionNotification>> {
     let mut session_id = None;
     let mut update = None;
     reader.object(&["sessionId", "update"], |reader, key| match key {
-        0 if session_id.is_none() => {
-            session_id = Some(reader.string()?);
-            Some(())
-        }
-        1 if update.is_none() => {
-            update = Some(chunk(reader)?);
-            Some(())
-        }
-        _ => None,
+        0 => reader.string().map(|value| session_id = Some(value)),
+        _ => chunk(reader).map(|value| update = Some(value)),
     })?;
     reader.end()?;
     Some(Box::new(SessionNotification::new(
@@ -55,15 +48,8 @@ fn chunk(reader: &mut Reader<'_>) -> Option<SessionUpdate> {
     let mut tag = None;
     let mut text = None;
     reader.object(&["sessionUpdate", "content"], |reader, key| match key {
-        0 if tag.is_none() => {
-            tag = Some(reader.literal(&CHUNK_TAGS)?);
-            Some(())
-        }
-        1 if text.is_none() => {
-            text = Some(text_block(reader)?);
-            Some(())
-        }
-        _ => None,
+        0 => reader.literal(&CHUNK_TAGS).map(|value| tag = Some(value)),
+        _ => text_block(reader).map(|value| text = Some(value)),
     })?;
     let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text?.into_owned())));
     Some(match tag? {
@@ -78,16 +64,8 @@ fn text_block<'a>(reader: &mut Reader<'a>) -> Option<Cow<'a, str>> {
     let mut is_text = false;
     let mut text = None;
     reader.object(&["type", "text"], |reader, key| match key {
-        0 if !is_text => {
-            reader.literal(&["text"])?;
-            is_text = true;
-            Some(())
-        }
-        1 if text.is_none() => {
-            text = Some(reader.string()?);
-            Some(())
-        }
-        _ => None,
+        0 => reader.literal(&["text"]).map(|_| is_text = true),
+        _ => reader.string().map(|value| text = Some(value)),
     })?;
     text.filter(|_| is_text)
 }
