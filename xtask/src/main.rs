@@ -79,7 +79,7 @@ Run `cargo xtask <TASK> --help` for the arguments of a task.
 const CODEGEN_ABOUT: &str = "\
 Regenerates crates/acp-types/src/generated/{stable,unstable}.rs and the proptest strategies
 in crates/acp-types/tests/generated/ from the ACP schemas pinned in xtask/schema-pins.json
-(the npm package is fetched once, verified by its sha256 and cached under target/). Only
+(committed under xtask/schemas/ and verified by their sha256). Only
 files whose contents change are written. Then it lists the files that changed, summarizes the
 protocol-level changes of each pin that moved to another schema (`cargo xtask schema-diff`),
 and prints the commands to run next (`cargo xtask rerecord`, then the tests).
@@ -89,10 +89,19 @@ and prints the commands to run next (`cargo xtask rerecord`, then the tests).
 /// The arguments of `codegen`; also shown after an argument error.
 const CODEGEN_USAGE: &str = "\
 Usage: cargo xtask codegen [--check]
+       cargo xtask codegen --refresh [--accept-changed]
        cargo xtask codegen [--check] --schema FILE --out FILE
 
+The pinned schema files are committed under xtask/schemas/ with their sha256 in
+xtask/schema-pins.json, so codegen and --check need neither the network nor Node.js.
+
 Options:
-  --check        write nothing; fail if a generated file is not up to date
+  --check           write nothing; fail if a generated file is not up to date
+  --refresh         first obtain every pinned file again from its source (npm package, URL, or
+                    the schema crate at a version, regenerated), write it under xtask/schemas/
+                    and record its sha256 in the pins; this is how a pin moves
+  --accept-changed  with --refresh: accept a source that now gives other bytes than when it
+                    was pinned under the same version (after reviewing them)
   --schema FILE  generate the types from this schema file instead of the pins
   --out FILE     where the types generated from --schema go (required with --schema)
   -h, --help     this help
@@ -113,7 +122,7 @@ fn codegen_args(args: &[String]) -> Result<CodegenArgs, String> {
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(CodegenArgs::Help),
-            "--check" => {}
+            "--check" | "--refresh" | "--accept-changed" => {}
             "--schema" | "--out" => {
                 if iter.next().is_none() {
                     return Err(format!("{arg} needs a file\n\n{CODEGEN_USAGE}"));

@@ -90,13 +90,7 @@ fn load(spec: &str) -> Result<(String, String), String> {
     let pins = source::load_pins()?;
     if let Some(pin) = pins.iter().find(|p| p.name == spec) {
         let text = source::fetch(pin)?;
-        return Ok((
-            format!(
-                "{} ({}@{} {})",
-                pin.name, pin.package, pin.version, pin.path
-            ),
-            text,
-        ));
+        return Ok((format!("{} ({})", pin.name, pin.description()), text));
     }
     match std::fs::read_to_string(spec) {
         Ok(text) => Ok((spec.to_owned(), text)),

@@ -13,7 +13,7 @@ use crate::project_root;
 use crate::rerecord::{SNAPSHOT_CRATES, step, test_selection};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -23,8 +23,7 @@ Simulates a schema update in a scratch copy of the workspace (target/schema-upda
 the `stable` pin at the unstable schema, runs `cargo xtask codegen` and `cargo xtask rerecord`
 there, then requires the tests of acp-types, acp-test and acp-runtime to pass (doctests aside:
 their transcripts are inline and updated by hand) and the rest of the workspace to build. The
-real tree is never touched. Needs the schema package in target/acp-schema/ (any codegen run
-fetches it).
+real tree is never touched. Needs no network: the pinned schema files are committed.
 
 Usage: cargo xtask simulate-schema-update [--head]
 
@@ -55,7 +54,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let workspace = scratch.join("workspace");
     let target = scratch.join("target");
 
-    // The pins are fetched (and verified) in the real tree, whose cache the copy then shares.
+    // The pinned files are committed; verify them here, before the copy is made.
     for pin in ["stable", "unstable"] {
         source::fetch(&source::pin(pin)?)?;
     }
@@ -69,10 +68,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
     } else {
         copy_work_tree(&root, &workspace)?;
     }
-    copy_dir(
-        &root.join("target/acp-schema"),
-        &workspace.join("target/acp-schema"),
-    )?;
     point_stable_at_unstable(&workspace.join("xtask/schema-pins.json"))?;
     let recorded_before = recordings(&workspace)?;
 
@@ -232,22 +227,6 @@ fn export_head(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    let entries =
-        std::fs::read_dir(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("reading {}: {e}", from.display()))?;
-        let path = entry.path();
-        let dest: PathBuf = to.join(entry.file_name());
-        if path.is_dir() {
-            copy_dir(&path, &dest)?;
-        } else {
-            copy_file(&path, &dest)?;
-        }
-    }
-    Ok(())
-}
-
 fn copy_file(from: &Path, to: &Path) -> Result<(), String> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent)
@@ -289,6 +268,6 @@ mod tests {
         let (stable, unstable) = (find("stable"), find("unstable"));
         assert_eq!(stable.description(), unstable.description());
         assert_eq!(stable.sha256, unstable.sha256);
-        assert_eq!(pins.len(), 3, "no pin added or lost");
+        assert_eq!(pins.len(), 5, "no pin added or lost");
     }
 }

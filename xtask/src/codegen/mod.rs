@@ -37,10 +37,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut mode = Mode::Write;
     let mut schema_file = None;
     let mut out_file = None;
+    let mut refresh = false;
+    let mut accept_changed = false;
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--check" => mode = Mode::Check,
+            "--refresh" => refresh = true,
+            "--accept-changed" => accept_changed = true,
             "--schema" => {
                 schema_file = Some(PathBuf::from(iter.next().ok_or("--schema needs a file")?))
             }
@@ -54,6 +58,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let code = generate(&text, &schema_file.display().to_string())?;
         let out = out_file.ok_or("--schema needs --out FILE too")?;
         return ensure_file_contents(&out, &code, mode).map(drop);
+    }
+    if accept_changed && !refresh {
+        return Err("--accept-changed only goes with --refresh".into());
+    }
+    if refresh && mode == Mode::Check {
+        return Err("--refresh writes the pinned files; it does not go with --check".into());
+    }
+    let mut refreshed = Vec::new();
+    if refresh {
+        refreshed = source::obtain::refresh(&report::committed_pins(), accept_changed)?;
     }
     let mut changed = Vec::new();
     let mut moved = Vec::new();
@@ -85,6 +99,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         changed.push(models::OUTPUT.to_string());
     }
     if mode == Mode::Write {
+        print!("{}", report::render_refreshed(&refreshed));
         print!("{}", report::render(&changed, &moved));
     }
     Ok(())

@@ -1,25 +1,52 @@
-//! Where the schemas come from: the pins in `xtask/schema-pins.json`, fetched with `npm pack`
-//! into `target/acp-schema/` and verified by sha256 before use. Nothing of the package is
-//! committed.
+//! Where the schemas come from. `xtask/schema-pins.json` names each schema by its source (an
+//! npm package, a URL such as a GitHub release asset, or the Rust crate
+//! `agent-client-protocol-schema` at a version, from which the JSON is regenerated) and its
+//! sha256. The files themselves are committed under `xtask/schemas/`, so that codegen, its
+//! `--check` and the tests need neither the network nor Node.js; `cargo xtask codegen --refresh`
+//! obtains them again from their sources ([`obtain`]).
+
+pub mod obtain;
 
 use super::json::Json;
 use crate::project_root;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// One pinned schema file inside a published npm package.
-#[derive(Clone, Debug)]
+/// Where one pinned schema's bytes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A file inside a published npm package.
+    Npm {
+        package: String,
+        version: String,
+        path: String,
+    },
+    /// A file regenerated from the crate at `version` (`path`: `v1/schema.json`,
+    /// `v1/schema.unstable.json`, `v2/…`, or a `meta*.json`), the way upstream publishes it.
+    Crate {
+        name: String,
+        version: String,
+        path: String,
+    },
+    /// A file at a URL (e.g. a GitHub release asset).
+    Url { url: String },
+}
+
+/// One pinned schema: its source and the sha256 of its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pin {
     pub name: String,
-    pub package: String,
-    pub version: String,
-    pub path: String,
+    pub source: Source,
     pub sha256: String,
 }
 
 pub fn pins_file() -> PathBuf {
     project_root().join("xtask/schema-pins.json")
+}
+
+/// The directory the pinned files are committed in.
+pub fn schemas_dir() -> PathBuf {
+    project_root().join("xtask/schemas")
 }
 
 pub fn load_pins() -> Result<Vec<Pin>, String> {
@@ -46,11 +73,30 @@ pub fn parse_pins(text: &str, origin: &str) -> Result<Vec<Pin>, String> {
                     .map(str::to_owned)
                     .ok_or_else(|| format!("{origin}: schema `{name}` lacks `{key}`"))
             };
+            let source = if let Some(package) = entry.get("npm").and_then(Json::as_str) {
+                Source::Npm {
+                    package: package.to_owned(),
+                    version: field("version")?,
+                    path: field("path")?,
+                }
+            } else if let Some(crate_name) = entry.get("crate").and_then(Json::as_str) {
+                Source::Crate {
+                    name: crate_name.to_owned(),
+                    version: field("version")?,
+                    path: field("path")?,
+                }
+            } else if let Some(url) = entry.get("url").and_then(Json::as_str) {
+                Source::Url {
+                    url: url.to_owned(),
+                }
+            } else {
+                return Err(format!(
+                    "{origin}: schema `{name}` names no source (one of `npm`, `crate`, `url`)"
+                ));
+            };
             Ok(Pin {
                 name: name.clone(),
-                package: field("package")?,
-                version: field("version")?,
-                path: field("path")?,
+                source,
                 sha256: field("sha256")?,
             })
         })
@@ -64,84 +110,155 @@ pub fn pin(name: &str) -> Result<Pin, String> {
         .ok_or_else(|| format!("no schema named `{name}` in {}", pins_file().display()))
 }
 
-impl Pin {
-    /// How generated files name their source: `package@version path`.
+impl Source {
+    /// How generated files and reports name the source: `npm:package@version path`,
+    /// `crate:name@version path` or `url:URL`.
     pub fn description(&self) -> String {
-        format!("{}@{} {}", self.package, self.version, self.path)
+        match self {
+            Source::Npm {
+                package,
+                version,
+                path,
+            } => format!("npm:{package}@{version} {path}"),
+            Source::Crate {
+                name,
+                version,
+                path,
+            } => format!("crate:{name}@{version} {path}"),
+            Source::Url { url } => format!("url:{url}"),
+        }
+    }
+
+    /// The source a [`description`](Self::description) names. A description without a kind
+    /// (`package@version path`, as files generated before URL and crate sources said) is npm.
+    pub fn from_description(description: &str) -> Option<Source> {
+        if let Some(url) = description.strip_prefix("url:") {
+            return Some(Source::Url {
+                url: url.to_owned(),
+            });
+        }
+        let (kind, rest) = match description.split_once(':') {
+            Some((kind @ ("npm" | "crate"), rest)) => (kind, rest),
+            _ => ("npm", description),
+        };
+        let (name_version, path) = rest.split_once(' ')?;
+        let (name, version) = name_version.rsplit_once('@')?;
+        let (name, version, path) = (name.to_owned(), version.to_owned(), path.to_owned());
+        Some(match kind {
+            "crate" => Source::Crate {
+                name,
+                version,
+                path,
+            },
+            _ => Source::Npm {
+                package: name,
+                version,
+                path,
+            },
+        })
+    }
+
+    /// The committed file's path, relative to [`schemas_dir`]: derived from the source, so
+    /// that two pins of one source share a file and a moved pin gets a new one.
+    pub fn relative_file(&self) -> PathBuf {
+        match self {
+            Source::Npm {
+                package,
+                version,
+                path,
+            } => Path::new("npm")
+                .join(format!(
+                    "{}-{version}",
+                    package.trim_start_matches('@').replace('/', "-")
+                ))
+                .join(path),
+            Source::Crate {
+                name,
+                version,
+                path,
+            } => Path::new("crate")
+                .join(format!("{name}-{version}"))
+                .join(path),
+            Source::Url { url } => {
+                let without_scheme = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+                let safe: String = without_scheme
+                    .chars()
+                    .map(|c| match c {
+                        'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '-' | '_' | '/' => c,
+                        _ => '_',
+                    })
+                    .collect();
+                Path::new("url").join(safe.replace("..", "_"))
+            }
+        }
+    }
+
+    /// The committed file.
+    pub fn file(&self) -> PathBuf {
+        schemas_dir().join(self.relative_file())
     }
 }
 
-/// Where the package `package@version` is unpacked (under `package/`).
-pub fn cache_dir(package: &str, version: &str) -> PathBuf {
-    project_root().join("target/acp-schema").join(format!(
-        "{}-{}",
-        package.trim_start_matches('@').replace('/', "-"),
-        version
-    ))
+impl Pin {
+    pub fn description(&self) -> String {
+        self.source.description()
+    }
 }
 
-/// Returns the text of the pinned schema, downloading the package on first use.
+/// The text of the pinned schema, from its committed file, verified by its sha256. Needs
+/// neither the network nor any tool: `cargo xtask codegen --refresh` is what obtains files.
 pub fn fetch(pin: &Pin) -> Result<String, String> {
-    let cache_dir = cache_dir(&pin.package, &pin.version);
-    let schema_path = cache_dir.join("package").join(&pin.path);
-    if !schema_path.exists() {
-        download(pin, &cache_dir)?;
-    }
-    let bytes = std::fs::read(&schema_path)
-        .map_err(|e| format!("reading {}: {e}", schema_path.display()))?;
-    let actual = hex(&Sha256::digest(&bytes));
+    let file = pin.source.file();
+    let bytes = std::fs::read(&file).map_err(|e| {
+        format!(
+            "the `{}` schema ({}) should be committed as {}, but reading it failed: {e}. \
+             `cargo xtask codegen --refresh` obtains it from its source",
+            pin.name,
+            pin.description(),
+            file.display()
+        )
+    })?;
+    let actual = sha256_hex(&bytes);
     if actual != pin.sha256 {
         return Err(format!(
-            "sha256 mismatch for {}@{} {}: the pin says {} but the file has {actual}. \
-             If the package really changed, review the new schema and update {}; \
-             to retry a corrupted download, delete {}",
-            pin.package,
-            pin.version,
-            pin.path,
-            pin.sha256,
+            "sha256 mismatch for the `{}` schema ({}): {} pins {} but {} has {actual}. The \
+             committed file was changed by hand, or the pin was edited without \
+             `cargo xtask codegen --refresh`",
+            pin.name,
+            pin.description(),
             pins_file().display(),
-            cache_dir.display()
+            pin.sha256,
+            file.display()
         ));
     }
-    String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8: {e}", schema_path.display()))
+    String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8: {e}", file.display()))
 }
 
-fn download(pin: &Pin, cache_dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(cache_dir)
-        .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
-    let spec = format!("{}@{}", pin.package, pin.version);
-    eprintln!("fetching {spec} with npm pack");
-    let output = Command::new("npm")
-        .args(["pack", &spec, "--silent", "--pack-destination"])
-        .arg(cache_dir)
-        .output()
-        .map_err(|e| format!("running `npm pack {spec}` (is Node.js installed?): {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`npm pack {spec}` failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+/// The text a source gives, with the file it is in: its committed file when one is there, else
+/// obtained from the source into `target/acp-schema/previous/` (for the reports about a pin that
+/// moved away from a schema no longer committed).
+pub fn text_of(source: &Source) -> Result<(PathBuf, String), String> {
+    let committed = source.file();
+    if let Ok(text) = std::fs::read_to_string(&committed) {
+        return Ok((committed, text));
     }
-    let tarball_name = String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .lines()
-        .last()
-        .unwrap_or("")
-        .to_owned();
-    let tarball = cache_dir.join(&tarball_name);
-    let status = Command::new("tar")
-        .arg("xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(cache_dir)
-        .status()
-        .map_err(|e| format!("running tar: {e}"))?;
-    if !status.success() {
-        return Err(format!("extracting {} failed", tarball.display()));
+    let bytes = obtain::obtain(source)?;
+    let file = project_root()
+        .join("target/acp-schema/previous")
+        .join(source.relative_file());
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
     }
-    Ok(())
+    std::fs::write(&file, &bytes).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| format!("{} is not UTF-8: {e}", source.description()))?;
+    Ok((file, text))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -143,7 +143,11 @@ fn every_pinned_schema_generates_compiling_code() {
         .unwrap();
         members.push(format!("{name:?}"));
     }
-    assert_eq!(members.len(), 3, "stable, unstable and 2025-10 are pinned");
+    assert_eq!(
+        members.len(),
+        5,
+        "stable, unstable, v2, v2-unstable and 2025-10 are pinned"
+    );
     std::fs::write(
         workspace.join("Cargo.toml"),
         format!(
