@@ -127,12 +127,16 @@
 
 pub mod agent;
 pub mod client;
+#[cfg(feature = "unstable-proxy-chains")]
+pub mod conductor;
 mod error;
 pub mod host;
 #[cfg(unix)]
 mod os;
 pub mod prelude;
 pub mod process;
+#[cfg(feature = "unstable-proxy-chains")]
+pub mod proxy;
 mod reply;
 mod rules;
 mod shape_reader;
