@@ -42,16 +42,25 @@ fn run(args: &[String]) -> Result<(), String> {
     match command.as_str() {
         "agent" => {
             if rest.is_empty() {
-                return Err(format!("`agent` needs at least the agent's command\n{USAGE}"));
+                return Err(format!(
+                    "`agent` needs at least the agent's command\n{USAGE}"
+                ));
             }
             // Fork the supervisor while this process is small; it kills the chain if the
             // conductor dies, however it dies.
             if let Err(error) = acp_runtime::process::start_supervisor() {
-                eprintln!("acp-conductor: no process supervisor ({error}); components may outlive a killed conductor");
+                eprintln!(
+                    "acp-conductor: no process supervisor ({error}); components may outlive a killed conductor"
+                );
             }
             let components = rest
                 .iter()
-                .map(|line| Ok(Component::command(line.clone(), command_line::command(line)?)))
+                .map(|line| {
+                    Ok(Component::command(
+                        line.clone(),
+                        command_line::command(line)?,
+                    ))
+                })
                 .collect::<Result<Vec<_>, String>>()?;
             Conductor::new(components)
                 .serve_stdio()
@@ -60,12 +69,17 @@ fn run(args: &[String]) -> Result<(), String> {
         "pass-through" => serve(Proxy::pass_through(), ConnectionOptions::default()),
         "trace-proxy" => {
             let [path] = rest else {
-                return Err(format!("`trace-proxy` takes the transcript's path\n{USAGE}"));
+                return Err(format!(
+                    "`trace-proxy` takes the transcript's path\n{USAGE}"
+                ));
             };
             let file = std::fs::File::create(path)
                 .map_err(|error| format!("cannot create `{path}`: {error}"))?;
             let trace = TraceWriter::new(std::io::BufWriter::new(file));
-            serve(Proxy::pass_through(), ConnectionOptions::default().with_observer(trace))
+            serve(
+                Proxy::pass_through(),
+                ConnectionOptions::default().with_observer(trace),
+            )
         }
         "policy-proxy" => {
             let mut policy = Policy::default();

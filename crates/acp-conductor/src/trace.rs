@@ -1,11 +1,14 @@
 //! The trace proxy: forwards everything, and writes the logical traffic of its hop (what its
-//! predecessor and its successor said to each other through it, envelopes opened) as an
-//! acp-test transcript, one `{"dir", "msg"}` line per message, as it happens.
+//! predecessor and its successor said to each other through it) as an acp-test transcript,
+//! one `{"dir", "msg"}` line per message, as it happens.
 //!
-//! A message from the predecessor is `client->agent`, one from the successor
-//! `agent->client`; `proxy/initialize` is written as `initialize`; answers go the reverse
-//! way of the request they answer. Ids are the ones on the proxy's own connection. The
-//! transcript replays against either end with acp-test (`replay`), after normalizing.
+//! It records the predecessor's side of the proxy's connection, where the messages are not
+//! wrapped: what came from the predecessor is `client->agent`, what went to it
+//! `agent->client`, answers go the reverse way of the request they answer, and
+//! `proxy/initialize` is written as `initialize`. A pass-through proxy sends the same
+//! messages on to its successor, wrapped; those are not written again. Ids are the ones on
+//! the proxy's own connection. Placed last in a chain, it records what the agent sees, and
+//! the transcript replays against the agent with acp-test after normalizing.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -72,6 +75,8 @@ impl<W: Write + Send> TraceWriter<W> {
         let id = msg.get("id").map(Value::to_string);
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
         let dir = match method.as_deref() {
+            // The same messages again, on the successor's side of a pass-through proxy.
+            Some("proxy/successor") => return,
             Some(method) => {
                 let dir = logical(sent_by_us, method, &mut msg);
                 if let Some(id) = id {
@@ -103,29 +108,10 @@ impl<W: Write + Send> TraceWriter<W> {
     }
 }
 
-/// The direction of a message with `method` on the proxy's connection, with its envelope
-/// opened in place.
+/// The direction of a message with `method` between the proxy and its predecessor, with
+/// `proxy/initialize` named as the client sent it.
 fn logical(sent_by_us: bool, method: &str, msg: &mut Map<String, Value>) -> Direction {
     match method {
-        "proxy/successor" => {
-            if let Some(Value::Object(mut envelope)) = msg.remove("params") {
-                if let Some(inner) = envelope.remove("method") {
-                    msg.insert("method".to_owned(), inner);
-                }
-                match envelope.remove("params") {
-                    Some(Value::Null) | None => {}
-                    Some(params) => {
-                        msg.insert("params".to_owned(), params);
-                    }
-                }
-            }
-            // We wrap what goes to the successor; the conductor wraps what comes from it.
-            if sent_by_us {
-                Direction::ClientToAgent
-            } else {
-                Direction::AgentToClient
-            }
-        }
         "proxy/initialize" => {
             msg.insert("method".to_owned(), "initialize".into());
             Direction::ClientToAgent

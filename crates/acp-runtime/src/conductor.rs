@@ -130,12 +130,10 @@ impl Conductor {
         async move {
             let mut driver = std::pin::pin!(driver);
             let outcome = executor
-                .run(
-                    async { Some((&mut driver).await) }.or(async {
-                        shared.failed().await;
-                        None
-                    }),
-                )
+                .run(async { Some((&mut driver).await) }.or(async {
+                    shared.failed().await;
+                    None
+                }))
                 .await;
             let result = match outcome {
                 Some(served) => served.map_err(ChainError::from),

@@ -19,7 +19,11 @@ use serde_json::{Value, json};
 struct Streamer;
 
 impl Agent for Streamer {
-    async fn new_session(&self, _: NewSessionRequest, _: &ClientHandle) -> Result<NewSessionResponse> {
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
         Ok(NewSessionResponse::new(agent::new_session_id()))
     }
 
@@ -40,14 +44,24 @@ impl Agent for Streamer {
 
 fn proxy_component(name: &str, proxy: Proxy) -> Component {
     let (conductor_end, proxy_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
-    let (_cx, driver) = proxy::serve(proxy, proxy_end.reader, proxy_end.writer, ConnectionOptions::default());
+    let (_cx, driver) = proxy::serve(
+        proxy,
+        proxy_end.reader,
+        proxy_end.writer,
+        ConnectionOptions::default(),
+    );
     smol::spawn(driver).detach();
     Component::streams(name, conductor_end.reader, conductor_end.writer)
 }
 
 fn agent_component<A: Agent>(agent_impl: A) -> Component {
     let (conductor_end, agent_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
-    let (_client, driver) = agent::serve(agent_impl, agent_end.reader, agent_end.writer, AgentOptions::default());
+    let (_client, driver) = agent::serve(
+        agent_impl,
+        agent_end.reader,
+        agent_end.writer,
+        AgentOptions::default(),
+    );
     smol::spawn(driver).detach();
     Component::streams("agent", conductor_end.reader, conductor_end.writer)
 }
@@ -55,7 +69,12 @@ fn agent_component<A: Agent>(agent_impl: A) -> Component {
 fn connect(conductor: Conductor) -> AgentHandle {
     let (client_end, conductor_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
     smol::spawn(conductor.run(conductor_end.reader, conductor_end.writer)).detach();
-    let (agent, driver) = client::connect(AutoAllow, client_end.reader, client_end.writer, ClientOptions::default());
+    let (agent, driver) = client::connect(
+        AutoAllow,
+        client_end.reader,
+        client_end.writer,
+        ClientOptions::default(),
+    );
     smol::spawn(driver).detach();
     agent
 }
@@ -132,8 +151,13 @@ async fn raw_chain(proxies: usize) -> (RawPeer, RawPeer) {
     let mut components: Vec<Component> = (0..proxies)
         .map(|i| proxy_component(&format!("p{i}"), Proxy::pass_through()))
         .collect();
-    components.push(Component::streams("raw agent", agent_end.reader, agent_end.writer));
-    smol::spawn(Conductor::new(components).run(conductor_end.reader, conductor_end.writer)).detach();
+    components.push(Component::streams(
+        "raw agent",
+        agent_end.reader,
+        agent_end.writer,
+    ));
+    smol::spawn(Conductor::new(components).run(conductor_end.reader, conductor_end.writer))
+        .detach();
     (client, agent)
 }
 
@@ -141,7 +165,9 @@ async fn raw_chain(proxies: usize) -> (RawPeer, RawPeer) {
 fn envelopes_from_the_ends_are_refused_and_requests_before_initialize_too() {
     smol::block_on(within("refusals", async {
         let (mut client, mut agent) = raw_chain(1).await;
-        let early = client.request(1, "session/new", json!({"cwd": "/", "mcpServers": []})).await;
+        let early = client
+            .request(1, "session/new", json!({"cwd": "/", "mcpServers": []}))
+            .await;
         assert_eq!(early["error"]["code"], -32600);
         client
             .send(json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 1}}))
@@ -153,7 +179,9 @@ fn envelopes_from_the_ends_are_refused_and_requests_before_initialize_too() {
             .send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}}))
             .await;
         assert_eq!(client.recv().await["result"]["protocolVersion"], 1);
-        let refused = client.request(3, "proxy/successor", json!({"method": "x"})).await;
+        let refused = client
+            .request(3, "proxy/successor", json!({"method": "x"}))
+            .await;
         assert_eq!(refused["error"]["code"], -32600);
         agent
             .send(json!({"jsonrpc": "2.0", "id": 9, "method": "proxy/successor", "params": {"method": "x"}}))

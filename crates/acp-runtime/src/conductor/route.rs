@@ -92,7 +92,11 @@ impl HopDispatch {
         }
     }
 
-    fn connection<'a>(&'a self, chain: &'a Chain, hop: Option<usize>) -> Option<&'a ConnectionHandle> {
+    fn connection<'a>(
+        &'a self,
+        chain: &'a Chain,
+        hop: Option<usize>,
+    ) -> Option<&'a ConnectionHandle> {
         match hop {
             None => self.shared.client.get(),
             Some(hop) => chain.hops.get(hop).map(|hop| &hop.rpc),
@@ -113,11 +117,11 @@ impl HopDispatch {
                             .await
                     }
                 };
-                ResponseError::internal_error(description)
+                failure(description)
             }
             (other, Some(hop)) => {
                 let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
-                ResponseError::internal_error(describe(hop, name, &other.to_string()))
+                failure(describe(hop, name, &other.to_string()))
             }
             (other, None) => ResponseError::internal_error(format_args!("the client: {other}")),
         }
@@ -125,20 +129,21 @@ impl HopDispatch {
 
     async fn chain_for(&self, method: &str) -> Result<Arc<Chain>, ResponseError> {
         if self.hop.is_none() && method == INITIALIZE {
-            return self
-                .shared
-                .chain()
-                .await
-                .map_err(ResponseError::internal_error);
+            return self.shared.chain().await.map_err(failure);
         }
         match self.shared.chain.get() {
             Some(Ok(chain)) => Ok(chain.clone()),
-            Some(Err(error)) => Err(ResponseError::internal_error(error)),
+            Some(Err(error)) => Err(failure(error.clone())),
             None => Err(rules::not_initialized(format_args!(
                 "expected `initialize` before `{method}`"
             ))),
         }
     }
+}
+
+/// `-32603` with the failure as its message, so that every client shows it.
+fn failure(description: String) -> ResponseError {
+    ResponseError::new(acp_jsonrpc::ErrorCode::INTERNAL_ERROR, description)
 }
 
 /// The client's `initialize` params with the version the conductor selected: unchanged when
@@ -157,8 +162,8 @@ fn negotiated(params: Option<&RawValue>) -> Result<Option<Box<RawValue>>, Respon
     if selected == requested.protocol_version {
         return Ok(params.map(ToOwned::to_owned));
     }
-    let mut object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(raw)
-        .map_err(|error| ResponseError::invalid_params(error))?;
+    let mut object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(raw).map_err(|error| ResponseError::invalid_params(error))?;
     object.insert("protocolVersion".to_owned(), selected.0.into());
     serde_json::value::to_raw_value(&object)
         .map(Some)
@@ -170,7 +175,10 @@ fn is_proxy(chain: &Chain) -> Vec<bool> {
 }
 
 impl HopDispatch {
-    async fn forward_request(&self, request: &IncomingRequest) -> Result<Box<RawValue>, ResponseError> {
+    async fn forward_request(
+        &self,
+        request: &IncomingRequest,
+    ) -> Result<Box<RawValue>, ResponseError> {
         let ticket = self.order.ticket();
         let method = request.method();
         let chain = self.chain_for(method).await?;
@@ -208,14 +216,19 @@ impl HopDispatch {
         }
     }
 
-    async fn forward_notification(&self, notification: &IncomingNotification) -> Result<(), String> {
+    async fn forward_notification(
+        &self,
+        notification: &IncomingNotification,
+    ) -> Result<(), String> {
         let ticket = self.order.ticket();
         let method = notification.method();
         let Some(Ok(chain)) = self.shared.chain.get() else {
             return Err(format!("`{method}` before `initialize` is dropped"));
         };
         let envelope = match (self.hop, method) {
-            (Some(_), PROXY_SUCCESSOR) => Some(open(notification.raw_params()).map_err(|e| e.message)?),
+            (Some(_), PROXY_SUCCESSOR) => {
+                Some(open(notification.raw_params()).map_err(|e| e.message)?)
+            }
             _ => None,
         };
         let inner = envelope.as_ref().map(|envelope| &*envelope.method);
@@ -273,8 +286,14 @@ mod tests {
     fn the_routing_table() {
         let chain = [true, true, false];
         let route = |from, method, inner| destination(from, method, inner, &chain);
-        assert_eq!(route(None, "initialize", None), Ok(to(Some(0), "proxy/initialize", false)));
-        assert_eq!(route(None, "session/prompt", None), Ok(to(Some(0), "session/prompt", false)));
+        assert_eq!(
+            route(None, "initialize", None),
+            Ok(to(Some(0), "proxy/initialize", false))
+        );
+        assert_eq!(
+            route(None, "session/prompt", None),
+            Ok(to(Some(0), "session/prompt", false))
+        );
         assert_eq!(
             route(Some(0), "proxy/successor", Some("initialize")),
             Ok(to(Some(1), "proxy/initialize", false))
@@ -287,9 +306,21 @@ mod tests {
             route(Some(2), "session/update", None),
             Ok(to(Some(1), "session/update", true))
         );
-        assert_eq!(route(Some(0), "session/update", None), Ok(to(None, "session/update", false)));
-        assert_eq!(route(None, "proxy/successor", None).unwrap_err().code.0, -32600);
-        assert_eq!(route(Some(2), "proxy/successor", Some("x")).unwrap_err().code.0, -32600);
+        assert_eq!(
+            route(Some(0), "session/update", None),
+            Ok(to(None, "session/update", false))
+        );
+        assert_eq!(
+            route(None, "proxy/successor", None).unwrap_err().code.0,
+            -32600
+        );
+        assert_eq!(
+            route(Some(2), "proxy/successor", Some("x"))
+                .unwrap_err()
+                .code
+                .0,
+            -32600
+        );
         let direct = destination(None, "initialize", None, &[false]);
         assert_eq!(direct, Ok(to(Some(0), "initialize", false)));
     }

@@ -85,7 +85,11 @@ impl Successor<'_> {
     }
 
     /// Sends a request with raw params; the result comes back raw.
-    pub async fn request_raw(&self, method: &str, params: Option<&RawValue>) -> Result<Box<RawValue>> {
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>> {
         let envelope = wrap(method, params);
         let result = self
             .0
@@ -135,7 +139,11 @@ impl Predecessor<'_> {
     }
 
     /// Sends a request with raw params; the result comes back raw.
-    pub async fn request_raw(&self, method: &str, params: Option<&RawValue>) -> Result<Box<RawValue>> {
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>> {
         Ok(self.0.rpc.request_raw(method, params).await?)
     }
 

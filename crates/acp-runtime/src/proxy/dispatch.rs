@@ -75,7 +75,11 @@ impl ProxyDispatch {
         routed: Routed,
     ) -> Result<Box<RawValue>, ResponseError> {
         ticket.turn().await;
-        if let Some(hook) = self.proxy.requests.get(&(routed.from, routed.method.as_str())) {
+        if let Some(hook) = self
+            .proxy
+            .requests
+            .get(&(routed.from, routed.method.as_str()))
+        {
             drop(ticket);
             return hook(self.context(rpc), routed.params)
                 .await
@@ -148,7 +152,10 @@ impl Handler for ProxyDispatch {
                     let envelope = wrap(&routed.method, routed.params.as_deref());
                     rpc.notify_raw(PROXY_SUCCESSOR, Some(&envelope)).await
                 }
-                From::Agent => rpc.notify_raw(&routed.method, routed.params.as_deref()).await,
+                From::Agent => {
+                    rpc.notify_raw(&routed.method, routed.params.as_deref())
+                        .await
+                }
             };
             sent.map_err(crate::Error::from)
         };

@@ -13,8 +13,9 @@ use crate::proxy::context::ProxyContext;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-pub(crate) type RequestHook =
-    Arc<dyn Fn(ProxyContext, Option<Box<RawValue>>) -> BoxFuture<Result<Box<RawValue>>> + Send + Sync>;
+pub(crate) type RequestHook = Arc<
+    dyn Fn(ProxyContext, Option<Box<RawValue>>) -> BoxFuture<Result<Box<RawValue>>> + Send + Sync,
+>;
 pub(crate) type NotificationHook =
     Arc<dyn Fn(ProxyContext, Option<Box<RawValue>>) -> BoxFuture<Result<()>> + Send + Sync>;
 
@@ -85,8 +86,9 @@ impl Proxy {
 }
 
 fn decode<T: serde::de::DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
-    serde_json::from_str(params.map_or("null", RawValue::get))
-        .map_err(|error| Error::invalid_params(format_args!("invalid params for `{method}`: {error}")))
+    serde_json::from_str(params.map_or("null", RawValue::get)).map_err(|error| {
+        Error::invalid_params(format_args!("invalid params for `{method}`: {error}"))
+    })
 }
 
 fn request_hook<R, F, Fut>(hook: F) -> RequestHook

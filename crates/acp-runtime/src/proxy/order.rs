@@ -104,7 +104,11 @@ mod tests {
         let third = order.ticket();
         smol::block_on(async {
             drop(second);
-            assert!(futures_lite::future::poll_once(third.turn()).await.is_none());
+            assert!(
+                futures_lite::future::poll_once(third.turn())
+                    .await
+                    .is_none()
+            );
             first.turn().await;
             drop(first);
             third.turn().await;
