@@ -163,7 +163,7 @@ fn negotiated(params: Option<&RawValue>) -> Result<Option<Box<RawValue>>, Respon
         return Ok(params.map(ToOwned::to_owned));
     }
     let mut object: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(raw).map_err(|error| ResponseError::invalid_params(error))?;
+        serde_json::from_str(raw).map_err(ResponseError::invalid_params)?;
     object.insert("protocolVersion".to_owned(), selected.0.into());
     serde_json::value::to_raw_value(&object)
         .map(Some)
