@@ -24,13 +24,10 @@ use serde_json::{Map, Value};
 /// use acp_conductor::trace::TraceWriter;
 /// use acp_jsonrpc::Observer;
 ///
-/// let mut out = Vec::new();
-/// {
-///     let trace = TraceWriter::new(&mut out);
-///     trace.incoming(br#"{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}"#);
-///     trace.outgoing(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#);
-/// }
-/// let text = String::from_utf8(out).unwrap();
+/// let trace = TraceWriter::new(Vec::new());
+/// trace.incoming(br#"{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}"#);
+/// trace.outgoing(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#);
+/// let text = String::from_utf8(trace.into_inner()).unwrap();
 /// assert!(text.starts_with(r#"{"dir":"client->agent","msg":{"id":0,"jsonrpc":"2.0","method":"initialize""#));
 /// assert!(text.lines().nth(1).unwrap().starts_with(r#"{"dir":"agent->client""#));
 /// ```
@@ -62,6 +59,14 @@ impl<W: Write + Send> TraceWriter<W> {
                 failed: false,
             }),
         }
+    }
+
+    /// The writer, with everything recorded so far.
+    pub fn into_inner(self) -> W {
+        self.state
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .out
     }
 
     fn record(&self, sent_by_us: bool, line: &[u8]) {
