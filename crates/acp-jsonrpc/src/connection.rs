@@ -197,6 +197,55 @@ impl ConnectionHandle {
         self.start_request(id, method, bytes, Ok)
     }
 
+    /// Like [`request_raw`](Self::request_raw), in two steps: the returned future resolves
+    /// once the request is in the outgoing queue (after waiting for room), to a
+    /// [`RequestFuture`] for its response. For routers that must keep the order of what they
+    /// forward: the next message may be queued as soon as this one resolves.
+    ///
+    /// ```
+    /// # use acp_jsonrpc::{ConnectionHandle, RequestError};
+    /// async fn forward(to: &ConnectionHandle) -> Result<(), RequestError> {
+    ///     let response = to.send_request_raw("ping", None).await?;
+    ///     // Queued: whatever is sent from here on goes out after it.
+    ///     let _result = response.await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn send_request_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<RequestFuture<Box<RawValue>>, RequestError> {
+        let id = self.shared.next_request_id();
+        let mut bytes = self.shared.take_buffer();
+        encode_raw_request(&mut bytes, &RequestId::from(id), method, params);
+        let Some(response) = self.shared.register_waiter(id) else {
+            self.shared.recycle(bytes);
+            return Err(RequestError::ConnectionClosed);
+        };
+        let mut guard = OutgoingRequest {
+            shared: self.shared.clone(),
+            id,
+            sent: false,
+            finished: false,
+        };
+        let trace = self.shared.trace.request(id, method);
+        guard.shared.trace.request_sent(trace, id, bytes.len());
+        guard.shared.enqueue_metered(bytes).await?;
+        guard.mark_sent();
+        let exchange = async move {
+            let result = response.await;
+            guard.mark_finished();
+            result.unwrap_or(Err(RequestError::ConnectionClosed))
+        };
+        Ok(RequestFuture {
+            id: RequestId::from(id),
+            exchange: Box::pin(exchange),
+            decode: Ok,
+            _result: PhantomData,
+        })
+    }
+
     fn start_request<R>(
         &self,
         id: i64,

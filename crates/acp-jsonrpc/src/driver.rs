@@ -178,6 +178,9 @@ pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
     unflushed: bool,
     /// Bytes read since this poll began (see [`READ_BYTES_PER_POLL`]).
     read_this_poll: usize,
+    /// Whether a request was accepted since the request handlers were last polled (see
+    /// `route`).
+    fresh_requests: bool,
     max_in_flight: usize,
     phase: Phase,
     wake: Arc<DriverWake>,
@@ -224,6 +227,7 @@ where
             written: 0,
             unflushed: false,
             read_this_poll: 0,
+            fresh_requests: false,
             max_in_flight: options.max_in_flight_requests,
             phase: Phase::Running,
             wake: wake.clone(),
@@ -417,6 +421,13 @@ where
                     notification,
                     connection: self.handle(),
                 };
+                // Requests accepted before this notification get their first poll now, so that
+                // every handler starts in the order its message arrived: a router that forwards
+                // at its first poll keeps a request ahead of a later notification.
+                if self.fresh_requests {
+                    self.fresh_requests = false;
+                    self.requests.poll(cx);
+                }
                 self.notification
                     .set(Some((self.make_notification)(notification)));
                 // Most handlers finish at once; then reading goes on without
@@ -468,6 +479,7 @@ where
         };
         let task = (self.make_request)(request, responder, guard);
         self.requests.insert(task, state);
+        self.fresh_requests = true;
     }
 
     fn cancel_incoming(&mut self, notification: &Notification) {
@@ -516,6 +528,7 @@ where
                 return Poll::Ready(Ok(()));
             }
             if self.phase != Phase::Closing {
+                self.fresh_requests = false;
                 if self.requests.poll(cx) {
                     progress = true;
                     // Write what the handlers answered before reading on

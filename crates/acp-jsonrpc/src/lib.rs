@@ -78,7 +78,11 @@
 //! handles notifications in order. A handler whose futures are not `Send`
 //! implements [`LocalHandler`] and is run with [`Connection::new_local`].
 //! The handler reaches the peer through
-//! [`IncomingRequest::connection`].
+//! [`IncomingRequest::connection`]. Every handler is first polled in the
+//! order its message arrived (a request's before a later notification's),
+//! so what a router does before its first await happens in arrival order;
+//! [`ConnectionHandle::send_request_raw`] lets it queue a request before
+//! the next message is handled.
 //!
 //! What the connection answers by itself:
 //!

@@ -95,6 +95,7 @@
 //! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
 //! | `unstable-plans` | `plan_update`, `plan_removed` updates | `SessionClient::plan_update`, `plan_removed` | [`client::PromptTurn::next`] | client's `plan` | `tests/unstable.rs` |
 //! | `unstable-subagents` | `subagent_update`, `session_message`, `session_message_chunk` updates | `SessionClient::subagent_update`, `session_message`, `session_message_chunk` | [`client::PromptTurn::next`] | client's `subagents` | `tests/rules.rs` (rule), types in acp-types |
+//! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | [`proxy`]: `Proxy::builder` hooks, `serve` | [`conductor`]: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
 //! | `unstable-models` (seed-era, turns on `acp-types/models` only) | `session/set_model`, `models` in session answers | `Agent::set_model`; `ClientHandle::offer_models`, `SessionClient::offer_models` | `Session::models`, `Session::set_model` (refused with [`Error::Invalid`] for a model the session did not advertise) | the session's `models` | `tests/models.rs` |
 //!
 //! An update kind the client did not advertise is refused by the agent's runtime before it
@@ -127,12 +128,16 @@
 
 pub mod agent;
 pub mod client;
+#[cfg(feature = "unstable-proxy-chains")]
+pub mod conductor;
 mod error;
 pub mod host;
 #[cfg(unix)]
 mod os;
 pub mod prelude;
 pub mod process;
+#[cfg(feature = "unstable-proxy-chains")]
+pub mod proxy;
 mod reply;
 mod rules;
 mod shape_reader;

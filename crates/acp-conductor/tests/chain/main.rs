@@ -1,0 +1,264 @@
+//! The conductor binary with real processes over pipes: three pass-through proxies and a
+//! trace proxy in front of an agent (this very binary, in agent mode), 100,000 streamed
+//! updates in order, a component crash mid-turn, and a SIGKILLed conductor.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use acp_runtime::prelude::*;
+use acp_runtime::process::AgentCommand;
+
+const MODE: &str = "ACP_CHAIN_TEST_AGENT";
+const MARKER: &str = "ACP_CHAIN_TEST_RUN";
+
+struct TestAgent;
+
+impl Agent for TestAgent {
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new(agent::new_session_id()))
+    }
+
+    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        let text = request
+            .prompt
+            .first()
+            .and_then(ContentBlock::as_text)
+            .unwrap_or_default();
+        let (what, count) = text.split_once(' ').unwrap_or((text, "0"));
+        let count: usize = count.parse().unwrap_or(0);
+        for i in 0..count {
+            turn.message(ContentBlock::from(i.to_string())).await?;
+        }
+        match what {
+            "crash" => {
+                eprintln!("test agent: boom after {count} updates");
+                std::process::exit(3);
+            }
+            "hang" => std::future::pending::<()>().await,
+            _ => {}
+        }
+        Ok(StopReason::EndTurn.into())
+    }
+}
+
+fn conductor(proxies: &[String], marker: &str) -> AgentCommand {
+    let me = std::env::current_exe().unwrap();
+    let mut command = AgentCommand::new(env!("CARGO_BIN_EXE_acp-conductor"))
+        .arg("agent")
+        .env(MARKER, marker)
+        .env(MODE, "1");
+    for proxy in proxies {
+        command = command.arg(proxy);
+    }
+    command.arg(me.display().to_string())
+}
+
+fn pass_through() -> String {
+    format!("{} pass-through", env!("CARGO_BIN_EXE_acp-conductor"))
+}
+
+/// Processes of this run still alive (their environment holds the marker).
+fn survivors(marker: &str) -> Vec<u32> {
+    let needle = format!("{MARKER}={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        });
+        if !zombie
+            && environ
+                .split(|&b| b == 0)
+                .any(|var| var == needle.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn wait_for_no_survivors(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = survivors(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn marker(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
+fn streams_in_order_through_three_proxies_and_a_trace() {
+    const UPDATES: usize = 100_000;
+    let run = marker("stream");
+    let trace: PathBuf =
+        std::env::temp_dir().join(format!("acp-chain-trace-{}.jsonl", std::process::id()));
+    let proxies = [
+        pass_through(),
+        pass_through(),
+        format!(
+            "{} trace-proxy {}",
+            env!("CARGO_BIN_EXE_acp-conductor"),
+            trace.display()
+        ),
+    ];
+    let (result, exit) = client::run_spawned(
+        AutoAllow,
+        conductor(&proxies, &run),
+        ClientOptions::default(),
+        |agent| async move {
+            let init = agent.initialize().await?;
+            assert_eq!(init.protocol_version, ProtocolVersion(1));
+            let session = agent.new_session(std::env::temp_dir()).await?;
+            let mut turn = session
+                .prompt(vec![format!("stream {UPDATES}").into()])
+                .await?;
+            let mut next = 0usize;
+            while let Some(update) = turn.next().await {
+                if let SessionUpdate::AgentMessageChunk(chunk) = update? {
+                    assert_eq!(
+                        chunk.content.as_text(),
+                        Some(next.to_string().as_str()),
+                        "out of order"
+                    );
+                    next += 1;
+                }
+            }
+            assert_eq!(turn.end().await?.stop_reason, StopReason::EndTurn);
+            Ok(next)
+        },
+    )
+    .unwrap();
+    assert_eq!(result, UPDATES);
+    assert!(exit.status.success(), "conductor: {exit}");
+    wait_for_no_survivors(&run);
+    let transcript = acp_test::Transcript::load(&trace).unwrap();
+    let methods: Vec<_> = transcript
+        .iter()
+        .take(4)
+        .map(|e| (e.dir.as_str(), e.method().map(str::to_owned)))
+        .collect();
+    assert_eq!(methods[0], ("client->agent", Some("initialize".to_owned())));
+    assert_eq!(methods[1], ("agent->client", None));
+    let updates = transcript
+        .iter()
+        .filter(|e| e.method() == Some("session/update"))
+        .count();
+    assert_eq!(updates, UPDATES);
+    let _ = std::fs::remove_file(trace);
+    println!("ok: {UPDATES} updates in order through 3 proxies, traced");
+}
+
+fn a_crash_mid_turn_is_a_clear_error_and_leaves_nothing() {
+    let run = marker("crash");
+    let proxies = [pass_through(), pass_through()];
+    let outcome = client::run_spawned(
+        AutoAllow,
+        conductor(&proxies, &run),
+        ClientOptions::default(),
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session(std::env::temp_dir()).await?;
+            let mut turn = session.prompt(vec!["crash 10".into()]).await?;
+            while let Some(update) = turn.next().await {
+                update?;
+            }
+            turn.end().await
+        },
+    );
+    let error = match outcome {
+        Err(error) => error.to_string(),
+        Ok((answer, exit)) => panic!("expected an error, got {answer:?} ({exit})"),
+    };
+    assert!(error.contains("chain component 2"), "{error}");
+    assert!(error.contains("exit code 3"), "{error}");
+    assert!(error.contains("boom after 10 updates"), "{error}");
+    wait_for_no_survivors(&run);
+    println!(
+        "ok: a crash mid-turn: {}",
+        error.lines().next().unwrap_or_default()
+    );
+}
+
+fn a_killed_conductor_takes_the_chain_with_it() {
+    let run = marker("kill");
+    let proxies = [pass_through(), pass_through()];
+    let started = smol::block_on(async {
+        let (agent, driver, process) = client::spawn(
+            AutoAllow,
+            conductor(&proxies, &run),
+            ClientOptions::default(),
+        )
+        .unwrap();
+        let driver = smol::spawn(driver);
+        agent.initialize().await.unwrap();
+        let session = agent.new_session(std::env::temp_dir()).await.unwrap();
+        let turn = session.prompt(vec!["hang 5".into()]).await.unwrap();
+        // Every component is up and the agent is mid-turn.
+        assert!(survivors(&run).len() >= 4, "{:?}", survivors(&run));
+        let pid = process.id();
+        unsafe { libc_kill(pid) };
+        let _ = process.exited().await;
+        drop(turn);
+        drop(driver);
+        pid
+    });
+    wait_for_no_survivors(&run);
+    println!("ok: SIGKILL of the conductor ({started}) left nothing behind");
+}
+
+unsafe extern "C" {
+    fn kill(pid: i32, signal: i32) -> i32;
+}
+
+unsafe fn libc_kill(pid: u32) {
+    // SIGKILL is 9 on every Unix.
+    unsafe { kill(pid as i32, 9) };
+}
+
+fn main() {
+    if std::env::var_os(MODE).is_some() {
+        agent::serve_stdio(TestAgent).unwrap();
+        return;
+    }
+    let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let tests: [(&str, fn()); 3] = [
+        (
+            "streams_in_order_through_three_proxies_and_a_trace",
+            streams_in_order_through_three_proxies_and_a_trace,
+        ),
+        (
+            "a_crash_mid_turn_is_a_clear_error_and_leaves_nothing",
+            a_crash_mid_turn_is_a_clear_error_and_leaves_nothing,
+        ),
+        (
+            "a_killed_conductor_takes_the_chain_with_it",
+            a_killed_conductor_takes_the_chain_with_it,
+        ),
+    ];
+    for (name, test) in tests {
+        if filter.as_deref().is_none_or(|f| name.contains(f)) {
+            println!("test {name}");
+            test();
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The conductor of proxy chains (feature `unstable-proxy-chains`): an agent to its client,
+//! and the client of every component of its chain, `P0 → … → Pn → agent`.
+//!
+//! ```text
+//! client ⇄ conductor ⇄ P0
+//!              ⇅
+//!              ⇄ P1 … ⇄ agent
+//! ```
+//!
+//! Proxies never talk to each other: each has one connection, to the conductor, which routes
+//! by the rules of the Proxy Chains RFD:
+//!
+//! | message | from | goes to |
+//! |---|---|---|
+//! | any (not `proxy/successor`) | the client | P0 (or the agent), same method; `initialize` becomes `proxy/initialize` for a proxy |
+//! | `proxy/successor {method, params}` | P_i | P_{i+1} or the agent, unwrapped; `initialize` becomes `proxy/initialize` for a proxy |
+//! | any (not `proxy/successor`) | P0 | the client, as it is |
+//! | any (not `proxy/successor`) | component k > 0 | P_{k-1}, wrapped in `proxy/successor` |
+//! | `proxy/successor` | the client or the agent, or inside another envelope | `-32600` (a notification is dropped and reported) |
+//!
+//! Every connection has its own ids: a forwarded request gets a new id on the next hop, and
+//! its answer (result or error) comes back verbatim under the old one. The envelope's
+//! `_meta` stays on its hop. `$/cancel_request` is per hop: it drops the handler that
+//! forwarded the request, whose own request to the next hop is then cancelled with that
+//! hop's id. Messages are forwarded in the order they arrived on each connection.
+//!
+//! The chain starts with the client's first `initialize` (requests before it get `-32600`,
+//! notifications are dropped). The conductor selects the version as an agent would (the
+//! client's when this runtime speaks it, else the latest) and forwards `initialize`
+//! unchanged when it is the client's; every proxy may lower it further, and the answer comes
+//! back from the agent through every proxy.
+//!
+//! A component that exits or closes its output brings the chain down: requests in flight
+//! are answered with an error that names the component, with its exit status and the tail
+//! of its stderr, and [`Conductor::run`] returns that error. Subprocesses run in process
+//! groups registered with the runtime's supervisor (see [`crate::process`]), so none
+//! outlives the conductor, even a SIGKILLed one.
+//!
+//! ```no_run
+//! use acp_runtime::conductor::{Component, Conductor};
+//! use acp_runtime::process::AgentCommand;
+//!
+//! // What `acp-conductor agent "trace-proxy" "my-agent --stdio"` does.
+//! let conductor = Conductor::new(vec![
+//!     Component::command("trace-proxy", AgentCommand::new("trace-proxy")),
+//!     Component::command("my-agent", AgentCommand::new("my-agent").arg("--stdio")),
+//! ]);
+//! conductor.serve_stdio()?;
+//! # Ok::<(), acp_runtime::conductor::ChainError>(())
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_jsonrpc::{Connection, ConnectionError, ConnectionOptions};
+use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
+
+mod chain;
+mod route;
+
+pub use chain::Component;
+use chain::Shared;
+use route::HopDispatch;
+
+/// How long requests in flight get to be answered once a component failed, before the
+/// conductor closes its client connection.
+pub const FAILURE_GRACE: Duration = Duration::from_millis(500);
+
+/// Why a conductor stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChainError {
+    /// A component could not start, exited or closed its output; the message names it
+    /// (index and name) and gives its exit status and stderr tail when known.
+    #[error("{0}")]
+    Component(String),
+    /// Reading from or writing to the client failed.
+    #[error(transparent)]
+    Client(#[from] ConnectionError),
+    /// Stdin or stdout could not be set up.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// A chain of proxies in front of an agent, served to one client. See the
+/// [module docs](self).
+#[derive(Debug)]
+pub struct Conductor {
+    components: Vec<Component>,
+    options: ConnectionOptions,
+}
+
+impl Conductor {
+    /// A conductor for `components`: proxies first, the agent last.
+    pub fn new(components: Vec<Component>) -> Self {
+        Conductor {
+            components,
+            options: ConnectionOptions::default(),
+        }
+    }
+
+    /// The options of every connection (to the client and to each component): limits and
+    /// observer (docs/limits.md).
+    pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Serves the client on `reader` and `writer` until it closes the connection (then the
+    /// chain is shut down, `Ok`) or a component fails ([`ChainError::Component`]).
+    pub fn run<R, W>(
+        self,
+        reader: R,
+        writer: W,
+    ) -> impl Future<Output = Result<(), ChainError>> + Send + use<R, W>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::new(Shared::new(self.components, self.options.clone()));
+        let (client, driver) = Connection::new(
+            reader,
+            writer,
+            HopDispatch::client(shared.clone()),
+            self.options,
+        );
+        let _ = shared.client.set(client.clone());
+        let executor = shared.executor.clone();
+        async move {
+            let mut driver = std::pin::pin!(driver);
+            let outcome = executor
+                .run(async { Some((&mut driver).await) }.or(async {
+                    shared.failed().await;
+                    None
+                }))
+                .await;
+            let result = match outcome {
+                Some(served) => served.map_err(ChainError::from),
+                None => {
+                    // Close every hop so that what waits on them fails now, and give the
+                    // answers (which name the failure) a moment to reach the client.
+                    if let Some(Ok(chain)) = shared.chain.get() {
+                        for hop in &chain.hops {
+                            hop.rpc.close();
+                        }
+                    }
+                    let _ = executor
+                        .run((&mut driver).or(async {
+                            smol::Timer::after(FAILURE_GRACE).await;
+                            Ok(())
+                        }))
+                        .await;
+                    client.close();
+                    let _ = executor
+                        .run((&mut driver).or(async {
+                            smol::Timer::after(FAILURE_GRACE).await;
+                            Ok(())
+                        }))
+                        .await;
+                    Err(ChainError::Component(
+                        shared.failure().unwrap_or_default().to_owned(),
+                    ))
+                }
+            };
+            executor.run(shared.shut_down()).await;
+            result
+        }
+    }
+
+    /// Serves the client on this process's stdin and stdout; blocks the calling thread.
+    pub fn serve_stdio(self) -> Result<(), ChainError> {
+        let (reader, writer) = crate::stdio::stdio()?;
+        smol::block_on(self.run(reader, writer))
+    }
+}

@@ -1,0 +1,294 @@
+//! The components of a chain once started: one connection per hop, the processes behind
+//! them, and what the conductor knows when one of them fails.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use acp_jsonrpc::{Connection, ConnectionHandle, ConnectionOptions};
+use event_listener::Event;
+use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
+
+use crate::conductor::route::HopDispatch;
+#[cfg(unix)]
+use crate::process::{AgentCommand, AgentProcess};
+
+type BoxReader = Box<dyn AsyncBufRead + Unpin + Send>;
+type BoxWriter = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// How long the conductor waits for a failed component's exit status before describing the
+/// failure without it (its stdout closed first).
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// One component of a chain: a proxy, or the agent at its end.
+pub struct Component {
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+}
+
+pub(crate) enum Kind {
+    #[cfg(unix)]
+    Command(AgentCommand),
+    Streams(BoxReader, BoxWriter),
+}
+
+impl fmt::Debug for Component {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.kind {
+            #[cfg(unix)]
+            Kind::Command(_) => "command",
+            Kind::Streams(..) => "streams",
+        };
+        f.debug_struct("Component")
+            .field("name", &self.name)
+            .field("kind", &kind)
+            .finish()
+    }
+}
+
+impl Component {
+    /// A subprocess, started when the client's first `initialize` arrives, in a process group
+    /// of its own that dies with the conductor (see [`crate::process`]). `name` is how errors
+    /// name it.
+    #[cfg(unix)]
+    pub fn command(name: impl Into<String>, command: AgentCommand) -> Self {
+        Component {
+            name: name.into(),
+            kind: Kind::Command(command),
+        }
+    }
+
+    /// An in-process component: the conductor reads its messages from `reader` and writes
+    /// to `writer`; whoever holds the other ends serves a [`crate::proxy::Proxy`] or an
+    /// [`crate::agent::Agent`] on them (see [`acp_jsonrpc::memory::pair`]).
+    pub fn streams(
+        name: impl Into<String>,
+        reader: impl AsyncBufRead + Unpin + Send + 'static,
+        writer: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> Self {
+        Component {
+            name: name.into(),
+            kind: Kind::Streams(Box::new(reader), Box::new(writer)),
+        }
+    }
+
+    /// Its name, as errors give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A started component: the conductor's connection to it (the conductor is its client).
+pub(crate) struct Hop {
+    pub(crate) name: String,
+    pub(crate) rpc: ConnectionHandle,
+    /// Whether it has a successor, so is initialized with `proxy/initialize`.
+    pub(crate) is_proxy: bool,
+    #[cfg(unix)]
+    pub(crate) process: Mutex<Option<AgentProcess>>,
+}
+
+pub(crate) struct Chain {
+    pub(crate) hops: Vec<Hop>,
+}
+
+pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// What the whole conductor shares: the chain (once started), the client's connection, and
+/// the first failure.
+pub(crate) struct Shared {
+    pub(crate) components: Mutex<Option<Vec<Component>>>,
+    pub(crate) chain: smol::lock::OnceCell<Result<Arc<Chain>, String>>,
+    pub(crate) client: OnceLock<ConnectionHandle>,
+    pub(crate) options: ConnectionOptions,
+    failure: OnceLock<String>,
+    failed: Event,
+    /// Where component drivers and watchers run: polled by `Conductor::run`.
+    pub(crate) executor: Arc<smol::Executor<'static>>,
+    /// Set once the conductor is shutting down: a component's end is expected from then on.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(components: Vec<Component>, options: ConnectionOptions) -> Self {
+        Shared {
+            components: Mutex::new(Some(components)),
+            chain: smol::lock::OnceCell::new(),
+            client: OnceLock::new(),
+            options,
+            failure: OnceLock::new(),
+            failed: Event::new(),
+            executor: Arc::new(smol::Executor::new()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Records the chain's first failure; the conductor stops on it.
+    pub(crate) fn fail(&self, description: String) {
+        if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        if self.failure.set(description).is_ok() {
+            self.failed.notify(usize::MAX);
+        }
+    }
+
+    pub(crate) fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+
+    /// Resolves with the first failure.
+    pub(crate) async fn failed(&self) -> String {
+        loop {
+            if let Some(failure) = self.failure.get() {
+                return failure.clone();
+            }
+            let listener = self.failed.listen();
+            if let Some(failure) = self.failure.get() {
+                return failure.clone();
+            }
+            listener.await;
+        }
+    }
+
+    /// The started chain: starts it on the first call (the client's first `initialize`).
+    /// An error names the component that could not start.
+    pub(crate) async fn chain(self: &Arc<Self>) -> Result<Arc<Chain>, String> {
+        self.chain
+            .get_or_init(|| async { self.start() })
+            .await
+            .clone()
+    }
+
+    fn start(self: &Arc<Self>) -> Result<Arc<Chain>, String> {
+        let components = lock(&self.components).take().unwrap_or_default();
+        let count = components.len();
+        let mut hops = Vec::with_capacity(count);
+        let mut drivers: Vec<Driver> = Vec::with_capacity(count * 2);
+        for (index, component) in components.into_iter().enumerate() {
+            let name = component.name;
+            let is_proxy = index + 1 < count;
+            let (reader, writer, process): (BoxReader, BoxWriter, _) = match component.kind {
+                #[cfg(unix)]
+                Kind::Command(command) => {
+                    let mut process = command
+                        .spawn()
+                        .map_err(|error| describe(index, &name, &error.to_string()))?;
+                    let (stdout, stdin) = process
+                        .take_stdio()
+                        .ok_or_else(|| describe(index, &name, "its pipes were taken"))?;
+                    (Box::new(stdout), Box::new(stdin), Some(process))
+                }
+                Kind::Streams(reader, writer) => (reader, writer, None),
+            };
+            let dispatch = HopDispatch::component(self.clone(), index);
+            let (rpc, driver) = Connection::new(reader, writer, dispatch, self.options.clone());
+            let shared = self.clone();
+            let watched = name.clone();
+            drivers.push(Box::pin(async move {
+                let reason = match driver.await {
+                    Ok(()) => "closed its output".to_owned(),
+                    Err(error) => error.to_string(),
+                };
+                let description = shared.describe_end(index, &watched, reason).await;
+                shared.fail(description);
+            }));
+            #[cfg(unix)]
+            if let Some(process) = &process {
+                let exited = process.exited();
+                let shared = self.clone();
+                let watched = name.clone();
+                drivers.push(Box::pin(async move {
+                    let exit = exited.await;
+                    shared.fail(describe_exit(index, &watched, &exit));
+                }));
+            }
+            #[cfg(not(unix))]
+            let _ = process;
+            hops.push(Hop {
+                name,
+                rpc,
+                is_proxy,
+                #[cfg(unix)]
+                process: Mutex::new(process),
+            });
+        }
+        if hops.is_empty() {
+            return Err("the chain has no components: it needs at least an agent".to_owned());
+        }
+        for driver in drivers {
+            self.executor.spawn(driver).detach();
+        }
+        Ok(Arc::new(Chain { hops }))
+    }
+
+    /// Why component `index` is gone, with its exit status and stderr tail when it is a
+    /// process that exits within [`EXIT_WAIT`].
+    pub(crate) async fn describe_end(&self, index: usize, name: &str, reason: String) -> String {
+        #[cfg(unix)]
+        if let Some(Ok(chain)) = self.chain.get()
+            && let Some(hop) = chain.hops.get(index)
+        {
+            let exited = lock(&hop.process).as_ref().map(AgentProcess::exited);
+            if let Some(exited) = exited {
+                let exit = async { Some(exited.await) }
+                    .or(async {
+                        smol::Timer::after(EXIT_WAIT).await;
+                        None
+                    })
+                    .await;
+                if let Some(exit) = exit {
+                    return describe_exit(index, name, &exit);
+                }
+            }
+        }
+        describe(index, name, &reason)
+    }
+
+    /// Closes every connection and ends every process in steps (see
+    /// [`AgentProcess::shutdown`]).
+    pub(crate) async fn shut_down(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+        let Some(Ok(chain)) = self.chain.get() else {
+            return;
+        };
+        for hop in &chain.hops {
+            hop.rpc.close();
+        }
+        #[cfg(unix)]
+        {
+            let processes: Vec<AgentProcess> = chain
+                .hops
+                .iter()
+                .filter_map(|hop| lock(&hop.process).take())
+                .collect();
+            for process in processes {
+                process.shutdown().await;
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `component 2 (name): reason`.
+pub(crate) fn describe(index: usize, name: &str, reason: &str) -> String {
+    format!("chain component {index} (`{name}`): {reason}")
+}
+
+#[cfg(unix)]
+fn describe_exit(index: usize, name: &str, exit: &crate::process::AgentExit) -> String {
+    let tail = if exit.stderr_tail.is_empty() {
+        "it wrote nothing to stderr".to_owned()
+    } else {
+        format!("last stderr lines:\n{}", exit.stderr_tail)
+    };
+    describe(index, name, &format!("exited with {exit}; {tail}"))
+}

@@ -1,0 +1,327 @@
+//! The routing rules: where each message a hop receives goes next, on which connection, under
+//! which method. Each connection has its own id space, so a forwarded request gets a new id
+//! on the next hop and its answer comes back verbatim under the old one.
+
+use std::sync::Arc;
+
+use acp_jsonrpc::{
+    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RequestError, Responder,
+    ResponseError,
+};
+use acp_types::ProtocolVersion;
+use serde_json::value::RawValue;
+
+use crate::conductor::chain::{Chain, Shared, describe};
+use crate::proxy::envelope::{INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, wrap};
+use crate::proxy::order::Order;
+use crate::rules;
+
+/// The handler of one of the conductor's connections: to the client (`hop` is `None`) or to
+/// component `hop`.
+pub(crate) struct HopDispatch {
+    shared: Arc<Shared>,
+    hop: Option<usize>,
+    order: Arc<Order>,
+}
+
+/// Where a message goes, and as what.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Destination {
+    /// `None` for the client, else the component.
+    pub(crate) hop: Option<usize>,
+    pub(crate) method: String,
+    /// Whether it goes wrapped in `proxy/successor` (to a proxy, from its successor).
+    pub(crate) wrapped: bool,
+}
+
+/// The routing rule, on its own so that it can be tested without connections. `from` is the
+/// receiving hop (`None`: the client), `proxies` whether each component is a proxy.
+pub(crate) fn destination(
+    from: Option<usize>,
+    method: &str,
+    inner: Option<&str>,
+    is_proxy: &[bool],
+) -> Result<Destination, ResponseError> {
+    let last = is_proxy.len().saturating_sub(1);
+    let downstream = |hop: usize, method: &str| Destination {
+        hop: Some(hop),
+        method: if method == INITIALIZE && is_proxy.get(hop) == Some(&true) {
+            PROXY_INITIALIZE.to_owned()
+        } else {
+            method.to_owned()
+        },
+        wrapped: false,
+    };
+    match from {
+        None if method == PROXY_SUCCESSOR => Err(rules::envelope_from_endpoint("the client")),
+        None => Ok(downstream(0, method)),
+        Some(hop) if method == PROXY_SUCCESSOR => {
+            if hop >= last {
+                return Err(rules::envelope_from_endpoint("the agent"));
+            }
+            let inner = inner.unwrap_or_default();
+            Ok(downstream(hop + 1, inner))
+        }
+        Some(0) => Ok(Destination {
+            hop: None,
+            method: method.to_owned(),
+            wrapped: false,
+        }),
+        Some(hop) => Ok(Destination {
+            hop: Some(hop - 1),
+            method: method.to_owned(),
+            wrapped: true,
+        }),
+    }
+}
+
+impl HopDispatch {
+    pub(crate) fn client(shared: Arc<Shared>) -> Self {
+        HopDispatch {
+            shared,
+            hop: None,
+            order: Arc::default(),
+        }
+    }
+
+    pub(crate) fn component(shared: Arc<Shared>, hop: usize) -> Self {
+        HopDispatch {
+            shared,
+            hop: Some(hop),
+            order: Arc::default(),
+        }
+    }
+
+    fn connection<'a>(
+        &'a self,
+        chain: &'a Chain,
+        hop: Option<usize>,
+    ) -> Option<&'a ConnectionHandle> {
+        match hop {
+            None => self.shared.client.get(),
+            Some(hop) => chain.hops.get(hop).map(|hop| &hop.rpc),
+        }
+    }
+
+    /// The error for a request whose next hop went away: the component's failure.
+    async fn gone(&self, chain: &Chain, hop: Option<usize>, error: RequestError) -> ResponseError {
+        match (error, hop) {
+            (RequestError::Response(error), _) => error,
+            (RequestError::ConnectionClosed, Some(hop)) => {
+                let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
+                let description = match self.shared.failure() {
+                    Some(failure) => failure.to_owned(),
+                    None => {
+                        self.shared
+                            .describe_end(hop, name, "closed its output".to_owned())
+                            .await
+                    }
+                };
+                failure(description)
+            }
+            (other, Some(hop)) => {
+                let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
+                failure(describe(hop, name, &other.to_string()))
+            }
+            (other, None) => ResponseError::internal_error(format_args!("the client: {other}")),
+        }
+    }
+
+    async fn chain_for(&self, method: &str) -> Result<Arc<Chain>, ResponseError> {
+        if self.hop.is_none() && method == INITIALIZE {
+            return self.shared.chain().await.map_err(failure);
+        }
+        match self.shared.chain.get() {
+            Some(Ok(chain)) => Ok(chain.clone()),
+            Some(Err(error)) => Err(failure(error.clone())),
+            None => Err(rules::not_initialized(format_args!(
+                "expected `initialize` before `{method}`"
+            ))),
+        }
+    }
+}
+
+/// `-32603` with the failure as its message, so that every client shows it.
+fn failure(description: String) -> ResponseError {
+    ResponseError::new(acp_jsonrpc::ErrorCode::INTERNAL_ERROR, description)
+}
+
+/// The client's `initialize` params with the version the conductor selected: unchanged when
+/// it speaks the client's version (so members it does not know survive), else rewritten.
+fn negotiated(params: Option<&RawValue>) -> Result<Option<Box<RawValue>>, ResponseError> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Requested {
+        protocol_version: ProtocolVersion,
+    }
+    let raw = params.map_or("null", RawValue::get);
+    let requested: Requested = serde_json::from_str(raw).map_err(|error| {
+        ResponseError::invalid_params(format_args!("invalid params for `initialize`: {error}"))
+    })?;
+    let selected = rules::conductor_version(requested.protocol_version);
+    if selected == requested.protocol_version {
+        return Ok(params.map(ToOwned::to_owned));
+    }
+    let mut object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(raw).map_err(ResponseError::invalid_params)?;
+    object.insert("protocolVersion".to_owned(), selected.0.into());
+    serde_json::value::to_raw_value(&object)
+        .map(Some)
+        .map_err(ResponseError::internal_error)
+}
+
+fn is_proxy(chain: &Chain) -> Vec<bool> {
+    chain.hops.iter().map(|hop| hop.is_proxy).collect()
+}
+
+impl HopDispatch {
+    async fn forward_request(
+        &self,
+        request: &IncomingRequest,
+    ) -> Result<Box<RawValue>, ResponseError> {
+        let ticket = self.order.ticket();
+        let method = request.method();
+        let chain = self.chain_for(method).await?;
+        let envelope = match (self.hop, method) {
+            (Some(_), PROXY_SUCCESSOR) => Some(open(request.raw_params())?),
+            _ => None,
+        };
+        let inner = envelope.as_ref().map(|envelope| &*envelope.method);
+        let to = destination(self.hop, method, inner, &is_proxy(&chain))?;
+        let mut params = match &envelope {
+            Some(envelope) => envelope.params.map(ToOwned::to_owned),
+            None => request.raw_params().map(ToOwned::to_owned),
+        };
+        if self.hop.is_none() && method == INITIALIZE {
+            params = negotiated(params.as_deref())?;
+        }
+        let Some(rpc) = self.connection(&chain, to.hop) else {
+            return Err(ResponseError::internal_error("no connection to route to"));
+        };
+        ticket.turn().await;
+        let sent = if to.wrapped {
+            let envelope = wrap(&to.method, params.as_deref());
+            rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
+        } else {
+            rpc.send_request_raw(&to.method, params.as_deref()).await
+        };
+        drop(ticket);
+        let answer = match sent {
+            Ok(pending) => pending.await,
+            Err(error) => Err(error),
+        };
+        match answer {
+            Ok(result) => Ok(result),
+            Err(error) => Err(self.gone(&chain, to.hop, error).await),
+        }
+    }
+
+    async fn forward_notification(
+        &self,
+        notification: &IncomingNotification,
+    ) -> Result<(), String> {
+        let ticket = self.order.ticket();
+        let method = notification.method();
+        let Some(Ok(chain)) = self.shared.chain.get() else {
+            return Err(format!("`{method}` before `initialize` is dropped"));
+        };
+        let envelope = match (self.hop, method) {
+            (Some(_), PROXY_SUCCESSOR) => {
+                Some(open(notification.raw_params()).map_err(|e| e.message)?)
+            }
+            _ => None,
+        };
+        let inner = envelope.as_ref().map(|envelope| &*envelope.method);
+        let to = destination(self.hop, method, inner, &is_proxy(chain)).map_err(|e| e.message)?;
+        let params = match &envelope {
+            Some(envelope) => envelope.params,
+            None => notification.raw_params(),
+        };
+        let rpc = self
+            .connection(chain, to.hop)
+            .ok_or_else(|| "no connection to route to".to_owned())?;
+        ticket.turn().await;
+        let sent = if to.wrapped {
+            let envelope = wrap(&to.method, params);
+            rpc.notify_raw(PROXY_SUCCESSOR, Some(&envelope)).await
+        } else {
+            rpc.notify_raw(&to.method, params).await
+        };
+        sent.map_err(|error| format!("`{method}` could not be forwarded: {error}"))
+    }
+}
+
+impl Handler for HopDispatch {
+    async fn request(&self, request: IncomingRequest, mut responder: Responder) {
+        match self.forward_request(&request).await {
+            Ok(result) => {
+                // Answers pass through whole: wait for room in the reply budget first.
+                responder.reserve(result.get().len()).await;
+                responder.respond_raw(Ok(&result));
+            }
+            Err(error) => responder.respond_error(error),
+        }
+    }
+
+    async fn notification(&self, notification: IncomingNotification) {
+        if let Err(reason) = self.forward_notification(&notification).await {
+            notification.report_unhandled(reason);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn to(hop: Option<usize>, method: &str, wrapped: bool) -> Destination {
+        Destination {
+            hop,
+            method: method.to_owned(),
+            wrapped,
+        }
+    }
+
+    #[test]
+    fn the_routing_table() {
+        let chain = [true, true, false];
+        let route = |from, method, inner| destination(from, method, inner, &chain);
+        assert_eq!(
+            route(None, "initialize", None),
+            Ok(to(Some(0), "proxy/initialize", false))
+        );
+        assert_eq!(
+            route(None, "session/prompt", None),
+            Ok(to(Some(0), "session/prompt", false))
+        );
+        assert_eq!(
+            route(Some(0), "proxy/successor", Some("initialize")),
+            Ok(to(Some(1), "proxy/initialize", false))
+        );
+        assert_eq!(
+            route(Some(1), "proxy/successor", Some("initialize")),
+            Ok(to(Some(2), "initialize", false))
+        );
+        assert_eq!(
+            route(Some(2), "session/update", None),
+            Ok(to(Some(1), "session/update", true))
+        );
+        assert_eq!(
+            route(Some(0), "session/update", None),
+            Ok(to(None, "session/update", false))
+        );
+        assert_eq!(
+            route(None, "proxy/successor", None).unwrap_err().code.0,
+            -32600
+        );
+        assert_eq!(
+            route(Some(2), "proxy/successor", Some("x"))
+                .unwrap_err()
+                .code
+                .0,
+            -32600
+        );
+        let direct = destination(None, "initialize", None, &[false]);
+        assert_eq!(direct, Ok(to(Some(0), "initialize", false)));
+    }
+}

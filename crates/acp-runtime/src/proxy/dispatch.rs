@@ -1,0 +1,167 @@
+//! The proxy's side of its connection to the conductor: which neighbour each message came
+//! from, its hook or the default forward, and the rules of `proxy/initialize`.
+
+use std::sync::Arc;
+
+use acp_jsonrpc::{
+    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RequestError, Responder,
+    ResponseError,
+};
+use serde_json::value::RawValue;
+
+use crate::proxy::context::{ProxyContext, ProxyState, answered_version};
+use crate::proxy::envelope::{INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, wrap};
+use crate::proxy::hooks::{From, Proxy};
+use crate::proxy::order::{Order, Ticket};
+use crate::rules;
+
+pub(crate) struct ProxyDispatch {
+    pub(crate) proxy: Proxy,
+    pub(crate) state: Arc<ProxyState>,
+    pub(crate) order: Arc<Order>,
+}
+
+/// A message's method, params and sender once any envelope is opened.
+struct Routed {
+    from: From,
+    method: String,
+    params: Option<Box<RawValue>>,
+}
+
+fn route(method: &str, params: Option<&RawValue>) -> Result<Routed, ResponseError> {
+    match method {
+        PROXY_SUCCESSOR => {
+            let envelope = open(params)?;
+            Ok(Routed {
+                from: From::Agent,
+                method: envelope.method.into_owned(),
+                params: envelope.params.map(ToOwned::to_owned),
+            })
+        }
+        PROXY_INITIALIZE => Ok(Routed {
+            from: From::Client,
+            method: INITIALIZE.to_owned(),
+            params: params.map(ToOwned::to_owned),
+        }),
+        INITIALIZE => Err(rules::proxy_initialized_as_agent()),
+        _ => Ok(Routed {
+            from: From::Client,
+            method: method.to_owned(),
+            params: params.map(ToOwned::to_owned),
+        }),
+    }
+}
+
+fn to_response(error: RequestError) -> ResponseError {
+    match error {
+        RequestError::Response(error) => error,
+        other => ResponseError::internal_error(format_args!("forwarding failed: {other}")),
+    }
+}
+
+impl ProxyDispatch {
+    fn context(&self, rpc: &ConnectionHandle) -> ProxyContext {
+        ProxyContext {
+            rpc: rpc.clone(),
+            state: self.state.clone(),
+        }
+    }
+
+    /// The answer to a request: its hook's, or the neighbour's it was forwarded to.
+    async fn answer(
+        &self,
+        ticket: Ticket,
+        rpc: &ConnectionHandle,
+        routed: Routed,
+    ) -> Result<Box<RawValue>, ResponseError> {
+        ticket.turn().await;
+        if let Some(hook) = self
+            .proxy
+            .requests
+            .get(&(routed.from, routed.method.as_str()))
+        {
+            drop(ticket);
+            return hook(self.context(rpc), routed.params)
+                .await
+                .map_err(|error| error.to_response());
+        }
+        let pending = match routed.from {
+            From::Client => {
+                let envelope = wrap(&routed.method, routed.params.as_deref());
+                rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
+            }
+            From::Agent => {
+                rpc.send_request_raw(&routed.method, routed.params.as_deref())
+                    .await
+            }
+        };
+        drop(ticket);
+        let result = pending.map_err(to_response)?.await.map_err(to_response)?;
+        if routed.from == From::Client && routed.method == INITIALIZE {
+            self.state.note_successor_initialized(&result);
+        }
+        Ok(result)
+    }
+}
+
+impl Handler for ProxyDispatch {
+    async fn request(&self, request: IncomingRequest, mut responder: Responder) {
+        let ticket = self.order.ticket();
+        let routed = match route(request.method(), request.raw_params()) {
+            Ok(routed) => routed,
+            Err(error) => return responder.respond_error(error),
+        };
+        let initialize = request.method() == PROXY_INITIALIZE;
+        let rpc = request.connection().clone();
+        let mut answer = self.answer(ticket, &rpc, routed).await;
+        if initialize && let Ok(result) = &answer {
+            let successor = self.state.successor_version();
+            if let Err(error) = rules::proxy_initialize_answer(successor, answered_version(result))
+            {
+                answer = Err(error);
+            }
+        }
+        match answer {
+            Ok(result) => {
+                // Forwarded answers can be large: wait for room in the reply budget, as
+                // the connection asks of handlers that may answer megabytes.
+                responder.reserve(result.get().len()).await;
+                responder.respond_raw(Ok(&result));
+            }
+            Err(error) => responder.respond_error(error),
+        }
+    }
+
+    async fn notification(&self, notification: IncomingNotification) {
+        let ticket = self.order.ticket();
+        let routed = match route(notification.method(), notification.raw_params()) {
+            Ok(routed) => routed,
+            Err(error) => return notification.report_unhandled(error.message),
+        };
+        ticket.turn().await;
+        let rpc = notification.connection().clone();
+        let sent = if let Some(hook) = self
+            .proxy
+            .notifications
+            .get(&(routed.from, routed.method.as_str()))
+        {
+            hook(self.context(&rpc), routed.params).await
+        } else {
+            let sent = match routed.from {
+                From::Client => {
+                    let envelope = wrap(&routed.method, routed.params.as_deref());
+                    rpc.notify_raw(PROXY_SUCCESSOR, Some(&envelope)).await
+                }
+                From::Agent => {
+                    rpc.notify_raw(&routed.method, routed.params.as_deref())
+                        .await
+                }
+            };
+            sent.map_err(crate::Error::from)
+        };
+        drop(ticket);
+        if let Err(error) = sent {
+            notification.report_unhandled(format_args!("`{}`: {error}", routed.method));
+        }
+    }
+}

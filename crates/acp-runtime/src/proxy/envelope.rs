@@ -1,0 +1,89 @@
+//! The `proxy/successor` envelope on the wire: reading one without copying its params, and
+//! writing one around a message. Shared by the proxy role and the conductor.
+
+use std::borrow::Cow;
+
+use acp_jsonrpc::ResponseError;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// `proxy/initialize`: `initialize`, sent by a conductor to a component that has a successor.
+pub(crate) const PROXY_INITIALIZE: &str = "proxy/initialize";
+/// `proxy/successor`: the envelope between a proxy and its conductor.
+pub(crate) const PROXY_SUCCESSOR: &str = "proxy/successor";
+/// `initialize`.
+pub(crate) const INITIALIZE: &str = "initialize";
+
+/// A received envelope. Its own `_meta` is hop-local and ignored, and so are members a
+/// newer schema may add; the wrapped params stay raw.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Envelope<'a> {
+    #[serde(borrow)]
+    pub(crate) method: Cow<'a, str>,
+    /// `None` when absent or `null`: the schema makes the two equivalent.
+    #[serde(borrow, default)]
+    pub(crate) params: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct Outgoing<'a> {
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+}
+
+/// Reads the envelope in `params`; a malformed one is `-32602`, a nested one `-32600`
+/// ([`crate::rules::nested_envelope`]).
+pub(crate) fn open(params: Option<&RawValue>) -> Result<Envelope<'_>, ResponseError> {
+    let raw = params.map_or("null", RawValue::get);
+    let envelope: Envelope<'_> = serde_json::from_str(raw).map_err(|error| {
+        ResponseError::invalid_params(format_args!("a `{PROXY_SUCCESSOR}` envelope: {error}"))
+    })?;
+    if envelope.method == PROXY_SUCCESSOR {
+        return Err(crate::rules::nested_envelope());
+    }
+    Ok(envelope)
+}
+
+/// The params of a `proxy/successor` carrying `method` with `params`.
+pub(crate) fn wrap(method: &str, params: Option<&RawValue>) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&Outgoing { method, params })
+        .unwrap_or_else(|_| unreachable!("a string and raw JSON always serialize"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_and_opens_without_changing_the_params() {
+        let params = RawValue::from_string(r#"{"sessionId":"s","x":[1, 2]}"#.into()).unwrap();
+        let wrapped = wrap("session/prompt", Some(&params));
+        assert_eq!(
+            wrapped.get(),
+            r#"{"method":"session/prompt","params":{"sessionId":"s","x":[1, 2]}}"#
+        );
+        let opened = open(Some(&wrapped)).unwrap();
+        assert_eq!(opened.method, "session/prompt");
+        assert_eq!(opened.params.unwrap().get(), params.get());
+    }
+
+    #[test]
+    fn absent_and_null_params_are_the_same_and_meta_is_dropped() {
+        let a = RawValue::from_string(r#"{"method":"m"}"#.into()).unwrap();
+        let b = RawValue::from_string(r#"{"method":"m","params":null,"_meta":{"k":1}}"#.into())
+            .unwrap();
+        assert!(open(Some(&a)).unwrap().params.is_none());
+        assert!(open(Some(&b)).unwrap().params.is_none());
+        assert_eq!(wrap("m", None).get(), r#"{"method":"m"}"#);
+    }
+
+    #[test]
+    fn nested_and_malformed_envelopes_are_refused() {
+        let nested = RawValue::from_string(r#"{"method":"proxy/successor"}"#.into()).unwrap();
+        assert_eq!(open(Some(&nested)).unwrap_err().code.0, -32600);
+        let bad = RawValue::from_string(r#"{"params":{}}"#.into()).unwrap();
+        assert_eq!(open(Some(&bad)).unwrap_err().code.0, -32602);
+        assert_eq!(open(None).unwrap_err().code.0, -32602);
+    }
+}

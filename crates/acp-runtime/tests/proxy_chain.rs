@@ -1,0 +1,261 @@
+//! Proxy chains in process: a client, the conductor, proxies built with `Proxy::builder`, and
+//! an agent (typed, or raw to see the wire), all over in-memory pipes.
+#![cfg(feature = "unstable-proxy-chains")]
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use acp_jsonrpc::{ConnectionOptions, memory};
+use acp_runtime::conductor::{Component, Conductor};
+use acp_runtime::prelude::*;
+use acp_runtime::proxy::{self, Proxy, ProxyContext};
+use common::{RawPeer, within};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// Streams `count` chunks, then asks for permission, then answers with what it was given.
+struct Streamer;
+
+impl Agent for Streamer {
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new(agent::new_session_id()))
+    }
+
+    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        let text: Vec<String> = request
+            .prompt
+            .iter()
+            .filter_map(|block| block.as_text().map(str::to_owned))
+            .collect();
+        let count: usize = text.last().and_then(|t| t.parse().ok()).unwrap_or(0);
+        for i in 0..count {
+            turn.message(ContentBlock::from(i.to_string())).await?;
+        }
+        turn.message(ContentBlock::from(text.join("|"))).await?;
+        Ok(StopReason::EndTurn.into())
+    }
+}
+
+fn proxy_component(name: &str, proxy: Proxy) -> Component {
+    let (conductor_end, proxy_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    let (_cx, driver) = proxy::serve(
+        proxy,
+        proxy_end.reader,
+        proxy_end.writer,
+        ConnectionOptions::default(),
+    );
+    smol::spawn(driver).detach();
+    Component::streams(name, conductor_end.reader, conductor_end.writer)
+}
+
+fn agent_component<A: Agent>(agent_impl: A) -> Component {
+    let (conductor_end, agent_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    let (_client, driver) = agent::serve(
+        agent_impl,
+        agent_end.reader,
+        agent_end.writer,
+        AgentOptions::default(),
+    );
+    smol::spawn(driver).detach();
+    Component::streams("agent", conductor_end.reader, conductor_end.writer)
+}
+
+fn connect(conductor: Conductor) -> AgentHandle {
+    let (client_end, conductor_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    smol::spawn(conductor.run(conductor_end.reader, conductor_end.writer)).detach();
+    let (agent, driver) = client::connect(
+        AutoAllow,
+        client_end.reader,
+        client_end.writer,
+        ClientOptions::default(),
+    );
+    smol::spawn(driver).detach();
+    agent
+}
+
+async fn turn_texts(session: &client::Session, prompt: &str) -> Vec<String> {
+    let mut turn = session.prompt(vec![prompt.into()]).await.unwrap();
+    let mut said = Vec::new();
+    while let Some(update) = turn.next().await {
+        if let Ok(SessionUpdate::AgentMessageChunk(chunk)) = update {
+            said.push(chunk.content.as_text().unwrap_or_default().to_owned());
+        }
+    }
+    turn.end().await.unwrap();
+    said
+}
+
+#[test]
+fn a_chain_forwards_by_default_and_hooks_intercept() {
+    smol::block_on(within("a chain", async {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let noted = seen.clone();
+        let prefixer = Proxy::builder()
+            .on_client_request(|cx: ProxyContext, mut prompt: PromptRequest| async move {
+                prompt.prompt.insert(0, ContentBlock::from("be brief"));
+                cx.successor().request(&prompt).await
+            })
+            .on_agent_notification(move |cx: ProxyContext, update: SessionNotification| {
+                let noted = noted.clone();
+                async move {
+                    noted.lock().unwrap().push(update.session_id.to_string());
+                    cx.predecessor().notify(&update).await
+                }
+            })
+            .build();
+        let conductor = Conductor::new(vec![
+            proxy_component("first", Proxy::pass_through()),
+            proxy_component("prefixer", prefixer),
+            proxy_component("last", Proxy::pass_through()),
+            agent_component(Streamer),
+        ]);
+        let agent = connect(conductor);
+        let init = agent.initialize().await.unwrap();
+        assert_eq!(init.protocol_version, ProtocolVersion(1));
+        let session = agent.new_session(std::env::temp_dir()).await.unwrap();
+        let said = turn_texts(&session, "3").await;
+        assert_eq!(said, ["0", "1", "2", "be brief|3"]);
+        assert_eq!(seen.lock().unwrap().len(), 4);
+    }));
+}
+
+#[test]
+fn a_proxy_must_not_change_the_protocol_version() {
+    smol::block_on(within("version rule", async {
+        let liar = Proxy::builder()
+            .on_client_request(|cx: ProxyContext, init: InitializeRequest| async move {
+                let mut answer = cx.successor().request(&init).await?;
+                answer.protocol_version = ProtocolVersion(7);
+                Ok(answer)
+            })
+            .build();
+        let agent = connect(Conductor::new(vec![
+            proxy_component("liar", liar),
+            agent_component(Streamer),
+        ]));
+        let error = agent.initialize().await.unwrap_err();
+        assert_eq!(error.code().map(|c| c.0), Some(-32603), "{error}");
+    }));
+}
+
+/// The raw wire between the client and the chain, and between the chain and a raw agent.
+async fn raw_chain(proxies: usize) -> (RawPeer, RawPeer) {
+    let (client, conductor_end) = RawPeer::new();
+    let (agent, agent_end) = RawPeer::new();
+    let mut components: Vec<Component> = (0..proxies)
+        .map(|i| proxy_component(&format!("p{i}"), Proxy::pass_through()))
+        .collect();
+    components.push(Component::streams(
+        "raw agent",
+        agent_end.reader,
+        agent_end.writer,
+    ));
+    smol::spawn(Conductor::new(components).run(conductor_end.reader, conductor_end.writer))
+        .detach();
+    (client, agent)
+}
+
+#[test]
+fn envelopes_from_the_ends_are_refused_and_requests_before_initialize_too() {
+    smol::block_on(within("refusals", async {
+        let (mut client, mut agent) = raw_chain(1).await;
+        let early = client
+            .request(1, "session/new", json!({"cwd": "/", "mcpServers": []}))
+            .await;
+        assert_eq!(early["error"]["code"], -32600);
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 1}}))
+            .await;
+        let init = agent.recv().await;
+        assert_eq!(init["method"], "initialize");
+        assert_eq!(init["params"], json!({"protocolVersion": 1}));
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}}))
+            .await;
+        assert_eq!(client.recv().await["result"]["protocolVersion"], 1);
+        let refused = client
+            .request(3, "proxy/successor", json!({"method": "x"}))
+            .await;
+        assert_eq!(refused["error"]["code"], -32600);
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": 9, "method": "proxy/successor", "params": {"method": "x"}}))
+            .await;
+        assert_eq!(agent.recv().await["error"]["code"], -32600);
+    }));
+}
+
+async fn initialize_raw(client: &mut RawPeer, agent: &mut RawPeer, version: u64) -> Value {
+    client
+        .send(json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": version, "x": 1}}))
+        .await;
+    let init = agent.recv().await;
+    agent
+        .send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": 1}}))
+        .await;
+    assert_eq!(client.recv().await["result"]["protocolVersion"], 1);
+    init
+}
+
+#[test]
+fn an_unknown_version_is_negotiated_down_and_other_members_survive() {
+    smol::block_on(within("versions", async {
+        let (mut client, mut agent) = raw_chain(2).await;
+        let init = initialize_raw(&mut client, &mut agent, 99).await;
+        assert_eq!(init["params"], json!({"protocolVersion": 1, "x": 1}));
+    }));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Requests with any ids, through any number of proxies: each reaches the agent once
+    /// under an id of the agent's hop (never colliding with another in flight), is answered
+    /// to the client once under its own id; a cancelled one is cancelled at the agent under
+    /// the agent's id for it, and nothing else is.
+    #[test]
+    fn routing_keeps_ids_per_hop(proxies in 0usize..4, ids in proptest::collection::hash_set("[a-z]{1,3}|[0-9]{1,3}", 1..12), cancel in any::<proptest::sample::Index>()) {
+        smol::block_on(within("routing", async {
+            let (mut client, mut agent) = raw_chain(proxies).await;
+            initialize_raw(&mut client, &mut agent, 1).await;
+            let ids: Vec<String> = ids.into_iter().collect();
+            let cancelled = cancel.get(&ids).clone();
+            for id in &ids {
+                client.send(json!({"jsonrpc": "2.0", "id": id, "method": "_echo", "params": {"from": id}})).await;
+            }
+            let mut at_agent = std::collections::HashMap::new();
+            for _ in &ids {
+                let request = agent.recv().await;
+                assert_eq!(request["method"], "_echo");
+                let from = request["params"]["from"].as_str().unwrap().to_owned();
+                assert!(at_agent.insert(request["id"].to_string(), from).is_none(), "an id collides at the agent");
+            }
+            client.send(json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": cancelled}})).await;
+            let cancel_at_agent = agent.recv().await;
+            assert_eq!(cancel_at_agent["method"], "$/cancel_request");
+            let agent_id = cancel_at_agent["params"]["requestId"].to_string();
+            assert_eq!(at_agent.get(&agent_id), Some(&cancelled), "the cancellation names the agent's id for it");
+            for (agent_id, from) in &at_agent {
+                let id: Value = serde_json::from_str(agent_id).unwrap();
+                agent.send(json!({"jsonrpc": "2.0", "id": id, "result": {"echo": from}})).await;
+            }
+            let mut answered = HashSet::new();
+            for _ in &ids {
+                let answer = client.recv().await;
+                let id = answer["id"].as_str().unwrap().to_owned();
+                if id == cancelled {
+                    assert_eq!(answer["error"]["code"], -32800);
+                } else {
+                    assert_eq!(answer["result"]["echo"], json!(id));
+                }
+                assert!(answered.insert(id), "answered twice");
+            }
+            assert_eq!(answered.len(), ids.len());
+        }));
+    }
+}
