@@ -501,6 +501,15 @@ impl SessionClient {
     /// turn is cancelled first, the call is abandoned (the client gets `$/cancel_request`)
     /// and fails with the `-32800` error [`Error::is_cancelled`] recognizes; after the
     /// turn was cancelled it fails so at once and sends nothing.
+    ///
+    /// ```
+    /// use acp_runtime::prelude::*;
+    ///
+    /// async fn peek(session: &SessionClient, terminal: TerminalId) -> Result<String> {
+    ///     let request = TerminalOutputRequest::new(session.id().clone(), terminal);
+    ///     Ok(session.request(&request).await?.output)
+    /// }
+    /// ```
     pub async fn request<R: Request + AgentToClient + 'static>(
         &self,
         params: &R,
@@ -518,7 +527,7 @@ impl SessionClient {
 
     /// Runs a call on behalf of the session's running turn: a call the turn's cancellation
     /// overtakes fails with [`turn_cancelled`].
-    pub(super) async fn turn_call<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+    async fn turn_call<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
         let turn = self.running_turn();
         for_turn(turn.as_ref(), call, || Err(turn_cancelled())).await
     }
@@ -547,7 +556,7 @@ async fn for_turn<T>(
 
 /// What a call that the turn's cancellation overtook fails with: the answer a client gives
 /// to `$/cancel_request`.
-pub(super) fn turn_cancelled() -> Error {
+fn turn_cancelled() -> Error {
     Error::rpc(
         crate::error::codes::REQUEST_CANCELLED,
         "the prompt turn was cancelled",
