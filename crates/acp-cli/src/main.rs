@@ -47,11 +47,7 @@ mod exit {
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if raw.first().map(String::as_str) == Some(SERVE_DEMO_AGENT) {
-        if let Err(error) = acp_runtime::agent::serve_stdio(demo_agent::DemoAgent) {
-            eprintln!("demo agent: {error}");
-            std::process::exit(1);
-        }
-        return;
+        std::process::exit(demo_agent::serve_stdio());
     }
     let args = match args::parse(raw) {
         Ok(args) => args,

@@ -334,6 +334,10 @@ impl Renderer {
                 );
                 self.terminal_output(&update.tool_call_id, finished);
             }
+            SessionUpdate::AvailableCommandsUpdate(update) => {
+                let text = self.paint(DIM, &commands_line(&update.available_commands));
+                self.line(&text);
+            }
             SessionUpdate::CurrentModeUpdate(mode) => {
                 let text = format!("[mode: {}]", mode.current_mode_id);
                 self.line(&text);
@@ -406,6 +410,27 @@ impl Renderer {
     }
 }
 
+/// How many command names an `available_commands_update` shows; the rest are counted.
+const COMMANDS_SHOWN: usize = 12;
+
+/// An `available_commands_update` as one short line of names: agents advertise dozens of
+/// commands, each with a paragraph of description, which as raw JSON made one line of
+/// kilobytes. (`--json` still has all of it.)
+fn commands_line(commands: &[AvailableCommand]) -> String {
+    if commands.is_empty() {
+        return "[commands: none]".to_owned();
+    }
+    let mut shown: Vec<String> = commands
+        .iter()
+        .take(COMMANDS_SHOWN)
+        .map(|command| format!("/{}", command.name))
+        .collect();
+    if commands.len() > COMMANDS_SHOWN {
+        shown.push(format!("and {} more", commands.len() - COMMANDS_SHOWN));
+    }
+    format!("[commands: {}]", shown.join(", "))
+}
+
 /// A content block as text: text as is, anything else as a short note with its JSON.
 fn content_text(block: &ContentBlock) -> String {
     match block.as_text() {
@@ -414,5 +439,24 @@ fn content_text(block: &ContentBlock) -> String {
             "[content: {}]",
             serde_json::to_string(block).unwrap_or_default()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_one_line_of_names() {
+        let commands = |n: usize| -> Vec<AvailableCommand> {
+            (0..n)
+                .map(|i| AvailableCommand::new(format!("c{i}"), "a long description ".repeat(20)))
+                .collect()
+        };
+        assert_eq!(commands_line(&[]), "[commands: none]");
+        assert_eq!(commands_line(&commands(2)), "[commands: /c0, /c1]");
+        let many = commands_line(&commands(40));
+        assert!(many.ends_with("/c11, and 28 more]"), "{many}");
+        assert!(!many.contains("description"), "{many}");
     }
 }

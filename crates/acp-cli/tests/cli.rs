@@ -1,7 +1,7 @@
 //! End-to-end tests of the `acp` binary: against the bundled demo agent, and against small
 //! agents scripted in `sh` that print JSON-RPC lines.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -567,4 +567,80 @@ fn the_demo_without_cwd_works_in_a_scratch_directory() {
         "wrote into the current directory"
     );
     let _ = std::fs::remove_dir_all(&here);
+}
+
+#[test]
+fn available_commands_are_shown_as_a_short_list() {
+    let description = "x".repeat(300);
+    let commands: Vec<String> = (0..20)
+        .map(|i| format!(r#"{{"name":"cmd{i}","description":"{description}"}}"#))
+        .collect();
+    let on = format!(
+        r#"*'"method":"session/new"'*) reply '{{"sessionId":"s1"}}' ;;
+    *'"method":"session/prompt"'*)
+      update '{{"sessionUpdate":"available_commands_update","availableCommands":[{}]}}'
+      reply '{{"stopReason":"end_turn"}}' ;;"#,
+        commands.join(",")
+    );
+    let out = run_sh_agent(&[], &on);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("[commands:"))
+        .unwrap_or_else(|| panic!("no commands line: {stdout}"));
+    assert!(line.contains("/cmd0, /cmd1,"), "{line}");
+    assert!(line.contains("and 8 more]"), "{line}");
+    assert!(!stdout.contains(&description), "{stdout}");
+}
+
+/// The demo agent whose client goes away mid-turn (its stdout closed, so its next write meets
+/// a broken pipe) exits 0 and prints nothing, as when the client closes its stdin.
+#[test]
+fn the_demo_agent_exits_quietly_when_its_client_goes_away() {
+    use std::io::Write;
+    let mut child = Command::new(ACP)
+        .arg("--serve-demo-agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for request in [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#,
+    ] {
+        writeln!(stdin, "{request}").unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.contains("result"), "{line}");
+    }
+    let session: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let session = session["result"]["sessionId"].as_str().unwrap().to_owned();
+    // The client dies: its end of the agent's stdout closes before the turn's first update.
+    drop(stdout);
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"hi"}}]}}}}"#
+    )
+    .unwrap();
+    let status = common::wait_at_most(&mut child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+    drop(stdin);
 }

@@ -4,6 +4,6 @@
 #[path = "shared/demo_agent.rs"]
 mod demo_agent;
 
-fn main() -> std::io::Result<()> {
-    acp_runtime::agent::serve_stdio(demo_agent::DemoAgent)
+fn main() {
+    std::process::exit(demo_agent::serve_stdio());
 }

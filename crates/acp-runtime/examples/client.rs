@@ -23,11 +23,7 @@ fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(SERVE_DEMO_AGENT) {
         // The client re-runs its own binary as the agent, so that one command runs both.
-        if let Err(error) = acp_runtime::agent::serve_stdio(demo_agent::DemoAgent) {
-            eprintln!("demo agent: {error}");
-            std::process::exit(1);
-        }
-        return;
+        std::process::exit(demo_agent::serve_stdio());
     }
     let ask = args.first().map(String::as_str) == Some("--ask");
     if ask {

@@ -12,9 +12,13 @@
 //!   close, delete, logout, prompt content types, MCP transports) are refused.
 //! - Sessions live in a registry: ids from `session/new` are unique, `cwd` must be absolute,
 //!   calls naming an unknown session get `-32002` with the id.
-//! - At most one prompt runs per session. `session/cancel` fires the turn's cancellation signal
-//!   ([`Turn::cancelled`]); once cancelled, the prompt answers `stopReason: cancelled` whatever
-//!   the handler returns. Updates sent during the turn are written before its response.
+//! - At most one prompt runs per session. `session/cancel`, closing the session, or a
+//!   permission request of the turn answered `cancelled` (in whatever order the client sends
+//!   them) cancel the turn ([`Turn::cancelled`]): the calls to the client it waits on resolve
+//!   at once as cancelled (withdrawn with `$/cancel_request`, so a client that never answers
+//!   does not hang it), and the prompt answers `stopReason: cancelled` whatever the handler
+//!   returns. See [`Turn`]'s "Cancellation". Updates sent during the turn are written before
+//!   its response.
 //! - `session/set_mode` and `session/set_config_option` are checked against what the session
 //!   advertised.
 //! - What the agent sends is checked against what the client advertised: `notice` and

@@ -159,6 +159,13 @@ impl Error {
         self.code() == Some(codes::AUTH_REQUIRED)
     }
 
+    /// Whether the call was cancelled (`-32800`): the peer answered so to our
+    /// `$/cancel_request`, or, on the agent side, the prompt turn the call belonged to was
+    /// cancelled before the answer came (see [`Turn`](crate::agent::Turn)).
+    pub fn is_cancelled(&self) -> bool {
+        self.code() == Some(codes::REQUEST_CANCELLED)
+    }
+
     /// The error to send to the peer for this failure.
     pub fn to_response(&self) -> ResponseError {
         match self {

@@ -325,8 +325,11 @@ impl<R: AsyncBufRead + Unpin, W: AsyncWrite + Unpin> Player<'_, R, W> {
         let mut index = 0;
         while index < self.expected.len() {
             if self.expected[index].dir == self.plays {
-                self.send(index).await?;
-                index += 1;
+                let end = (index..self.expected.len())
+                    .find(|&i| self.expected[i].dir != self.plays)
+                    .unwrap_or(self.expected.len());
+                self.send_run(index, end).await?;
+                index = end;
             } else {
                 let end = (index..self.expected.len())
                     .find(|&i| self.expected[i].dir == self.plays)
@@ -359,43 +362,48 @@ impl<R: AsyncBufRead + Unpin, W: AsyncWrite + Unpin> Player<'_, R, W> {
         self.normalizer.apply_hooks(message);
     }
 
-    async fn send(&mut self, index: usize) -> Result<(), ReplayError> {
-        let message = self.concretize(&self.expected[index].msg.clone());
-        let mut line = serde_json::to_vec(&message).expect("JSON encodes");
-        line.push(b'\n');
+    /// Sends the entries `start..end`, all of the played side, in one write: a peer writes what
+    /// it has to say at once, and the implementation then reads it as one batch, which keeps
+    /// the replay deterministic where the order of reading decides (an answer that comes with
+    /// `session/cancel` is read before the agent acts on the cancellation).
+    async fn send_run(&mut self, start: usize, end: usize) -> Result<(), ReplayError> {
+        let mut lines = Vec::new();
+        for index in start..end {
+            let message = self.concretize(&self.expected[index].msg.clone());
+            serde_json::to_writer(&mut lines, &message).expect("JSON encodes");
+            lines.push(b'\n');
+            let mut normalized = message;
+            self.normalizer
+                .normalize_message(&mut self.state, self.plays, &mut normalized);
+            self.actual.push(Entry::new(self.plays, normalized));
+        }
         let written = async {
-            self.writer.write_all(&line).await?;
+            self.writer.write_all(&lines).await?;
             self.writer.flush().await
         };
+        let entries = if end - start == 1 {
+            format!("entry {}", start + 1)
+        } else {
+            format!("entries {}-{}", start + 1, end)
+        };
         match within(self.replay.timeout, written).await {
-            Some(Ok(())) => {}
-            Some(Err(error)) => {
-                return Err(self.report(
-                    format!(
-                        "could not send entry {} to the {}: {error}",
-                        index + 1,
-                        side_name(self.plays.reverse())
-                    ),
-                    None,
-                ));
-            }
-            None => {
-                return Err(self.report(
-                    format!(
-                        "could not send entry {} within {:?}: the {} does not read",
-                        index + 1,
-                        self.replay.timeout,
-                        side_name(self.plays.reverse())
-                    ),
-                    None,
-                ));
-            }
+            Some(Ok(())) => Ok(()),
+            Some(Err(error)) => Err(self.report(
+                format!(
+                    "could not send {entries} to the {}: {error}",
+                    side_name(self.plays.reverse())
+                ),
+                None,
+            )),
+            None => Err(self.report(
+                format!(
+                    "could not send {entries} within {:?}: the {} does not read",
+                    self.replay.timeout,
+                    side_name(self.plays.reverse())
+                ),
+                None,
+            )),
         }
-        let mut normalized = message;
-        self.normalizer
-            .normalize_message(&mut self.state, self.plays, &mut normalized);
-        self.actual.push(Entry::new(self.plays, normalized));
-        Ok(())
     }
 
     /// Receives the messages of entries `start..end`, all from the implementation.

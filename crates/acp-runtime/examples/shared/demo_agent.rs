@@ -11,6 +11,40 @@ use acp_types::*;
 #[derive(Default)]
 pub struct DemoAgent;
 
+/// Serves the demo agent on stdin and stdout; returns the process's exit status. A client
+/// that goes away, even mid-turn (our writes meet a closed pipe), ends it quietly with 0, as
+/// closing stdin does; any other failure is one plain line on stderr and 1.
+#[allow(
+    dead_code,
+    reason = "not every file that includes this module serves on stdio"
+)]
+pub fn serve_stdio() -> i32 {
+    match agent::serve_stdio(DemoAgent) {
+        Ok(()) => 0,
+        Err(error) if client_went_away(&error) => 0,
+        Err(error) => {
+            eprintln!("acp-demo-agent: {error}");
+            1
+        }
+    }
+}
+
+/// Whether `error` is, at its root, the client's end of the pipe closing.
+#[allow(dead_code, reason = "used by `serve_stdio` only")]
+fn client_went_away(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), BrokenPipe | ConnectionReset)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 impl Agent for DemoAgent {
     async fn initialize(
         &self,
@@ -146,6 +180,8 @@ impl Agent for DemoAgent {
             asked_for.kind = Some(ToolKind::Edit);
             asked_for.locations = Some(vec![ToolCallLocation::new(&summary_path)]);
             let outcome = turn.request_permission(asked_for, options).await?;
+            // Cancelled by `session/cancel`, or by the client answering `cancelled`, in either
+            // order (the runtime marks the turn for both).
             if turn.is_cancelled() {
                 return Ok(StopReason::Cancelled.into());
             }
@@ -181,6 +217,6 @@ impl Agent for DemoAgent {
         {
             turn.message(word).await?;
         }
-        Ok(StopReason::EndTurn.into())
+        Ok(turn.stop_reason(StopReason::EndTurn).into())
     }
 }

@@ -30,13 +30,15 @@ struct TurnRunning {
 
 impl Drop for TurnRunning {
     fn drop(&mut self) {
-        // The turn's handler is gone either way: anything still waiting on its cancellation
-        // signal (helpers racing it) can stop.
-        self.cancel.fire();
+        // Off the registry first, so that the session's calls made from now on see no turn
+        // rather than this one's signal.
         let _ = self.state.with_session(&self.session, |entry| {
             entry.turn = None;
             Ok(())
         });
+        // The turn's handler is gone either way: anything still waiting on its cancellation
+        // signal (helpers racing it, the turn's calls to the client) can stop.
+        self.cancel.fire();
     }
 }
 

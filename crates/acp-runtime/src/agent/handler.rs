@@ -132,8 +132,9 @@ pub trait Agent: Send + Sync + 'static {
     }
 
     /// Runs one prompt turn: stream updates through `turn`, then return the stop reason.
-    /// Watch [`Turn::cancelled`]: after `session/cancel` the runtime answers `cancelled`
-    /// whatever this returns.
+    /// Watch [`Turn::cancelled`]: once the turn is cancelled (`session/cancel`, or a permission
+    /// request answered `cancelled`) its calls to the client resolve as cancelled and the
+    /// runtime answers `cancelled` whatever this returns (see [`Turn`]).
     fn prompt(
         &self,
         request: PromptRequest,

@@ -389,15 +389,33 @@ impl SessionClient {
         Ok(())
     }
 
-    /// Asks the user for permission; returns the outcome (`cancelled` when the turn was
-    /// cancelled meanwhile).
+    /// Asks the user for permission; returns the outcome.
+    ///
+    /// `cancelled` means the prompt turn was cancelled, however the client said so: it
+    /// answered `cancelled` (which also marks the running turn cancelled, so that it ends
+    /// `cancelled` and [`Turn::is_cancelled`] is true), or `session/cancel` arrived first (the
+    /// request is then resolved at once and the client gets `$/cancel_request` for it; see
+    /// [`Turn`]). Asked after the turn was cancelled, it answers `cancelled` and sends nothing.
     pub async fn request_permission(
         &self,
         tool_call: ToolCallUpdate,
         options: Vec<PermissionOption>,
     ) -> Result<RequestPermissionOutcome> {
         let request = RequestPermissionRequest::new(self.id.clone(), tool_call, options);
-        Ok(self.client.request(&request).await?.outcome)
+        let turn = self.running_turn();
+        let outcome = for_turn(turn.as_ref(), self.client.request(&request), || {
+            Ok(RequestPermissionResponse::new(
+                RequestPermissionOutcome::Cancelled,
+            ))
+        })
+        .await?
+        .outcome;
+        if let (RequestPermissionOutcome::Cancelled, Some(turn)) = (&outcome, &turn) {
+            // The spec defines this outcome as "the prompt turn was cancelled": some clients
+            // answer it before `session/cancel`, or send only the answer.
+            turn.fire();
+        }
+        Ok(outcome)
     }
 
     /// Asks the user to fill in a form (`elicitation/create` in form mode; needs the client's
@@ -409,8 +427,7 @@ impl SessionClient {
         schema: ElicitationSchema,
     ) -> Result<CreateElicitationResponse> {
         let mode = ElicitationFormMode::new(schema, ElicitationSessionScope::new(self.id.clone()));
-        self.client
-            .request(&CreateElicitationRequest::new(message, mode))
+        self.elicit(CreateElicitationRequest::new(message, mode))
             .await
     }
 
@@ -428,9 +445,19 @@ impl SessionClient {
             url,
             ElicitationSessionScope::new(self.id.clone()),
         );
-        self.client
-            .request(&CreateElicitationRequest::new(message, mode))
+        self.elicit(CreateElicitationRequest::new(message, mode))
             .await
+    }
+
+    /// An elicitation for this session: `cancel` at once when the running turn is cancelled.
+    async fn elicit(&self, request: CreateElicitationRequest) -> Result<CreateElicitationResponse> {
+        let turn = self.running_turn();
+        for_turn(turn.as_ref(), self.client.request(&request), || {
+            Ok(CreateElicitationResponse::new(
+                CreateElicitationResponseKind::Cancel,
+            ))
+        })
+        .await
     }
 
     /// Tells the client that the url-mode elicitation `elicitation_id` is complete
@@ -454,9 +481,8 @@ impl SessionClient {
         let mut request = ReadTextFileRequest::new(self.id.clone(), path);
         request.line = line;
         request.limit = limit;
-        self.client
-            .request_decoded(&request, file_content::decode)
-            .await
+        let read = self.client.request_decoded(&request, file_content::decode);
+        self.turn_call(read).await
     }
 
     /// Writes a text file through the client (needs `fs.writeTextFile`).
@@ -466,13 +492,120 @@ impl SessionClient {
         content: impl Into<String>,
     ) -> Result<()> {
         let request = WriteTextFileRequest::new(self.id.clone(), path, content);
-        self.client.request(&request).await?;
+        self.turn_call(self.client.request(&request)).await?;
         Ok(())
     }
+
+    /// Calls any client method for this session, typed, after checking that the client
+    /// advertised it: [`ClientHandle::request`] bound to the session's running turn. When the
+    /// turn is cancelled first, the call is abandoned (the client gets `$/cancel_request`)
+    /// and fails with the `-32800` error [`Error::is_cancelled`] recognizes; after the
+    /// turn was cancelled it fails so at once and sends nothing.
+    ///
+    /// ```
+    /// use acp_runtime::prelude::*;
+    ///
+    /// async fn peek(session: &SessionClient, terminal: TerminalId) -> Result<String> {
+    ///     let request = TerminalOutputRequest::new(session.id().clone(), terminal);
+    ///     Ok(session.request(&request).await?.output)
+    /// }
+    /// ```
+    pub async fn request<R: Request + AgentToClient + 'static>(
+        &self,
+        params: &R,
+    ) -> Result<R::Response> {
+        self.turn_call(self.client.request(params)).await
+    }
+
+    /// The cancellation signal of the session's running turn, if one runs.
+    fn running_turn(&self) -> Option<Signal> {
+        self.client
+            .state
+            .read_session(&self.id, |entry| entry.turn.clone())
+            .flatten()
+    }
+
+    /// Runs a call on behalf of the session's running turn: a call the turn's cancellation
+    /// overtakes fails with [`turn_cancelled`].
+    async fn turn_call<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+        let turn = self.running_turn();
+        for_turn(turn.as_ref(), call, || Err(turn_cancelled())).await
+    }
+}
+
+/// Races `call` against the cancellation of `turn` (none: the call alone). The cancellation
+/// wins ties, so that an answer arriving with or after `session/cancel` is not read: `call` is
+/// dropped, which sends `$/cancel_request` for a request that went out (its late answer is
+/// then dropped by the connection) and sends nothing for one that did not. `cancelled` gives
+/// the result in its place.
+async fn for_turn<T>(
+    turn: Option<&Signal>,
+    call: impl Future<Output = Result<T>>,
+    cancelled: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let Some(turn) = turn else {
+        return call.await;
+    };
+    let overtaken = async {
+        turn.wait().await;
+        cancelled()
+    };
+    // `or` polls its first future first: that is the tie-break.
+    futures_lite::future::or(overtaken, call).await
+}
+
+/// What a call that the turn's cancellation overtook fails with: the answer a client gives
+/// to `$/cancel_request`.
+fn turn_cancelled() -> Error {
+    Error::rpc(
+        crate::error::codes::REQUEST_CANCELLED,
+        "the prompt turn was cancelled",
+    )
 }
 
 /// One running prompt turn: the session's client helpers (through `Deref`), plus the
 /// cancellation signal.
+///
+/// # Cancellation
+///
+/// The client cancels a turn with `session/cancel`, by closing its session, or by answering
+/// one of the turn's permission requests `cancelled` (which the spec defines as "the prompt
+/// turn was cancelled"; some clients answer it before sending `session/cancel`, some send only
+/// the answer). Whichever comes, in whatever order:
+///
+/// - [`is_cancelled`](Self::is_cancelled) is true and [`cancelled`](Self::cancelled) resolves;
+/// - the session's calls the turn is waiting on resolve at once, and the client gets
+///   `$/cancel_request` for each (its late answer is dropped): a permission request answers
+///   `cancelled`, an elicitation `cancel`; file reads and writes, terminal output and waits,
+///   and [`SessionClient::request`] fail with an error whose
+///   [`is_cancelled`](crate::Error::is_cancelled) is true. Made after the cancellation, they
+///   resolve the same way without sending anything. Creating, killing and releasing a
+///   terminal still go out, so a cancelled turn can clean up;
+/// - the prompt is answered `stopReason: cancelled` whatever [`Agent::prompt`] returns, an
+///   error included, so `?` on a cancelled call is a fine way to stop.
+///
+/// So a client that never answers a pending permission request after `session/cancel` (the
+/// spec says it must) does not hang the turn. Calls made through the connection-wide
+/// [`ClientHandle`] belong to no turn and are not cancelled.
+///
+/// ```
+/// use acp_runtime::prelude::*;
+///
+/// async fn edit(turn: &Turn, call: ToolCallUpdate) -> Result<PromptResponse> {
+///     let options = vec![PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce)];
+///     let outcome = turn.request_permission(call, options).await?;
+///     if turn.is_cancelled() {
+///         // `session/cancel`, or the client answered `cancelled`, in either order.
+///         return Ok(StopReason::Cancelled.into());
+///     }
+///     if matches!(outcome, RequestPermissionOutcome::Selected(_)) {
+///         turn.write_text_file("/project/notes.txt", "checked\n").await?;
+///     }
+///     Ok(turn.stop_reason(StopReason::EndTurn).into())
+/// }
+/// ```
+///
+/// [`Agent::prompt`]: super::Agent::prompt
 #[derive(Clone)]
 pub struct Turn {
     pub(super) session: SessionClient,
@@ -480,15 +613,27 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// Whether the client cancelled the turn.
+    /// Whether the turn was cancelled: `session/cancel`, the session closing, or a permission
+    /// request of the turn answered `cancelled`.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_fired()
     }
 
-    /// Resolves when the client cancels the turn (`session/cancel`, or closing the session).
-    /// Race the turn's work against it.
+    /// Resolves when the turn is cancelled (see [`is_cancelled`](Self::is_cancelled)). Race
+    /// the turn's work against it.
     pub async fn cancelled(&self) {
         self.cancel.wait().await
+    }
+
+    /// The stop reason the turn ends with: [`StopReason::Cancelled`] once it was cancelled,
+    /// else `reason`. The runtime answers the prompt so either way; this is for what the agent
+    /// records or logs itself.
+    pub fn stop_reason(&self, reason: StopReason) -> StopReason {
+        if self.is_cancelled() {
+            StopReason::Cancelled
+        } else {
+            reason
+        }
     }
 
     /// The session-scoped client.

@@ -71,26 +71,31 @@ impl Terminal {
         ToolCallContent::Terminal(EmbeddedTerminal::new(self.id.clone()))
     }
 
-    /// The output so far, and the exit status once exited.
+    /// The output so far, and the exit status once exited. Bound to the session's running
+    /// turn, like [`SessionClient::request`].
     pub async fn output(&self) -> Result<TerminalOutputResponse> {
         let request = TerminalOutputRequest::new(self.session.id.clone(), self.id.clone());
-        self.session.client.request(&request).await
+        self.session.request(&request).await
     }
 
-    /// Waits for the command to exit.
+    /// Waits for the command to exit. Bound to the session's running turn: when the turn is
+    /// cancelled first it fails at once (see [`SessionClient::request`]); the command keeps
+    /// running until killed or released.
     pub async fn wait_for_exit(&self) -> Result<WaitForTerminalExitResponse> {
         let request = WaitForTerminalExitRequest::new(self.session.id.clone(), self.id.clone());
-        self.session.client.request(&request).await
+        self.session.request(&request).await
     }
 
-    /// Kills the command; the terminal stays valid for `output` and `wait_for_exit`.
+    /// Kills the command; the terminal stays valid for `output` and `wait_for_exit`. Goes out
+    /// even after the turn was cancelled: it is how a cancelled turn cleans up.
     pub async fn kill(&self) -> Result<()> {
         let request = KillTerminalRequest::new(self.session.id.clone(), self.id.clone());
         self.session.client.request(&request).await?;
         Ok(())
     }
 
-    /// Kills the command if it still runs and frees the terminal on the client.
+    /// Kills the command if it still runs and frees the terminal on the client (also after
+    /// the turn was cancelled).
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let request = ReleaseTerminalRequest::new(self.session.id.clone(), self.id.clone());
