@@ -99,6 +99,11 @@ pub enum Error {
     /// Reading from or writing to the peer failed: what a connection's driver ends with.
     #[error(transparent)]
     Io(#[from] ConnectionError),
+    /// The connection to the agent could not be opened (a transport beside stdio: the
+    /// network, a URL, a server that refused). The source is the transport's own error, for
+    /// example `acp_remote::ConnectError`, which converts into this variant.
+    #[error("could not connect: {0}")]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Something else went wrong locally.
     #[error("{0}")]
     Internal(String),
