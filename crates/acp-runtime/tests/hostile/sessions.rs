@@ -45,34 +45,56 @@ pub fn session_flood() -> Result<()> {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn the agent");
-    let mut input = std::io::BufWriter::new(child.stdin.take().unwrap());
-    let mut output = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |id: usize, method: &str, params: Value| {
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        serde_json::to_writer(&mut input, &line).unwrap();
-        input.write_all(b"\n").unwrap();
-    };
-    let mut recv = || {
-        let mut line = String::new();
-        output.read_line(&mut line).unwrap();
-        (line.len(), serde_json::from_str::<Value>(&line).unwrap())
-    };
-    send(0, "initialize", json!({"protocolVersion": 1}));
+    let input = std::io::BufWriter::new(child.stdin.take().unwrap());
+    let output = BufReader::new(child.stdout.take().unwrap());
+    let result = flood(input, output);
+    // End of input ended the agent, unless a check failed first.
+    if result.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().expect("the agent's exit");
+    result?;
+    check(status.success(), || format!("the agent: {status}"))
+}
+
+fn send(input: &mut impl Write, id: usize, method: &str, params: Value) {
+    let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    serde_json::to_writer(&mut *input, &line).unwrap();
+    input.write_all(b"\n").unwrap();
+}
+
+fn recv(output: &mut impl BufRead) -> (usize, Value) {
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    (line.len(), serde_json::from_str::<Value>(&line).unwrap())
+}
+
+fn flood(mut input: impl Write, mut output: impl BufRead) -> Result<()> {
+    send(&mut input, 0, "initialize", json!({"protocolVersion": 1}));
     let long = format!("/{}", "d".repeat(10 << 20));
     for id in 1..=20 {
-        send(id, "session/new", json!({"cwd": long, "mcpServers": []}));
+        send(
+            &mut input,
+            id,
+            "session/new",
+            json!({"cwd": long, "mcpServers": []}),
+        );
     }
     for id in 21..=30 {
-        send(id, "session/new", json!({"cwd": "/tmp", "mcpServers": []}));
+        send(
+            &mut input,
+            id,
+            "session/new",
+            json!({"cwd": "/tmp", "mcpServers": []}),
+        );
     }
-    drop(send);
     input.flush().unwrap();
-    let (_, init) = recv();
+    let (_, init) = recv(&mut output);
     check(init["result"]["protocolVersion"] == 1, || init.to_string())?;
     let mut opened = 0;
     let mut full = 0;
     for _ in 1..=30 {
-        let (length, answer) = recv();
+        let (length, answer) = recv(&mut output);
         let id = answer["id"].as_u64().unwrap_or_default() as usize;
         if id <= 20 {
             check(answer["error"]["code"] == -32602, || {
@@ -101,9 +123,10 @@ pub fn session_flood() -> Result<()> {
     check(opened == MAX_SESSIONS && full == 10 - MAX_SESSIONS, || {
         format!("{opened} opened, {full} refused")
     })?;
-    drop(output);
     // End of input ends the agent.
     drop(input);
-    let status = child.wait().expect("the agent's exit");
-    check(status.success(), || format!("the agent: {status}"))
+    let mut rest = String::new();
+    check(output.read_line(&mut rest).unwrap_or(0) == 0, || {
+        rest.clone()
+    })
 }
