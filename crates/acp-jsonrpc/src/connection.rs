@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use crate::budget::{ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 use crate::line_reader::DEFAULT_MAX_LINE_LENGTH;
 use crate::message::{
     encode_notification, encode_raw_notification, encode_raw_request, encode_request,
@@ -29,6 +30,8 @@ pub struct ConnectionOptions {
     pub(crate) outgoing_capacity: usize,
     pub(crate) max_in_flight_requests: usize,
     pub(crate) reply_budget: usize,
+    pub(crate) in_flight_budget: usize,
+    pub(crate) shared_in_flight_budget: Option<ByteBudget>,
     pub(crate) observer: SharedObserver,
 }
 
@@ -42,6 +45,8 @@ impl Default for ConnectionOptions {
             outgoing_capacity: 1024,
             max_in_flight_requests: 256,
             reply_budget: DEFAULT_REPLY_BUDGET,
+            in_flight_budget: DEFAULT_IN_FLIGHT_BUDGET,
+            shared_in_flight_budget: None,
             observer: None,
         }
     }
@@ -99,6 +104,33 @@ impl ConnectionOptions {
         self
     }
 
+    /// How many bytes the peer's requests in flight may hold together, counted at their
+    /// size on the wire from when they are read until their handler has finished and they
+    /// are answered. Default: [`DEFAULT_IN_FLIGHT_BUDGET`] (64 MiB).
+    ///
+    /// The count limit ([`with_max_in_flight_requests`](Self::with_max_in_flight_requests))
+    /// alone let requests that wait (a permission the user has not answered, a
+    /// `terminal/wait_for_exit`) hold 256 lines of up to 64 MiB each. A request that does not
+    /// fit is answered at once with
+    /// [`ResponseError::too_many_request_bytes`](crate::ResponseError::too_many_request_bytes)
+    /// (`-32603`), reported as [`Problem::InFlightBudgetExceeded`], and reading goes on, as
+    /// for the count limit. One request larger than the whole budget is still taken while no
+    /// other request is in flight.
+    pub fn with_in_flight_budget(mut self, bytes: usize) -> Self {
+        self.in_flight_budget = bytes;
+        self
+    }
+
+    /// Makes the peer's requests in flight draw from `budget` too, besides this connection's
+    /// own budget: give the same [`ByteBudget`] to several connections (a server's, one per
+    /// client) to bound what all of them hold together. A request that does not fit in it is
+    /// refused like one that does not fit in the connection's own, with `"scope": "shared"`
+    /// in the error's data.
+    pub fn with_shared_in_flight_budget(mut self, budget: ByteBudget) -> Self {
+        self.shared_in_flight_budget = Some(budget);
+        self
+    }
+
     /// Lets `observer` see every line read and written and every problem.
     pub fn with_observer(self, observer: impl Observer) -> Self {
         self.with_shared_observer(Arc::new(observer))
@@ -119,6 +151,8 @@ impl fmt::Debug for ConnectionOptions {
             .field("outgoing_capacity", &self.outgoing_capacity)
             .field("max_in_flight_requests", &self.max_in_flight_requests)
             .field("reply_budget", &self.reply_budget)
+            .field("in_flight_budget", &self.in_flight_budget)
+            .field("shared_in_flight_budget", &self.shared_in_flight_budget)
             .field("observer", &self.observer.is_some())
             .finish()
     }
@@ -358,6 +392,17 @@ impl ConnectionHandle {
     /// The reply budget ([`ConnectionOptions::with_reply_budget`]).
     pub fn reply_budget(&self) -> usize {
         self.shared.reply_budget()
+    }
+
+    /// Bytes the peer's requests in flight hold (their size on the wire), which stay within
+    /// [`in_flight_budget`](Self::in_flight_budget) but for one request larger than it.
+    pub fn in_flight_request_bytes(&self) -> usize {
+        self.shared.in_flight_bytes().0
+    }
+
+    /// The in-flight byte budget ([`ConnectionOptions::with_in_flight_budget`]).
+    pub fn in_flight_budget(&self) -> usize {
+        self.shared.in_flight_bytes().1
     }
 
     /// Passes a problem to the connection's observer, if it has one.

@@ -207,6 +207,7 @@ where
         let shared = Shared::new(
             options.outgoing_capacity,
             options.reply_budget,
+            (options.in_flight_budget, options.shared_in_flight_budget),
             options.observer,
         );
         let wake = Arc::new(DriverWake {
@@ -380,7 +381,7 @@ where
                     let expects_a_write =
                         matches!(message, Message::Request(_) | Message::Response(_));
                     let trace = self.shared.trace.received(&message, length);
-                    self.route(message, trace, cx);
+                    self.route(message, length, trace, cx);
                     // A request (or a response some task waits for) will
                     // likely be answered by a write. When nothing more is
                     // buffered, let that happen before reading again: the
@@ -408,9 +409,16 @@ where
         Ok(progress)
     }
 
-    fn route(&mut self, message: Message, trace: IncomingTrace, cx: &mut Context<'_>) {
+    /// Hands a message of `length` bytes on the wire to where it goes.
+    fn route(
+        &mut self,
+        message: Message,
+        length: usize,
+        trace: IncomingTrace,
+        cx: &mut Context<'_>,
+    ) {
         match message {
-            Message::Request(request) => self.accept_request(request, trace),
+            Message::Request(request) => self.accept_request(request, length, trace),
             Message::Notification(notification) if notification.method == CANCEL_REQUEST_METHOD => {
                 self.cancel_incoming(&notification)
             }
@@ -438,12 +446,12 @@ where
         }
     }
 
-    fn accept_request(&mut self, request: Request, trace: IncomingTrace) {
+    fn accept_request(&mut self, request: Request, length: usize, trace: IncomingTrace) {
         let limit = self.max_in_flight;
         let running = self.requests.len();
         let state = match self
             .shared
-            .begin_incoming(&request.id, limit, running, trace)
+            .begin_incoming(&request.id, (limit, running), length, trace)
         {
             Ok(state) => state,
             Err(Refusal::DuplicateId) => {
@@ -463,6 +471,19 @@ where
                 self.shared.report(Problem::TooManyRequests {
                     id: request.id,
                     limit,
+                });
+                return;
+            }
+            Err(Refusal::TooLarge { scope, limit }) => {
+                // Answered at once like the count limit: what frees the budget (responses,
+                // cancellations) must still be read.
+                let error = ResponseError::too_many_request_bytes(limit, length, scope);
+                self.shared.reply_error(&request.id, &error);
+                self.shared.report(Problem::InFlightBudgetExceeded {
+                    id: request.id,
+                    bytes: length,
+                    limit,
+                    scope,
                 });
                 return;
             }

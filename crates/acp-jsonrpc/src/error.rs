@@ -124,13 +124,15 @@ impl ResponseError {
         Self::from_code(ErrorCode::INVALID_REQUEST).with_detail(detail)
     }
 
-    /// `-32601 Method not found`, with `{"method": method}` as data.
+    /// `-32601 Method not found`, with `{"method": method}` as data (an [`excerpt`] of it:
+    /// the name is the peer's).
     pub fn method_not_found(method: &str) -> Self {
         #[derive(Serialize)]
         struct Data<'a> {
             method: &'a str,
         }
-        Self::from_code(ErrorCode::METHOD_NOT_FOUND).with_data(&Data { method })
+        let method = excerpt(method);
+        Self::from_code(ErrorCode::METHOD_NOT_FOUND).with_data(&Data { method: &method })
     }
 
     /// `-32602 Invalid params`, with `detail` (typically the decode error)
@@ -179,8 +181,50 @@ impl ResponseError {
         self.code == ErrorCode::INTERNAL_ERROR && self.message == Self::TOO_MANY_REQUESTS_MESSAGE
     }
 
+    /// The message of [`too_many_request_bytes`](Self::too_many_request_bytes).
+    pub const TOO_MANY_REQUEST_BYTES_MESSAGE: &'static str =
+        "the requests in flight hold too many bytes";
+
+    /// What the connection answers a request of `request_bytes` that does not fit in what is
+    /// left of an in-flight byte budget of `limit` bytes (see
+    /// [`ConnectionOptions::with_in_flight_budget`](crate::ConnectionOptions::with_in_flight_budget)):
+    /// `{"code":-32603,"message":"the requests in flight hold too many bytes","data":{"maxInFlightBytes":limit,"requestBytes":request_bytes,"scope":"connection"}}`.
+    ///
+    /// Like [`too_many_requests`](Self::too_many_requests), nothing was done for the request:
+    /// sending it again once earlier requests are answered is safe.
+    pub fn too_many_request_bytes(
+        limit: usize,
+        request_bytes: usize,
+        scope: crate::BudgetScope,
+    ) -> Self {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Data {
+            max_in_flight_bytes: usize,
+            request_bytes: usize,
+            scope: &'static str,
+        }
+        ResponseError::new(
+            ErrorCode::INTERNAL_ERROR,
+            Self::TOO_MANY_REQUEST_BYTES_MESSAGE,
+        )
+        .with_data(&Data {
+            max_in_flight_bytes: limit,
+            request_bytes,
+            scope: scope.as_str(),
+        })
+    }
+
+    /// Whether this is a [`too_many_request_bytes`](Self::too_many_request_bytes) refusal.
+    pub fn is_too_many_request_bytes(&self) -> bool {
+        self.code == ErrorCode::INTERNAL_ERROR
+            && self.message == Self::TOO_MANY_REQUEST_BYTES_MESSAGE
+    }
+
+    /// Sets `data` to `detail` as a JSON string, cut to an [`excerpt`]: a detail is often a
+    /// decode error, which quotes the peer's input.
     fn with_detail(mut self, detail: impl fmt::Display) -> Self {
-        self.data = Some(string_raw_value(&detail.to_string()));
+        self.data = Some(string_raw_value(&excerpt(&detail.to_string())));
         self
     }
 
@@ -203,6 +247,29 @@ impl PartialEq for ResponseError {
 }
 
 impl Eq for ResponseError {}
+
+/// How many characters of the peer's input an error message quotes: [`excerpt`].
+pub const EXCERPT_CHARS: usize = 200;
+
+/// At most the first [`EXCERPT_CHARS`] characters of `text`, followed by `… (N bytes)` when
+/// it was longer: what every error message that quotes the peer's input (a method name, an
+/// id, a path, a decode error) shows of it. An error echoing a 60 MiB path back would cost
+/// the memory and the bandwidth the limits exist to bound.
+///
+/// ```
+/// use acp_jsonrpc::excerpt;
+///
+/// assert_eq!(excerpt("short"), "short");
+/// let long = "x".repeat(100_000);
+/// assert!(excerpt(&long).ends_with("… (100000 bytes)"));
+/// assert!(excerpt(&long).len() < 300);
+/// ```
+pub fn excerpt(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => text.into(),
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()).into(),
+    }
+}
 
 pub(crate) fn string_raw_value(text: &str) -> Box<RawValue> {
     let mut json = Vec::with_capacity(text.len() + 2);

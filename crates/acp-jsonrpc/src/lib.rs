@@ -92,6 +92,7 @@
 //! | a batch (array), a non-object, a malformed request | `-32600`, with the request's id when it could be read |
 //! | a request whose id is already in flight | `-32600` |
 //! | a request beyond the in-flight limit | `-32603` [`ResponseError::too_many_requests`], data `{"maxInFlightRequests": N}` |
+//! | a request beyond the in-flight byte budget | `-32603` [`ResponseError::too_many_request_bytes`], data `{"maxInFlightBytes": N, "requestBytes": M, "scope": "connection"}` |
 //! | a handler panicked or dropped its responder | `-32603` |
 //! | a handler was cancelled by `$/cancel_request` | `-32800` |
 //! | a line that is not JSON at all (a stray log line) | nothing; reported |
@@ -120,6 +121,7 @@
 //! |---|---|---|
 //! | line length, [`ConnectionOptions::with_max_line_length`] | 64 MiB | the line is skipped (nothing answered: its id was never read) and reported as [`Problem::LineTooLong`] |
 //! | the peer's requests in flight (unanswered, or handler still running), [`ConnectionOptions::with_max_in_flight_requests`] | 256 | a further request is answered at once with `-32603` [`ResponseError::too_many_requests`] and reported as [`Problem::TooManyRequests`]; reading goes on |
+//! | the bytes those requests hold (their size on the wire), [`ConnectionOptions::with_in_flight_budget`], and optionally a [`ByteBudget`] shared with other connections, [`ConnectionOptions::with_shared_in_flight_budget`] | 64 MiB | a further request is answered at once with `-32603` [`ResponseError::too_many_request_bytes`] and reported as [`Problem::InFlightBudgetExceeded`]; reading goes on. One request larger than the budget passes while nothing else is in flight |
 //! | notifications being handled | 1 | reading waits for the handler: that is the ordering guarantee |
 //! | our requests and notifications waiting for the writer, [`ConnectionOptions::with_outgoing_capacity`] | 1024 × 256 B = 256 KiB | [`ConnectionHandle::notify`] and [`ConnectionHandle::request`] wait for room; a message larger than the whole budget goes out alone |
 //! | our responses waiting for the writer, [`ConnectionOptions::with_reply_budget`] | 32 MiB | the driver reads nothing more from the peer until the writer catches up; [`Responder::reserve`] waits for room. A response itself is never refused |
@@ -205,6 +207,7 @@
 //! DEBUG connection{connection=1}:request{direction="out" method="add" id=0}: acp_jsonrpc: received direction="in" kind="response" method="add" id=0 bytes=35 duration_us=338
 //! ```
 
+mod budget;
 mod connect;
 mod connection;
 mod driver;
@@ -223,11 +226,12 @@ mod shared;
 mod task_set;
 mod trace;
 
+pub use budget::{BudgetScope, ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 pub use connect::Connection;
 pub use connection::{
     ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture, RequestFuture,
 };
-pub use error::{ConnectionError, ErrorCode, RequestError, ResponseError};
+pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, ResponseError, excerpt};
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
 pub use id::RequestId;
 pub use line_reader::{

@@ -67,6 +67,20 @@ pub enum Problem {
         /// The limit ([`ConnectionOptions::with_max_in_flight_requests`](crate::ConnectionOptions::with_max_in_flight_requests)).
         limit: usize,
     },
+    /// A request did not fit in what was left of an in-flight byte budget; it was answered
+    /// at once with
+    /// [`ResponseError::too_many_request_bytes`](crate::ResponseError::too_many_request_bytes)
+    /// and never reached the handler.
+    InFlightBudgetExceeded {
+        /// The refused request's id.
+        id: RequestId,
+        /// Its size on the wire.
+        bytes: usize,
+        /// The size of the budget that had no room for it.
+        limit: usize,
+        /// Which budget that was.
+        scope: crate::BudgetScope,
+    },
     /// A request handler panicked; the request was answered with `-32603`.
     RequestHandlerPanicked {
         /// The request's id.
@@ -134,6 +148,18 @@ impl fmt::Display for Problem {
                 write!(
                     f,
                     "refused request {id}: {limit} requests are already in flight"
+                )
+            }
+            Problem::InFlightBudgetExceeded {
+                id,
+                bytes,
+                limit,
+                scope,
+            } => {
+                write!(
+                    f,
+                    "refused request {id} of {bytes} bytes: the requests in flight would hold more than the {} budget of {limit} bytes",
+                    scope.as_str()
                 )
             }
             Problem::RequestHandlerPanicked { id, message } => {

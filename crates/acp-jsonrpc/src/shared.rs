@@ -8,6 +8,7 @@ use std::task::{Context, Waker};
 
 use serde_json::value::RawValue;
 
+use crate::budget::{BudgetScope, ByteBudget, Charge};
 use crate::message::{encode_error, encode_notification};
 use crate::observer::SharedObserver;
 use crate::trace::{ConnectionTrace, IncomingTrace};
@@ -148,6 +149,10 @@ impl Hasher for IdHasher {
 /// Per incoming request: what its responder must know when it is dropped.
 #[derive(Default)]
 pub(crate) struct RequestState {
+    /// What the request holds of the in-flight byte budgets, given back when the last holder
+    /// of this state (the handler's task, its responder, the map of requests in flight) lets
+    /// go of it.
+    _charge: Charge,
     pub(crate) cancelled: AtomicBool,
     pub(crate) panicked: AtomicBool,
     pub(crate) trace: IncomingTrace,
@@ -172,6 +177,10 @@ pub(crate) struct Shared {
     next_id: AtomicI64,
     pending: Mutex<PendingRequests>,
     incoming: Mutex<IdMap<RequestId, Arc<RequestState>>>,
+    /// What the peer's requests in flight hold, in bytes on the wire.
+    in_flight: ByteBudget,
+    /// The budget this connection shares with others, if any.
+    shared_in_flight: Option<ByteBudget>,
     closed: AtomicBool,
     buffers: Mutex<Vec<Vec<u8>>>,
     pub(crate) observer: SharedObserver,
@@ -203,6 +212,7 @@ impl Shared {
     pub(crate) fn new(
         outgoing_capacity: usize,
         reply_budget: usize,
+        (in_flight, shared_in_flight): (usize, Option<ByteBudget>),
         observer: SharedObserver,
     ) -> Arc<Shared> {
         Arc::new(Shared {
@@ -228,6 +238,8 @@ impl Shared {
                 refused: false,
             }),
             incoming: Mutex::new(IdMap::default()),
+            in_flight: ByteBudget::new(in_flight),
+            shared_in_flight,
             closed: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),
             observer,
@@ -635,15 +647,15 @@ impl Shared {
 
     // --- requests the peer sent --------------------------------------------------
 
-    /// Records an incoming request as in flight, unless one with the same
-    /// id already is, or `limit` requests are: unanswered ones (responders
-    /// can be moved out of their handlers) or `running` handlers (a handler
-    /// can go on after answering).
+    /// Records an incoming request of `bytes` on the wire as in flight, unless one with the
+    /// same id already is, or `limit` requests are: unanswered ones (responders can be moved
+    /// out of their handlers) or `running` handlers (a handler can go on after answering), or
+    /// its bytes do not fit in the in-flight budgets.
     pub(crate) fn begin_incoming(
         &self,
         id: &RequestId,
-        limit: usize,
-        running: usize,
+        (limit, running): (usize, usize),
+        bytes: usize,
         trace: IncomingTrace,
     ) -> Result<Arc<RequestState>, Refusal> {
         let mut incoming = lock(&self.incoming);
@@ -653,7 +665,10 @@ impl Shared {
         if incoming.len().max(running) >= limit {
             return Err(Refusal::TooMany);
         }
+        let charge = Charge::take(bytes, &self.in_flight, self.shared_in_flight.as_ref())
+            .map_err(|(scope, limit)| Refusal::TooLarge { scope, limit })?;
         let state = Arc::new(RequestState {
+            _charge: charge,
             trace,
             ..RequestState::default()
         });
@@ -663,6 +678,11 @@ impl Shared {
 
     pub(crate) fn incoming_state(&self, id: &RequestId) -> Option<Arc<RequestState>> {
         lock(&self.incoming).get(id).cloned()
+    }
+
+    /// The bytes the peer's requests in flight hold, and the connection's budget for them.
+    pub(crate) fn in_flight_bytes(&self) -> (usize, usize) {
+        (self.in_flight.used(), self.in_flight.limit())
     }
 
     pub(crate) fn has_unanswered_incoming(&self) -> bool {
@@ -697,6 +717,11 @@ impl Shared {
 pub(crate) enum Refusal {
     DuplicateId,
     TooMany,
+    /// The request's bytes do not fit in the budget of `limit` bytes of `scope`.
+    TooLarge {
+        scope: BudgetScope,
+        limit: usize,
+    },
 }
 
 /// A reserver's place in line, given up when its wait ends or is dropped.

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use acp_jsonrpc::{
-    ConnectionHandle, ConnectionOptions, Handler, IncomingNotification, IncomingRequest, Problem,
-    Responder, ResponseError,
+    ByteBudget, ConnectionHandle, ConnectionOptions, Handler, IncomingNotification,
+    IncomingRequest, Problem, Responder, ResponseError,
 };
 use common::{RawPeer, Recorder, TestHandler, connect, run};
 use futures_lite::AsyncWriteExt;
@@ -170,6 +170,85 @@ fn a_request_at_the_limit_is_refused_at_once() {
         // Both finished: there is room again.
         send_lines(&mut peer, [request(4, "ping")]).await;
         assert_eq!(peer.recv_json().await["result"], "pong");
+    });
+}
+
+fn padded(id: usize, method: &str, padding: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"_meta":{{"pad":"{}"}}}}}}"#,
+        "x".repeat(padding)
+    )
+}
+
+/// Requests that wait (`forever`), each carrying 100 KiB, against a budget of 256 KiB: the
+/// third is refused at once with the byte error, what is held stays within the budget, a
+/// small ping still gets through, and a cancellation gives the bytes back.
+#[test]
+fn requests_beyond_the_in_flight_byte_budget_are_refused_and_reading_goes_on() {
+    run(async {
+        let recorder = Recorder::default();
+        let options = ConnectionOptions::default()
+            .with_in_flight_budget(256 * 1024)
+            .with_observer(recorder.clone());
+        let (handle, mut peer, _driver) = connect(TestHandler::default(), options);
+        let big = 100 * 1024;
+        send_lines(&mut peer, (1..=10).map(|id| padded(id, "forever", big))).await;
+        let mut refused = Vec::new();
+        for _ in 0..8 {
+            let answer = peer.recv_json().await;
+            let error: ResponseError = serde_json::from_value(answer["error"].clone()).unwrap();
+            assert!(error.is_too_many_request_bytes(), "{answer}");
+            assert_eq!(answer["error"]["data"]["maxInFlightBytes"], 256 * 1024);
+            assert_eq!(answer["error"]["data"]["scope"], "connection");
+            refused.push(answer["id"].as_i64().unwrap());
+        }
+        assert_eq!(refused, (3..=10).collect::<Vec<_>>());
+        let held = handle.in_flight_request_bytes();
+        assert!(
+            held > 2 * big && held <= handle.in_flight_budget(),
+            "{held}"
+        );
+        // Reading went on: a small request still fits, and is answered.
+        send_lines(&mut peer, [request(11, "ping")]).await;
+        assert_eq!(peer.recv_json().await["result"], "pong");
+        // Cancelling one gives its bytes back.
+        send_lines(&mut peer, [cancel(1)]).await;
+        assert_eq!(peer.recv_json().await["error"]["code"], -32800);
+        eventually(|| handle.in_flight_request_bytes() < 2 * big).await;
+        send_lines(&mut peer, [padded(12, "forever", big)]).await;
+        eventually(|| handle.in_flight_request_bytes() > 2 * big).await;
+        let problems = recorder.problems();
+        let exceeded = problems
+            .iter()
+            .filter(|p| matches!(p, Problem::InFlightBudgetExceeded { .. }))
+            .count();
+        assert_eq!(exceeded, 8);
+        handle.close();
+    });
+}
+
+/// Two connections drawing from one shared budget: what one holds, the other cannot take.
+#[test]
+fn a_shared_budget_bounds_connections_together() {
+    run(async {
+        let everyone = ByteBudget::new(150 * 1024);
+        let options =
+            || ConnectionOptions::default().with_shared_in_flight_budget(everyone.clone());
+        let (first, mut a, _da) = connect(TestHandler::default(), options());
+        let (second, mut b, _db) = connect(TestHandler::default(), options());
+        send_lines(&mut a, [padded(1, "forever", 100 * 1024)]).await;
+        eventually(|| everyone.used() > 100 * 1024).await;
+        send_lines(&mut b, [padded(1, "forever", 100 * 1024)]).await;
+        let answer = b.recv_json().await;
+        assert_eq!(answer["error"]["data"]["scope"], "shared", "{answer}");
+        assert_eq!(second.in_flight_request_bytes(), 0);
+        send_lines(&mut a, [cancel(1)]).await;
+        assert_eq!(a.recv_json().await["error"]["code"], -32800);
+        eventually(|| everyone.used() == 0).await;
+        send_lines(&mut b, [padded(2, "forever", 100 * 1024)]).await;
+        eventually(|| second.in_flight_request_bytes() > 100 * 1024).await;
+        first.close();
+        second.close();
     });
 }
 

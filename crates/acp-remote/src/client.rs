@@ -48,6 +48,31 @@ pub enum ConnectError {
     Io(#[from] io::Error),
 }
 
+/// So that a client over the network uses the runtime's [`Result`](acp_runtime::Result), as
+/// over stdio: the error is kept whole, as the source of
+/// [`acp_runtime::Error::Connect`].
+///
+/// ```no_run
+/// use acp_remote::Connector;
+/// use acp_runtime::prelude::*;
+///
+/// fn main() -> Result<()> {
+///     smol::block_on(async {
+///         let (agent, driver) = Connector::new("ws://127.0.0.1:8765/acp")
+///             .connect_client(AutoAllow, ClientOptions::default())
+///             .await?;
+///         smol::spawn(driver).detach();
+///         agent.initialize().await?;
+///         Ok(())
+///     })
+/// }
+/// ```
+impl From<ConnectError> for acp_runtime::Error {
+    fn from(error: ConnectError) -> Self {
+        acp_runtime::Error::Connect(Box::new(error))
+    }
+}
+
 /// An open connection to a remote agent: the halves to give `client::connect`, and the id the
 /// server gave it.
 #[derive(Debug)]

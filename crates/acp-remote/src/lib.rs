@@ -122,7 +122,9 @@ pub use client::{ConnectError, Connector, Remote};
 pub use conn::{Connection, ConnectionInfo};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
-pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, ServerOptions};
+pub use options::{
+    Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SERVER_IN_FLIGHT_BUDGET, ServerOptions,
+};
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};

@@ -43,11 +43,15 @@ pub struct ServerOptions {
     pub(crate) max_connections: usize,
     pub(crate) shutdown_grace: Duration,
     pub(crate) stream_budget: usize,
+    pub(crate) in_flight_budget: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authenticator: Option<Authenticator>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::TlsServerConfig>,
 }
+
+/// Default of [`ServerOptions::with_in_flight_budget`]: 256 MiB over all clients.
+pub const DEFAULT_SERVER_IN_FLIGHT_BUDGET: usize = 256 * 1024 * 1024;
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -60,6 +64,7 @@ impl Default for ServerOptions {
             max_connections: 128,
             shutdown_grace: Duration::from_secs(5),
             stream_budget: 16 << 20,
+            in_flight_budget: DEFAULT_SERVER_IN_FLIGHT_BUDGET,
             allowed_origins: Vec::new(),
             authenticator: None,
             #[cfg(feature = "tls")]
@@ -136,6 +141,16 @@ impl ServerOptions {
     /// not read.
     pub fn with_stream_budget(mut self, bytes: usize) -> Self {
         self.stream_budget = bytes;
+        self
+    }
+
+    /// How many bytes the requests in flight of all clients of
+    /// [`Server::serve_agent`](crate::Server::serve_agent) may hold together (default
+    /// [`DEFAULT_SERVER_IN_FLIGHT_BUDGET`], 256 MiB), besides each connection's own budget
+    /// (`AgentOptions::with_in_flight_budget`, 64 MiB). A request that does not fit is
+    /// answered at once with `-32603`, data `"scope": "shared"`, and its connection reads on.
+    pub fn with_in_flight_budget(mut self, bytes: usize) -> Self {
+        self.in_flight_budget = bytes;
         self
     }
 

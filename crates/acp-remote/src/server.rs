@@ -137,7 +137,11 @@ impl Server {
         A: Agent,
         F: Fn(&ConnectionInfo) -> A + Send + Sync + 'static,
     {
-        let options = options.with_max_line_length(self.options.max_message_size);
+        // One budget for the requests in flight of every client, besides each connection's.
+        let everyone = acp_jsonrpc::ByteBudget::new(self.options.in_flight_budget);
+        let options = options
+            .with_max_line_length(self.options.max_message_size)
+            .with_shared_in_flight_budget(everyone);
         self.serve(move |connection: Connection| {
             let agent = factory(&connection.info);
             let (client, driver) =

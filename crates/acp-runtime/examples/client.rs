@@ -77,8 +77,20 @@ async fn run<C: client::Client>(permissions: C, command: AgentCommand) -> acp_ru
     let mut turn = session.prompt(vec![prompt.into()]).await?;
     let mut updates = 0;
     while let Some(update) = turn.next().await {
-        updates += 1;
-        print_update(&update?);
+        match update {
+            Ok(update) => {
+                updates += 1;
+                print_update(&update);
+            }
+            // Some updates are missing here (we read more slowly than the agent sent, or an
+            // update did not decode): say so and go on, as docs/limits.md tells clients to;
+            // the turn is not over.
+            Err(
+                error @ (acp_runtime::Error::UpdatesDropped { .. }
+                | acp_runtime::Error::InvalidUpdate { .. }),
+            ) => eprintln!("\n[{error}]"),
+            Err(other) => return Err(other),
+        }
     }
     let response = turn.end().await?;
     println!("\n[turn ended: {}]", response.stop_reason);

@@ -68,12 +68,14 @@ mod terminal;
 
 use dispatch::AgentDispatch;
 pub use handler::Agent;
-pub use options::AgentOptions;
+pub use options::{AgentOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_BUDGET};
 pub use session::{ClientHandle, SessionClient, Turn};
 use state::AgentState;
 pub use terminal::{CommandResult, Terminal};
 
-pub use crate::rules::{SUPPORTED_PROTOCOL_VERSIONS, apply_config_value};
+pub use crate::rules::{
+    MAX_ADDITIONAL_DIRECTORIES, MAX_PATH_BYTES, SUPPORTED_PROTOCOL_VERSIONS, apply_config_value,
+};
 
 /// A new session id, unique within this process (`sess_<counter>_<random>`).
 pub fn new_session_id() -> SessionId {

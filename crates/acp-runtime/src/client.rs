@@ -53,6 +53,7 @@ mod session;
 mod spawned;
 mod state;
 mod text_chunk;
+mod tool_calls;
 mod traffic;
 #[cfg(any(
     feature = "unstable-session-fork",
@@ -73,7 +74,10 @@ pub use options::ClientOptions;
 pub use session::{PromptTurn, Session};
 pub use spawned::{run_spawned, spawn};
 pub use state::ToolCallState;
+pub use tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 pub use traffic::PrintTraffic;
 pub use updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
 
-pub use crate::rules::SUPPORTED_PROTOCOL_VERSIONS;
+pub use crate::rules::{
+    MAX_TOOL_CALL_ID_BYTES, MAX_TOOL_CALL_TITLE_BYTES, SUPPORTED_PROTOCOL_VERSIONS,
+};

@@ -79,8 +79,10 @@ pub enum Error {
     /// a newer agent shapes differently...). It is kept in the session's stream, in order,
     /// with the JSON as the agent sent it, so that nothing the agent said vanishes.
     #[error(
-        "an update for session `{session_id}` does not decode ({error}): {}",
-        excerpt(update.get())
+        "an update for session `{}` does not decode ({}): {}",
+        acp_jsonrpc::excerpt(session_id),
+        acp_jsonrpc::excerpt(error),
+        acp_jsonrpc::excerpt(update.get())
     )]
     InvalidUpdate {
         /// The session.
@@ -99,6 +101,11 @@ pub enum Error {
     /// Reading from or writing to the peer failed: what a connection's driver ends with.
     #[error(transparent)]
     Io(#[from] ConnectionError),
+    /// The connection to the agent could not be opened (a transport beside stdio: the
+    /// network, a URL, a server that refused). The source is the transport's own error, for
+    /// example `acp_remote::ConnectError`, which converts into this variant.
+    #[error("could not connect: {0}")]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Something else went wrong locally.
     #[error("{0}")]
     Internal(String),
@@ -202,15 +209,6 @@ impl From<RequestError> for Error {
 
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// At most the first 200 characters of `json`, for messages: an update can be megabytes.
-fn excerpt(json: &str) -> std::borrow::Cow<'_, str> {
-    const SHOWN: usize = 200;
-    match json.char_indices().nth(SHOWN) {
-        None => json.into(),
-        Some((end, _)) => format!("{}… ({} bytes)", &json[..end], json.len()).into(),
-    }
-}
 
 #[cfg(test)]
 mod tests {

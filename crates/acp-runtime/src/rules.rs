@@ -18,22 +18,47 @@
 //! | [`agent_method`]: method → agent capability | every request | every request |
 //! | [`client_method`]: method → client capability | (outgoing) every request | every request (incoming) |
 //! | [`absolute_cwd`], [`mcp_servers`] | `session/new`, `load`, `resume` | the same |
+//! | [`session_room`] | `session/new`, `load`, `resume`, `fork` | — |
+//! | [`tool_call_sizes`] | — | (incoming) `tool_call`, `tool_call_update` updates |
 //! | [`prompt_content`] | `session/prompt` | `session/prompt` |
 //! | [`mode`], [`config_value`] | `set_mode`, `set_config_option` | the same |
 //! | `model` (feature `unstable-models`) | `set_model` | the same |
 //! | [`session_update`], [`offered_config_options`] | (outgoing) updates, session answers | (incoming) reported |
 //! | [`extension_method`] | (outgoing) `_` methods | `_` methods |
 //! | [`unknown_session`], [`decode_error`] | answers | answers |
+//!
+//! A message that quotes the peer's input (a path, an id, a name) quotes an
+//! [`excerpt`] of it: an error must not echo megabytes back.
 
 use std::path::Path;
 
-use acp_jsonrpc::{ErrorCode, ResponseError};
+use acp_jsonrpc::{ErrorCode, ResponseError, excerpt};
 use acp_types::*;
 
 use crate::error::{Error, codes};
 
 /// Protocol versions this runtime speaks, oldest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = &[1];
+
+/// The longest `cwd` or additional directory a session accepts, in bytes: the platform's
+/// `PATH_MAX` (4096 on Linux, 1024 on macOS), past which no system call takes the path anyway.
+#[cfg(unix)]
+pub const MAX_PATH_BYTES: usize = libc::PATH_MAX as usize;
+/// The longest `cwd` or additional directory a session accepts, in bytes: Windows' long-path
+/// limit of 32,767 UTF-16 units.
+#[cfg(not(unix))]
+pub const MAX_PATH_BYTES: usize = 32_767;
+
+/// The most additional directories a session accepts.
+pub const MAX_ADDITIONAL_DIRECTORIES: usize = 64;
+
+/// The longest tool call id a client accepts, in bytes. Real ids are tens of bytes; the
+/// client keeps each id it sees (see [`Session::tool_call`](crate::client::Session::tool_call)).
+pub const MAX_TOOL_CALL_ID_BYTES: usize = 1024;
+
+/// The longest tool call title a client accepts, in bytes: a title is one line for the user
+/// (often the command being run), and an application keeps it for the life of the call.
+pub const MAX_TOOL_CALL_TITLE_BYTES: usize = 64 * 1024;
 
 /// A broken rule. See the module docs for what each side makes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +115,7 @@ impl Breach {
         match self {
             Breach::UnadvertisedMethod { method, capability } => Error::Rpc(
                 ResponseError::method_not_found(&method).with_data(&serde_json::json!({
-                    "method": method,
+                    "method": excerpt(&method),
                     "reason": format!("this {receiver} does not advertise `{capability}`"),
                 })),
             ),
@@ -221,21 +246,84 @@ pub(crate) fn client_method(
     })
 }
 
-/// `cwd` (and each additional directory) must be absolute.
+/// `cwd` (and each additional directory) must be absolute, and no longer than
+/// [`MAX_PATH_BYTES`]; at most [`MAX_ADDITIONAL_DIRECTORIES`] additional directories.
 pub(crate) fn absolute_cwd(cwd: &str, additional: Option<&[String]>) -> Rule {
-    let relative = std::iter::once(("cwd", cwd))
-        .chain(
-            additional
-                .unwrap_or_default()
-                .iter()
-                .map(|d| ("additionalDirectories", d.as_str())),
-        )
-        .find(|(_, path)| !Path::new(path).is_absolute());
-    match relative {
-        None => Ok(()),
-        Some((what, path)) => Err(Breach::Invalid(format!(
-            "{what} must be an absolute path, got `{path}`"
+    let additional = additional.unwrap_or_default();
+    if additional.len() > MAX_ADDITIONAL_DIRECTORIES {
+        return Err(Breach::Invalid(format!(
+            "at most {MAX_ADDITIONAL_DIRECTORIES} additionalDirectories are accepted, got {}",
+            additional.len()
+        )));
+    }
+    let paths = std::iter::once(("cwd", cwd)).chain(
+        additional
+            .iter()
+            .map(|d| ("additionalDirectories", d.as_str())),
+    );
+    for (what, path) in paths {
+        if path.len() > MAX_PATH_BYTES {
+            return Err(Breach::Invalid(format!(
+                "{what} is {} bytes long, beyond the platform's limit of {MAX_PATH_BYTES}: `{}`",
+                path.len(),
+                excerpt(path)
+            )));
+        }
+        if !Path::new(path).is_absolute() {
+            return Err(Breach::Invalid(format!(
+                "{what} must be an absolute path, got `{}`",
+                excerpt(path)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An agent's connection keeps at most `max` sessions, which together keep at most `budget`
+/// bytes (directories, MCP servers): a request that would open one more (`new_bytes` more) is
+/// refused (`-32602`) before it reaches the agent. `open` and `kept` count the sessions being
+/// opened too.
+pub(crate) fn session_room(
+    (open, max): (usize, usize),
+    (kept, new_bytes, budget): (usize, usize, usize),
+) -> Rule {
+    if open >= max {
+        return Err(Breach::Invalid(format!(
+            "this connection has {open} sessions, the most it keeps ({max}); close one first"
+        )));
+    }
+    if kept != 0 && kept.saturating_add(new_bytes) > budget {
+        return Err(Breach::Invalid(format!(
+            "this connection's sessions keep {kept} bytes (directories, MCP servers); one more of {new_bytes} bytes would pass its budget of {budget}; close one first"
+        )));
+    }
+    Ok(())
+}
+
+/// A tool call's id and title are at most [`MAX_TOOL_CALL_ID_BYTES`] and
+/// [`MAX_TOOL_CALL_TITLE_BYTES`] long. A client hands an update that breaks this to the
+/// application as an update that does not decode, raw, with this reason, and does not track
+/// its id.
+pub(crate) fn tool_call_sizes(update: &SessionUpdate) -> Rule {
+    let (id, title) = match update {
+        SessionUpdate::ToolCall(call) => (&call.tool_call_id, Some(call.title.as_str())),
+        SessionUpdate::ToolCallUpdate(update) => (&update.tool_call_id, update.title.as_deref()),
+        _ => return Ok(()),
+    };
+    if id.0.len() > MAX_TOOL_CALL_ID_BYTES {
+        return Err(Breach::Invalid(format!(
+            "a tool call id of {} bytes, beyond the limit of {MAX_TOOL_CALL_ID_BYTES}: `{}`",
+            id.0.len(),
+            excerpt(&id.0)
+        )));
+    }
+    match title {
+        Some(title) if title.len() > MAX_TOOL_CALL_TITLE_BYTES => Err(Breach::Invalid(format!(
+            "the title of tool call `{}` is {} bytes, beyond the limit of {MAX_TOOL_CALL_TITLE_BYTES}",
+            excerpt(&id.0),
+            title.len()
         ))),
+        _ => Ok(()),
     }
 }
 
@@ -245,20 +333,20 @@ pub(crate) fn mcp_servers(servers: &[McpServer], caps: &AgentCapabilities) -> Ru
         match server {
             McpServer::Http(s) if !caps.mcp_capabilities.http => {
                 return Err(Breach::unadvertised_use(
-                    format!("MCP server `{}` over http", s.name),
+                    format!("MCP server `{}` over http", excerpt(&s.name)),
                     "mcpCapabilities.http",
                 ));
             }
             McpServer::Sse(s) if !caps.mcp_capabilities.sse => {
                 return Err(Breach::unadvertised_use(
-                    format!("MCP server `{}` over sse", s.name),
+                    format!("MCP server `{}` over sse", excerpt(&s.name)),
                     "mcpCapabilities.sse",
                 ));
             }
             #[cfg(feature = "unstable-mcp-over-acp")]
             McpServer::Acp(s) if !caps.mcp_capabilities.acp => {
                 return Err(Breach::unadvertised_use(
-                    format!("MCP server `{}` over acp", s.name),
+                    format!("MCP server `{}` over acp", excerpt(&s.name)),
                     "mcpCapabilities.acp",
                 ));
             }
@@ -295,14 +383,16 @@ pub(crate) fn mode(
 ) -> Rule {
     let Some(modes) = modes else {
         return Err(Breach::Invalid(format!(
-            "session `{session}` advertised no modes"
+            "session `{}` advertised no modes",
+            excerpt(&session.0)
         )));
     };
     if modes.available_modes.iter().any(|m| &m.id == mode) {
         return Ok(());
     }
     Err(Breach::Invalid(format!(
-        "unknown mode `{mode}`; the session advertised {:?}",
+        "unknown mode `{}`; the session advertised {:?}",
+        excerpt(&mode.0),
         modes
             .available_modes
             .iter()
@@ -321,14 +411,16 @@ pub(crate) fn model(
 ) -> Rule {
     let Some(models) = models else {
         return Err(Breach::Invalid(format!(
-            "session `{session}` advertised no models"
+            "session `{}` advertised no models",
+            excerpt(&session.0)
         )));
     };
     if models.available_models.iter().any(|m| &m.model_id == model) {
         return Ok(());
     }
     Err(Breach::Invalid(format!(
-        "unknown model `{model}`; the session advertised {:?}",
+        "unknown model `{}`; the session advertised {:?}",
+        excerpt(&model.0),
         models
             .available_models
             .iter()
@@ -349,19 +441,20 @@ pub(crate) fn config_value(
         && !boolean_config_options(client)
     {
         return Err(Breach::SenderDidNotAdvertise {
-            what: format!("setting `{}` to a boolean", request.config_id),
+            what: format!("setting `{}` to a boolean", excerpt(&request.config_id.0)),
             capability: "session.configOptions.boolean",
         });
     }
     let Some(options) = options else {
         return Err(Breach::Invalid(format!(
-            "session `{session}` advertised no config options"
+            "session `{}` advertised no config options",
+            excerpt(&session.0)
         )));
     };
     let Some(option) = options.iter().find(|o| o.id == request.config_id) else {
         return Err(Breach::Invalid(format!(
             "unknown config option `{}`; the session advertised {:?}",
-            request.config_id,
+            excerpt(&request.config_id.0),
             options.iter().map(|o| o.id.as_str()).collect::<Vec<_>>()
         )));
     };
@@ -376,7 +469,7 @@ pub(crate) fn config_value(
             } else {
                 Err(Breach::Invalid(format!(
                     "`{}` is not a value of config option `{}`; allowed: {:?}",
-                    v.value,
+                    excerpt(&v.value.0),
                     option.id,
                     values.iter().map(|v| v.as_str()).collect::<Vec<_>>()
                 )))
@@ -457,7 +550,7 @@ pub(crate) fn offered_config_options(
     match boolean {
         None => Ok(()),
         Some(option) => Err(Breach::unadvertised_use(
-            format!("the boolean config option `{}`", option.id),
+            format!("the boolean config option `{}`", excerpt(&option.id.0)),
             "session.configOptions.boolean",
         )),
     }
@@ -527,13 +620,15 @@ pub(crate) fn extension_method(method: &str) -> Rule {
         Ok(())
     } else {
         Err(Breach::Invalid(format!(
-            "extension methods start with `_`, not `{method}`"
+            "extension methods start with `_`, not `{}`",
+            excerpt(method)
         )))
     }
 }
 
 /// The answer to a request that names a session this side does not know.
 pub(crate) fn unknown_session(id: &SessionId) -> Error {
+    let id = excerpt(&id.0);
     Error::Rpc(
         ResponseError::new(codes::RESOURCE_NOT_FOUND, format!("Unknown session `{id}`"))
             .with_data(&serde_json::json!({ "sessionId": id })),
@@ -549,8 +644,9 @@ pub(crate) fn decode_error(error: DecodeError) -> ResponseError {
 }
 
 /// The answer to a request that came before `initialize` could settle.
+/// (The detail names the peer's method: it is cut to an [`excerpt`].)
 pub(crate) fn not_initialized(detail: impl std::fmt::Display) -> ResponseError {
-    ResponseError::new(ErrorCode::INVALID_REQUEST, detail.to_string())
+    ResponseError::new(ErrorCode::INVALID_REQUEST, excerpt(&detail.to_string()))
 }
 
 /// Proxy chains: only a proxy and its conductor exchange `proxy/successor`. The answer to

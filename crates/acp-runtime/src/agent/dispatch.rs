@@ -10,7 +10,7 @@ use acp_types::*;
 
 use super::handler::Agent;
 use super::session::{ClientHandle, SessionClient, Turn};
-use super::state::{AgentState, InitState, Negotiated, SessionEntry};
+use super::state::{AgentState, InitState, Negotiated, SessionEntry, SessionSlot};
 use crate::error::{Error, Result};
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules::{self, Breach};
@@ -131,7 +131,8 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::Logout(request) => raw(self.agent.logout(request, &client).await?),
             ClientRequest::SessionNew(request) => {
-                let entry = set_up(
+                let (entry, _slot) = set_up(
+                    (&self.state, None),
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
@@ -143,7 +144,8 @@ impl<A: Agent> AgentDispatch<A> {
                 self.session_answer(&response.session_id.clone(), response)
             }
             ClientRequest::SessionLoad(request) => {
-                let entry = set_up(
+                let (entry, _slot) = set_up(
+                    (&self.state, Some(&request.session_id)),
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
@@ -159,7 +161,8 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::SessionResume(request) => {
                 let servers = request.mcp_servers.clone().unwrap_or_default();
-                let entry = set_up(
+                let (entry, _slot) = set_up(
+                    (&self.state, Some(&request.session_id)),
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
@@ -270,7 +273,8 @@ impl<A: Agent> AgentDispatch<A> {
             #[cfg(feature = "unstable-session-fork")]
             ClientRequest::SessionFork(request) => {
                 let servers = request.mcp_servers.clone().unwrap_or_default();
-                let entry = set_up(
+                let (entry, _slot) = set_up(
+                    (&self.state, None),
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
@@ -403,18 +407,23 @@ impl SessionAnswer for ResumeSessionResponse {
     }
 }
 
-/// The rules every request that sets a session up keeps (absolute directories, advertised
-/// MCP transports), and the registry entry it starts from.
+/// The rules every request that sets a session up keeps (absolute directories within the
+/// path limits, advertised MCP transports, room for one more session: `reopening` is the id a
+/// `load` or `resume` names), and the registry entry it starts from, with the slot that
+/// counts it until it is registered.
 fn set_up(
+    (state, reopening): (&Arc<AgentState>, Option<&SessionId>),
     cwd: &str,
     additional: Option<&[String]>,
     servers: &[McpServer],
     caps: &AgentCapabilities,
-) -> Result<SessionEntry> {
+) -> Result<(SessionEntry, SessionSlot)> {
     let answer = |breach: Breach| breach.answer("agent");
     rules::absolute_cwd(cwd, additional).map_err(answer)?;
     rules::mcp_servers(servers, caps).map_err(answer)?;
-    Ok(SessionEntry::new(cwd, additional, servers))
+    let entry = SessionEntry::new(cwd, additional, servers);
+    let slot = state.reserve(&entry, reopening)?;
+    Ok((entry, slot))
 }
 
 /// The agent's own answer must not offer what the client cannot take: a breach is the

@@ -20,10 +20,29 @@ use acp_types::Implementation;
 ///     .with_observer(PrintTraffic);
 /// assert_eq!(options.info().unwrap().name, "my-agent");
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct AgentOptions {
     info: Option<Implementation>,
     connection: ConnectionOptions,
+    pub(super) max_sessions: usize,
+    pub(super) session_budget: usize,
+}
+
+/// Default of [`AgentOptions::with_max_sessions`]: 1024 sessions per connection.
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+
+/// Default of [`AgentOptions::with_session_budget`]: 16 MiB per connection.
+pub const DEFAULT_SESSION_BUDGET: usize = 16 * 1024 * 1024;
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            info: None,
+            connection: ConnectionOptions::default(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_budget: DEFAULT_SESSION_BUDGET,
+        }
+    }
 }
 
 impl AgentOptions {
@@ -73,6 +92,40 @@ impl AgentOptions {
         self
     }
 
+    /// How many sessions one connection keeps at once (default [`DEFAULT_MAX_SESSIONS`],
+    /// 1024). A `session/new` (`load`, `resume`, `fork` of an id not open) beyond it is
+    /// refused with `-32602` before it reaches the [`Agent`](super::Agent); `session/close`
+    /// makes room.
+    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// How many bytes the sessions of one connection keep together (default
+    /// [`DEFAULT_SESSION_BUDGET`], 16 MiB): each its directories and MCP servers (as encoded
+    /// JSON) and a few hundred bytes. Refused like [`with_max_sessions`](Self::with_max_sessions)
+    /// past it. (Each directory is at most the platform's path limit,
+    /// [`MAX_PATH_BYTES`](super::MAX_PATH_BYTES), whatever the budget.)
+    pub fn with_session_budget(mut self, bytes: usize) -> Self {
+        self.session_budget = bytes;
+        self
+    }
+
+    /// How many bytes the client's requests in flight may hold together (see
+    /// [`ConnectionOptions::with_in_flight_budget`]).
+    pub fn with_in_flight_budget(mut self, bytes: usize) -> Self {
+        self.connection = self.connection.with_in_flight_budget(bytes);
+        self
+    }
+
+    /// Makes the client's requests in flight draw from `budget` too, shared with other
+    /// connections: a server gives one to all its clients (see
+    /// [`ConnectionOptions::with_shared_in_flight_budget`]).
+    pub fn with_shared_in_flight_budget(mut self, budget: acp_jsonrpc::ByteBudget) -> Self {
+        self.connection = self.connection.with_shared_in_flight_budget(budget);
+        self
+    }
+
     /// Every option of the underlying JSON-RPC connection at once (replaces the observer
     /// and limits set before).
     pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
@@ -88,8 +141,8 @@ impl AgentOptions {
 impl From<ConnectionOptions> for AgentOptions {
     fn from(connection: ConnectionOptions) -> Self {
         AgentOptions {
-            info: None,
             connection,
+            ..AgentOptions::default()
         }
     }
 }
@@ -98,6 +151,8 @@ impl std::fmt::Debug for AgentOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentOptions")
             .field("info", &self.info)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_budget", &self.session_budget)
             .finish_non_exhaustive()
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use acp_jsonrpc::ConnectionHandle;
 use acp_types::*;
@@ -18,6 +18,9 @@ pub(super) struct AgentState {
     pub(super) options: AgentOptions,
     pub(super) init: Mutex<InitState>,
     pub(super) sessions: Mutex<HashMap<SessionId, SessionEntry>>,
+    /// Sessions being opened (their request is with the agent), counted against the limits
+    /// until they are registered: see [`AgentState::reserve`].
+    opening: Mutex<Opening>,
     /// The models offered for each session (feature `unstable-models`).
     #[cfg(feature = "unstable-models")]
     /// Kept beside the registry: `new_session` offers them before its session is registered.
@@ -48,6 +51,51 @@ pub(super) struct SessionEntry {
     pub(super) config_options: Option<Vec<SessionConfigOption>>,
     /// The cancellation signal of the running turn.
     pub(super) turn: Option<Signal>,
+    /// What the entry keeps, in bytes, against [`AgentOptions::with_session_budget`].
+    cost: usize,
+}
+
+/// What an entry costs beside its directories and servers: the map's entry, the id, the
+/// modes and options the agent advertised (its own, so counted at a flat rate).
+const ENTRY_OVERHEAD: usize = 512;
+
+/// The size of `value` as JSON, without writing it anywhere.
+fn encoded_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+#[derive(Default)]
+struct Opening {
+    sessions: usize,
+    bytes: usize,
+}
+
+/// A session being opened, counted against the connection's limits until it drops (after
+/// the session was registered, or when opening it failed).
+pub(super) struct SessionSlot {
+    state: Option<(Arc<AgentState>, usize)>,
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        if let Some((state, bytes)) = self.state.take() {
+            let mut opening = state.opening.lock().unwrap();
+            opening.sessions -= 1;
+            opening.bytes -= bytes;
+        }
+    }
 }
 
 impl SessionEntry {
@@ -56,7 +104,13 @@ impl SessionEntry {
         additional_directories: Option<&[String]>,
         mcp_servers: &[McpServer],
     ) -> Self {
+        let directories: usize = additional_directories
+            .unwrap_or_default()
+            .iter()
+            .map(String::len)
+            .sum();
         SessionEntry {
+            cost: ENTRY_OVERHEAD + cwd.len() + directories + encoded_len(&mcp_servers),
             cwd: PathBuf::from(cwd),
             additional_directories: additional_directories
                 .unwrap_or_default()
@@ -89,6 +143,7 @@ impl AgentState {
             options,
             init: Mutex::new(InitState::NotStarted),
             sessions: Mutex::new(HashMap::new()),
+            opening: Mutex::new(Opening::default()),
             #[cfg(feature = "unstable-models")]
             models: Default::default(),
         }
@@ -99,6 +154,32 @@ impl AgentState {
             InitState::Ready(n) => Some(read(n)),
             _ => None,
         }
+    }
+
+    /// Counts a session about to be opened with `entry` against the connection's limits
+    /// ([`rules::session_room`]), or refuses it. `reopening` names the id a `load` or
+    /// `resume` opens: one already open takes no more room.
+    pub(super) fn reserve(
+        self: &Arc<Self>,
+        entry: &SessionEntry,
+        reopening: Option<&SessionId>,
+    ) -> Result<SessionSlot> {
+        let sessions = self.sessions.lock().unwrap();
+        if reopening.is_some_and(|id| sessions.contains_key(id)) {
+            return Ok(SessionSlot { state: None });
+        }
+        let mut opening = self.opening.lock().unwrap();
+        let kept = sessions.values().map(|e| e.cost).sum::<usize>() + opening.bytes;
+        rules::session_room(
+            (sessions.len() + opening.sessions, self.options.max_sessions),
+            (kept, entry.cost, self.options.session_budget),
+        )
+        .map_err(|breach| breach.answer("agent"))?;
+        opening.sessions += 1;
+        opening.bytes += entry.cost;
+        Ok(SessionSlot {
+            state: Some((self.clone(), entry.cost)),
+        })
     }
 
     pub(super) fn register(

@@ -51,7 +51,7 @@ fn session_of(request: &AgentRequest) -> Option<&SessionId> {
 fn fs_error(error: host::FsError) -> Error {
     match &error {
         host::FsError::NotFound(path) => {
-            Error::resource_not_found(&error, &path.display().to_string())
+            Error::resource_not_found(&error, &acp_jsonrpc::excerpt(&path.to_string_lossy()))
         }
         host::FsError::RelativePath(_)
         | host::FsError::InvalidLine(_)
@@ -70,7 +70,7 @@ fn terminal_error(error: host::TerminalError) -> Error {
         host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => {
             Error::Rpc(
                 ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
-                    .with_data(&serde_json::json!({ "terminalId": id })),
+                    .with_data(&serde_json::json!({ "terminalId": acp_jsonrpc::excerpt(id) })),
             )
         }
         host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => {
@@ -377,6 +377,35 @@ fn undecoded(params: &str, error: serde_json::Error) -> std::result::Result<Arri
     })
 }
 
+/// A tool call update whose id or title is longer than the rules allow
+/// ([`rules::tool_call_sizes`]) goes on as one that does not decode: the application gets it
+/// raw, with the reason, and its id is never tracked.
+fn within_sizes(update: Arrived, params: &str) -> Arrived {
+    let Arrived::Update(notification) = &update else {
+        return update;
+    };
+    let Err(breach) = rules::tool_call_sizes(&notification.update) else {
+        return update;
+    };
+    #[derive(serde::Deserialize)]
+    struct Member {
+        update: Box<RawValue>,
+    }
+    let raw = match serde_json::from_str::<Member>(params) {
+        Ok(member) => member.update,
+        // It decoded once; keep the whole params rather than lose it.
+        Err(_) => match RawValue::from_string(params.to_owned()) {
+            Ok(raw) => raw,
+            Err(_) => return update,
+        },
+    };
+    Arrived::Invalid {
+        session_id: notification.session_id.clone(),
+        update: raw,
+        error: breach.to_string(),
+    }
+}
+
 impl<C: Client> Handler for ClientDispatch<C> {
     fn request(
         &self,
@@ -423,6 +452,7 @@ impl<C: Client> Handler for ClientDispatch<C> {
                         }
                     },
                 };
+                let update = within_sizes(update, params);
                 dispatch.check_update(&update, &notification);
                 dispatch
                     .route_update(update, params.len(), |problem| {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use acp_jsonrpc::{ConnectionOptions, Observer};
 use acp_types::*;
 
+use super::tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 use super::updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
 use crate::host::{FsHost, TerminalHost};
 
@@ -21,6 +22,8 @@ pub struct ClientOptions {
     pub(super) connection: ConnectionOptions,
     pub(super) session_update_budget: usize,
     pub(super) unopened_update_budget: usize,
+    pub(super) max_tool_calls: usize,
+    pub(super) tool_call_budget: usize,
 }
 
 impl Default for ClientOptions {
@@ -37,6 +40,8 @@ impl Default for ClientOptions {
             connection: ConnectionOptions::default(),
             session_update_budget: DEFAULT_SESSION_UPDATE_BUDGET,
             unopened_update_budget: DEFAULT_UNOPENED_UPDATE_BUDGET,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            tool_call_budget: DEFAULT_TOOL_CALL_BUDGET,
         }
     }
 }
@@ -116,6 +121,35 @@ impl ClientOptions {
     /// opened later meets [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) first.
     pub fn with_unopened_update_budget(mut self, bytes: usize) -> Self {
         self.unopened_update_budget = bytes;
+        self
+    }
+
+    /// How many tool calls each session remembers for
+    /// [`Session::tool_call`](super::Session::tool_call) (default [`DEFAULT_MAX_TOOL_CALLS`],
+    /// 4096). Past it, the finished calls reported longest ago are forgotten first, then the
+    /// unfinished ones; the updates themselves still reach the application.
+    pub fn with_max_tool_calls(mut self, calls: usize) -> Self {
+        self.max_tool_calls = calls;
+        self
+    }
+
+    /// How many bytes each session's memory of its tool calls may take (default
+    /// [`DEFAULT_TOOL_CALL_BUDGET`], 1 MiB); a call costs twice its id plus about 100 bytes.
+    /// Forgets like [`with_max_tool_calls`](Self::with_max_tool_calls). Ids longer than
+    /// [`MAX_TOOL_CALL_ID_BYTES`](super::MAX_TOOL_CALL_ID_BYTES) are never remembered: their
+    /// update reaches the application as
+    /// [`Error::InvalidUpdate`](crate::Error::InvalidUpdate), raw, with the reason.
+    pub fn with_tool_call_budget(mut self, bytes: usize) -> Self {
+        self.tool_call_budget = bytes;
+        self
+    }
+
+    /// How many bytes the agent's requests in flight may hold together (default
+    /// [`DEFAULT_IN_FLIGHT_BUDGET`](acp_jsonrpc::DEFAULT_IN_FLIGHT_BUDGET), 64 MiB; see
+    /// [`ConnectionOptions::with_in_flight_budget`]). A request that can wait (a permission
+    /// the user has not answered, `terminal/wait_for_exit`) holds its params meanwhile.
+    pub fn with_in_flight_budget(mut self, bytes: usize) -> Self {
+        self.connection = self.connection.with_in_flight_budget(bytes);
         self
     }
 

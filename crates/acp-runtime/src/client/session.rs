@@ -1,6 +1,5 @@
 //! A session on the agent ([`Session`]) and its prompt turns ([`PromptTurn`]).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -13,6 +12,7 @@ use crate::error::{Error, Result};
 
 use super::handle::AgentHandle;
 use super::state::{SessionShared, ToolCallState};
+use super::tool_calls::ToolCalls;
 use super::updates::{Popped, UpdateQueue};
 use crate::host::FsRoots;
 use crate::rules;
@@ -186,7 +186,10 @@ impl AgentHandle {
             updates: UpdateQueue::new(id.clone(), self.state.options.session_update_budget),
             turn_active: AtomicBool::new(false),
             cancel: Mutex::new(Signal::new()),
-            tool_calls: Mutex::new(HashMap::new()),
+            tool_calls: Mutex::new(ToolCalls::new(
+                self.state.options.max_tool_calls,
+                self.state.options.tool_call_budget,
+            )),
             modes: Mutex::new(modes),
             config_options: Mutex::new(config_options),
             answer: Mutex::new(None),
@@ -256,9 +259,19 @@ impl Session {
             .meta
     }
 
-    /// What the client knows of a tool call of this session.
+    /// What the client knows of a tool call of this session. `None` for an id never reported,
+    /// and for one forgotten: a session remembers its calls within a count and a byte budget
+    /// ([`ClientOptions::with_max_tool_calls`](super::ClientOptions::with_max_tool_calls),
+    /// [`with_tool_call_budget`](super::ClientOptions::with_tool_call_budget)), forgetting
+    /// the finished calls reported longest ago first, then the unfinished ones.
     pub fn tool_call(&self, id: &ToolCallId) -> Option<ToolCallState> {
-        self.shared.tool_calls.lock().unwrap().get(id).cloned()
+        self.shared.tool_calls.lock().unwrap().get(id)
+    }
+
+    /// What the session's memory of its tool calls costs, in bytes: at most
+    /// [`ClientOptions::with_tool_call_budget`](super::ClientOptions::with_tool_call_budget).
+    pub fn tool_call_bytes(&self) -> usize {
+        self.shared.tool_calls.lock().unwrap().bytes()
     }
 
     /// Sends a prompt. At most one turn runs at a time; content types the agent did not
@@ -312,11 +325,7 @@ impl Session {
     /// The turn then ends with `cancelled`.
     pub async fn cancel(&self) -> Result<()> {
         self.shared.cancel.lock().unwrap().fire();
-        for state in self.shared.tool_calls.lock().unwrap().values_mut() {
-            if !state.is_finished() {
-                *state = ToolCallState::Cancelled;
-            }
-        }
+        self.shared.tool_calls.lock().unwrap().cancel_unfinished();
         self.agent
             .notify(&CancelNotification::new(self.shared.id.clone()))
             .await

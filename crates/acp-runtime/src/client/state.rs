@@ -1,7 +1,6 @@
 //! What a client's connection remembers: the agent's `initialize` answer, the sessions and
 //! their routes, and how a spawned agent ended.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -9,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use acp_types::*;
 
 use super::options::ClientOptions;
+use super::tool_calls::ToolCalls;
 use super::updates::{Routes, UpdateQueue};
 use crate::host::FsRoots;
 use crate::signal::Signal;
@@ -55,7 +55,7 @@ pub(super) struct SessionShared {
     pub(super) turn_active: AtomicBool,
     /// Fired by `cancel`; replaced at the start of each turn.
     pub(super) cancel: Mutex<Signal>,
-    pub(super) tool_calls: Mutex<HashMap<ToolCallId, ToolCallState>>,
+    pub(super) tool_calls: Mutex<ToolCalls>,
     pub(super) modes: Mutex<Option<SessionModeState>>,
     pub(super) config_options: Mutex<Option<Vec<SessionConfigOption>>>,
     /// The answer that opened the session, as the agent sent it.
@@ -76,7 +76,7 @@ pub enum ToolCallState {
 }
 
 impl ToolCallState {
-    pub(super) fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         matches!(
             self,
             ToolCallState::Cancelled
@@ -88,22 +88,16 @@ impl ToolCallState {
 impl SessionShared {
     pub(super) fn track(&self, update: &SessionUpdate) {
         match update {
-            SessionUpdate::ToolCall(call) => {
-                let mut calls = self.tool_calls.lock().unwrap();
-                calls.insert(
-                    call.tool_call_id.clone(),
-                    ToolCallState::Reported(call.status.clone()),
-                );
-            }
-            SessionUpdate::ToolCallUpdate(update) => {
-                let mut calls = self.tool_calls.lock().unwrap();
-                let state = calls
-                    .entry(update.tool_call_id.clone())
-                    .or_insert(ToolCallState::Reported(None));
-                if let Some(status) = &update.status {
-                    *state = ToolCallState::Reported(Some(status.clone()));
-                }
-            }
+            SessionUpdate::ToolCall(call) => self
+                .tool_calls
+                .lock()
+                .unwrap()
+                .report(&call.tool_call_id, call.status.clone()),
+            SessionUpdate::ToolCallUpdate(update) => self
+                .tool_calls
+                .lock()
+                .unwrap()
+                .update(&update.tool_call_id, update.status.as_ref()),
             SessionUpdate::CurrentModeUpdate(mode) => {
                 if let Some(modes) = self.modes.lock().unwrap().as_mut() {
                     modes.current_mode_id = mode.current_mode_id.clone();

@@ -155,15 +155,15 @@ pub trait FsHook: Send + Sync {
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
     /// The path is not absolute; the protocol requires absolute paths.
-    #[error("path `{}` is not absolute; file paths must be absolute", .0.display())]
+    #[error("path `{}` is not absolute; file paths must be absolute", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     RelativePath(PathBuf),
     /// `line` was 0; lines are numbered from 1.
-    #[error("line 0 requested for `{}`; line numbers start at 1", .0.display())]
+    #[error("line 0 requested for `{}`; line numbers start at 1", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     InvalidLine(PathBuf),
     /// The path resolves outside every root of the session.
     #[error(
         "`{}`{} is outside the directories this session may access ({})",
-        path.display(),
+        acp_jsonrpc::excerpt(&path.to_string_lossy()),
         ResolvedNote(path, resolved),
         RootList(roots)
     )]
@@ -176,14 +176,14 @@ pub enum FsError {
         roots: Vec<PathBuf>,
     },
     /// The path climbs with `..` out of a directory that does not exist.
-    #[error("`{}` goes up (`..`) from a directory that does not exist", .0.display())]
+    #[error("`{}` goes up (`..`) from a directory that does not exist", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     ParentOfMissing(PathBuf),
     /// The path runs through a symbolic link whose target does not exist, so where it
     /// leads cannot be checked.
     #[error(
         "`{}` runs through the symbolic link `{}`, whose target does not exist",
-        path.display(),
-        link.display()
+        acp_jsonrpc::excerpt(&path.to_string_lossy()),
+        acp_jsonrpc::excerpt(&link.to_string_lossy())
     )]
     DanglingSymlink {
         /// The path as requested.
@@ -192,17 +192,17 @@ pub enum FsError {
         link: PathBuf,
     },
     /// Nothing exists at the path (maps to the protocol's "resource not found").
-    #[error("file not found: `{}`", .0.display())]
+    #[error("file not found: `{}`", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     NotFound(PathBuf),
     /// The path names a directory.
-    #[error("`{}` is a directory, not a file", .0.display())]
+    #[error("`{}` is a directory, not a file", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     NotAFile(PathBuf),
     /// The path names something other than a regular file or a directory: a FIFO, a
     /// socket, a device. Reading or writing one could block for good or never end, so it is
     /// refused without being read or written (opening it does not block).
     #[error(
         "`{}` is a {kind}, not a regular file; only regular files are read and written",
-        path.display()
+        acp_jsonrpc::excerpt(&path.to_string_lossy())
     )]
     NotARegularFile {
         /// The path as requested.
@@ -217,7 +217,7 @@ pub enum FsError {
     /// are allowed).
     #[error(
         "`{}` has {links} hard links; writes to files with more than one name are refused, as another name may lie outside the session's directories",
-        path.display()
+        acp_jsonrpc::excerpt(&path.to_string_lossy())
     )]
     HardLinked {
         /// The path as requested.
@@ -226,14 +226,14 @@ pub enum FsError {
         links: u64,
     },
     /// The file is not valid UTF-8 text.
-    #[error("`{}` is not a UTF-8 text file", .0.display())]
+    #[error("`{}` is not a UTF-8 text file", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     NotUtf8(PathBuf),
     /// The text asked for is larger than the host's limit
     /// ([`FsHost::with_max_read_bytes`]), counted as it will be on the wire (escaped as a
     /// JSON string); a `line`/`limit` range of it may still be read.
     #[error(
         "`{}` is too large to read: more than {limit} bytes requested (as escaped in JSON); ask for a range of lines",
-        path.display()
+        acp_jsonrpc::excerpt(&path.to_string_lossy())
     )]
     TooLarge {
         /// The path as requested.
@@ -242,7 +242,7 @@ pub enum FsError {
         limit: u64,
     },
     /// Any other operating-system failure.
-    #[error("could not {action} `{}`: {source}", path.display())]
+    #[error("could not {action} `{}`: {source}", acp_jsonrpc::excerpt(&path.to_string_lossy()))]
     Io {
         /// What was being attempted, such as "read".
         action: &'static str,
@@ -261,7 +261,11 @@ impl fmt::Display for ResolvedNote<'_> {
         if self.0 == self.1 {
             Ok(())
         } else {
-            write!(f, " (resolved to `{}`)", self.1.display())
+            write!(
+                f,
+                " (resolved to `{}`)",
+                acp_jsonrpc::excerpt(&self.1.to_string_lossy())
+            )
         }
     }
 }

@@ -83,10 +83,17 @@ pub struct TerminalOutput {
 #[derive(Debug, thiserror::Error)]
 pub enum TerminalError {
     /// The id was never issued by this host, or its terminal has been released.
-    #[error("unknown terminal `{0}`: it was never created on this connection or has been released")]
+    #[error(
+        "unknown terminal `{}`: it was never created on this connection or has been released",
+        acp_jsonrpc::excerpt(.0)
+    )]
     UnknownTerminal(String),
     /// The terminal exists but was created for another session.
-    #[error("terminal `{id}` does not belong to session `{session}`")]
+    #[error(
+        "terminal `{}` does not belong to session `{}`",
+        acp_jsonrpc::excerpt(id),
+        acp_jsonrpc::excerpt(session)
+    )]
     WrongSession {
         /// The terminal id that was asked for.
         id: String,
@@ -94,13 +101,13 @@ pub enum TerminalError {
         session: String,
     },
     /// The working directory is not absolute.
-    #[error("working directory `{}` must be an absolute path", .0.display())]
+    #[error("working directory `{}` must be an absolute path", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     RelativeCwd(PathBuf),
     /// The working directory does not exist or is not a directory.
-    #[error("working directory `{}` does not exist or is not a directory", .0.display())]
+    #[error("working directory `{}` does not exist or is not a directory", acp_jsonrpc::excerpt(&.0.to_string_lossy()))]
     MissingCwd(PathBuf),
     /// The command could not be started.
-    #[error("could not start `{command}`: {source}")]
+    #[error("could not start `{}`: {source}", acp_jsonrpc::excerpt(command))]
     Spawn {
         /// The program that was asked for.
         command: String,
@@ -109,7 +116,10 @@ pub enum TerminalError {
         source: io::Error,
     },
     /// The command's process group could not be signalled.
-    #[error("could not kill terminal `{id}` (`{command}`): {source}")]
+    #[error(
+        "could not kill terminal `{id}` (`{}`): {source}",
+        acp_jsonrpc::excerpt(command)
+    )]
     Kill {
         /// The terminal id.
         id: String,
@@ -132,7 +142,10 @@ pub enum TerminalError {
         scope: TerminalScope,
     },
     /// The command's exit could not be observed (an operating-system failure).
-    #[error("could not observe the exit of terminal `{id}` (`{command}`): {reason}")]
+    #[error(
+        "could not observe the exit of terminal `{id}` (`{}`): {reason}",
+        acp_jsonrpc::excerpt(command)
+    )]
     ExitUnobservable {
         /// The terminal id.
         id: String,

@@ -87,6 +87,8 @@ pub fn run(case: &str) {
         "unopened-flood" => unopened_flood(&mut wire),
         "slow-session" => slow_session(&mut wire),
         "deaf-reads" => deaf_reads(&mut wire),
+        "tool-call-flood" => tool_call_flood(&mut wire),
+        "in-flight-bytes" => in_flight_bytes(&mut wire),
         other => panic!("no hostile agent `{other}`"),
     }
 }
@@ -235,4 +237,88 @@ fn deaf_reads(wire: &mut Wire) {
     loop {
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
+}
+
+fn tool_call(wire: &mut Wire, id: &str, status: &str) {
+    wire.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": "s",
+        "update": {"sessionUpdate": "tool_call", "toolCallId": id, "title": "t", "status": status}
+    }}));
+}
+
+/// In one turn, 200 tool calls with ids of 1 MiB, 20,000 finished ones with ids of 1000
+/// bytes, then one unfinished call `last`.
+fn tool_call_flood(wire: &mut Wire) {
+    wire.start("s");
+    let (prompt, _) = wire.expect("session/prompt");
+    let long = "i".repeat(1 << 20);
+    for n in 0..200 {
+        tool_call(wire, &format!("{long}{n}"), "completed");
+    }
+    for n in 0..20_000 {
+        tool_call(wire, &format!("{n:0>1000}"), "completed");
+    }
+    tool_call(wire, "last", "in_progress");
+    wire.reply(prompt, json!({"stopReason": "end_turn"}));
+    wire.recv();
+}
+
+/// Ten `terminal/wait_for_exit` calls each carrying 8 MiB of `_meta`, on a sleeping command,
+/// then a `terminal/kill`: the client (with an in-flight budget of 16 MiB) refuses the waits
+/// that do not fit at once, still takes the small kill, and the wait it took ends with the
+/// command. Reports what it saw as the turn's one message.
+fn in_flight_bytes(wire: &mut Wire) {
+    const WAITS: usize = 10;
+    wire.start("s");
+    let (prompt, _) = wire.expect("session/prompt");
+    wire.request(
+        "create",
+        "terminal/create",
+        json!({"sessionId": "s", "command": "sleep", "args": ["1000"]}),
+    );
+    wire.flush();
+    let created = wire.recv();
+    let terminal = created["result"]["terminalId"].clone();
+    let pad = "m".repeat(8 << 20);
+    for i in 0..WAITS {
+        wire.request(
+            &format!("w{i}"),
+            "terminal/wait_for_exit",
+            json!({"sessionId": "s", "terminalId": terminal, "_meta": {"pad": pad}}),
+        );
+    }
+    wire.flush();
+    let (mut refused, mut exited, mut other) = (0, 0, 0);
+    let mut kill = String::new();
+    let mut answered = 0;
+    while answered < WAITS + 1 {
+        let message = wire.recv();
+        answered += 1;
+        let id = message["id"].as_str().unwrap_or_default().to_owned();
+        let error = &message["error"];
+        if id == "kill" {
+            kill = error["code"]
+                .as_i64()
+                .map_or("ok".into(), |c| c.to_string());
+        } else if error["message"] == "the requests in flight hold too many bytes" {
+            refused += 1;
+            if refused == WAITS - 1 {
+                // Every refusal came at once: now end the command.
+                wire.request(
+                    "kill",
+                    "terminal/kill",
+                    json!({"sessionId": "s", "terminalId": terminal}),
+                );
+                wire.flush();
+            }
+        } else if message.get("result").is_some() {
+            exited += 1;
+        } else {
+            other += 1;
+        }
+    }
+    let report = format!("refused:{refused} kill:{kill} exited:{exited} other:{other}");
+    wire.update("s", &report);
+    wire.reply(prompt, json!({"stopReason": "end_turn"}));
+    wire.recv();
 }

@@ -13,17 +13,18 @@
 //! case's client as a process of its own, and is not asserted (it depends on the allocator).
 
 mod agents;
+mod sessions;
 
 use std::time::{Duration, Instant};
 
 use acp_runtime::client::{
     self, AgentHandle, AutoAllow, ClientOptions, DEFAULT_SESSION_UPDATE_BUDGET,
-    DEFAULT_UNOPENED_UPDATE_BUDGET,
+    DEFAULT_TOOL_CALL_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET, ToolCallState,
 };
 use acp_runtime::host::{FsHost, TerminalHost};
 use acp_runtime::process::AgentCommand;
 use acp_runtime::{Error, Result};
-use acp_types::{SessionUpdate, StopReason};
+use acp_types::{SessionUpdate, StopReason, ToolCallId, ToolCallStatus};
 
 /// A case: the client's side of it, asserting what must hold.
 type Case = fn() -> Result<()>;
@@ -37,6 +38,9 @@ const CASES: &[(&str, Case)] = &[
     ("unopened-flood", unopened_flood),
     ("slow-session", slow_session),
     ("deaf-reads", deaf_reads),
+    ("tool-call-flood", tool_call_flood),
+    ("in-flight-bytes", in_flight_bytes),
+    ("session-flood", sessions::session_flood),
 ];
 
 /// Hang guard for one case: far above what any case takes, so that a regression fails
@@ -47,6 +51,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("agent") => agents::run(&args[1]),
+        Some("serve-agent") => sessions::serve_agent(),
         Some("client") => {
             let case = &args[1];
             let (_, run) = CASES.iter().find(|(name, _)| name == case).expect("a case");
@@ -357,4 +362,80 @@ fn deaf_reads() -> Result<()> {
     });
     let _ = std::fs::remove_dir_all(&dir);
     result.map(drop)
+}
+
+/// 200 tool calls with ids of 1 MiB and 20,000 with ids of 1000 bytes: the long ids reach
+/// the application as updates that do not decode (never tracked), and what the session
+/// remembers of its calls stays within its budget, the latest call included.
+fn tool_call_flood() -> Result<()> {
+    client::run_spawned(
+        AutoAllow,
+        agent("tool-call-flood"),
+        ClientOptions::default(),
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            let mut turn = session.prompt(vec!["go".into()]).await?;
+            let (mut invalid, mut dropped, mut most) = (0, 0, 0);
+            while let Some(update) = turn.next().await {
+                match update {
+                    Ok(_) => {}
+                    Err(Error::InvalidUpdate { error, .. }) => {
+                        check(error.contains("tool call id of"), || error.clone())?;
+                        invalid += 1;
+                    }
+                    Err(Error::UpdatesDropped { updates, .. }) => dropped += updates,
+                    Err(other) => return Err(other),
+                }
+                most = most.max(session.tool_call_bytes());
+            }
+            turn.end().await?;
+            check(invalid > 0 && invalid + dropped >= 200, || {
+                format!("{invalid} invalid, {dropped} dropped")
+            })?;
+            check(most <= DEFAULT_TOOL_CALL_BUDGET, || {
+                format!("the tool calls held {most} bytes")
+            })?;
+            let last = session.tool_call(&ToolCallId::new("last"));
+            check(
+                last == Some(ToolCallState::Reported(Some(ToolCallStatus::InProgress))),
+                || format!("last: {last:?}"),
+            )?;
+            let first = session.tool_call(&ToolCallId::new(format!("{:0>1000}", 0)));
+            check(first.is_none(), || {
+                "the oldest finished call is remembered".into()
+            })
+        },
+    )?;
+    Ok(())
+}
+
+/// Ten `terminal/wait_for_exit` calls of 8 MiB each against an in-flight budget of 16 MiB:
+/// nine are refused at once with the byte error, the kill that follows is taken, and the one
+/// wait taken ends when the command does.
+fn in_flight_bytes() -> Result<()> {
+    let options = ClientOptions::default()
+        .with_terminals(TerminalHost::new())
+        .with_in_flight_budget(16 << 20);
+    let (report, _) = client::run_spawned(
+        AutoAllow,
+        agent("in-flight-bytes"),
+        options,
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            let mut turn = session.prompt(vec!["go".into()]).await?;
+            let mut report = String::new();
+            while let Some(update) = turn.next().await {
+                report.push_str(text_of(&update?).unwrap_or_default());
+            }
+            turn.end().await?;
+            let held = agent.connection().in_flight_request_bytes();
+            check(held == 0, || format!("{held} bytes still held"))?;
+            Ok::<_, Error>(report)
+        },
+    )?;
+    check(report == "refused:9 kill:ok exited:1 other:0", || {
+        format!("the agent saw: {report}")
+    })
 }

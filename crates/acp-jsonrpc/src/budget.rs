@@ -1,0 +1,192 @@
+//! Byte budgets for what the peer's requests hold while they are in flight: each connection
+//! has its own, and several connections may also draw from one [`ByteBudget`] they share
+//! (a server's budget across its clients).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The default of [`ConnectionOptions::with_in_flight_budget`](crate::ConnectionOptions::with_in_flight_budget):
+/// 64 MiB, the default longest line, so that any one request the connection reads fits.
+pub const DEFAULT_IN_FLIGHT_BUDGET: usize = 64 * 1024 * 1024;
+
+/// A number of bytes that requests in flight draw from and give back when they are done.
+///
+/// Every connection has one of its own
+/// ([`ConnectionOptions::with_in_flight_budget`](crate::ConnectionOptions::with_in_flight_budget)).
+/// A clone is the same budget, so one made once and given to several connections
+/// ([`ConnectionOptions::with_shared_in_flight_budget`](crate::ConnectionOptions::with_shared_in_flight_budget))
+/// bounds them together: a server's clients cannot hold more than it, however many they are.
+///
+/// A request larger than the whole budget is still taken when nothing else holds any of
+/// it, so that a budget below the longest line never refuses a request for its size alone.
+///
+/// ```
+/// use acp_jsonrpc::{ByteBudget, ConnectionOptions};
+///
+/// let everyone = ByteBudget::new(256 * 1024 * 1024);
+/// let first = ConnectionOptions::default().with_shared_in_flight_budget(everyone.clone());
+/// let second = ConnectionOptions::default().with_shared_in_flight_budget(everyone.clone());
+/// assert_eq!(everyone.used(), 0);
+/// # let _ = (first, second);
+/// ```
+#[derive(Clone)]
+pub struct ByteBudget {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl ByteBudget {
+    /// A budget of `limit` bytes, none of them used.
+    pub fn new(limit: usize) -> Self {
+        ByteBudget {
+            inner: Arc::new(Inner {
+                limit,
+                used: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Its size in bytes.
+    pub fn limit(&self) -> usize {
+        self.inner.limit
+    }
+
+    /// The bytes held now.
+    pub fn used(&self) -> usize {
+        self.inner.used.load(Ordering::Acquire)
+    }
+
+    /// Takes `bytes` when they fit, or when nothing is held (see the type's docs).
+    pub(crate) fn try_take(&self, bytes: usize) -> bool {
+        let mut used = self.used();
+        loop {
+            if used != 0 && used.saturating_add(bytes) > self.inner.limit {
+                return false;
+            }
+            match self.inner.used.compare_exchange_weak(
+                used,
+                used + bytes,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
+impl std::fmt::Debug for ByteBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ByteBudget")
+            .field("limit", &self.limit())
+            .field("used", &self.used())
+            .finish()
+    }
+}
+
+/// Which budget refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BudgetScope {
+    /// The connection's own.
+    Connection,
+    /// The one it shares with other connections.
+    Shared,
+}
+
+impl BudgetScope {
+    /// `"connection"` or `"shared"`, as the refusal's `data` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetScope::Connection => "connection",
+            BudgetScope::Shared => "shared",
+        }
+    }
+}
+
+/// The bytes one request holds of its connection's budget and of the shared one, given back
+/// when it is dropped: when the request's handler has finished and its responder is gone.
+#[derive(Default)]
+pub(crate) struct Charge {
+    bytes: usize,
+    own: Option<ByteBudget>,
+    shared: Option<ByteBudget>,
+}
+
+impl Charge {
+    /// Takes `bytes` of `own` and of `shared`, or names the one that has no room.
+    pub(crate) fn take(
+        bytes: usize,
+        own: &ByteBudget,
+        shared: Option<&ByteBudget>,
+    ) -> Result<Charge, (BudgetScope, usize)> {
+        if !own.try_take(bytes) {
+            return Err((BudgetScope::Connection, own.limit()));
+        }
+        let mut charge = Charge {
+            bytes,
+            own: Some(own.clone()),
+            shared: None,
+        };
+        match shared {
+            None => Ok(charge),
+            Some(shared) if shared.try_take(bytes) => {
+                charge.shared = Some(shared.clone());
+                Ok(charge)
+            }
+            // Dropping `charge` gives the connection's part back.
+            Some(shared) => Err((BudgetScope::Shared, shared.limit())),
+        }
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        for budget in [&self.own, &self.shared].into_iter().flatten() {
+            budget.give_back(self.bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_charge_takes_from_both_and_gives_back_when_dropped() {
+        let own = ByteBudget::new(100);
+        let shared = ByteBudget::new(150);
+        let a = Charge::take(60, &own, Some(&shared)).ok().unwrap();
+        assert_eq!((own.used(), shared.used()), (60, 60));
+        assert_eq!(
+            Charge::take(60, &own, Some(&shared)).err(),
+            Some((BudgetScope::Connection, 100))
+        );
+        let other = ByteBudget::new(100);
+        let b = Charge::take(60, &other, Some(&shared)).ok().unwrap();
+        assert_eq!(
+            Charge::take(60, &ByteBudget::new(100), Some(&shared)).err(),
+            Some((BudgetScope::Shared, 150))
+        );
+        drop((a, b));
+        assert_eq!((own.used(), other.used(), shared.used()), (0, 0, 0));
+    }
+
+    #[test]
+    fn one_request_larger_than_the_budget_passes_alone() {
+        let own = ByteBudget::new(10);
+        let big = Charge::take(1000, &own, None).ok().unwrap();
+        assert!(Charge::take(1, &own, None).is_err());
+        drop(big);
+        assert!(Charge::take(1, &own, None).is_ok());
+    }
+}
