@@ -17,7 +17,9 @@ use crate::frames::{Activity, Signal};
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
 use crate::streamable::HttpConn;
+use crate::streamable::queue::Budget;
 use crate::transport::{ConnectionReader, ConnectionWriter};
+use crate::ws_socket::HeldPool;
 
 /// One client's connection: what a [`Server::serve`](crate::Server::serve) handler gets. Its reader and writer
 /// carry one JSON-RPC message per line, whichever transport the client chose.
@@ -44,7 +46,7 @@ pub struct ConnectionInfo {
     pub request: RequestHead,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) stop_accepting: Signal,
     /// Readers see the end of input.
@@ -60,6 +62,34 @@ pub(crate) struct Shared {
     pub(crate) acp: AtomicUsize,
     /// The Streamable HTTP connections, by `Acp-Connection-Id`.
     pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
+    /// What WebSocket connections hold of unfinished messages beyond their own share.
+    pub(crate) ws_held: Arc<HeldPool>,
+    /// The bodies of POSTs that name no connection (`initialize`), all together, while they
+    /// arrive.
+    pub(crate) initial_bodies: Arc<Budget>,
+}
+
+/// What the bodies of POSTs naming no connection may hold at once, all together: sixteen
+/// `initialize` messages of the largest size accepted (1 MiB); further ones wait.
+const INITIAL_BODIES: usize = 16 << 20;
+
+impl Shared {
+    pub(crate) fn new(options: &ServerOptions) -> Shared {
+        Shared {
+            stop_accepting: Signal::default(),
+            drain: Arc::default(),
+            stop: Signal::default(),
+            live: AtomicUsize::new(0),
+            gone: event_listener::Event::new(),
+            sockets: AtomicUsize::new(0),
+            acp: AtomicUsize::new(0),
+            http: Mutex::default(),
+            // One message of the limit, shared: a client may still send one whole message of
+            // the limit while the others hold their own share.
+            ws_held: HeldPool::new(options.max_message_size),
+            initial_bodies: Budget::new(INITIAL_BODIES),
+        }
+    }
 }
 
 /// Counts a task while it lives.

@@ -97,8 +97,8 @@ impl Server {
         Ok(Server {
             listener: TcpListener::try_from(listener)?,
             local_addr,
+            shared: Arc::new(Shared::new(&options)),
             options: Arc::new(options),
-            shared: Arc::default(),
         })
     }
 
