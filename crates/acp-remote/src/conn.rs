@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,8 +56,12 @@ pub(crate) struct Shared {
     /// Tasks alive: TCP connections and Streamable HTTP connections.
     pub(crate) live: AtomicUsize,
     pub(crate) gone: event_listener::Event,
-    /// TCP connections open.
+    /// TCP connections being served.
     pub(crate) sockets: AtomicUsize,
+    /// Of those, how many each peer address has.
+    pub(crate) peers: Mutex<HashMap<IpAddr, usize>>,
+    /// TCP connections being refused (503) at once.
+    pub(crate) refusing: AtomicUsize,
     /// ACP connections open (WebSockets, Streamable HTTP connections).
     pub(crate) acp: AtomicUsize,
     /// The Streamable HTTP connections, by `Acp-Connection-Id`.
@@ -82,6 +86,8 @@ impl Shared {
             live: AtomicUsize::new(0),
             gone: event_listener::Event::new(),
             sockets: AtomicUsize::new(0),
+            peers: Mutex::default(),
+            refusing: AtomicUsize::new(0),
             acp: AtomicUsize::new(0),
             http: Mutex::default(),
             // One message of the limit, shared: a client may still send one whole message of
@@ -142,6 +148,10 @@ pub(crate) fn lock_http(
     shared: &Shared,
 ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpConn>>> {
     shared.http.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn lock_peers(shared: &Shared) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+    shared.peers.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Resolves once nothing went either way for `limit` (never for `None`).

@@ -273,3 +273,91 @@ fn a_made_up_connection_costs_no_body() {
         assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     });
 }
+
+/// A TCP connection to `addr` from the loopback address `from` (e.g. 127.0.0.2): another
+/// peer, as the server counts them.
+#[cfg(target_os = "linux")]
+fn connect_from(from: std::net::Ipv4Addr, addr: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = addr else {
+        panic!("IPv4 only")
+    };
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a fresh socket, bound and connected with valid addresses of the right length;
+    // its descriptor is handed to a TcpStream that owns it from then on.
+    let stream = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let local = sockaddr(from, 0);
+        assert_eq!(libc::bind(fd, (&raw const local).cast(), len), 0);
+        let remote = sockaddr(*to.ip(), to.port());
+        assert_eq!(libc::connect(fd, (&raw const remote).cast(), len), 0);
+        std::net::TcpStream::from_raw_fd(fd)
+    };
+    TcpStream::try_from(stream).unwrap()
+}
+
+/// Descriptors this process has open.
+#[cfg(target_os = "linux")]
+fn descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Slowloris: many sockets from one peer that never finish a request head. They take at most
+/// their peer's share of the socket cap (the rest are refused at once), so another peer is
+/// still served; and the server holds at most the cap (plus the few being refused) in
+/// descriptors, however many sockets come. Before, 600 such sockets gave everyone 503 for
+/// the whole 10 s head timeout, and 2,000 idle sockets held 2,007 descriptors.
+#[cfg(target_os = "linux")]
+#[test]
+fn slow_sockets_from_one_peer_do_not_lock_others_out() {
+    smol::block_on(async {
+        // 8 connections: 32 sockets, 8 per peer address.
+        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_connections(8));
+        let before = descriptors();
+        let mut slow = Vec::new();
+        for _ in 0..200 {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            let _ = stream.write_all(b"P").await;
+            slow.push(stream);
+        }
+        smol::Timer::after(Duration::from_millis(500)).await;
+        // Ours are 200; the server's side holds at most its cap and the ones it refuses.
+        let held = descriptors() - before - slow.len();
+        assert!(held <= 32 + 16, "the server holds {held} descriptors");
+
+        // Another peer is served (404 for another path: a real answer, not 503).
+        let mut other = connect_from("127.0.0.2".parse().unwrap(), addr);
+        other
+            .write_all(b"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = within("an answer", other.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    });
+}
+
+/// A socket that sends nothing is dropped after 2 s, not after the whole head timeout.
+#[test]
+fn a_silent_socket_is_dropped_soon() {
+    smol::block_on(async {
+        let (addr, _handle, _task) = serve(ServerOptions::default());
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut byte = [0u8; 1];
+        let read = future::or(async { Some(stream.read(&mut byte).await) }, async {
+            smol::Timer::after(Duration::from_secs(8)).await;
+            None
+        });
+        assert!(matches!(read.await, Some(Ok(0) | Err(_))), "still open");
+    });
+}
