@@ -254,42 +254,40 @@ impl ReadBody for Body<'_> {
     }
 
     async fn next(&mut self) -> Result<Option<Vec<u8>>, BodyError> {
-        loop {
-            if self.done {
+        if self.done {
+            return Ok(None);
+        }
+        if self.framing == Framing::Chunked && self.left == 0 {
+            if !self.at_size {
+                // The CRLF after a chunk's data.
+                while self.buf.len() < 2 {
+                    self.fill().await?;
+                }
+                if &self.buf[..2] != b"\r\n" {
+                    return Err(BodyError::Refused((400, "malformed chunked body")));
+                }
+                self.buf.drain(..2);
+                self.at_size = true;
+            }
+            let size = self.chunk_size().await?;
+            if size == 0 {
+                self.done = true;
                 return Ok(None);
             }
-            if self.framing == Framing::Chunked && self.left == 0 {
-                if !self.at_size {
-                    // The CRLF after a chunk's data.
-                    while self.buf.len() < 2 {
-                        self.fill().await?;
-                    }
-                    if &self.buf[..2] != b"\r\n" {
-                        return Err(BodyError::Refused((400, "malformed chunked body")));
-                    }
-                    self.buf.drain(..2);
-                    self.at_size = true;
-                }
-                let size = self.chunk_size().await?;
-                if size == 0 {
-                    self.done = true;
-                    return Ok(None);
-                }
-                self.left = size;
-                self.at_size = false;
-            }
-            if self.buf.is_empty() {
-                self.fill().await?;
-            }
-            let n = self.buf.len().min(self.left);
-            let rest = self.buf.split_off(n);
-            let piece = std::mem::replace(self.buf, rest);
-            self.left -= n;
-            if self.framing != Framing::Chunked && self.left == 0 {
-                self.done = true;
-            }
-            return Ok(Some(piece));
+            self.left = size;
+            self.at_size = false;
         }
+        if self.buf.is_empty() {
+            self.fill().await?;
+        }
+        let n = self.buf.len().min(self.left);
+        let rest = self.buf.split_off(n);
+        let piece = std::mem::replace(self.buf, rest);
+        self.left -= n;
+        if self.framing != Framing::Chunked && self.left == 0 {
+            self.done = true;
+        }
+        Ok(Some(piece))
     }
 }
 
