@@ -57,10 +57,16 @@ impl Drop for Socket {
 
 impl Socket {
     /// A place for a socket from `peer`: within the cap, and within the peer's share of it.
-    fn admit(shared: &Arc<Shared>, peer: IpAddr, max_sockets: usize) -> Option<Socket> {
+    fn admit(
+        shared: &Arc<Shared>,
+        peer: IpAddr,
+        max_sockets: usize,
+        options: &ServerOptions,
+    ) -> Option<Socket> {
+        let share = per_peer(peer, max_sockets, options);
         let mut peers = lock_peers(shared);
         let count = peers.entry(peer).or_insert(0);
-        if *count >= per_peer(max_sockets) {
+        if *count >= share {
             if *count == 0 {
                 peers.remove(&peer);
             }
@@ -78,11 +84,17 @@ impl Socket {
     }
 }
 
-/// One peer address's share of the socket cap: a quarter, so that a few slow or idle sockets
-/// from one place cannot lock everyone else out (a Streamable HTTP client holds a socket per
-/// open stream plus its POSTs; a quarter of the default is 128).
-fn per_peer(max_sockets: usize) -> usize {
-    (max_sockets / 4).max(8)
+/// One peer address's share of the socket cap: as set, or by default a quarter (at least 8)
+/// beyond loopback, so that a few slow or idle sockets from one place cannot lock everyone
+/// else out (a Streamable HTTP client holds a socket per open stream plus its POSTs; a quarter
+/// of the default is 128). Loopback peers share the whole cap by default: a reverse proxy on
+/// the same host brings every client from there.
+fn per_peer(peer: IpAddr, max_sockets: usize, options: &ServerOptions) -> usize {
+    match options.max_sockets_per_peer {
+        Some(share) => share,
+        None if peer.is_loopback() => max_sockets,
+        None => (max_sockets / 4).max(8),
+    }
 }
 
 /// Sockets refused at once (beyond the cap, or beyond their peer's share), each answered
@@ -240,7 +252,8 @@ impl Server {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let Some(socket) = Socket::admit(&self.shared, peer.ip(), max_sockets) else {
+            let Some(socket) = Socket::admit(&self.shared, peer.ip(), max_sockets, &self.options)
+            else {
                 // Over TLS a plain answer would be noise: just close.
                 if ctx.options.has_tls()
                     || self.shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING

@@ -320,8 +320,11 @@ fn descriptors() -> usize {
 #[test]
 fn slow_sockets_from_one_peer_do_not_lock_others_out() {
     smol::block_on(async {
-        // 8 connections: 32 sockets, 8 per peer address.
-        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_connections(8));
+        // 8 connections: 32 sockets, 8 per peer address (loopback included, as set).
+        let options = ServerOptions::default()
+            .with_max_connections(8)
+            .with_max_sockets_per_peer(8);
+        let (addr, _handle, _task) = serve(options);
         let before = descriptors();
         let mut slow = Vec::new();
         for _ in 0..200 {
