@@ -318,6 +318,25 @@ for transport in WebSocket "Streamable HTTP"; do
     end "exit 0, initialized, a session, its prompt echoed by the agent, stop reason end_turn"
 done
 
+# The Python client over Streamable HTTP against an agent that asks permission (our demo
+# agent behind acp-bridge): the Python SDK 0.12.1 client answers the agent's requests without
+# `Acp-Session-Id`, which the bridge once refused, leaving the permission request waiting for
+# ever; the echo agent above never asks, which is why that went unseen.
+begin "Python http_client.py -> acp-bridge (Streamable HTTP) -> our agent (asks permission)"
+port="$(free_port)"
+serve "$port" "$bridge" serve --listen "127.0.0.1:$port" -- "$our_agent"
+perm_client="$(py_example http_client.py "$port")"
+# The example opens its session in "." and our agent takes absolute directories only (the
+# protocol's rule): the scratch project's path instead, nothing else changed.
+sed -i "s|cwd=\".\"|cwd=\"$dir\"|" "$perm_client"
+attempt "" "$python" "$perm_client"
+unserve
+want "initialized (protocol v1)"
+want "session: "
+want "summary.txt"
+want "stop reason: end_turn"
+end "exit 0, initialized, a session, a turn with a permission request answered, end_turn"
+
 # The same Python client over HTTP/2: its transport takes a ready httpx client, here one that
 # speaks only HTTP/2 with prior knowledge (h2c; httpx and python-hyper's h2 on their side), so
 # the pairing passes only if the bridge's server answers in HTTP/2.

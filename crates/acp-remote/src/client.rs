@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::net::NetStream;
@@ -14,11 +15,12 @@ use async_tungstenite::tungstenite::{self, http};
 use futures_lite::future;
 use smol::Timer;
 
-use crate::frames::{split, ws_error};
+use crate::frames::{Shared, split_with, ws_error};
 use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::streamable::{self, wire::Endpoint};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 use crate::upgrade::websocket_config;
+use crate::ws_socket::{Held, WsSocket};
 
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -278,6 +280,8 @@ impl Connector {
             request.headers_mut().append(name, value);
         }
         let stream = NetStream::connect(&host, port, tls.as_ref()).await?;
+        // The client's one connection holds at most one message (the message limit).
+        let stream = WsSocket::new(stream, Held::new(None));
         let config = websocket_config(self.max_message_size);
         let (ws, response) =
             async_tungstenite::client_async_with_config(request, stream, Some(config))
@@ -301,7 +305,7 @@ impl Connector {
             .get("acp-connection-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let (reader, writer) = split(ws);
+        let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
         Ok(Remote {
             reader: ConnectionReader(ReaderInner::Ws(reader)),
             writer: ConnectionWriter(WriterInner::Ws(writer)),

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,9 @@ use crate::frames::{Activity, Signal};
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
 use crate::streamable::HttpConn;
+use crate::streamable::queue::Budget;
 use crate::transport::{ConnectionReader, ConnectionWriter};
+use crate::ws_socket::HeldPool;
 
 /// One client's connection: what a [`Server::serve`](crate::Server::serve) handler gets. Its reader and writer
 /// carry one JSON-RPC message per line, whichever transport the client chose.
@@ -44,7 +46,7 @@ pub struct ConnectionInfo {
     pub request: RequestHead,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) stop_accepting: Signal,
     /// Readers see the end of input.
@@ -54,12 +56,46 @@ pub(crate) struct Shared {
     /// Tasks alive: TCP connections and Streamable HTTP connections.
     pub(crate) live: AtomicUsize,
     pub(crate) gone: event_listener::Event,
-    /// TCP connections open.
+    /// TCP connections being served.
     pub(crate) sockets: AtomicUsize,
+    /// Of those, how many each peer address has.
+    pub(crate) peers: Mutex<HashMap<IpAddr, usize>>,
+    /// TCP connections being refused (503) at once.
+    pub(crate) refusing: AtomicUsize,
     /// ACP connections open (WebSockets, Streamable HTTP connections).
     pub(crate) acp: AtomicUsize,
     /// The Streamable HTTP connections, by `Acp-Connection-Id`.
     pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
+    /// What WebSocket connections hold of unfinished messages beyond their own share.
+    pub(crate) ws_held: Arc<HeldPool>,
+    /// The bodies of POSTs that name no connection (`initialize`), all together, while they
+    /// arrive.
+    pub(crate) initial_bodies: Arc<Budget>,
+}
+
+/// What the bodies of POSTs naming no connection may hold at once, all together: sixteen
+/// `initialize` messages of the largest size accepted (1 MiB); further ones wait.
+const INITIAL_BODIES: usize = 16 << 20;
+
+impl Shared {
+    pub(crate) fn new(options: &ServerOptions) -> Shared {
+        Shared {
+            stop_accepting: Signal::default(),
+            drain: Arc::default(),
+            stop: Signal::default(),
+            live: AtomicUsize::new(0),
+            gone: event_listener::Event::new(),
+            sockets: AtomicUsize::new(0),
+            peers: Mutex::default(),
+            refusing: AtomicUsize::new(0),
+            acp: AtomicUsize::new(0),
+            http: Mutex::default(),
+            // One message of the limit, shared: a client may still send one whole message of
+            // the limit while the others hold their own share.
+            ws_held: HeldPool::new(options.max_message_size),
+            initial_bodies: Budget::new(INITIAL_BODIES),
+        }
+    }
 }
 
 /// Counts a task while it lives.
@@ -112,6 +148,10 @@ pub(crate) fn lock_http(
     shared: &Shared,
 ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpConn>>> {
     shared.http.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn lock_peers(shared: &Shared) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+    shared.peers.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Resolves once nothing went either way for `limit` (never for `None`).

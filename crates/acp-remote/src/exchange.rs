@@ -5,6 +5,7 @@
 //! rule and status code is here or in `streamable/handlers.rs`.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use futures_lite::future;
 use smol::Timer;
@@ -13,7 +14,8 @@ use crate::conn::ServerCtx;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
 use crate::streamable::Refusal;
-use crate::streamable::handlers;
+use crate::streamable::handlers::{self, TOO_LARGE};
+use crate::streamable::queue::{Budget, Reservation};
 use crate::streamable::reply::Reply;
 
 /// The methods of the endpoint, as `Allow` and `Access-Control-Allow-Methods` list them.
@@ -29,6 +31,19 @@ const EXPOSE_HEADERS: &str = "Acp-Connection-Id, Acp-Session-Id";
 /// How long a browser may cache a preflight's answer, in seconds.
 const PREFLIGHT_MAX_AGE: &str = "600";
 
+/// Headers with one meaning, refused (400) when repeated with differing values.
+const SINGLE_HEADERS: &[&str] = &[
+    "host",
+    "authorization",
+    "content-type",
+    "content-length",
+    "origin",
+    "acp-connection-id",
+    "acp-session-id",
+    "sec-websocket-key",
+    "sec-websocket-version",
+];
+
 /// Why a POST's body was not read.
 #[derive(Debug)]
 pub(crate) enum BodyError {
@@ -38,16 +53,39 @@ pub(crate) enum BodyError {
     Gone,
 }
 
-/// A POST's body, as the HTTP version carrying it reads it.
+/// A POST's body, as the HTTP version carrying it reads it: piece by piece, so that what is
+/// kept of it is bounded here, while it arrives, the same way for both versions.
 pub(crate) trait ReadBody {
-    /// The whole body, at most `max` bytes; `announced` is its `Content-Length`, already
-    /// checked against `max`.
-    async fn read(
-        &mut self,
-        head: &RequestHead,
-        announced: Option<usize>,
-        max: usize,
-    ) -> Result<Vec<u8>, BodyError>;
+    /// Begins reading the body of `head` (HTTP/1.1: its framing checked, `100 Continue`
+    /// sent when the client waits for it).
+    async fn start(&mut self, head: &RequestHead) -> Result<(), BodyError>;
+    /// The next piece of the body; `None` at its end.
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, BodyError>;
+}
+
+/// The largest body of a POST that names no connection: it can only be `initialize`, which
+/// is small, and it arrives before anything about the client is known.
+const MAX_INITIAL_BODY: usize = 1 << 20;
+
+/// Reads a POST's body within `limit` bytes, each piece counted against `budget` as it
+/// arrives (waiting for room while the budget is spent).
+async fn read_body(
+    head: &RequestHead,
+    body: &mut impl ReadBody,
+    limit: usize,
+    budget: &Arc<Budget>,
+) -> Result<(Vec<u8>, Reservation), BodyError> {
+    body.start(head).await?;
+    let mut reserved = Reservation::new(budget.clone());
+    let mut data = Vec::new();
+    while let Some(piece) = body.next().await? {
+        if data.len().saturating_add(piece.len()) > limit {
+            return Err(BodyError::Refused(TOO_LARGE));
+        }
+        reserved.take(piece.len()).await;
+        data.extend_from_slice(&piece);
+    }
+    Ok((data, reserved))
 }
 
 /// What became of a request.
@@ -85,6 +123,11 @@ async fn route(
     ctx: &ServerCtx,
 ) -> Outcome {
     let options = &ctx.options;
+    if let Some(name) = head.repeated_header(SINGLE_HEADERS) {
+        // Two differing values of a header that has one meaning: whichever we took, another
+        // party (a proxy, the hook) may have taken the other.
+        return Outcome::Reply(Reply::text(400, &format!("repeated {name} header")));
+    }
     if head.path() != options.path {
         return Outcome::Reply(Reply::text(404, "not found"));
     }
@@ -105,18 +148,27 @@ async fn route(
         "GET" if websocket && crate::upgrade::is_upgrade(head) => return Outcome::Upgrade,
         "GET" => handlers::get(head, ctx),
         "POST" => {
-            let announced = match handlers::check_post_head(head, options.max_message_size) {
-                Ok(announced) => announced,
+            // Everything the head can refuse is refused before a byte of the body is read:
+            // its type and announced length, and the connection it names (unknown, or opened
+            // with other credentials).
+            let (limit, budget) = match handlers::check_post_head(head, ctx) {
+                Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget()),
+                Ok(None) => (
+                    MAX_INITIAL_BODY.min(options.max_message_size),
+                    ctx.shared.initial_bodies.clone(),
+                ),
                 Err((status, text)) => return Outcome::Reply(Reply::text(status, text)),
             };
             // A client has the handshake timeout to send its body, as for a request head.
-            let read = async { Some(body.read(head, announced, options.max_message_size).await) };
+            let read = async { Some(read_body(head, body, limit, &budget).await) };
             let timeout = async {
                 Timer::after(options.handshake_timeout).await;
                 None
             };
             match future::or(read, timeout).await {
-                Some(Ok(body)) => handlers::post(&body, head, peer, ctx).await,
+                Some(Ok((body, reserved))) => {
+                    handlers::post(&body, reserved, head, peer, ctx).await
+                }
                 Some(Err(BodyError::Refused((status, text)))) => Reply::text(status, text),
                 Some(Err(BodyError::Gone)) | None => return Outcome::Drop,
             }

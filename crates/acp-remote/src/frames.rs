@@ -10,16 +10,20 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
+use async_tungstenite::WebSocketStream;
+use async_tungstenite::tungstenite::protocol::CloseFrame;
+use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use async_tungstenite::tungstenite::{self, Message};
-use async_tungstenite::{WebSocketReceiver, WebSocketSender, WebSocketStream};
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
 use futures_util::Sink;
+
+use crate::ws_socket::Held;
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
 #[derive(Debug)]
@@ -106,34 +110,58 @@ pub fn split<S>(ws: WebSocketStream<S>) -> (WsReader<S>, WsWriter<S>)
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
 {
-    split_with(ws, None, None)
+    split_with(Arc::new(Shared::new(ws)), None, None, None)
+}
+
+/// One WebSocket, shared by its reader and writer: each locks it for one poll at a time (as
+/// the WebSocket library's own split does), so that the reader can also close it with 1009.
+pub(crate) struct Shared<S>(Mutex<WebSocketStream<S>>);
+
+impl<S> Shared<S> {
+    pub(crate) fn new(ws: WebSocketStream<S>) -> Self {
+        Shared(Mutex::new(ws))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, WebSocketStream<S>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 pub(crate) fn split_with<S>(
-    ws: WebSocketStream<S>,
+    ws: Arc<Shared<S>>,
     activity: Option<Arc<Activity>>,
     drain: Option<Arc<Signal>>,
+    held: Option<Arc<Held>>,
 ) -> (WsReader<S>, WsWriter<S>)
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
 {
-    let (sender, receiver) = ws.split();
     let reader = WsReader {
-        receiver,
+        receiver: ws.clone(),
         frame: Pending::Empty,
         pos: 0,
         ended: false,
         activity: activity.clone(),
         drain,
         drain_listener: None,
+        held,
     };
     let writer = WsWriter {
-        sender,
+        sender: ws,
         line: Vec::new(),
         max_line: usize::MAX,
         activity,
     };
     (reader, writer)
+}
+
+/// Whether a read failed because a message is larger than we take: the close then says 1009.
+fn is_oversize(error: &tungstenite::Error) -> bool {
+    match error {
+        tungstenite::Error::Capacity(_) => true,
+        tungstenite::Error::Io(error) => error.kind() == io::ErrorKind::OutOfMemory,
+        _ => false,
+    }
 }
 
 /// What the reader hands out: the current frame's text, then its newline.
@@ -159,7 +187,7 @@ enum Pending {
 /// - A frame larger than the configured maximum message size fails the read (the WebSocket
 ///   layer closes the connection with 1009, "message too big").
 pub struct WsReader<S> {
-    receiver: WebSocketReceiver<S>,
+    receiver: Arc<Shared<S>>,
     frame: Pending,
     pos: usize,
     ended: bool,
@@ -168,6 +196,8 @@ pub struct WsReader<S> {
     /// runtime finishes what it is handling and closes.
     drain: Option<Arc<Signal>>,
     drain_listener: Option<event_listener::EventListener>,
+    /// What the socket holds of an unfinished message, released at each complete one.
+    held: Option<Arc<Held>>,
 }
 
 impl<S> std::fmt::Debug for WsReader<S> {
@@ -191,6 +221,22 @@ where
         }
     }
 
+    /// Queues a close frame with 1009 ("message too big") and lets it out if the socket takes
+    /// it now; the connection ends after it either way.
+    fn close_too_big(&self, cx: &mut Context<'_>) {
+        let mut ws = self.receiver.lock();
+        let frame = CloseFrame {
+            code: CloseCode::Size,
+            reason: "message too big".into(),
+        };
+        if Pin::new(&mut *ws)
+            .start_send(Message::Close(Some(frame)))
+            .is_ok()
+        {
+            let _ = Pin::new(&mut *ws).poll_flush(cx);
+        }
+    }
+
     /// Moves to the next frame; `Ok(false)` at the end of input.
     fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
         loop {
@@ -203,17 +249,26 @@ where
                 self.ended = true;
                 continue;
             }
-            let message = match ready!(Pin::new(&mut self.receiver).poll_next(cx)) {
+            let next = Pin::new(&mut *self.receiver.lock()).poll_next(cx);
+            let message = match ready!(next) {
                 None => {
                     self.ended = true;
                     continue;
                 }
                 Some(Err(error)) => {
                     self.ended = true;
+                    if is_oversize(&error) {
+                        self.close_too_big(cx);
+                    }
                     return Poll::Ready(Err(ws_error(error)));
                 }
                 Some(Ok(message)) => message,
             };
+            if let (Some(held), Message::Text(_) | Message::Binary(_) | Message::Close(_)) =
+                (&self.held, &message)
+            {
+                held.message_done();
+            }
             if let Some(activity) = &self.activity {
                 activity.touch();
             }
@@ -306,7 +361,7 @@ where
 /// Closing sends a close frame (1000, normal closure) and flushes it. A line that is not UTF-8
 /// fails the write: a text frame must be UTF-8, and the runtime only writes JSON.
 pub struct WsWriter<S> {
-    sender: WebSocketSender<S>,
+    sender: Arc<Shared<S>>,
     line: Vec<u8>,
     max_line: usize,
     activity: Option<Arc<Activity>>,
@@ -355,7 +410,8 @@ where
         };
         // Room in the WebSocket's buffer first, so that a line is taken only when it can be
         // queued: the caller's bytes stay theirs while we wait.
-        ready!(Pin::new(&mut this.sender).poll_ready(cx)).map_err(ws_error)?;
+        let mut ws = this.sender.lock();
+        ready!(Pin::new(&mut *ws).poll_ready(cx)).map_err(ws_error)?;
         let mut line = std::mem::take(&mut this.line);
         line.extend_from_slice(&buf[..newline]);
         if line.last() == Some(&b'\r') {
@@ -365,7 +421,7 @@ where
             let text = String::from_utf8(line).map_err(|_| {
                 io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8")
             })?;
-            Pin::new(&mut this.sender)
+            Pin::new(&mut *ws)
                 .start_send(Message::text(text))
                 .map_err(ws_error)?;
             if let Some(activity) = &this.activity {
@@ -376,15 +432,15 @@ where
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().sender)
+        Pin::new(&mut *self.get_mut().sender.lock())
             .poll_flush(cx)
             .map_err(ws_error)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        ready!(Pin::new(&mut this.sender).poll_flush(cx)).map_err(ws_error)?;
-        Pin::new(&mut this.sender).poll_close(cx).map_err(ws_error)
+        let mut ws = self.get_mut().sender.lock();
+        ready!(Pin::new(&mut *ws).poll_flush(cx)).map_err(ws_error)?;
+        Pin::new(&mut *ws).poll_close(cx).map_err(ws_error)
     }
 }
 

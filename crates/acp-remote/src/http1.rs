@@ -5,12 +5,12 @@
 
 use std::net::SocketAddr;
 
-use futures_lite::{AsyncWriteExt, future};
+use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
 use smol::Timer;
 
 use crate::conn::ServerCtx;
 use crate::exchange::{self, BodyError, Outcome, ReadBody};
-use crate::http::{HeadError, RequestHead, read_body, read_head, respond, respond_with};
+use crate::http::{HeadError, RequestHead, read_head, respond, respond_with};
 use crate::net::NetStream;
 use crate::streamable::reply::{EventStream, ReplyBody};
 use crate::upgrade;
@@ -46,11 +46,14 @@ pub(crate) async fn serve(
             }
             Some(Ok(head)) => head,
         };
-        let mut body = Body {
-            stream: &mut stream,
-            buf: &mut buf,
-            read: false,
+        let framing = match framing(&head) {
+            Ok(framing) => framing,
+            Err((status, text)) => {
+                let _ = respond(&mut stream, status, &[], &format!("{text}\n")).await;
+                return;
+            }
         };
+        let mut body = Body::new(&mut stream, &mut buf, framing);
         let reply = match exchange::handle(&head, peer, &mut body, true, ctx).await {
             Outcome::Drop => return,
             Outcome::Upgrade => {
@@ -64,7 +67,7 @@ pub(crate) async fn serve(
         // ends it too, as a WebSocket client that reads until the close expects. Other
         // methods (POST, DELETE, preflights) share kept-alive sockets once their body is read.
         let keep_alive = matches!(head.method(), "POST" | "DELETE" | "OPTIONS")
-            && body.consumed(&head)
+            && body.consumed()
             && !head.header_has_token("connection", "close");
         match reply.body {
             ReplyBody::Events(events) => {
@@ -82,42 +85,163 @@ pub(crate) async fn serve(
     }
 }
 
-/// A POST's body on HTTP/1.1: with a Content-Length only (chunked request bodies are not
-/// read), after `100 Continue` when the client waits for it.
+/// How a request's body is framed (RFC 9112, 6): decided once, from the head, before
+/// anything else, so that every request on a kept-alive socket starts where the last ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// No body.
+    None,
+    Length(usize),
+    Chunked,
+}
+
+/// The framing of `head`, or why it is refused: `Content-Length` must be digits only, and all
+/// of its values the same; `Transfer-Encoding` must be `chunked` alone, never beside a
+/// `Content-Length`. Anything else is a message whose end two parties could see differently.
+fn framing(head: &RequestHead) -> Result<Framing, (u16, &'static str)> {
+    let mut codings = head.headers_named("transfer-encoding").peekable();
+    if codings.peek().is_some() {
+        if head.headers_named("content-length").next().is_some() {
+            return Err((400, "both Transfer-Encoding and Content-Length"));
+        }
+        let codings: Vec<&str> = codings
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        return match codings.as_slice() {
+            [only] if only.eq_ignore_ascii_case("chunked") => Ok(Framing::Chunked),
+            _ => Err((501, "only the chunked transfer coding is implemented")),
+        };
+    }
+    let mut length = None;
+    for value in head
+        .headers_named("content-length")
+        .flat_map(|v| v.split(','))
+    {
+        let value = value.trim();
+        if value.is_empty() || value.len() > 19 || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return Err((400, "invalid Content-Length"));
+        }
+        let n: usize = value.parse().map_err(|_| (400, "invalid Content-Length"))?;
+        if length.is_some_and(|l| l != n) {
+            return Err((400, "differing Content-Length values"));
+        }
+        length = Some(n);
+    }
+    Ok(match length {
+        None | Some(0) => Framing::None,
+        Some(n) => Framing::Length(n),
+    })
+}
+
+/// Longest chunk-size line (with extensions) and trailer section of a chunked body.
+const MAX_CHUNK_LINE: usize = 4096;
+const MAX_TRAILERS: usize = 16 * 1024;
+
+/// A POST's body on HTTP/1.1, piece by piece: by its `Content-Length`, or in chunks; after
+/// `100 Continue` when the client waits for it.
 struct Body<'a> {
     stream: &'a mut NetStream,
     buf: &'a mut Vec<u8>,
-    read: bool,
+    framing: Framing,
+    /// What is left of the body (`Length`) or of the current chunk (`Chunked`).
+    left: usize,
+    /// Chunked: between chunks (a size line is next).
+    at_size: bool,
+    started: bool,
+    done: bool,
 }
 
-impl Body<'_> {
+impl<'a> Body<'a> {
+    fn new(stream: &'a mut NetStream, buf: &'a mut Vec<u8>, framing: Framing) -> Self {
+        Body {
+            stream,
+            buf,
+            framing,
+            left: match framing {
+                Framing::Length(n) => n,
+                _ => 0,
+            },
+            at_size: true,
+            started: false,
+            done: framing == Framing::None,
+        }
+    }
+
     /// Whether the socket is at the next request: the body was read, or there was none.
-    fn consumed(&self, head: &RequestHead) -> bool {
-        self.read
-            || (head.header("transfer-encoding").is_none()
-                && head
-                    .header("content-length")
-                    .is_none_or(|l| l.trim() == "0"))
+    fn consumed(&self) -> bool {
+        self.done
+    }
+
+    /// Reads more of the socket into `buf`.
+    async fn fill(&mut self) -> Result<(), BodyError> {
+        let mut chunk = [0u8; 16 * 1024];
+        match self.stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => Err(BodyError::Gone),
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(())
+            }
+        }
+    }
+
+    /// The end of the next CRLF-terminated line in `buf`, reading for it (at most `max`).
+    async fn line(&mut self, max: usize) -> Result<usize, BodyError> {
+        loop {
+            if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                return Ok(at);
+            }
+            if self.buf.len() > max {
+                return Err(BodyError::Refused((400, "malformed chunked body")));
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Chunked: the next chunk's size (0 for the last, after its trailers).
+    async fn chunk_size(&mut self) -> Result<usize, BodyError> {
+        const MALFORMED: BodyError = BodyError::Refused((400, "malformed chunked body"));
+        let end = self.line(MAX_CHUNK_LINE).await?;
+        let line = std::str::from_utf8(&self.buf[..end]).map_err(|_| MALFORMED)?;
+        let digits = line
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches([' ', '\t']);
+        if digits.is_empty() || digits.len() > 15 || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            return Err(MALFORMED);
+        }
+        let size = usize::from_str_radix(digits, 16).map_err(|_| MALFORMED)?;
+        self.buf.drain(..end + 2);
+        if size == 0 {
+            // Trailers, up to the empty line: read and dropped.
+            let mut trailers = 0;
+            loop {
+                let end = self.line(MAX_TRAILERS).await?;
+                self.buf.drain(..end + 2);
+                trailers += end + 2;
+                if end == 0 {
+                    break;
+                }
+                if trailers > MAX_TRAILERS {
+                    return Err(MALFORMED);
+                }
+            }
+        }
+        Ok(size)
     }
 }
 
 impl ReadBody for Body<'_> {
-    async fn read(
-        &mut self,
-        head: &RequestHead,
-        announced: Option<usize>,
-        _max: usize,
-    ) -> Result<Vec<u8>, BodyError> {
-        if head.header("transfer-encoding").is_some() {
-            return Err(BodyError::Refused((
-                411,
-                "send the body with a Content-Length",
-            )));
-        }
-        let Some(len) = announced else {
+    async fn start(&mut self, head: &RequestHead) -> Result<(), BodyError> {
+        if head.header("content-length").is_none() && self.framing != Framing::Chunked {
             return Err(BodyError::Refused((411, "Content-Length required")));
-        };
-        if head.header_has_token("expect", "100-continue")
+        }
+        self.started = true;
+        if !self.done
+            && head.header_has_token("expect", "100-continue")
             && self
                 .stream
                 .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -126,11 +250,44 @@ impl ReadBody for Body<'_> {
         {
             return Err(BodyError::Gone);
         }
-        let body = read_body(self.stream, self.buf, len)
-            .await
-            .map_err(|_| BodyError::Gone)?;
-        self.read = true;
-        Ok(body)
+        Ok(())
+    }
+
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, BodyError> {
+        if self.done {
+            return Ok(None);
+        }
+        if self.framing == Framing::Chunked && self.left == 0 {
+            if !self.at_size {
+                // The CRLF after a chunk's data.
+                while self.buf.len() < 2 {
+                    self.fill().await?;
+                }
+                if &self.buf[..2] != b"\r\n" {
+                    return Err(BodyError::Refused((400, "malformed chunked body")));
+                }
+                self.buf.drain(..2);
+                self.at_size = true;
+            }
+            let size = self.chunk_size().await?;
+            if size == 0 {
+                self.done = true;
+                return Ok(None);
+            }
+            self.left = size;
+            self.at_size = false;
+        }
+        if self.buf.is_empty() {
+            self.fill().await?;
+        }
+        let n = self.buf.len().min(self.left);
+        let rest = self.buf.split_off(n);
+        let piece = std::mem::replace(self.buf, rest);
+        self.left -= n;
+        if self.framing != Framing::Chunked && self.left == 0 {
+            self.done = true;
+        }
+        Ok(Some(piece))
     }
 }
 

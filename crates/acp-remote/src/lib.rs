@@ -117,6 +117,7 @@ mod streamable;
 mod tls;
 mod transport;
 mod upgrade;
+mod ws_socket;
 
 pub use client::{ConnectError, Connector, Remote};
 pub use conn::{Connection, ConnectionInfo};

@@ -41,6 +41,7 @@ pub struct ServerOptions {
     pub(crate) handshake_timeout: Duration,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_connections: usize,
+    pub(crate) max_sockets_per_peer: Option<usize>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) stream_budget: usize,
     pub(crate) in_flight_budget: usize,
@@ -62,6 +63,7 @@ impl Default for ServerOptions {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Some(Duration::from_secs(600)),
             max_connections: 128,
+            max_sockets_per_peer: None,
             shutdown_grace: Duration::from_secs(5),
             stream_budget: 16 << 20,
             in_flight_budget: DEFAULT_SERVER_IN_FLIGHT_BUDGET,
@@ -125,6 +127,17 @@ impl ServerOptions {
     /// four times this (a Streamable HTTP client holds a few).
     pub fn with_max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections;
+        self
+    }
+
+    /// How many TCP connections one peer address may hold at once (default: a quarter of the
+    /// socket cap, 128 with the default connection limit, for peers beyond loopback; loopback
+    /// peers, such as a reverse proxy on the same host that brings every client, share the
+    /// whole cap). Further sockets from that address are answered 503, so that a few slow or
+    /// idle sockets from one place cannot lock everyone else out. Given here, it applies to
+    /// every address, loopback included.
+    pub fn with_max_sockets_per_peer(mut self, sockets: usize) -> Self {
+        self.max_sockets_per_peer = Some(sockets);
         self
     }
 

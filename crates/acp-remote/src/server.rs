@@ -3,18 +3,20 @@
 
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use acp_runtime::agent::{self, Agent, AgentOptions};
-use futures_lite::future;
+use futures_lite::{AsyncReadExt, future};
 use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
-use crate::conn::{Connection, ConnectionInfo, Handler, Live, ServerCtx, Shared, lock_http};
-use crate::http::{read_head, respond};
+use crate::conn::{
+    Connection, ConnectionInfo, Handler, Live, ServerCtx, Shared, lock_http, lock_peers,
+};
+use crate::http::respond;
 use crate::http1;
 #[cfg(feature = "http2")]
 use crate::http2;
@@ -36,12 +38,79 @@ impl ShutdownHandle {
     }
 }
 
-/// A TCP connection, held while it is open.
-struct Socket(Arc<Shared>);
+/// A TCP connection being served, held while it is open: one of the socket cap, and of its
+/// peer's share.
+struct Socket(Arc<Shared>, IpAddr);
 
 impl Drop for Socket {
     fn drop(&mut self) {
         self.0.sockets.fetch_sub(1, Ordering::SeqCst);
+        let mut peers = lock_peers(&self.0);
+        if let Some(count) = peers.get_mut(&self.1) {
+            *count -= 1;
+            if *count == 0 {
+                peers.remove(&self.1);
+            }
+        }
+    }
+}
+
+impl Socket {
+    /// A place for a socket from `peer`: within the cap, and within the peer's share of it.
+    fn admit(
+        shared: &Arc<Shared>,
+        peer: IpAddr,
+        max_sockets: usize,
+        options: &ServerOptions,
+    ) -> Option<Socket> {
+        let share = per_peer(peer, max_sockets, options);
+        let mut peers = lock_peers(shared);
+        let count = peers.entry(peer).or_insert(0);
+        if *count >= share {
+            if *count == 0 {
+                peers.remove(&peer);
+            }
+            return None;
+        }
+        if shared.sockets.fetch_add(1, Ordering::SeqCst) >= max_sockets {
+            shared.sockets.fetch_sub(1, Ordering::SeqCst);
+            if *count == 0 {
+                peers.remove(&peer);
+            }
+            return None;
+        }
+        *count += 1;
+        Some(Socket(shared.clone(), peer))
+    }
+}
+
+/// One peer address's share of the socket cap: as set, or by default a quarter (at least 8)
+/// beyond loopback, so that a few slow or idle sockets from one place cannot lock everyone
+/// else out (a Streamable HTTP client holds a socket per open stream plus its POSTs; a quarter
+/// of the default is 128). Loopback peers share the whole cap by default: a reverse proxy on
+/// the same host brings every client from there.
+fn per_peer(peer: IpAddr, max_sockets: usize, options: &ServerOptions) -> usize {
+    match options.max_sockets_per_peer {
+        Some(share) => share,
+        None if peer.is_loopback() => max_sockets,
+        None => (max_sockets / 4).max(8),
+    }
+}
+
+/// Sockets refused at once (beyond the cap, or beyond their peer's share), each answered
+/// 503 and closed within a second; further ones are closed without an answer, so that the
+/// descriptors held never exceed the cap by more than this.
+const MAX_REFUSING: usize = 16;
+
+/// How long a new socket has to send its first byte (a request, or a TLS hello).
+const FIRST_BYTE: Duration = Duration::from_secs(2);
+
+/// A socket being refused, held while its answer goes out.
+struct Refusing(Arc<Shared>);
+
+impl Drop for Refusing {
+    fn drop(&mut self) {
+        self.0.refusing.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -97,8 +166,8 @@ impl Server {
         Ok(Server {
             listener: TcpListener::try_from(listener)?,
             local_addr,
+            shared: Arc::new(Shared::new(&options)),
             options: Arc::new(options),
-            shared: Arc::default(),
         })
     }
 
@@ -187,21 +256,31 @@ impl Server {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let busy = self.shared.sockets.fetch_add(1, Ordering::SeqCst) >= max_sockets;
-            let socket = Socket(self.shared.clone());
+            let Some(socket) = Socket::admit(&self.shared, peer.ip(), max_sockets, &self.options)
+            else {
+                // Over TLS a plain answer would be noise: just close.
+                if ctx.options.has_tls()
+                    || self.shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING
+                {
+                    if !ctx.options.has_tls() {
+                        self.shared.refusing.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    continue;
+                }
+                let refusing = Refusing(self.shared.clone());
+                smol::spawn(async move {
+                    let _refusing = refusing;
+                    refuse_busy(stream).await;
+                })
+                .detach();
+                continue;
+            };
             let live = Live::new(&self.shared);
             let ctx = ctx.clone();
             smol::spawn(async move {
                 let _live = live;
                 let _socket = socket;
-                if busy {
-                    // Over TLS a plain answer would be noise: just close.
-                    if !ctx.options.has_tls() {
-                        refuse_busy(stream, &ctx.options).await;
-                    }
-                } else {
-                    run_socket(stream, peer, &ctx).await;
-                }
+                run_socket(stream, peer, &ctx).await;
             })
             .detach();
         }
@@ -283,10 +362,11 @@ async fn secure(tcp: TcpStream, ctx: &ServerCtx) -> Option<NetStream> {
     Some(NetStream::Plain(tcp))
 }
 
-/// Answers 503 to a client over the socket limit (within the handshake timeout).
-async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
+/// Answers 503 to a client over the socket limit, without reading its request (reading it
+/// is what a slow client would hold us up with), then lets the answer reach it: our side is
+/// shut and what it sends is read and dropped, for a second at most.
+async fn refuse_busy(mut stream: TcpStream) {
     let answer = async {
-        let _ = read_head(&mut stream, &mut Vec::new(), options.max_head_size).await;
         let _ = respond(
             &mut stream,
             503,
@@ -294,16 +374,28 @@ async fn refuse_busy(mut stream: TcpStream, options: &ServerOptions) {
             "too many connections\n",
         )
         .await;
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut sink = [0u8; 4096];
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
     };
-    let timeout = async {
-        Timer::after(options.handshake_timeout).await;
-    };
-    future::or(answer, timeout).await;
+    future::or(answer, async {
+        Timer::after(Duration::from_secs(1)).await;
+    })
+    .await;
 }
 
 /// One TCP connection: HTTP/2 when the client asks for it (by ALPN under TLS, with the
 /// connection preface in the clear), HTTP/1.1 otherwise.
 async fn run_socket(tcp: TcpStream, peer: SocketAddr, ctx: &Arc<ServerCtx>) {
+    // A socket that says nothing is dropped soon, not after the whole handshake timeout.
+    let first = async { matches!(tcp.peek(&mut [0u8; 1]).await, Ok(n) if n > 0) };
+    let silent = async {
+        Timer::after(FIRST_BYTE.min(ctx.options.handshake_timeout)).await;
+        false
+    };
+    if !future::or(first, silent).await {
+        return;
+    }
     let Some(stream) = secure(tcp, ctx).await else {
         return;
     };

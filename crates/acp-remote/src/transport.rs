@@ -9,6 +9,10 @@ use crate::net::NetStream;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 
 use crate::frames::{WsReader, WsWriter};
+use crate::ws_socket::WsSocket;
+
+/// The socket under our own WebSockets (server and client).
+pub(crate) type WsStream = WsSocket<NetStream>;
 use crate::streamable::client::{HttpClientReader, HttpClientWriter};
 use crate::streamable::{HttpReader, HttpWriter};
 
@@ -23,7 +27,7 @@ pub struct ConnectionReader(pub(crate) ReaderInner);
 
 #[derive(Debug)]
 pub(crate) enum ReaderInner {
-    Ws(WsReader<NetStream>),
+    Ws(WsReader<WsStream>),
     Http(HttpReader),
     HttpClient(HttpClientReader),
 }
@@ -36,7 +40,7 @@ pub struct ConnectionWriter(pub(crate) WriterInner);
 
 #[derive(Debug)]
 pub(crate) enum WriterInner {
-    Ws(WsWriter<NetStream>),
+    Ws(WsWriter<WsStream>),
     Http(HttpWriter),
     HttpClient(HttpClientWriter),
 }

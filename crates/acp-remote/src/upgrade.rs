@@ -1,6 +1,13 @@
 //! The WebSocket side of the server: `GET /acp` with `Upgrade: websocket`.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_io::{AsyncRead, AsyncWrite};
+use futures_util::Sink;
+use smol::Timer;
 
 use crate::net::NetStream;
 use async_tungstenite::WebSocketStream;
@@ -9,9 +16,11 @@ use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use futures_lite::future;
 
 use crate::conn::{AcpSlot, Connection, ConnectionInfo, ServerCtx, idle_watch};
-use crate::frames::{Activity, split_with};
+use crate::frames::{Activity, Shared, split_with};
 use crate::http::{RequestHead, connection_id, respond};
+use crate::transport::WsStream;
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::ws_socket::{Held, WsSocket};
 
 /// Whether a GET asks for a WebSocket.
 pub(crate) fn is_upgrade(head: &RequestHead) -> bool {
@@ -56,10 +65,18 @@ pub(crate) async fn serve_websocket(
         return;
     }
     let config = websocket_config(ctx.options.max_message_size);
+    let held = Held::new(Some(ctx.shared.ws_held.clone()));
+    let stream = WsSocket::new(stream, held.clone());
     let ws =
         WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
+    let ws = Arc::new(Shared::new(ws));
     let activity = Activity::new();
-    let (reader, writer) = split_with(ws, Some(activity.clone()), Some(ctx.shared.drain.clone()));
+    let (reader, writer) = split_with(
+        ws.clone(),
+        Some(activity.clone()),
+        Some(ctx.shared.drain.clone()),
+        Some(held),
+    );
     let connection = Connection {
         reader: ConnectionReader(ReaderInner::Ws(reader)),
         writer: ConnectionWriter(WriterInner::Ws(writer)),
@@ -73,7 +90,42 @@ pub(crate) async fn serve_websocket(
     let work = (ctx.handler)(connection);
     let idle = idle_watch(&activity, ctx.options.idle_timeout);
     future::or(work, future::or(idle, ctx.shared.stop.wait())).await;
+    if !ctx.shared.stop.is_set() {
+        linger(&ws).await;
+    }
 }
+
+/// How long a closed WebSocket's socket is kept for its close frame to reach the client.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Lets a close frame (1009 after an oversized message, or any other) reach the client
+/// before the socket goes: what we queued is written, our side of the TCP connection is shut,
+/// and what the client still sends is read and dropped for a moment. Closing a socket with
+/// unread input would reset it, and the client could lose the close frame.
+async fn linger(ws: &Shared<WsStream>) {
+    let done = async {
+        let _ = std::future::poll_fn(|cx| Sink::poll_flush(Pin::new(&mut *ws.lock()), cx)).await;
+        let _ =
+            std::future::poll_fn(|cx| Pin::new(ws.lock().get_mut().get_mut()).poll_close(cx)).await;
+        let mut sink = [0u8; 4096];
+        loop {
+            let read = std::future::poll_fn(|cx| {
+                Pin::new(ws.lock().get_mut().get_mut()).poll_read(cx, &mut sink)
+            });
+            if !matches!(read.await, Ok(n) if n > 0) {
+                return;
+            }
+        }
+    };
+    future::or(done, async {
+        Timer::after(LINGER).await;
+    })
+    .await;
+}
+
+/// Room in the write buffer beyond one message: its frame header, a close frame, the eager
+/// buffer.
+const WRITE_SLACK: usize = 32 * 1024;
 
 type Refusal = (u16, &'static [(&'static str, &'static str)], &'static str);
 
@@ -100,11 +152,16 @@ fn check(head: &RequestHead) -> Result<String, Refusal> {
 }
 
 /// The WebSocket limits of one connection: messages and frames up to `max_message_size`, and
-/// small eager buffers, since a server holds many connections that are mostly quiet.
+/// small eager buffers, since a server holds many connections that are mostly quiet. The write
+/// buffer holds at most one message and its frame header besides what it flushes eagerly:
+/// the writer sends a message only once the last is out, and pongs that cannot be queued
+/// replace one another (RFC 6455, 5.5.3, allows answering only the latest ping) while reading
+/// pauses (`ws_socket.rs`).
 pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(16 * 1024)
         .write_buffer_size(16 * 1024)
+        .max_write_buffer_size(max_message_size.saturating_add(WRITE_SLACK))
         .max_message_size(Some(max_message_size))
         .max_frame_size(Some(max_message_size))
 }

@@ -31,6 +31,9 @@ usage:
       --token TOKEN          require 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
       --allow-origin ORIGIN  allow browsers from ORIGIN (repeatable; default: none)
       --max-connections N    at most N clients at once (default 128)
+      --max-sockets-per-peer N
+                             at most N TCP connections from one address (default: a quarter
+                             of four times --max-connections beyond loopback, none on it)
       --idle-timeout SECS    close connections quiet for SECS (default 600; 0 for never)
       --tls-cert FILE        serve TLS (wss://, https://) with this PEM certificate chain...
       --tls-key FILE         ...and this PEM private key (needs the `tls` feature)
@@ -144,6 +147,13 @@ fn serve(args: &[String]) -> Result<(), Error> {
                     .parse()
                     .map_err(|_| Usage(format!("a number, not {n:?}")))?;
                 server_options = server_options.with_max_connections(n);
+            }
+            "--max-sockets-per-peer" => {
+                let n = value(option, &mut rest)?;
+                let n = n
+                    .parse()
+                    .map_err(|_| Usage(format!("a number, not {n:?}")))?;
+                server_options = server_options.with_max_sockets_per_peer(n);
             }
             "--idle-timeout" => {
                 let secs = value(option, &mut rest)?;

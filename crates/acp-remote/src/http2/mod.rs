@@ -27,7 +27,6 @@ use crate::http::RequestHead;
 use crate::net::NetStream;
 use crate::options::ServerOptions;
 use crate::rt;
-use crate::streamable::handlers::TOO_LARGE;
 use crate::streamable::reply::{Reply, ReplyBody};
 
 /// What a client sends first on an HTTP/2 connection (RFC 9113, 3.4).
@@ -237,27 +236,21 @@ async fn answer(
 }
 
 /// A POST's body on HTTP/2: DATA frames until the end of the stream, with or without a
-/// Content-Length (h2 checks that they agree), never more than the message limit.
+/// Content-Length (h2 checks that they agree).
 struct RequestBody(Incoming);
 
 impl ReadBody for RequestBody {
-    async fn read(
-        &mut self,
-        _head: &RequestHead,
-        _announced: Option<usize>,
-        max: usize,
-    ) -> Result<Vec<u8>, BodyError> {
-        let mut body = Vec::new();
+    async fn start(&mut self, _head: &RequestHead) -> Result<(), BodyError> {
+        Ok(())
+    }
+
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, BodyError> {
         while let Some(frame) = poll_fn(|cx| Pin::new(&mut self.0).poll_frame(cx)).await {
-            let Ok(data) = frame.map_err(|_| BodyError::Gone)?.into_data() else {
-                continue;
-            };
-            if body.len().saturating_add(data.len()) > max {
-                return Err(BodyError::Refused(TOO_LARGE));
+            if let Ok(data) = frame.map_err(|_| BodyError::Gone)?.into_data() {
+                return Ok(Some(data.to_vec()));
             }
-            body.extend_from_slice(&data);
         }
-        Ok(body)
+        Ok(None)
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures_lite::future;
 
+use super::queue::Reservation;
 use super::reply::{EventStream, Reply, ReplyBody};
 use super::{HttpConn, HttpReader, HttpWriter, Peek, Refusal};
 use crate::conn::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
@@ -38,11 +39,13 @@ fn refused((status, text): Refusal) -> Reply {
 }
 
 /// What a POST's head must say before its body is read: JSON (415), no more than the message
-/// limit (413). Returns the announced length.
+/// limit (413), and a connection that exists and that the request may use (400 with
+/// `initialize`'s absence left to the body, 404), so that a made-up id costs no body. Returns
+/// the connection named, if any.
 pub(crate) fn check_post_head(
     head: &RequestHead,
-    max_message_size: usize,
-) -> Result<Option<usize>, Refusal> {
+    ctx: &ServerCtx,
+) -> Result<Option<Arc<HttpConn>>, Refusal> {
     let json = head
         .header("content-type")
         .and_then(|t| t.split(';').next())
@@ -53,10 +56,13 @@ pub(crate) fn check_post_head(
     let len = head
         .header("content-length")
         .and_then(|l| l.trim().parse::<usize>().ok());
-    if len.is_some_and(|len| len > max_message_size) {
+    if len.is_some_and(|len| len > ctx.options.max_message_size) {
         return Err(TOO_LARGE);
     }
-    Ok(len)
+    if head.header(CONNECTION_ID).is_none() {
+        return Ok(None);
+    }
+    find(head, ctx).map(Some)
 }
 
 /// The refusal of a body that turns out larger than the message limit as it is read.
@@ -67,10 +73,13 @@ pub(crate) const TOO_LARGE: Refusal = (413, "message larger than the server acce
 /// its answer coming on a GET stream.
 pub(crate) async fn post(
     body: &[u8],
+    reserved: Reservation,
     head: &RequestHead,
     peer: SocketAddr,
     ctx: &ServerCtx,
 ) -> Reply {
+    // The body's bytes go back to their budget as it is queued (counted again there).
+    drop(reserved);
     match posted(body, head, peer, ctx).await {
         Ok(Posted::Accepted) => Reply::text(202, ""),
         Ok(Posted::Initialized { id, answer }) => Reply {
@@ -98,7 +107,11 @@ async fn posted(
     }
     let peek: Peek<'_> = serde_json::from_slice(body).map_err(|_| (400, "invalid JSON"))?;
     if !peek.is_jsonrpc() {
-        return Err((400, "not a JSON-RPC 2.0 message"));
+        const NOT_JSONRPC: Refusal = (400, "not a JSON-RPC 2.0 message");
+        if let Ok(conn) = find(head, ctx) {
+            conn.fail_pending(&peek, NOT_JSONRPC.1).await;
+        }
+        return Err(NOT_JSONRPC);
     }
     if peek.is_initialize() {
         if head.header(CONNECTION_ID).is_some() {

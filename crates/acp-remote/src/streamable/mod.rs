@@ -12,7 +12,7 @@ pub(crate) mod client;
 mod h2;
 pub(crate) mod handlers;
 mod link;
-mod queue;
+pub(crate) mod queue;
 pub(crate) mod reply;
 pub(crate) mod wire;
 
@@ -146,6 +146,12 @@ impl HttpConn {
         })
     }
 
+    /// The budget of the POSTed messages waiting for the runtime: a POST's body counts
+    /// against it while it arrives.
+    pub(crate) fn inbound_budget(&self) -> Arc<Budget> {
+        self.inbound.budget().clone()
+    }
+
     /// Whether a request carrying `authorization` may use this connection.
     pub(crate) fn authorizes(&self, authorization: Option<&str>) -> bool {
         match (&self.authorization, authorization) {
@@ -189,21 +195,17 @@ impl HttpConn {
     ) -> Result<(), Refusal> {
         let mut routes = lock(&self.routes);
         let Some(method) = peek.method.as_deref() else {
-            // An answer to one of the agent's requests: it must name the session it was asked
-            // in, when it was asked in one.
-            let Some(key) = peek.id_key() else {
+            // An answer to one of the agent's requests. The id names the request: an answer
+            // whose id is pending here is taken whatever its `Acp-Session-Id` says, or without
+            // one (the Python SDK's client sends none), so that the agent's request is
+            // answered rather than left waiting. Answers to ids not pending go to the agent
+            // too, which reports them.
+            if peek.id_key().is_none() {
                 return Err((400, "a JSON-RPC message without a method or an id"));
-            };
-            if let Some(Route::Session(session)) = routes.client_answers.get(&key) {
-                match header_session {
-                    None => return Err((400, "missing Acp-Session-Id")),
-                    Some(given) if given != session => {
-                        return Err((400, "mismatched Acp-Session-Id"));
-                    }
-                    Some(_) => {}
-                }
             }
-            routes.client_answers.remove(&key);
+            if let Some(key) = peek.id_key() {
+                routes.client_answers.remove(&key);
+            }
             return Ok(());
         };
         let params_session = session_of(peek.params);
@@ -227,6 +229,30 @@ impl HttpConn {
             routes.answers.insert(key, route);
         }
         Ok(())
+    }
+
+    /// A POSTed answer to a request of the agent that is refused (not JSON-RPC 2.0): the
+    /// agent's request fails with the reason instead of waiting for an answer that will not
+    /// come. Nothing for other messages, or ids not pending.
+    pub(crate) async fn fail_pending(&self, peek: &Peek<'_>, reason: &str) {
+        if peek.method.is_some() {
+            return;
+        }
+        let (Some(id), Some(key)) = (peek.id, peek.id_key()) else {
+            return;
+        };
+        if lock(&self.routes).client_answers.remove(&key).is_none() {
+            return;
+        }
+        let error = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": serde_json::from_str::<serde_json::Value>(id.get()).unwrap_or_default(),
+            "error": {
+                "code": -32603,
+                "message": format!("the client's answer was refused: {reason}"),
+            },
+        });
+        let _ = self.push_incoming(error.to_string().as_bytes()).await;
     }
 
     /// Remembers that the answer to `initialize` with this id is the POST's body.

@@ -52,6 +52,43 @@ impl Budget {
         drop(used);
         self.freed.notify(usize::MAX);
     }
+
+    /// Takes `bytes`, waiting for room (see [`try_take`](Self::try_take)).
+    async fn take(&self, bytes: usize) {
+        loop {
+            let listener = self.freed.listen();
+            if self.try_take(bytes) {
+                return;
+            }
+            listener.await;
+        }
+    }
+}
+
+/// Bytes taken from a [`Budget`] for something still arriving (a POST's body), given back
+/// when dropped.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    budget: Arc<Budget>,
+    taken: usize,
+}
+
+impl Reservation {
+    pub(crate) fn new(budget: Arc<Budget>) -> Reservation {
+        Reservation { budget, taken: 0 }
+    }
+
+    /// Takes `bytes` more, waiting for room.
+    pub(crate) async fn take(&mut self, bytes: usize) {
+        self.budget.take(bytes).await;
+        self.taken += bytes;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.give_back(self.taken);
+    }
 }
 
 /// A queue of messages whose bytes count against a [`Budget`]: a push waits while the budget
@@ -81,6 +118,10 @@ impl ByteQueue {
             pushed: Event::new(),
             attached: AtomicBool::new(false),
         }
+    }
+
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
+        &self.budget
     }
 
     /// Pushes `message` once there is room; `Err` with it if the queue is closed.

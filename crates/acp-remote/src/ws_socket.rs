@@ -1,0 +1,247 @@
+//! The socket under a WebSocket of ours, with the two bounds the WebSocket library cannot keep
+//! by itself:
+//!
+//! - **Reading pauses while writing is blocked.** Every ping read queues a pong; a peer that
+//!   sends pings and reads nothing would otherwise make us queue pongs for ever. While a write
+//!   to the socket would block (the peer is not reading), nothing more is read, which is the
+//!   workspace's rule: reading pauses only where the peer stops taking what we send.
+//! - **Unfinished messages are bounded across connections.** The bytes read since the last
+//!   complete message (an unfinished frame, or the fragments of a message) are what a peer
+//!   makes us hold by never finishing it. Each connection holds up to [`FREE_HELD`] of its
+//!   own; beyond that it draws on a pool the whole server shares ([`HeldPool`]), and a read
+//!   that finds the pool spent fails, which closes the connection with 1009.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use futures_io::{AsyncRead, AsyncWrite};
+
+/// What one connection may hold of an unfinished message without drawing on the pool.
+pub(crate) const FREE_HELD: usize = 1 << 20;
+
+/// The bytes of unfinished messages that all of a server's WebSocket connections hold beyond
+/// [`FREE_HELD`] each.
+#[derive(Debug)]
+pub(crate) struct HeldPool {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl HeldPool {
+    pub(crate) fn new(limit: usize) -> Arc<HeldPool> {
+        Arc::new(HeldPool {
+            used: AtomicUsize::new(0),
+            limit,
+        })
+    }
+
+    fn try_take(&self, bytes: usize) -> bool {
+        let mut used = self.used.load(Ordering::SeqCst);
+        loop {
+            let Some(next) = used.checked_add(bytes).filter(|&n| n <= self.limit) else {
+                return false;
+            };
+            match self
+                .used
+                .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+    }
+
+    /// Bytes drawn from the pool now (for tests and reports).
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::SeqCst)
+    }
+}
+
+/// What the reading half tells the socket: a message is complete, the bytes read so far are
+/// no longer held.
+#[derive(Debug)]
+pub(crate) struct Held {
+    state: Mutex<HeldState>,
+    pool: Option<Arc<HeldPool>>,
+}
+
+#[derive(Debug, Default)]
+struct HeldState {
+    /// Bytes read since the last complete message.
+    read: usize,
+    /// Of those, drawn from the pool.
+    charged: usize,
+}
+
+impl Held {
+    pub(crate) fn new(pool: Option<Arc<HeldPool>>) -> Arc<Held> {
+        Arc::new(Held {
+            state: Mutex::default(),
+            pool,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HeldState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A complete data message (or a close) was read: what was held is released. Control
+    /// frames do not count: they may come between the fragments of a message.
+    pub(crate) fn message_done(&self) {
+        let mut state = self.lock();
+        state.read = 0;
+        let charged = std::mem::take(&mut state.charged);
+        drop(state);
+        if let Some(pool) = &self.pool {
+            pool.give_back(charged);
+        }
+    }
+
+    /// `bytes` more were read; `false` when the pool cannot cover them.
+    fn add(&self, bytes: usize) -> bool {
+        let mut state = self.lock();
+        state.read = state.read.saturating_add(bytes);
+        let Some(pool) = &self.pool else {
+            return true;
+        };
+        let need = state.read.saturating_sub(FREE_HELD);
+        if need > state.charged {
+            if !pool.try_take(need - state.charged) {
+                return false;
+            }
+            state.charged = need;
+        }
+        true
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.message_done();
+    }
+}
+
+/// The error of a read the pool could not cover.
+pub(crate) fn pool_spent() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        "unfinished WebSocket messages exceed the server's budget",
+    )
+}
+
+/// A socket under a WebSocket: reads pause while a write is blocked, and the bytes read count
+/// against [`Held`].
+#[derive(Debug)]
+pub(crate) struct WsSocket<S> {
+    inner: S,
+    held: Arc<Held>,
+    write_blocked: bool,
+    /// The reader paused by a blocked write, woken when a write goes through.
+    paused_reader: Option<Waker>,
+}
+
+impl<S> WsSocket<S> {
+    pub(crate) fn new(inner: S, held: Arc<Held>) -> Self {
+        WsSocket {
+            inner,
+            held,
+            write_blocked: false,
+            paused_reader: None,
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    fn wrote(&mut self) {
+        self.write_blocked = false;
+        if let Some(reader) = self.paused_reader.take() {
+            reader.wake();
+        }
+    }
+
+    fn written<T>(&mut self, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match &poll {
+            Poll::Pending => self.write_blocked = true,
+            Poll::Ready(_) => self.wrote(),
+        }
+        poll
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WsSocket<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.write_blocked {
+            // Woken by the write that unblocks (or by the socket becoming writable, through
+            // the waker the blocked write registered).
+            this.paused_reader = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        let n = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        if !this.held.add(n) {
+            return Poll::Ready(Err(pool_spent()));
+        }
+        Poll::Ready(Ok(n))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WsSocket<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.written(poll)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_flush(cx);
+        this.written(poll)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_close(cx);
+        this.written(poll)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_covers_what_each_connection_holds_beyond_its_own_share() {
+        let pool = HeldPool::new(3 << 20);
+        let a = Held::new(Some(pool.clone()));
+        let b = Held::new(Some(pool.clone()));
+        assert!(a.add(FREE_HELD));
+        assert_eq!(pool.used(), 0);
+        assert!(a.add(2 << 20));
+        assert_eq!(pool.used(), 2 << 20);
+        assert!(b.add(FREE_HELD + (1 << 20)));
+        assert!(!b.add(1));
+        a.message_done();
+        assert_eq!(pool.used(), 1 << 20);
+        assert!(b.add(1));
+        drop(b);
+        assert_eq!(pool.used(), 0);
+    }
+}
