@@ -82,6 +82,9 @@ pub struct Renderer {
     subagents: Subagents,
     /// The message whose chunks are streaming, while `run` is `SessionMessage`.
     message_run: Option<String>,
+    /// The message whose head line (a `session_message` without content) was the last line
+    /// printed: its chunks follow it without a second head.
+    message_head: Option<String>,
     /// The names of the commands listed last.
     commands: Option<Vec<String>>,
 }
@@ -104,6 +107,7 @@ impl Renderer {
             embedded: HashMap::new(),
             subagents: Subagents::new(),
             message_run: None,
+            message_head: None,
             commands: None,
         }
     }
@@ -168,6 +172,7 @@ impl Renderer {
 
     fn line(&mut self, text: &str) {
         self.end_run();
+        self.message_head = None;
         let _ = writeln!(self.out, "{text}");
         let _ = self.out.flush();
     }
@@ -331,14 +336,19 @@ impl Renderer {
             SessionUpdate::SessionMessage(message) => {
                 let text = self.subagents.message(message);
                 self.line(&text);
+                if message.content.is_unchanged() {
+                    self.message_head = Some(message.message_id.to_string());
+                }
             }
             SessionUpdate::SessionMessageChunk(chunk) => {
                 let id = chunk.message_id.as_str();
                 let same =
                     self.run == Run::SessionMessage && self.message_run.as_deref() == Some(id);
                 if !same {
-                    let head = self.paint(BOLD, &self.subagents.head(id));
-                    self.line(&head);
+                    if self.message_head.as_deref() != Some(id) {
+                        let head = self.subagents.head(id);
+                        self.line(&head);
+                    }
                     let _ = write!(self.out, "  ");
                     self.run = Run::SessionMessage;
                     self.message_run = Some(id.to_owned());

@@ -183,7 +183,7 @@ impl Subagents {
                     .as_deref()
                     .map_or(String::new(), |t| format!(": {t}"));
                 let state = agent.state.as_deref().unwrap_or("state not reported");
-                format!("[subagent {id}{title} [{state}]]")
+                format!("[subagent {id}{title} ({state})]")
             }
             None => format!("[session {id}]"),
         }
