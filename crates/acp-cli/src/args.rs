@@ -58,12 +58,11 @@ Options:
 Output (default): message text as it streams, thoughts dimmed, tool calls with their kind,
 title and status changes, diffs as unified diffs, the output of embedded terminals once
 their command exits or the tool call ends (also after the agent released them), plans as
-checklists (item plans by id, markdown
-plans as their text), subagents with their title and state (running, idle, requires
-action), messages between sessions, the agent's slash commands as a short list, and with
-the `unstable` feature prompt suggestions, cursors and the turn's token usage; updates that
-do not decode, unknown updates and dropped updates are printed, never hidden. Connection
-and session notes go to stderr.
+checklists (item plans by id, markdown plans as their text), subagents with their title
+and state (running, idle, requires action), messages between sessions, the agent's slash
+commands as a short list, and with the `unstable` feature prompt suggestions, cursors and
+the turn's token usage; updates that do not decode, unknown updates and dropped updates
+are printed, never hidden. Connection and session notes go to stderr.
 With --json: each update is its SessionUpdate JSON, whatever its kind; an error in the
 update stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it
 does not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent

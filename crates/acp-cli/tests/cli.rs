@@ -342,7 +342,15 @@ fn help_and_version() {
     let out = acp(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
-    for needle in ["--prompt", "--json", "--trace", "Exit status", "130"] {
+    for needle in [
+        "--prompt",
+        "--json",
+        "--trace",
+        "--system-prompt",
+        "--options",
+        "Exit status",
+        "130",
+    ] {
         assert!(help.contains(needle), "{needle}: {help}");
     }
     let out = acp(&["--version"]);
