@@ -256,6 +256,9 @@ impl Client for Ask {
                 ToolCallContent::Terminal(t) => {
                     shown.push_str(&format!("\n    [terminal {}]", t.terminal_id));
                 }
+                ToolCallContent::Session(s) => {
+                    shown.push_str(&format!("\n    [session {}]", s.session_id));
+                }
                 ToolCallContent::Unknown(raw) => shown.push_str(&format!("\n    {raw}")),
                 other => shown.push_str(&format!("\n    {other:?}")),
             }
