@@ -33,6 +33,17 @@ Options:
       --config ID=VAL  Set a session config option (true/false for boolean options);
                        repeatable
       --load SESSION   Load this stored session instead of creating one
+      --system-prompt TEXT|@FILE
+                       Send TEXT (or the content of FILE; `@@` for a leading `@`) as
+                       the session's system prompt on session/new or session/load; the
+                       agent must advertise sessionCapabilities.systemPrompt
+      --system-prompt-mode append|override
+                       Add to the agent's own system prompt (default), or replace it
+                       (the agent must advertise the override mode)
+      --options        Print the modes and config options the agent offers for --cwd
+                       (session/options, which opens no session) and exit; needs acp
+                       built with the `unstable` feature and the agent's
+                       sessionCapabilities.options
       --json           Print every update as one JSON line on stdout (see below)
       --token TOKEN    With a URL: send `Authorization: Bearer TOKEN` (default: the
                        environment variable ACP_TOKEN; prefer it, since a command line is
@@ -47,12 +58,15 @@ Options:
 Output (default): message text as it streams, thoughts dimmed, tool calls with their kind,
 title and status changes, diffs as unified diffs, the output of embedded terminals once
 their command exits or the tool call ends (also after the agent released them), plans as
-checklists; updates that do not
-decode, unknown updates and dropped updates are printed, never hidden. Connection and
-session notes go to stderr.
-With --json: each update is its SessionUpdate JSON; an error in the update stream is
-{\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it does not decode);
-each turn ends with {\"stopReason\":REASON}.
+checklists (item plans by id, markdown plans as their text), subagents with their title
+and state (running, idle, requires action), messages between sessions, the agent's slash
+commands as a short list, and with the `unstable` feature prompt suggestions, cursors and
+the turn's token usage; updates that do not decode, unknown updates and dropped updates
+are printed, never hidden. Connection and session notes go to stderr.
+With --json: each update is its SessionUpdate JSON, whatever its kind; an error in the
+update stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it
+does not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
+reported it). --options --json prints the session/options answer as one line.
 
 Ctrl-C: the first cancels the running turn (it ends `cancelled`); the second (or one while
 no turn runs) shuts the agent down and quits.
@@ -67,6 +81,8 @@ Exit status:
   5    the agent could not be started, crashed or closed the connection; for a URL, the
        server could not be reached or refused the connection (its HTTP status is printed,
        e.g. 401 for a missing or wrong token)
+  6    the agent does not advertise what was asked: --system-prompt (or its override
+       mode) or --options; nothing was sent for it
   130  cancelled by Ctrl-C
 ";
 
@@ -75,6 +91,14 @@ pub enum Policy {
     Yes,
     Ask,
     Reject,
+}
+
+/// `--system-prompt-mode`: how the client's system prompt combines with the agent's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SystemPromptMode {
+    #[default]
+    Append,
+    Override,
 }
 
 #[derive(Debug, Default)]
@@ -89,6 +113,12 @@ pub struct Args {
     pub model: Option<String>,
     pub config: Vec<(String, String)>,
     pub load: Option<String>,
+    /// `--system-prompt`: the text, or `@FILE` (read later, so that a usage error comes
+    /// before any file error).
+    pub system_prompt: Option<String>,
+    pub system_prompt_mode: Option<SystemPromptMode>,
+    /// `--options`: print what `session/options` answers, open no session.
+    pub options: bool,
     pub json: bool,
     pub trace: Option<PathBuf>,
     /// `--token`: the bearer token for a remote agent (`ACP_TOKEN` is read later, only when
@@ -161,6 +191,22 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 parsed.config.push((id.to_owned(), val.to_owned()));
             }
             "--load" => parsed.load = Some(value("SESSION_ID")?),
+            "--system-prompt" => parsed.system_prompt = Some(value("TEXT or @FILE")?),
+            "--system-prompt-mode" => {
+                parsed.system_prompt_mode = Some(match value("append or override")?.as_str() {
+                    "append" => SystemPromptMode::Append,
+                    "override" => SystemPromptMode::Override,
+                    other => {
+                        return Err(format!(
+                            "--system-prompt-mode is append or override, not `{other}`"
+                        ));
+                    }
+                });
+            }
+            "--options" => {
+                flag(&inline)?;
+                parsed.options = true;
+            }
             "--json" => {
                 flag(&inline)?;
                 parsed.json = true;
@@ -180,7 +226,32 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
             }
         }
     }
+    if parsed.system_prompt_mode.is_some() && parsed.system_prompt.is_none() {
+        return Err("--system-prompt-mode needs --system-prompt".into());
+    }
+    let session_options = parsed.system_prompt.is_some()
+        || !parsed.prompts.is_empty()
+        || parsed.load.is_some()
+        || parsed.mode.is_some()
+        || parsed.model.is_some()
+        || !parsed.config.is_empty();
+    if parsed.options && session_options {
+        return Err("--options opens no session: it takes no --prompt, --load, --mode, --model, --config or --system-prompt".into());
+    }
     Ok(parsed)
+}
+
+/// The system prompt's text: `TEXT` as is, `@FILE` read from FILE, `@@TEXT` the text `@TEXT`.
+pub fn system_prompt_text(value: &str) -> Result<String, String> {
+    if let Some(literal) = value.strip_prefix("@@") {
+        return Ok(format!("@{literal}"));
+    }
+    match value.strip_prefix('@') {
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("--system-prompt @{path}: {e}"))
+        }
+        None => Ok(value.to_owned()),
+    }
 }
 
 #[cfg(test)]
@@ -223,5 +294,20 @@ mod tests {
         assert!(p(&["--config", "novalue"]).is_err());
         assert!(p(&["--json=1"]).is_err());
         assert!(p(&["--"]).is_err());
+        assert!(p(&["--system-prompt-mode", "override"]).is_err());
+        assert!(p(&["--system-prompt", "x", "--system-prompt-mode", "replace"]).is_err());
+        assert!(p(&["--options", "-p", "hi"]).is_err());
+        assert!(p(&["--options=1"]).is_err());
+    }
+
+    #[test]
+    fn system_prompt_and_options() {
+        let args = p(&["--system-prompt=@p.md", "--system-prompt-mode", "override"]).unwrap();
+        assert_eq!(args.system_prompt.as_deref(), Some("@p.md"));
+        assert_eq!(args.system_prompt_mode, Some(SystemPromptMode::Override));
+        assert!(p(&["--options"]).unwrap().options);
+        assert_eq!(system_prompt_text("Be terse.").unwrap(), "Be terse.");
+        assert_eq!(system_prompt_text("@@me").unwrap(), "@me");
+        assert!(system_prompt_text("@/nonexistent/acp-prompt").is_err());
     }
 }

@@ -7,6 +7,7 @@ mod args;
 mod diff;
 mod remote;
 mod render;
+mod setup;
 mod signal;
 mod trace;
 
@@ -41,6 +42,8 @@ mod exit {
     pub const AUTH_REQUIRED: i32 = 3;
     pub const REFUSED: i32 = 4;
     pub const AGENT_GONE: i32 = 5;
+    /// The agent does not advertise what an option needs (`--system-prompt`, `--options`).
+    pub const UNADVERTISED: i32 = 6;
     pub const CANCELLED: i32 = 130;
 }
 
@@ -63,6 +66,12 @@ fn main() {
     if args.version {
         println!("acp {}", env!("CARGO_PKG_VERSION"));
         return;
+    }
+    if args.options && cfg!(not(feature = "unstable")) {
+        eprintln!(
+            "acp: --options sends session/options, an unstable method: this acp was built without the `unstable` feature (cargo install acp-cli --features unstable)"
+        );
+        std::process::exit(exit::USAGE);
     }
     if remote::url(&args.agent).is_none() && (args.token.is_some() || args.ca.is_some()) {
         eprintln!(
@@ -127,7 +136,18 @@ impl Drop for Scratch {
     }
 }
 
-fn run_main(args: Args) -> i32 {
+fn run_main(mut args: Args) -> i32 {
+    // `--system-prompt @FILE` becomes the file's text here, before the agent starts: a
+    // missing file costs no agent start.
+    if let Some(value) = args.system_prompt.take() {
+        match args::system_prompt_text(&value) {
+            Ok(text) => args.system_prompt = Some(text),
+            Err(message) => {
+                eprintln!("acp: {message}");
+                return exit::OTHER;
+            }
+        }
+    }
     // The demo agent writes files: without --cwd it works in a scratch directory, never in
     // the directory acp was started in.
     let demo_scratch = args.agent.is_empty() && args.cwd.is_none() && args.load.is_none();
@@ -232,6 +252,9 @@ impl Client for Ask {
                 ToolCallContent::Terminal(t) => {
                     shown.push_str(&format!("\n    [terminal {}]", t.terminal_id));
                 }
+                ToolCallContent::Session(s) => {
+                    shown.push_str(&format!("\n    [session {}]", s.session_id));
+                }
                 ToolCallContent::Unknown(raw) => shown.push_str(&format!("\n    {raw}")),
                 other => shown.push_str(&format!("\n    {other:?}")),
             }
@@ -316,15 +339,9 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) ->
         }
     }
     let terminals = render::Terminals::new();
-    // Boolean config options are set with `--config NAME=true`, and every update kind is
-    // shown, notices included: both are advertised.
-    let session: acp_types::ClientSessionCapabilities = serde_json::from_value(
-        serde_json::json!({"configOptions": {"boolean": {}}, "notices": {}}),
-    )
-    .expect("valid capabilities");
     let options = ClientOptions::default()
         .with_info("acp", env!("CARGO_PKG_VERSION"))
-        .with_capabilities(acp_types::ClientCapabilities::new().with_session(session))
+        .with_capabilities(setup::client_capabilities())
         .with_file_system(FsHost::new())
         .with_terminals(terminals.host())
         .with_connection_options(connection);
@@ -442,9 +459,39 @@ async fn session_and_turns(
     }
 
     let cwd_text = cwd.to_string_lossy().into_owned();
+    #[cfg(feature = "unstable")]
+    if args.options {
+        setup::session_options(&init.agent_capabilities)
+            .map_err(|message| Failure::new(exit::UNADVERTISED, message))?;
+        let options = agent
+            .request(&SessionOptionsRequest::new(cwd_text))
+            .await
+            .map_err(|e| Failure::call("session/options", e))?;
+        out.session_options(&options);
+        return Ok(exit::OK);
+    }
+    // Checked before any session request: an agent that did not advertise the system
+    // prompt (or its mode) gets no session request at all.
+    let system_prompt = match &args.system_prompt {
+        Some(text) => {
+            let mode = args.system_prompt_mode.unwrap_or_default();
+            let prompt = setup::system_prompt(text, mode, &init.agent_capabilities)
+                .map_err(|message| Failure::new(exit::UNADVERTISED, message))?;
+            note(
+                args.json,
+                &format!("system prompt: {} bytes, {}", text.len(), prompt.mode),
+            );
+            Some(prompt)
+        }
+        None => None,
+    };
     let session = match &args.load {
         Some(id) => {
-            let request = LoadSessionRequest::new(Vec::<McpServer>::new(), cwd_text, id.as_str());
+            let mut request =
+                LoadSessionRequest::new(Vec::<McpServer>::new(), cwd_text, id.as_str());
+            if let Some(prompt) = system_prompt {
+                request = request.with_system_prompt(prompt);
+            }
             let (session, _) = agent
                 .load_session(request)
                 .await
@@ -460,8 +507,12 @@ async fn session_and_turns(
             session
         }
         None => {
+            let mut request = NewSessionRequest::new(cwd_text, Vec::<McpServer>::new());
+            if let Some(prompt) = system_prompt {
+                request = request.with_system_prompt(prompt);
+            }
             let session = agent
-                .new_session(cwd)
+                .new_session_with(request)
                 .await
                 .map_err(|e| Failure::call("session/new", e))?;
             note(
@@ -573,7 +624,7 @@ async fn turn(
         .end()
         .await
         .map_err(|e| Failure::call("session/prompt", e))?;
-    out.stop(&response.stop_reason);
+    out.stop(&response);
     Ok(response.stop_reason)
 }
 

@@ -7,6 +7,10 @@ use std::sync::{Arc, Mutex};
 use acp_runtime::Error;
 use acp_runtime::host::{TerminalHost, TerminalOutput};
 
+pub mod text;
+
+use text::{Subagents, content_text};
+
 /// How many released terminals' final output is kept for display: tool calls are rendered as
 /// their updates come, so only the latest few can still be waiting for it.
 const RELEASED_KEPT: usize = 32;
@@ -61,6 +65,8 @@ enum Run {
     None,
     Message,
     Thought,
+    /// The chunks of a message between sessions ([`Renderer::message_run`] says which).
+    SessionMessage,
 }
 
 pub struct Renderer {
@@ -72,6 +78,15 @@ pub struct Renderer {
     terminals: Option<(Terminals, String)>,
     /// Per tool call, the terminals it embedded whose output is not shown yet.
     embedded: HashMap<String, Vec<String>>,
+    /// The subagents and session messages seen so far (their updates are patches).
+    subagents: Subagents,
+    /// The message whose chunks are streaming, while `run` is `SessionMessage`.
+    message_run: Option<String>,
+    /// The message whose head line (a `session_message` without content) was the last line
+    /// printed: its chunks follow it without a second head.
+    message_head: Option<String>,
+    /// The names of the commands listed last.
+    commands: Option<Vec<String>>,
 }
 
 const DIM: &str = "\x1b[2m";
@@ -90,6 +105,10 @@ impl Renderer {
             out: std::io::stdout(),
             terminals: None,
             embedded: HashMap::new(),
+            subagents: Subagents::new(),
+            message_run: None,
+            message_head: None,
+            commands: None,
         }
     }
 
@@ -153,6 +172,7 @@ impl Renderer {
 
     fn line(&mut self, text: &str) {
         self.end_run();
+        self.message_head = None;
         let _ = writeln!(self.out, "{text}");
         let _ = self.out.flush();
     }
@@ -178,13 +198,39 @@ impl Renderer {
         }
     }
 
-    /// The end of a turn.
-    pub fn stop(&mut self, reason: &StopReason) {
+    /// The end of a turn: its stop reason (and, with the `unstable` feature, the token
+    /// usage the agent reported).
+    pub fn stop(&mut self, response: &PromptResponse) {
+        let reason = &response.stop_reason;
         if self.json {
-            self.json_line(&serde_json::json!({ "stopReason": reason }));
+            #[allow(unused_mut)] // without `unstable`, the line has nothing to add
+            let mut line = serde_json::json!({ "stopReason": reason });
+            #[cfg(feature = "unstable")]
+            if let Some(usage) = &response.usage {
+                line["usage"] = serde_json::to_value(usage).unwrap_or_default();
+            }
+            self.json_line(&line);
         } else {
-            let shown = self.paint(DIM, &format!("[turn ended: {reason}]"));
+            #[allow(unused_mut)]
+            let mut text = format!("[turn ended: {reason}");
+            #[cfg(feature = "unstable")]
+            if let Some(usage) = &response.usage {
+                text.push_str(&text::usage(usage));
+            }
+            text.push(']');
+            let shown = self.paint(DIM, &text);
             self.line(&shown);
+        }
+    }
+
+    /// What `session/options` answered (`--options`): the listing, or its JSON on one line.
+    #[cfg(feature = "unstable")]
+    pub fn session_options(&mut self, options: &SessionOptionsResponse) {
+        if self.json {
+            let value = serde_json::to_value(options).unwrap_or_default();
+            self.json_line(&value);
+        } else {
+            self.line(&text::session_options(options));
         }
     }
 
@@ -243,7 +289,7 @@ impl Renderer {
         }
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
-                if self.run == Run::Thought {
+                if self.run != Run::Message {
                     self.end_run();
                 }
                 self.run = Run::Message;
@@ -252,7 +298,7 @@ impl Renderer {
                 let _ = self.out.flush();
             }
             SessionUpdate::AgentThoughtChunk(chunk) => {
-                if self.run == Run::Message {
+                if self.run != Run::Thought {
                     self.end_run();
                 }
                 let text = content_text(&chunk.content);
@@ -270,17 +316,67 @@ impl Renderer {
                 self.line(&text);
             }
             SessionUpdate::Plan(plan) => {
-                let mut text = String::from("plan:");
-                for entry in &plan.entries {
-                    let mark = match &entry.status {
-                        PlanEntryStatus::Completed => "[x]",
-                        PlanEntryStatus::InProgress => "[~]",
-                        PlanEntryStatus::Pending => "[ ]",
-                        _ => "[?]",
-                    };
-                    text.push_str(&format!("\n  {mark} {}", entry.content));
-                }
+                let text = format!("plan:{}", text::checklist(&plan.entries));
                 let shown = self.paint(CYAN, &text);
+                self.line(&shown);
+            }
+            SessionUpdate::PlanUpdate(update) => {
+                let shown = self.paint(CYAN, &text::plan_update(update));
+                self.line(&shown);
+            }
+            SessionUpdate::PlanRemoved(removed) => {
+                let shown = self.paint(CYAN, &format!("plan {} removed", removed.plan_id));
+                self.line(&shown);
+            }
+            SessionUpdate::SubagentUpdate(update) => {
+                let text = self.subagents.update(update);
+                let shown = self.paint(CYAN, &text);
+                self.line(&shown);
+            }
+            SessionUpdate::SessionMessage(message) => {
+                let text = self.subagents.message(message);
+                self.line(&text);
+                if message.content.is_unchanged() {
+                    self.message_head = Some(message.message_id.to_string());
+                }
+            }
+            SessionUpdate::SessionMessageChunk(chunk) => {
+                let id = chunk.message_id.as_str();
+                let same =
+                    self.run == Run::SessionMessage && self.message_run.as_deref() == Some(id);
+                if !same {
+                    if self.message_head.as_deref() != Some(id) {
+                        let head = self.subagents.head(id);
+                        self.line(&head);
+                    }
+                    let _ = write!(self.out, "  ");
+                    self.run = Run::SessionMessage;
+                    self.message_run = Some(id.to_owned());
+                }
+                let text = content_text(&chunk.content).replace('\n', "\n  ");
+                let _ = write!(self.out, "{text}");
+                let _ = self.out.flush();
+            }
+            SessionUpdate::AvailableCommandsUpdate(update) => {
+                let text = text::commands(&update.available_commands, self.commands.as_deref());
+                self.commands = Some(
+                    update
+                        .available_commands
+                        .iter()
+                        .map(|c| c.name.clone())
+                        .collect(),
+                );
+                let shown = self.paint(DIM, &text);
+                self.line(&shown);
+            }
+            #[cfg(feature = "unstable")]
+            SessionUpdate::PromptSuggestionsUpdate(update) => {
+                let shown = self.paint(CYAN, &text::suggestions(update));
+                self.line(&shown);
+            }
+            #[cfg(feature = "unstable")]
+            SessionUpdate::CursorUpdate(update) => {
+                let shown = self.paint(DIM, &text::cursor(update));
                 self.line(&shown);
             }
             SessionUpdate::ToolCall(call) => {
@@ -333,10 +429,6 @@ impl Renderer {
                     Some(ToolCallStatus::Completed | ToolCallStatus::Failed)
                 );
                 self.terminal_output(&update.tool_call_id, finished);
-            }
-            SessionUpdate::AvailableCommandsUpdate(update) => {
-                let text = self.paint(DIM, &commands_line(&update.available_commands));
-                self.line(&text);
             }
             SessionUpdate::CurrentModeUpdate(mode) => {
                 let text = format!("[mode: {}]", mode.current_mode_id);
@@ -397,6 +489,10 @@ impl Renderer {
                         self.line(&format!("    {line}"));
                     }
                 }
+                ToolCallContent::Session(session) => {
+                    let text = format!("    {}", self.subagents.reference(&session.session_id));
+                    self.line(&text);
+                }
                 ToolCallContent::Unknown(raw) => {
                     let text = format!("    [unknown tool call content] {raw}");
                     self.line(&text);
@@ -407,56 +503,5 @@ impl Renderer {
                 }
             }
         }
-    }
-}
-
-/// How many command names an `available_commands_update` shows; the rest are counted.
-const COMMANDS_SHOWN: usize = 12;
-
-/// An `available_commands_update` as one short line of names: agents advertise dozens of
-/// commands, each with a paragraph of description, which as raw JSON made one line of
-/// kilobytes. (`--json` still has all of it.)
-fn commands_line(commands: &[AvailableCommand]) -> String {
-    if commands.is_empty() {
-        return "[commands: none]".to_owned();
-    }
-    let mut shown: Vec<String> = commands
-        .iter()
-        .take(COMMANDS_SHOWN)
-        .map(|command| format!("/{}", command.name))
-        .collect();
-    if commands.len() > COMMANDS_SHOWN {
-        shown.push(format!("and {} more", commands.len() - COMMANDS_SHOWN));
-    }
-    format!("[commands: {}]", shown.join(", "))
-}
-
-/// A content block as text: text as is, anything else as a short note with its JSON.
-fn content_text(block: &ContentBlock) -> String {
-    match block.as_text() {
-        Some(text) => text.to_owned(),
-        None => format!(
-            "[content: {}]",
-            serde_json::to_string(block).unwrap_or_default()
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commands_are_one_line_of_names() {
-        let commands = |n: usize| -> Vec<AvailableCommand> {
-            (0..n)
-                .map(|i| AvailableCommand::new(format!("c{i}"), "a long description ".repeat(20)))
-                .collect()
-        };
-        assert_eq!(commands_line(&[]), "[commands: none]");
-        assert_eq!(commands_line(&commands(2)), "[commands: /c0, /c1]");
-        let many = commands_line(&commands(40));
-        assert!(many.ends_with("/c11, and 28 more]"), "{many}");
-        assert!(!many.contains("description"), "{many}");
     }
 }

@@ -342,7 +342,15 @@ fn help_and_version() {
     let out = acp(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
-    for needle in ["--prompt", "--json", "--trace", "Exit status", "130"] {
+    for needle in [
+        "--prompt",
+        "--json",
+        "--trace",
+        "--system-prompt",
+        "--options",
+        "Exit status",
+        "130",
+    ] {
         assert!(help.contains(needle), "{needle}: {help}");
     }
     let out = acp(&["--version"]);
@@ -569,36 +577,6 @@ fn the_demo_without_cwd_works_in_a_scratch_directory() {
     let _ = std::fs::remove_dir_all(&here);
 }
 
-#[test]
-fn available_commands_are_shown_as_a_short_list() {
-    let description = "x".repeat(300);
-    let commands: Vec<String> = (0..20)
-        .map(|i| format!(r#"{{"name":"cmd{i}","description":"{description}"}}"#))
-        .collect();
-    let on = format!(
-        r#"*'"method":"session/new"'*) reply '{{"sessionId":"s1"}}' ;;
-    *'"method":"session/prompt"'*)
-      update '{{"sessionUpdate":"available_commands_update","availableCommands":[{}]}}'
-      reply '{{"stopReason":"end_turn"}}' ;;"#,
-        commands.join(",")
-    );
-    let out = run_sh_agent(&[], &on);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find(|l| l.contains("[commands:"))
-        .unwrap_or_else(|| panic!("no commands line: {stdout}"));
-    assert!(line.contains("/cmd0, /cmd1,"), "{line}");
-    assert!(line.contains("and 8 more]"), "{line}");
-    assert!(!stdout.contains(&description), "{stdout}");
-}
-
 /// The demo agent whose client goes away mid-turn (its stdout closed, so its next write meets
 /// a broken pipe) exits 0 and prints nothing, as when the client closes its stdin.
 #[test]
@@ -643,4 +621,170 @@ fn the_demo_agent_exits_quietly_when_its_client_goes_away() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
     drop(stdin);
+}
+
+/// The methods acp sent, in order, from a `--trace` file.
+fn sent_methods(trace: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["dir"] == "client->agent" && r["msg"]["method"].is_string())
+        .map(|r| r["msg"].clone())
+        .collect()
+}
+
+fn method_names(sent: &[serde_json::Value]) -> Vec<&str> {
+    sent.iter().filter_map(|m| m["method"].as_str()).collect()
+}
+
+const OPENS_SESSIONS: &str = r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
+    *'"method":"session/load"'*) reply '{}' ;;
+    *'"method":"session/prompt"'*) reply '{"stopReason":"end_turn"}' ;;"#;
+
+/// Runs acp with `extra` against an agent advertising `capabilities`; the outcome and what
+/// acp sent.
+fn with_capabilities(capabilities: &str, extra: &[&str]) -> (Output, Vec<serde_json::Value>) {
+    let dir = scratch("caps");
+    let trace = dir.join("wire.jsonl");
+    let mut args = vec!["--trace", trace.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = run_script(&args, &sh_agent_with(capabilities, OPENS_SESSIONS));
+    let sent = sent_methods(&trace);
+    let _ = std::fs::remove_dir_all(&dir);
+    (out, sent)
+}
+
+#[test]
+fn a_system_prompt_the_agent_did_not_advertise_exits_6_before_any_session() {
+    let (out, sent) = with_capabilities("{}", &["--system-prompt", "Be terse."]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert!(
+        stderr.contains("does not advertise sessionCapabilities.systemPrompt"),
+        "{stderr}"
+    );
+    assert_eq!(method_names(&sent), ["initialize"]);
+
+    // Append only: the override mode is refused the same way.
+    let append_only = r#"{"sessionCapabilities":{"systemPrompt":{}}}"#;
+    let extra = ["--system-prompt", "x", "--system-prompt-mode", "override"];
+    let (out, sent) = with_capabilities(append_only, &extra);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains("append mode only"), "{stderr}");
+    assert_eq!(method_names(&sent), ["initialize"]);
+}
+
+#[test]
+fn the_system_prompt_goes_on_session_new_and_session_load() {
+    let dir = scratch("prompt-file");
+    let file = dir.join("prompt.md");
+    std::fs::write(&file, "You review Rust.\nBe terse.\n").unwrap();
+    let at_file = format!("@{}", file.display());
+    let both =
+        r#"{"loadSession":true,"sessionCapabilities":{"systemPrompt":{"mode":{"override":{}}}}}"#;
+    let extra = [
+        "--system-prompt",
+        &at_file,
+        "--system-prompt-mode",
+        "override",
+    ];
+    let (out, sent) = with_capabilities(both, &extra);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(sent[1]["method"], "session/new");
+    assert_eq!(
+        sent[1]["params"]["systemPrompt"],
+        serde_json::json!({"mode": "override", "content": [{"type": "text", "text": "You review Rust.\nBe terse.\n"}]})
+    );
+
+    let extra = ["--system-prompt", "Be terse.", "--load", "s1"];
+    let (out, sent) = with_capabilities(both, &extra);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(sent[1]["method"], "session/load");
+    assert_eq!(
+        sent[1]["params"]["systemPrompt"],
+        serde_json::json!({"mode": "append", "content": [{"type": "text", "text": "Be terse."}]})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unreadable_system_prompt_file_exits_1() {
+    let out = acp(&["--system-prompt", "@/nonexistent/acp-prompt.md", "-p", "hi"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/nonexistent/acp-prompt.md"), "{stderr}");
+}
+
+#[cfg(not(feature = "unstable"))]
+#[test]
+fn options_needs_the_unstable_feature() {
+    let out = acp(&["--options"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`unstable` feature"), "{stderr}");
+}
+
+#[cfg(feature = "unstable")]
+mod session_options {
+    use super::*;
+
+    const OPTIONS: &str = r#"*'"method":"session/options"'*) reply '{"modes":{"currentModeId":"ask","availableModes":[{"id":"ask","name":"Ask","description":"Asks before editing"},{"id":"code","name":"Code"}]},"configOptions":'"$options"'}' ;;"#;
+
+    fn options(capabilities: &str, extra: &[&str]) -> (Output, Vec<serde_json::Value>) {
+        let dir = scratch("options");
+        let trace = dir.join("wire.jsonl");
+        let mut args = vec!["--options", "--cwd", dir.to_str().unwrap()];
+        args.extend(["--trace", trace.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        args.extend(["--", "sh", "-c"]);
+        let script = sh_agent_with(capabilities, OPTIONS);
+        args.push(&script);
+        let out = acp(&args);
+        let sent = sent_methods(&trace);
+        let _ = std::fs::remove_dir_all(&dir);
+        (out, sent)
+    }
+
+    #[test]
+    fn options_lists_modes_and_config_options_without_opening_a_session() {
+        let advertised = r#"{"sessionCapabilities":{"options":{}}}"#;
+        let (out, sent) = options(advertised, &[]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert_eq!(method_names(&sent), ["initialize", "session/options"]);
+        assert!(sent[1]["params"]["cwd"].is_string(), "{:?}", sent[1]);
+        assert_eq!(
+            stdout,
+            "\
+modes (--mode ID):
+  * ask  Ask - Asks before editing
+    code  Code
+config options (--config ID=VALUE):
+  fast  Fast
+    true/false (now false)
+  model  Model [model]
+    * a  A
+      b  B
+"
+        );
+
+        let (out, _) = options(advertised, &["--json"]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(answer["modes"]["currentModeId"], "ask");
+        assert_eq!(answer["configOptions"][1]["id"], "model");
+    }
+
+    #[test]
+    fn options_the_agent_did_not_advertise_exits_6_unsent() {
+        let (out, sent) = options("{}", &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{stderr}");
+        assert!(stderr.contains("sessionCapabilities.options"), "{stderr}");
+        assert_eq!(method_names(&sent), ["initialize"]);
+    }
 }

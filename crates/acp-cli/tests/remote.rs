@@ -6,57 +6,16 @@ mod common;
 #[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
 mod demo_agent;
 
-use std::net::SocketAddr;
 use std::process::{Command, Output, Stdio};
 
-use acp_remote::{Server, ServerOptions, ShutdownHandle};
-use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
+use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_types::*;
+use common::server::{AgentServer, TOKEN};
 use common::{ACP, finish, interrupt, run, scratch, start_turn, text};
 
-const TOKEN: &str = "s3cret-for-tests";
-
-/// An agent (the demo agent unless told) served on a port of its own, requiring [`TOKEN`];
-/// shut down when dropped.
-struct AgentServer {
-    addr: SocketAddr,
-    shutdown: ShutdownHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl AgentServer {
-    fn start() -> Self {
-        Self::serving(|| demo_agent::DemoAgent)
-    }
-
-    fn serving<A: Agent>(factory: impl Fn() -> A + Send + Sync + 'static) -> Self {
-        let options = ServerOptions::default().with_bearer_token(TOKEN);
-        let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-        let addr = server.local_addr();
-        let shutdown = server.shutdown_handle();
-        let thread = std::thread::spawn(move || {
-            smol::block_on(server.serve_agent(move |_| factory(), AgentOptions::default()))
-                .unwrap();
-        });
-        AgentServer {
-            addr,
-            shutdown,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self, scheme: &str) -> String {
-        format!("{scheme}://{}/acp", self.addr)
-    }
-}
-
-impl Drop for AgentServer {
-    fn drop(&mut self) {
-        self.shutdown.shutdown();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+/// The demo agent, served.
+fn demo_server() -> AgentServer {
+    AgentServer::serving(|| demo_agent::DemoAgent)
 }
 
 /// Runs `acp` with `args` and the environment variables `env` (ACP_TOKEN removed unless
@@ -76,7 +35,7 @@ fn acp(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// One turn of the demo agent through `url`: the permission granted by `--yes`, notes.txt
 /// read and summary.txt written through acp's file system, the terminal run by acp.
 fn full_turn(scheme: &str, token_in_env: bool) {
-    let server = AgentServer::start();
+    let server = demo_server();
     let dir = scratch(scheme);
     let trace = dir.join("trace.jsonl");
     let (cwd, trace_arg, url) = (
@@ -127,7 +86,7 @@ fn a_full_turn_over_streamable_http_with_the_token_from_the_environment() {
 
 #[test]
 fn json_output_over_a_url_is_one_json_value_per_line() {
-    let server = AgentServer::start();
+    let server = demo_server();
     let dir = scratch("json");
     let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url("ws"));
     let out = acp(
@@ -155,7 +114,7 @@ fn json_output_over_a_url_is_one_json_value_per_line() {
 /// A wrong token: the server's 401, and exit status 5, over both transports.
 #[test]
 fn a_wrong_token_exits_5_with_the_status() {
-    let server = AgentServer::start();
+    let server = demo_server();
     for scheme in ["ws", "http"] {
         let dir = scratch("wrong-token");
         let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url(scheme));

@@ -2,6 +2,8 @@
 //! starting a turn to interrupt.
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod server;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Output, Stdio};
