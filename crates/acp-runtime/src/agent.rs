@@ -58,6 +58,7 @@ mod handler;
 #[cfg(feature = "unstable-models")]
 mod models;
 mod options;
+mod plan;
 mod session;
 mod state;
 mod terminal;

@@ -101,6 +101,10 @@ impl<A: Agent> AgentDispatch<A> {
             if response.agent_info.is_none() {
                 response.agent_info = self.state.options.info().cloned();
             }
+            let sessions = &mut response.agent_capabilities.session_capabilities;
+            if sessions.system_prompt.is_none() {
+                sessions.system_prompt = self.state.options.system_prompt().cloned();
+            }
             *init = InitState::Ready(Box::new(Negotiated {
                 client_capabilities,
                 agent_capabilities: response.agent_capabilities.clone(),
@@ -133,6 +137,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let response = self.agent.new_session(request, &client).await?;
@@ -145,6 +150,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let id = request.session_id.clone();
@@ -161,6 +167,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let id = request.session_id.clone();
@@ -272,6 +279,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let source = self.session(&request.session_id);
@@ -402,17 +410,20 @@ impl SessionAnswer for ResumeSessionResponse {
 }
 
 /// The rules every request that sets a session up keeps (absolute directories, advertised
-/// MCP transports), and the registry entry it starts from.
+/// MCP transports, a system prompt in an advertised mode), and the registry entry it starts
+/// from.
 fn set_up(
     cwd: &str,
     additional: Option<&[String]>,
     servers: &[McpServer],
+    system_prompt: Option<&SystemPrompt>,
     caps: &AgentCapabilities,
 ) -> Result<SessionEntry> {
     let answer = |breach: Breach| breach.answer("agent");
     rules::absolute_cwd(cwd, additional).map_err(answer)?;
     rules::mcp_servers(servers, caps).map_err(answer)?;
-    Ok(SessionEntry::new(cwd, additional, servers))
+    rules::system_prompt(system_prompt, caps).map_err(answer)?;
+    Ok(SessionEntry::new(cwd, additional, servers, system_prompt))
 }
 
 /// The agent's own answer must not offer what the client cannot take: a breach is the
