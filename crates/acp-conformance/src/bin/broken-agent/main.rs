@@ -169,6 +169,18 @@ const BUGS: &[(&str, &str)] = &[
         "accepts `session/new` params of the wrong shape",
     ),
     (
+        "system-prompt-any-mode",
+        "advertises an `append`-only system prompt but takes one in any mode",
+    ),
+    (
+        "system-prompt-refused",
+        "advertises a system prompt but refuses `session/new` with one",
+    ),
+    (
+        "plan-update-unadvertised",
+        "sends `plan_update` to a client that did not advertise `plan`",
+    ),
+    (
         "reply-stray-response",
         "answers responses to requests it never made",
     ),
@@ -363,7 +375,9 @@ impl Agent {
             "agentCapabilities": {
                 "loadSession": if self.bug("bad-caps") { json!("yes") } else { json!(true) },
                 "promptCapabilities": { "image": true, "audio": true, "embeddedContext": true },
-                "sessionCapabilities": { "list": {}, "resume": {}, "close": {}, "delete": {} },
+                "sessionCapabilities": {
+                    "list": {}, "resume": {}, "close": {}, "delete": {}, "systemPrompt": {},
+                },
                 "auth": { "logout": {} },
             },
             "authMethods": if self.require_auth {
@@ -415,6 +429,9 @@ impl Agent {
         };
         if !cwd.starts_with('/') && !self.bug("accept-relative-cwd") {
             return error(id, -32602, "Invalid params: cwd must be an absolute path");
+        }
+        if let Some(refusal) = self.system_prompt_refusal(params) {
+            return error(id, -32602, &refusal);
         }
         if self.bug("session-new-error") {
             return error(id, -32603, "no sessions today");
@@ -501,6 +518,13 @@ impl Agent {
             cancelled: false,
             elicited: false,
         });
+        if self.bug("plan-update-unadvertised") && self.client_caps.get("plan").is_none() {
+            let plan = json!({ "type": "markdown", "planId": "p1", "content": "1. Read notes" });
+            update(
+                &session,
+                json!({ "sessionUpdate": "plan_update", "plan": plan }),
+            );
+        }
         if self.bug("bad-update") {
             update(
                 &session,
