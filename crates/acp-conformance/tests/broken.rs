@@ -97,6 +97,9 @@ bugs! {
     crash_on_malformed: "crash-on-malformed" fails ["rpc.parse_error"];
     invalid_request_silent: "invalid-request-silent" fails ["rpc.invalid_request"] given ["rpc.parse_error"];
     invalid_params_accepted: "invalid-params-accepted" fails ["rpc.invalid_params"];
+    system_prompt_any_mode: "system-prompt-any-mode" fails ["session.system_prompt.mode"] given ["session.system_prompt.append"];
+    system_prompt_refused: "system-prompt-refused" fails ["session.system_prompt.append"];
+    plan_update_unadvertised: "plan-update-unadvertised" fails ["caps.plan_and_subagents"] given ["prompt.stop_reason"];
     reply_stray_response: "reply-stray-response" fails ["rpc.stray_response"];
     cancel_request_unanswered: "cancel-request-unanswered" fails ["rpc.cancel_request"];
     no_exit: "no-exit" fails ["transport.exit_on_eof"];

@@ -22,7 +22,13 @@
 //! - `session/set_mode` and `session/set_config_option` are checked against what the session
 //!   advertised.
 //! - What the agent sends is checked against what the client advertised: `notice` and
-//!   compaction updates and boolean config options only go to a client that opted in.
+//!   compaction updates, boolean config options, `plan_update` and `plan_removed` (`plan`),
+//!   subagent updates, session messages and `session` tool call content (`subagents`) only
+//!   go to a client that opted in. [`SessionClient::set_plan`] sends the old `plan` update to
+//!   any other client.
+//! - A client's `systemPrompt` on `session/new`, load or resume must be in a mode this agent
+//!   advertises ([`AgentOptions::with_system_prompt`]); the session shows it
+//!   ([`SessionClient::system_prompt`]).
 //!
 //! The rules live in one place, shared with the client side: `src/rules.rs`.
 //!
@@ -62,6 +68,7 @@ mod handler;
 #[cfg(feature = "unstable-models")]
 mod models;
 mod options;
+mod plan;
 mod session;
 mod state;
 mod terminal;

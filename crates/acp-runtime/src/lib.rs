@@ -93,15 +93,26 @@
 //! | `unstable-providers` | `providers/list`, `set`, `disable` | `Agent::list_providers`, `set_provider`, `disable_provider` | `AgentHandle::list_providers`, `set_provider`, `disable_provider` | `providers` | `tests/unstable.rs` |
 //! | `unstable-auth-status` | `auth/status`, `auth/status_update` | `Agent::auth_status`; `ClientHandle::notify` | `AgentHandle::auth_status`; `Client::auth_status_update` | `auth.status` | `tests/unstable.rs` |
 //! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
-//! | `unstable-plans` | `plan_update`, `plan_removed` updates | `SessionClient::plan_update`, `plan_removed` | [`client::PromptTurn::next`] | client's `plan` | `tests/unstable.rs` |
-//! | `unstable-subagents` | `subagent_update`, `session_message`, `session_message_chunk` updates | `SessionClient::subagent_update`, `session_message`, `session_message_chunk` | [`client::PromptTurn::next`] | client's `subagents` | `tests/rules.rs` (rule), types in acp-types |
 //! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | [`proxy`]: `Proxy::builder` hooks, `serve` | [`conductor`]: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
 //! | `unstable-models` (seed-era, turns on `acp-types/models` only) | `session/set_model`, `models` in session answers | `Agent::set_model`; `ClientHandle::offer_models`, `SessionClient::offer_models` | `Session::models`, `Session::set_model` (refused with [`Error::Invalid`] for a model the session did not advertise) | the session's `models` | `tests/models.rs` |
 //!
 //! An update kind the client did not advertise is refused by the agent's runtime before it
 //! is sent, and reported (not dropped) by the client's runtime when a peer sends it anyway.
-//! `PromptResponse.usage`, the unstable capabilities (system prompt, subagents, plans) and
-//! the unstable update payloads are fields of [`acp_types`]' unstable types.
+//!
+//! # Stable since schema 1.20: system prompt, plans, subagents
+//!
+//! These were unstable before schema 1.20.0 and are always on now. The features
+//! `unstable-plans` and `unstable-subagents` remain, empty, so that manifests naming them
+//! still build; they turn nothing on.
+//!
+//! | what | wire | agent | client | rule (`rules.rs`) | test |
+//! |---|---|---|---|---|---|
+//! | client system prompt | `systemPrompt {mode, content}` on `session/new`, `load`, `resume` (`fork` with `unstable-session-fork`); capability `sessionCapabilities.systemPrompt {mode?: {override?}}` | [`agent::AgentOptions::with_system_prompt`], `with_system_prompt_override`; [`agent::SessionClient::system_prompt`] | `NewSessionRequest::with_system_prompt` through [`client::AgentHandle::new_session_with`] (and `load_session`, `resume_session`); [`client::AgentHandle::system_prompt_modes`] | the agent answers `-32602` before its handler (no capability, `override` not advertised, another mode, empty or non-text content); the client refuses the same without sending | `tests/system_prompt.rs` |
+//! | plan operations | `plan_update {plan: items or markdown}`, `plan_removed {planId}`; client capability `plan` | [`agent::SessionClient::set_plan`], `remove_plan` (the old `plan` for a client without `plan`); `plan_update`, `plan_removed` (refused without `plan`) | [`client::ClientOptions::with_plans`]; [`SessionUpdate::PlanUpdate`](acp_types::SessionUpdate::PlanUpdate), `PlanRemoved` from [`client::PromptTurn::next`] | sent only to a client with `plan`; reported (and delivered) on receipt otherwise | `tests/plans_subagents.rs` |
+//! | subagents | `subagent_update`, `session_message`, `session_message_chunk`, tool call content `{type: "session"}`; client capability `subagents` | [`agent::SessionClient::subagent_update`], `session_message`, `session_message_chunk`; `tool_call` with a `SessionReference` | [`client::ClientOptions::with_subagents`]; the typed updates from [`client::PromptTurn::next`] | sent only to a client with `subagents`; reported (and delivered) on receipt otherwise | `tests/plans_subagents.rs` |
+//!
+//! `PromptResponse.usage` and the other unstable payloads are fields of [`acp_types`]'
+//! unstable types.
 //!
 //! # Models and config options
 //!

@@ -17,13 +17,13 @@
 //! | [`supported_version`], [`negotiate`] | `initialize` | `initialize` answer |
 //! | [`agent_method`]: method → agent capability | every request | every request |
 //! | [`client_method`]: method → client capability | (outgoing) every request | every request (incoming) |
-//! | [`absolute_cwd`], [`mcp_servers`] | `session/new`, `load`, `resume` | the same |
+//! | [`absolute_cwd`], [`mcp_servers`], [`system_prompt`] | `session/new`, `load`, `resume` (and `fork`) | the same |
 //! | [`session_room`] | `session/new`, `load`, `resume`, `fork` | — |
 //! | [`tool_call_sizes`] | — | (incoming) `tool_call`, `tool_call_update` updates |
 //! | [`prompt_content`] | `session/prompt` | `session/prompt` |
 //! | [`mode`], [`config_value`] | `set_mode`, `set_config_option` | the same |
 //! | `model` (feature `unstable-models`) | `set_model` | the same |
-//! | [`session_update`], [`offered_config_options`] | (outgoing) updates, session answers | (incoming) reported |
+//! | [`session_update`] (notices, compaction, `plan_update`/`plan_removed`, subagents, session messages, `session` tool call content), [`offered_config_options`] | (outgoing) updates, session answers | (incoming) reported |
 //! | [`extension_method`] | (outgoing) `_` methods | `_` methods |
 //! | [`unknown_session`], [`decode_error`] | answers | answers |
 //!
@@ -557,27 +557,38 @@ pub(crate) fn offered_config_options(
 }
 
 /// Whether [`session_update`] has anything to check for this kind of update: the cheap test
-/// that keeps the common updates (message chunks, tool calls) off the capability lookup.
+/// that keeps the common updates (message chunks, most tool calls) off the capability lookup.
 pub(crate) fn update_needs_capability(update: &SessionUpdate) -> bool {
     match update {
         SessionUpdate::Notice(_)
         | SessionUpdate::CompactionUpdate(_)
         | SessionUpdate::CompactionSummaryChunk(_)
-        | SessionUpdate::ConfigOptionUpdate(_) => true,
-        #[cfg(feature = "unstable-plans")]
-        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => true,
-        #[cfg(feature = "unstable-subagents")]
-        SessionUpdate::SubagentUpdate(_)
+        | SessionUpdate::ConfigOptionUpdate(_)
+        | SessionUpdate::PlanUpdate(_)
+        | SessionUpdate::PlanRemoved(_)
+        | SessionUpdate::SubagentUpdate(_)
         | SessionUpdate::SessionMessage(_)
         | SessionUpdate::SessionMessageChunk(_) => true,
+        SessionUpdate::ToolCall(call) => references_a_session(call.content.as_deref()),
+        SessionUpdate::ToolCallUpdate(update) => references_a_session(update.content.as_deref()),
         _ => false,
     }
 }
 
+/// Whether tool call content embeds another session (`{"type": "session"}`), which only a
+/// client that advertised `subagents` may be shown.
+fn references_a_session(content: Option<&[ToolCallContent]>) -> bool {
+    content
+        .unwrap_or_default()
+        .iter()
+        .any(|c| matches!(c, ToolCallContent::Session(_)))
+}
+
 /// Update kinds a client must opt into: `notice` needs `session.notices`, the compaction
-/// updates `session.compaction`, boolean config options `session.configOptions.boolean`;
-/// with the unstable features, plan updates need `plan`, subagent updates and session
-/// messages `subagents`.
+/// updates `session.compaction`, boolean config options `session.configOptions.boolean`,
+/// `plan_update` and `plan_removed` need `plan` (a client without it gets the old `plan`
+/// update; see `SessionClient::set_plan`), and `subagent_update`, `session_message`,
+/// `session_message_chunk` and tool call content of type `session` need `subagents`.
 pub(crate) fn session_update(update: &SessionUpdate, client: &ClientCapabilities) -> Rule {
     let session = client.session.as_ref();
     match update {
@@ -595,23 +606,110 @@ pub(crate) fn session_update(update: &SessionUpdate, client: &ClientCapabilities
         SessionUpdate::ConfigOptionUpdate(update) => {
             offered_config_options(Some(&update.config_options), client)
         }
-        #[cfg(feature = "unstable-plans")]
-        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) if client.plan.is_none() => {
-            Err(Breach::unadvertised_use("a plan update", "plan"))
+        SessionUpdate::PlanUpdate(_) if client.plan.is_none() => {
+            Err(Breach::unadvertised_use("a `plan_update` update", "plan"))
         }
-        #[cfg(feature = "unstable-subagents")]
-        SessionUpdate::SubagentUpdate(_)
-        | SessionUpdate::SessionMessage(_)
-        | SessionUpdate::SessionMessageChunk(_)
-            if client.subagents.is_none() =>
+        SessionUpdate::PlanRemoved(_) if client.plan.is_none() => {
+            Err(Breach::unadvertised_use("a `plan_removed` update", "plan"))
+        }
+        _ if client.subagents.is_some() => Ok(()),
+        SessionUpdate::SubagentUpdate(_) => Err(Breach::unadvertised_use(
+            "a `subagent_update` update",
+            "subagents",
+        )),
+        SessionUpdate::SessionMessage(_) => Err(Breach::unadvertised_use(
+            "a `session_message` update",
+            "subagents",
+        )),
+        SessionUpdate::SessionMessageChunk(_) => Err(Breach::unadvertised_use(
+            "a `session_message_chunk` update",
+            "subagents",
+        )),
+        SessionUpdate::ToolCall(call) if references_a_session(call.content.as_deref()) => Err(
+            Breach::unadvertised_use("tool call content of type `session`", "subagents"),
+        ),
+        SessionUpdate::ToolCallUpdate(update)
+            if references_a_session(update.content.as_deref()) =>
         {
             Err(Breach::unadvertised_use(
-                "a subagent update or session message",
+                "tool call content of type `session`",
                 "subagents",
             ))
         }
         _ => Ok(()),
     }
+}
+
+/// A client's `systemPrompt` on `session/new`, `load`, `resume` (and `fork`): the agent must
+/// advertise `sessionCapabilities.systemPrompt` (which means `append`), and
+/// `sessionCapabilities.systemPrompt.mode.override` for `override`; any other mode is
+/// unsupported (the schema: an agent MUST return an error for a mode it does not support).
+/// The content is not empty and only text (clients MUST NOT send anything else until a
+/// capability allows it).
+pub(crate) fn system_prompt(prompt: Option<&SystemPrompt>, caps: &AgentCapabilities) -> Rule {
+    let Some(prompt) = prompt else {
+        return Ok(());
+    };
+    let Some(advertised) = &caps.session_capabilities.system_prompt else {
+        return Err(Breach::unadvertised_use(
+            "a system prompt",
+            "sessionCapabilities.systemPrompt",
+        ));
+    };
+    match &prompt.mode {
+        SystemPromptMode::Append => {}
+        SystemPromptMode::Override => {
+            if advertised
+                .mode
+                .as_ref()
+                .and_then(|m| m.r#override.as_ref())
+                .is_none()
+            {
+                return Err(Breach::unadvertised_use(
+                    "a system prompt in `override` mode",
+                    "sessionCapabilities.systemPrompt.mode.override",
+                ));
+            }
+        }
+        other => {
+            return Err(Breach::Invalid(format!(
+                "system prompt mode `{other}` is not supported; this agent takes `append`{}",
+                if advertised
+                    .mode
+                    .as_ref()
+                    .is_some_and(|m| m.r#override.is_some())
+                {
+                    " and `override`"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
+    if prompt.content.is_empty() {
+        return Err(Breach::Invalid(
+            "a system prompt's content must not be empty".to_owned(),
+        ));
+    }
+    if let Some(block) = prompt
+        .content
+        .iter()
+        .find(|b| !matches!(b, ContentBlock::Text(_)))
+    {
+        return Err(Breach::Invalid(format!(
+            "a system prompt carries only text content, not `{}`",
+            content_type(block)
+        )));
+    }
+    Ok(())
+}
+
+/// The `type` of a content block, for messages.
+fn content_type(block: &ContentBlock) -> String {
+    serde_json::to_value(block)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// Extension methods and notifications are named with a leading `_`.

@@ -14,6 +14,7 @@ use acp_jsonrpc::{ConnectionOptions, Observer, memory};
 use acp_runtime::agent;
 use acp_runtime::client::{self, AutoAllow, AutoReject, Client, ClientOptions};
 use acp_runtime::host::{FsHost, TerminalHost};
+use acp_types::{McpServer, NewSessionRequest, SystemPrompt, SystemPromptMode};
 use common::within;
 
 #[derive(Clone, Default)]
@@ -34,7 +35,9 @@ impl Observer for Recorder {
     }
 }
 
-async fn demo_turn<C: Client>(permissions: C) -> String {
+/// The demo agent's turn. With `newer`, the client also advertises `plan` and `subagents` and
+/// gives a system prompt in `override` mode (schema 1.20's stable additions).
+async fn demo_turn<C: Client>(permissions: C, newer: bool) -> String {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let project = std::env::temp_dir().join(format!("acp-transcript-{}-{run}", std::process::id()));
@@ -51,7 +54,11 @@ async fn demo_turn<C: Client>(permissions: C) -> String {
     );
     smol::spawn(agent_driver).detach();
     let recorder = Recorder::default();
-    let options = ClientOptions::default()
+    let mut options = ClientOptions::default();
+    if newer {
+        options = options.with_plans().with_subagents();
+    }
+    let options = options
         .with_info("transcript-test", "0")
         .with_file_system(FsHost::new())
         .with_terminals(TerminalHost::new())
@@ -61,7 +68,15 @@ async fn demo_turn<C: Client>(permissions: C) -> String {
     let driver = smol::spawn(driver);
 
     agent.initialize().await.unwrap();
-    let session = agent.new_session(&project).await.unwrap();
+    let mut request =
+        NewSessionRequest::new(project.display().to_string(), Vec::<McpServer>::new());
+    if newer {
+        request = request.with_system_prompt(SystemPrompt::new(
+            SystemPromptMode::Override,
+            vec!["Answer in one line.".into()],
+        ));
+    }
+    let session = agent.new_session_with(request).await.unwrap();
     let mut turn = session
         .prompt(vec!["Summarize my notes".into()])
         .await
@@ -117,16 +132,25 @@ macro_rules! assert_transcript {
 
 #[test]
 fn prompt_turn_with_tool_calls_fs_terminal_and_permission() {
-    let transcript = smol::block_on(demo_turn(AutoAllow));
+    let transcript = smol::block_on(demo_turn(AutoAllow, false));
     assert_transcript!(transcript);
 }
 
 #[test]
 fn prompt_turn_with_permission_rejected() {
-    let transcript = smol::block_on(demo_turn(AutoReject));
+    let transcript = smol::block_on(demo_turn(AutoReject, false));
     assert!(
         !transcript.contains("fs/write_text_file"),
         "a rejected write must not happen"
     );
+    assert_transcript!(transcript);
+}
+
+#[test]
+fn prompt_turn_with_system_prompt_plan_updates_and_a_subagent() {
+    let transcript = smol::block_on(demo_turn(AutoAllow, true));
+    assert!(transcript.contains(r#""sessionUpdate":"plan_update""#));
+    assert!(!transcript.contains(r#""sessionUpdate":"plan","#));
+    assert!(transcript.contains(r#""sessionUpdate":"subagent_update""#));
     assert_transcript!(transcript);
 }

@@ -22,7 +22,7 @@ type Hook = Arc<dyn Fn(&mut Value) + Send + Sync>;
 /// | what | where | placeholder |
 /// |---|---|---|
 /// | JSON-RPC request ids, one numbering per direction | `id` of requests and responses, `requestId` of `$/cancel_request` | `<id:1>`, `<id:2>`, ... |
-/// | session ids | every `sessionId` member | `<session:1>`, ... |
+/// | session ids | every `sessionId` member, and `senderSessionId` and `recipientSessionId` (a subagent's messages) | `<session:1>`, ... |
 /// | terminal ids | every `terminalId` member | `<terminal:1>`, ... |
 /// | tool call ids | every `toolCallId` member | `<tool-call:1>`, ... |
 /// | session and terminal ids of at least 6 characters inside other strings (error messages) | any string | as above |
@@ -285,7 +285,11 @@ impl Normalizer {
             Value::Object(object) => {
                 for (key, member) in object.iter_mut() {
                     let (on, ids, kind) = match key.as_str() {
-                        "sessionId" => (self.session_ids, &mut state.sessions, "session"),
+                        // A subagent's session messages name sessions as sender and recipient:
+                        // the same ids, so the same placeholders.
+                        "sessionId" | "senderSessionId" | "recipientSessionId" => {
+                            (self.session_ids, &mut state.sessions, "session")
+                        }
                         "terminalId" => (self.terminal_ids, &mut state.terminals, "terminal"),
                         "toolCallId" => (self.tool_call_ids, &mut state.tool_calls, "tool-call"),
                         "clientInfo" | "agentInfo" => {

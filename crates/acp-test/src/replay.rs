@@ -637,7 +637,9 @@ impl<R: AsyncBufRead + Unpin, W: AsyncWrite + Unpin> Player<'_, R, W> {
             Value::Object(object) => {
                 for (key, member) in object.iter_mut() {
                     let (ids, recorded, kind) = match key.as_str() {
-                        "sessionId" => {
+                        // The ids of other sessions a subagent's messages name are session ids
+                        // too (see `normalize.rs`).
+                        "sessionId" | "senderSessionId" | "recipientSessionId" => {
                             (&mut self.state.sessions, &self.recorded.sessions, "session")
                         }
                         "terminalId" => (

@@ -127,6 +127,40 @@ fn sessions_terminals_and_tool_calls_map_consistently() {
 }
 
 #[test]
+fn a_subagents_sessions_map_like_any_other() {
+    // The child session is announced by id, embedded in a tool call, and named as the
+    // sender of a message: one placeholder everywhere.
+    let update = |update: Value| {
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "method": "session/update",
+                "params": {"sessionId": "sess_parent1", "update": update}}),
+        )
+    };
+    let raw = transcript(vec![
+        update(json!({"sessionUpdate": "subagent_update", "sessionId": "sess_child22"})),
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Delegate",
+            "content": [{"type": "session", "sessionId": "sess_child22"}]}),
+        ),
+        update(
+            json!({"sessionUpdate": "session_message", "messageId": "m1",
+            "senderSessionId": "sess_child22", "recipientSessionId": "sess_parent1"}),
+        ),
+    ]);
+    let normalized = Normalizer::new().normalize(&raw);
+    let updates: Vec<&Value> = normalized
+        .entries()
+        .iter()
+        .map(|e| &e.msg["params"]["update"])
+        .collect();
+    assert_eq!(updates[0]["sessionId"], "<session:2>");
+    assert_eq!(updates[1]["content"][0]["sessionId"], "<session:2>");
+    assert_eq!(updates[2]["senderSessionId"], "<session:2>");
+    assert_eq!(updates[2]["recipientSessionId"], "<session:1>");
+}
+
+#[test]
 fn paths_timestamps_and_versions() {
     let raw = transcript(vec![
         (

@@ -259,5 +259,7 @@ impl Agent for ReferenceAgent {
 }
 
 fn main() -> std::io::Result<()> {
-    agent::serve_stdio(ReferenceAgent::default())
+    // A system prompt in `append` mode only: the runtime answers any other mode -32602.
+    let options = agent::AgentOptions::default().with_system_prompt();
+    agent::serve_stdio_with(ReferenceAgent::default(), options)
 }

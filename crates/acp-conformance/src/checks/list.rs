@@ -1,6 +1,8 @@
 //! The list of checks: what each verifies, and the function that runs it.
 
-use super::{CheckInfo, Ctx, caps, init, lifecycle, prompt, rpc, session, transport};
+use super::{
+    CheckInfo, Ctx, caps, init, lifecycle, prompt, rpc, session, system_prompt, transport,
+};
 use crate::report::{Level, Verdict};
 
 pub(crate) struct Check {
@@ -28,7 +30,7 @@ const fn check(
 
 use Level::{Must, Should};
 
-/// Every check, in the order they run. The last four judge what all the others saw.
+/// Every check, in the order they run. The last five judge what all the others saw.
 pub(super) static CHECKS: &[Check] = &[
     // Initialization.
     check(
@@ -259,6 +261,20 @@ pub(super) static CHECKS: &[Check] = &[
         "An agent advertising `promptCapabilities.embeddedContext` accepts prompts that carry an embedded resource.",
         caps::prompt_embedded_context,
     ),
+    check(
+        "session.system_prompt.append",
+        Must,
+        "schema.mdx (1.20) › SessionSystemPromptCapabilities; SystemPrompt",
+        "An agent advertising `sessionCapabilities.systemPrompt` accepts a text system prompt in `append` mode on `session/new`.",
+        system_prompt::append,
+    ),
+    check(
+        "session.system_prompt.mode",
+        Must,
+        "schema.mdx (1.20) › SystemPromptMode; SessionSystemPromptModeCapabilities",
+        "A system prompt in a mode the agent does not advertise (an unknown mode; `override` without `mode.override`) is answered with an error (-32602), not with a session.",
+        system_prompt::unsupported_mode,
+    ),
     // JSON-RPC.
     check(
         "rpc.method_not_found",
@@ -338,6 +354,13 @@ pub(super) static CHECKS: &[Check] = &[
         "elicitation.mdx › Checking support",
         "The agent sends no `elicitation/create` (or other `elicitation/*`) request to a client that did not advertise `clientCapabilities.elicitation`; the checker never does.",
         transport::no_elicitation,
+    ),
+    check(
+        "caps.plan_and_subagents",
+        Must,
+        "schema.mdx (1.20) › ClientCapabilities (plan, subagents); agent-plan.mdx; subagents.mdx",
+        "The agent sends no `plan_update` or `plan_removed` to a client that did not advertise `plan`, and no `subagent_update`, `session_message`, `session_message_chunk` or tool call content of type `session` to one that did not advertise `subagents`; the checker advertises neither.",
+        transport::no_plan_or_subagent_updates,
     ),
     check(
         "rpc.response_ids",

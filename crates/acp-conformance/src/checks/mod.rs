@@ -13,6 +13,7 @@ mod list;
 mod prompt;
 mod rpc;
 mod session;
+mod system_prompt;
 mod transport;
 
 use std::cell::RefCell;

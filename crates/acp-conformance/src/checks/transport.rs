@@ -81,6 +81,24 @@ pub(super) fn no_elicitation(ctx: &mut Ctx<'_>) -> Verdict {
     )
 }
 
+pub(super) fn no_plan_or_subagent_updates(ctx: &mut Ctx<'_>) -> Verdict {
+    let (mut lines, total, _, connections) = gather(ctx, |log| &log.ungated);
+    if total == 0 {
+        return Verdict::Pass;
+    }
+    lines.insert(
+        0,
+        "(no `initialize` of the checker advertised clientCapabilities.plan or subagents)"
+            .to_owned(),
+    );
+    Verdict::fail(
+        format!(
+            "the agent sent {total} update(s) that need a client capability the checker did not advertise (over {connections} connections)"
+        ),
+        lines,
+    )
+}
+
 pub(super) fn agent_messages(ctx: &mut Ctx<'_>) -> Verdict {
     let (lines, total, _, connections) = gather(ctx, |log| &log.invalid);
     if total == 0 {

@@ -3,7 +3,10 @@
 use std::path::Path;
 
 use acp_jsonrpc::Message;
-use acp_types::{AgentNotification, AgentRequest, SessionNotification, de::collect_dropped};
+use acp_types::{
+    AgentNotification, AgentRequest, SessionNotification, SessionUpdate, ToolCallContent,
+    de::collect_dropped,
+};
 use serde_json::Value;
 
 use super::Conn;
@@ -78,6 +81,11 @@ impl Conn {
                         )),
                         Ok(n) => {
                             self.name_session(n.session_id.as_ref(), &raw);
+                            if let Some(needs) = needs_opt_in(&n.update) {
+                                self.log
+                                    .ungated
+                                    .push(|| format!("{} (needs `{needs}`)", received(&raw)), size);
+                            }
                             None
                         }
                     }
@@ -151,6 +159,32 @@ impl Conn {
 }
 
 /// A protocol rule on the agent's requests beyond the schema: file paths are absolute.
+/// The client capability an update needs that the checker never advertises: `plan` for plan
+/// operations, `subagents` for subagent updates, session messages and tool call content of
+/// type `session` (schema 1.20). The checker reads the schema on its own, apart from the
+/// runtime's rule book, so that a bug in one does not hide in the other.
+fn needs_opt_in(update: &SessionUpdate) -> Option<&'static str> {
+    let session_content = |content: Option<&[ToolCallContent]>| {
+        content
+            .unwrap_or_default()
+            .iter()
+            .any(|c| matches!(c, ToolCallContent::Session(_)))
+    };
+    match update {
+        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => Some("plan"),
+        SessionUpdate::SubagentUpdate(_)
+        | SessionUpdate::SessionMessage(_)
+        | SessionUpdate::SessionMessageChunk(_) => Some("subagents"),
+        SessionUpdate::ToolCall(call) if session_content(call.content.as_deref()) => {
+            Some("subagents")
+        }
+        SessionUpdate::ToolCallUpdate(update) if session_content(update.content.as_deref()) => {
+            Some("subagents")
+        }
+        _ => None,
+    }
+}
+
 fn request_problem(method: &str, params: &Value) -> Option<String> {
     let path_field = match method {
         "fs/read_text_file" | "fs/write_text_file" => Some("path"),

@@ -232,6 +232,8 @@ pub(crate) struct ConnLog {
     pub invalid: Capped,
     /// `elicitation/*` requests from the agent: the checker never advertises elicitation.
     pub elicitations: Capped,
+    /// Updates that need `plan` or `subagents`, which the checker never advertises.
+    pub ungated: Capped,
 }
 
 /// Update kinds that belong to a prompt turn (or a replay), as opposed to state the agent may
@@ -245,6 +247,8 @@ pub(crate) fn is_turn_content(kind: &str) -> bool {
             | "tool_call"
             | "tool_call_update"
             | "plan"
+            | "plan_update"
+            | "plan_removed"
     )
 }
 

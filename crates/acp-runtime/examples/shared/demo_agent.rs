@@ -1,6 +1,9 @@
 //! The demo agent: no language model, but every part of a real prompt turn. It streams a
-//! thought and a plan, asks permission for a tool call, reads and writes a file through the
-//! client, runs a command in a client terminal, and answers in chunks.
+//! thought and a plan (`plan_update` to a client that advertised `plan`, the old `plan` to
+//! any other), announces a subagent to a client that advertised `subagents`, asks permission
+//! for a tool call, reads and writes a file through the client, runs a command in a client
+//! terminal, and answers in chunks, mentioning the client's system prompt (append or
+//! override) when it was given one.
 
 use std::time::Duration;
 
@@ -60,6 +63,16 @@ impl Agent for DemoAgent {
             .agent_capabilities
             .prompt_capabilities
             .embedded_context = true;
+        // Takes a client's system prompt in both modes (`{"mode": {"override": {}}}`).
+        response
+            .agent_capabilities
+            .session_capabilities
+            .system_prompt = Some(
+            SessionSystemPromptCapabilities::new().with_mode(
+                SessionSystemPromptModeCapabilities::new()
+                    .with_override(SessionSystemPromptOverrideCapabilities::new()),
+            ),
+        );
         Ok(response)
     }
 
@@ -82,8 +95,10 @@ impl Agent for DemoAgent {
         ))
         .await?;
 
+        // One plan, by id: `plan_update` to a client that advertised `plan`, else the old
+        // `plan` update (the runtime's `set_plan` decides).
         let plan = |done: usize| {
-            ["Read notes.txt", "Check the directory", "Write summary.txt"]
+            let entries = ["Read notes.txt", "Check the directory", "Write summary.txt"]
                 .iter()
                 .enumerate()
                 .map(|(i, step)| {
@@ -94,12 +109,27 @@ impl Agent for DemoAgent {
                     };
                     PlanEntry::new(*step, PlanEntryPriority::Medium, status)
                 })
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            PlanItems::new("demo", entries)
         };
-        turn.plan(plan(0)).await?;
+        turn.set_plan(plan(0)).await?;
 
         let workdir = turn.cwd().unwrap_or_default().display().to_string();
         let client_caps = turn.client().capabilities().unwrap_or_default();
+
+        // A client that understands subagents is shown the (pretend) child that reads the
+        // notes, running now and idle once the file is read.
+        let subagent = format!("{}-reader", turn.id());
+        let subagents = client_caps.subagents.is_some();
+        if subagents {
+            turn.subagent_update(
+                SubagentUpdate::new(subagent.as_str())
+                    .with_title("Notes reader")
+                    .with_description("Reads notes.txt for the summary")
+                    .with_state(RunningStateUpdate::new()),
+            )
+            .await?;
+        }
 
         // 1. Read a file through the client.
         let notes_path = format!("{workdir}/notes.txt");
@@ -122,7 +152,14 @@ impl Agent for DemoAgent {
         } else {
             String::new()
         };
-        turn.plan(plan(1)).await?;
+        if subagents {
+            turn.subagent_update(
+                SubagentUpdate::new(subagent.as_str())
+                    .with_state(IdleStateUpdate::new(IdleStateUpdateKind::EndTurn)),
+            )
+            .await?;
+        }
+        turn.set_plan(plan(1)).await?;
 
         // 2. Run a command in a client terminal, shown live in the tool call.
         if client_caps.terminal {
@@ -143,7 +180,7 @@ impl Agent for DemoAgent {
             )
             .await?;
         }
-        turn.plan(plan(2)).await?;
+        turn.set_plan(plan(2)).await?;
 
         // 3. Ask before writing, showing the change, then write through the client.
         let summary_path = format!("{workdir}/summary.txt");
@@ -202,15 +239,32 @@ impl Agent for DemoAgent {
                 .await?;
             }
         }
-        turn.plan(plan(3)).await?;
+        turn.set_plan(plan(3)).await?;
 
         let outcome = if wrote {
             "and I wrote summary.txt"
         } else {
             "and I did not write summary.txt"
         };
+        // The system prompt the client gave (checked by the runtime against the modes
+        // advertised above): a real agent would put it into its model's instructions.
+        let instructions = match turn.system_prompt() {
+            Some(prompt) => {
+                let text: String = prompt
+                    .content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect();
+                let how = match prompt.mode {
+                    SystemPromptMode::Override => "instead of my own instructions",
+                    _ => "after my own instructions",
+                };
+                format!(" Your system prompt, {how}: {text:?}.")
+            }
+            None => String::new(),
+        };
         for word in format!(
-            "Done. notes.txt has {} lines, {outcome}.",
+            "Done. notes.txt has {} lines, {outcome}.{instructions}",
             notes.lines().count()
         )
         .split_inclusive(' ')

@@ -103,6 +103,10 @@ impl<A: Agent> AgentDispatch<A> {
             if response.agent_info.is_none() {
                 response.agent_info = self.state.options.info().cloned();
             }
+            let sessions = &mut response.agent_capabilities.session_capabilities;
+            if sessions.system_prompt.is_none() {
+                sessions.system_prompt = self.state.options.system_prompt().cloned();
+            }
             *init = InitState::Ready(Box::new(Negotiated {
                 client_capabilities,
                 agent_capabilities: response.agent_capabilities.clone(),
@@ -136,6 +140,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let response = self.agent.new_session(request, &client).await?;
@@ -149,6 +154,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &request.mcp_servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let id = request.session_id.clone();
@@ -166,6 +172,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let id = request.session_id.clone();
@@ -278,6 +285,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.cwd,
                     request.additional_directories.as_deref(),
                     &servers,
+                    request.system_prompt.as_ref(),
                     &caps,
                 )?;
                 let source = self.session(&request.session_id);
@@ -408,20 +416,22 @@ impl SessionAnswer for ResumeSessionResponse {
 }
 
 /// The rules every request that sets a session up keeps (absolute directories within the
-/// path limits, advertised MCP transports, room for one more session: `reopening` is the id a
-/// `load` or `resume` names), and the registry entry it starts from, with the slot that
-/// counts it until it is registered.
+/// path limits, advertised MCP transports, a system prompt in an advertised mode, room for one
+/// more session: `reopening` is the id a `load` or `resume` names), and the registry entry it
+/// starts from, with the slot that counts it until it is registered.
 fn set_up(
     (state, reopening): (&Arc<AgentState>, Option<&SessionId>),
     cwd: &str,
     additional: Option<&[String]>,
     servers: &[McpServer],
+    system_prompt: Option<&SystemPrompt>,
     caps: &AgentCapabilities,
 ) -> Result<(SessionEntry, SessionSlot)> {
     let answer = |breach: Breach| breach.answer("agent");
     rules::absolute_cwd(cwd, additional).map_err(answer)?;
     rules::mcp_servers(servers, caps).map_err(answer)?;
-    let entry = SessionEntry::new(cwd, additional, servers);
+    rules::system_prompt(system_prompt, caps).map_err(answer)?;
+    let entry = SessionEntry::new(cwd, additional, servers, system_prompt);
     let slot = state.reserve(&entry, reopening)?;
     Ok((entry, slot))
 }

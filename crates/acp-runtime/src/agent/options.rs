@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use acp_jsonrpc::{ConnectionOptions, Observer};
-use acp_types::Implementation;
+use acp_types::{
+    Implementation, SessionSystemPromptCapabilities, SessionSystemPromptModeCapabilities,
+    SessionSystemPromptOverrideCapabilities,
+};
 
 /// Options of an agent's connection: its name and version, the limits of the connection,
 /// and who observes its traffic. The counterpart of
@@ -23,6 +26,7 @@ use acp_types::Implementation;
 #[derive(Clone)]
 pub struct AgentOptions {
     info: Option<Implementation>,
+    system_prompt: Option<SessionSystemPromptCapabilities>,
     connection: ConnectionOptions,
     pub(super) max_sessions: usize,
     pub(super) session_budget: usize,
@@ -38,6 +42,7 @@ impl Default for AgentOptions {
     fn default() -> Self {
         AgentOptions {
             info: None,
+            system_prompt: None,
             connection: ConnectionOptions::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_budget: DEFAULT_SESSION_BUDGET,
@@ -56,6 +61,50 @@ impl AgentOptions {
     /// The name and version answered in `initialize`.
     pub fn info(&self) -> Option<&Implementation> {
         self.info.as_ref()
+    }
+
+    /// Advertises `sessionCapabilities.systemPrompt` (`{}`: the `append` mode), unless the
+    /// agent's [`Agent::initialize`](super::Agent::initialize) sets it itself. The client's
+    /// system prompt then reaches the agent's session
+    /// ([`SessionClient::system_prompt`](super::SessionClient::system_prompt)); one in a mode
+    /// not advertised is answered `-32602` before the agent sees the request.
+    ///
+    /// ```
+    /// use acp_runtime::agent::AgentOptions;
+    ///
+    /// let options = AgentOptions::default().with_system_prompt();
+    /// let advertised = options.system_prompt().unwrap();
+    /// assert!(advertised.mode.is_none(), "append only");
+    /// ```
+    pub fn with_system_prompt(mut self) -> Self {
+        self.system_prompt = Some(SessionSystemPromptCapabilities::new());
+        self
+    }
+
+    /// Advertises `sessionCapabilities.systemPrompt` with `mode.override`: the client may
+    /// append to the agent's instructions or replace them.
+    ///
+    /// ```
+    /// use acp_runtime::agent::AgentOptions;
+    ///
+    /// let options = AgentOptions::default().with_system_prompt_override();
+    /// let advertised = options.system_prompt().unwrap();
+    /// assert!(advertised.mode.as_ref().unwrap().r#override.is_some());
+    /// ```
+    pub fn with_system_prompt_override(mut self) -> Self {
+        self.system_prompt = Some(
+            SessionSystemPromptCapabilities::new().with_mode(
+                SessionSystemPromptModeCapabilities::new()
+                    .with_override(SessionSystemPromptOverrideCapabilities::new()),
+            ),
+        );
+        self
+    }
+
+    /// The system prompt capability `initialize` advertises (see
+    /// [`with_system_prompt`](Self::with_system_prompt)).
+    pub fn system_prompt(&self) -> Option<&SessionSystemPromptCapabilities> {
+        self.system_prompt.as_ref()
     }
 
     /// Watches every message in and out, and every problem of the connection (see
@@ -153,6 +202,7 @@ impl std::fmt::Debug for AgentOptions {
             .field("info", &self.info)
             .field("max_sessions", &self.max_sessions)
             .field("session_budget", &self.session_budget)
+            .field("system_prompt", &self.system_prompt)
             .finish_non_exhaustive()
     }
 }

@@ -208,6 +208,18 @@ impl SessionClient {
             .unwrap_or_default()
     }
 
+    /// The system prompt the client gave when it created, loaded or resumed the session (or
+    /// forked it), checked against what this agent advertises (see
+    /// [`AgentOptions::with_system_prompt`](super::AgentOptions::with_system_prompt)): its
+    /// mode is `append` or, when advertised, `override`, and its content is text. `None` when
+    /// the client gave none: the agent uses its own instructions.
+    pub fn system_prompt(&self) -> Option<SystemPrompt> {
+        self.client
+            .state
+            .read_session(&self.id, |s| s.system_prompt.clone())
+            .flatten()
+    }
+
     /// The session's modes and the current one, as advertised and switched since.
     pub fn modes(&self) -> Option<SessionModeState> {
         self.client
@@ -277,7 +289,9 @@ impl SessionClient {
         self.update(SessionUpdate::ToolCallUpdate(update))
     }
 
-    /// Sends the execution plan (the complete list each time).
+    /// Sends the execution plan (the complete list each time) as the old `plan` update, which
+    /// every client takes. [`set_plan`](Self::set_plan) sends `plan_update` to a client that
+    /// advertised `plan`, and this to any other.
     pub fn plan(&self, entries: Vec<PlanEntry>) -> impl Future<Output = Result<()>> + Send + use<> {
         self.update(SessionUpdate::Plan(Plan::new(entries)))
     }
@@ -331,54 +345,6 @@ impl SessionClient {
     /// Reports context window usage.
     pub fn usage(&self, used: u64, size: u64) -> impl Future<Output = Result<()>> + Send + use<> {
         self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
-    }
-
-    /// Updates one plan by its id (feature `unstable-plans`; the client must advertise
-    /// `plan`, else this fails with [`Error::NotAdvertised`](crate::Error::NotAdvertised) and sends nothing).
-    #[cfg(feature = "unstable-plans")]
-    pub fn plan_update(
-        &self,
-        update: PlanUpdate,
-    ) -> impl Future<Output = Result<()>> + Send + use<> {
-        self.update(SessionUpdate::PlanUpdate(update))
-    }
-
-    /// Removes one plan by its id (feature `unstable-plans`, client capability `plan`).
-    #[cfg(feature = "unstable-plans")]
-    pub fn plan_removed(
-        &self,
-        removed: PlanRemoved,
-    ) -> impl Future<Output = Result<()>> + Send + use<> {
-        self.update(SessionUpdate::PlanRemoved(removed))
-    }
-
-    /// Announces or updates a child session owned by this one (feature
-    /// `unstable-subagents`, client capability `subagents`).
-    #[cfg(feature = "unstable-subagents")]
-    pub fn subagent_update(
-        &self,
-        update: SubagentUpdate,
-    ) -> impl Future<Output = Result<()>> + Send + use<> {
-        self.update(SessionUpdate::SubagentUpdate(update))
-    }
-
-    /// Records a message sent to or received from another session (feature
-    /// `unstable-subagents`, client capability `subagents`).
-    #[cfg(feature = "unstable-subagents")]
-    pub fn session_message(
-        &self,
-        message: SessionMessage,
-    ) -> impl Future<Output = Result<()>> + Send + use<> {
-        self.update(SessionUpdate::SessionMessage(message))
-    }
-
-    /// Appends one content block to a session message (feature `unstable-subagents`).
-    #[cfg(feature = "unstable-subagents")]
-    pub fn session_message_chunk(
-        &self,
-        chunk: SessionMessageChunk,
-    ) -> impl Future<Output = Result<()>> + Send + use<> {
-        self.update(SessionUpdate::SessionMessageChunk(chunk))
     }
 
     /// Replays recorded history, in order (for `session/load`).

@@ -1,5 +1,6 @@
 //! What an agent's connection remembers: how `initialize` went, and the registry of the
-//! sessions it serves (directory, MCP servers, modes, config options, the running turn).
+//! sessions it serves (directory, MCP servers, system prompt, modes, config options, plans, the
+//! running turn).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -49,6 +50,12 @@ pub(super) struct SessionEntry {
     pub(super) mcp_servers: Vec<McpServer>,
     pub(super) modes: Option<SessionModeState>,
     pub(super) config_options: Option<Vec<SessionConfigOption>>,
+    /// The client's system prompt for the session, as checked against what was advertised.
+    pub(super) system_prompt: Option<SystemPrompt>,
+    /// The item plans sent so far, by id in order of first appearance: what
+    /// `SessionClient::set_plan` merges into the old `plan` update for a client without
+    /// `plan` (see `plan.rs`).
+    pub(super) plans: Vec<(PlanId, Vec<PlanEntry>)>,
     /// The cancellation signal of the running turn.
     pub(super) turn: Option<Signal>,
     /// What the entry keeps, in bytes, against [`AgentOptions::with_session_budget`].
@@ -103,6 +110,7 @@ impl SessionEntry {
         cwd: &str,
         additional_directories: Option<&[String]>,
         mcp_servers: &[McpServer],
+        system_prompt: Option<&SystemPrompt>,
     ) -> Self {
         let directories: usize = additional_directories
             .unwrap_or_default()
@@ -110,7 +118,12 @@ impl SessionEntry {
             .map(String::len)
             .sum();
         SessionEntry {
-            cost: ENTRY_OVERHEAD + cwd.len() + directories + encoded_len(&mcp_servers),
+            // The system prompt is kept for the session's life too (`SessionClient::system_prompt`).
+            cost: ENTRY_OVERHEAD
+                + cwd.len()
+                + directories
+                + encoded_len(&mcp_servers)
+                + system_prompt.map_or(0, encoded_len),
             cwd: PathBuf::from(cwd),
             additional_directories: additional_directories
                 .unwrap_or_default()
@@ -120,6 +133,8 @@ impl SessionEntry {
             mcp_servers: mcp_servers.to_vec(),
             modes: None,
             config_options: None,
+            system_prompt: system_prompt.cloned(),
+            plans: Vec::new(),
             turn: None,
         }
     }

@@ -71,16 +71,48 @@ impl ClientOptions {
         self
     }
 
+    /// Advertises `plan`: the agent may send `plan_update` and `plan_removed` (several plans
+    /// by id, item lists or markdown), which arrive as [`SessionUpdate::PlanUpdate`] and
+    /// [`SessionUpdate::PlanRemoved`]. Without it an agent on this runtime sends the old
+    /// `plan` update only.
+    ///
+    /// ```
+    /// use acp_runtime::client::ClientOptions;
+    ///
+    /// let options = ClientOptions::default().with_plans().with_subagents();
+    /// assert!(options.capabilities().plan.is_some());
+    /// assert!(options.capabilities().subagents.is_some());
+    /// ```
+    pub fn with_plans(mut self) -> Self {
+        self.capabilities.plan = Some(PlanCapabilities::new());
+        self
+    }
+
+    /// Advertises `subagents`: the agent may announce child sessions (`subagent_update`),
+    /// record messages between sessions (`session_message`, `session_message_chunk`) and
+    /// embed a session in a tool call (content of type `session`).
+    pub fn with_subagents(mut self) -> Self {
+        self.capabilities.subagents = Some(SubagentCapabilities::new());
+        self
+    }
+
     /// Adds to the advertised capabilities (for methods your [`Client`](super::Client) serves
     /// itself). Merges with what is advertised already: what the built-in hosts of
     /// [`with_file_system`](Self::with_file_system) and [`with_terminals`](Self::with_terminals)
-    /// advertise stays advertised, whatever the order of the calls.
+    /// advertise stays advertised, and so do [`with_plans`](Self::with_plans) and
+    /// [`with_subagents`](Self::with_subagents), whatever the order of the calls.
     pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         let hosts = (self.fs.is_some(), self.terminals.is_some());
-        self.capabilities = capabilities;
+        let before = std::mem::replace(&mut self.capabilities, capabilities);
         self.capabilities.fs.read_text_file |= hosts.0;
         self.capabilities.fs.write_text_file |= hosts.0;
         self.capabilities.terminal |= hosts.1;
+        if self.capabilities.plan.is_none() {
+            self.capabilities.plan = before.plan;
+        }
+        if self.capabilities.subagents.is_none() {
+            self.capabilities.subagents = before.subagents;
+        }
         self
     }
 

@@ -44,11 +44,28 @@ impl AgentHandle {
     /// The agent may use the session as soon as it has answered: requests it sends for the
     /// session before this call has returned (a file read right behind the answer, say) wait
     /// for the session to be registered instead of being refused as unknown.
+    ///
+    /// A system prompt (`request.system_prompt`) is sent only when the agent advertised
+    /// `sessionCapabilities.systemPrompt`, and `override` mode only when it advertised
+    /// `mode.override`; otherwise this fails with [`Error::NotAdvertised`] and sends nothing
+    /// ([`system_prompt_modes`](Self::system_prompt_modes) says what the agent takes).
+    ///
+    /// ```no_run
+    /// # async fn run(agent: acp_runtime::client::AgentHandle) -> acp_runtime::Result<()> {
+    /// use acp_runtime::acp_types::*;
+    ///
+    /// let prompt = SystemPrompt::new(SystemPromptMode::Append, vec!["Answer in French.".into()]);
+    /// let request = NewSessionRequest::new("/work/project", Vec::<McpServer>::new())
+    ///     .with_system_prompt(prompt);
+    /// let session = agent.new_session_with(request).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn new_session_with(&self, request: NewSessionRequest) -> Result<Session> {
         self.check_session_setup(
             &request.cwd,
             request.additional_directories.as_deref(),
             &request.mcp_servers,
+            request.system_prompt.as_ref(),
         )?;
         let opening = self.state.begin_opening();
         let (response, answer): (NewSessionResponse, _) =
@@ -76,6 +93,7 @@ impl AgentHandle {
             &request.cwd,
             request.additional_directories.as_deref(),
             &request.mcp_servers,
+            request.system_prompt.as_ref(),
         )?;
         let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
         self.reopen(&request, &request.session_id, cwd, dirs, |r| {
@@ -93,6 +111,7 @@ impl AgentHandle {
             &request.cwd,
             request.additional_directories.as_deref(),
             request.mcp_servers.as_deref().unwrap_or_default(),
+            request.system_prompt.as_ref(),
         )?;
         let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
         self.reopen(&request, &request.session_id, cwd, dirs, |r| {
@@ -157,10 +176,29 @@ impl AgentHandle {
         cwd: &str,
         additional: Option<&[String]>,
         servers: &[McpServer],
+        system_prompt: Option<&SystemPrompt>,
     ) -> Result<()> {
         rules::absolute_cwd(cwd, additional).map_err(rules::Breach::refused)?;
         let caps = self.initialized("session/new")?.agent_capabilities;
-        rules::mcp_servers(servers, &caps).map_err(rules::Breach::refused)
+        rules::mcp_servers(servers, &caps).map_err(rules::Breach::refused)?;
+        rules::system_prompt(system_prompt, &caps).map_err(rules::Breach::refused)
+    }
+
+    /// The system prompt modes the agent takes on `session/new`, `load`, `resume` (and
+    /// `fork`): none when it did not advertise `sessionCapabilities.systemPrompt` (or before
+    /// `initialize`), else `append`, and `override` when it advertised `mode.override`.
+    pub fn system_prompt_modes(&self) -> Vec<SystemPromptMode> {
+        let Ok(caps) = self.initialized("session/new") else {
+            return Vec::new();
+        };
+        let Some(advertised) = caps.agent_capabilities.session_capabilities.system_prompt else {
+            return Vec::new();
+        };
+        let mut modes = vec![SystemPromptMode::Append];
+        if advertised.mode.and_then(|m| m.r#override).is_some() {
+            modes.push(SystemPromptMode::Override);
+        }
+        modes
     }
 
     pub(super) fn open_session(

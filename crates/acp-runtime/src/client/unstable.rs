@@ -31,6 +31,7 @@ impl AgentHandle {
             &request.cwd,
             request.additional_directories.as_deref(),
             &servers,
+            request.system_prompt.as_ref(),
         )?;
         let opening = self.state.begin_opening();
         let (response, answer): (ForkSessionResponse, _) =

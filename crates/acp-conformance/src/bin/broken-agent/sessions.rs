@@ -7,6 +7,22 @@ use serde_json::{Value, json};
 use super::{Agent, error, no_such_session, reply, session_id, update};
 
 impl Agent {
+    /// Why a `systemPrompt` on a session request is refused: this agent advertises `{}`,
+    /// append only (`system-prompt-any-mode` takes any mode, `system-prompt-refused` none).
+    pub(super) fn system_prompt_refusal(&self, params: &Value) -> Option<String> {
+        let prompt = params.get("systemPrompt").filter(|p| !p.is_null())?;
+        if self.bug("system-prompt-refused") {
+            return Some("system prompts are not taken today".to_owned());
+        }
+        match prompt.get("mode").and_then(Value::as_str) {
+            Some("append") => None,
+            _ if self.bug("system-prompt-any-mode") => None,
+            mode => Some(format!(
+                "Invalid params: system prompt mode {mode:?} is not supported"
+            )),
+        }
+    }
+
     pub(super) fn list_sessions(&mut self, id: &Value, params: &Value) {
         let filter = params.get("cwd").and_then(Value::as_str);
         let mut ids: Vec<&String> = self.sessions.keys().collect();
