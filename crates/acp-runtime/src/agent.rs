@@ -61,6 +61,7 @@ mod options;
 mod session;
 mod state;
 mod terminal;
+mod unstable;
 
 use dispatch::AgentDispatch;
 pub use handler::Agent;

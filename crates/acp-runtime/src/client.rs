@@ -62,8 +62,12 @@ mod traffic;
     feature = "unstable-providers",
     feature = "unstable-auth-status",
     feature = "unstable-mcp-over-acp",
+    feature = "unstable-session-options",
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions",
 ))]
 mod unstable;
+mod unstable_state;
 mod updates;
 
 pub use connect::connect;
@@ -74,6 +78,8 @@ pub use session::{PromptTurn, Session};
 pub use spawned::{run_spawned, spawn};
 pub use state::ToolCallState;
 pub use traffic::PrintTraffic;
+#[cfg(feature = "unstable-session-cursors")]
+pub use unstable_state::{CURSOR_BUDGET, SessionCursor};
 pub use updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
 
 pub use crate::rules::SUPPORTED_PROTOCOL_VERSIONS;

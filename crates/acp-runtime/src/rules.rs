@@ -24,6 +24,7 @@
 //! | [`session_update`], [`offered_config_options`] | (outgoing) updates, session answers | (incoming) reported |
 //! | [`extension_method`] | (outgoing) `_` methods | `_` methods |
 //! | [`unknown_session`], [`decode_error`] | answers | answers |
+//! | schema 1.20's unstable items | see [`unstable`] | |
 
 use std::path::Path;
 
@@ -31,6 +32,8 @@ use acp_jsonrpc::{ErrorCode, ResponseError};
 use acp_types::*;
 
 use crate::error::{Error, codes};
+
+pub(crate) mod unstable;
 
 /// Protocol versions this runtime speaks, oldest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = &[1];
@@ -177,6 +180,8 @@ pub(crate) fn agent_method(method: &str, caps: &AgentCapabilities) -> Rule {
         "auth/status" if caps.auth.status.is_none() => "auth.status",
         #[cfg(feature = "unstable-mcp-over-acp")]
         "mcp/message" if !caps.mcp_capabilities.acp => "mcpCapabilities.acp",
+        #[cfg(feature = "unstable-session-options")]
+        "session/options" if sessions.options.is_none() => "sessionCapabilities.options",
         _ => return Ok(()),
     };
     Err(Breach::UnadvertisedMethod {
@@ -477,7 +482,7 @@ pub(crate) fn update_needs_capability(update: &SessionUpdate) -> bool {
         SessionUpdate::SubagentUpdate(_)
         | SessionUpdate::SessionMessage(_)
         | SessionUpdate::SessionMessageChunk(_) => true,
-        _ => false,
+        _ => unstable::update_needs_capability(update),
     }
 }
 

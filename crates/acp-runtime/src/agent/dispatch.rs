@@ -135,6 +135,8 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.mcp_servers,
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
                 let response = self.agent.new_session(request, &client).await?;
                 let advertised = (&response.modes, &response.config_options);
                 self.register_new(&response.session_id, entry, advertised, &client_caps)?;
@@ -147,6 +149,8 @@ impl<A: Agent> AgentDispatch<A> {
                     &request.mcp_servers,
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -163,6 +167,8 @@ impl<A: Agent> AgentDispatch<A> {
                     &servers,
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -224,7 +230,7 @@ impl<A: Agent> AgentDispatch<A> {
                 if cancel.is_fired() {
                     // The spec: a cancelled turn answers `cancelled`, never an error caused by
                     // the abort.
-                    return raw(PromptResponse::new(StopReason::Cancelled));
+                    return raw(super::unstable::cancelled(&result));
                 }
                 raw(result?)
             }
@@ -274,6 +280,10 @@ impl<A: Agent> AgentDispatch<A> {
                     &servers,
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
+                #[cfg(feature = "unstable-session-cursors")]
+                self.check_fork_cursor(&request)?;
                 let source = self.session(&request.session_id);
                 let response = self.agent.fork_session(request, source).await?;
                 let advertised = (&response.modes, &response.config_options);
@@ -315,6 +325,11 @@ impl<A: Agent> AgentDispatch<A> {
             #[cfg(feature = "unstable-auth-status")]
             ClientRequest::AuthStatus(request) => {
                 raw(self.agent.auth_status(request, &client).await?)
+            }
+            #[cfg(feature = "unstable-session-options")]
+            ClientRequest::SessionOptions(request) => {
+                self.session_options(request, &client, &caps, &client_caps)
+                    .await
             }
             ClientRequest::Extension(call) => raw_json(self.agent.ext_method(call, &client).await?),
             other => Err(Error::method_not_found(other.method())),
@@ -365,7 +380,7 @@ impl<A: Agent> AgentDispatch<A> {
             let (modes, options) = response.advertised();
             offered(options, client_caps)?;
             self.state
-                .replace(id.clone(), entry.advertised(modes.clone(), options.clone()));
+                .settle(id.clone(), entry.advertised(modes.clone(), options.clone()));
             Ok(response)
         });
         if checked.is_err() {
