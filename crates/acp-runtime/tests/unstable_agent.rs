@@ -218,12 +218,17 @@ async fn new_session(peer: &mut RawPeer, id: i64) -> String {
 
 /// Sends a prompt; returns the updates seen before its answer, and the answer.
 async fn prompt(peer: &mut RawPeer, id: i64, session: &str, text: &str) -> (Vec<Value>, Value) {
-    peer.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}))
-        .await;
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
+    )
+    .await;
     let mut seen = peer.recv_until_response(id).await;
     let answer = seen.pop().unwrap();
-    let updates = seen.into_iter().map(|m| m["params"]["update"].clone()).collect();
+    let updates = seen
+        .into_iter()
+        .map(|m| m["params"]["update"].clone())
+        .collect();
     (updates, answer)
 }
 
@@ -394,7 +399,8 @@ fn initial_config_options_reach_the_agent_unless_an_id_is_named_twice() {
         let received: Value = serde_json::from_str(logged.strip_prefix("new ").unwrap()).unwrap();
         assert_eq!(received, options);
 
-        let twice = json!([{"configId": "model", "value": "a"}, {"configId": "model", "value": "b"}]);
+        let twice =
+            json!([{"configId": "model", "value": "a"}, {"configId": "model", "value": "b"}]);
         let answer = peer
             .request(
                 2,
@@ -433,10 +439,17 @@ fn cursor_updates_need_the_capability_and_keep_their_first_anchor() {
             .iter()
             .filter(|u| u["sessionUpdate"] == "cursor_update")
             .collect();
-        let ids: Vec<&str> = sent.iter().map(|u| u["cursorId"].as_str().unwrap()).collect();
+        let ids: Vec<&str> = sent
+            .iter()
+            .map(|u| u["cursorId"].as_str().unwrap())
+            .collect();
         assert_eq!(ids, ["c1", "c1", "c2", "c3", "c3"], "{sent:?}");
         assert_eq!(sent[0]["anchor"], anchor("m1"));
-        assert_eq!(sent[4]["capabilities"], Value::Null, "a clear is sent as null");
+        assert_eq!(
+            sent[4]["capabilities"],
+            Value::Null,
+            "a clear is sent as null"
+        );
 
         // A fork at a cursor: announced and forkable (c1) goes through; not forkable (c2, or
         // c3 since cleared) or never announced is refused before the agent runs.
@@ -603,13 +616,17 @@ fn the_turn_answers_its_token_usage_also_when_cancelled() {
             answer["result"],
             json!({"stopReason": "end_turn", "usage": {"totalTokens": 30, "inputTokens": 20, "outputTokens": 10}})
         );
-        peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}))
-            .await;
+        peer.send(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}),
+        )
+        .await;
         let waiting = peer.recv().await;
         assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
-        peer.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
-            .await;
+        peer.send(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
+        .await;
         let answer = peer.recv_until_response(3).await.pop().unwrap();
         assert_eq!(
             answer["result"],

@@ -198,7 +198,10 @@ impl<A: Agent> AgentDispatch<A> {
 
     /// `session/fork` at a cursor: one this agent announced on the source session and that
     /// offers `capabilities.fork`, else `-32602` before the agent runs.
-    #[cfg(all(feature = "unstable-session-cursors", feature = "unstable-session-fork"))]
+    #[cfg(all(
+        feature = "unstable-session-cursors",
+        feature = "unstable-session-fork"
+    ))]
     pub(super) fn check_fork_cursor(&self, request: &ForkSessionRequest) -> Result<()> {
         let Some(cursor) = &request.cursor_id else {
             return Ok(());

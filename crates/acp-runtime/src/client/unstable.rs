@@ -27,7 +27,10 @@ use super::unstable_state::SessionCursor;
 use crate::error::Result;
 #[cfg(any(
     feature = "unstable-session-options",
-    all(feature = "unstable-session-cursors", feature = "unstable-session-fork")
+    all(
+        feature = "unstable-session-cursors",
+        feature = "unstable-session-fork"
+    )
 ))]
 use crate::rules;
 
@@ -260,11 +263,20 @@ impl Session {
 
     /// One cursor of this session, if the agent announced it.
     pub fn cursor(&self, id: &CursorId) -> Option<SessionCursor> {
-        self.shared.unstable.cursors.lock().unwrap().get(id).cloned()
+        self.shared
+            .unstable
+            .cursors
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
     }
 }
 
-#[cfg(all(feature = "unstable-session-cursors", feature = "unstable-session-fork"))]
+#[cfg(all(
+    feature = "unstable-session-cursors",
+    feature = "unstable-session-fork"
+))]
 impl Session {
     /// Forks this session at one of its cursors (`session/fork` with `cursorId`): the new
     /// session's history is this one's before the cursor. The cursor must be one the agent
@@ -278,14 +290,23 @@ impl Session {
     }
 }
 
-#[cfg(all(feature = "unstable-session-cursors", feature = "unstable-session-fork"))]
+#[cfg(all(
+    feature = "unstable-session-cursors",
+    feature = "unstable-session-fork"
+))]
 impl AgentHandle {
     /// A fork at a cursor names one the source session, open here, announced as forkable.
     fn check_fork_cursor(&self, request: &ForkSessionRequest) -> Result<()> {
         let Some(cursor) = &request.cursor_id else {
             return Ok(());
         };
-        let session = self.state.routes.lock().unwrap().get(&request.session_id).cloned();
+        let session = self
+            .state
+            .routes
+            .lock()
+            .unwrap()
+            .get(&request.session_id)
+            .cloned();
         let forkable = session.and_then(|session| {
             let cursors = session.unstable.cursors.lock().unwrap();
             cursors.get(cursor).map(SessionCursor::can_fork)
@@ -302,6 +323,11 @@ impl Session {
     /// Each `prompt_suggestions_update` replaces the list; a session starts with none. A
     /// suggestion's content can be sent as it is with [`Session::prompt`].
     pub fn prompt_suggestions(&self) -> Vec<PromptSuggestion> {
-        self.shared.unstable.prompt_suggestions.lock().unwrap().clone()
+        self.shared
+            .unstable
+            .prompt_suggestions
+            .lock()
+            .unwrap()
+            .clone()
     }
 }

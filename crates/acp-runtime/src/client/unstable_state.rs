@@ -88,8 +88,7 @@ impl Cursors {
         self.bytes += cost;
         let mut capabilities = None;
         update.capabilities.clone().apply_to(&mut capabilities);
-        self.index
-            .insert(update.cursor_id.clone(), self.list.len());
+        self.index.insert(update.cursor_id.clone(), self.list.len());
         self.list.push(SessionCursor {
             id: update.cursor_id.clone(),
             anchor: anchor.clone(),
@@ -158,14 +157,15 @@ pub(super) fn check_update(
         .as_ref()
         .map(|answer| answer.agent_capabilities.prompt_capabilities.clone())
         .unwrap_or_default();
-    rules::unstable::session_update(
-        &notification.update,
-        &state.options.capabilities,
-        &agent,
-    )?;
+    rules::unstable::session_update(&notification.update, &state.options.capabilities, &agent)?;
     #[cfg(feature = "unstable-session-cursors")]
     if let SessionUpdate::CursorUpdate(update) = &notification.update {
-        let Some(session) = state.routes.lock().unwrap().get(&notification.session_id).cloned()
+        let Some(session) = state
+            .routes
+            .lock()
+            .unwrap()
+            .get(&notification.session_id)
+            .cloned()
         else {
             // Not opened yet: what it knows of the cursor arrives with it.
             return Ok(());

@@ -51,9 +51,7 @@ pub(crate) fn session_update(
             ))
         }
         #[cfg(feature = "unstable-prompt-suggestions")]
-        SessionUpdate::PromptSuggestionsUpdate(update) => {
-            prompt_suggestions(update, client, agent)
-        }
+        SessionUpdate::PromptSuggestionsUpdate(update) => prompt_suggestions(update, client, agent),
         _ => Ok(()),
     }
 }
@@ -148,7 +146,10 @@ pub(crate) fn cursor_update(known: Option<&CursorAnchor>, update: &CursorUpdate)
 /// `unstable-session-fork`): the cursor must be one the agent announced on the source session
 /// and that advertises `capabilities.fork` now. `forkable` is `None` for a cursor not
 /// announced (on this connection), else whether it can be forked at.
-#[cfg(all(feature = "unstable-session-cursors", feature = "unstable-session-fork"))]
+#[cfg(all(
+    feature = "unstable-session-cursors",
+    feature = "unstable-session-fork"
+))]
 pub(crate) fn fork_cursor(session: &SessionId, cursor: &CursorId, forkable: Option<bool>) -> Rule {
     match forkable {
         Some(true) => Ok(()),
@@ -192,36 +193,36 @@ pub(crate) fn prompt_suggestions(
             )));
         }
         for block in &suggestion.prompt {
-            let (what, client_takes, client_capability, agent_takes, agent_capability) =
-                match block {
-                    ContentBlock::Text(_) | ContentBlock::ResourceLink(_) => continue,
-                    ContentBlock::Image(_) => (
-                        "an image",
-                        taken.image.is_some(),
-                        "session.promptSuggestions.image",
-                        agent.image,
-                        "promptCapabilities.image",
-                    ),
-                    ContentBlock::Audio(_) => (
-                        "audio",
-                        taken.audio.is_some(),
-                        "session.promptSuggestions.audio",
-                        agent.audio,
-                        "promptCapabilities.audio",
-                    ),
-                    ContentBlock::Resource(_) => (
-                        "an embedded resource",
-                        taken.embedded_context.is_some(),
-                        "session.promptSuggestions.embeddedContext",
-                        agent.embedded_context,
-                        "promptCapabilities.embeddedContext",
-                    ),
-                    _ => {
-                        return Err(Breach::Invalid(format!(
-                            "prompt suggestion {i} has content of a type no capability offers"
-                        )));
-                    }
-                };
+            let (what, client_takes, client_capability, agent_takes, agent_capability) = match block
+            {
+                ContentBlock::Text(_) | ContentBlock::ResourceLink(_) => continue,
+                ContentBlock::Image(_) => (
+                    "an image",
+                    taken.image.is_some(),
+                    "session.promptSuggestions.image",
+                    agent.image,
+                    "promptCapabilities.image",
+                ),
+                ContentBlock::Audio(_) => (
+                    "audio",
+                    taken.audio.is_some(),
+                    "session.promptSuggestions.audio",
+                    agent.audio,
+                    "promptCapabilities.audio",
+                ),
+                ContentBlock::Resource(_) => (
+                    "an embedded resource",
+                    taken.embedded_context.is_some(),
+                    "session.promptSuggestions.embeddedContext",
+                    agent.embedded_context,
+                    "promptCapabilities.embeddedContext",
+                ),
+                _ => {
+                    return Err(Breach::Invalid(format!(
+                        "prompt suggestion {i} has content of a type no capability offers"
+                    )));
+                }
+            };
             let what = format!("a prompt suggestion with {what}");
             if !client_takes {
                 return Err(Breach::unadvertised_use(what, client_capability));
