@@ -89,7 +89,7 @@ impl SessionClient {
     /// update that breaks this fails with [`Error::Invalid`] and sends nothing. The runtime
     /// keeps the cursors it sent, and answers `-32602` to a `session/fork` at a cursor this
     /// session did not announce or that does not offer `capabilities.fork`, before
-    /// [`Agent::fork_session`] runs.
+    /// `Agent::fork_session` runs (feature `unstable-session-fork`).
     ///
     /// ```no_run
     /// # use acp_types::*;

@@ -39,8 +39,8 @@ pub struct SessionCursor {
 
 #[cfg(feature = "unstable-session-cursors")]
 impl SessionCursor {
-    /// Whether the session can be forked at this cursor now
-    /// ([`Session::fork_at`](super::Session::fork_at)).
+    /// Whether the session can be forked at this cursor now (`Session::fork_at`, with feature
+    /// `unstable-session-fork`).
     pub fn can_fork(&self) -> bool {
         self.capabilities
             .as_ref()
