@@ -7,9 +7,6 @@
 
 mod common;
 
-#[path = "../examples/shared/demo_agent.rs"]
-mod demo_agent;
-
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::Error;
@@ -405,38 +402,4 @@ fn a_speed_option_and_account_descriptions_pass_untouched() {
         assert_eq!(accounts[0].description.as_deref(), Some("Team plan"));
         assert!(problems.lock().unwrap().is_empty(), "{problems:?}");
     });
-}
-
-/// End to end: the demo agent suggests what to ask next to a client that shows suggestions.
-#[test]
-fn the_demo_agent_suggests_prompts_to_a_client_that_takes_them() {
-    smol::block_on(within("the demo turn", async {
-        let (client_end, agent_end) =
-            acp_jsonrpc::memory::pair(acp_jsonrpc::memory::DEFAULT_PIPE_CAPACITY);
-        let (_client, agent_driver) = acp_runtime::agent::serve(
-            demo_agent::DemoAgent,
-            agent_end.reader,
-            agent_end.writer,
-            acp_runtime::agent::AgentOptions::default(),
-        );
-        smol::spawn(agent_driver).detach();
-        let capabilities = serde_json::from_value(json!({"session": {"promptSuggestions": {}}}));
-        let options = ClientOptions::default().with_capabilities(capabilities.unwrap());
-        let (agent, driver) =
-            client::connect(AutoAllow, client_end.reader, client_end.writer, options);
-        smol::spawn(driver).detach();
-        agent.initialize().await.unwrap();
-        let session = agent.new_session(std::env::temp_dir()).await.unwrap();
-        let turn = session.prompt(vec!["hi".into()]).await.unwrap();
-        turn.end().await.unwrap();
-        let suggested: Vec<String> = session
-            .prompt_suggestions()
-            .iter()
-            .map(|s| s.prompt[0].as_text().unwrap().to_owned())
-            .collect();
-        assert_eq!(
-            suggested,
-            ["Show me summary.txt", "Summarize my notes again"]
-        );
-    }));
 }

@@ -181,20 +181,6 @@ impl Agent for DemoAgent {
         {
             turn.message(word).await?;
         }
-        // What the user may want next, for a client that shows suggestions (the unstable
-        // `prompt_suggestions_update`; sent only to a client that advertised them).
-        #[cfg(feature = "unstable-prompt-suggestions")]
-        if client_caps
-            .session
-            .as_ref()
-            .is_some_and(|s| s.prompt_suggestions.is_some())
-        {
-            turn.prompt_suggestions(vec![
-                PromptSuggestion::new(vec!["Show me summary.txt".into()]),
-                PromptSuggestion::new(vec!["Summarize my notes again".into()]),
-            ])
-            .await?;
-        }
         Ok(StopReason::EndTurn.into())
     }
 }
