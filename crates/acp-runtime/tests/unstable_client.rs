@@ -403,3 +403,139 @@ fn a_speed_option_and_account_descriptions_pass_untouched() {
         assert!(problems.lock().unwrap().is_empty(), "{problems:?}");
     });
 }
+
+/// End to end, a runtime agent and a runtime client: the pickers before a session, the chosen
+/// value on `session/new`, then cursors and suggestions from a turn, and a fork at a cursor.
+#[test]
+fn options_cursors_and_suggestions_end_to_end() {
+    use acp_runtime::agent::{self, Agent, ClientHandle, SessionClient, Turn};
+
+    #[derive(Clone, Default)]
+    struct Picker(Arc<Mutex<Vec<String>>>);
+
+    fn model_option(current: &str) -> SessionConfigOption {
+        serde_json::from_value(json!({"id": "model", "name": "Model", "type": "select",
+            "currentValue": current,
+            "options": [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}]}))
+        .unwrap()
+    }
+
+    impl Agent for Picker {
+        async fn initialize(
+            &self,
+            _: InitializeRequest,
+            _: &ClientHandle,
+        ) -> acp_runtime::Result<InitializeResponse> {
+            let mut response = InitializeResponse::new(ProtocolVersion::LATEST);
+            response.agent_capabilities =
+                serde_json::from_value(json!({"sessionCapabilities": {"options": {}, "fork": {}}}))
+                    .unwrap();
+            Ok(response)
+        }
+        async fn session_options(
+            &self,
+            _: SessionOptionsRequest,
+            client: &ClientHandle,
+        ) -> acp_runtime::Result<SessionOptionsResponse> {
+            let open = client.sessions().len();
+            self.0.lock().unwrap().push(format!("options, {open} open"));
+            Ok(SessionOptionsResponse::new().with_config_options(vec![model_option("fast")]))
+        }
+        async fn new_session(
+            &self,
+            request: NewSessionRequest,
+            _: &ClientHandle,
+        ) -> acp_runtime::Result<NewSessionResponse> {
+            // Applies the values it knows, ignores the rest.
+            let mut options = vec![model_option("fast")];
+            for initial in request.config_options.unwrap_or_default() {
+                let InitialSessionConfigOptionKind::ValueId(value) = initial.kind else {
+                    continue;
+                };
+                let set = SetSessionConfigOptionRequest::new("-", initial.config_id, value.value);
+                options = acp_runtime::agent::apply_config_value(options, &set);
+            }
+            Ok(NewSessionResponse::new(agent::new_session_id()).with_config_options(options))
+        }
+        async fn prompt(
+            &self,
+            _: PromptRequest,
+            turn: Turn,
+        ) -> acp_runtime::Result<PromptResponse> {
+            let mut cursor = CursorUpdate::new("c1");
+            cursor.anchor = Some(CursorAnchor::AgentMessage(CursorMessageAnchor::new(
+                "m1",
+                CursorAnchorPosition::After,
+            )));
+            cursor.capabilities =
+                Patch::Set(CursorCapabilities::new().with_fork(CursorForkCapabilities::new()));
+            turn.cursor_update(cursor).await?;
+            turn.prompt_suggestions(vec![PromptSuggestion::new(vec!["Go on".into()])])
+                .await?;
+            Ok(StopReason::EndTurn.into())
+        }
+        async fn fork_session(
+            &self,
+            request: ForkSessionRequest,
+            _: SessionClient,
+        ) -> acp_runtime::Result<ForkSessionResponse> {
+            let at = request.cursor_id.map(|c| c.to_string()).unwrap_or_default();
+            self.0.lock().unwrap().push(format!("fork at {at}"));
+            Ok(ForkSessionResponse::new(agent::new_session_id()))
+        }
+    }
+
+    smol::block_on(within("end to end", async {
+        let picker = Picker::default();
+        let log = picker.0.clone();
+        let (client_end, agent_end) =
+            acp_jsonrpc::memory::pair(acp_jsonrpc::memory::DEFAULT_PIPE_CAPACITY);
+        let (_client, agent_driver) = agent::serve(
+            picker,
+            agent_end.reader,
+            agent_end.writer,
+            agent::AgentOptions::default(),
+        );
+        smol::spawn(agent_driver).detach();
+        let capabilities = json!({"session": {"cursors": {}, "promptSuggestions": {}}});
+        let options = ClientOptions::default()
+            .with_capabilities(serde_json::from_value(capabilities).unwrap());
+        let (agent, driver) =
+            client::connect(AutoAllow, client_end.reader, client_end.writer, options);
+        smol::spawn(driver).detach();
+        agent.initialize().await.unwrap();
+        let dir = std::env::temp_dir();
+
+        let pickers = agent.session_options(&dir).await.unwrap();
+        assert_eq!(pickers.config_options.unwrap()[0].id.as_str(), "model");
+        let chosen: Vec<InitialSessionConfigOption> = serde_json::from_value(json!([
+            {"configId": "model", "value": "smart"},
+            {"configId": "unknown", "value": "x"},
+        ]))
+        .unwrap();
+        let request = NewSessionRequest::new(dir.to_string_lossy(), Vec::<McpServer>::new())
+            .with_config_options(chosen);
+        let session = agent.new_session_with(request).await.unwrap();
+        let model = &session.config_options().unwrap()[0];
+        assert!(
+            matches!(&model.kind, SessionConfigOptionKind::Select(s) if s.current_value.as_str() == "smart"),
+            "{model:?}"
+        );
+
+        session
+            .prompt(vec!["hi".into()])
+            .await
+            .unwrap()
+            .end()
+            .await
+            .unwrap();
+        assert!(session.cursor(&"c1".into()).unwrap().can_fork());
+        assert_eq!(
+            session.prompt_suggestions()[0].prompt[0].as_text(),
+            Some("Go on")
+        );
+        let fork = session.fork_at("c1").await.unwrap();
+        assert_ne!(fork.id(), session.id());
+        assert_eq!(*log.lock().unwrap(), ["options, 0 open", "fork at c1"]);
+    }));
+}
