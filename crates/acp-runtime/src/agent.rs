@@ -72,6 +72,7 @@ mod plan;
 mod session;
 mod state;
 mod terminal;
+mod unstable;
 
 use dispatch::AgentDispatch;
 pub use handler::Agent;

@@ -63,8 +63,12 @@ mod traffic;
     feature = "unstable-providers",
     feature = "unstable-auth-status",
     feature = "unstable-mcp-over-acp",
+    feature = "unstable-session-options",
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions",
 ))]
 mod unstable;
+mod unstable_state;
 mod updates;
 
 pub use connect::connect;
@@ -76,6 +80,8 @@ pub use spawned::{run_spawned, spawn};
 pub use state::ToolCallState;
 pub use tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 pub use traffic::PrintTraffic;
+#[cfg(feature = "unstable-session-cursors")]
+pub use unstable_state::{CURSOR_BUDGET, SessionCursor};
 pub use updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
 
 pub use crate::rules::{

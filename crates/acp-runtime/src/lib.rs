@@ -94,6 +94,11 @@
 //! | `unstable-auth-status` | `auth/status`, `auth/status_update` | `Agent::auth_status`; `ClientHandle::notify` | `AgentHandle::auth_status`; `Client::auth_status_update` | `auth.status` | `tests/unstable.rs` |
 //! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
 //! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | [`proxy`]: `Proxy::builder` hooks, `serve` | [`conductor`]: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
+//! | `unstable-session-options` | `session/options`; `configOptions` on `session/new`, `load`, `resume`, `fork` | `Agent::session_options` (gets no session: it opens none and sends no update); initial config options reach the setup hooks, only a repeated `configId` is refused (`-32602`), unknown ids and values are the agent's to ignore | `AgentHandle::session_options`, `session_options_with`; `configOptions` on the setup requests (refused locally without `sessionCapabilities.options`, booleans without the client's own `session.configOptions.boolean`, a repeated id) | `sessionCapabilities.options` | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
+//! | `unstable-session-cursors` | `cursor_update` update; `cursorId` on `session/fork` (with `unstable-session-fork`) | `SessionClient::cursor_update` (a first update without `anchor`, or a moved anchor, is refused locally), `cursor_can_fork`; a fork at a cursor not announced or not forkable is answered `-32602` before `Agent::fork_session` | `Session::cursors`, `cursor` (`client::SessionCursor`: the first anchor kept, breaches reported), `Session::fork_at` (refused locally for a cursor not announced or not forkable) | client's `session.cursors` | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
+//! | `unstable-prompt-suggestions` | `prompt_suggestions_update` update | `SessionClient::prompt_suggestions` (content both sides take, no blank prompt; skipped by `SessionClient::replay`) | `Session::prompt_suggestions` (the current list, replaced by each update) | client's `session.promptSuggestions` (`image`, `audio`, `embeddedContext`) | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
+//! | `unstable-end-turn-usage` | `usage` on the `session/prompt` answer | `PromptResponse::with_usage` (kept on a cancelled turn's answer) | `PromptTurn::end`'s `usage` | — | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
+//! | `unstable-speed-config-category` | the `speed` config option category | types only | types only | — | `tests/unstable_client.rs` |
 //! | `unstable-models` (seed-era, turns on `acp-types/models` only) | `session/set_model`, `models` in session answers | `Agent::set_model`; `ClientHandle::offer_models`, `SessionClient::offer_models` | `Session::models`, `Session::set_model` (refused with [`Error::Invalid`] for a model the session did not advertise) | the session's `models` | `tests/models.rs` |
 //!
 //! An update kind the client did not advertise is refused by the agent's runtime before it
@@ -113,6 +118,13 @@
 //!
 //! `PromptResponse.usage` and the other unstable payloads are fields of [`acp_types`]'
 //! unstable types.
+//!
+//! Lenient in what it accepts: no rule looks at a config option's `category` (the `speed`
+//! category passes like any other, and an unknown one decodes too) nor at an auth account's
+//! `description` (on `auth/status` answers, feature `unstable-auth-status`); the agent's
+//! runtime never refuses an initial config option it does not know (the spec: the agent
+//! ignores it), and the client's runtime keeps every cursor and suggestion update it gets,
+//! reporting the ones that break a rule.
 //!
 //! # Models and config options
 //!

@@ -26,6 +26,7 @@
 //! | [`session_update`] (notices, compaction, `plan_update`/`plan_removed`, subagents, session messages, `session` tool call content), [`offered_config_options`] | (outgoing) updates, session answers | (incoming) reported |
 //! | [`extension_method`] | (outgoing) `_` methods | `_` methods |
 //! | [`unknown_session`], [`decode_error`] | answers | answers |
+//! | schema 1.20's unstable items | see [`unstable`] | |
 //!
 //! A message that quotes the peer's input (a path, an id, a name) quotes an
 //! [`excerpt`] of it: an error must not echo megabytes back.
@@ -36,6 +37,8 @@ use acp_jsonrpc::{ErrorCode, ResponseError, excerpt};
 use acp_types::*;
 
 use crate::error::{Error, codes};
+
+pub(crate) mod unstable;
 
 /// Protocol versions this runtime speaks, oldest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = &[1];
@@ -202,6 +205,8 @@ pub(crate) fn agent_method(method: &str, caps: &AgentCapabilities) -> Rule {
         "auth/status" if caps.auth.status.is_none() => "auth.status",
         #[cfg(feature = "unstable-mcp-over-acp")]
         "mcp/message" if !caps.mcp_capabilities.acp => "mcpCapabilities.acp",
+        #[cfg(feature = "unstable-session-options")]
+        "session/options" if sessions.options.is_none() => "sessionCapabilities.options",
         _ => return Ok(()),
     };
     Err(Breach::UnadvertisedMethod {
@@ -571,7 +576,7 @@ pub(crate) fn update_needs_capability(update: &SessionUpdate) -> bool {
         | SessionUpdate::SessionMessageChunk(_) => true,
         SessionUpdate::ToolCall(call) => references_a_session(call.content.as_deref()),
         SessionUpdate::ToolCallUpdate(update) => references_a_session(update.content.as_deref()),
-        _ => false,
+        _ => unstable::update_needs_capability(update),
     }
 }
 

@@ -143,6 +143,8 @@ impl<A: Agent> AgentDispatch<A> {
                     request.system_prompt.as_ref(),
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
                 let response = self.agent.new_session(request, &client).await?;
                 let advertised = (&response.modes, &response.config_options);
                 self.register_new(&response.session_id, entry, advertised, &client_caps)?;
@@ -157,6 +159,8 @@ impl<A: Agent> AgentDispatch<A> {
                     request.system_prompt.as_ref(),
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -175,6 +179,8 @@ impl<A: Agent> AgentDispatch<A> {
                     request.system_prompt.as_ref(),
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -236,7 +242,7 @@ impl<A: Agent> AgentDispatch<A> {
                 if cancel.is_fired() {
                     // The spec: a cancelled turn answers `cancelled`, never an error caused by
                     // the abort.
-                    return raw(PromptResponse::new(StopReason::Cancelled));
+                    return raw(super::unstable::cancelled(&result));
                 }
                 raw(result?)
             }
@@ -288,6 +294,10 @@ impl<A: Agent> AgentDispatch<A> {
                     request.system_prompt.as_ref(),
                     &caps,
                 )?;
+                #[cfg(feature = "unstable-session-options")]
+                super::unstable::initial_options(&request.config_options)?;
+                #[cfg(feature = "unstable-session-cursors")]
+                self.check_fork_cursor(&request)?;
                 let source = self.session(&request.session_id);
                 let response = self.agent.fork_session(request, source).await?;
                 let advertised = (&response.modes, &response.config_options);
@@ -329,6 +339,11 @@ impl<A: Agent> AgentDispatch<A> {
             #[cfg(feature = "unstable-auth-status")]
             ClientRequest::AuthStatus(request) => {
                 raw(self.agent.auth_status(request, &client).await?)
+            }
+            #[cfg(feature = "unstable-session-options")]
+            ClientRequest::SessionOptions(request) => {
+                self.session_options(request, &client, &caps, &client_caps)
+                    .await
             }
             ClientRequest::Extension(call) => raw_json(self.agent.ext_method(call, &client).await?),
             other => Err(Error::method_not_found(other.method())),
@@ -379,7 +394,7 @@ impl<A: Agent> AgentDispatch<A> {
             let (modes, options) = response.advertised();
             offered(options, client_caps)?;
             self.state
-                .replace(id.clone(), entry.advertised(modes.clone(), options.clone()));
+                .settle(id.clone(), entry.advertised(modes.clone(), options.clone()));
             Ok(response)
         });
         if checked.is_err() {

@@ -289,6 +289,34 @@ pub trait Agent: Send + Sync + 'static {
         async {}
     }
 
+    /// Answers `session/options` (feature `unstable-session-options`, needs
+    /// `sessionCapabilities.options`): the modes and config options a session would start
+    /// with in `request.cwd`, or, with `sessionId`, what `session/load` or `session/resume`
+    /// of that session would answer (a session this agent does not know: `-32002`, see
+    /// [`Error::resource_not_found`]).
+    ///
+    /// The runtime has checked that the directories are absolute and that a `sessionId` comes
+    /// only when this agent advertises `loadSession` or `sessionCapabilities.resume`, and
+    /// checks the answer like a session's (a boolean option needs the client's
+    /// `session.configOptions.boolean`). It registers no session, and the hook gets no
+    /// session handle: the method MUST NOT create, resume or change a session, nor send
+    /// `session/update`.
+    ///
+    /// Advertising `sessionCapabilities.options` also says that setup requests (`session/new`,
+    /// `load`, `resume`, `fork`) may carry `configOptions`, initial values applied in order as
+    /// if set with `session/set_config_option`. The runtime refuses only a `configId` named
+    /// twice (`-32602`); an unknown id, a value of the wrong type or one not allowed reaches
+    /// the hook, which MUST ignore it, not refuse the request.
+    #[cfg(feature = "unstable-session-options")]
+    fn session_options(
+        &self,
+        request: SessionOptionsRequest,
+        client: &ClientHandle,
+    ) -> impl Future<Output = Result<SessionOptionsResponse>> + Send {
+        let _ = (request, client);
+        async { Err(Error::method_not_found("session/options")) }
+    }
+
     /// Switches the session's model (feature `unstable-models`; the seed-era
     /// `session/set_model`). Reached only for a model the session offered (see
     /// [`ClientHandle::offer_models`]); the runtime records it as current when this succeeds.

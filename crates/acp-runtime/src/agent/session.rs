@@ -131,6 +131,7 @@ impl ClientHandle {
             self.state
                 .negotiated(|n| rules::session_update(update, &n.client_capabilities))
                 .unwrap_or(Ok(()))
+                .and_then(|()| self.unstable_update(session_id, update))
         } else {
             Ok(())
         };
@@ -347,9 +348,10 @@ impl SessionClient {
         self.update(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
     }
 
-    /// Replays recorded history, in order (for `session/load`).
+    /// Replays recorded history, in order (for `session/load`). Prompt suggestions (feature
+    /// `unstable-prompt-suggestions`) are not history and are skipped.
     pub async fn replay(&self, history: impl IntoIterator<Item = SessionUpdate>) -> Result<()> {
-        for update in history {
+        for update in history.into_iter().filter(super::unstable::replayed) {
             self.update(update).await?;
         }
         Ok(())

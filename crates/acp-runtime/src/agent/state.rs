@@ -60,6 +60,9 @@ pub(super) struct SessionEntry {
     pub(super) turn: Option<Signal>,
     /// What the entry keeps, in bytes, against [`AgentOptions::with_session_budget`].
     cost: usize,
+    /// The cursors the agent announced for the session (feature `unstable-session-cursors`).
+    #[cfg(feature = "unstable-session-cursors")]
+    pub(super) cursors: HashMap<CursorId, super::unstable::AnnouncedCursor>,
 }
 
 /// What an entry costs beside its directories and servers: the map's entry, the id, the
@@ -136,6 +139,8 @@ impl SessionEntry {
             system_prompt: system_prompt.cloned(),
             plans: Vec::new(),
             turn: None,
+            #[cfg(feature = "unstable-session-cursors")]
+            cursors: HashMap::new(),
         }
     }
 
@@ -228,6 +233,21 @@ impl AgentState {
             Some(entry) => f(entry),
             None => Err(rules::unknown_session(id)),
         }
+    }
+
+    /// Puts `entry` in the registry in place of the one a `session/load` or `session/resume`
+    /// ran with, keeping what the runtime recorded meanwhile (the cursors a replay announced).
+    pub(super) fn settle(&self, id: SessionId, entry: SessionEntry) {
+        let mut sessions = self.sessions.lock().unwrap();
+        #[cfg(feature = "unstable-session-cursors")]
+        let entry = {
+            let mut entry = entry;
+            if let Some(current) = sessions.get_mut(&id) {
+                entry.cursors = std::mem::take(&mut current.cursors);
+            }
+            entry
+        };
+        sessions.insert(id, entry);
     }
 
     /// Reads the session's entry, if the session is known.

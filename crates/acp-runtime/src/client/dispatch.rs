@@ -314,7 +314,9 @@ impl<C: Client> ClientDispatch<C> {
             return;
         }
         let caps = &self.state.options.capabilities;
-        if let Err(breach) = rules::session_update(&update.update, caps) {
+        let checked = rules::session_update(&update.update, caps)
+            .and_then(|()| super::unstable_state::check_update(&self.state, update));
+        if let Err(breach) = checked {
             notification
                 .connection()
                 .report(acp_jsonrpc::Problem::PeerBrokeRule {

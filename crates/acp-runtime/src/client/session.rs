@@ -67,6 +67,8 @@ impl AgentHandle {
             &request.mcp_servers,
             request.system_prompt.as_ref(),
         )?;
+        #[cfg(feature = "unstable-session-options")]
+        self.check_initial_options(request.config_options.as_deref())?;
         let opening = self.state.begin_opening();
         let (response, answer): (NewSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
@@ -95,6 +97,8 @@ impl AgentHandle {
             &request.mcp_servers,
             request.system_prompt.as_ref(),
         )?;
+        #[cfg(feature = "unstable-session-options")]
+        self.check_initial_options(request.config_options.as_deref())?;
         let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
         self.reopen(&request, &request.session_id, cwd, dirs, |r| {
             (r.modes.clone(), r.config_options.clone())
@@ -113,6 +117,8 @@ impl AgentHandle {
             request.mcp_servers.as_deref().unwrap_or_default(),
             request.system_prompt.as_ref(),
         )?;
+        #[cfg(feature = "unstable-session-options")]
+        self.check_initial_options(request.config_options.as_deref())?;
         let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
         self.reopen(&request, &request.session_id, cwd, dirs, |r| {
             (r.modes.clone(), r.config_options.clone())
@@ -231,6 +237,7 @@ impl AgentHandle {
             modes: Mutex::new(modes),
             config_options: Mutex::new(config_options),
             answer: Mutex::new(None),
+            unstable: Default::default(),
             #[cfg(feature = "unstable-models")]
             current_model: Mutex::new(None),
         });

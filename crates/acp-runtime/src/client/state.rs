@@ -9,6 +9,7 @@ use acp_types::*;
 
 use super::options::ClientOptions;
 use super::tool_calls::ToolCalls;
+use super::unstable_state::UnstableState;
 use super::updates::{Routes, UpdateQueue};
 use crate::host::FsRoots;
 use crate::signal::Signal;
@@ -60,6 +61,8 @@ pub(super) struct SessionShared {
     pub(super) config_options: Mutex<Option<Vec<SessionConfigOption>>>,
     /// The answer that opened the session, as the agent sent it.
     pub(super) answer: Mutex<Option<Box<serde_json::value::RawValue>>>,
+    /// The cursors and prompt suggestions of the unstable features.
+    pub(super) unstable: UnstableState,
     /// The model set with `set_model` since the answer.
     #[cfg(feature = "unstable-models")]
     /// The model set since the answer that opened the session (`Session::set_model`).
@@ -106,7 +109,7 @@ impl SessionShared {
             SessionUpdate::ConfigOptionUpdate(options) => {
                 *self.config_options.lock().unwrap() = Some(options.config_options.clone());
             }
-            _ => {}
+            _ => self.unstable.track(update),
         }
     }
 }

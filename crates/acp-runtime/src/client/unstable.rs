@@ -8,6 +8,7 @@ use std::path::Path;
 
 use acp_types::*;
 
+#[allow(unused_imports, reason = "not used by the update-only features")]
 use super::handle::AgentHandle;
 #[cfg(feature = "unstable-session-fork")]
 use super::session::Opened;
@@ -16,9 +17,22 @@ use super::session::Opened;
     feature = "unstable-session-archive",
     feature = "unstable-session-status",
     feature = "unstable-session-title",
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions",
 ))]
 use super::session::Session;
+#[cfg(feature = "unstable-session-cursors")]
+use super::unstable_state::SessionCursor;
+#[allow(unused_imports, reason = "not used by the update-only features")]
 use crate::error::Result;
+#[cfg(any(
+    feature = "unstable-session-options",
+    all(
+        feature = "unstable-session-cursors",
+        feature = "unstable-session-fork"
+    )
+))]
+use crate::rules;
 
 #[cfg(feature = "unstable-session-fork")]
 impl AgentHandle {
@@ -33,6 +47,10 @@ impl AgentHandle {
             &servers,
             request.system_prompt.as_ref(),
         )?;
+        #[cfg(feature = "unstable-session-options")]
+        self.check_initial_options(request.config_options.as_deref())?;
+        #[cfg(feature = "unstable-session-cursors")]
+        self.check_fork_cursor(&request)?;
         let opening = self.state.begin_opening();
         let (response, answer): (ForkSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
@@ -176,5 +194,141 @@ impl AgentHandle {
     pub async fn mcp_message(&self, message: MessageMcpNotification) -> Result<()> {
         self.check_agent_method("mcp/message")?;
         self.notify(&message).await
+    }
+}
+
+#[cfg(feature = "unstable-session-options")]
+impl AgentHandle {
+    /// The modes and config options a new session in `cwd` (absolute) would start with
+    /// (`session/options`, needs `sessionCapabilities.options`), without opening one: the
+    /// pickers to show before the first prompt. Set the chosen values on the setup request
+    /// with `configOptions` ([`new_session_with`](Self::new_session_with)).
+    ///
+    /// ```no_run
+    /// # async fn example(agent: acp_runtime::client::AgentHandle) -> acp_runtime::Result<()> {
+    /// let options = agent.session_options("/home/me/project").await?;
+    /// for option in options.config_options.unwrap_or_default() {
+    ///     println!("{}: {:?}", option.name, option.kind);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn session_options(
+        &self,
+        cwd: impl AsRef<std::path::Path>,
+    ) -> Result<SessionOptionsResponse> {
+        let cwd = cwd.as_ref().to_string_lossy().into_owned();
+        self.session_options_with(SessionOptionsRequest::new(cwd))
+            .await
+    }
+
+    /// `session/options` from a full request: with `additionalDirectories`, or with a
+    /// `sessionId` for what loading or resuming that session would answer (only to an agent
+    /// that advertises `loadSession` or `sessionCapabilities.resume`, else refused locally).
+    /// An answer that offers what this client cannot take is still returned, and reported.
+    pub async fn session_options_with(
+        &self,
+        request: SessionOptionsRequest,
+    ) -> Result<SessionOptionsResponse> {
+        let caps = self.initialized("session/options")?.agent_capabilities;
+        rules::agent_method("session/options", &caps).map_err(rules::Breach::refused)?;
+        rules::unstable::session_options(&request, &caps).map_err(rules::Breach::refused)?;
+        let response: SessionOptionsResponse = self.request(&request).await?;
+        self.check_offered("session/options", response.config_options.as_deref());
+        Ok(response)
+    }
+
+    /// A setup request's `configOptions`: only to an agent that advertises
+    /// `sessionCapabilities.options`, booleans only when this client advertises
+    /// `session.configOptions.boolean`, each id once.
+    pub(super) fn check_initial_options(
+        &self,
+        options: Option<&[InitialSessionConfigOption]>,
+    ) -> Result<()> {
+        if options.is_none_or(<[_]>::is_empty) {
+            return Ok(());
+        }
+        let caps = self.initialized("session/new")?.agent_capabilities;
+        rules::unstable::initial_config_options(options, &caps, &self.state.options.capabilities)
+            .map_err(rules::Breach::refused)
+    }
+}
+
+#[cfg(feature = "unstable-session-cursors")]
+impl Session {
+    /// The cursors the agent announced in this session (feature `unstable-session-cursors`;
+    /// the client must advertise `session.cursors`), in the order announced, with their
+    /// anchors and what they offer now. A cursor's anchor is the one its first update set.
+    pub fn cursors(&self) -> Vec<SessionCursor> {
+        self.shared.unstable.cursors.lock().unwrap().all()
+    }
+
+    /// One cursor of this session, if the agent announced it.
+    pub fn cursor(&self, id: &CursorId) -> Option<SessionCursor> {
+        self.shared
+            .unstable
+            .cursors
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+    }
+}
+
+#[cfg(all(
+    feature = "unstable-session-cursors",
+    feature = "unstable-session-fork"
+))]
+impl Session {
+    /// Forks this session at one of its cursors (`session/fork` with `cursorId`): the new
+    /// session's history is this one's before the cursor. The cursor must be one the agent
+    /// announced here and that offers `capabilities.fork` now
+    /// ([`SessionCursor::can_fork`]); any other is refused locally with
+    /// [`Error::Invalid`](crate::Error::Invalid) and nothing is sent.
+    pub async fn fork_at(&self, cursor: impl Into<CursorId>) -> Result<Session> {
+        let cwd = path_string(self.cwd());
+        let request = ForkSessionRequest::new(self.id().clone(), cwd).with_cursor_id(cursor);
+        self.agent.fork_session(request).await
+    }
+}
+
+#[cfg(all(
+    feature = "unstable-session-cursors",
+    feature = "unstable-session-fork"
+))]
+impl AgentHandle {
+    /// A fork at a cursor names one the source session, open here, announced as forkable.
+    fn check_fork_cursor(&self, request: &ForkSessionRequest) -> Result<()> {
+        let Some(cursor) = &request.cursor_id else {
+            return Ok(());
+        };
+        let session = self
+            .state
+            .routes
+            .lock()
+            .unwrap()
+            .get(&request.session_id)
+            .cloned();
+        let forkable = session.and_then(|session| {
+            let cursors = session.unstable.cursors.lock().unwrap();
+            cursors.get(cursor).map(SessionCursor::can_fork)
+        });
+        rules::unstable::fork_cursor(&request.session_id, cursor, forkable)
+            .map_err(rules::Breach::refused)
+    }
+}
+
+#[cfg(feature = "unstable-prompt-suggestions")]
+impl Session {
+    /// The prompts the agent suggests the user send next, most likely first (feature
+    /// `unstable-prompt-suggestions`; the client must advertise `session.promptSuggestions`).
+    /// Each `prompt_suggestions_update` replaces the list; a session starts with none. A
+    /// suggestion's content can be sent as it is with [`Session::prompt`].
+    pub fn prompt_suggestions(&self) -> Vec<PromptSuggestion> {
+        self.shared
+            .unstable
+            .prompt_suggestions
+            .lock()
+            .unwrap()
+            .clone()
     }
 }
