@@ -57,7 +57,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(schema_file) = schema_file {
         let text = std::fs::read_to_string(&schema_file)
             .map_err(|e| format!("reading {}: {e}", schema_file.display()))?;
-        let code = generate(&text, &schema_file.display().to_string())?;
+        let model = lower(&text)?;
+        eprint!("{}", ignored_note(&model));
+        let code = reformat(&emit::emit(&model, &schema_file.display().to_string()))?;
         let out = out_file.ok_or("--schema needs --out FILE too")?;
         return ensure_file_contents(&out, &code, mode).map(drop);
     }
@@ -91,6 +93,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             });
         }
         let model = lower(&text)?;
+        eprint!("{}", ignored_note(&model));
         let code = reformat(&emit::emit(&model, &description))?;
         if ensure_file_contents(&types_path, &code, mode)? {
             changed.push(types_file.to_string());
@@ -117,7 +120,26 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Schema text → formatted Rust source.
+/// What the generator says about the keywords of `model`'s schema that carry meaning it does
+/// not generate (see [`model::keywords`]); empty when there are none.
+pub fn ignored_note(model: &model::Model) -> String {
+    let mut out = String::new();
+    for (keyword, count) in &model.ignored {
+        if let Some(model::keywords::Treatment::Ignored {
+            announce: true,
+            why,
+        }) = model::keywords::treatment(keyword)
+        {
+            out.push_str(&format!(
+                "note: the schema uses `{keyword}` ({count}x), which the generator ignores: {why}\n"
+            ));
+        }
+    }
+    out
+}
+
+/// Schema text → formatted Rust source (the tests' shortcut).
+#[cfg(test)]
 pub fn generate(schema_text: &str, source_description: &str) -> Result<String, String> {
     reformat(&emit::emit(&lower(schema_text)?, source_description))
 }
