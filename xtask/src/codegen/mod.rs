@@ -12,6 +12,8 @@ pub mod json;
 pub mod model;
 pub mod models;
 pub mod report;
+#[cfg(test)]
+mod schema_move;
 pub mod source;
 pub mod strategies;
 
