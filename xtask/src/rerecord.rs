@@ -4,12 +4,14 @@
 //! 1. The transcript fixtures (`fixtures/transcripts/*.jsonl`), through acp-test's ignored
 //!    `regenerate_fixtures` test.
 //! 2. The insta file snapshots of the crates that depend on the schema, by running their tests
-//!    with `INSTA_UPDATE=always` (insta then writes each changed snapshot in place and passes).
-//!    `--no-fail-fast`, so that one failing test binary does not keep the others' snapshots
-//!    old.
-//! 3. The doctests are run last, only to name those that fail: their snapshots are inline (in
-//!    docs/testing.md, the READMEs and the crate docs), which insta cannot update inside a
-//!    doctest, so they are updated by hand.
+//!    with `INSTA_UPDATE=always` (insta then writes each changed snapshot in place and passes),
+//!    once per feature set CI tests them with ([`FEATURE_SETS`]: the default features, and
+//!    acp-runtime's `unstable`, under which acp-types is generated from the unstable schema and
+//!    records `@unstable` snapshots of its own). `--no-fail-fast`, so that one failing test
+//!    binary does not keep the others' snapshots old.
+//! 3. The doctests are run last, in each feature set, only to name those that fail: their
+//!    snapshots are inline (in docs/testing.md, the READMEs and the crate docs), which insta
+//!    cannot update inside a doctest, so they are updated by hand.
 
 use crate::project_root;
 use std::path::Path;
@@ -24,14 +26,17 @@ codegen` (or any deliberate change of what goes on the wire):
   1. fixtures/transcripts/*.jsonl: acp-test's ignored test `regenerate_fixtures` (cargo test
      -p acp-types -p acp-test -p acp-runtime --test fixtures -- --ignored --exact
      regenerate_fixtures)
-  2. the insta snapshots (tests/snapshots/) of acp-types, acp-test and acp-runtime:
+  2. the insta snapshots (tests/snapshots/) of acp-types, acp-test and acp-runtime, in every
+     feature set CI tests them with (.ci/run):
      INSTA_UPDATE=always cargo test --no-fail-fast -p acp-types -p acp-test -p acp-runtime
      --lib --bins --test ... (every test target but acp-runtime's `hostile`, a stress test
-     of minutes that records nothing)
+     of minutes that records nothing), then the same for acp-types and acp-runtime with
+     --features acp-runtime/unstable (the unstable schema's snapshots, `@unstable` ones)
 
-  3. the doctests of those crates, only to name the ones that fail: their transcripts are
-     inline (docs/testing.md, the READMEs, the crate docs), which insta cannot rewrite in a
-     doctest; `cargo test --doc -p CRATE` shows the new text, to paste in by hand
+  3. the doctests of those crates in both feature sets, only to name the ones that fail:
+     their transcripts are inline (docs/testing.md, the READMEs, the crate docs), which insta
+     cannot rewrite in a doctest; `cargo test --doc -p CRATE` shows the new text, to paste in
+     by hand
 
 Fails when a test still fails once everything is re-recorded (a failure that is not a
 snapshot: look at it). Review everything with `git diff`.
@@ -44,6 +49,51 @@ Options:
 
 /// The crates whose tests snapshot what the generated types put on the wire.
 pub const SNAPSHOT_CRATES: &[&str] = &["acp-types", "acp-test", "acp-runtime"];
+
+/// A feature set CI tests [`SNAPSHOT_CRATES`] (or some of them) with.
+#[derive(Debug)]
+pub struct FeatureSet {
+    /// How the output names it.
+    pub label: &'static str,
+    /// The crates tested with it.
+    pub crates: &'static [&'static str],
+    /// `--features` (empty: the default features).
+    pub features: &'static [&'static str],
+}
+
+/// Every feature set `.ci/run` tests the snapshot crates with; rerecord and
+/// simulate-schema-update run each (`ci_feature_sets_are_all_rerecorded` keeps this in step
+/// with `.ci/run`).
+pub const FEATURE_SETS: &[FeatureSet] = &[
+    FeatureSet {
+        label: "default features",
+        crates: SNAPSHOT_CRATES,
+        features: &[],
+    },
+    // acp-types generated from the unstable schema: its `unstable_types` wire snapshot and
+    // acp-runtime's `@unstable` transcripts. acp-test is left out as CI leaves it out: its
+    // recorded transcripts pin the stable schema's wire form.
+    FeatureSet {
+        label: "--features acp-runtime/unstable",
+        crates: &["acp-types", "acp-runtime"],
+        features: &["acp-runtime/unstable"],
+    },
+];
+
+impl FeatureSet {
+    /// `-p` each crate, and `--features` if any.
+    fn package_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = self
+            .crates
+            .iter()
+            .flat_map(|krate| ["-p".to_owned(), (*krate).to_owned()])
+            .collect();
+        if !self.features.is_empty() {
+            args.extend(["--features".to_owned(), self.features.join(",")]);
+        }
+        args
+    }
+}
 
 pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
@@ -69,24 +119,35 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "regenerate_fixtures",
     ]);
     let fixtures = step("re-recording fixtures/transcripts/", fixtures)?;
-    let mut snapshots = cargo(&["test", "--no-fail-fast"]);
-    snapshots
-        .args(test_selection(&project_root())?)
-        .env("INSTA_UPDATE", "always");
-    let snapshots = step(
-        &format!(
-            "re-recording the insta snapshots of {}",
-            SNAPSHOT_CRATES.join(", ")
-        ),
-        snapshots,
-    );
-    let snapshots = snapshots.map_err(|e| {
-        format!(
-            "{e}\nthe snapshots were re-recorded, but the tests above fail for another reason \
-             (not a file snapshot): look at them"
-        )
-    })?;
-    let doctests = failing_doctests()?;
+    let mut snapshots = std::time::Duration::ZERO;
+    for set in FEATURE_SETS {
+        let mut command = cargo(&["test", "--no-fail-fast"]);
+        command
+            .args(test_selection(&project_root(), set)?)
+            .env("INSTA_UPDATE", "always");
+        let took = step(
+            &format!(
+                "re-recording the insta snapshots of {} ({})",
+                set.crates.join(", "),
+                set.label
+            ),
+            command,
+        );
+        snapshots += took.map_err(|e| {
+            format!(
+                "{e}\nthe snapshots were re-recorded, but the tests above fail for another \
+                 reason (not a file snapshot): look at them"
+            )
+        })?;
+    }
+    let mut doctests = Vec::new();
+    for set in FEATURE_SETS {
+        doctests.extend(
+            failing_doctests(set)?
+                .into_iter()
+                .map(|name| format!("{name} ({})", set.label)),
+        );
+    }
     println!(
         "rerecord: done ({fixtures:.0?} fixtures, {snapshots:.0?} snapshots). Review with `git diff`."
     );
@@ -104,14 +165,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The doctests of [`SNAPSHOT_CRATES`] that fail, as cargo names them. Their output is kept
+/// The doctests of the crates of `set` that fail, as cargo names them. Their output is kept
 /// out of the way: this only points at them.
-fn failing_doctests() -> Result<Vec<String>, String> {
+fn failing_doctests(set: &FeatureSet) -> Result<Vec<String>, String> {
     let mut doctests = cargo(&["test", "--doc", "--no-fail-fast"]);
-    for krate in SNAPSHOT_CRATES {
-        doctests.args(["-p", krate]);
-    }
-    eprintln!("==> running the doctests, which are updated by hand");
+    doctests.args(set.package_args());
+    eprintln!(
+        "==> running the doctests ({}), which are updated by hand",
+        set.label
+    );
     let output = doctests
         .output()
         .map_err(|e| format!("running the doctests: {e}"))?;
@@ -134,10 +196,10 @@ fn failing_doctests() -> Result<Vec<String>, String> {
 /// agents against the client for minutes, with timers that a loaded machine stretches.
 const SKIPPED_TESTS: &[&str] = &["hostile"];
 
-/// The `cargo test` arguments that select the tests of [`SNAPSHOT_CRATES`] in `workspace`: `-p` each, their
-/// libraries and binaries, and each test target but [`SKIPPED_TESTS`] (listed by
-/// `cargo metadata`, since cargo has no option to leave one out).
-pub fn test_selection(workspace: &Path) -> Result<Vec<String>, String> {
+/// The `cargo test` arguments that select the tests of the crates of `set` in `workspace`: `-p`
+/// each, its features, their libraries and binaries, and each test target but
+/// [`SKIPPED_TESTS`] (listed by `cargo metadata`, since cargo has no option to leave one out).
+pub fn test_selection(workspace: &Path, set: &FeatureSet) -> Result<Vec<String>, String> {
     let output = cargo(&["metadata", "--no-deps", "--format-version", "1"])
         .current_dir(workspace)
         .output()
@@ -150,35 +212,76 @@ pub fn test_selection(workspace: &Path) -> Result<Vec<String>, String> {
     }
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| format!("reading cargo metadata: {e}"))?;
-    let mut args = Vec::new();
+    let mut found = 0;
     let mut tests = std::collections::BTreeSet::new();
     for package in metadata["packages"].as_array().into_iter().flatten() {
         let name = package["name"].as_str().unwrap_or_default();
-        if !SNAPSHOT_CRATES.contains(&name) {
+        if !set.crates.contains(&name) {
             continue;
         }
-        args.extend(["-p".to_owned(), name.to_owned()]);
+        found += 1;
+        let enabled = enabled_features(package, set);
         for target in package["targets"].as_array().into_iter().flatten() {
             let is_test = target["kind"]
                 .as_array()
                 .is_some_and(|kinds| kinds.iter().any(|k| k == "test"));
             let target_name = target["name"].as_str().unwrap_or_default();
-            if is_test && !SKIPPED_TESTS.contains(&target_name) {
+            // A target whose `required-features` the set does not turn on is not built in it
+            // (none of the snapshot crates' tests has any today; their examples do).
+            let buildable = target["required-features"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str())
+                .all(|f| enabled.contains(f));
+            if is_test && buildable && !SKIPPED_TESTS.contains(&target_name) {
                 tests.insert(target_name.to_owned());
             }
         }
     }
-    if args.len() != 2 * SNAPSHOT_CRATES.len() {
+    if found != set.crates.len() {
         return Err(format!(
-            "cargo metadata lists {} of the crates {SNAPSHOT_CRATES:?}",
-            args.len() / 2
+            "cargo metadata lists {found} of the crates {:?}",
+            set.crates
         ));
     }
+    let mut args = set.package_args();
     args.extend(["--lib".to_owned(), "--bins".to_owned()]);
     for test in tests {
         args.extend(["--test".to_owned(), test]);
     }
     Ok(args)
+}
+
+/// The features of `package` (a `cargo metadata` package) that `set` turns on: `default`, the
+/// ones `set` names for it (`acp-runtime/unstable`), and the features those enable in turn.
+fn enabled_features(
+    package: &serde_json::Value,
+    set: &FeatureSet,
+) -> std::collections::BTreeSet<String> {
+    let name = package["name"].as_str().unwrap_or_default();
+    let mut todo: Vec<String> = vec!["default".to_owned()];
+    todo.extend(set.features.iter().filter_map(|f| {
+        let (krate, feature) = f.split_once('/')?;
+        (krate == name).then(|| feature.to_owned())
+    }));
+    let mut enabled = std::collections::BTreeSet::new();
+    while let Some(feature) = todo.pop() {
+        if !enabled.insert(feature.clone()) {
+            continue;
+        }
+        for next in package["features"][&feature]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            // Plain names are features of this package; `dep:x` and `x/y` are not.
+            if let Some(next) = next.as_str().filter(|n| !n.contains([':', '/'])) {
+                todo.push(next.to_owned());
+            }
+        }
+    }
+    enabled
 }
 
 /// `cargo ARGS` in the workspace root, with the cargo that runs this task.
@@ -199,4 +302,104 @@ pub fn step(what: &str, mut command: Command) -> Result<std::time::Duration, Str
         return Err(format!("{what}: {command:?} failed ({status})"));
     }
     Ok(start.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `cargo test` of `.ci/run` that tests a snapshot crate (by `-p` or `--workspace`)
+    /// with features is a [`FEATURE_SETS`] entry, with the same crates, so a feature set added
+    /// to CI cannot leave its snapshots to a hand re-recording (issue 28).
+    #[test]
+    fn ci_feature_sets_are_all_rerecorded() {
+        let ci = std::fs::read_to_string(project_root().join(".ci/run")).unwrap();
+        let mut seen = 0;
+        for line in ci.lines().map(str::trim) {
+            let Some(rest) = line.strip_prefix("cargo test ") else {
+                continue;
+            };
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let value_of = |flag: &str| -> Vec<&str> {
+                words
+                    .windows(2)
+                    .filter(|w| w[0] == flag)
+                    .map(|w| w[1])
+                    .collect()
+            };
+            let features = value_of("--features").join(",");
+            let crates: Vec<&str> = if words.contains(&"--workspace") {
+                let excluded = value_of("--exclude");
+                SNAPSHOT_CRATES
+                    .iter()
+                    .copied()
+                    .filter(|c| !excluded.contains(c))
+                    .collect()
+            } else {
+                value_of("-p")
+                    .into_iter()
+                    .filter(|c| SNAPSHOT_CRATES.contains(c))
+                    .collect()
+            };
+            if crates.is_empty() || words.contains(&"--ignored") {
+                continue;
+            }
+            let set = FEATURE_SETS
+                .iter()
+                .find(|set| set.features.join(",") == features)
+                .unwrap_or_else(|| {
+                    panic!("`.ci/run` tests {crates:?} with features `{features}`: add it to FEATURE_SETS")
+                });
+            for krate in &crates {
+                assert!(
+                    set.crates.contains(krate),
+                    "`.ci/run` tests {krate} with `{features}`, which rerecord leaves out: {line}"
+                );
+            }
+            seen += 1;
+        }
+        assert!(
+            seen >= 2,
+            "the default and the unstable test runs of .ci/run"
+        );
+    }
+
+    #[test]
+    fn each_feature_set_selects_its_crates_and_features() {
+        let selection = |set: &FeatureSet| test_selection(&project_root(), set).unwrap();
+        let stable = selection(&FEATURE_SETS[0]);
+        let unstable = selection(&FEATURE_SETS[1]);
+        let has =
+            |args: &[String], test: &str| args.windows(2).any(|w| w[0] == "--test" && w[1] == test);
+        assert!(has(&stable, "wire_snapshots") && has(&unstable, "wire_snapshots"));
+        assert!(!has(&stable, "hostile"));
+        assert!(
+            unstable
+                .windows(2)
+                .any(|w| w[0] == "--features" && w[1] == "acp-runtime/unstable")
+        );
+        assert!(!unstable.contains(&"acp-test".to_owned()), "{unstable:?}");
+    }
+
+    #[test]
+    fn required_features_are_followed_through_the_feature_table() {
+        let package = serde_json::json!({
+            "name": "acp-runtime",
+            "features": {
+                "default": [],
+                "unstable": ["unstable-session-fork", "acp-types/unstable"],
+                "unstable-session-fork": ["dep:x", "acp-types/unstable"],
+                "other": [],
+            },
+        });
+        let enabled = enabled_features(&package, &FEATURE_SETS[1]);
+        let names: Vec<&str> = enabled.iter().map(String::as_str).collect();
+        assert_eq!(names, ["default", "unstable", "unstable-session-fork"]);
+        assert_eq!(
+            enabled_features(&package, &FEATURE_SETS[0])
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["default"]
+        );
+    }
 }

@@ -16,8 +16,10 @@ use std::fmt::Write;
 pub const USAGE: &str = "\
 Prints the protocol-level changes between two ACP schemas: methods (added, removed, or
 changed between request and notification or in the side that handles them), types, fields of
-object types (added, removed, required <-> optional, type changed), enum and union variants,
-and capability flags (the fields of the `*Capabilities` types, `_meta` aside).
+object types (added, removed, required <-> optional, type changed), enum and union variants
+(the `params` and `result` unions of the message envelopes too, as `ClientRequest.params`,
+`AgentResponse.result`, ...), and capability flags (the fields of the `*Capabilities` types,
+`_meta` aside).
 
 Usage: cargo xtask schema-diff [--json] OLD NEW
 
@@ -125,7 +127,8 @@ struct Summary {
     types: BTreeSet<String>,
     /// Type → field → (required, type).
     fields: BTreeMap<String, BTreeMap<String, (bool, String)>>,
-    /// Type → its variants (enum values and union arms).
+    /// Type → its variants (enum values and union arms); `Type.field` → the arms of a
+    /// union-valued field (see [`union_arms`]).
     variants: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -191,8 +194,57 @@ fn summarize(schema: &Json) -> Result<Summary, String> {
         if !variants.is_empty() {
             summary.variants.insert(name.clone(), variants);
         }
+        // The union-valued fields of the type and of its union arms: the `params` of the
+        // request and notification envelopes, and the `result` of the response envelopes, whose
+        // union sits in the `Result` arm (`AgentResponse` = `Result {id, result} | Error {id,
+        // error}`). Each is compared as its own list of variants (`ClientRequest.params`,
+        // `AgentResponse.result`), so a method's new request and its new response are both
+        // named, and not as one long type change of the field.
+        let arms = ["oneOf", "anyOf"]
+            .iter()
+            .filter_map(|key| def.get(key).and_then(Json::as_array))
+            .flatten();
+        for holder in std::iter::once(def).chain(arms) {
+            let Some(properties) = holder.get("properties").and_then(Json::as_object) else {
+                continue;
+            };
+            for (field, prop) in properties {
+                if let Some(arms) = union_arms(prop) {
+                    summary
+                        .variants
+                        .entry(format!("{name}.{field}"))
+                        .or_default()
+                        .extend(arms);
+                }
+            }
+        }
     }
     Ok(summary)
+}
+
+/// The arms of a union-valued property, nested unions flattened (`params` is `anyOf: [anyOf:
+/// [...requests], null]`), each named like a variant; `None` when the property is no union of
+/// at least two arms besides `null` (`anyOf: [$ref, null]` is an optional field, and its type
+/// changes are reported as such).
+fn union_arms(prop: &Json) -> Option<BTreeSet<String>> {
+    fn flatten(schema: &Json, out: &mut BTreeSet<String>) -> bool {
+        let mut found = false;
+        for key in ["oneOf", "anyOf"] {
+            if let Some(arms) = schema.get(key).and_then(Json::as_array) {
+                found = true;
+                for arm in arms {
+                    let bare = arm.get("title").is_none() && arm.get("$ref").is_none();
+                    if !(bare && flatten(arm, out)) {
+                        out.insert(describe_variant(arm));
+                    }
+                }
+            }
+        }
+        found
+    }
+    let mut arms = BTreeSet::new();
+    flatten(prop, &mut arms);
+    (arms.iter().filter(|arm| *arm != "null").count() >= 2).then_some(arms)
 }
 
 /// A short, readable type of a property schema: `string`, `SessionId`, `ContentBlock[]`,
@@ -323,7 +375,8 @@ pub struct Diff {
     pub types_removed: Vec<String>,
     /// Type → field → changes, for types in both schemas.
     pub fields: BTreeMap<String, Vec<(String, FieldChange)>>,
-    /// Type → (added, removed) variants, for types in both schemas.
+    /// Type (or `Type.field`, a union-valued field) → (added, removed) variants, for types
+    /// and union fields in both schemas.
     pub variants: BTreeMap<String, (Vec<String>, Vec<String>)>,
     /// `Type.field` of the `*Capabilities` types (but `_meta`), in either schema.
     pub capabilities_added: Vec<String>,
@@ -378,7 +431,11 @@ fn diff(old: &Summary, new: &Summary) -> Diff {
                     if new_required != required {
                         changes.push((field.clone(), FieldChange::Required { now: *new_required }));
                     }
-                    if new_ty != ty {
+                    // A union in both: its arms are compared as variants below.
+                    let key = format!("{name}.{field}");
+                    let both_unions =
+                        old.variants.contains_key(&key) && new.variants.contains_key(&key);
+                    if new_ty != ty && !both_unions {
                         changes.push((
                             field.clone(),
                             FieldChange::Type {
@@ -405,14 +462,27 @@ fn diff(old: &Summary, new: &Summary) -> Diff {
             changes.sort();
             d.fields.insert(name.clone(), changes);
         }
-
-        let empty = BTreeSet::new();
-        let old_variants = old.variants.get(name).unwrap_or(&empty);
-        let new_variants = new.variants.get(name).unwrap_or(&empty);
+    }
+    // Variants of the types in both schemas, and of their union-valued fields (`Type.field`) in
+    // both: a union field that appears or goes is a field change, reported above.
+    let empty = BTreeSet::new();
+    let keys: BTreeSet<&String> = old.variants.keys().chain(new.variants.keys()).collect();
+    for key in keys {
+        let base = key.split_once('.').map_or(key.as_str(), |(ty, _)| ty);
+        let in_both = if base.len() == key.len() {
+            old.types.contains(base) && new.types.contains(base)
+        } else {
+            old.variants.contains_key(key) && new.variants.contains_key(key)
+        };
+        if !in_both {
+            continue;
+        }
+        let old_variants = old.variants.get(key).unwrap_or(&empty);
+        let new_variants = new.variants.get(key).unwrap_or(&empty);
         let added: Vec<String> = new_variants.difference(old_variants).cloned().collect();
         let removed: Vec<String> = old_variants.difference(new_variants).cloned().collect();
         if !added.is_empty() || !removed.is_empty() {
-            d.variants.insert(name.clone(), (added, removed));
+            d.variants.insert(key.clone(), (added, removed));
         }
     }
 

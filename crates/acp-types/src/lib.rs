@@ -107,6 +107,7 @@
 //!   session answers) that agents still send, typed from the `2025-10` schema pin.
 
 mod helpers;
+mod helpers_v1;
 mod methods;
 pub mod support;
 

@@ -6,6 +6,7 @@
 use super::json::Json;
 use std::collections::BTreeSet;
 
+pub mod keywords;
 pub mod names;
 mod union;
 
@@ -13,6 +14,8 @@ mod union;
 pub struct Model {
     pub items: Vec<Item>,
     pub methods: Vec<MethodDef>,
+    /// The ignored keywords the schema uses, and how often (see [`keywords`]).
+    pub ignored: std::collections::BTreeMap<&'static str, usize>,
 }
 
 #[derive(Debug)]
@@ -159,6 +162,8 @@ pub enum MethodKind {
 type Result<T> = std::result::Result<T, String>;
 
 pub fn lower(schema: &Json) -> Result<Model> {
+    // Every keyword is one the generator reads or knowingly ignores.
+    let ignored = keywords::check(schema)?;
     let defs = schema
         .get("$defs")
         .or_else(|| schema.get("definitions"))
@@ -181,6 +186,7 @@ pub fn lower(schema: &Json) -> Result<Model> {
         lowerer.lower_def(&names::rust_name(name), def, &format!("#/$defs/{name}"))?;
     }
     lowerer.collect_methods()?;
+    lowerer.model.ignored = ignored;
     Ok(lowerer.model)
 }
 

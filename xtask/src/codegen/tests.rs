@@ -106,8 +106,10 @@ fn method_tables_match_the_schemas() {
     }
 }
 
-/// Each pinned schema (stable, unstable, and the Oct 2025 one the seeds describe) generates
-/// code that compiles together with acp-types' hand-written support.
+/// Each pinned schema (stable, unstable, v2, v2-unstable, and the Oct 2025 one the seeds
+/// describe) generates code that compiles together with acp-types' hand-written support and
+/// the helpers that apply to it: `helpers.rs` to v1 and v2, `helpers_v1.rs` to v1 (the v2
+/// types build, though v2 support itself comes later); none to the seed-era 2025-10 pin.
 #[test]
 fn every_pinned_schema_generates_compiling_code() {
     // One small crate per schema, in one throwaway workspace: the generated code names
@@ -118,6 +120,17 @@ fn every_pinned_schema_generates_compiling_code() {
     for pin in source::load_pins().unwrap() {
         let text = source::fetch(&pin).unwrap();
         let code = generate(&text, &pin.name).unwrap();
+        // The helpers that apply: the v2 pins name v2 protocol files, and the seed-era 2025-10
+        // pin only gives acp-types its model types (`models`), none of the helpers' shapes.
+        let helpers: &[&str] = match pin.name.as_str() {
+            "2025-10" => &[],
+            name if name.starts_with("v2") => &["helpers"],
+            _ => &["helpers", "helpers_v1"],
+        };
+        let helpers: String = helpers
+            .iter()
+            .map(|h| format!("#[path = {:?}] mod {h};\n", support.join(format!("{h}.rs"))))
+            .collect();
         let name = format!("schema-{}", pin.name);
         let dir = workspace.join(&name);
         std::fs::create_dir_all(dir.join("src")).unwrap();
@@ -126,7 +139,8 @@ fn every_pinned_schema_generates_compiling_code() {
             dir.join("src/lib.rs"),
             format!(
                 "#[path = {:?}] mod methods;\n#[path = {:?}] pub mod support;\nmod generated;\n\
-                 pub use generated::*;\npub use methods::*;\npub use support::{{Meta, Patch, de}};\n",
+                 {helpers}pub use generated::*;\npub use methods::*;\n\
+                 pub use support::{{Meta, Patch, de}};\n",
                 support.join("methods.rs"),
                 support.join("support/mod.rs"),
             ),
@@ -166,4 +180,50 @@ fn every_pinned_schema_generates_compiling_code() {
         status.success(),
         "generated code does not compile; see the errors above"
     );
+}
+
+/// A keyword the generator does not know stops it with the keyword's schema path; a keyword it
+/// knowingly ignores is counted, and the ones with meaning are named with the reason.
+#[test]
+fn unknown_keywords_stop_the_generator_and_ignored_ones_are_named() {
+    let schema = |extra: &str| {
+        format!(
+            r#"{{"$defs": {{"Thing": {{"type": "object", "x-state": {{}}, "properties": {{
+                "a": {{"type": "string", "minLength": 1{extra}}}
+            }}}}}}}}"#
+        )
+    };
+    let error = lower(&schema(r#", "x-brand-new": true"#)).unwrap_err();
+    assert_eq!(
+        error,
+        "#/$defs/Thing/properties/a: the keyword `x-brand-new` is unknown to the generator; \
+         teach it (xtask/src/codegen/model.rs) or list it as ignored, with the reason \
+         (xtask/src/codegen/model/keywords.rs)"
+    );
+    let model = lower(&schema("")).unwrap();
+    assert_eq!(
+        model.ignored.iter().collect::<Vec<_>>(),
+        [(&"minLength", &1), (&"x-state", &1)]
+    );
+    let note = ignored_note(&model);
+    assert!(
+        note.starts_with("note: the schema uses `x-state` (1x), which the generator ignores: "),
+        "{note}"
+    );
+    assert!(
+        !note.contains("minLength"),
+        "bounds are not announced: {note}"
+    );
+}
+
+/// The v2 pins' keywords that carry meaning the generated types lack are all named.
+#[test]
+fn the_v2_schema_s_ignored_keywords_are_named() {
+    let text = source::fetch(&source::pin("v2").unwrap()).unwrap();
+    let note = ignored_note(&lower(&text).unwrap());
+    for keyword in ["x-state", "x-scope", "propertyNames", "contentEncoding"] {
+        assert!(note.contains(&format!("`{keyword}`")), "{keyword}: {note}");
+    }
+    let stable = source::fetch(&source::pin("stable").unwrap()).unwrap();
+    assert_eq!(ignored_note(&lower(&stable).unwrap()), "");
 }

@@ -113,6 +113,78 @@ fn pinned_stable_to_unstable() {
         report.contains("\n  + session/fork (request, handled by agent)\n"),
         "{report}"
     );
+    // The new method's request and response both show in the envelopes' unions (issue 28:
+    // the response went unreported).
+    let added_to = |union: &str| &diff.variants[union].0;
+    assert!(added_to("ClientRequest.params").contains(&"SessionOptionsRequest".to_owned()));
+    assert!(added_to("AgentResponse.result").contains(&"SessionOptionsResponse".to_owned()));
+    assert!(added_to("AgentResponse.result").contains(&"ForkSessionResponse".to_owned()));
+    assert!(
+        !diff.fields.contains_key("ClientRequest"),
+        "the params union is compared by its arms, not as one type: {:?}",
+        diff.fields.get("ClientRequest")
+    );
+}
+
+/// A response union is compared like a request union: the `result` of the `Result` arm of a
+/// response envelope is a list of variants, nested unions flattened; an optional field
+/// (`anyOf: [$ref, null]`) stays a field whose type changes.
+#[test]
+fn envelope_unions_are_compared_by_their_arms() {
+    let schema = |requests: &[&str], responses: &[&str], opt: &str| {
+        let arms = |names: &[&str]| -> Vec<Value> {
+            names
+                .iter()
+                .map(|n| json!({ "title": n, "allOf": [{ "$ref": format!("#/$defs/{n}") }] }))
+                .collect()
+        };
+        json!({ "$defs": {
+            "ClientRequest": { "type": "object", "properties": {
+                "id": { "type": "integer" },
+                "params": { "anyOf": [{ "anyOf": arms(requests) }, { "type": "null" }] },
+                "opt": { "anyOf": [{ "$ref": format!("#/$defs/{opt}") }, { "type": "null" }] },
+            } },
+            "AgentResponse": { "anyOf": [
+                { "title": "Result", "type": "object", "properties": {
+                    "id": { "type": "integer" },
+                    "result": { "anyOf": arms(responses) },
+                } },
+                { "title": "Error", "type": "object", "properties": { "error": {} } },
+            ] },
+        } })
+        .to_string()
+    };
+    let old = schema(&["ARequest", "BRequest"], &["AResponse", "BResponse"], "A");
+    let new = schema(
+        &["ARequest", "BRequest", "CRequest"],
+        &["AResponse", "BResponse", "CResponse"],
+        "B",
+    );
+    let diff = diff_texts(&old, &new).unwrap();
+    assert_eq!(
+        diff.variants.get("AgentResponse.result"),
+        Some(&(vec!["CResponse".to_owned()], vec![]))
+    );
+    assert_eq!(
+        diff.variants.get("ClientRequest.params"),
+        Some(&(vec!["CRequest".to_owned()], vec![]))
+    );
+    assert_eq!(
+        diff.fields.get("ClientRequest"),
+        Some(&vec![(
+            "opt".to_owned(),
+            FieldChange::Type {
+                old: "A | null".into(),
+                new: "B | null".into()
+            }
+        )])
+    );
+    assert!(!diff.variants.contains_key("ClientRequest.opt"));
+    let report = diff.render("old", "new");
+    assert!(
+        report.contains("\n  AgentResponse.result\n    + CResponse\n"),
+        "{report}"
+    );
 }
 
 /// Known facts of the Oct 2025 (0.4.9) → stable update.

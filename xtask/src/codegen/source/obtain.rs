@@ -30,7 +30,7 @@ pub fn obtain(source: &Source) -> Result<Vec<u8>, String> {
             package,
             version,
             path,
-        } => from_npm(package, version, path),
+        } => from_npm("npm".as_ref(), package, version, path),
         Source::Url { url } => from_url(url),
         Source::Crate {
             name,
@@ -44,7 +44,13 @@ fn cache_root() -> PathBuf {
     project_root().join("target/acp-schema")
 }
 
-fn from_npm(package: &str, version: &str, path: &str) -> Result<Vec<u8>, String> {
+/// `npm pack` with the `npm` program given (the tests give a stand-in).
+fn from_npm(
+    npm: &std::ffi::OsStr,
+    package: &str,
+    version: &str,
+    path: &str,
+) -> Result<Vec<u8>, String> {
     let spec = format!("{package}@{version}");
     let dir = cache_root().join("npm").join(format!(
         "{}-{version}",
@@ -54,7 +60,7 @@ fn from_npm(package: &str, version: &str, path: &str) -> Result<Vec<u8>, String>
     if !file.exists() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         eprintln!("obtaining {spec} with `npm pack`");
-        let output = Command::new("npm")
+        let output = Command::new(npm)
             .args(["pack", &spec, "--pack-destination"])
             .arg(&dir)
             .output()
@@ -73,7 +79,13 @@ fn from_npm(package: &str, version: &str, path: &str) -> Result<Vec<u8>, String>
             .lines()
             .rfind(|line| line.trim().ends_with(".tgz"))
             .map(|line| dir.join(line.trim()))
-            .ok_or_else(|| format!("`npm pack {spec}` named no tarball on its output"))?;
+            .ok_or_else(|| {
+                format!(
+                    "`npm pack {spec}` named no tarball on its output:\n{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            })?;
         let status = Command::new("tar")
             .arg("xzf")
             .arg(&tarball)
