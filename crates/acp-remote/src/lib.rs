@@ -108,6 +108,7 @@ mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
+mod lines;
 mod net;
 mod options;
 #[cfg(feature = "http2")]
