@@ -111,8 +111,8 @@ mod http2;
 mod lines;
 mod net;
 mod options;
-#[cfg(feature = "http2")]
 mod rt;
+mod served;
 mod server;
 mod streamable;
 mod tls;
