@@ -44,6 +44,31 @@ const SINGLE_HEADERS: &[&str] = &[
     "sec-websocket-version",
 ];
 
+/// The headers the server reads: a value that is not UTF-8 refuses the request (400).
+pub(crate) const MEANINGFUL: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "content-type",
+    "connection",
+    "upgrade",
+    "expect",
+    "authorization",
+    "origin",
+    "accept",
+    "acp-connection-id",
+    "acp-session-id",
+    "sec-websocket-key",
+    "sec-websocket-version",
+];
+
+/// The answer to a request with a header of [`MEANINGFUL`] that is not UTF-8: a header we
+/// read must say what it says (one we could not read might frame or route the request
+/// differently for another party).
+pub(crate) fn unreadable_header(name: &str) -> Reply {
+    Reply::text(400, &format!("a {name} header that is not UTF-8"))
+}
+
 /// Why a POST's body was not read.
 #[derive(Debug)]
 pub(crate) enum BodyError {

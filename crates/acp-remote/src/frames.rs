@@ -23,6 +23,7 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
 use futures_util::Sink;
 
+use crate::lines::{LineSink, LineWriter};
 use crate::ws_socket::Held;
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
@@ -146,12 +147,10 @@ where
         drain_listener: None,
         held,
     };
-    let writer = WsWriter {
+    let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
-        line: Vec::new(),
-        max_line: usize::MAX,
         activity,
-    };
+    }));
     (reader, writer)
 }
 
@@ -351,7 +350,7 @@ where
 }
 
 /// The writing half of a WebSocket, as newline-delimited JSON: each complete line written is
-/// sent as one text frame, without its newline.
+/// sent as one text frame, without its newline (the crate's one line writer, see `lines.rs`).
 ///
 /// A partial line is kept until its newline arrives, so a line written in pieces is still one
 /// frame, and a write holding several lines sends several frames. Empty lines are not sent.
@@ -360,17 +359,12 @@ where
 /// `io::copy` flushes only at the end.
 /// Closing sends a close frame (1000, normal closure) and flushes it. A line that is not UTF-8
 /// fails the write: a text frame must be UTF-8, and the runtime only writes JSON.
-pub struct WsWriter<S> {
-    sender: Arc<Shared<S>>,
-    line: Vec<u8>,
-    max_line: usize,
-    activity: Option<Arc<Activity>>,
-}
+pub struct WsWriter<S>(LineWriter<WsSink<S>>);
 
 impl<S> std::fmt::Debug for WsWriter<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WsWriter")
-            .field("partial_line", &self.line.len())
+            .field("partial_line", &self.0.partial_line())
             .finish_non_exhaustive()
     }
 }
@@ -379,9 +373,8 @@ impl<S> WsWriter<S> {
     /// Fails a write whose line would grow beyond `bytes` before its newline, instead of
     /// keeping it (default: no limit). The bridge sets it so that an agent that never writes a
     /// newline cannot grow the buffer without bound; the runtime's own lines need none.
-    pub fn with_max_line(mut self, bytes: usize) -> Self {
-        self.max_line = bytes;
-        self
+    pub fn with_max_line(self, bytes: usize) -> Self {
+        WsWriter(self.0.with_max_line(bytes))
     }
 }
 
@@ -394,51 +387,54 @@ where
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if buf.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
-            if this.line.len().saturating_add(buf.len()) > this.max_line {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("a line longer than {} bytes", this.max_line),
-                )));
-            }
-            this.line.extend_from_slice(buf);
-            return Poll::Ready(Ok(buf.len()));
-        };
-        // Room in the WebSocket's buffer first, so that a line is taken only when it can be
-        // queued: the caller's bytes stay theirs while we wait.
-        let mut ws = this.sender.lock();
-        ready!(Pin::new(&mut *ws).poll_ready(cx)).map_err(ws_error)?;
-        let mut line = std::mem::take(&mut this.line);
-        line.extend_from_slice(&buf[..newline]);
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            let text = String::from_utf8(line).map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8")
-            })?;
-            Pin::new(&mut *ws)
-                .start_send(Message::text(text))
-                .map_err(ws_error)?;
-            if let Some(activity) = &this.activity {
-                activity.touch();
-            }
-        }
-        Poll::Ready(Ok(newline + 1))
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.get_mut().sender.lock())
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_close(cx)
+    }
+}
+
+/// A WebSocket as the place lines go: one text frame each.
+struct WsSink<S> {
+    sender: Arc<Shared<S>>,
+    activity: Option<Arc<Activity>>,
+}
+
+impl<S> LineSink for WsSink<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.sender.lock())
+            .poll_ready(cx)
+            .map_err(ws_error)
+    }
+
+    fn start_send(&mut self, line: Vec<u8>, _: &mut Context<'_>) -> io::Result<()> {
+        let text = String::from_utf8(line)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8"))?;
+        Pin::new(&mut *self.sender.lock())
+            .start_send(Message::text(text))
+            .map_err(ws_error)?;
+        if let Some(activity) = &self.activity {
+            activity.touch();
+        }
+        Ok(())
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.sender.lock())
             .poll_flush(cx)
             .map_err(ws_error)
     }
 
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut ws = self.get_mut().sender.lock();
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut ws = self.sender.lock();
         ready!(Pin::new(&mut *ws).poll_flush(cx)).map_err(ws_error)?;
         Pin::new(&mut *ws).poll_close(cx).map_err(ws_error)
     }

@@ -1,16 +1,12 @@
-//! The HTTP/1.1 that a WebSocket handshake needs: one request head read with a size cap, and
-//! short answers. Parsed here (with `httparse`) rather than by the WebSocket library, so that
-//! every refusal (authentication, Origin, path, method, size) is ours, with its status code,
-//! before any upgrade.
+//! A request's head as the server's policy and hooks read it ([`RequestHead`], filled from
+//! hyper's request for either HTTP version), connection ids, and the one answer written by
+//! hand: the 503 to a socket over the limit, sent without reading its request.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 
-use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-/// Most headers a request may have.
-const MAX_HEADERS: usize = 64;
+use futures_lite::{AsyncWrite, AsyncWriteExt};
 
 /// The head of an HTTP request (request line and headers), as the server's authentication
 /// hook sees it.
@@ -108,88 +104,6 @@ impl RequestHead {
             .eq_ignore_ascii_case("bearer")
             .then(|| token.trim())
             .filter(|t| !t.is_empty())
-    }
-}
-
-/// The headers the server reads: a value that is not UTF-8 refuses the request (400).
-const MEANINGFUL: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "content-type",
-    "connection",
-    "upgrade",
-    "expect",
-    "authorization",
-    "origin",
-    "accept",
-    "acp-connection-id",
-    "acp-session-id",
-    "sec-websocket-key",
-    "sec-websocket-version",
-];
-
-/// Why a request head could not be read.
-#[derive(Debug)]
-pub(crate) enum HeadError {
-    /// Larger than the cap: 431.
-    TooLarge,
-    /// Not HTTP/1.x: 400.
-    Malformed,
-    /// The peer went away or the socket failed: no answer.
-    Closed,
-}
-
-/// Reads one request head, at most `max` bytes. `buf` holds what was read before (the rest of
-/// a previous request on a kept-alive connection) and, after, what followed the head.
-pub(crate) async fn read_head<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> Result<RequestHead, HeadError> {
-    let mut chunk = [0u8; 1024];
-    loop {
-        if !buf.is_empty() {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut request = httparse::Request::new(&mut headers);
-            match request.parse(buf) {
-                Ok(httparse::Status::Complete(len)) => {
-                    let mut headers = Vec::with_capacity(request.headers.len());
-                    for h in request.headers.iter() {
-                        match std::str::from_utf8(h.value) {
-                            Ok(value) => headers.push((h.name.to_owned(), value.to_owned())),
-                            // A header we read must say what it says: a framing header we
-                            // could not read would change where the next request begins.
-                            Err(_) if MEANINGFUL.iter().any(|m| h.name.eq_ignore_ascii_case(m)) => {
-                                return Err(HeadError::Malformed);
-                            }
-                            // Others are not ours to read (a cookie, a referrer): left out.
-                            Err(_) => {}
-                        }
-                    }
-                    let head = RequestHead {
-                        method: request.method.unwrap_or("").to_owned(),
-                        target: request.path.unwrap_or("").to_owned(),
-                        headers,
-                    };
-                    buf.drain(..len);
-                    return Ok(head);
-                }
-                Ok(httparse::Status::Partial) if buf.len() < max => {}
-                Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
-                    return Err(HeadError::TooLarge);
-                }
-                Err(_) => return Err(HeadError::Malformed),
-            }
-        }
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|_| HeadError::Closed)?;
-        if n == 0 {
-            return Err(HeadError::Closed);
-        }
-        buf.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -326,28 +240,13 @@ mod tests {
     }
 
     #[test]
-    fn heads_parse_with_their_leftover_and_refuse_what_is_too_large() {
-        smol::block_on(async {
-            let mut input: &[u8] =
-                b"GET /acp?x=1 HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n\r\nrest";
-            let mut buf = Vec::new();
-            let head = read_head(&mut input, &mut buf, 1024).await.unwrap();
-            assert_eq!(head.path(), "/acp");
-            assert!(head.header_has_token("connection", "upgrade"));
-            assert_eq!(buf, b"rest");
-
-            let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(4000));
-            let mut input = big.as_bytes();
-            assert!(matches!(
-                read_head(&mut input, &mut Vec::new(), 1024).await,
-                Err(HeadError::TooLarge)
-            ));
-            let mut input: &[u8] = b"\x16\x03\x01 not http\r\n\r\n";
-            assert!(matches!(
-                read_head(&mut input, &mut Vec::new(), 1024).await,
-                Err(HeadError::Malformed)
-            ));
-        });
+    fn header_tokens_are_read_from_lists() {
+        let head = RequestHead::new("GET", "/acp?x=1")
+            .with_header("Host", "a")
+            .with_header("Connection", "keep-alive, Upgrade");
+        assert_eq!(head.path(), "/acp");
+        assert!(head.header_has_token("connection", "upgrade"));
+        assert!(!head.header_has_token("connection", "close"));
     }
 
     #[test]

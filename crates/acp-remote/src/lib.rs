@@ -108,10 +108,11 @@ mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
+mod lines;
 mod net;
 mod options;
-#[cfg(feature = "http2")]
 mod rt;
+mod served;
 mod server;
 mod streamable;
 mod tls;

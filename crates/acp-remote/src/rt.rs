@@ -1,7 +1,7 @@
-//! hyper's runtime, on smol (the `http2` feature): its I/O traits over our futures-io socket,
+//! hyper's runtime, on smol: its I/O traits over our futures-io socket,
 //! its executor spawning on smol's global executor, its timer on `smol::Timer`. hyper-util has
-//! these for tokio only, and this crate runs on no tokio runtime. The server's HTTP/2
-//! connections and the Streamable HTTP client's both run on it.
+//! these for tokio only, and this crate runs on no tokio runtime. The server's HTTP/1.1
+//! and HTTP/2 connections and the Streamable HTTP client's run on it.
 
 use std::future::Future;
 use std::io;
@@ -14,8 +14,8 @@ use hyper::rt::{ReadBufCursor, Sleep};
 
 use crate::net::NetStream;
 
-/// The socket of an HTTP/2 connection, with the bytes a server read from it while looking for
-/// the connection preface given back first (a client has none).
+/// The socket of a connection, with the bytes a server read from it while looking for the
+/// HTTP/2 connection preface given back first (a client has none).
 pub(crate) struct Io {
     read_first: Vec<u8>,
     at: usize,
@@ -29,6 +29,15 @@ impl Io {
             at: 0,
             inner,
         }
+    }
+}
+
+impl Io {
+    /// The socket back (after an upgrade), with what is left of the bytes given first.
+    pub(crate) fn into_parts(self) -> (NetStream, Vec<u8>) {
+        let mut rest = self.read_first;
+        rest.drain(..self.at);
+        (self.inner, rest)
     }
 }
 
@@ -78,9 +87,11 @@ impl hyper::rt::Write for Io {
 }
 
 /// Runs hyper's tasks (one per stream) on smol's global executor, as the server's own.
+#[cfg(feature = "http2")]
 #[derive(Clone, Copy)]
 pub(crate) struct Spawn;
 
+#[cfg(feature = "http2")]
 impl<F> hyper::rt::Executor<F> for Spawn
 where
     F: Future + Send + 'static,

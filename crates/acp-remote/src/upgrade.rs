@@ -17,7 +17,8 @@ use futures_lite::future;
 
 use crate::conn::{AcpSlot, Connection, ConnectionInfo, ServerCtx, idle_watch};
 use crate::frames::{Activity, Shared, split_with};
-use crate::http::{RequestHead, connection_id, respond};
+use crate::http::{RequestHead, connection_id};
+use crate::streamable::reply::Reply;
 use crate::transport::WsStream;
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 use crate::ws_socket::{Held, WsSocket};
@@ -27,43 +28,45 @@ pub(crate) fn is_upgrade(head: &RequestHead) -> bool {
     head.header_has_token("upgrade", "websocket")
 }
 
-/// Checks the upgrade request, answers 101 (or the refusal), and runs the handler on the
-/// WebSocket until it ends, goes idle, or the server stops.
+/// An upgrade the server agreed to: the 101 to send, and what the WebSocket then runs with.
+pub(crate) struct Accepted {
+    slot: AcpSlot,
+    id: String,
+}
+
+/// Checks the upgrade request's WebSocket headers and takes a connection slot (after the
+/// exchange's policy passed it): the 101 to answer, or the refusal.
+pub(crate) fn accept(head: &RequestHead, ctx: &ServerCtx) -> Result<(Reply, Accepted), Reply> {
+    let key = check(head).map_err(|(status, headers, body)| {
+        headers
+            .iter()
+            .fold(Reply::text(status, body), |reply, (name, value)| {
+                reply.with_header(name, *value)
+            })
+    })?;
+    let Some(slot) = AcpSlot::take(&ctx.shared, ctx.options.max_connections) else {
+        return Err(Reply::text(503, "too many connections").with_header("Retry-After", "1"));
+    };
+    let id = connection_id();
+    let switching = Reply::text(101, "")
+        .with_header("Upgrade", "websocket")
+        .with_header("Connection", "Upgrade")
+        .with_header("Sec-WebSocket-Accept", derive_accept_key(key.as_bytes()))
+        .with_header("Acp-Connection-Id", id.clone());
+    Ok((switching, Accepted { slot, id }))
+}
+
+/// Runs the handler on the upgraded socket (`leftover`: what the client sent after its
+/// request, already read) until it ends, goes idle, or the server stops.
 pub(crate) async fn serve_websocket(
-    mut stream: NetStream,
+    stream: NetStream,
     leftover: Vec<u8>,
     head: RequestHead,
     peer: SocketAddr,
+    accepted: Accepted,
     ctx: &ServerCtx,
 ) {
-    let key = match check(&head) {
-        Ok(key) => key,
-        Err((status, headers, body)) => {
-            let _ = respond(&mut stream, status, headers, body).await;
-            return;
-        }
-    };
-    let Some(slot) = AcpSlot::take(&ctx.shared, ctx.options.max_connections) else {
-        let _ = respond(
-            &mut stream,
-            503,
-            &[("Retry-After", "1")],
-            "too many connections\n",
-        )
-        .await;
-        return;
-    };
-    let id = connection_id();
-    let accept = derive_accept_key(key.as_bytes());
-    let headers = [
-        ("Upgrade", "websocket"),
-        ("Connection", "Upgrade"),
-        ("Sec-WebSocket-Accept", accept.as_str()),
-        ("Acp-Connection-Id", id.as_str()),
-    ];
-    if respond(&mut stream, 101, &headers, "").await.is_err() {
-        return;
-    }
+    let Accepted { slot, id } = accepted;
     let config = websocket_config(ctx.options.max_message_size);
     let held = Held::new(Some(ctx.shared.ws_held.clone()));
     let stream = WsSocket::new(stream, held.clone());
@@ -135,19 +138,19 @@ fn check(head: &RequestHead) -> Result<String, Refusal> {
         return Err((
             426,
             &[("Upgrade", "websocket"), ("Connection", "Upgrade")],
-            "Connection: Upgrade is missing\n",
+            "Connection: Upgrade is missing",
         ));
     }
     if head.header("sec-websocket-version").map(str::trim) != Some("13") {
         return Err((
             426,
             &[("Sec-WebSocket-Version", "13")],
-            "unsupported WebSocket version\n",
+            "unsupported WebSocket version",
         ));
     }
     match head.header("sec-websocket-key").map(str::trim) {
         Some(key) if !key.is_empty() => Ok(key.to_owned()),
-        _ => Err((400, &[], "missing Sec-WebSocket-Key\n")),
+        _ => Err((400, &[], "missing Sec-WebSocket-Key")),
     }
 }
 

@@ -227,8 +227,12 @@ fn smuggling_shapes_are_refused() {
             request.extend_from_slice(rest);
             request.extend_from_slice(b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
             let answer = raw(addr, &request).await;
+            // Both framings at once: hyper frames the body by its chunks (RFC 9112, 6.3) and
+            // the chunk-size line it meets is the smuggled request, so the socket may close
+            // before our 400 is written. Either way nothing after the head runs as a request.
+            let either = status == "400" && rest.starts_with(b"Transfer-Encoding: chunked\r\n");
             assert!(
-                answer.starts_with(&format!("HTTP/1.1 {status}")),
+                answer.starts_with(&format!("HTTP/1.1 {status}")) || (either && answer.is_empty()),
                 "{:?}: {answer}",
                 String::from_utf8_lossy(rest)
             );

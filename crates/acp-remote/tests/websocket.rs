@@ -116,7 +116,9 @@ fn origins_not_allowed_are_refused() {
         .await;
         assert!(good.starts_with("HTTP/1.1 101"), "{good}");
         assert!(
-            good.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
+            // Header names are case-insensitive (hyper writes `Sec-Websocket-Accept`).
+            good.to_ascii_lowercase()
+                .contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
             "{good}"
         );
         assert!(

@@ -5,29 +5,24 @@
 //! stream is one request for [`exchange::handle`], exactly as on HTTP/1.1; this module only
 //! converts requests and replies. WebSocket stays on HTTP/1.1 (no RFC 8441).
 
-use std::convert::Infallible;
-use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_lite::{AsyncReadExt, Stream, StreamExt, future};
-use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
-use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use futures_lite::{AsyncReadExt, future};
+use hyper::body::Incoming;
 use smol::Timer;
 
 use crate::conn::ServerCtx;
-use crate::exchange::{self, BodyError, Outcome, ReadBody};
+use crate::exchange::{self, Outcome};
 use crate::frames::Activity;
-use crate::http::RequestHead;
 use crate::net::NetStream;
 use crate::options::ServerOptions;
 use crate::rt;
-use crate::streamable::reply::{Reply, ReplyBody};
+use crate::served::{self, ReplyStream, RequestBody};
 
 /// What a client sends first on an HTTP/2 connection (RFC 9113, 3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -216,111 +211,16 @@ async fn answer(
     guard: StreamGuard,
 ) -> io::Result<hyper::Response<ReplyStream>> {
     let (parts, body) = request.into_parts();
-    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut head = RequestHead::new(parts.method.as_str(), target);
-    // `:authority` stands for `Host` in HTTP/2; hooks and handlers that read `Host` find it.
-    if let Some(authority) = parts.uri.authority()
-        && !parts.headers.contains_key(hyper::header::HOST)
-    {
-        head = head.with_header("Host", authority.as_str());
-    }
-    for (name, value) in &parts.headers {
-        if let Ok(value) = std::str::from_utf8(value.as_bytes()) {
-            head = head.with_header(name.as_str(), value);
+    let head = match served::head_of(&parts) {
+        Ok(head) => head,
+        Err(name) => {
+            let refused = exchange::unreadable_header(&name);
+            return Ok(served::render(refused, Box::new(guard)));
         }
-    }
-    match exchange::handle(&head, peer, &mut RequestBody(body), false, ctx).await {
-        Outcome::Reply(reply) => Ok(render(reply, guard)),
-        Outcome::Upgrade | Outcome::Drop => Err(io::ErrorKind::ConnectionAborted.into()),
-    }
-}
-
-/// A POST's body on HTTP/2: DATA frames until the end of the stream, with or without a
-/// Content-Length (h2 checks that they agree).
-struct RequestBody(Incoming);
-
-impl ReadBody for RequestBody {
-    async fn start(&mut self, _head: &RequestHead) -> Result<(), BodyError> {
-        Ok(())
-    }
-
-    async fn next(&mut self) -> Result<Option<Vec<u8>>, BodyError> {
-        while let Some(frame) = poll_fn(|cx| Pin::new(&mut self.0).poll_frame(cx)).await {
-            if let Ok(data) = frame.map_err(|_| BodyError::Gone)?.into_data() {
-                return Ok(Some(data.to_vec()));
-            }
-        }
-        Ok(None)
-    }
-}
-
-fn render(reply: Reply, guard: StreamGuard) -> hyper::Response<ReplyStream> {
-    let content_type = reply.body.content_type();
-    let inner = match reply.body {
-        ReplyBody::Empty => Inner::Full(None),
-        ReplyBody::Text(text) => Inner::Full(Some(Bytes::from(text))),
-        ReplyBody::Json(json) => Inner::Full(Some(Bytes::from(json))),
-        ReplyBody::Events(events) => Inner::Events(Box::pin(futures_lite::stream::unfold(
-            events,
-            |mut events| async move { events.next().await.map(|data| (data, events)) },
-        ))),
     };
-    let mut response = hyper::Response::new(ReplyStream {
-        inner,
-        _guard: guard,
-    });
-    *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
-        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    if let Some(content_type) = content_type {
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    }
-    for (name, value) in reply.headers {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
-}
-
-/// A reply's body as DATA frames: all at once, or each batch of an SSE stream as it comes.
-struct ReplyStream {
-    inner: Inner,
-    _guard: StreamGuard,
-}
-
-enum Inner {
-    Full(Option<Bytes>),
-    Events(Pin<Box<dyn Stream<Item = Vec<u8>> + Send>>),
-}
-
-impl Body for ReplyStream {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match &mut self.get_mut().inner {
-            Inner::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
-            Inner::Events(events) => events
-                .poll_next(cx)
-                .map(|data| data.map(|d| Ok(Frame::data(Bytes::from(d))))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        matches!(self.inner, Inner::Full(None))
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match &self.inner {
-            Inner::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
-            Inner::Events(_) => SizeHint::default(),
-        }
+    let mut body = RequestBody::new(body, false);
+    match exchange::handle(&head, peer, &mut body, false, ctx).await {
+        Outcome::Reply(reply) => Ok(served::render(reply, Box::new(guard))),
+        Outcome::Upgrade | Outcome::Drop => Err(io::ErrorKind::ConnectionAborted.into()),
     }
 }

@@ -14,19 +14,19 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use event_listener::EventListener;
-use futures_io::AsyncWrite;
 use futures_lite::future;
 
 use super::link::Link;
 use super::queue::{Budget, ByteQueue, Inbound, QueueReader};
+use super::sse;
 use super::wire::{Endpoint, Poster};
 use super::{Peek, session_of};
 use crate::frames::Signal;
+use crate::lines::{LineSink, LineWriter, to_line};
 
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -111,13 +111,11 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
     })
     .detach();
     let reader = HttpClientReader::new(shared.clone());
-    let writer = HttpClientWriter {
+    let writer = LineWriter::new(PostSink {
         shared,
-        line: Vec::new(),
-        max_line: usize::MAX,
         pending: None,
         listener: None,
-    };
+    });
     (reader, writer)
 }
 
@@ -130,12 +128,7 @@ impl Shared {
 
     /// Hands a message to the runtime, as one line.
     async fn deliver(&self, message: &[u8]) {
-        let mut line: Vec<u8> = message
-            .iter()
-            .map(|&b| if b == b'\n' || b == b'\r' { b'\t' } else { b })
-            .collect();
-        line.push(b'\n');
-        let _ = self.inbound.push(line).await;
+        let _ = self.inbound.push(to_line(message)).await;
     }
 
     /// A local error answer for a request the server did not take.
@@ -265,17 +258,22 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
     if status != 200 {
         return;
     }
+    // A message is at most `max_message_size`; a line or an event's data past it (plus room
+    // for the `data: ` prefix) ends the stream instead of growing.
+    let mut parser = sse::Parser::new(shared.link.endpoint.max_message_size.saturating_add(1024));
     let mut events = Vec::new();
     loop {
         let Some(data) = body.next().await else {
             return;
         };
-        events.extend_from_slice(&data);
-        while let Some(end) = find_event_end(&events) {
-            let event: Vec<u8> = events.drain(..end).collect();
-            let Some(message) = event_data(&event) else {
+        if parser.feed(&data, &mut events).is_err() {
+            return;
+        }
+        for event in events.drain(..) {
+            let message = event.data;
+            if message.iter().all(u8::is_ascii_whitespace) {
                 continue;
-            };
+            }
             if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) {
                 if peek.method.is_none() {
                     if let Some(session) = session_of(peek.result) {
@@ -288,35 +286,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
             }
             shared.deliver(&message).await;
         }
-        if events.len() > shared.link.endpoint.max_message_size.saturating_add(1024) {
-            return;
-        }
     }
-}
-
-/// The end of the first event (its blank line included), LF or CRLF.
-fn find_event_end(bytes: &[u8]) -> Option<usize> {
-    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-    let crlf = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| i + 4);
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// An event's `data:` lines, joined; `None` for comments and empty events.
-fn event_data(event: &[u8]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(event).ok()?;
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-        .collect();
-    let joined = data.join("\n");
-    (!joined.trim().is_empty()).then(|| joined.into_bytes())
 }
 
 /// The runtime's input on a Streamable HTTP client connection: the agent's messages, one
@@ -331,22 +301,18 @@ impl Inbound for Shared {
 
 /// The runtime's output on a Streamable HTTP client connection: each complete line is POSTed,
 /// in order. Closing DELETEs the connection.
+pub(crate) type HttpClientWriter = LineWriter<PostSink>;
+
+/// The poster's queue as the place lines go.
 #[derive(Debug)]
-pub(crate) struct HttpClientWriter {
+pub(crate) struct PostSink {
     shared: Arc<Shared>,
-    line: Vec<u8>,
-    max_line: usize,
     pending: Option<Vec<u8>>,
     listener: Option<EventListener>,
 }
 
-impl HttpClientWriter {
-    pub(crate) fn with_max_line(mut self, bytes: usize) -> Self {
-        self.max_line = bytes;
-        self
-    }
-
-    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+impl LineSink for PostSink {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.pending.is_some() {
             let pushed = ready!(self.shared.outbound.poll_push(
                 &mut self.pending,
@@ -363,52 +329,26 @@ impl HttpClientWriter {
         }
         Poll::Ready(Ok(()))
     }
-}
 
-impl AsyncWrite for HttpClientWriter {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        ready!(this.poll_pending(cx))?;
-        let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
-            if this.line.len().saturating_add(buf.len()) > this.max_line {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("a line longer than {} bytes", this.max_line),
-                )));
-            }
-            this.line.extend_from_slice(buf);
-            return Poll::Ready(Ok(buf.len()));
-        };
-        let mut line = std::mem::take(&mut this.line);
-        line.extend_from_slice(&buf[..newline]);
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            this.pending = Some(line);
-            let _ = this.poll_pending(cx);
-        }
-        Poll::Ready(Ok(newline + 1))
+    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
+        self.pending = Some(line);
+        let _ = self.poll_ready(cx);
+        Ok(())
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_pending(cx)
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_ready(cx)
     }
 
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        ready!(this.poll_pending(cx))?;
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_ready(cx))?;
         // The poster sends what is queued, then the DELETE.
-        this.shared.outbound.close();
+        self.shared.outbound.close();
         Poll::Ready(Ok(()))
     }
 }
 
-impl Drop for HttpClientWriter {
+impl Drop for PostSink {
     fn drop(&mut self) {
         self.shared.outbound.close();
     }

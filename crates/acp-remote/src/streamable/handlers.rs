@@ -12,7 +12,7 @@ use futures_lite::future;
 
 use super::queue::Reservation;
 use super::reply::{EventStream, Reply, ReplyBody};
-use super::{HttpConn, HttpReader, HttpWriter, Peek, Refusal};
+use super::{HttpConn, HttpReader, Peek, Refusal};
 use crate::conn::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
 use crate::http::{RequestHead, connection_id};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
@@ -149,7 +149,7 @@ async fn initialize(
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
     let connection = Connection {
         reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
-        writer: ConnectionWriter(WriterInner::Http(HttpWriter::new(conn.clone()))),
+        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
         info: ConnectionInfo {
             id: id.clone(),
             peer,

@@ -14,21 +14,21 @@ pub(crate) mod handlers;
 mod link;
 pub(crate) mod queue;
 pub(crate) mod reply;
+mod sse;
 pub(crate) mod wire;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use event_listener::EventListener;
-use futures_io::AsyncWrite;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::frames::{Activity, Signal};
+use crate::lines::{LineSink, LineWriter, to_line};
 use queue::{Budget, ByteQueue, Inbound, QueueReader};
 
 /// Most session streams one connection keeps; messages of further sessions go to the
@@ -265,15 +265,7 @@ impl HttpConn {
     /// Queues a POSTed message for the runtime (waits while its queue is full).
     pub(crate) async fn push_incoming(&self, message: &[u8]) -> Result<(), ()> {
         self.activity.touch();
-        let mut line = Vec::with_capacity(message.len() + 1);
-        // One message, one line: raw line breaks (whitespace between tokens) become tabs, as
-        // on a WebSocket.
-        line.extend(message.iter().map(|&b| match b {
-            b'\n' | b'\r' => b'\t',
-            b => b,
-        }));
-        line.push(b'\n');
-        self.inbound.push(line).await.map_err(drop)
+        self.inbound.push(to_line(message)).await.map_err(drop)
     }
 
     /// The answer to `initialize`, once the runtime wrote it.
@@ -359,32 +351,26 @@ impl Inbound for HttpConn {
 
 /// The runtime's output on a Streamable HTTP connection: each complete line goes to the queue
 /// of the stream it belongs to (see [`HttpConn::route_outgoing`]).
+pub(crate) type HttpWriter = LineWriter<StreamSink>;
+
+pub(crate) fn http_writer(conn: Arc<HttpConn>) -> HttpWriter {
+    LineWriter::new(StreamSink {
+        conn,
+        pending: None,
+        listener: None,
+    })
+}
+
+/// The connection's streams as the place lines go: each to its route's queue.
 #[derive(Debug)]
-pub(crate) struct HttpWriter {
+pub(crate) struct StreamSink {
     conn: Arc<HttpConn>,
-    line: Vec<u8>,
-    max_line: usize,
     /// A routed line waiting for room in its queue.
     pending: Option<(Arc<ByteQueue>, Option<Vec<u8>>)>,
     listener: Option<EventListener>,
 }
 
-impl HttpWriter {
-    pub(crate) fn new(conn: Arc<HttpConn>) -> Self {
-        HttpWriter {
-            conn,
-            line: Vec::new(),
-            max_line: usize::MAX,
-            pending: None,
-            listener: None,
-        }
-    }
-
-    pub(crate) fn with_max_line(mut self, bytes: usize) -> Self {
-        self.max_line = bytes;
-        self
-    }
-
+impl StreamSink {
     /// Waits until the routed line is queued (or its queue is gone: the stream was dropped,
     /// and so is the line).
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -397,58 +383,33 @@ impl HttpWriter {
     }
 }
 
-impl AsyncWrite for HttpWriter {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        ready!(this.poll_pending(cx));
-        if buf.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
-            if this.line.len().saturating_add(buf.len()) > this.max_line {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("a line longer than {} bytes", this.max_line),
-                )));
-            }
-            this.line.extend_from_slice(buf);
-            return Poll::Ready(Ok(buf.len()));
-        };
-        let mut line = std::mem::take(&mut this.line);
-        line.extend_from_slice(&buf[..newline]);
-        // An SSE `data:` line ends at a line break: a raw CR must not end it early.
-        for b in &mut line {
-            if *b == b'\r' {
-                *b = b'\t';
-            }
-        }
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            let queue = this.conn.route_outgoing(&line);
-            this.pending = Some((queue, Some(line)));
-            // Queued now if there is room; otherwise the next write or flush waits for it.
-            let _ = this.poll_pending(cx);
-        }
-        Poll::Ready(Ok(newline + 1))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.get_mut().poll_pending(cx));
+impl LineSink for StreamSink {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx));
         Poll::Ready(Ok(()))
     }
 
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        ready!(this.poll_pending(cx));
-        this.conn.finish_streams();
+    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
+        let queue = self.conn.route_outgoing(&line);
+        self.pending = Some((queue, Some(line)));
+        // Queued now if there is room; otherwise the next write or flush waits for it.
+        let _ = self.poll_pending(cx);
+        Ok(())
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx));
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx));
+        self.conn.finish_streams();
         Poll::Ready(Ok(()))
     }
 }
 
-impl Drop for HttpWriter {
+impl Drop for StreamSink {
     fn drop(&mut self) {
         // However the runtime ends, the client's GET streams end after what they hold.
         self.conn.finish_streams();
