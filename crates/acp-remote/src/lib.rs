@@ -104,11 +104,15 @@ mod client;
 mod conn;
 mod exchange;
 mod frames;
+mod health;
 mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod net;
+mod ops;
 mod options;
 #[cfg(feature = "http2")]
 mod rt;
@@ -117,6 +121,7 @@ mod streamable;
 mod tls;
 mod transport;
 mod upgrade;
+mod watch;
 mod ws_socket;
 
 pub use client::{ConnectError, Connector, Remote};
