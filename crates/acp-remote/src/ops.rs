@@ -99,7 +99,12 @@ pub(crate) struct Ops {
     sessions: AtomicUsize,
     turns_running: AtomicUsize,
     turns_total: AtomicU64,
-    /// Notified whenever a turn ends (for the drain).
+    /// Requests that a drain waits for: turns, and the session requests (`session/new`, ...)
+    /// that come before one.
+    busy: AtomicUsize,
+    /// How many busy requests ever began.
+    busy_began: AtomicU64,
+    /// Notified whenever a turn ends, or another busy request (for the drain).
     turn_ended: event_listener::Event,
     refusals: [AtomicU64; REASONS.len()],
     /// The budget of the requests in flight of every client of `serve_agent`.
@@ -109,6 +114,17 @@ pub(crate) struct Ops {
 /// Counts a connection while it is open.
 #[derive(Debug)]
 pub(crate) struct Open(std::sync::Arc<Ops>, Transport);
+
+impl Open {
+    /// The transport's name, for spans.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn transport_name(&self) -> &'static str {
+        match self.1 {
+            Transport::WebSocket => "websocket",
+            Transport::StreamableHttp => "streamable_http",
+        }
+    }
+}
 
 impl Drop for Open {
     fn drop(&mut self) {
@@ -165,18 +181,40 @@ impl Ops {
         self.turn_ended.notify(usize::MAX);
     }
 
+    /// A request the drain waits for began.
+    pub(crate) fn busy_started(&self) {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        self.busy_began.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// `n` of them ended (answered, or their connection gone).
+    pub(crate) fn busy_ended(&self, n: usize) {
+        self.busy.fetch_sub(n, Ordering::SeqCst);
+        self.turn_ended.notify(usize::MAX);
+    }
+
     pub(crate) fn turns_running(&self) -> usize {
         self.turns_running.load(Ordering::SeqCst)
     }
 
-    /// Resolves once no turn is running.
-    pub(crate) async fn turns_done(&self) {
+    /// Resolves once no turn is running nor a session request answered, and none began for
+    /// `quiet`: a client that just opened its session is given the time to begin its turn.
+    pub(crate) async fn turns_done(&self, quiet: std::time::Duration) {
         loop {
-            let listener = self.turn_ended.listen();
-            if self.turns_running() == 0 {
+            loop {
+                let listener = self.turn_ended.listen();
+                if self.busy.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                listener.await;
+            }
+            let began = self.busy_began.load(Ordering::SeqCst);
+            smol::Timer::after(quiet).await;
+            if self.busy.load(Ordering::SeqCst) == 0
+                && self.busy_began.load(Ordering::SeqCst) == began
+            {
                 return;
             }
-            listener.await;
         }
     }
 
@@ -255,13 +293,19 @@ mod tests {
         let ops = std::sync::Arc::new(Ops::default());
         ops.turn_started();
         ops.turn_started();
+        ops.busy_started();
+        ops.busy_started();
         ops.turns_ended(1, 0);
+        ops.busy_ended(1);
         assert_eq!(ops.turns_running(), 1);
         let waiter = {
             let ops = ops.clone();
-            std::thread::spawn(move || smol::block_on(ops.turns_done()))
+            std::thread::spawn(move || {
+                smol::block_on(ops.turns_done(std::time::Duration::from_millis(10)))
+            })
         };
         ops.turns_ended(0, 1);
+        ops.busy_ended(1);
         waiter.join().unwrap();
         assert_eq!(ops.turns_total.load(Ordering::Relaxed), 1);
     }

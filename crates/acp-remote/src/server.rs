@@ -41,7 +41,8 @@ impl ShutdownHandle {
     /// A graceful drain, for a server about to stop (`acp-bridge serve` on SIGTERM): at once
     /// the health endpoint (`/healthz`) answers 503 and new connections are refused (503,
     /// counted as `draining`), while open connections go on, Streamable HTTP ones with their
-    /// new sockets; once no prompt turn is running (a `session/prompt` not yet answered), or
+    /// new sockets; once no prompt turn is running (a `session/prompt` not yet answered) nor a
+    /// session request (`session/new`, `session/load`, ...), and none began for a second, or
     /// after `deadline`, the [`shutdown`](Self::shutdown) follows. Returns when the shutdown
     /// begins: `true` if every turn had finished, `false` if the deadline cut some.
     /// [`Server::serve`] returns after the shutdown's grace, as ever.
@@ -63,7 +64,7 @@ impl ShutdownHandle {
         ops.start_draining();
         let finished = future::or(
             async {
-                ops.turns_done().await;
+                ops.turns_done(DRAIN_QUIET).await;
                 true
             },
             async {
@@ -76,6 +77,10 @@ impl ShutdownHandle {
         finished
     }
 }
+
+/// How long a drain waits, once no turn runs, for one to begin: a client that has just opened
+/// its session is about to prompt.
+const DRAIN_QUIET: Duration = Duration::from_secs(1);
 
 /// A TCP connection being served, held while it is open: one of the socket cap, and of its
 /// peer's share.
@@ -273,7 +278,17 @@ impl Server {
         let ops = self.shared.ops.clone();
         let handler: Handler = Arc::new(move |connection| {
             let (connection, open) = crate::health::watched(connection, &ops);
+            // A span per remote connection (the `tracing` feature), around the runtime's own.
+            #[cfg(feature = "tracing")]
+            let span = tracing::info_span!(
+                "acp_remote.connection",
+                id = %connection.info.id,
+                peer = %connection.info.peer,
+                transport = open.transport_name(),
+            );
             let served = handler(connection);
+            #[cfg(feature = "tracing")]
+            let served = tracing::Instrument::instrument(served, span);
             Box::pin(async move {
                 let _open = open;
                 served.await;

@@ -95,9 +95,12 @@ impl Watch {
             return;
         }
         // A repeated id is the client's mistake, answered by the runtime; counted once.
-        if state.pending.insert(id.get().into(), kind).is_none() && kind == Kind::Prompt {
-            state.turns += 1;
-            self.ops.turn_started();
+        if state.pending.insert(id.get().into(), kind).is_none() {
+            self.ops.busy_started();
+            if kind == Kind::Prompt {
+                state.turns += 1;
+                self.ops.turn_started();
+            }
         }
     }
 
@@ -110,7 +113,11 @@ impl Watch {
             return;
         };
         let mut state = self.state();
-        match state.pending.remove(id.get()) {
+        let kind = state.pending.remove(id.get());
+        if kind.is_some() {
+            self.ops.busy_ended(1);
+        }
+        match kind {
             Some(Kind::Prompt) => {
                 state.turns -= 1;
                 self.ops.turns_ended(1, 0);
@@ -127,6 +134,9 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         let state = self.state();
+        if !state.pending.is_empty() {
+            self.ops.busy_ended(state.pending.len());
+        }
         if state.turns > 0 {
             self.ops.turns_ended(0, state.turns);
         }
