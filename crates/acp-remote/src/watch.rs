@@ -144,65 +144,35 @@ impl Drop for Watch {
     }
 }
 
-/// Finds the lines that lie whole in the buffers of a byte stream, each once.
+/// Finds the lines of a byte stream as it goes by, without copying: each piece that begins a
+/// line is offered whole when its newline is in the same buffer, and as it is otherwise (a
+/// transport may hand over a message and its newline apart; a message cut in two fails to
+/// parse and is not counted).
 #[derive(Debug)]
 struct Lines {
     /// The stream is at the start of a line.
     at_start: bool,
-    /// Of the current buffer, how much was already looked at.
-    seen: usize,
-    /// The newlines of the current buffer.
-    newlines: Vec<usize>,
 }
 
 impl Default for Lines {
     fn default() -> Self {
-        Lines {
-            at_start: true,
-            seen: 0,
-            newlines: Vec::new(),
-        }
+        Lines { at_start: true }
     }
 }
 
 impl Lines {
-    /// Looks at `buf` (what the stream offers from its current position), calling `each` on
-    /// every whole line not looked at before.
-    fn look(&mut self, buf: &[u8], mut each: impl FnMut(&[u8])) {
-        self.newlines.clear();
-        let mut start = self.at_start.then_some(0);
-        for (at, _) in buf.iter().enumerate().filter(|(_, b)| **b == b'\n') {
-            self.newlines.push(at);
-            if let Some(s) = start
-                && s >= self.seen
-            {
-                each(&buf[s..at]);
+    /// `buf` went by (read, written, or consumed).
+    fn pass(&mut self, buf: &[u8], mut each: impl FnMut(&[u8])) {
+        let mut first = true;
+        for piece in buf.split(|b| *b == b'\n') {
+            if (self.at_start || !first) && !piece.is_empty() {
+                each(piece);
             }
-            start = Some(at + 1);
+            first = false;
         }
-        if let Some(&last) = self.newlines.last() {
-            self.seen = self.seen.max(last + 1);
+        if !buf.is_empty() {
+            self.at_start = buf.ends_with(b"\n");
         }
-    }
-
-    /// The stream moved `amt` bytes on, within the buffer last looked at.
-    fn advance(&mut self, amt: usize) {
-        if amt == 0 {
-            return;
-        }
-        self.at_start = self.newlines.contains(&(amt - 1));
-        self.seen = self.seen.saturating_sub(amt);
-        self.newlines.retain(|&at| at >= amt);
-        for at in &mut self.newlines {
-            *at -= amt;
-        }
-    }
-
-    /// `buf` went by whole (read, or written).
-    fn pass(&mut self, buf: &[u8], each: impl FnMut(&[u8])) {
-        self.look(buf, each);
-        self.advance(buf.len());
-        self.seen = 0;
     }
 }
 
@@ -269,16 +239,21 @@ impl<R: AsyncRead + Unpin> AsyncRead for WatchedReader<R> {
 
 impl<R: AsyncBufRead + Unpin> AsyncBufRead for WatchedReader<R> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let this = self.get_mut();
-        let buf = ready!(Pin::new(&mut this.inner).poll_fill_buf(cx))?;
-        let watch = &this.watch;
-        this.lines.look(buf, |line| watch.inbound(line));
-        Poll::Ready(Ok(buf))
+        Pin::new(&mut self.get_mut().inner).poll_fill_buf(cx)
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
         let this = self.get_mut();
-        this.lines.advance(amt);
+        // What is consumed is still in the inner reader's buffer, which hands it over again at
+        // once (a buffered reader does not wait while it holds bytes).
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        if amt > 0
+            && let Poll::Ready(Ok(buf)) = Pin::new(&mut this.inner).poll_fill_buf(&mut cx)
+        {
+            let watch = &this.watch;
+            this.lines
+                .pass(&buf[..amt.min(buf.len())], |line| watch.inbound(line));
+        }
         Pin::new(&mut this.inner).consume(amt);
     }
 }
@@ -319,18 +294,12 @@ mod tests {
     }
 
     #[test]
-    fn whole_lines_are_seen_once_and_split_ones_not_at_all() {
+    fn pieces_that_begin_lines_are_offered_once() {
         assert_eq!(lines_of(&[b"a\nb\n", b"c\n"]), ["a", "b", "c"]);
-        assert_eq!(lines_of(&[b"a\nb", b"c\nd\n"]), ["a", "d"]);
-        // Looked at twice before being consumed (a fill_buf repeated): still once.
-        let mut lines = Lines::default();
-        let mut out = 0;
-        lines.look(b"x\ny", |_| out += 1);
-        lines.look(b"x\ny", |_| out += 1);
-        lines.advance(2);
-        lines.look(b"y\n", |_| out += 1);
-        // The rest of `y` arrived: whole in this buffer, from the start of a line.
-        assert_eq!(out, 2);
+        // A message and its newline apart: offered once, before its newline.
+        assert_eq!(lines_of(&[b"a", b"\n", b"b\n"]), ["a", "b"]);
+        // A line cut in two: its first piece only (which then fails to parse).
+        assert_eq!(lines_of(&[b"a\nb", b"c\nd\n"]), ["a", "b", "d"]);
     }
 
     #[test]
