@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     /// The bodies of POSTs that name no connection (`initialize`), all together, while they
     /// arrive.
     pub(crate) initial_bodies: Arc<Budget>,
+    /// The operator's counters (src/ops.rs).
+    pub(crate) ops: Arc<crate::ops::Ops>,
 }
 
 /// What the bodies of POSTs naming no connection may hold at once, all together: sixteen
@@ -94,6 +96,7 @@ impl Shared {
             // the limit while the others hold their own share.
             ws_held: HeldPool::new(options.max_message_size),
             initial_bodies: Budget::new(INITIAL_BODIES),
+            ops: Arc::default(),
         }
     }
 }
@@ -120,8 +123,13 @@ pub(crate) struct AcpSlot(Arc<Shared>);
 
 impl AcpSlot {
     pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Option<AcpSlot> {
+        if shared.ops.is_draining() {
+            shared.ops.refused(crate::ops::Reason::Draining);
+            return None;
+        }
         if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
             shared.acp.fetch_sub(1, Ordering::SeqCst);
+            shared.ops.refused(crate::ops::Reason::MaxConnections);
             return None;
         }
         Some(AcpSlot(shared.clone()))

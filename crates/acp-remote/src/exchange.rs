@@ -133,9 +133,15 @@ pub(crate) async fn handle(
     websocket: bool,
     ctx: &ServerCtx,
 ) -> Outcome {
+    if let Some(reply) = crate::health::serve(head, ctx) {
+        return Outcome::Reply(reply);
+    }
     let outcome = route(head, peer, body, websocket, ctx).await;
     match outcome {
-        Outcome::Reply(reply) => Outcome::Reply(with_cors(head, &ctx.options, reply)),
+        Outcome::Reply(reply) => {
+            ctx.shared.ops.answered(reply.status);
+            Outcome::Reply(with_cors(head, &ctx.options, reply))
+        }
         other => other,
     }
 }

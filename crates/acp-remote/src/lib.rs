@@ -104,12 +104,16 @@ mod client;
 mod conn;
 mod exchange;
 mod frames;
+mod health;
 mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
 mod lines;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod net;
+mod ops;
 mod options;
 mod rt;
 mod served;
@@ -118,6 +122,7 @@ mod streamable;
 mod tls;
 mod transport;
 mod upgrade;
+mod watch;
 mod ws_socket;
 
 pub use client::{ConnectError, Connector, Remote};

@@ -34,9 +34,53 @@ impl ShutdownHandle {
     /// connection), and connections still open after the grace period are dropped.
     /// [`Server::serve`] returns when all are gone.
     pub fn shutdown(&self) {
+        self.0.ops.start_draining();
         self.0.stop_accepting.set();
     }
+
+    /// A graceful drain, for a server about to stop (`acp-bridge serve` on SIGTERM): at once
+    /// the health endpoint (`/healthz`) answers 503 and new connections are refused (503,
+    /// counted as `draining`), while open connections go on, Streamable HTTP ones with their
+    /// new sockets; once no prompt turn is running (a `session/prompt` not yet answered) nor a
+    /// session request (`session/new`, `session/load`, ...), and none began for a second, or
+    /// after `deadline`, the [`shutdown`](Self::shutdown) follows. Returns when the shutdown
+    /// begins: `true` if every turn had finished, `false` if the deadline cut some.
+    /// [`Server::serve`] returns after the shutdown's grace, as ever.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # fn main() -> std::io::Result<()> {
+    /// let server = acp_remote::Server::bind("127.0.0.1:0".parse().unwrap(), Default::default())?;
+    /// let handle = server.shutdown_handle();
+    /// smol::spawn(async move {
+    ///     // ... on SIGTERM:
+    ///     handle.drain(Duration::from_secs(30)).await;
+    /// })
+    /// .detach();
+    /// # Ok(()) }
+    /// ```
+    pub async fn drain(&self, deadline: Duration) -> bool {
+        let ops = &self.0.ops;
+        ops.start_draining();
+        let finished = future::or(
+            async {
+                ops.turns_done(DRAIN_QUIET).await;
+                true
+            },
+            async {
+                Timer::after(deadline).await;
+                false
+            },
+        )
+        .await;
+        self.shutdown();
+        finished
+    }
 }
+
+/// How long a drain waits, once no turn runs, for one to begin: a client that has just opened
+/// its session is about to prompt.
+const DRAIN_QUIET: Duration = Duration::from_secs(1);
 
 /// A TCP connection being served, held while it is open: one of the socket cap, and of its
 /// peer's share.
@@ -208,6 +252,7 @@ impl Server {
     {
         // One budget for the requests in flight of every client, besides each connection's.
         let everyone = acp_jsonrpc::ByteBudget::new(self.options.in_flight_budget);
+        self.shared.ops.set_in_flight_budget(everyone.clone());
         let options = options
             .with_max_line_length(self.options.max_message_size)
             .with_shared_in_flight_budget(everyone);
@@ -230,7 +275,25 @@ impl Server {
         H: Fn(Connection) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let handler: Handler = Arc::new(move |connection| Box::pin(handler(connection)));
+        let ops = self.shared.ops.clone();
+        let handler: Handler = Arc::new(move |connection| {
+            let (connection, open) = crate::health::watched(connection, &ops);
+            // A span per remote connection (the `tracing` feature), around the runtime's own.
+            #[cfg(feature = "tracing")]
+            let span = tracing::info_span!(
+                "acp_remote.connection",
+                id = %connection.info.id,
+                peer = %connection.info.peer,
+                transport = open.transport_name(),
+            );
+            let served = handler(connection);
+            #[cfg(feature = "tracing")]
+            let served = tracing::Instrument::instrument(served, span);
+            Box::pin(async move {
+                let _open = open;
+                served.await;
+            })
+        });
         let ctx = Arc::new(ServerCtx {
             shared: self.shared.clone(),
             options: self.options.clone(),
@@ -258,6 +321,7 @@ impl Server {
             let _ = stream.set_nodelay(true);
             let Some(socket) = Socket::admit(&self.shared, peer.ip(), max_sockets, &self.options)
             else {
+                self.shared.ops.refused(crate::ops::Reason::Sockets);
                 // Over TLS a plain answer would be noise: just close.
                 if ctx.options.has_tls()
                     || self.shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING

@@ -9,6 +9,7 @@ use crate::net::NetStream;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 
 use crate::frames::{WsReader, WsWriter};
+use crate::watch::{WatchedReader, WatchedWriter};
 use crate::ws_socket::WsSocket;
 
 /// The socket under our own WebSockets (server and client).
@@ -30,6 +31,8 @@ pub(crate) enum ReaderInner {
     Ws(WsReader<WsStream>),
     Http(HttpReader),
     HttpClient(HttpClientReader),
+    /// A server's connection, its turns and sessions counted (src/watch.rs).
+    Watched(Box<WatchedReader<ConnectionReader>>),
 }
 
 /// Messages to the peer, one line each: WebSocket text frames; on a server, Server-Sent Events
@@ -43,6 +46,7 @@ pub(crate) enum WriterInner {
     Ws(WsWriter<WsStream>),
     Http(HttpWriter),
     HttpClient(HttpClientWriter),
+    Watched(Box<WatchedWriter<ConnectionWriter>>),
 }
 
 impl ConnectionWriter {
@@ -54,6 +58,9 @@ impl ConnectionWriter {
             WriterInner::Ws(w) => WriterInner::Ws(w.with_max_line(bytes)),
             WriterInner::Http(w) => WriterInner::Http(w.with_max_line(bytes)),
             WriterInner::HttpClient(w) => WriterInner::HttpClient(w.with_max_line(bytes)),
+            WriterInner::Watched(w) => {
+                WriterInner::Watched(Box::new(w.map(|w| w.with_max_line(bytes))))
+            }
         })
     }
 }
@@ -68,6 +75,7 @@ impl AsyncRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::Http(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::HttpClient(r) => Pin::new(r).poll_read(cx, buf),
+            ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -78,6 +86,7 @@ impl AsyncBufRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::Http(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::HttpClient(r) => Pin::new(r).poll_fill_buf(cx),
+            ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_fill_buf(cx),
         }
     }
 
@@ -86,6 +95,7 @@ impl AsyncBufRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).consume(amt),
             ReaderInner::Http(r) => Pin::new(r).consume(amt),
             ReaderInner::HttpClient(r) => Pin::new(r).consume(amt),
+            ReaderInner::Watched(r) => Pin::new(r.as_mut()).consume(amt),
         }
     }
 }
@@ -100,6 +110,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::Http(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::HttpClient(w) => Pin::new(w).poll_write(cx, buf),
+            WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -108,6 +119,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_flush(cx),
             WriterInner::Http(w) => Pin::new(w).poll_flush(cx),
             WriterInner::HttpClient(w) => Pin::new(w).poll_flush(cx),
+            WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_flush(cx),
         }
     }
 
@@ -116,6 +128,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_close(cx),
             WriterInner::Http(w) => Pin::new(w).poll_close(cx),
             WriterInner::HttpClient(w) => Pin::new(w).poll_close(cx),
+            WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_close(cx),
         }
     }
 }

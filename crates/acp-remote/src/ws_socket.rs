@@ -58,10 +58,15 @@ impl HeldPool {
         self.used.fetch_sub(bytes, Ordering::SeqCst);
     }
 
-    /// Bytes drawn from the pool now (for tests and reports).
-    #[cfg(test)]
+    /// Bytes drawn from the pool now (for tests and the metrics).
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::SeqCst)
+    }
+
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
     }
 }
 

@@ -37,6 +37,10 @@ usage:
       --idle-timeout SECS    close connections quiet for SECS (default 600; 0 for never)
       --tls-cert FILE        serve TLS (wss://, https://) with this PEM certificate chain...
       --tls-key FILE         ...and this PEM private key (needs the `tls` feature)
+      --drain-timeout SECS   on SIGTERM or SIGINT: refuse new clients (GET /healthz answers
+                             503), let running prompt turns finish for at most SECS (default
+                             30), then close every connection and exit; a second signal exits
+                             at once
   acp-bridge connect URL [OPTIONS]
       Connects stdin and stdout to the remote agent at URL: ws://HOST:PORT/acp (WebSocket) or
       http://HOST:PORT/acp (Streamable HTTP).
@@ -126,6 +130,7 @@ fn serve(args: &[String]) -> Result<(), Error> {
     let mut token = default_token();
     let mut server_options = ServerOptions::default();
     let (mut tls_cert, mut tls_key) = (None, None);
+    let mut drain_timeout = Duration::from_secs(30);
     let mut rest = options.iter();
     while let Some(option) = rest.next() {
         match option.as_str() {
@@ -155,6 +160,13 @@ fn serve(args: &[String]) -> Result<(), Error> {
                     .map_err(|_| Usage(format!("a number, not {n:?}")))?;
                 server_options = server_options.with_max_sockets_per_peer(n);
             }
+            "--drain-timeout" => {
+                let secs = value(option, &mut rest)?;
+                let secs: u64 = secs
+                    .parse()
+                    .map_err(|_| Usage(format!("seconds, not {secs:?}")))?;
+                drain_timeout = Duration::from_secs(secs);
+            }
             "--idle-timeout" => {
                 let secs = value(option, &mut rest)?;
                 let secs: u64 = secs
@@ -181,8 +193,45 @@ fn serve(args: &[String]) -> Result<(), Error> {
         server.url(),
         server.http_url()
     );
+    let handle = server.shutdown_handle();
+    let signals =
+        async_signal::Signals::new([async_signal::Signal::Term, async_signal::Signal::Int])?;
+    smol::spawn(drain_on_signal(signals, handle, drain_timeout)).detach();
     smol::block_on(server.serve(move |connection| bridge(connection, command.clone())))?;
+    eprintln!("acp-bridge: stopped");
     Ok(())
+}
+
+/// The first SIGTERM or SIGINT drains the server (see `ShutdownHandle::drain`); a second one
+/// exits at once.
+async fn drain_on_signal(
+    mut signals: async_signal::Signals,
+    handle: acp_remote::ShutdownHandle,
+    deadline: Duration,
+) {
+    use futures_lite::StreamExt;
+    if signals.next().await.is_none() {
+        return;
+    }
+    eprintln!(
+        "acp-bridge: draining: no new clients; running turns have {}s to finish",
+        deadline.as_secs()
+    );
+    let drain = async {
+        if handle.drain(deadline).await {
+            eprintln!("acp-bridge: every turn finished; closing the connections");
+        } else {
+            eprintln!("acp-bridge: drain deadline passed with turns still running; closing");
+        }
+        // Stay to catch a second signal while the connections close.
+        futures_lite::future::pending::<()>().await;
+    };
+    let again = async {
+        signals.next().await;
+        eprintln!("acp-bridge: second signal: exiting now");
+        std::process::exit(1);
+    };
+    futures_lite::future::or(drain, again).await;
 }
 
 #[cfg(feature = "tls")]

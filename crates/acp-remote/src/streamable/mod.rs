@@ -146,6 +146,12 @@ impl HttpConn {
         })
     }
 
+    /// The budget of the messages waiting for the client's streams (for the metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn stream_budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+
     /// The budget of the POSTed messages waiting for the runtime: a POST's body counts
     /// against it while it arrives.
     pub(crate) fn inbound_budget(&self) -> Arc<Budget> {

@@ -34,6 +34,17 @@ impl Budget {
         })
     }
 
+    /// Bytes taken now (for the metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn used(&self) -> usize {
+        *lock(&self.used)
+    }
+
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Takes `bytes` if they fit, or if nothing is taken at all (one message larger than the
     /// whole budget still goes through, alone).
     fn try_take(&self, bytes: usize) -> bool {

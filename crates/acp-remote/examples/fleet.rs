@@ -1,0 +1,220 @@
+//! Many servers behind a load balancer, from both ends (interop/loadbalancer.sh drives it):
+//!
+//! ```text
+//! fleet agent [--chunks K] [--delay-ms D]
+//!     a stdio agent for `acp-bridge serve`: each turn first says which backend it runs on
+//!     ($FLEET_BACKEND), then streams K chunks (default 20), D ms apart (default 50)
+//! fleet clients HOST:PORT [--clients N] [--turns T] [--token TOKEN]
+//!     N clients at once (default 100), alternately WebSocket and Streamable HTTP, each with
+//!     its own connection, one session and T turns (default 3) one after the other; prints
+//!     one line per client (`client I TRANSPORT BACKEND ok|failed: ERROR`) and a summary line
+//!     per backend
+//! ```
+//!
+//! Exits 0 when every turn of every client completed, 1 otherwise (the output says which
+//! failed, where, and with what error).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use acp_remote::Connector;
+use acp_runtime::Result;
+use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
+use acp_runtime::client::{AutoAllow, ClientOptions};
+use acp_types::*;
+
+struct Slow {
+    chunks: usize,
+    delay: Duration,
+    backend: String,
+}
+
+impl Agent for Slow {
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new(agent::new_session_id()))
+    }
+
+    async fn prompt(&self, _: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        turn.message(format!("backend {}", self.backend)).await?;
+        for i in 0..self.chunks {
+            smol::Timer::after(self.delay).await;
+            turn.message(format!("chunk {i:04}")).await?;
+        }
+        Ok(StopReason::EndTurn.into())
+    }
+}
+
+/// What became of one client.
+struct Outcome {
+    transport: &'static str,
+    backend: String,
+    turns: usize,
+    error: Option<String>,
+}
+
+async fn one_client(
+    url: String,
+    token: Option<String>,
+    turns: usize,
+    transport: &'static str,
+) -> Outcome {
+    let mut outcome = Outcome {
+        transport,
+        backend: "?".into(),
+        turns: 0,
+        error: None,
+    };
+    let mut connector = Connector::new(url);
+    if let Some(token) = token {
+        connector = connector.with_bearer_token(token);
+    }
+    let run = async {
+        let (agent, driver) = connector
+            .connect_client(AutoAllow, ClientOptions::default())
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        smol::spawn(driver).detach();
+        agent
+            .initialize()
+            .await
+            .map_err(|e| format!("initialize: {e}"))?;
+        let session = agent
+            .new_session("/")
+            .await
+            .map_err(|e| format!("session/new: {e}"))?;
+        for _ in 0..turns {
+            let mut turn = session
+                .prompt(vec!["go".into()])
+                .await
+                .map_err(|e| format!("prompt: {e}"))?;
+            while let Some(update) = turn.next().await {
+                if let SessionUpdate::AgentMessageChunk(chunk) =
+                    update.map_err(|e| format!("update: {e}"))?
+                    && let Some(name) = chunk
+                        .content
+                        .as_text()
+                        .and_then(|t| t.strip_prefix("backend "))
+                {
+                    outcome.backend = name.to_owned();
+                }
+            }
+            let end = turn.end().await.map_err(|e| format!("turn end: {e}"))?;
+            if end.stop_reason != StopReason::EndTurn {
+                return Err(format!("turn ended with {:?}", end.stop_reason));
+            }
+            outcome.turns += 1;
+        }
+        Ok::<(), String>(())
+    };
+    if let Err(error) = run.await {
+        outcome.error = Some(error);
+    }
+    outcome
+}
+
+fn clients(args: &[String]) -> bool {
+    let mut args = args.iter();
+    let host = args.next().expect("HOST:PORT").clone();
+    let (mut n, mut turns, mut token) = (100usize, 3usize, None);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().expect("a value").clone();
+        match arg.as_str() {
+            "--clients" => n = value().parse().expect("a number of clients"),
+            "--turns" => turns = value().parse().expect("a number of turns"),
+            "--token" => token = Some(value()),
+            other => panic!("unknown option {other}"),
+        }
+    }
+    let start = Instant::now();
+    let outcomes: Vec<Outcome> = smol::block_on(async {
+        let tasks: Vec<_> = (0..n)
+            .map(|i| {
+                let (scheme, transport) = if i % 2 == 0 {
+                    ("ws", "websocket")
+                } else {
+                    ("http", "streamable-http")
+                };
+                let url = format!("{scheme}://{host}/acp");
+                smol::spawn(one_client(url, token.clone(), turns, transport))
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await);
+        }
+        outcomes
+    });
+    let elapsed = start.elapsed();
+    let mut per_backend: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (i, o) in outcomes.iter().enumerate() {
+        let entry = per_backend.entry(o.backend.clone()).or_default();
+        match &o.error {
+            None => {
+                entry.0 += 1;
+                println!("client {i} {} {} ok", o.transport, o.backend);
+            }
+            Some(error) => {
+                entry.1 += 1;
+                println!(
+                    "client {i} {} {} failed after {} turns: {error}",
+                    o.transport, o.backend, o.turns
+                );
+            }
+        }
+    }
+    let done: usize = outcomes.iter().map(|o| o.turns).sum();
+    for (backend, (ok, failed)) in &per_backend {
+        println!("backend {backend}: {ok} ok, {failed} failed");
+    }
+    println!(
+        "{n} clients, {done} turns completed of {} in {:.2}s ({:.0} turns/s)",
+        n * turns,
+        elapsed.as_secs_f64(),
+        done as f64 / elapsed.as_secs_f64()
+    );
+    outcomes.iter().all(|o| o.error.is_none())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("agent") => {
+            let (mut chunks, mut delay) = (20, 50);
+            let mut rest = args[1..].iter();
+            while let Some(arg) = rest.next() {
+                let value = rest.next().and_then(|v| v.parse().ok()).expect("a number");
+                match arg.as_str() {
+                    "--chunks" => chunks = value,
+                    "--delay-ms" => delay = value,
+                    other => panic!("unknown option {other}"),
+                }
+            }
+            let backend = std::env::var("FLEET_BACKEND").unwrap_or_else(|_| "?".into());
+            let agent = Slow {
+                chunks: chunks as usize,
+                delay: Duration::from_millis(delay),
+                backend,
+            };
+            agent::serve_stdio_with(agent, AgentOptions::default().with_info("fleet", "0"))
+                .expect("serve on stdio");
+            std::process::ExitCode::SUCCESS
+        }
+        Some("clients") => {
+            if clients(&args[1..]) {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            }
+        }
+        _ => {
+            eprintln!(
+                "usage: fleet agent [--chunks K] [--delay-ms D] | fleet clients HOST:PORT [--clients N] [--turns T] [--token T]"
+            );
+            std::process::ExitCode::from(2)
+        }
+    }
+}
