@@ -58,6 +58,9 @@ pub enum Source {
     Official(&'static str),
     /// A script in `bench/official/ts`, run with `node`.
     Node(&'static str),
+    /// Our bench agent behind `acp-conductor agent` with this many `acp-conductor
+    /// pass-through` proxies in front of it: the cost of a conductor and of each hop.
+    Chain(usize),
 }
 
 /// The bench clients, by implementation name.
@@ -76,6 +79,10 @@ pub const AGENTS: &[(&str, Source)] = &[
     ("official04", Source::Official("official04-agent")),
     ("official5", Source::Official("official5-agent")),
     ("ts", Source::Node("agent.mjs")),
+    // Proxy chains (docs/proxy.md), only with `--pair`: not in the default pairs.
+    ("chain0", Source::Chain(0)),
+    ("chain1", Source::Chain(1)),
+    ("chain3", Source::Chain(3)),
 ];
 
 /// Cross-implementation pairs run by default, as (client, agent), after every

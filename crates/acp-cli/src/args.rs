@@ -7,6 +7,7 @@ acp: drive an Agent Client Protocol agent from the command line, the way an edit
 
 Usage: acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
        acp [OPTIONS] -- URL
+       acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]
 
 Without an agent command, acp runs its bundled demo agent (no language model needed); it
 reads notes.txt and writes summary.txt, so without --cwd it works in a scratch directory
@@ -44,6 +45,11 @@ Options:
                        (session/options, which opens no session) and exit; needs acp
                        built with the `unstable` feature and the agent's
                        sessionCapabilities.options
+      --proxy COMMAND  Run a proxy chain (unstable; needs acp built with the `unstable`
+                       feature): acp conducts the proxies, in the order given, in
+                       front of the agent, as `acp-conductor agent` would. COMMAND is
+                       one command line (words split as a shell would, quotes kept,
+                       nothing expanded); repeatable. Not with a URL
       --json           Print every update as one JSON line on stdout (see below)
       --token TOKEN    With a URL: send `Authorization: Bearer TOKEN` (default: the
                        environment variable ACP_TOKEN; prefer it, since a command line is
@@ -117,6 +123,8 @@ pub struct Args {
     /// before any file error).
     pub system_prompt: Option<String>,
     pub system_prompt_mode: Option<SystemPromptMode>,
+    /// `--proxy`: the command lines of a proxy chain in front of the agent, in order.
+    pub proxies: Vec<String>,
     /// `--options`: print what `session/options` answers, open no session.
     pub options: bool,
     pub json: bool,
@@ -203,6 +211,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     }
                 });
             }
+            "--proxy" => parsed.proxies.push(value("COMMAND")?),
             "--options" => {
                 flag(&inline)?;
                 parsed.options = true;
@@ -275,6 +284,9 @@ mod tests {
         assert_eq!(args.config, [("m".to_owned(), "fast".to_owned())]);
         assert!(args.json);
         assert_eq!(args.agent, ["agent", "--prompt", "c"]);
+        let args = p(&["--proxy", "p1 --x", "--proxy=p2", "--", "agent"]).unwrap();
+        assert_eq!(args.proxies, ["p1 --x", "p2"]);
+        assert!(p(&["--proxy"]).is_err());
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! or by asking, and prints each turn as it streams. `acp --help` has the details.
 
 mod args;
+#[cfg(feature = "unstable")]
+mod chain;
 mod diff;
 mod remote;
 mod render;
@@ -52,6 +54,10 @@ fn main() {
     if raw.first().map(String::as_str) == Some(SERVE_DEMO_AGENT) {
         std::process::exit(demo_agent::serve_stdio());
     }
+    #[cfg(feature = "unstable")]
+    if raw.first().map(String::as_str) == Some(chain::SERVE_PASS_THROUGH) {
+        std::process::exit(chain::serve_pass_through());
+    }
     let args = match args::parse(raw) {
         Ok(args) => args,
         Err(message) => {
@@ -71,6 +77,16 @@ fn main() {
         eprintln!(
             "acp: --options sends session/options, an unstable method: this acp was built without the `unstable` feature (cargo install acp-cli --features unstable)"
         );
+        std::process::exit(exit::USAGE);
+    }
+    if !args.proxies.is_empty() && cfg!(not(feature = "unstable")) {
+        eprintln!(
+            "acp: --proxy runs a proxy chain, an unstable part of the protocol: this acp was built without the `unstable` feature (cargo install acp-cli --features unstable)"
+        );
+        std::process::exit(exit::USAGE);
+    }
+    if !args.proxies.is_empty() && remote::url(&args.agent).is_some() {
+        eprintln!("acp: --proxy needs an agent command to start, not a URL\nTry `acp --help`.");
         std::process::exit(exit::USAGE);
     }
     if remote::url(&args.agent).is_none() && (args.token.is_some() || args.ca.is_some()) {
@@ -197,6 +213,23 @@ fn run_main(mut args: Args) -> i32 {
             },
         }
     };
+    #[cfg(feature = "unstable")]
+    let target = match target {
+        Target::Command(command) if !args.proxies.is_empty() => {
+            let name = match args.agent.is_empty() {
+                true => "the demo agent".to_owned(),
+                false => args.agent.join(" "),
+            };
+            match chain::components(&args.proxies, command, name) {
+                Ok(components) => Target::Chain(components),
+                Err(message) => {
+                    eprintln!("acp: {message}\nTry `acp --help`.");
+                    return exit::USAGE;
+                }
+            }
+        }
+        target => target,
+    };
     let policy = args.policy.unwrap_or(if signal::is_terminal(0) {
         Policy::Ask
     } else {
@@ -321,6 +354,9 @@ async fn watch_interrupts(control: Arc<Control>) {
 enum Target {
     Command(AgentCommand),
     Remote(acp_remote::Connector),
+    /// `--proxy`: the proxies, then the agent, conducted in process.
+    #[cfg(feature = "unstable")]
+    Chain(Vec<acp_runtime::conductor::Component>),
 }
 
 /// The connection's driver, whichever way the agent was reached.
@@ -345,6 +381,8 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) ->
         .with_file_system(FsHost::new())
         .with_terminals(terminals.host())
         .with_connection_options(connection);
+    #[cfg(feature = "unstable")]
+    let mut conductor = None;
     let (agent, driver, process): (AgentHandle, Driver, Option<AgentProcess>) = match target {
         Target::Command(command) => match client::spawn(policy, command, options) {
             Ok((agent, driver, process)) => (agent, Box::pin(driver), Some(process)),
@@ -360,6 +398,12 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) ->
                 return exit::AGENT_GONE;
             }
         },
+        #[cfg(feature = "unstable")]
+        Target::Chain(components) => {
+            let (agent, driver, task) = chain::start(components, policy, options);
+            conductor = Some(task);
+            (agent, Box::pin(driver), None)
+        }
     };
     let driver = smol::spawn(driver);
     let control = Arc::new(Control {
@@ -424,6 +468,20 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) ->
         }
     }
     control.shutdown(json || crashed).await;
+    #[cfg(feature = "unstable")]
+    if let Some(conductor) = conductor {
+        // The chain shuts down once its client connection closed; a failed component is
+        // reported by name, with its exit status and stderr tail.
+        let timeout = async {
+            smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE * 2).await;
+            None
+        };
+        if let Some(Err(error)) =
+            futures_lite::future::or(async { Some(conductor.await) }, timeout).await
+        {
+            eprintln!("acp: the proxy chain failed: {error}");
+        }
+    }
     code
 }
 

@@ -10,6 +10,7 @@
 //! The conductor itself and the proxy role are in acp-runtime
 //! ([`acp_runtime::conductor`], [`acp_runtime::proxy`]).
 
-pub mod command_line;
+/// Component command lines (moved to acp-runtime, so that `acp --proxy` shares them).
+pub use acp_runtime::conductor::command_line;
 pub mod policy;
 pub mod trace;

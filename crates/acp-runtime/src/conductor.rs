@@ -57,6 +57,7 @@ use acp_jsonrpc::{Connection, ConnectionError, ConnectionOptions};
 use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
 
 mod chain;
+pub mod command_line;
 mod route;
 
 pub use chain::Component;

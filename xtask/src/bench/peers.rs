@@ -34,6 +34,20 @@ impl Layout {
                 Some(why) => Err(why.clone()),
                 None => existing(self.main_bin.join(bin)),
             },
+            Source::Chain(proxies) => match &self.ours_unavailable {
+                Some(why) => Err(why.clone()),
+                None => existing(self.main_bin.join("acp-conductor")).and_then(|conductor| {
+                    let agent = existing(self.main_bin.join("acp-agent"))?;
+                    // One command line per component, as `acp-conductor agent` splits them.
+                    let quoted = |path: &str| format!("'{}'", path.replace('\'', r"'\''"));
+                    let mut command = vec![conductor[0].clone(), "agent".to_owned()];
+                    for _ in 0..proxies {
+                        command.push(format!("{} pass-through", quoted(&conductor[0])));
+                    }
+                    command.push(quoted(&agent[0]));
+                    Ok(command)
+                }),
+            },
             Source::Official(bin) => existing(self.official_target.join("release").join(bin)),
             Source::Node(script) => match &self.node {
                 None => Err("node not found".to_owned()),
@@ -144,6 +158,20 @@ pub(super) fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), 
             "--bins",
         ]),
     );
+    // The conductor and its pass-through proxy, for the `chainN` agents.
+    let ours = ours.and_then(|()| {
+        run_step(
+            "building acp-conductor (release)",
+            Command::new(cargo()).current_dir(&layout.root).args([
+                "build",
+                "--release",
+                "-p",
+                "acp-conductor",
+                "--bin",
+                "acp-conductor",
+            ]),
+        )
+    });
     if let Err(e) = ours {
         notes.push(format!("our runtime's peers skipped: {e}"));
         layout.ours_unavailable = Some(e);

@@ -1,12 +1,12 @@
 //! Component commands as one string each: words split on whitespace, with `'…'` and `"…"`
 //! quoting and `\` escapes as a POSIX shell reads them (no expansion of any kind).
 
-use acp_runtime::process::AgentCommand;
+use crate::process::AgentCommand;
 
 /// Splits `line` into words; `None` for an unterminated quote or a trailing `\`.
 ///
 /// ```
-/// use acp_conductor::command_line::split;
+/// use acp_runtime::conductor::command_line::split;
 /// assert_eq!(split(r#"agent --name "two words" 'a"b' c\ d"#).unwrap(), ["agent", "--name", "two words", "a\"b", "c d"]);
 /// assert!(split("agent 'open").is_none());
 /// ```
@@ -65,6 +65,13 @@ pub fn split(line: &str) -> Option<Vec<String>> {
 }
 
 /// The command a component string names; an error says what is wrong with it.
+///
+/// ```
+/// use acp_runtime::conductor::command_line::command;
+/// assert!(command("my-agent --stdio").is_ok());
+/// assert!(command("  ").is_err());
+/// ```
+#[cfg(unix)]
 pub fn command(line: &str) -> Result<AgentCommand, String> {
     let words = split(line).ok_or_else(|| format!("unterminated quote or escape in `{line}`"))?;
     let (program, args) = words
