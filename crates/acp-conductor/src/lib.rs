@@ -9,6 +9,11 @@
 //!
 //! The conductor itself and the proxy role are in acp-runtime
 //! ([`acp_runtime::conductor`], [`acp_runtime::proxy`]).
+//!
+//! Everything is behind the `unstable` feature (proxy chains are unstable in the schema, and
+//! the feature switches acp-types to the unstable schema): build with
+//! `cargo build -p acp-conductor --features unstable`.
+#![cfg(feature = "unstable")]
 
 /// Component command lines (moved to acp-runtime, so that `acp --proxy` shares them).
 pub use acp_runtime::conductor::command_line;
