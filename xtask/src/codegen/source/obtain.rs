@@ -289,6 +289,9 @@ pub fn refresh_in(
     let pins = super::parse_pins(&text, &pins_file.display().to_string())?;
     let mut done = Vec::new();
     let mut new_shas = Vec::new();
+    // Every source is obtained and checked before anything is written, so that a failure
+    // leaves the committed files and the pins as they were, in step with each other.
+    let mut obtained = Vec::new();
     for pin in &pins {
         let bytes = obtain(&pin.source).map_err(|e| format!("the `{}` schema: {e}", pin.name))?;
         let sha256 = sha256_hex(&bytes);
@@ -305,6 +308,9 @@ pub fn refresh_in(
                 pin.sha256
             ));
         }
+        obtained.push((pin, bytes, sha256));
+    }
+    for (pin, bytes, sha256) in obtained {
         let file = schemas_dir.join(pin.source.relative_file());
         if let Some(parent) = file.parent() {
             std::fs::create_dir_all(parent)
