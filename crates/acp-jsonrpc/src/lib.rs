@@ -197,7 +197,7 @@
 //! tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).init();
 //! ```
 //!
-//! gives, for one call (`cargo run -p acp-jsonrpc --features tracing
+//! gives, for one call (`cargo run -p acp-rs-jsonrpc --features tracing
 //! --example tracing`):
 //!
 //! ```text
