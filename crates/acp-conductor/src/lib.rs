@@ -10,6 +10,8 @@
 //! The conductor itself and the proxy role are in acp-runtime
 //! ([`acp_runtime::conductor`], [`acp_runtime::proxy`]).
 
+#![forbid(unsafe_code)]
+
 /// Component command lines (moved to acp-runtime, so that `acp --proxy` shares them).
 pub use acp_runtime::conductor::command_line;
 pub mod policy;

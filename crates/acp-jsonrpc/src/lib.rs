@@ -207,6 +207,8 @@
 //! DEBUG connection{connection=1}:request{direction="out" method="add" id=0}: acp_jsonrpc: received direction="in" kind="response" method="add" id=0 bytes=35 duration_us=338
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod budget;
 mod connect;
 mod connection;
