@@ -9,6 +9,11 @@
 //!
 //! The conductor itself and the proxy role are in acp-runtime
 //! ([`acp_runtime::conductor`], [`acp_runtime::proxy`]).
+//!
+//! Everything is behind the `unstable` feature (proxy chains are unstable in the schema, and
+//! the feature switches acp-types to the unstable schema): build with
+//! `cargo build -p acp-rs-conductor --features unstable`.
+#![cfg(feature = "unstable")]
 
 #![forbid(unsafe_code)]
 

@@ -69,6 +69,22 @@
 //!   messages, sessions, streams and refusals are handled by the same code on both versions.
 //!   hyper's server and client run on a small adapter to smol: no tokio runtime. WebSocket
 //!   stays on HTTP/1.1 (no RFC 8441).
+//! - `metrics`: `GET /metrics` with the endpoint's credentials (401 without): the server's
+//!   counters (connections by transport, sessions, turns, byte budgets, refusals by reason,
+//!   draining) in the Prometheus text format, every name prefixed `acp_remote_`.
+//! - `tracing`: an `info` span `acp_remote.connection` (fields `id`, `peer`, `transport`)
+//!   around each remote connection's work, with the runtime's own spans inside it.
+//!
+//! # Operating
+//!
+//! Beside the endpoint and before its policy, `GET /healthz` needs no credentials and answers
+//! `200 {"status":"ok","connections":N,"turns":N}`, or 503 (`"draining"`) from the start of a
+//! drain or a shutdown, for a load balancer's health check. [`ShutdownHandle::drain`] is the
+//! graceful stop of a server about to go: new connections are refused (503) while the open
+//! ones finish their turns, until none runs or the deadline, then
+//! [`ShutdownHandle::shutdown`] follows. `acp-bridge serve` drains on SIGTERM or SIGINT for
+//! at most `--drain-timeout` seconds (default 30); a second signal exits at once. docs/deploy.md
+//! has what to watch and how to deploy several servers.
 //!
 //! ```no_run
 //! use acp_remote::{Connector, Server, ServerOptions};

@@ -1,9 +1,9 @@
-//! Which HTTP the Streamable HTTP client speaks, and the one place that differs between the
-//! two: how a request's bytes reach the server. With the `http2` feature, an `https://` client
-//! offers `h2` by ALPN on its first connection and keeps HTTP/2 if the server picks it; an
-//! `http://` client speaks h2c only with prior knowledge (a server that speaks only HTTP/1.1
-//! would not understand the preface). Otherwise, and for every server that prefers HTTP/1.1,
-//! the POSTs share a kept-alive socket and each SSE stream has one of its own.
+//! Which HTTP the Streamable HTTP client speaks; both versions are hyper's ([`super::wire`]),
+//! and only the connections differ. With the `http2` feature, an `https://` client offers `h2`
+//! by ALPN on its first connection and keeps HTTP/2 if the server picks it; an `http://`
+//! client speaks h2c only with prior knowledge (a server that speaks only HTTP/1.1 would not
+//! understand the preface). Otherwise, and for every server that prefers HTTP/1.1, the POSTs
+//! share a kept-alive connection and each SSE stream has one of its own.
 
 use std::io;
 
@@ -13,8 +13,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[cfg(feature = "http2")]
-use super::h2::{H2, H2Body};
+use super::wire::H2;
 use super::wire::{self, Answer, Body, Endpoint, Poster};
+#[cfg(feature = "http2")]
 use crate::net::NetStream;
 
 /// How a client connection's requests reach the server.
@@ -29,24 +30,6 @@ pub(crate) struct Link {
     chosen: AtomicBool,
 }
 
-/// The body of an SSE stream, on either version.
-pub(crate) enum StreamBody {
-    Http1(NetStream, Body),
-    #[cfg(feature = "http2")]
-    Http2(H2Body),
-}
-
-impl StreamBody {
-    /// The next piece of the stream; `None` at its end (or when the connection fails).
-    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
-        match self {
-            StreamBody::Http1(socket, body) => body.next(socket).await,
-            #[cfg(feature = "http2")]
-            StreamBody::Http2(body) => body.next().await?.ok(),
-        }
-    }
-}
-
 impl Link {
     pub(crate) fn new(endpoint: Endpoint) -> Link {
         Link {
@@ -59,7 +42,7 @@ impl Link {
     }
 
     /// Sends a POST or DELETE; the whole answer. `poster` carries HTTP/1.1's kept-alive
-    /// socket (the sender's, so that requests go out one after the other).
+    /// connection (the sender's, so that requests go out one after the other).
     pub(crate) async fn send(
         &self,
         poster: &mut Poster,
@@ -85,18 +68,16 @@ impl Link {
     pub(crate) async fn open_get(
         &self,
         headers: &[(String, String)],
-    ) -> io::Result<(u16, Vec<(String, String)>, StreamBody)> {
+    ) -> io::Result<(u16, Vec<(String, String)>, Body)> {
         #[cfg(feature = "http2")]
         if let Some(h2) = self.h2.get() {
-            let (status, headers, body) = h2.open("GET", headers, b"").await?;
-            return Ok((status, headers, StreamBody::Http2(body)));
+            return h2.open("GET", headers, b"").await;
         }
-        let (socket, status, headers, body) = wire::open_get(&self.endpoint, headers).await?;
-        Ok((status, headers, StreamBody::Http1(socket, body)))
+        wire::open_get(&self.endpoint, headers).await
     }
 
     /// Connects for the first request: HTTP/2 if ALPN chose `h2` or the client has prior
-    /// knowledge; otherwise the socket becomes HTTP/1.1's kept-alive one (`None`).
+    /// knowledge; otherwise the socket carries HTTP/1.1 as the kept-alive connection (`None`).
     #[cfg(feature = "http2")]
     async fn choose(&self, poster: &mut Poster) -> io::Result<Option<H2>> {
         let endpoint = &self.endpoint;
@@ -114,7 +95,7 @@ impl Link {
             None => return Ok(None),
         };
         if socket.is_tls() && !socket.negotiated_h2() {
-            poster.keep(socket);
+            poster.keep(wire::http1(socket).await?);
             return Ok(None);
         }
         H2::handshake(socket, endpoint).await.map(Some)

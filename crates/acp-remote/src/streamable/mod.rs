@@ -8,8 +8,6 @@
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
 pub(crate) mod client;
-#[cfg(feature = "http2")]
-mod h2;
 pub(crate) mod handlers;
 mod link;
 pub(crate) mod queue;

@@ -1,13 +1,22 @@
-//! HTTP/1.1 for the Streamable HTTP client: requests, answers (Content-Length, chunked, or
-//! until close), and a kept-alive socket for the POSTs. Only the bytes: which headers a
-//! request carries is decided by `client.rs`, for HTTP/2 (`h2.rs`) as well.
+//! HTTP for the Streamable HTTP client: hyper's client on smol through [`rt`](crate::rt),
+//! HTTP/1.1 always and HTTP/2 with the `http2` feature. Only the bytes: which headers a request
+//! carries and what an answer means are decided by `client.rs`; which version a connection
+//! speaks by `link.rs`. On HTTP/1.1 the POSTs share one kept-alive connection ([`Poster`]) and
+//! each SSE stream has one of its own; on HTTP/2 ([`H2`]) one connection carries them all.
 
+use std::convert::Infallible;
+use std::future::poll_fn;
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use hyper::body::{Body as _, Bytes, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1;
+use hyper::header::{HeaderName, HeaderValue};
 
 use crate::net::NetStream;
+use crate::rt;
 
 /// Where and how to reach the server.
 #[derive(Debug, Clone)]
@@ -25,10 +34,13 @@ pub(crate) struct Endpoint {
     pub(crate) http2_prior_knowledge: bool,
 }
 
-/// A kept-alive socket is reused only this soon after its last answer: well within the idle
-/// timeouts of servers (ours 10 s, Node's 5 s), so that a request never meets a socket the
-/// server is closing.
+/// A kept-alive connection is reused only this soon after its last answer: well within the
+/// idle timeouts of servers (ours 10 s, Node's 5 s), so that a request never meets a socket
+/// the server is closing.
 const REUSE_WITHIN: Duration = Duration::from_secs(2);
+
+/// An answer's head is at most this large (status line and headers), on either version.
+const MAX_HEAD: usize = 64 * 1024;
 
 /// An answer to a POST or DELETE.
 pub(crate) struct Answer {
@@ -46,45 +58,152 @@ impl Answer {
     }
 }
 
-fn request_head(
-    endpoint: &Endpoint,
-    method: &str,
-    headers: &[(String, String)],
-    len: usize,
-    keep_alive: bool,
-) -> String {
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    let mut head = format!(
-        "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: {connection}\r\n",
-        endpoint.path, endpoint.authority
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+/// A request body sent whole (a JSON-RPC message, or nothing).
+pub(crate) struct Full(Option<Bytes>);
+
+impl hyper::body::Body for Full {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.get_mut().0.take().map(|d| Ok(Frame::data(d))))
     }
-    if method == "POST" {
-        head.push_str(&format!("Content-Length: {len}\r\n"));
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_none()
     }
-    head.push_str("\r\n");
-    head
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.as_ref().map_or(0, |d| d.len() as u64))
+    }
 }
 
-/// Sends POSTs and DELETEs one after the other, on one kept-alive socket while the server
-/// keeps it (TLS handshakes included, a socket per request would cost the most).
+/// An answer's body as it arrives (an SSE stream, or an answer being collected).
+#[derive(Debug)]
+pub(crate) struct Body(Incoming);
+
+impl Body {
+    /// The next piece of the body; `None` at its end, or when the connection fails (a
+    /// truncated SSE stream ends like a finished one). Trailers are skipped.
+    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
+        self.try_next().await?.ok()
+    }
+
+    async fn try_next(&mut self) -> Option<io::Result<Vec<u8>>> {
+        loop {
+            let frame = poll_fn(|cx| Pin::new(&mut self.0).poll_frame(cx)).await?;
+            match frame.map_err(failed) {
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some(Ok(data.to_vec()));
+                    }
+                }
+                Err(error) => return Some(Err(error)),
+            }
+        }
+    }
+}
+
+fn invalid(error: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, error.to_string())
+}
+
+fn failed(error: hyper::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, error)
+}
+
+/// A request to `uri` (origin-form with a `Host` header on HTTP/1.1; absolute on HTTP/2,
+/// whose pseudo-headers carry the scheme and authority).
+fn request(
+    uri: &str,
+    host: Option<&str>,
+    method: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> io::Result<hyper::Request<Full>> {
+    let mut request = hyper::Request::builder().method(method).uri(uri);
+    if let Some(host) = host {
+        request = request.header(hyper::header::HOST, host);
+    }
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(invalid)?;
+        let value = HeaderValue::from_str(value).map_err(invalid)?;
+        request = request.header(name, value);
+    }
+    let body = (!body.is_empty()).then(|| Bytes::copy_from_slice(body));
+    request.body(Full(body)).map_err(invalid)
+}
+
+/// An answer's status, its headers (those that are text) and its body as it arrives.
+fn split(response: hyper::Response<Incoming>) -> (u16, Vec<(String, String)>, Body) {
+    let (parts, incoming) = response.into_parts();
+    let headers = parts
+        .headers
+        .iter()
+        .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect();
+    (parts.status.as_u16(), headers, Body(incoming))
+}
+
+/// The whole answer, its body at most `max` bytes.
+async fn collect(response: hyper::Response<Incoming>, max: usize) -> io::Result<Answer> {
+    let (status, headers, mut incoming) = split(response);
+    let mut body = Vec::new();
+    while let Some(data) = incoming.try_next().await {
+        body.extend_from_slice(&data?);
+        if body.len() > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "answer too large",
+            ));
+        }
+    }
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Starts HTTP/1.1 on `stream`; the connection runs on a task of its own until its sender is
+/// dropped and its last answer has been read (or dropped).
+pub(crate) async fn http1(stream: NetStream) -> io::Result<http1::SendRequest<Full>> {
+    let (send, connection) = http1::Builder::new()
+        .max_header_size(MAX_HEAD)
+        .handshake(rt::Io::new(stream, Vec::new()))
+        .await
+        .map_err(failed)?;
+    smol::spawn(async move {
+        let _ = connection.await;
+    })
+    .detach();
+    Ok(send)
+}
+
+async fn connect_http1(endpoint: &Endpoint) -> io::Result<http1::SendRequest<Full>> {
+    http1(NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?).await
+}
+
+/// Sends POSTs and DELETEs one after the other over HTTP/1.1, on one kept-alive connection
+/// while the server keeps it (TLS handshakes included, a connection per request would cost
+/// the most).
 #[derive(Default)]
 pub(crate) struct Poster {
-    socket: Option<(NetStream, Instant)>,
+    kept: Option<(http1::SendRequest<Full>, Instant)>,
 }
 
 impl Poster {
-    /// Keeps `socket` (just connected) for the next request.
+    /// Keeps `send` (just connected) for the next request.
     #[cfg(feature = "http2")]
-    pub(crate) fn keep(&mut self, socket: NetStream) {
-        self.socket = Some((socket, Instant::now()));
+    pub(crate) fn keep(&mut self, send: http1::SendRequest<Full>) {
+        self.kept = Some((send, Instant::now()));
     }
 
-    /// Sends one request; the whole answer. A reused socket the server closed before
-    /// answering is replaced once by a fresh one (the request was not taken: nothing was
-    /// answered).
+    /// Sends one request; the whole answer. A reused connection that fails before an answer's
+    /// head (the server closed it while idle) is replaced once by a fresh one.
     pub(crate) async fn send(
         &mut self,
         endpoint: &Endpoint,
@@ -92,238 +211,131 @@ impl Poster {
         headers: &[(String, String)],
         body: &[u8],
     ) -> io::Result<Answer> {
+        let request = || {
+            request(
+                &endpoint.path,
+                Some(&endpoint.authority),
+                method,
+                headers,
+                body,
+            )
+        };
         let reused = self
-            .socket
+            .kept
             .take()
-            .filter(|(_, last)| last.elapsed() < REUSE_WITHIN)
-            .map(|(socket, _)| socket);
-        if let Some(socket) = reused {
-            match exchange(socket, endpoint, method, headers, body).await {
-                Ok((answer, kept)) => {
-                    self.socket = kept.map(|s| (s, Instant::now()));
-                    return Ok(answer);
-                }
-                Err(Exchange::NotAnswered) => {}
-                Err(Exchange::Failed(error)) => return Err(error),
-            }
+            .filter(|(send, last)| last.elapsed() < REUSE_WITHIN && !send.is_closed())
+            .map(|(send, _)| send);
+        if let Some(mut send) = reused
+            && send.ready().await.is_ok()
+            && let Ok(response) = send.send_request(request()?).await
+        {
+            return self.finish(send, response, endpoint).await;
         }
-        let socket =
-            NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
-        match exchange(socket, endpoint, method, headers, body).await {
-            Ok((answer, kept)) => {
-                self.socket = kept.map(|s| (s, Instant::now()));
-                Ok(answer)
-            }
-            Err(Exchange::NotAnswered) => Err(io::ErrorKind::ConnectionAborted.into()),
-            Err(Exchange::Failed(error)) => Err(error),
+        let mut send = connect_http1(endpoint).await?;
+        let response = send.send_request(request()?).await.map_err(failed)?;
+        self.finish(send, response, endpoint).await
+    }
+
+    /// Reads the answer whole; keeps the connection if the server keeps it.
+    async fn finish(
+        &mut self,
+        send: http1::SendRequest<Full>,
+        response: hyper::Response<Incoming>,
+        endpoint: &Endpoint,
+    ) -> io::Result<Answer> {
+        let answer = collect(response, endpoint.max_message_size).await?;
+        if !send.is_closed() {
+            self.kept = Some((send, Instant::now()));
         }
+        Ok(answer)
     }
 }
 
-enum Exchange {
-    /// The socket failed before any byte of an answer: the request was not taken.
-    NotAnswered,
-    Failed(io::Error),
-}
-
-/// One request and its answer on `socket`; the socket back if it may carry another.
-async fn exchange(
-    mut socket: NetStream,
-    endpoint: &Endpoint,
-    method: &str,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> Result<(Answer, Option<NetStream>), Exchange> {
-    let mut request = request_head(endpoint, method, headers, body.len(), true).into_bytes();
-    request.extend_from_slice(body);
-    if socket.write_all(&request).await.is_err() || socket.flush().await.is_err() {
-        return Err(Exchange::NotAnswered);
-    }
-    let (status, answer_headers, mut reader) = match read_response_head(&mut socket).await {
-        Ok(head) => head,
-        Err(error) if error.kind() == io::ErrorKind::ConnectionAborted => {
-            return Err(Exchange::NotAnswered);
-        }
-        Err(error) => return Err(Exchange::Failed(error)),
-    };
-    let mut body = Vec::new();
-    while let Some(data) = reader.next(&mut socket).await {
-        body.extend_from_slice(&data);
-        if body.len() > endpoint.max_message_size {
-            return Err(Exchange::Failed(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "answer too large",
-            )));
-        }
-    }
-    let answer = Answer {
-        status,
-        headers: answer_headers,
-        body,
-    };
-    let close = answer
-        .header("connection")
-        .is_some_and(|c| c.to_ascii_lowercase().contains("close"));
-    let kept = (reader.complete() && !close).then_some(socket);
-    Ok((answer, kept))
-}
-
-/// Opens a GET; returns the socket, the status, the headers and the body's reader.
+/// Opens a GET (an SSE stream) over HTTP/1.1, on a connection of its own; its status, headers
+/// and body. The connection closes when the body ends or is dropped.
 pub(crate) async fn open_get(
     endpoint: &Endpoint,
     headers: &[(String, String)],
-) -> io::Result<(NetStream, u16, Vec<(String, String)>, Body)> {
-    let mut stream =
-        NetStream::connect(&endpoint.host, endpoint.port, endpoint.tls.as_ref()).await?;
-    let request = request_head(endpoint, "GET", headers, 0, false);
-    stream.write_all(request.as_bytes()).await?;
-    stream.flush().await?;
-    let (status, headers, body) = read_response_head(&mut stream).await?;
-    Ok((stream, status, headers, body))
-}
-
-async fn read_response_head(
-    stream: &mut NetStream,
 ) -> io::Result<(u16, Vec<(String, String)>, Body)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut response = httparse::Response::new(&mut headers);
-        match response.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                let status = response.code.unwrap_or(0);
-                let headers: Vec<(String, String)> = response
-                    .headers
-                    .iter()
-                    .filter_map(|h| {
-                        Some((
-                            h.name.to_owned(),
-                            std::str::from_utf8(h.value).ok()?.to_owned(),
-                        ))
-                    })
-                    .collect();
-                let find = |name: &str| {
-                    headers
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                        .map(|(_, v)| v.trim().to_ascii_lowercase())
-                };
-                let kind = if find("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
-                    BodyKind::Chunked
-                } else if let Some(len) = find("content-length").and_then(|l| l.parse().ok()) {
-                    BodyKind::Length(len)
-                } else {
-                    BodyKind::UntilClose
-                };
-                let body = Body {
-                    buf: buf.split_off(len),
-                    kind,
-                    done: false,
-                    failed: false,
-                };
-                return Ok((status, headers, body));
-            }
-            Ok(httparse::Status::Partial) if buf.len() < 64 * 1024 => {}
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "bad HTTP answer",
-                ));
-            }
-        }
-        let n = match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) if buf.is_empty() => return Err(io::ErrorKind::ConnectionAborted.into()),
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => n,
-            Err(error) => return Err(error),
+    let mut send = connect_http1(endpoint).await?;
+    let request = request(
+        &endpoint.path,
+        Some(&endpoint.authority),
+        "GET",
+        headers,
+        b"",
+    )?;
+    let response = send.send_request(request).await.map_err(failed)?;
+    Ok(split(response))
+}
+
+/// One HTTP/2 connection to the server (the `http2` feature): the POSTs, the DELETE and every
+/// SSE stream, each request a stream of it.
+#[cfg(feature = "http2")]
+#[derive(Clone)]
+pub(crate) struct H2 {
+    send: hyper::client::conn::http2::SendRequest<Full>,
+    /// `scheme://authority/path`: HTTP/2 carries them as pseudo-headers of every request.
+    uri: String,
+}
+
+#[cfg(feature = "http2")]
+impl std::fmt::Debug for H2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H2").field("uri", &self.uri).finish()
+    }
+}
+
+#[cfg(feature = "http2")]
+impl H2 {
+    /// Starts HTTP/2 on `stream` (h2c with prior knowledge, or TLS after ALPN chose `h2`); the
+    /// connection runs on a task of its own until every handle and stream is gone.
+    pub(crate) async fn handshake(stream: NetStream, endpoint: &Endpoint) -> io::Result<H2> {
+        let scheme = if endpoint.tls.is_some() {
+            "https"
+        } else {
+            "http"
         };
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-pub(crate) enum BodyKind {
-    Chunked,
-    Length(usize),
-    UntilClose,
-}
-
-/// A response body, decoded as it arrives.
-pub(crate) struct Body {
-    buf: Vec<u8>,
-    kind: BodyKind,
-    done: bool,
-    /// Ended by a failure of the socket, or an invalid chunk.
-    failed: bool,
-}
-
-impl Body {
-    /// Whether the body ended by its own framing (a length, a last chunk), leaving the socket
-    /// fit for another request.
-    fn complete(&self) -> bool {
-        self.done && !matches!(self.kind, BodyKind::UntilClose) && !self.failed
+        let uri = format!("{scheme}://{}{}", endpoint.authority, endpoint.path);
+        let (send, connection) = hyper::client::conn::http2::Builder::new(rt::Spawn)
+            .timer(rt::Timer)
+            .max_header_list_size(MAX_HEAD as u32)
+            .handshake(rt::Io::new(stream, Vec::new()))
+            .await
+            .map_err(failed)?;
+        smol::spawn(async move {
+            let _ = connection.await;
+        })
+        .detach();
+        Ok(H2 { send, uri })
     }
 
-    /// The next piece of the body; `None` at its end (or when the socket fails).
-    pub(crate) async fn next(&mut self, stream: &mut NetStream) -> Option<Vec<u8>> {
-        loop {
-            if self.done {
-                return None;
-            }
-            match &mut self.kind {
-                BodyKind::Length(left) => {
-                    if *left == 0 {
-                        self.done = true;
-                        return None;
-                    }
-                    if !self.buf.is_empty() {
-                        let n = self.buf.len().min(*left);
-                        *left -= n;
-                        let rest = self.buf.split_off(n);
-                        return Some(std::mem::replace(&mut self.buf, rest));
-                    }
-                }
-                BodyKind::UntilClose => {
-                    if !self.buf.is_empty() {
-                        return Some(std::mem::take(&mut self.buf));
-                    }
-                }
-                BodyKind::Chunked => {
-                    if let Some(line_end) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                        let size = std::str::from_utf8(&self.buf[..line_end])
-                            .ok()
-                            .and_then(|s| {
-                                usize::from_str_radix(s.split(';').next()?.trim(), 16).ok()
-                            });
-                        let Some(size) = size else {
-                            self.done = true;
-                            self.failed = true;
-                            return None;
-                        };
-                        if size == 0 {
-                            // The last chunk, then the (empty) trailer section: wait for its
-                            // end, so that a kept-alive socket starts clean.
-                            if self.buf[line_end..].windows(4).any(|w| w == b"\r\n\r\n") {
-                                self.done = true;
-                                return None;
-                            }
-                        } else if self.buf.len() >= line_end + 2 + size + 2 {
-                            let data = self.buf[line_end + 2..line_end + 2 + size].to_vec();
-                            self.buf.drain(..line_end + 2 + size + 2);
-                            return Some(data);
-                        }
-                    }
-                }
-            }
-            let mut chunk = [0u8; 16 * 1024];
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    self.failed = !matches!(self.kind, BodyKind::UntilClose);
-                    return None;
-                }
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
-        }
+    /// Sends one request; its status, its headers and its body as it arrives (an SSE stream).
+    pub(crate) async fn open(
+        &self,
+        method: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> io::Result<(u16, Vec<(String, String)>, Body)> {
+        let request = request(&self.uri, None, method, headers, body)?;
+        let mut send = self.send.clone();
+        send.ready().await.map_err(failed)?;
+        let response = send.send_request(request).await.map_err(failed)?;
+        Ok(split(response))
+    }
+
+    /// Sends one request; the whole answer, its body at most `endpoint.max_message_size`.
+    pub(crate) async fn send(
+        &self,
+        endpoint: &Endpoint,
+        method: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> io::Result<Answer> {
+        let request = request(&self.uri, None, method, headers, body)?;
+        let mut send = self.send.clone();
+        send.ready().await.map_err(failed)?;
+        let response = send.send_request(request).await.map_err(failed)?;
+        collect(response, endpoint.max_message_size).await
     }
 }
