@@ -14,7 +14,6 @@
 //! the feature switches acp-types to the unstable schema): build with
 //! `cargo build -p acp-rs-conductor --features unstable`.
 #![cfg(feature = "unstable")]
-
 #![forbid(unsafe_code)]
 
 /// Component command lines (moved to acp-runtime, so that `acp --proxy` shares them).
