@@ -42,8 +42,8 @@ if ! cmp -s "$pins/package-lock.json" "$work/npm/package-lock.json" ||
     bash "$pins/run.sh" >&2
 fi
 
-say "cargo build -p acp-conformance"
-(cd "$repo" && cargo build --quiet -p acp-conformance)
+say "cargo build -p acp-rs-conformance"
+(cd "$repo" && cargo build --quiet -p acp-rs-conformance)
 checker="$target/debug/acp-conformance"
 
 # --- one run per agent, in parallel (the agents mostly wait) -----------------------------------

@@ -50,8 +50,8 @@ opencode="$npm_dir/node_modules/opencode-$platform/bin/opencode"
 [[ -x "$opencode" ]] || opencode="$(ls "$npm_dir"/node_modules/opencode-*/bin/opencode 2>/dev/null | head -n 1)"
 
 # --- the example ------------------------------------------------------------------------------
-say "cargo build -p acp-runtime --features unstable-session-fork --example fork"
-(cd "$repo" && cargo build --quiet -p acp-runtime --features unstable-session-fork --example fork)
+say "cargo build -p acp-rs-runtime --features unstable-session-fork --example fork"
+(cd "$repo" && cargo build --quiet -p acp-rs-runtime --features unstable-session-fork --example fork)
 fork="$target/debug/examples/fork"
 
 # --- offline ----------------------------------------------------------------------------------

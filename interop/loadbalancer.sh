@@ -14,7 +14,7 @@ if ! command -v haproxy >/dev/null; then
   exit 0
 fi
 
-cargo build -q -p acp-remote --features metrics --example fleet --bin acp-bridge
+cargo build -q -p acp-rs-remote --features metrics --example fleet --bin acp-bridge
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed 's/.*"target_directory":"\([^"]*\)".*/\1/')
 bridge="$target_dir/debug/acp-bridge"
 fleet="$target_dir/debug/examples/fleet"

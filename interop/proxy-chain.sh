@@ -41,7 +41,7 @@ sdk_proxy="$sdk/target/debug/sdk-proxy"
 sdk_conductor="$sdk/target/debug/sdk-conductor"
 
 say "building acp and acp-conductor"
-(cd "$repo" && cargo build --quiet -p acp-cli --bin acp && cargo build --quiet -p acp-conductor --features unstable --bin acp-conductor)
+(cd "$repo" && cargo build --quiet -p acp-rs-cli --bin acp && cargo build --quiet -p acp-rs-conductor --features unstable --bin acp-conductor)
 acp="$target/debug/acp"
 ours="$target/debug/acp-conductor"
 

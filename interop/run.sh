@@ -69,9 +69,9 @@ fi
 python="$venv/bin/python"
 
 # --- our examples ------------------------------------------------------------------------------
-say "cargo build -p acp-runtime --examples; cargo build -p acp-cli; cargo build -p acp-remote --features http2 --bin acp-bridge --example prompt"
-(cd "$repo" && cargo build --quiet -p acp-runtime --examples && cargo build --quiet -p acp-cli &&
-    cargo build --quiet -p acp-remote --features http2 --bin acp-bridge --example prompt)
+say "cargo build -p acp-rs-runtime --examples; cargo build -p acp-rs-cli; cargo build -p acp-rs-remote --features http2 --bin acp-bridge --example prompt"
+(cd "$repo" && cargo build --quiet -p acp-rs-runtime --examples && cargo build --quiet -p acp-rs-cli &&
+    cargo build --quiet -p acp-rs-remote --features http2 --bin acp-bridge --example prompt)
 our_client="$examples/client"
 acp="$target/debug/acp"
 our_agent="$examples/agent"

@@ -16,7 +16,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 [[ "$target" = /* ]] || target="$repo/$target"
-(cd "$repo" && cargo build --quiet --release -p acp-conformance --bins)
+(cd "$repo" && cargo build --quiet --release -p acp-rs-conformance --bins)
 checker="${1:-$target/release/acp-conformance}"
 agent="$target/release/broken-agent"
 limit="${LIMIT:-120}"

@@ -24,14 +24,14 @@ Re-records every fixture and snapshot that depends on the ACP schema, after `car
 codegen` (or any deliberate change of what goes on the wire):
 
   1. fixtures/transcripts/*.jsonl: acp-test's ignored test `regenerate_fixtures` (cargo test
-     -p acp-types -p acp-test -p acp-runtime --test fixtures -- --ignored --exact
+     -p acp-rs-types -p acp-rs-test -p acp-rs-runtime --test fixtures -- --ignored --exact
      regenerate_fixtures)
   2. the insta snapshots (tests/snapshots/) of acp-types, acp-test and acp-runtime, in every
      feature set CI tests them with (.ci/run):
-     INSTA_UPDATE=always cargo test --no-fail-fast -p acp-types -p acp-test -p acp-runtime
+     INSTA_UPDATE=always cargo test --no-fail-fast -p acp-rs-types -p acp-rs-test -p acp-rs-runtime
      --lib --bins --test ... (every test target but acp-runtime's `hostile`, a stress test
      of minutes that records nothing), then the same for acp-types and acp-runtime with
-     --features acp-runtime/unstable (the unstable schema's snapshots, `@unstable` ones)
+     --features acp-rs-runtime/unstable (the unstable schema's snapshots, `@unstable` ones)
 
   3. the doctests of those crates in both feature sets, only to name the ones that fail:
      their transcripts are inline (docs/testing.md, the READMEs, the crate docs), which insta
@@ -47,8 +47,9 @@ Options:
   -h, --help  this help
 ";
 
-/// The crates whose tests snapshot what the generated types put on the wire.
-pub const SNAPSHOT_CRATES: &[&str] = &["acp-types", "acp-test", "acp-runtime"];
+/// The crates (package names, as `-p` and `cargo metadata` take them) whose tests snapshot what
+/// the generated types put on the wire.
+pub const SNAPSHOT_CRATES: &[&str] = &["acp-rs-types", "acp-rs-test", "acp-rs-runtime"];
 
 /// A feature set CI tests [`SNAPSHOT_CRATES`] (or some of them) with.
 #[derive(Debug)]
@@ -74,9 +75,9 @@ pub const FEATURE_SETS: &[FeatureSet] = &[
     // acp-runtime's `@unstable` transcripts. acp-test is left out as CI leaves it out: its
     // recorded transcripts pin the stable schema's wire form.
     FeatureSet {
-        label: "--features acp-runtime/unstable",
-        crates: &["acp-types", "acp-runtime"],
-        features: &["acp-runtime/unstable"],
+        label: "--features acp-rs-runtime/unstable",
+        crates: &["acp-rs-types", "acp-rs-runtime"],
+        features: &["acp-rs-runtime/unstable"],
     },
 ];
 
@@ -254,7 +255,7 @@ pub fn test_selection(workspace: &Path, set: &FeatureSet) -> Result<Vec<String>,
 }
 
 /// The features of `package` (a `cargo metadata` package) that `set` turns on: `default`, the
-/// ones `set` names for it (`acp-runtime/unstable`), and the features those enable in turn.
+/// ones `set` names for it (`acp-rs-runtime/unstable`), and the features those enable in turn.
 fn enabled_features(
     package: &serde_json::Value,
     set: &FeatureSet,
@@ -376,15 +377,18 @@ mod tests {
         assert!(
             unstable
                 .windows(2)
-                .any(|w| w[0] == "--features" && w[1] == "acp-runtime/unstable")
+                .any(|w| w[0] == "--features" && w[1] == "acp-rs-runtime/unstable")
         );
-        assert!(!unstable.contains(&"acp-test".to_owned()), "{unstable:?}");
+        assert!(
+            !unstable.contains(&"acp-rs-test".to_owned()),
+            "{unstable:?}"
+        );
     }
 
     #[test]
     fn required_features_are_followed_through_the_feature_table() {
         let package = serde_json::json!({
-            "name": "acp-runtime",
+            "name": "acp-rs-runtime",
             "features": {
                 "default": [],
                 "unstable": ["unstable-session-fork", "acp-types/unstable"],

@@ -75,13 +75,13 @@ fn main() {
     }
     if args.options && cfg!(not(feature = "unstable")) {
         eprintln!(
-            "acp: --options sends session/options, an unstable method: this acp was built without the `unstable` feature (cargo install acp-cli --features unstable)"
+            "acp: --options sends session/options, an unstable method: this acp was built without the `unstable` feature (cargo install acp-rs-cli --features unstable)"
         );
         std::process::exit(exit::USAGE);
     }
     if !args.proxies.is_empty() && cfg!(not(feature = "unstable")) {
         eprintln!(
-            "acp: --proxy runs a proxy chain, an unstable part of the protocol: this acp was built without the `unstable` feature (cargo install acp-cli --features unstable)"
+            "acp: --proxy runs a proxy chain, an unstable part of the protocol: this acp was built without the `unstable` feature (cargo install acp-rs-cli --features unstable)"
         );
         std::process::exit(exit::USAGE);
     }

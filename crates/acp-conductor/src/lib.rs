@@ -12,8 +12,9 @@
 //!
 //! Everything is behind the `unstable` feature (proxy chains are unstable in the schema, and
 //! the feature switches acp-types to the unstable schema): build with
-//! `cargo build -p acp-conductor --features unstable`.
+//! `cargo build -p acp-rs-conductor --features unstable`.
 #![cfg(feature = "unstable")]
+#![forbid(unsafe_code)]
 
 /// Component command lines (moved to acp-runtime, so that `acp --proxy` shares them).
 pub use acp_runtime::conductor::command_line;

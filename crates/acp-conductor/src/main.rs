@@ -8,6 +8,8 @@
 //!                                         a proxy that answers permission requests by tool kind
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use acp_conductor::command_line;

@@ -20,6 +20,8 @@
 //! The checks and the sentences of the specification they verify are listed in
 //! `docs/conformance.md` and by `acp-conformance --list`.
 
+#![forbid(unsafe_code)]
+
 mod checks;
 mod client;
 pub mod limits;

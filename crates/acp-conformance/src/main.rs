@@ -1,5 +1,7 @@
 //! `acp-conformance`: checks an ACP agent against the protocol's rules. See `--help`.
 
+#![forbid(unsafe_code)]
+
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 

@@ -1,7 +1,7 @@
 //! Notifications per second through a connection, next to a raw loop that
 //! only splits lines and parses them with serde_json.
 //!
-//! Run with `cargo bench -p acp-jsonrpc --bench throughput`. Set
+//! Run with `cargo bench -p acp-rs-jsonrpc --bench throughput`. Set
 //! `THROUGHPUT_MESSAGES` to change the message count (default 200 000) and
 //! `THROUGHPUT_ROUNDS` the number of rounds each variant's best is taken
 //! from (default 5).

@@ -2,7 +2,7 @@
 //! event of a request, an error answer and a notification, on stderr.
 //!
 //! ```text
-//! cargo run -p acp-jsonrpc --features tracing --example tracing
+//! cargo run -p acp-rs-jsonrpc --features tracing --example tracing
 //! ```
 
 use acp_jsonrpc::{Connection, ConnectionOptions, Handler, IncomingRequest, Responder, memory};

@@ -197,7 +197,7 @@
 //! tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).init();
 //! ```
 //!
-//! gives, for one call (`cargo run -p acp-jsonrpc --features tracing
+//! gives, for one call (`cargo run -p acp-rs-jsonrpc --features tracing
 //! --example tracing`):
 //!
 //! ```text
@@ -206,6 +206,8 @@
 //! DEBUG connection{connection=2}:request{direction="in" method="add" id=0}: acp_jsonrpc: sent direction="out" kind="response" method="add" id=0 bytes=35 duration_us=17
 //! DEBUG connection{connection=1}:request{direction="out" method="add" id=0}: acp_jsonrpc: received direction="in" kind="response" method="add" id=0 bytes=35 duration_us=338
 //! ```
+
+#![forbid(unsafe_code)]
 
 mod budget;
 mod connect;

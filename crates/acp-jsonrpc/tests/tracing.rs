@@ -1,6 +1,6 @@
 //! The `tracing` feature: the spans and events of a request, an error
 //! answer and a notification, captured by a small subscriber of this file
-//! (`cargo test -p acp-jsonrpc --features tracing --test tracing`).
+//! (`cargo test -p acp-rs-jsonrpc --features tracing --test tracing`).
 #![cfg(feature = "tracing")]
 
 use std::collections::BTreeMap;

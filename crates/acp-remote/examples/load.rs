@@ -2,7 +2,7 @@
 //! and one prompt turn of streamed chunks, against a server in this process.
 //!
 //! ```text
-//! cargo run --release -p acp-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K]
+//! cargo run --release -p acp-rs-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K]
 //! ```
 //!
 //! `ws` goes through the WebSocket server on loopback, `http` through its Streamable HTTP

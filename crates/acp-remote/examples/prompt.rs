@@ -1,5 +1,5 @@
 //! One prompt turn against a remote agent:
-//! `cargo run -p acp-remote --example prompt -- ws://127.0.0.1:8765/acp [--token T] [TEXT]`
+//! `cargo run -p acp-rs-remote --example prompt -- ws://127.0.0.1:8765/acp [--token T] [TEXT]`
 //! (or an `http://` URL, for Streamable HTTP).
 //!
 //! Permissions are granted, the agent's file reads and writes are served beneath the current

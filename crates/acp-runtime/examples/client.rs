@@ -4,9 +4,9 @@
 //! for permission unless `--yes` is given.
 //!
 //! ```text
-//! cargo run -p acp-runtime --example client                 # demo agent, auto-allow
-//! cargo run -p acp-runtime --example client -- --ask        # ask before each tool call
-//! cargo run -p acp-runtime --example client -- my-agent --flag   # any agent command
+//! cargo run -p acp-rs-runtime --example client                 # demo agent, auto-allow
+//! cargo run -p acp-rs-runtime --example client -- --ask        # ask before each tool call
+//! cargo run -p acp-rs-runtime --example client -- my-agent --flag   # any agent command
 //! ```
 
 #[path = "shared/demo_agent.rs"]

@@ -84,6 +84,7 @@
 //! directories you name become `<tmp>` (or your placeholder); date-times `<timestamp>`;
 //! `clientInfo`/`agentInfo` versions `<version>`. See [`Normalizer`].
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod normalize;

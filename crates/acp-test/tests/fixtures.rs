@@ -4,7 +4,7 @@
 //! with the scripted client and the scenario's drive.
 //!
 //! To record the fixtures again (after a deliberate change of the runtime's wire behaviour),
-//! run `cargo test -p acp-test --test fixtures -- --ignored regenerate_fixtures` and review the
+//! run `cargo test -p acp-rs-test --test fixtures -- --ignored regenerate_fixtures` and review the
 //! diff of `fixtures/transcripts/`.
 
 mod scenarios;

@@ -106,6 +106,8 @@
 //! - `models`: [`models`], the seed-era model selection (`session/set_model`, `models` in
 //!   session answers) that agents still send, typed from the `2025-10` schema pin.
 
+#![forbid(unsafe_code)]
+
 mod helpers;
 mod helpers_v1;
 mod methods;

@@ -464,7 +464,7 @@ fn a_schema_move_end_to_end() {
     let cargo = |update: bool| {
         let mut command = std::process::Command::new(env!("CARGO"));
         command
-            .args(["test", "-q", "-p", "acp-types", "--no-fail-fast"])
+            .args(["test", "-q", "-p", "acp-rs-types", "--no-fail-fast"])
             .current_dir(&workspace)
             .env("CARGO_TARGET_DIR", scratch.join("target"))
             .env("GIT_CEILING_DIRECTORIES", &scratch)
@@ -477,7 +477,7 @@ fn a_schema_move_end_to_end() {
         let status = command.status().unwrap();
         assert!(
             status.success(),
-            "cargo test -p acp-types (update: {update})"
+            "cargo test -p acp-rs-types (update: {update})"
         );
     };
     cargo(true);

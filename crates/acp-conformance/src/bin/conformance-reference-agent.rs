@@ -6,6 +6,8 @@
 //! modes and a model selector. It advertises `session/list`, `session/resume` (no replay),
 //! `session/close`, `session/delete` and `logout`.
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;

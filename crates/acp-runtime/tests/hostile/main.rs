@@ -4,8 +4,8 @@
 //! beyond its byte budgets.
 //!
 //! ```text
-//! cargo test -p acp-runtime --test hostile                   # every case, with assertions
-//! cargo test -p acp-runtime --test hostile -- --peak-rss     # peak RSS of the client per case
+//! cargo test -p acp-rs-runtime --test hostile                   # every case, with assertions
+//! cargo test -p acp-rs-runtime --test hostile -- --peak-rss     # peak RSS of the client per case
 //! ```
 //!
 //! Memory is asserted where the bound is deterministic (the bytes the client keeps for the

@@ -9,6 +9,8 @@
 //! exits with 0 when the client followed the transcript and closed stdin, and with 1 after
 //! printing the difference to stderr otherwise; 2 for bad arguments.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 use std::time::Duration;
 

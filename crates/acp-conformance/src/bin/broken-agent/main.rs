@@ -15,6 +15,8 @@
 //! advertised reading; a tool call and `session/request_permission`; then, when allowed, a
 //! last chunk and `end_turn` (or `cancelled` once the turn was cancelled).
 
+#![forbid(unsafe_code)]
+
 mod bugs;
 mod hostile;
 mod sessions;
