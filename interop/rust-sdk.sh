@@ -97,7 +97,17 @@ want() { grep -qF -- "$1" "$log" || problems+=("no \`$1\`"); }
 refuse() { ! grep -qF -- "$1" "$log" || problems+=("found \`$1\`"); }
 # want_trace TEXT / refuse_trace TEXT: the wire transcript (`acp --trace`) has / lacks TEXT.
 want_trace() { grep -qF -- "$1" "$trace" 2>/dev/null || problems+=("transcript lacks \`$1\`"); }
-refuse_trace() { ! grep -qF -- "$1" "$trace" 2>/dev/null || problems+=("transcript has \`$1\`"); }
+refuse_trace() {
+    [[ -s "$trace" ]] || { problems+=("no transcript"); return; }
+    ! grep -qF -- "$1" "$trace" || problems+=("transcript has \`$1\`")
+}
+# want_file PATH TEXT: the scratch project's PATH holds TEXT.
+want_file() { grep -qF -- "$2" "$dir/$1" 2>/dev/null || problems+=("$1 lacks \`$2\`"); }
+# hop TEXT: the trace proxy's transcript of its hop ($dir/hop.jsonl, kept beside the log) has TEXT.
+hop() {
+    cp "$dir/hop.jsonl" "${log%.log}.hop.jsonl" 2>/dev/null || { problems+=("no hop.jsonl"); return; }
+    grep -qF -- "$1" "$dir/hop.jsonl" || problems+=("hop.jsonl lacks \`$1\`")
+}
 end() {
     if ((${#problems[@]} == 0)); then
         rows+=("$name|pass|$1")
@@ -125,14 +135,18 @@ if [[ $groups != prompt ]]; then
     want "call_2 -> status: completed"
     end "exit 0; the agent's text; its permission request granted through the chain (call_2 completed); end_turn"
 
-    begin "our conductor: our policy, SDK proxy, our pass-through -> TS agent"
+    # Our policy proxy first (it grants edits), our trace proxy last (it records what the agent
+    # sees): acp rejects every permission request it gets, so call_2 completes only if the
+    # agent's request crossed two wrapped hops to the policy proxy and its answer came back.
+    begin "our conductor: our policy, SDK proxy, our trace -> TS agent"
     attempt 0 "$acp" --reject --prompt "Hi from acp" --cwd "$dir" --trace "$trace" -- \
         "$ours" agent "'$ours' policy-proxy --allow edit" "'$sdk_bin/sdk-proxy'" \
-        "'$ours' pass-through" "node '$ts_agent'"
+        "'$ours' trace-proxy '$dir/hop.jsonl'" "node '$ts_agent'"
     want "[turn ended: end_turn]"
     want "call_2 -> status: completed"
     refuse_trace "session/request_permission"
-    end "exit 0; acp rejects every permission yet call_2 completes: our policy proxy (P0) granted the edit the agent asked through two hops; no permission request reached acp; end_turn"
+    hop "[sdk-proxy] Hi from acp"
+    end "exit 0; acp rejects every permission yet call_2 completes: our policy proxy (P0) granted the edit asked two hops away; no permission request reached acp; the agent got the prompt as the SDK proxy rewrote it; end_turn"
 
     # The official conductor (its binary's `agent` subcommand) running our proxies.
     begin "official conductor: our pass-through -> TS agent"
@@ -149,10 +163,8 @@ if [[ $groups != prompt ]]; then
         "node $ts_agent"
     want "[turn ended: end_turn]"
     want "call_2 -> status: completed"
-    cp "$dir/hop.jsonl" "${log%.log}.hop.jsonl" 2>/dev/null || problems+=("no hop.jsonl")
-    grep -qF '"method":"session/prompt"' "$dir/hop.jsonl" 2>/dev/null ||
-        problems+=("our trace proxy recorded no session/prompt")
-    end "exit 0; call_2 completed; end_turn; our trace proxy recorded its hop (hop.jsonl has the session/prompt)"
+    hop '"method":"session/prompt"'
+    end "exit 0; call_2 completed; end_turn; our trace proxy (P0 of the official conductor) recorded its hop"
 
     begin "official conductor: our policy proxy -> TS agent"
     attempt 0 "$acp" --reject --prompt "Hi from acp" --cwd "$dir" --trace "$trace" -- \
@@ -161,6 +173,29 @@ if [[ $groups != prompt ]]; then
     want "call_2 -> status: completed"
     refuse_trace "session/request_permission"
     end "exit 0; acp rejects every permission yet call_2 completes: our policy proxy answered the agent's request that came wrapped in proxy/successor; end_turn"
+
+    # Both conductors in front of our demo agent, which calls back a lot (fs reads and writes,
+    # a terminal, a permission request, plans, a subagent), with a system prompt: the chain
+    # passes the agent's capabilities up and the client's `systemPrompt` down untouched.
+    begin "official conductor: SDK proxy, our pass-through -> our agent, system prompt"
+    attempt 0 "$acp" --yes --prompt "Hi" --cwd "$dir" --trace "$trace" --system-prompt "Be terse." \
+        --system-prompt-mode override -- \
+        "$sdk_bin/sdk-conductor" agent "$sdk_bin/sdk-proxy" "$ours pass-through" "$our_agent"
+    want 'The user asked: "[sdk-proxy] Hi"'
+    want "[terminal term-1: exit code 0]"
+    want 'Your system prompt, instead of my own instructions: "Be terse.".'
+    want "[turn ended: end_turn]"
+    want_file summary.txt '3 lines of notes; the user asked "[sdk-proxy] Hi"'
+    end "exit 0; our agent advertised override through the chain and its session got it; the SDK proxy's rewritten prompt; fs read and write, terminal, permission, plans and subagent updates through both proxies; end_turn"
+
+    begin "our conductor: SDK proxy -> our agent, system prompt"
+    attempt 0 "$acp" --yes --prompt "Hi" --cwd "$dir" --trace "$trace" --system-prompt "Be terse." -- \
+        "$ours" agent "'$sdk_bin/sdk-proxy'" "'$our_agent'"
+    want 'The user asked: "[sdk-proxy] Hi"'
+    want 'Your system prompt, after my own instructions: "Be terse.".'
+    want "[turn ended: end_turn]"
+    want_file summary.txt '3 lines of notes; the user asked "[sdk-proxy] Hi"'
+    end "exit 0; the same through our conductor, append mode"
 fi
 
 if [[ $groups != chain ]]; then
