@@ -93,6 +93,26 @@ attempt() {
         problems+=("exit status $rc, want $want_status")
     fi
 }
+# attempt_cancel CMD...: runs `acp` (CMD, with --trace) in the background, and sends it SIGINT
+# (Ctrl-C: acp cancels the running turn with session/cancel) once the prompt is on the wire;
+# acp then exits 130.
+attempt_cancel() {
+    rc=0
+    (cd "$dir" && exec "$@") >"$log" 2>&1 </dev/null &
+    local pid=$! waited=0
+    until grep -qF '"method":"session/prompt"' "$trace" 2>/dev/null; do
+        ((waited++ < 200)) && kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -INT "$pid" 2>/dev/null || true
+    for _ in $(seq $((timeout_secs * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -KILL "$pid" 2>/dev/null || true
+        problems+=("still running ${timeout_secs}s after SIGINT")
+    fi
+    wait "$pid" || rc=$?
+    ((rc == 130)) || problems+=("exit status $rc, want 130")
+}
 want() { grep -qF -- "$1" "$log" || problems+=("no \`$1\`"); }
 refuse() { ! grep -qF -- "$1" "$log" || problems+=("found \`$1\`"); }
 # want_trace TEXT / refuse_trace TEXT: the wire transcript (`acp --trace`) has / lacks TEXT.
@@ -173,6 +193,24 @@ if [[ $groups != prompt ]]; then
     want "call_2 -> status: completed"
     refuse_trace "session/request_permission"
     end "exit 0; acp rejects every permission yet call_2 completes: our policy proxy answered the agent's request that came wrapped in proxy/successor; end_turn"
+
+    # Ctrl-C in acp during the turn: `session/cancel` crosses the chain to the agent, which
+    # ends the turn `cancelled`.
+    begin "official conductor: our pass-through, SDK proxy -> TS agent, cancelled"
+    attempt_cancel "$acp" --yes --prompt "Hi from acp" --cwd "$dir" --trace "$trace" -- \
+        "$sdk_bin/sdk-conductor" agent "$ours pass-through" "$sdk_bin/sdk-proxy" "node $ts_agent"
+    want "[turn ended: cancelled]"
+    want_trace '"method":"session/cancel"'
+    want_trace '"stopReason":"cancelled"'
+    end "exit 130; session/cancel sent on Ctrl-C reached the agent through both proxies; the turn ended cancelled"
+
+    begin "our conductor: SDK proxy, our pass-through -> TS agent, cancelled"
+    attempt_cancel "$acp" --yes --prompt "Hi from acp" --cwd "$dir" --trace "$trace" -- \
+        "$ours" agent "'$sdk_bin/sdk-proxy'" "'$ours' pass-through" "node '$ts_agent'"
+    want "[turn ended: cancelled]"
+    want_trace '"method":"session/cancel"'
+    want_trace '"stopReason":"cancelled"'
+    end "the same through our conductor"
 
     # Both conductors in front of our demo agent, which calls back a lot (fs reads and writes,
     # a terminal, a permission request, plans, a subagent), with a system prompt: the chain
