@@ -10,7 +10,8 @@
 # Installs into target/interop/ (reused while the pins are unchanged), builds the examples
 # (honouring CARGO_TARGET_DIR), runs every pairing with a timeout, prints a summary table, and
 # exits non-zero if any pairing failed. Logs: target/interop/logs/<pairing>.log (and
-# <pairing>.server.log for the server of a remote pairing).
+# <pairing>.server.log for the server of a remote pairing). Then runs interop/rust-sdk.sh (the
+# official Rust SDK: proxy chains and the system prompt; INTEROP_RUST_SDK=0 skips it).
 # Needs cargo, node + npm, and python3 (3.10 to 3.14) with venv.
 set -euo pipefail
 
@@ -415,4 +416,14 @@ for row in "${rows[@]}"; do
     printf '| %-54s | %-6s | %s |\n' "$n" "$r" "$c"
 done
 printf '\n%d passed, %d failed\n' "$((${#rows[@]} - failed))" "$failed"
-((failed == 0))
+
+# --- the official Rust SDK: proxy chains and the system prompt ---------------------------------
+# interop/rust-sdk.sh prints a table of its own. It builds its SDK peers once (about 2 CPU
+# minutes from nothing, then reused) and runs its pairings in under a minute.
+# INTEROP_RUST_SDK=0 skips it.
+rust_sdk=0
+if [[ "${INTEROP_RUST_SDK:-1}" != 0 ]]; then
+    say "the official Rust SDK (interop/rust-sdk.sh)"
+    bash "$pins/rust-sdk.sh" || rust_sdk=$?
+fi
+((failed == 0 && rust_sdk == 0))

@@ -7,8 +7,8 @@
 #   bash interop/rust-sdk.sh prompt     # only the system prompt (issue 23)
 #
 # 1. Proxy chains: our conductor with a proxy on the SDK's `Proxy.v1()`, and the official
-#    conductor running our proxies, in front of the TypeScript SDK's example agent, driven by
-#    `acp`.
+#    conductor running our proxies, in front of the TypeScript SDK's example agent or our demo
+#    agent, driven by `acp` (Ctrl-C mid-turn included).
 # 2. System prompt: an SDK client sends one to our demo agent, and `acp` sends one to an SDK
 #    agent, in each mode the agent advertises and in modes it does not.
 #

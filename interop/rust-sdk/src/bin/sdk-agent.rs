@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol::Stdio;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, ContentBlock, ContentChunk, Implementation, InitializeRequest,
     InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
@@ -18,7 +19,6 @@ use agent_client_protocol::v1::schema::{
     SessionSystemPromptModeCapabilities, SessionSystemPromptOverrideCapabilities, SessionUpdate,
     StopReason, SystemPrompt, SystemPromptMode, TextContent,
 };
-use agent_client_protocol::Stdio;
 
 #[tokio::main]
 async fn main() -> agent_client_protocol::Result<()> {
@@ -26,10 +26,12 @@ async fn main() -> agent_client_protocol::Result<()> {
     let advertised = if args.iter().any(|a| a == "--no-system-prompt") {
         None
     } else if args.iter().any(|a| a == "--override") {
-        Some(SessionSystemPromptCapabilities::new().mode(
-            SessionSystemPromptModeCapabilities::new()
-                .override_(SessionSystemPromptOverrideCapabilities::new()),
-        ))
+        Some(
+            SessionSystemPromptCapabilities::new().mode(
+                SessionSystemPromptModeCapabilities::new()
+                    .override_(SessionSystemPromptOverrideCapabilities::new()),
+            ),
+        )
     } else {
         Some(SessionSystemPromptCapabilities::new())
     };

@@ -58,7 +58,9 @@ fn parse() -> Result<Args, String> {
         }
     }
     if parsed.agent.is_empty() {
-        return Err("usage: sdk-client [--system-prompt TEXT] [--mode MODE] -- AGENT [ARGS...]".into());
+        return Err(
+            "usage: sdk-client [--system-prompt TEXT] [--mode MODE] -- AGENT [ARGS...]".into(),
+        );
     }
     Ok(parsed)
 }
@@ -131,7 +133,10 @@ async fn run(args: Args) -> agent_client_protocol::Result<Outcome> {
                 .send_request(InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
                 .await?;
-            let name = init.agent_info.as_ref().map_or("?", |info| info.name.as_str());
+            let name = init
+                .agent_info
+                .as_ref()
+                .map_or("?", |info| info.name.as_str());
             println!(
                 "initialized: agent {name}, protocol {:?}, sessionCapabilities.systemPrompt: {:?}",
                 init.protocol_version, init.agent_capabilities.session_capabilities.system_prompt
