@@ -223,6 +223,12 @@ impl ByteQueue {
         }
     }
 
+    /// Whether the queue is closed and empty.
+    pub(crate) fn is_finished(&self) -> bool {
+        let state = lock(&self.state);
+        state.closed && state.messages.is_empty()
+    }
+
     /// A listener woken by the next push (or the close): made before [`try_pop`](Self::try_pop)
     /// finds nothing, so that no push in between is missed.
     pub(crate) fn listen_pushed(&self) -> EventListener {
@@ -286,6 +292,12 @@ mod tests {
 /// HTTP connection, or the client's.
 pub(crate) trait Inbound {
     fn inbound(&self) -> &ByteQueue;
+
+    /// Why the input ended, if it did not end cleanly: the reader fails with it after the
+    /// last line.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The lines of an [`Inbound`] queue, one after the other, as the runtime's reader.
@@ -317,7 +329,15 @@ impl<S: Inbound> AsyncBufRead for QueueReader<S> {
                     this.line = line;
                     this.pos = 0;
                 }
-                None => return Poll::Ready(Ok(&[])),
+                None => {
+                    return Poll::Ready(match this.source.failure() {
+                        Some(reason) => Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            reason,
+                        )),
+                        None => Ok(&[]),
+                    });
+                }
             }
         }
         Poll::Ready(Ok(&this.line[this.pos..]))

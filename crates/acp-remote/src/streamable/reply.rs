@@ -85,6 +85,8 @@ pub(crate) struct EventStream {
     primed: bool,
     keep_alive: Duration,
     ended: bool,
+    /// Ended without finishing: taken over, or its events lost (see [`cut`](Self::cut)).
+    cut: bool,
 }
 
 impl EventStream {
@@ -112,6 +114,7 @@ impl EventStream {
             primed: false,
             keep_alive,
             ended: false,
+            cut: false,
         })
     }
 
@@ -143,6 +146,7 @@ impl EventStream {
                 }
                 Batch::Ended => {
                     self.ended = true;
+                    self.cut = self.stream.broken(self.reader);
                     return None;
                 }
                 Batch::Empty => {}
@@ -171,6 +175,13 @@ impl EventStream {
                 }
             }
         }
+    }
+
+    /// Whether the stream ended without being finished (taken over by another reader, or
+    /// its next events given up by the replay window): the transport then breaks it off
+    /// rather than ending it, so that a client never takes it for the stream's end.
+    pub(crate) fn cut(&self) -> bool {
+        self.cut
     }
 }
 

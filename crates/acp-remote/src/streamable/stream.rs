@@ -263,6 +263,13 @@ impl SseStream {
         }
     }
 
+    /// Whether `reader`, given [`Batch::Ended`], ended without the stream being finished:
+    /// taken over, or with events it still had to send given up.
+    pub(crate) fn broken(&self, reader: u64) -> bool {
+        let w = lock(&self.window);
+        w.reader != reader || !self.pending.is_finished()
+    }
+
     fn oldest_order(&self) -> Option<u64> {
         lock(&self.window).kept.front().map(|k| k.order)
     }
