@@ -227,8 +227,9 @@ async fn post_all(shared: &Arc<Shared>) {
             ),
         ]);
         // A POST that meets a network error is sent again (not `initialize`, which would open
-        // a second connection): the server answers a request id it has seen with 202 and does
-        // not run it again.
+        // a second connection), to a server that numbers its events, as ours does: it answers
+        // a request id it has seen with 202 and does not run it again. Other servers (the
+        // SDKs') might run it twice: there the request fails, as before.
         let mut retry = Retry::new(shared.link.endpoint.reconnect);
         let sent = loop {
             match shared
@@ -236,7 +237,11 @@ async fn post_all(shared: &Arc<Shared>) {
                 .send(&mut poster, "POST", &headers, &message)
                 .await
             {
-                Err(error) if !initialize && is_network(&error) && retry.wait().await => {}
+                Err(error)
+                    if !initialize
+                        && is_network(&error)
+                        && shared.resumable.load(Ordering::SeqCst)
+                        && retry.wait().await => {}
                 other => break other,
             }
         };

@@ -239,7 +239,12 @@ impl SseStream {
         }
         while out.len() < max {
             match self.pending.try_pop() {
-                Ok(Some(message)) => {
+                Ok(Some(mut message)) => {
+                    // A line may come in a buffer grown for it: what is kept for minutes
+                    // holds little more than its bytes, which are what the window counts.
+                    if message.capacity() > message.len() + message.len() / 4 + 64 {
+                        message.shrink_to_fit();
+                    }
                     w.last_id += 1;
                     let id = w.last_id;
                     render(&mut out, id, &message);
