@@ -78,6 +78,8 @@ struct Cutter {
     /// Bytes of SSE answers still let through before the socket carrying them is closed
     /// (negative: no cut armed).
     sse_budget: AtomicI64,
+    /// The budget armed after a cut of an SSE socket (negative: none), to cut its resumption.
+    then: AtomicI64,
     /// POST answers to swallow, closing their socket instead (the request got through).
     lost_answers: AtomicUsize,
     cuts: AtomicUsize,
@@ -90,6 +92,7 @@ async fn cutting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Cutter>) {
     let addr = listener.local_addr().unwrap();
     let cutter = Arc::new(Cutter::default());
     cutter.sse_budget.store(-1, Ordering::SeqCst);
+    cutter.then.store(-1, Ordering::SeqCst);
     let control = cutter.clone();
     smol::spawn(async move {
         while let Ok((mut down, _)) = listener.accept().await {
@@ -126,7 +129,8 @@ async fn cutting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Cutter>) {
                             if (n as i64) > budget {
                                 pass = budget as usize;
                                 cut = true;
-                                control.sse_budget.store(-1, Ordering::SeqCst);
+                                let then = control.then.swap(-1, Ordering::SeqCst);
+                                control.sse_budget.store(then, Ordering::SeqCst);
                             } else {
                                 control.sse_budget.fetch_sub(n as i64, Ordering::SeqCst);
                             }
@@ -171,8 +175,10 @@ impl Rng {
 }
 
 /// The runtime's client over a proxy that cuts the SSE stream of each turn at a random point
-/// (and, every third round, swallows a POST's answer): 200 turns, each of whose updates
-/// arrives once and in order, and no prompt runs twice.
+/// (every eighth round its resumption too, within its first 300 bytes: the answer's head,
+/// the priming id or the replayed events; and every third round it swallows a POST's
+/// answer): 200 turns, each of whose updates arrives once and in order, and no prompt runs
+/// twice.
 #[test]
 fn cut_streams_resume_with_every_update_once_in_order() {
     smol::block_on(async {
@@ -195,6 +201,9 @@ fn cut_streams_resume_with_every_update_once_in_order() {
             if round % 3 == 0 {
                 cutter.lost_answers.store(1, Ordering::SeqCst);
             }
+            if round % 8 == 0 {
+                cutter.then.store(rng.below(300) as i64, Ordering::SeqCst);
+            }
             let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
                 .await
                 .unwrap();
@@ -209,6 +218,7 @@ fn cut_streams_resume_with_every_update_once_in_order() {
             let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
             assert_eq!(texts, expected, "round {round}");
             cutter.sse_budget.store(-1, Ordering::SeqCst);
+            cutter.then.store(-1, Ordering::SeqCst);
             cutter.lost_answers.store(0, Ordering::SeqCst);
         }
         let elapsed = started.elapsed();
@@ -424,5 +434,44 @@ fn keep_alive_comments_on_an_idle_stream() {
 
         : keepalive
         ");
+    });
+}
+
+/// A resumption the server can no longer serve ends our client's connection with the server's
+/// reason (a window of 0 keeps nothing: a stream cut inside an event cannot resume).
+#[test]
+fn a_passed_window_ends_the_client_connection_with_the_reason() {
+    smol::block_on(async {
+        let options = ServerOptions::default().with_replay_window(0, Duration::from_secs(300));
+        let (addr, _) = serve_streamer(options);
+        let (proxy, cutter) = cutting_proxy(addr).await;
+        let project = Project::new("resume-gone");
+        let (agent, driver) = connect_client(Connector::new(format!("http://{proxy}/acp"))).await;
+        within("initialize", agent.initialize()).await.unwrap();
+        let session = within("session/new", agent.new_session(&project.0))
+            .await
+            .unwrap();
+        // A turn without cuts: the session's stream is open and quiet.
+        let mut turn = within("prompt", session.prompt(vec!["x".into()]))
+            .await
+            .unwrap();
+        while let Some(update) = within("an update", turn.next()).await {
+            update.unwrap();
+        }
+        within("the end", turn.end()).await.unwrap();
+        // Inside the next turn's first event.
+        cutter.sse_budget.store(40, Ordering::SeqCst);
+        let outcome = async {
+            let mut turn = session.prompt(vec!["x".into()]).await?;
+            while let Some(update) = turn.next().await {
+                update?;
+            }
+            turn.end().await.map(drop)
+        };
+        let error = within("the turn's failure", outcome).await.unwrap_err();
+        let ended = within("the client driver", driver).await.unwrap_err();
+        let text = format!("{error} / {ended}");
+        assert!(text.contains("could not resume (HTTP 410)"), "{text}");
+        assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1);
     });
 }

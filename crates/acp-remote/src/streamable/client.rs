@@ -298,19 +298,23 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
     // The last event id read on this stream, across its GETs.
     let mut last_id: Option<String> = None;
     let mut opened = false;
+    let mut again = false;
     let mut retry = Retry::new(shared.link.endpoint.reconnect);
     loop {
         let mut headers = shared.headers(session.as_deref());
         headers.push(("Accept".into(), "text/event-stream".into()));
-        if opened {
-            // A server that never sent an id would not know where to resume: the cut stream
-            // is over, as with the SDKs' clients.
-            if !shared.resumable.load(Ordering::SeqCst) {
-                return;
-            }
+        if again && shared.resumable.load(Ordering::SeqCst) {
+            // Also when no answer came: the server may have begun the stream (and kept a
+            // reader that it will only find dead later). `0` is "nothing received": this
+            // client is the stream's only reader, and the first starts at 0.
             let id = last_id.clone().unwrap_or_else(|| "0".into());
             headers.push(("Last-Event-ID".into(), id));
+        } else if opened {
+            // A server that never sent an id would not know where to resume: the cut stream
+            // is over, as with the SDKs' clients.
+            return;
         }
+        again = true;
         let ended = match shared.link.open_get(&headers).await {
             Err(error) if is_network(&error) => Ended::Cut,
             Err(_) => Ended::Over,
