@@ -75,6 +75,10 @@ impl Replay {
     }
 }
 
+/// What an event kept costs beyond its message's bytes (counted in the window with them, so
+/// that many small events cannot hold much more than the window's bytes).
+const KEPT_OVERHEAD: usize = std::mem::size_of::<Kept>();
+
 /// An event sent and kept.
 #[derive(Debug)]
 struct Kept {
@@ -99,6 +103,14 @@ struct Window {
 }
 
 impl Window {
+    /// Gives back the room of a burst that is gone (a deque keeps its largest size).
+    fn shrink(&mut self) {
+        if self.kept.capacity() > 64 && self.kept.len() < self.kept.capacity() / 4 {
+            let keep = self.kept.len() * 2;
+            self.kept.shrink_to(keep);
+        }
+    }
+
     /// The id of the oldest event a resumption can still get.
     fn first_kept(&self) -> u64 {
         self.kept.front().map_or(self.last_id + 1, |k| k.id)
@@ -248,7 +260,9 @@ impl SseStream {
                     w.last_id += 1;
                     let id = w.last_id;
                     render(&mut out, id, &message);
-                    self.replay.used.fetch_add(message.len(), Ordering::SeqCst);
+                    self.replay
+                        .used
+                        .fetch_add(message.len() + KEPT_OVERHEAD, Ordering::SeqCst);
                     w.kept.push_back(Kept {
                         id,
                         order: self.replay.order.fetch_add(1, Ordering::SeqCst),
@@ -280,18 +294,25 @@ impl SseStream {
     }
 
     fn forget_oldest(&self) -> usize {
-        lock(&self.window)
+        let mut w = lock(&self.window);
+        let freed = w
             .kept
             .pop_front()
-            .map_or(0, |k| k.message.len())
+            .map_or(0, |k| k.message.len() + KEPT_OVERHEAD);
+        w.shrink();
+        freed
     }
 
     fn forget_older(&self, cutoff: Instant) -> usize {
         let mut w = lock(&self.window);
         let mut freed = 0;
         while w.kept.front().is_some_and(|k| k.at < cutoff) {
-            freed += w.kept.pop_front().map_or(0, |k| k.message.len());
+            freed += w
+                .kept
+                .pop_front()
+                .map_or(0, |k| k.message.len() + KEPT_OVERHEAD);
         }
+        w.shrink();
         freed
     }
 
@@ -301,7 +322,7 @@ impl SseStream {
         let freed: usize = lock(&self.window)
             .kept
             .drain(..)
-            .map(|k| k.message.len())
+            .map(|k| k.message.len() + KEPT_OVERHEAD)
             .sum();
         self.replay.used.fetch_sub(freed, Ordering::SeqCst);
         self.taken_over.notify(usize::MAX);
@@ -349,14 +370,14 @@ mod tests {
                 s.attach(Some(4)).unwrap_err(),
                 AttachError::Ahead { last: 3 }
             );
-            assert_eq!(replay.used(), 3);
+            assert_eq!(replay.used(), 3 * (1 + KEPT_OVERHEAD));
         });
     }
 
     #[test]
     fn the_oldest_event_of_the_connection_goes_first() {
         smol::block_on(async {
-            let replay = Replay::new(2, Duration::from_secs(60));
+            let replay = Replay::new(2 * (1 + KEPT_OVERHEAD), Duration::from_secs(60));
             let (a, b) = (stream(&replay), stream(&replay));
             let (ra, rb) = (a.attach(None).unwrap(), b.attach(None).unwrap());
             a.pending.push(b"1".to_vec()).await.unwrap();
@@ -365,7 +386,7 @@ mod tests {
             b.pending.push(b"3".to_vec()).await.unwrap();
             events(b.take_batch(rb.reader, 0, 64));
             replay.trim(&[a.clone(), b.clone()]);
-            assert_eq!(replay.used(), 2);
+            assert_eq!(replay.used(), 2 * (1 + KEPT_OVERHEAD));
             // `a`'s event was the oldest: a resumption before it is refused, not gapped.
             assert_eq!(
                 a.attach(Some(0)).unwrap_err(),
