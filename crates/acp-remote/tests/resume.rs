@@ -105,7 +105,8 @@ async fn cutting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Cutter>) {
                 let Ok(n) = down.read(&mut first).await else {
                     return;
                 };
-                let get = first[..n].starts_with(b"GET");
+                // An HTTP/2 connection (its preface) carries the streams: cut like a GET's.
+                let get = first[..n].starts_with(b"GET") || first[..n].starts_with(b"PRI");
                 if up.write_all(&first[..n]).await.is_err() {
                     return;
                 }
@@ -473,5 +474,51 @@ fn a_passed_window_ends_the_client_connection_with_the_reason() {
         let text = format!("{error} / {ended}");
         assert!(text.contains("could not resume (HTTP 410)"), "{text}");
         assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// Over HTTP/2 (h2c) one TCP connection carries every stream and POST: cut at a random point
+/// in each of 50 turns, it is replaced by a new connection, on which the streams resume and
+/// the POSTs are sent again; every update arrives once, in order, and no prompt runs twice.
+#[cfg(feature = "http2")]
+#[test]
+fn a_cut_http2_connection_is_replaced_and_its_streams_resume() {
+    smol::block_on(async {
+        let (addr, prompts) = serve_streamer(ServerOptions::default());
+        let (proxy, cutter) = cutting_proxy(addr).await;
+        let project = Project::new("resume-h2");
+        let connector = Connector::new(format!("http://{proxy}/acp")).with_http2_prior_knowledge();
+        let (agent, driver) = connect_client(connector).await;
+        within("initialize", agent.initialize()).await.unwrap();
+        let session = within("session/new", agent.new_session(&project.0))
+            .await
+            .unwrap();
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        const ROUNDS: usize = 50;
+        for round in 0..ROUNDS {
+            cutter
+                .sse_budget
+                .store(rng.below(3000) as i64, Ordering::SeqCst);
+            let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
+                .await
+                .unwrap();
+            let mut texts = Vec::new();
+            while let Some(update) = within("an update", turn.next()).await {
+                if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
+                    texts.push(chunk.content.as_text().unwrap().to_owned());
+                }
+            }
+            let end = within("the end of the turn", turn.end()).await.unwrap();
+            assert_eq!(end.stop_reason, StopReason::EndTurn);
+            let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
+            assert_eq!(texts, expected, "round {round}");
+            cutter.sse_budget.store(-1, Ordering::SeqCst);
+        }
+        let cuts = cutter.cuts.load(Ordering::SeqCst);
+        eprintln!("{ROUNDS} HTTP/2 rounds, {cuts} cuts");
+        assert_eq!(prompts.load(Ordering::SeqCst), ROUNDS, "a prompt ran twice");
+        assert!(cuts > ROUNDS / 2, "only {cuts} cuts");
+        agent.close();
+        within("the client driver", driver).await.unwrap();
     });
 }

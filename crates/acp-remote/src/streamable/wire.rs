@@ -367,6 +367,11 @@ impl H2 {
         Ok(H2 { send, uri })
     }
 
+    /// Whether the connection has ended (it cannot carry another request).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.send.is_closed()
+    }
+
     /// Sends one request; its status, its headers and its body as it arrives (an SSE stream).
     pub(crate) async fn open(
         &self,
