@@ -17,7 +17,10 @@ use smol::Timer;
 
 use crate::frames::{Shared, split_with, ws_error};
 use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::streamable::{self, wire::Endpoint};
+use crate::streamable::{
+    self,
+    wire::{Endpoint, Reconnect},
+};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 use crate::upgrade::websocket_config;
 use crate::ws_socket::{Held, WsSocket};
@@ -126,7 +129,14 @@ pub struct Connector {
     tls: Option<crate::TlsClientConfig>,
     #[cfg(feature = "http2")]
     http2_prior_knowledge: bool,
+    reconnect: Reconnect,
 }
+
+/// Default tries of [`Connector::with_reconnect`]: 8, within 30 s.
+const DEFAULT_RECONNECT: Reconnect = Reconnect {
+    attempts: 8,
+    within: Duration::from_secs(30),
+};
 
 impl Connector {
     /// A connector to `url` (`ws://host:port/path` or `http://host:port/path`).
@@ -140,7 +150,30 @@ impl Connector {
             tls: None,
             #[cfg(feature = "http2")]
             http2_prior_knowledge: false,
+            reconnect: DEFAULT_RECONNECT,
         }
+    }
+
+    /// How a Streamable HTTP connection (`http://`, `https://`) gets over a network error:
+    /// at most `attempts` tries again, for at most `within` from the first failure (default 8
+    /// within 30 s; the first try again at once, then after 100 ms, doubling up to 2 s).
+    /// A cut SSE stream is reopened with `Last-Event-ID`, and a server that keeps a replay
+    /// window (this crate's) sends exactly the events the client missed; a POST is sent
+    /// again, and such a server does not run a request twice. Each event or answer received
+    /// starts the count again. `attempts` 0 turns it off: a cut stream ends the connection.
+    /// No effect on WebSocket URLs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use acp_remote::Connector;
+    ///
+    /// let connector = Connector::new("http://127.0.0.1:8765/acp")
+    ///     .with_reconnect(20, Duration::from_secs(120));
+    /// # let _ = connector;
+    /// ```
+    pub fn with_reconnect(mut self, attempts: u32, within: Duration) -> Self {
+        self.reconnect = Reconnect { attempts, within };
+        self
     }
 
     /// Whom to trust for `wss://` and `https://` URLs (the `tls` feature; default: the Mozilla
@@ -260,6 +293,7 @@ impl Connector {
                     headers: self.headers.clone(),
                     max_message_size: self.max_message_size,
                     tls,
+                    reconnect: self.reconnect,
                     #[cfg(feature = "http2")]
                     http2_prior_knowledge: self.http2_prior_knowledge,
                 };

@@ -40,6 +40,7 @@ const SINGLE_HEADERS: &[&str] = &[
     "origin",
     "acp-connection-id",
     "acp-session-id",
+    "last-event-id",
     "sec-websocket-key",
     "sec-websocket-version",
 ];
@@ -58,6 +59,7 @@ pub(crate) const MEANINGFUL: &[&str] = &[
     "accept",
     "acp-connection-id",
     "acp-session-id",
+    "last-event-id",
     "sec-websocket-key",
     "sec-websocket-version",
 ];

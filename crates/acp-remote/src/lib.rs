@@ -22,7 +22,12 @@
 //!   header and answered 202, the agent's messages arriving as Server-Sent Events on `GET`
 //!   streams: one for the connection, one per session (`Acp-Session-Id`). `DELETE` ends the
 //!   connection. Over HTTP/1.1, and over HTTP/2 with the `http2` feature (see below);
-//!   docs/remote.md has every status code.
+//!   docs/remote.md has every status code. Streams are resumable: every event has an `id`
+//!   (per stream), the server keeps what it sent for a while
+//!   ([`ServerOptions::with_replay_window`]) and a `GET` with `Last-Event-ID` gets exactly
+//!   what the client missed (or `410` when that is no longer kept); a POST sent again with a
+//!   request id the server accepted before is not run twice. The [`Connector`] resumes cut
+//!   streams and sends failed POSTs again by itself ([`Connector::with_reconnect`]).
 //!
 //! # How it plugs into the runtime
 //!
@@ -148,6 +153,7 @@ pub use http::RequestHead;
 pub use options::{
     Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SERVER_IN_FLIGHT_BUDGET, ServerOptions,
 };
+pub use options::{DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE};
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};

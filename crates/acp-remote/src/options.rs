@@ -49,7 +49,20 @@ pub struct ServerOptions {
     pub(crate) authenticator: Option<Authenticator>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::TlsServerConfig>,
+    pub(crate) replay_bytes: usize,
+    pub(crate) replay_age: Duration,
+    pub(crate) sse_keep_alive: Duration,
 }
+
+/// Default bytes of [`ServerOptions::with_replay_window`]: 2 MiB per Streamable HTTP
+/// connection, all its streams together.
+pub const DEFAULT_REPLAY_BYTES: usize = 2 << 20;
+
+/// Default age of [`ServerOptions::with_replay_window`]: 5 minutes.
+pub const DEFAULT_REPLAY_AGE: Duration = Duration::from_secs(300);
+
+/// Default of [`ServerOptions::with_sse_keep_alive`]: 15 s.
+pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Default of [`ServerOptions::with_in_flight_budget`]: 256 MiB over all clients.
 pub const DEFAULT_SERVER_IN_FLIGHT_BUDGET: usize = 256 * 1024 * 1024;
@@ -71,6 +84,9 @@ impl Default for ServerOptions {
             authenticator: None,
             #[cfg(feature = "tls")]
             tls: None,
+            replay_bytes: DEFAULT_REPLAY_BYTES,
+            replay_age: DEFAULT_REPLAY_AGE,
+            sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
         }
     }
 }
@@ -87,6 +103,9 @@ impl fmt::Debug for ServerOptions {
             .field("stream_budget", &self.stream_budget)
             .field("allowed_origins", &self.allowed_origins)
             .field("authenticated", &self.authenticator.is_some())
+            .field("replay_bytes", &self.replay_bytes)
+            .field("replay_age", &self.replay_age)
+            .field("sse_keep_alive", &self.sse_keep_alive)
             .finish()
     }
 }
@@ -199,6 +218,41 @@ impl ServerOptions {
     ) -> Self {
         self.authenticator = Some(Arc::new(hook));
         self
+    }
+
+    /// What a Streamable HTTP connection keeps of the events it has already sent on its SSE
+    /// streams, so that a client whose stream was cut can reconnect with `Last-Event-ID` and
+    /// get exactly what it missed: at most `bytes` (all the connection's streams together,
+    /// the oldest event given up first; default [`DEFAULT_REPLAY_BYTES`], 2 MiB) and no event
+    /// older than `age` (default [`DEFAULT_REPLAY_AGE`], 5 minutes). A client that asks for
+    /// events no longer kept is answered `410` with a JSON-RPC error (docs/remote.md), never
+    /// a stream with a gap. `bytes` 0 keeps nothing: every resumption that missed something
+    /// fails.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use acp_remote::ServerOptions;
+    ///
+    /// let options = ServerOptions::default().with_replay_window(8 << 20, Duration::from_secs(60));
+    /// assert_eq!(options.replay_window(), (8 << 20, Duration::from_secs(60)));
+    /// ```
+    pub fn with_replay_window(mut self, bytes: usize, age: Duration) -> Self {
+        self.replay_bytes = bytes;
+        self.replay_age = age;
+        self
+    }
+
+    /// How long an SSE stream may stay quiet before it gets a `: keepalive` comment (default
+    /// [`DEFAULT_SSE_KEEP_ALIVE`], 15 s), so that proxies and load balancers that close idle
+    /// connections keep it open. Zero is taken as 1 ms.
+    pub fn with_sse_keep_alive(mut self, interval: Duration) -> Self {
+        self.sse_keep_alive = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The replay window: bytes per connection and the age of the oldest event kept.
+    pub fn replay_window(&self) -> (usize, Duration) {
+        (self.replay_bytes, self.replay_age)
     }
 
     /// Serves TLS only (`wss://`, `https://`), with this certificate (the `tls` feature).

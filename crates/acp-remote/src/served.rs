@@ -6,7 +6,6 @@
 //! [`RequestBody::start`]'s (what hyper takes but we do not).
 
 use std::any::Any;
-use std::convert::Infallible;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -119,8 +118,17 @@ pub(crate) fn render(reply: Reply, guard: Box<dyn Any + Send>) -> hyper::Respons
         ReplyBody::Text(text) => Inner::Full(Some(Bytes::from(text))),
         ReplyBody::Json(json) => Inner::Full(Some(Bytes::from(json))),
         ReplyBody::Events(events) => Inner::Events(Box::pin(futures_lite::stream::unfold(
-            events,
-            |mut events| async move { events.next().await.map(|data| (data, events)) },
+            Some(events),
+            |events| async move {
+                let mut events = events?;
+                match events.next().await {
+                    Some(data) => Some((Ok(data), Some(events))),
+                    // A stream that cannot go on exactly is broken off, not finished: its
+                    // client reconnects and is told (see `EventStream::cut`).
+                    None if events.cut() => Some((Err(Cut), None)),
+                    None => None,
+                }
+            },
         ))),
     };
     let mut response = hyper::Response::new(ReplyStream {
@@ -153,22 +161,35 @@ pub(crate) struct ReplyStream {
 
 enum Inner {
     Full(Option<Bytes>),
-    Events(Pin<Box<dyn Stream<Item = Vec<u8>> + Send>>),
+    Events(Pin<Box<dyn Stream<Item = Result<Vec<u8>, Cut>> + Send>>),
 }
+
+/// An SSE stream broken off: hyper closes the HTTP/1.1 connection without the last chunk, or
+/// resets the HTTP/2 stream, so that the client sees a cut rather than an end.
+#[derive(Debug)]
+pub(crate) struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the SSE stream was broken off")
+    }
+}
+
+impl std::error::Error for Cut {}
 
 impl Body for ReplyStream {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = Cut;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
         match &mut self.get_mut().inner {
             Inner::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             Inner::Events(events) => events
                 .poll_next(cx)
-                .map(|data| data.map(|d| Ok(Frame::data(Bytes::from(d))))),
+                .map(|data| data.map(|d| d.map(|d| Frame::data(Bytes::from(d))))),
         }
     }
 

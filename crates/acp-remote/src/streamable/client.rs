@@ -9,11 +9,19 @@
 //! overtakes its prompt. A POST the server refuses fails its request locally (an error answer
 //! with the status), instead of leaving it waiting.
 //!
+//! After a network error the client tries again by itself, within its [`Reconnect`] bounds:
+//! a cut SSE stream is reopened with `Last-Event-ID` (the last id it read on that stream, `0`
+//! for none), once the server has shown that it numbers its events, and the server sends
+//! exactly what came after it; a POST is sent again, and the server, which remembers the
+//! request ids it accepted, does not run a request twice. A resumption the server can no
+//! longer serve (`410`) ends the connection with the server's reason.
+//!
 //! All of that is decided here, for HTTP/1.1 and HTTP/2 alike: [`Link`] only carries the
 //! bytes, by the version the first request chose.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
@@ -23,7 +31,9 @@ use futures_lite::future;
 use super::link::Link;
 use super::queue::{Budget, ByteQueue, Inbound, QueueReader};
 use super::sse;
-use super::wire::{Endpoint, Poster};
+#[cfg(doc)]
+use super::wire::Reconnect;
+use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
 use crate::frames::Signal;
 use crate::lines::{LineSink, LineWriter, to_line};
@@ -41,6 +51,10 @@ pub(crate) struct Shared {
     /// Cookies the server set, sent back on every request of the connection (the RFD requires
     /// it, for sticky sessions behind load balancers).
     cookies: Mutex<CookieJar>,
+    /// The server has sent an event id: it numbers its events, and a cut stream resumes.
+    resumable: AtomicBool,
+    /// Why the connection ended, when it did not end cleanly.
+    failure: Mutex<Option<String>>,
     ended: Signal,
 }
 
@@ -102,6 +116,8 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
         streams: Mutex::default(),
         asked_in: Mutex::default(),
         cookies: Mutex::default(),
+        resumable: AtomicBool::new(false),
+        failure: Mutex::default(),
         ended: Signal::default(),
     });
     let poster = shared.clone();
@@ -126,13 +142,19 @@ impl Shared {
         self.outbound.abort();
     }
 
+    /// Ends the connection with `reason`, which the runtime's reader reports.
+    fn fail(&self, reason: String) {
+        lock(&self.failure).get_or_insert(reason);
+        self.end();
+    }
+
     /// Hands a message to the runtime, as one line.
     async fn deliver(&self, message: &[u8]) {
         let _ = self.inbound.push(to_line(message)).await;
     }
 
     /// A local error answer for a request the server did not take.
-    async fn fail(&self, peek: &Peek<'_>, status: u16, text: &str) {
+    async fn refuse(&self, peek: &Peek<'_>, status: u16, text: &str) {
         if let (Some(id), Some(_)) = (peek.id, peek.method.as_deref()) {
             let error = serde_json::json!({
                 "jsonrpc": "2.0",
@@ -204,17 +226,32 @@ async fn post_all(shared: &Arc<Shared>) {
                 "application/json, text/event-stream".into(),
             ),
         ]);
-        let answer = match shared
-            .link
-            .send(&mut poster, "POST", &headers, &message)
-            .await
-        {
+        // A POST that meets a network error is sent again (not `initialize`, which would open
+        // a second connection), to a server that numbers its events, as ours does: it answers
+        // a request id it has seen with 202 and does not run it again. Other servers (the
+        // SDKs') might run it twice: there the request fails, as before.
+        let mut retry = Retry::new(shared.link.endpoint.reconnect);
+        let sent = loop {
+            match shared
+                .link
+                .send(&mut poster, "POST", &headers, &message)
+                .await
+            {
+                Err(error)
+                    if !initialize
+                        && is_network(&error)
+                        && shared.resumable.load(Ordering::SeqCst)
+                        && retry.wait().await => {}
+                other => break other,
+            }
+        };
+        let answer = match sent {
             Ok(answer) => {
                 lock(&shared.cookies).update(&answer.headers);
                 answer
             }
             Err(error) => {
-                shared.fail(&peek, 0, &error.to_string()).await;
+                shared.refuse(&peek, 0, &error.to_string()).await;
                 if initialize {
                     return;
                 }
@@ -224,7 +261,7 @@ async fn post_all(shared: &Arc<Shared>) {
         match answer.status {
             200 if initialize => {
                 let Some(id) = answer.header("acp-connection-id") else {
-                    shared.fail(&peek, 200, "no Acp-Connection-Id").await;
+                    shared.refuse(&peek, 200, "no Acp-Connection-Id").await;
                     return;
                 };
                 *lock(&shared.connection_id) = Some(id.to_owned());
@@ -234,7 +271,7 @@ async fn post_all(shared: &Arc<Shared>) {
             200..=299 => {}
             status => {
                 let text = String::from_utf8_lossy(&answer.body).into_owned();
-                shared.fail(&peek, status, &text).await;
+                shared.refuse(&peek, status, &text).await;
                 if initialize {
                     return;
                 }
@@ -247,27 +284,97 @@ async fn post_all(shared: &Arc<Shared>) {
     }
 }
 
-/// Reads one SSE stream into the runtime's input, opening session streams as sessions appear.
+/// How a stream's GET came to an end.
+enum Ended {
+    /// The server ended it, or it cannot go on (refused, too long): the stream is over.
+    Over,
+    /// A network error: the stream is reopened, resuming after its last event id.
+    Cut,
+}
+
+/// Reads one SSE stream into the runtime's input, opening session streams as sessions
+/// appear; reopens it after a cut, within the connector's reconnect bounds.
 async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
-    let mut headers = shared.headers(session.as_deref());
-    headers.push(("Accept".into(), "text/event-stream".into()));
-    let Ok((status, answer_headers, mut body)) = shared.link.open_get(&headers).await else {
-        return;
-    };
-    lock(&shared.cookies).update(&answer_headers);
-    if status != 200 {
-        return;
+    // The last event id read on this stream, across its GETs.
+    let mut last_id: Option<String> = None;
+    let mut opened = false;
+    let mut again = false;
+    let mut retry = Retry::new(shared.link.endpoint.reconnect);
+    loop {
+        let mut headers = shared.headers(session.as_deref());
+        headers.push(("Accept".into(), "text/event-stream".into()));
+        if again && shared.resumable.load(Ordering::SeqCst) {
+            // Also when no answer came: the server may have begun the stream (and kept a
+            // reader that it will only find dead later). `0` is "nothing received": this
+            // client is the stream's only reader, and the first starts at 0.
+            let id = last_id.clone().unwrap_or_else(|| "0".into());
+            headers.push(("Last-Event-ID".into(), id));
+        } else if opened {
+            // A server that never sent an id would not know where to resume: the cut stream
+            // is over, as with the SDKs' clients.
+            return;
+        }
+        again = true;
+        let ended = match shared.link.open_get(&headers).await {
+            Err(error) if is_network(&error) => Ended::Cut,
+            Err(_) => Ended::Over,
+            Ok((status, answer_headers, mut body)) => {
+                lock(&shared.cookies).update(&answer_headers);
+                match status {
+                    200 => {
+                        opened = true;
+                        read_events(shared, &mut body, &mut last_id, &mut retry).await
+                    }
+                    410 => {
+                        let mut text = Vec::new();
+                        while let Some(Ok(piece)) = body.try_next().await {
+                            text.extend_from_slice(&piece);
+                            if text.len() > 64 * 1024 {
+                                break;
+                            }
+                        }
+                        shared.fail(gone_reason(&text));
+                        return;
+                    }
+                    _ => Ended::Over,
+                }
+            }
+        };
+        if matches!(ended, Ended::Over) || !retry.wait().await {
+            return;
+        }
     }
+}
+
+/// What the connection fails with when a stream cannot resume: the message of the server's
+/// JSON-RPC error, or its body.
+fn gone_reason(body: &[u8]) -> String {
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    format!("an SSE stream could not resume (HTTP 410): {message}")
+}
+
+/// Reads the events of one GET until it ends.
+async fn read_events(
+    shared: &Arc<Shared>,
+    body: &mut super::wire::Body,
+    last_id: &mut Option<String>,
+    retry: &mut Retry,
+) -> Ended {
     // A message is at most `max_message_size`; a line or an event's data past it (plus room
     // for the `data: ` prefix) ends the stream instead of growing.
     let mut parser = sse::Parser::new(shared.link.endpoint.max_message_size.saturating_add(1024));
     let mut events = Vec::new();
     loop {
-        let Some(data) = body.next().await else {
-            return;
+        let data = match body.try_next().await {
+            None => return Ended::Over,
+            Some(Err(_)) => return Ended::Cut,
+            Some(Ok(data)) => data,
         };
         if parser.feed(&data, &mut events).is_err() {
-            return;
+            return Ended::Over;
         }
         for event in events.drain(..) {
             let message = event.data;
@@ -286,6 +393,15 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
             }
             shared.deliver(&message).await;
         }
+        // Every event up to here is delivered: the stream resumes after the last one (the
+        // priming `id:` that opens each of our server's streams counts, with no event).
+        if let Some(id) = parser.last_id() {
+            shared.resumable.store(true, Ordering::SeqCst);
+            if last_id.as_deref() != Some(id) {
+                *last_id = Some(id.to_owned());
+                retry.reset();
+            }
+        }
     }
 }
 
@@ -296,6 +412,10 @@ pub(crate) type HttpClientReader = QueueReader<Shared>;
 impl Inbound for Shared {
     fn inbound(&self) -> &ByteQueue {
         &self.inbound
+    }
+
+    fn failure(&self) -> Option<String> {
+        lock(&self.failure).clone()
     }
 }
 

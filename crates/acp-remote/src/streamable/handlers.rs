@@ -12,15 +12,23 @@ use futures_lite::future;
 
 use super::queue::Reservation;
 use super::reply::{EventStream, Reply, ReplyBody};
-use super::{HttpConn, HttpReader, Peek, Refusal};
+use super::stream::AttachError;
+use super::{HttpConn, HttpReader, Incoming, Peek, Refusal, StreamLimits};
 use crate::conn::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
 use crate::http::{RequestHead, connection_id};
+use crate::options::ServerOptions;
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 
 /// The header naming a Streamable HTTP connection.
 pub(crate) const CONNECTION_ID: &str = "Acp-Connection-Id";
 /// The header naming a session.
 pub(crate) const SESSION_ID: &str = "Acp-Session-Id";
+/// The header of a GET that resumes a stream after the event it names.
+pub(crate) const LAST_EVENT_ID: &str = "Last-Event-ID";
+
+/// The JSON-RPC error code of the answer to a resumption whose events are no longer kept
+/// (in the range JSON-RPC leaves to implementations, and used by no ACP error).
+pub(crate) const REPLAY_WINDOW_PASSED: i64 = -32010;
 
 /// The connection a request names, if it exists and the request may use it: 400 without the
 /// header, 404 for an unknown id (or one opened with other credentials: the same answer, so
@@ -120,7 +128,11 @@ async fn posted(
         return initialize(body, &peek, head, peer, ctx).await;
     }
     let conn = find(head, ctx)?;
-    conn.accept_incoming(&peek, head.header(SESSION_ID).map(str::trim))?;
+    if conn.accept_incoming(&peek, head.header(SESSION_ID).map(str::trim))? == Incoming::Retried {
+        // Accepted before: the answer goes (or went) to its stream once; this POST gets the
+        // same 202 the first one got.
+        return Ok(Posted::Accepted);
+    }
     conn.push_incoming(body)
         .await
         .map_err(|()| (404, "the connection has ended"))?;
@@ -144,7 +156,11 @@ async fn initialize(
         id.clone(),
         head.header("authorization").map(str::to_owned),
         ctx.options.max_message_size.max(1 << 20),
-        ctx.options.stream_budget,
+        StreamLimits {
+            budget: ctx.options.stream_budget,
+            replay_bytes: ctx.options.replay_bytes,
+            replay_age: ctx.options.replay_age,
+        },
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
     let connection = Connection {
@@ -197,7 +213,10 @@ async fn initialize(
 /// `GET /acp` (no upgrade): the connection's SSE stream, or a session's with
 /// `Acp-Session-Id`. One reader per stream at a time (409 for a second: the RFD has one of
 /// each); messages wait in the stream's queue while nobody reads, within the connection's
-/// budget.
+/// budget. With `Last-Event-ID` the GET resumes the stream after that event, taking it over
+/// from a reader the server still has (MCP's rule: the client knows that one is dead): 400
+/// for an id that is not one of the stream's, 410 with a JSON-RPC error when the events
+/// after it are no longer kept.
 pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
     let accepts = head
         .header("accept")
@@ -210,11 +229,27 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
         Err(refusal) => return refused(refusal),
     };
     let session = head.header(SESSION_ID).map(str::trim);
-    let Some(queue) = conn.stream(session) else {
+    let resume = match head.header(LAST_EVENT_ID).map(str::trim) {
+        None => None,
+        Some(id) => match id.parse::<u64>() {
+            Ok(n) if id.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+            _ => return refused((400, "Last-Event-ID is not an event id of this server")),
+        },
+    };
+    let Some(stream) = conn.stream(session) else {
         return refused((404, "too many session streams"));
     };
-    let Some(events) = EventStream::attach(conn, queue, ctx.shared.clone()) else {
-        return refused((409, "this stream already has a reader"));
+    let keep_alive = ctx.options.sse_keep_alive;
+    let events = match EventStream::attach(conn, stream, resume, ctx.shared.clone(), keep_alive) {
+        Ok(events) => events,
+        Err(AttachError::Busy) => return refused((409, "this stream already has a reader")),
+        Err(AttachError::Ahead { .. }) => {
+            return refused((400, "Last-Event-ID is beyond this stream's last event"));
+        }
+        Err(AttachError::Passed { first_kept }) => {
+            let asked = resume.unwrap_or_default();
+            return window_passed(asked, first_kept, &ctx.options);
+        }
     };
     Reply {
         status: 200,
@@ -224,6 +259,36 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
             ("X-Accel-Buffering", "no".into()),
         ],
         body: ReplyBody::Events(events),
+    }
+}
+
+/// The answer to a resumption after `asked` when the oldest event kept is `first_kept`:
+/// `410 Gone`, and a JSON-RPC error (no id: it answers no request) that says which events are
+/// lost and the window's bounds. The client cannot continue the stream without a gap; ours
+/// ends the connection with this message.
+pub(crate) fn window_passed(asked: u64, first_kept: u64, options: &ServerOptions) -> Reply {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": REPLAY_WINDOW_PASSED,
+            "message": format!(
+                "the events after Last-Event-ID {asked} are no longer kept (the oldest kept is \
+                 {first_kept}); the stream cannot resume without a gap"
+            ),
+            "data": {
+                "reason": "replay_window_passed",
+                "lastEventId": asked.to_string(),
+                "firstKept": first_kept.to_string(),
+                "windowBytes": options.replay_bytes,
+                "windowSeconds": options.replay_age.as_secs(),
+            },
+        },
+    });
+    Reply {
+        status: 410,
+        headers: Vec::new(),
+        body: ReplyBody::Json(error.to_string().into_bytes()),
     }
 }
 

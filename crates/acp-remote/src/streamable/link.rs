@@ -3,12 +3,14 @@
 //! by ALPN on its first connection and keeps HTTP/2 if the server picks it; an `http://`
 //! client speaks h2c only with prior knowledge (a server that speaks only HTTP/1.1 would not
 //! understand the preface). Otherwise, and for every server that prefers HTTP/1.1, the POSTs
-//! share a kept-alive connection and each SSE stream has one of its own.
+//! share a kept-alive connection and each SSE stream has one of its own. An HTTP/2 connection
+//! that fails is replaced by a new one at the next request, so that the client's tries again
+//! (a stream resumed, a POST sent again) do not all meet the dead one.
 
 use std::io;
 
 #[cfg(feature = "http2")]
-use std::sync::OnceLock;
+use std::sync::Mutex;
 #[cfg(feature = "http2")]
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,9 +24,9 @@ use crate::net::NetStream;
 #[derive(Debug)]
 pub(crate) struct Link {
     pub(crate) endpoint: Endpoint,
-    /// The HTTP/2 connection, once the first request chose it.
+    /// The HTTP/2 connection, once the first request chose it (replaced when it fails).
     #[cfg(feature = "http2")]
-    h2: OnceLock<H2>,
+    h2: Mutex<Option<H2>>,
     /// Whether the first request has chosen (HTTP/2 is tried once, not per request).
     #[cfg(feature = "http2")]
     chosen: AtomicBool,
@@ -35,7 +37,7 @@ impl Link {
         Link {
             endpoint,
             #[cfg(feature = "http2")]
-            h2: OnceLock::new(),
+            h2: Mutex::new(None),
             #[cfg(feature = "http2")]
             chosen: AtomicBool::new(false),
         }
@@ -55,9 +57,9 @@ impl Link {
             if !self.chosen.swap(true, Ordering::SeqCst)
                 && let Some(h2) = self.choose(poster).await?
             {
-                let _ = self.h2.set(h2);
+                *self.h2_slot() = Some(h2);
             }
-            if let Some(h2) = self.h2.get() {
+            if let Some(h2) = self.current_h2().await? {
                 return h2.send(&self.endpoint, method, headers, body).await;
             }
         }
@@ -70,10 +72,44 @@ impl Link {
         headers: &[(String, String)],
     ) -> io::Result<(u16, Vec<(String, String)>, Body)> {
         #[cfg(feature = "http2")]
-        if let Some(h2) = self.h2.get() {
+        if let Some(h2) = self.current_h2().await? {
             return h2.open("GET", headers, b"").await;
         }
         wire::open_get(&self.endpoint, headers).await
+    }
+
+    #[cfg(feature = "http2")]
+    fn h2_slot(&self) -> std::sync::MutexGuard<'_, Option<H2>> {
+        self.h2.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The HTTP/2 connection if the first request chose HTTP/2: the current one, or a new one
+    /// when it has closed (the network failed, or the server went away).
+    #[cfg(feature = "http2")]
+    async fn current_h2(&self) -> io::Result<Option<H2>> {
+        let Some(h2) = self.h2_slot().clone() else {
+            return Ok(None);
+        };
+        if !h2.is_closed() {
+            return Ok(Some(h2));
+        }
+        let endpoint = &self.endpoint;
+        #[cfg(feature = "tls")]
+        let offering = endpoint.tls.as_ref().map(|tls| tls.offering_h2());
+        #[cfg(feature = "tls")]
+        let tls = offering.as_ref();
+        #[cfg(not(feature = "tls"))]
+        let tls = endpoint.tls.as_ref();
+        let socket = NetStream::connect(&endpoint.host, endpoint.port, tls).await?;
+        if socket.is_tls() && !socket.negotiated_h2() {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "the server no longer offers HTTP/2",
+            ));
+        }
+        let fresh = H2::handshake(socket, endpoint).await?;
+        *self.h2_slot() = Some(fresh.clone());
+        Ok(Some(fresh))
     }
 
     /// Connects for the first request: HTTP/2 if ALPN chose `h2` or the client has prior

@@ -13,10 +13,11 @@ mod link;
 pub(crate) mod queue;
 pub(crate) mod reply;
 mod sse;
+pub(crate) mod stream;
 pub(crate) mod wire;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
@@ -28,6 +29,7 @@ use serde_json::value::RawValue;
 use crate::frames::{Activity, Signal};
 use crate::lines::{LineSink, LineWriter, to_line};
 use queue::{Budget, ByteQueue, Inbound, QueueReader};
+use stream::{Replay, SseStream};
 
 /// Most session streams one connection keeps; messages of further sessions go to the
 /// connection's stream (nothing is lost, they are just not separated).
@@ -35,6 +37,14 @@ const MAX_SESSION_STREAMS: usize = 64;
 
 /// Most ids remembered for routing answers; beyond, answers go to the connection's stream.
 const MAX_ROUTES: usize = 4096;
+
+/// How many ids of accepted messages (the client's requests, and its answers to the agent's)
+/// a connection remembers, so that a POST retried after a network error is not handed to the
+/// agent twice; the oldest is forgotten first.
+pub(crate) const MAX_SEEN_IDS: usize = 4096;
+
+/// Ids longer than this (as JSON text) are not remembered: 4096 of them stay within 1 MiB.
+pub(crate) const MAX_SEEN_ID_LEN: usize = 256;
 
 /// Where a message for the client goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,8 +65,9 @@ pub(crate) struct HttpConn {
     authorization: Option<String>,
     inbound: ByteQueue,
     initial: Arc<ByteQueue>,
-    connection_stream: Arc<ByteQueue>,
+    connection_stream: Arc<SseStream>,
     budget: Arc<Budget>,
+    replay: Arc<Replay>,
     routes: Mutex<Routes>,
     pub(crate) activity: Arc<Activity>,
     /// Set by `DELETE`: the connection's task ends.
@@ -65,11 +76,56 @@ pub(crate) struct HttpConn {
 
 #[derive(Debug, Default)]
 struct Routes {
-    sessions: HashMap<String, Arc<ByteQueue>>,
+    sessions: HashMap<String, Arc<SseStream>>,
     /// Our answers to the client's requests: where each goes, by request id.
     answers: HashMap<String, Route>,
     /// The agent's requests to the client: the session their answers must name.
     client_answers: HashMap<String, Route>,
+    /// The ids of the messages accepted lately: a POST carrying one again is a retry.
+    seen: SeenIds,
+}
+
+/// A bounded set of ids, the oldest forgotten first.
+#[derive(Debug, Default)]
+struct SeenIds {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl SeenIds {
+    /// Remembers `key`; `false` if it was remembered already.
+    fn insert(&mut self, key: &str) -> bool {
+        if self.ids.contains(key) {
+            return false;
+        }
+        if key.len() <= MAX_SEEN_ID_LEN {
+            if self.order.len() >= MAX_SEEN_IDS
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.ids.remove(&oldest);
+            }
+            self.ids.insert(key.to_owned());
+            self.order.push_back(key.to_owned());
+        }
+        true
+    }
+}
+
+/// What became of a POSTed message that passed the checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Incoming {
+    /// For the agent.
+    New,
+    /// A message with the id of one accepted before (a retried POST): not for the agent again.
+    Retried,
+}
+
+/// The bounds of a connection's streams, from the server's options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamLimits {
+    pub(crate) budget: usize,
+    pub(crate) replay_bytes: usize,
+    pub(crate) replay_age: std::time::Duration,
 }
 
 /// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
@@ -128,16 +184,18 @@ impl HttpConn {
         id: String,
         authorization: Option<String>,
         inbound_budget: usize,
-        stream_budget: usize,
+        limits: StreamLimits,
     ) -> Arc<HttpConn> {
-        let budget = Budget::new(stream_budget);
+        let budget = Budget::new(limits.budget);
+        let replay = Replay::new(limits.replay_bytes, limits.replay_age);
         Arc::new(HttpConn {
             id,
             authorization,
             inbound: ByteQueue::new(Budget::new(inbound_budget)),
             initial: Arc::new(ByteQueue::new(Budget::new(usize::MAX))),
-            connection_stream: Arc::new(ByteQueue::new(budget.clone())),
+            connection_stream: Arc::new(SseStream::new(budget.clone(), replay.clone())),
             budget,
+            replay,
             routes: Mutex::default(),
             activity: Activity::new(),
             ended: Signal::default(),
@@ -168,25 +226,39 @@ impl HttpConn {
     }
 
     /// The stream of a session, created on first use (at most [`MAX_SESSION_STREAMS`]).
-    fn session_stream(&self, routes: &mut Routes, session: &str) -> Option<Arc<ByteQueue>> {
+    fn session_stream(&self, routes: &mut Routes, session: &str) -> Option<Arc<SseStream>> {
         if let Some(stream) = routes.sessions.get(session) {
             return Some(stream.clone());
         }
         if routes.sessions.len() >= MAX_SESSION_STREAMS {
             return None;
         }
-        let stream = Arc::new(ByteQueue::new(self.budget.clone()));
+        let stream = Arc::new(SseStream::new(self.budget.clone(), self.replay.clone()));
         routes.sessions.insert(session.to_owned(), stream.clone());
         Some(stream)
     }
 
     /// The stream a GET asks for: the connection's, or a session's (created on demand, since
     /// the RFD's own resume flow opens it before `session/load`).
-    pub(crate) fn stream(&self, session: Option<&str>) -> Option<Arc<ByteQueue>> {
+    pub(crate) fn stream(&self, session: Option<&str>) -> Option<Arc<SseStream>> {
         match session {
             None => Some(self.connection_stream.clone()),
             Some(session) => self.session_stream(&mut lock(&self.routes), session),
         }
+    }
+
+    /// Keeps the replay window within its bounds (after events were sent, or before a
+    /// resumption is checked against it).
+    pub(crate) fn trim_replay(&self) {
+        let mut streams = vec![self.connection_stream.clone()];
+        streams.extend(lock(&self.routes).sessions.values().cloned());
+        self.replay.trim(&streams);
+    }
+
+    /// Bytes of sent events kept for resumptions, all streams together.
+    #[allow(dead_code)]
+    pub(crate) fn replay_used(&self) -> usize {
+        self.replay.used()
     }
 
     /// Checks a POSTed message against the connection's routes, and remembers where its answer
@@ -196,7 +268,7 @@ impl HttpConn {
         &self,
         peek: &Peek<'_>,
         header_session: Option<&str>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Incoming, Refusal> {
         let mut routes = lock(&self.routes);
         let Some(method) = peek.method.as_deref() else {
             // An answer to one of the agent's requests. The id names the request: an answer
@@ -204,13 +276,15 @@ impl HttpConn {
             // one (the Python SDK's client sends none), so that the agent's request is
             // answered rather than left waiting. Answers to ids not pending go to the agent
             // too, which reports them.
-            if peek.id_key().is_none() {
+            let Some(key) = peek.id_key() else {
                 return Err((400, "a JSON-RPC message without a method or an id"));
+            };
+            // Answers and requests have ids of their own sides: `a` marks an answer's.
+            if !routes.seen.insert(&format!("a{key}")) {
+                return Ok(Incoming::Retried);
             }
-            if let Some(key) = peek.id_key() {
-                routes.client_answers.remove(&key);
-            }
-            return Ok(());
+            routes.client_answers.remove(&key);
+            return Ok(Incoming::New);
         };
         let params_session = session_of(peek.params);
         if let (Some(header), Some(params)) = (header_session, params_session.as_deref())
@@ -223,6 +297,14 @@ impl HttpConn {
             return Err((400, "missing Acp-Session-Id"));
         }
         if let Some(key) = peek.id_key()
+            && !routes.seen.insert(&format!("r{key}"))
+        {
+            // JSON-RPC ids are the client's to keep unique (MCP's Streamable HTTP forbids
+            // reusing one within a session): the same id again is the same request, sent again
+            // after a network error hid our 202. Its answer goes to its stream once.
+            return Ok(Incoming::Retried);
+        }
+        if let Some(key) = peek.id_key()
             && routes.answers.len() < MAX_ROUTES
         {
             // As the TS SDK: the answer to `session/load` goes to the connection's stream.
@@ -232,7 +314,7 @@ impl HttpConn {
             };
             routes.answers.insert(key, route);
         }
-        Ok(())
+        Ok(Incoming::New)
     }
 
     /// A POSTed answer to a request of the agent that is refused (not JSON-RPC 2.0): the
@@ -280,9 +362,9 @@ impl HttpConn {
     /// The queue a line from the runtime goes to: an answer where its request said, a request
     /// or notification naming a session to that session's stream, anything else to the
     /// connection's stream.
-    fn route_outgoing(&self, line: &[u8]) -> Arc<ByteQueue> {
+    fn route_outgoing(&self, line: &[u8]) -> Target {
         let Ok(peek) = serde_json::from_slice::<Peek<'_>>(line) else {
-            return self.connection_stream.clone();
+            return Target::Stream(self.connection_stream.clone());
         };
         let mut routes = lock(&self.routes);
         let route = if peek.method.is_none() {
@@ -309,11 +391,12 @@ impl HttpConn {
             route
         };
         match route {
-            Route::Initial => self.initial.clone(),
-            Route::Connection => self.connection_stream.clone(),
-            Route::Session(session) => self
-                .session_stream(&mut routes, &session)
-                .unwrap_or_else(|| self.connection_stream.clone()),
+            Route::Initial => Target::Initial(self.initial.clone()),
+            Route::Connection => Target::Stream(self.connection_stream.clone()),
+            Route::Session(session) => Target::Stream(
+                self.session_stream(&mut routes, &session)
+                    .unwrap_or_else(|| self.connection_stream.clone()),
+            ),
         }
     }
 
@@ -321,9 +404,9 @@ impl HttpConn {
     /// `initialize` answer gets none.
     fn finish_streams(&self) {
         self.initial.close();
-        self.connection_stream.close();
+        self.connection_stream.pending.close();
         for stream in lock(&self.routes).sessions.values() {
-            stream.close();
+            stream.pending.close();
         }
     }
 
@@ -365,12 +448,29 @@ pub(crate) fn http_writer(conn: Arc<HttpConn>) -> HttpWriter {
     })
 }
 
+/// Where a line from the runtime goes.
+#[derive(Debug)]
+enum Target {
+    /// The body of the `initialize` POST.
+    Initial(Arc<ByteQueue>),
+    Stream(Arc<SseStream>),
+}
+
+impl Target {
+    fn queue(&self) -> &ByteQueue {
+        match self {
+            Target::Initial(queue) => queue,
+            Target::Stream(stream) => &stream.pending,
+        }
+    }
+}
+
 /// The connection's streams as the place lines go: each to its route's queue.
 #[derive(Debug)]
 pub(crate) struct StreamSink {
     conn: Arc<HttpConn>,
-    /// A routed line waiting for room in its queue.
-    pending: Option<(Arc<ByteQueue>, Option<Vec<u8>>)>,
+    /// A routed line waiting for room in its stream's queue.
+    pending: Option<(Target, Option<Vec<u8>>)>,
     listener: Option<EventListener>,
 }
 
@@ -378,8 +478,8 @@ impl StreamSink {
     /// Waits until the routed line is queued (or its queue is gone: the stream was dropped,
     /// and so is the line).
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if let Some((queue, message)) = &mut self.pending {
-            let _ = ready!(queue.poll_push(message, &mut self.listener, cx));
+        if let Some((target, message)) = &mut self.pending {
+            let _ = ready!(target.queue().poll_push(message, &mut self.listener, cx));
             self.pending = None;
             self.conn.activity.touch();
         }

@@ -3,7 +3,6 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
@@ -111,8 +110,6 @@ pub(crate) struct ByteQueue {
     budget: Arc<Budget>,
     /// Woken when a message is pushed or the queue is closed.
     pushed: Event,
-    /// Whether a reader (an open SSE stream) is attached; one at a time.
-    attached: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -127,7 +124,6 @@ impl ByteQueue {
             state: Mutex::default(),
             budget,
             pushed: Event::new(),
-            attached: AtomicBool::new(false),
         }
     }
 
@@ -212,18 +208,31 @@ impl ByteQueue {
         }
     }
 
-    /// Puts back a message that could not be delivered, first in line.
-    pub(crate) fn unpop(&self, message: Vec<u8>) {
-        let len = message.len();
+    /// The next message if one is queued now: `Ok(None)` when none is, `Err(())` once the
+    /// queue is closed and empty.
+    pub(crate) fn try_pop(&self) -> Result<Option<Vec<u8>>, ()> {
         let mut state = lock(&self.state);
-        if state.closed && state.messages.is_empty() {
-            return;
+        match state.messages.pop_front() {
+            Some(m) => {
+                drop(state);
+                self.budget.give_back(m.len());
+                Ok(Some(m))
+            }
+            None if state.closed => Err(()),
+            None => Ok(None),
         }
-        state.messages.push_front(message);
-        drop(state);
-        // Counted again even past the limit: it was in the budget a moment ago.
-        *lock(&self.budget.used) += len;
-        self.pushed.notify(usize::MAX);
+    }
+
+    /// Whether the queue is closed and empty.
+    pub(crate) fn is_finished(&self) -> bool {
+        let state = lock(&self.state);
+        state.closed && state.messages.is_empty()
+    }
+
+    /// A listener woken by the next push (or the close): made before [`try_pop`](Self::try_pop)
+    /// finds nothing, so that no push in between is missed.
+    pub(crate) fn listen_pushed(&self) -> EventListener {
+        self.pushed.listen()
     }
 
     /// Ends the queue: pushes fail from now on; pops get what is left, then `None`.
@@ -242,15 +251,6 @@ impl ByteQueue {
         };
         self.budget.give_back(dropped);
         self.pushed.notify(usize::MAX);
-    }
-
-    /// Attaches the one reader; `false` if another is attached.
-    pub(crate) fn attach(&self) -> bool {
-        !self.attached.swap(true, Ordering::SeqCst)
-    }
-
-    pub(crate) fn detach(&self) {
-        self.attached.store(false, Ordering::SeqCst);
     }
 }
 
@@ -278,16 +278,12 @@ mod tests {
             assert_eq!(other.pop().await.unwrap(), vec![1; 8]);
             // Larger than the whole budget, with nothing else queued: accepted.
             queue.push(vec![2; 100]).await.unwrap();
-            let m = queue.pop().await.unwrap();
-            queue.unpop(m);
             queue.close();
-            assert_eq!(queue.pop().await.unwrap().len(), 100);
+            assert_eq!(queue.try_pop().unwrap().unwrap().len(), 100);
+            assert_eq!(queue.try_pop(), Err(()));
             assert_eq!(queue.pop().await, None);
             assert!(queue.push(vec![3]).await.is_err());
-            assert!(other.attach());
-            assert!(!other.attach());
-            other.detach();
-            assert!(other.attach());
+            assert_eq!(other.try_pop(), Ok(None));
         });
     }
 }
@@ -296,6 +292,12 @@ mod tests {
 /// HTTP connection, or the client's.
 pub(crate) trait Inbound {
     fn inbound(&self) -> &ByteQueue;
+
+    /// Why the input ended, if it did not end cleanly: the reader fails with it after the
+    /// last line.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The lines of an [`Inbound`] queue, one after the other, as the runtime's reader.
@@ -327,7 +329,15 @@ impl<S: Inbound> AsyncBufRead for QueueReader<S> {
                     this.line = line;
                     this.pos = 0;
                 }
-                None => return Poll::Ready(Ok(&[])),
+                None => {
+                    return Poll::Ready(match this.source.failure() {
+                        Some(reason) => Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            reason,
+                        )),
+                        None => Ok(&[]),
+                    });
+                }
             }
         }
         Poll::Ready(Ok(&this.line[this.pos..]))

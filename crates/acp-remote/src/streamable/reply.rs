@@ -9,11 +9,8 @@ use futures_lite::future;
 use smol::Timer;
 
 use super::HttpConn;
-use super::queue::ByteQueue;
+use super::stream::{AttachError, Batch, SseStream};
 use crate::conn::Shared;
-
-/// How often an idle SSE stream gets a comment, so that proxies keep it open.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Up to how many bytes of queued events one write carries.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -71,92 +68,133 @@ impl Reply {
     }
 }
 
-/// An open SSE stream: the events of one queue, a keep-alive comment when it is quiet, its end
-/// when the queue ends (or the connection, or the server). It is the queue's one reader while
-/// it lives.
+/// An open SSE stream: first `id: <cursor>` alone (so that a client knows where it stands
+/// before any event, and can resume from there), then the events of its [`SseStream`] after
+/// that id, each with its id; a `: keepalive` comment when it is quiet; its end when the
+/// stream ends (or the connection, or the server), or when another reader took it over.
 #[derive(Debug)]
 pub(crate) struct EventStream {
     conn: Arc<HttpConn>,
-    queue: Arc<ByteQueue>,
+    stream: Arc<SseStream>,
     shared: Arc<Shared>,
-    /// The messages of the last batch handed out: a transport asks for the next batch only
-    /// once it has written this one, so a stream dropped before that gives them back.
-    in_flight: Vec<Vec<u8>>,
+    reader: u64,
+    /// The id of the last event handed out.
+    cursor: u64,
+    /// A batch was handed out: a transport asks for the next only once it has taken it.
+    handed: bool,
+    primed: bool,
+    keep_alive: Duration,
     ended: bool,
+    /// Ended without finishing: taken over, or its events lost (see [`cut`](Self::cut)).
+    cut: bool,
 }
 
 impl EventStream {
-    /// Becomes the reader of `queue`; `None` when it has one already.
+    /// Becomes the reader of `stream`, resuming after `resume` if given (see
+    /// [`SseStream::attach`]).
     pub(crate) fn attach(
         conn: Arc<HttpConn>,
-        queue: Arc<ByteQueue>,
+        stream: Arc<SseStream>,
+        resume: Option<u64>,
         shared: Arc<Shared>,
-    ) -> Option<EventStream> {
-        queue.attach().then_some(EventStream {
+        keep_alive: Duration,
+    ) -> Result<EventStream, AttachError> {
+        if resume.is_some() {
+            // What is too old is given up before the resumption is judged.
+            conn.trim_replay();
+        }
+        let attached = stream.attach(resume)?;
+        Ok(EventStream {
             conn,
-            queue,
+            stream,
             shared,
-            in_flight: Vec::new(),
+            reader: attached.reader,
+            cursor: attached.cursor,
+            handed: false,
+            primed: false,
+            keep_alive,
             ended: false,
+            cut: false,
         })
     }
 
     /// The bytes to write next (events, or a comment); `None` at the stream's end.
     pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
-        if !self.in_flight.is_empty() {
-            self.in_flight.clear();
+        if std::mem::take(&mut self.handed) {
+            self.stream.written(self.reader, self.cursor);
             self.conn.activity.touch();
         }
         if self.ended {
             return None;
         }
-        let next = async { Some(self.queue.pop().await) };
-        let keep_alive = async {
-            Timer::after(KEEP_ALIVE).await;
-            None
-        };
-        let stopped = async {
-            future::or(self.conn.ended.wait(), self.shared.stop.wait()).await;
-            Some(None)
-        };
-        match future::or(next, future::or(keep_alive, stopped)).await {
-            None => Some(b":\n\n".to_vec()),
-            Some(None) => {
-                self.ended = true;
-                None
+        if !std::mem::replace(&mut self.primed, true) {
+            return Some(format!("id: {}\n\n", self.cursor).into_bytes());
+        }
+        loop {
+            let (pushed, taken_over) = self.stream.listen();
+            // What is queued already goes out in the same write: a burst of updates costs
+            // one system call, not one each.
+            match self
+                .stream
+                .take_batch(self.reader, self.cursor, BATCH_BYTES)
+            {
+                Batch::Events(events, last) => {
+                    self.cursor = last;
+                    self.handed = true;
+                    self.conn.trim_replay();
+                    return Some(events);
+                }
+                Batch::Ended => {
+                    self.ended = true;
+                    self.cut = self.stream.broken(self.reader);
+                    return None;
+                }
+                Batch::Empty => {}
             }
-            Some(Some(first)) => {
-                // What is queued already goes out in the same write: a burst of updates costs
-                // one system call, not one each.
-                let mut size = first.len();
-                self.in_flight.push(first);
-                while size < BATCH_BYTES {
-                    match future::poll_once(self.queue.pop()).await {
-                        Some(Some(message)) => {
-                            size += message.len();
-                            self.in_flight.push(message);
-                        }
-                        _ => break,
-                    }
+            let woken = async {
+                future::or(pushed, taken_over).await;
+                Woke::Work
+            };
+            let keep_alive = async {
+                Timer::after(self.keep_alive).await;
+                Woke::KeepAlive
+            };
+            let stopped = async {
+                future::or(self.conn.ended.wait(), self.shared.stop.wait()).await;
+                Woke::Stop
+            };
+            match future::or(woken, future::or(keep_alive, stopped)).await {
+                Woke::Work => {}
+                Woke::KeepAlive => {
+                    self.conn.trim_replay();
+                    return Some(b": keepalive\n\n".to_vec());
                 }
-                let mut events = Vec::with_capacity(size + 8 * self.in_flight.len());
-                for message in &self.in_flight {
-                    events.extend_from_slice(b"data: ");
-                    events.extend_from_slice(message);
-                    events.extend_from_slice(b"\n\n");
+                Woke::Stop => {
+                    self.ended = true;
+                    return None;
                 }
-                Some(events)
             }
         }
     }
+
+    /// Whether the stream ended without being finished (taken over by another reader, or
+    /// its next events given up by the replay window): the transport then breaks it off
+    /// rather than ending it, so that a client never takes it for the stream's end.
+    pub(crate) fn cut(&self) -> bool {
+        self.cut
+    }
+}
+
+enum Woke {
+    Work,
+    KeepAlive,
+    Stop,
 }
 
 impl Drop for EventStream {
     fn drop(&mut self) {
-        // Not delivered: the next reader of this stream gets them, in order.
-        for message in self.in_flight.drain(..).rev() {
-            self.queue.unpop(message);
-        }
-        self.queue.detach();
+        // What was handed out and not taken stays in the window: the next reader that does
+        // not resume starts before it, one that resumes where its client says.
+        self.stream.detach(self.reader);
     }
 }

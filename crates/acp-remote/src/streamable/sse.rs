@@ -36,6 +36,9 @@ pub(crate) struct Parser {
     has_data: bool,
     kind: Option<String>,
     last_id: Option<String>,
+    /// The standard's "last event ID string": `last_id` as of the last blank line, whether
+    /// or not an event was dispatched there (an `id` alone moves it too).
+    dispatched_id: Option<String>,
     retry_ms: Option<u64>,
 }
 
@@ -50,14 +53,15 @@ impl Parser {
             has_data: false,
             kind: None,
             last_id: None,
+            dispatched_id: None,
             retry_ms: None,
         }
     }
 
-    /// The last event id seen (what a reconnection sends as `Last-Event-ID`).
-    #[allow(dead_code)]
+    /// The last event id of the stream as of its last complete event (what a reconnection
+    /// sends as `Last-Event-ID`): an `id` line whose event has not ended yet does not count.
     pub(crate) fn last_id(&self) -> Option<&str> {
-        self.last_id.as_deref()
+        self.dispatched_id.as_deref()
     }
 
     /// The reconnection time the server asked for, in milliseconds.
@@ -143,6 +147,7 @@ impl Parser {
     }
 
     fn dispatch(&mut self, events: &mut Vec<Event>) {
+        self.dispatched_id.clone_from(&self.last_id);
         let kind = self.kind.take().filter(|k| !k.is_empty());
         if !std::mem::take(&mut self.has_data) {
             self.data.clear();
@@ -235,6 +240,15 @@ mod tests {
                 },
             ]
         );
+        // An `id` counts once its event has ended; alone, at a blank line, it counts too.
+        let mut parser = Parser::new(100);
+        let mut events = Vec::new();
+        parser
+            .feed(b"id: 0\n\nid: 1\ndata: x", &mut events)
+            .unwrap();
+        assert_eq!((parser.last_id(), events.len()), (Some("0"), 0));
+        parser.feed(b"\n\n", &mut events).unwrap();
+        assert_eq!((parser.last_id(), events.len()), (Some("1"), 1));
         // A CRLF split across two reads is one line ending, not two.
         assert_eq!(
             parse_in(&[b"data: x\r", b"\n", b"\r", b"\ndata: y\n\n"]),

@@ -29,9 +29,69 @@ pub(crate) struct Endpoint {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) max_message_size: usize,
     pub(crate) tls: Option<crate::tls::ClientTls>,
+    /// How a cut SSE stream is resumed and a POST that met a network error sent again.
+    pub(crate) reconnect: Reconnect,
     /// h2c on `http://` URLs: the server is known to speak HTTP/2 in the clear.
     #[cfg(feature = "http2")]
     pub(crate) http2_prior_knowledge: bool,
+}
+
+/// How many times, and for how long, the client tries again after a network error: a cut
+/// SSE stream is reopened with `Last-Event-ID`, a POST is sent again (the server takes a
+/// request id it has seen as the same request). The first try again is at once, the next
+/// after 100 ms, doubling up to 2 s between tries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reconnect {
+    pub(crate) attempts: u32,
+    pub(crate) within: Duration,
+}
+
+/// The tries of one operation (a stream's reopening, a POST's sending).
+#[derive(Debug)]
+pub(crate) struct Retry {
+    policy: Reconnect,
+    tried: u32,
+    since: Option<Instant>,
+}
+
+impl Retry {
+    pub(crate) fn new(policy: Reconnect) -> Retry {
+        Retry {
+            policy,
+            tried: 0,
+            since: None,
+        }
+    }
+
+    /// Waits before the next try; `false` when the tries are spent.
+    pub(crate) async fn wait(&mut self) -> bool {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if self.tried >= self.policy.attempts || since.elapsed() >= self.policy.within {
+            return false;
+        }
+        self.tried += 1;
+        if self.tried > 1 {
+            let delay = Duration::from_millis(100)
+                .saturating_mul(1 << (self.tried - 2).min(5))
+                .min(Duration::from_secs(2));
+            smol::Timer::after(delay).await;
+        }
+        true
+    }
+
+    /// Progress was made: the next failure starts a fresh series of tries.
+    pub(crate) fn reset(&mut self) {
+        self.tried = 0;
+        self.since = None;
+    }
+}
+
+/// Whether an error is the network's (worth trying again), not the request's.
+pub(crate) fn is_network(error: &io::Error) -> bool {
+    !matches!(
+        error.kind(),
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
+    )
 }
 
 /// A kept-alive connection is reused only this soon after its last answer: well within the
@@ -86,13 +146,10 @@ impl hyper::body::Body for Full {
 pub(crate) struct Body(Incoming);
 
 impl Body {
-    /// The next piece of the body; `None` at its end, or when the connection fails (a
-    /// truncated SSE stream ends like a finished one). Trailers are skipped.
-    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
-        self.try_next().await?.ok()
-    }
-
-    async fn try_next(&mut self) -> Option<io::Result<Vec<u8>>> {
+    /// The next piece of the body; `None` at its end, an error when the connection fails
+    /// first (a cut SSE stream, which the client resumes, is not a finished one). Trailers
+    /// are skipped.
+    pub(crate) async fn try_next(&mut self) -> Option<io::Result<Vec<u8>>> {
         loop {
             let frame = poll_fn(|cx| Pin::new(&mut self.0).poll_frame(cx)).await?;
             match frame.map_err(failed) {
@@ -308,6 +365,11 @@ impl H2 {
         })
         .detach();
         Ok(H2 { send, uri })
+    }
+
+    /// Whether the connection has ended (it cannot carry another request).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.send.is_closed()
     }
 
     /// Sends one request; its status, its headers and its body as it arrives (an SSE stream).

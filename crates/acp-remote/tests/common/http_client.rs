@@ -146,6 +146,40 @@ impl Sse {
         Some(size > 0)
     }
 
+    /// The stream's text (chunks decoded, ids and comments kept) up to and including the
+    /// first `needle`, taken out; `None` if the stream ends first.
+    pub async fn text_until(&mut self, needle: &str) -> Option<String> {
+        loop {
+            if let Some(at) = self.text.find(needle) {
+                return Some(self.text.drain(..at + needle.len()).collect());
+            }
+            match self.decode() {
+                Some(true) => continue,
+                Some(false) => return None,
+                None => {
+                    if !self.fill().await {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the stream ends cleanly (its last chunk) rather than being broken off.
+    pub async fn ends_cleanly(&mut self) -> bool {
+        loop {
+            match self.decode() {
+                Some(true) => continue,
+                Some(false) => return true,
+                None => {
+                    if !self.fill().await {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
     /// The next event's JSON, skipping comments; `None` when the stream ends.
     pub async fn next(&mut self) -> Option<serde_json::Value> {
         loop {
