@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, error::ErrorKind};
+use clap::{ArgGroup, CommandFactory, Parser, Subcommand, ValueEnum, error::ErrorKind};
 
 /// How a permission request is answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,8 @@ pub enum SystemPromptMode {
 const USAGE: &str = "\
 acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
        acp [OPTIONS] -- URL
-       acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]";
+       acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]
+       acp completions SHELL";
 
 const ABOUT: &str = "\
 acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
@@ -80,6 +81,7 @@ Exit status:
     override_usage = USAGE,
     after_help = AFTER_HELP,
     args_override_self = true,
+    args_conflicts_with_subcommands = true,
     group = ArgGroup::new("policy").args(["yes", "ask", "reject"]),
 )]
 pub struct Args {
@@ -160,6 +162,29 @@ pub struct Args {
     /// The agent's program and arguments, or one URL; empty for the bundled demo agent
     #[arg(last = true, value_name = "AGENT_COMMAND")]
     pub agent: Vec<String>,
+    /// `acp completions SHELL`, instead of a run.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What `acp` does instead of running an agent.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the completion script of SHELL, e.g. `acp completions bash >
+    /// ~/.local/share/bash-completion/completions/acp`
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Writes `shell`'s completion script for `acp` to stdout. A closed stdout ends it quietly
+/// (clap_complete would panic writing to it directly).
+pub fn print_completions(shell: clap_complete::Shell) {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Args::command(), "acp", &mut script);
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
 }
 
 impl Args {
@@ -187,13 +212,32 @@ fn config_setting(text: &str) -> Result<(String, String), String> {
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, clap::Error> {
     let args: Vec<String> = args.into_iter().collect();
     let dashes = args.iter().any(|a| a == "--");
-    let parsed = Args::try_parse_from(std::iter::once("acp".to_owned()).chain(args))?;
+    let parsed = Args::try_parse_from(std::iter::once("acp".to_owned()).chain(args))
+        .map_err(agent_without_dashes)?;
     // Everything after the first `--` is the agent command: a `--` with nothing after it is a
     // mistake, not a request for the demo agent.
     if dashes && parsed.agent.is_empty() {
         return Err(usage_error("`--` must be followed by an agent command"));
     }
     Ok(parsed)
+}
+
+/// `acp my-agent`: a word where an option or `completions` was expected is most likely an agent
+/// command that misses its `--`; say so.
+fn agent_without_dashes(error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let word = [ContextKind::InvalidSubcommand, ContextKind::InvalidArg]
+        .into_iter()
+        .find_map(|kind| match error.get(kind) {
+            Some(ContextValue::String(word)) if !word.starts_with('-') => Some(word.clone()),
+            _ => None,
+        });
+    match word {
+        Some(word) => usage_error(&format!(
+            "unexpected argument `{word}`: put the agent command after `--`"
+        )),
+        None => error,
+    }
 }
 
 /// A usage error found after parsing, in clap's format (exit status 2).
@@ -270,6 +314,25 @@ mod tests {
     #[test]
     fn the_definition_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    #[test]
+    fn completions_is_a_subcommand_and_an_agent_still_needs_dashes() {
+        let args = p(&["completions", "bash"]).unwrap();
+        assert!(matches!(
+            args.command,
+            Some(Command::Completions {
+                shell: clap_complete::Shell::Bash
+            })
+        ));
+        assert!(p(&["completions", "tcsh"]).is_err());
+        assert!(p(&["completions"]).is_err());
+        let error = p(&["an-agent", "--acp"]).unwrap_err().to_string();
+        assert!(
+            error.contains("put the agent command after `--`"),
+            "{error}"
+        );
+        assert!(p(&["--", "completions"]).unwrap().command.is_none());
     }
 
     #[test]

@@ -64,6 +64,10 @@ fn main() {
     }
     // Usage errors exit with 2 (exit::USAGE, clap's status too); --help and --version with 0.
     let args = args::parse(raw).unwrap_or_else(|error| error.exit());
+    if let Some(args::Command::Completions { shell }) = args.command {
+        args::print_completions(shell);
+        return;
+    }
     if args.options && cfg!(not(feature = "unstable")) {
         eprintln!(
             "acp: --options sends session/options, an unstable method: this acp was built without the `unstable` feature (cargo install acp-rs-cli --features unstable)"
