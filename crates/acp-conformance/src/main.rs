@@ -19,6 +19,7 @@ use clap::{Parser, ValueEnum};
 #[command(
     name = "acp-conformance",
     version,
+    override_usage = "acp-conformance [OPTIONS] [--] AGENT [AGENT-ARGS...]\n       acp-conformance --list",
     after_help = EXIT_STATUS,
     args_override_self = true,
     max_term_width = 100
