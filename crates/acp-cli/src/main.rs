@@ -217,7 +217,9 @@ fn run_main(mut args: Args) -> i32 {
             match chain::components(&args.proxies, command, name) {
                 Ok(components) => Target::Chain(components),
                 Err(message) => {
-                    eprintln!("acp: {message}\nTry `acp --help`.");
+                    // A --proxy command line that does not split: a usage error, in clap's
+                    // format like the others.
+                    let _ = args::usage_error(&message).print();
                     return exit::USAGE;
                 }
             }
