@@ -304,6 +304,12 @@ mod tests {
     }
 
     #[test]
+    fn the_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
     fn usage_errors() {
         for args in [
             &[][..],
