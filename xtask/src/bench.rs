@@ -33,7 +33,8 @@ mod runner;
 #[cfg(test)]
 mod tests;
 
-use args::*;
+pub use args::Args;
+use args::Options;
 use peers::*;
 use report::*;
 use runner::*;
@@ -172,11 +173,9 @@ fn select_scenarios(o: &Options) -> Result<Vec<Scenario>, String> {
         .collect()
 }
 
-/// Runs `cargo xtask bench` with `args` (the arguments after `bench`).
-pub fn run(args: &[String]) -> Result<(), String> {
-    let Some(o) = parse_options(args)? else {
-        return Ok(());
-    };
+/// Runs `cargo xtask bench` with `args`.
+pub fn run(args: Args) -> Result<(), String> {
+    let o = args.options();
     let root = find_root()?;
     let target = target_dir(&root)?;
     let node = which("node");
@@ -364,7 +363,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     if let Some(path) = &o.markdown {
         let command = std::iter::once("cargo xtask bench".to_owned())
-            .chain(args.iter().filter(|a| *a != "bench").cloned())
+            // The command line as given (after the task's name), for the record.
+            .chain(std::env::args().skip(2))
             .collect::<Vec<_>>()
             .join(" ");
         let mut doc = String::new();

@@ -23,30 +23,57 @@ mod simulate;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Parser;
+
+/// Maintainer tasks for the acp-rs workspace.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+enum Task {
+    /// Regenerate acp-types from the pinned ACP schemas (xtask/schema-pins.json), then tell what
+    /// changed and what to run next
+    #[command(
+        long_about = codegen::ABOUT,
+        override_usage = codegen::USAGE,
+        after_help = codegen::AFTER_HELP
+    )]
+    Codegen(codegen::Args),
+    /// The protocol-level changes between two schemas (pin names or files)
+    #[command(long_about = schema_diff::ABOUT)]
+    SchemaDiff(schema_diff::Args),
+    /// Re-record the fixtures and snapshots that depend on the schema
+    #[command(long_about = rerecord::ABOUT)]
+    Rerecord,
+    /// A whole schema update (unstable as the next stable) in a scratch copy of the workspace,
+    /// with the tests it affects
+    #[command(long_about = simulate::ABOUT)]
+    SimulateSchemaUpdate(simulate::Args),
+    /// Check that the MSRV is stated consistently and is this toolchain
+    #[command(long_about = msrv::ABOUT)]
+    Msrv,
+    /// Build and run the stdio benchmark (docs/performance.md)
+    Bench(bench::Args),
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("-h" | "--help" | "help") => {
-            print!("{USAGE}");
-            Ok(())
+    // `cargo xtask` runs this with the task's arguments; a usage error exits with 1 like any
+    // other failed task (clap's own status would be 2), `--help` with 0.
+    let task = match Task::try_parse() {
+        Ok(task) => task,
+        Err(error) => {
+            let _ = error.print();
+            return match error.use_stderr() {
+                true => ExitCode::FAILURE,
+                false => ExitCode::SUCCESS,
+            };
         }
-        Some("codegen") => match codegen_args(&args[1..]) {
-            Ok(CodegenArgs::Help) => {
-                print!("{CODEGEN_ABOUT}{CODEGEN_USAGE}");
-                Ok(())
-            }
-            Ok(CodegenArgs::Run) => codegen::run(&args[1..]),
-            Err(e) => Err(e),
-        },
-        // `schema-diff` parses its own arguments, `--help` included.
-        Some("schema-diff") => schema_diff::run(&args[1..]),
-        // These parse their own arguments, `--help` included.
-        Some("rerecord") => rerecord::run(&args[1..]),
-        Some("simulate-schema-update") => simulate::run(&args[1..]),
-        Some("msrv") => msrv::run(&args[1..]),
-        Some("bench") => bench::run(&args[1..]),
-        Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
-        None => Err(format!("no task given\n\n{USAGE}")),
+    };
+    let result = match task {
+        Task::Codegen(args) => codegen::run(args),
+        Task::SchemaDiff(args) => schema_diff::run(args),
+        Task::Rerecord => rerecord::run(),
+        Task::SimulateSchemaUpdate(args) => simulate::run(args),
+        Task::Msrv => msrv::run(),
+        Task::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -55,87 +82,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-const USAGE: &str = "\
-Maintainer tasks for the acp-rs workspace.
-
-Usage: cargo xtask <TASK> [ARGS]
-
-Tasks:
-  codegen                 regenerate acp-types from the pinned ACP schemas
-                          (xtask/schema-pins.json), then tell what changed and what to run next
-  schema-diff             the protocol-level changes between two schemas (pin names or files)
-  rerecord                re-record the fixtures and snapshots that depend on the schema
-  simulate-schema-update  a whole schema update (unstable as the next stable) in a scratch copy
-                          of the workspace, with the tests it affects
-  msrv                    check that the MSRV is stated consistently and is this toolchain
-  bench                   build and run the stdio benchmark (docs/performance.md)
-
-Run `cargo xtask <TASK> --help` for the arguments of a task.
-";
-
-/// What `cargo xtask codegen --help` prints before [`CODEGEN_USAGE`].
-const CODEGEN_ABOUT: &str = "\
-Regenerates crates/acp-types/src/generated/{stable,unstable}.rs and the proptest strategies
-in crates/acp-types/tests/generated/ from the ACP schemas pinned in xtask/schema-pins.json
-(committed under xtask/schemas/ and verified by their sha256). Only
-files whose contents change are written. Then it lists the files that changed, summarizes the
-protocol-level changes of each pin that moved to another schema (`cargo xtask schema-diff`),
-and prints the commands to run next (`cargo xtask rerecord`, then the tests).
-
-";
-
-/// The arguments of `codegen`; also shown after an argument error.
-const CODEGEN_USAGE: &str = "\
-Usage: cargo xtask codegen [--check]
-       cargo xtask codegen --refresh [--accept-changed]
-       cargo xtask codegen [--check] --schema FILE --out FILE
-
-The pinned schema files are committed under xtask/schemas/ with their sha256 in
-xtask/schema-pins.json, so codegen and --check need neither the network nor Node.js.
-
-Options:
-  --check           write nothing; fail if a generated file is not up to date
-  --refresh         first obtain every pinned file again from its source (npm package, URL, or
-                    the schema crate at a version, regenerated), write it under xtask/schemas/
-                    and record its sha256 in the pins; this is how a pin moves
-  --accept-changed  with --refresh: accept a source that now gives other bytes than when it
-                    was pinned under the same version (after reviewing them)
-  --schema FILE  generate the types from this schema file instead of the pins
-  --out FILE     where the types generated from --schema go (required with --schema)
-  -h, --help     this help
-";
-
-/// What the arguments of `codegen` ask for.
-#[derive(Debug, PartialEq, Eq)]
-enum CodegenArgs {
-    Help,
-    Run,
-}
-
-/// Validates the arguments of `codegen` before it runs: `-h`/`--help` anywhere asks for the
-/// usage, and an unknown argument or a missing value is an error that shows it. The arguments
-/// themselves are read by [`codegen::run`].
-fn codegen_args(args: &[String]) -> Result<CodegenArgs, String> {
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(CodegenArgs::Help),
-            "--check" | "--refresh" | "--accept-changed" => {}
-            "--schema" | "--out" => {
-                if iter.next().is_none() {
-                    return Err(format!("{arg} needs a file\n\n{CODEGEN_USAGE}"));
-                }
-            }
-            other => {
-                return Err(format!(
-                    "unknown codegen argument `{other}`\n\n{CODEGEN_USAGE}"
-                ));
-            }
-        }
-    }
-    Ok(CodegenArgs::Run)
 }
 
 /// The workspace root (the parent of this crate's directory).
@@ -192,40 +138,52 @@ fn normalize_newlines(s: &str) -> String {
 
 #[cfg(test)]
 mod args_tests {
-    use super::{CodegenArgs, codegen_args};
+    use super::Task;
+    use clap::{CommandFactory, Parser};
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn parse(list: &[&str]) -> Result<Task, clap::Error> {
+        Task::try_parse_from(std::iter::once("xtask").chain(list.iter().copied()))
     }
 
     #[test]
-    fn codegen_help_wins_wherever_it_is() {
-        for list in [&["--help"][..], &["-h"], &["--check", "--help"]] {
-            assert_eq!(codegen_args(&args(list)), Ok(CodegenArgs::Help), "{list:?}");
-        }
+    fn the_definition_is_consistent() {
+        Task::command().debug_assert();
     }
 
     #[test]
-    fn codegen_known_arguments_run() {
+    fn codegen_arguments() {
         for list in [
-            &[][..],
-            &["--check"],
-            &["--schema", "s.json", "--out", "o.rs"],
+            &["codegen"][..],
+            &["codegen", "--check"],
+            &["codegen", "--refresh", "--accept-changed"],
+            &["codegen", "--schema", "s.json", "--out", "o.rs"],
         ] {
-            assert_eq!(codegen_args(&args(list)), Ok(CodegenArgs::Run), "{list:?}");
+            assert!(parse(list).is_ok(), "{list:?}");
         }
+        for list in [
+            &["codegen", "--chek"][..],
+            &["codegen", "--check", "--schema"],
+            &["codegen", "--schema", "s.json"],
+            &["codegen", "--accept-changed"],
+            &["codegen", "--refresh", "--check"],
+        ] {
+            assert!(parse(list).is_err(), "{list:?}");
+        }
+        let help = parse(&["codegen", "--help"]).unwrap_err().to_string();
+        assert!(help.contains("Usage: cargo xtask codegen"), "{help}");
     }
 
     #[test]
-    fn codegen_unknown_argument_or_missing_value_shows_the_usage() {
-        let err = codegen_args(&args(&["--chek"])).unwrap_err();
-        assert!(
-            err.starts_with("unknown codegen argument `--chek`"),
-            "{err}"
-        );
-        assert!(err.contains("Usage: cargo xtask codegen"), "{err}");
-        let err = codegen_args(&args(&["--check", "--schema"])).unwrap_err();
-        assert!(err.starts_with("--schema needs a file"), "{err}");
-        assert!(err.contains("Usage: cargo xtask codegen"), "{err}");
+    fn bench_arguments() {
+        let Task::Bench(args) =
+            parse(&["bench", "--quick", "--pair=a/b,c", "--pair", "d"]).unwrap()
+        else {
+            panic!("not bench");
+        };
+        let options = args.options();
+        assert_eq!(options.reps, 1, "--quick means one repetition");
+        assert_eq!(options.pairs, ["a/b", "c", "d"]);
+        assert!(parse(&["bench", "--placement", "2cpu"]).is_err());
+        assert!(parse(&["bench", "--reps", "-1"]).is_err());
     }
 }

@@ -8,27 +8,13 @@ use crate::project_root;
 use std::path::Path;
 use std::process::Command;
 
-/// What `cargo xtask msrv --help` prints.
-pub const USAGE: &str = "\
+/// What `cargo xtask msrv --help` says the task does.
+pub const ABOUT: &str = "\
 Checks that the minimum supported Rust version (`rust-version` in the workspace Cargo.toml) is
 inherited by every member crate, pinned by rust-toolchain.toml (so CI builds on exactly the
-MSRV), stated by the READMEs, and that the rustc running this is that version.
+MSRV), stated by the READMEs, and that the rustc running this is that version.";
 
-Usage: cargo xtask msrv
-
-Options:
-  -h, --help  this help
-";
-
-pub fn run(args: &[String]) -> Result<(), String> {
-    match args.first().map(String::as_str) {
-        None => {}
-        Some("-h" | "--help") => {
-            print!("{USAGE}");
-            return Ok(());
-        }
-        Some(other) => return Err(format!("unknown msrv argument `{other}`\n\n{USAGE}")),
-    }
+pub fn run() -> Result<(), String> {
     let msrv = check_files(&project_root())?;
     let output = Command::new("rustc")
         .arg("--version")

@@ -18,8 +18,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-/// What `cargo xtask rerecord --help` prints.
-pub const USAGE: &str = "\
+/// What `cargo xtask rerecord --help` says the task does.
+pub const ABOUT: &str = "\
 Re-records every fixture and snapshot that depends on the ACP schema, after `cargo xtask
 codegen` (or any deliberate change of what goes on the wire):
 
@@ -39,13 +39,7 @@ codegen` (or any deliberate change of what goes on the wire):
      by hand
 
 Fails when a test still fails once everything is re-recorded (a failure that is not a
-snapshot: look at it). Review everything with `git diff`.
-
-Usage: cargo xtask rerecord
-
-Options:
-  -h, --help  this help
-";
+snapshot: look at it). Review everything with `git diff`.";
 
 /// The crates (package names, as `-p` and `cargo metadata` take them) whose tests snapshot what
 /// the generated types put on the wire.
@@ -96,15 +90,7 @@ impl FeatureSet {
     }
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    match args.first().map(String::as_str) {
-        None => {}
-        Some("-h" | "--help") => {
-            print!("{USAGE}");
-            return Ok(());
-        }
-        Some(other) => return Err(format!("unknown rerecord argument `{other}`\n\n{USAGE}")),
-    }
+pub fn run() -> Result<(), String> {
     // The same `-p` set as the snapshot step below, so that both resolve the same features and
     // the second build reuses the first's dependencies.
     let mut fixtures = cargo(&["test"]);

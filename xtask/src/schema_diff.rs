@@ -12,77 +12,39 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-/// What `cargo xtask schema-diff --help` prints.
-pub const USAGE: &str = "\
+/// What `cargo xtask schema-diff --help` says the task does.
+pub const ABOUT: &str = "\
 Prints the protocol-level changes between two ACP schemas: methods (added, removed, or
 changed between request and notification or in the side that handles them), types, fields of
 object types (added, removed, required <-> optional, type changed), enum and union variants
 (the `params` and `result` unions of the message envelopes too, as `ClientRequest.params`,
 `AgentResponse.result`, ...), and capability flags (the fields of the `*Capabilities` types,
-`_meta` aside).
+`_meta` aside).";
 
-Usage: cargo xtask schema-diff [--json] OLD NEW
-
-OLD and NEW are each a pin name from xtask/schema-pins.json (e.g. `stable`, `unstable`,
-`2025-10`), fetched and verified like `cargo xtask codegen` does, or the path of a schema
-JSON file.
-
-Options:
-  --json      print the changes as JSON instead of text
-  -h, --help  this help
-";
-
-/// What the arguments of `schema-diff` ask for.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Args {
-    Help,
-    Run {
-        json: bool,
-        old: String,
-        new: String,
-    },
+/// The arguments of `schema-diff`.
+#[derive(Debug, PartialEq, Eq, clap::Args)]
+pub struct Args {
+    /// Print the changes as JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// The old schema: a pin name from xtask/schema-pins.json (e.g. `stable`, `unstable`, `2025-10`), fetched and verified like `cargo xtask codegen` does, or the path of a schema JSON file.
+    pub old: String,
+    /// The new schema, given as OLD is
+    pub new: String,
 }
 
-/// Parses the arguments of `schema-diff`: `-h`/`--help` anywhere asks for the usage.
-pub fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut json = false;
-    let mut operands = Vec::new();
-    for arg in args {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(Args::Help),
-            "--json" => json = true,
-            other if other.starts_with("--") => {
-                return Err(format!("unknown schema-diff argument `{other}`\n\n{USAGE}"));
-            }
-            other => operands.push(other.to_owned()),
-        }
-    }
-    match <[String; 2]>::try_from(operands) {
-        Ok([old, new]) => Ok(Args::Run { json, old, new }),
-        Err(operands) => Err(format!(
-            "schema-diff needs exactly two schemas (OLD NEW), got {}\n\n{USAGE}",
-            operands.len()
-        )),
-    }
-}
-
-pub fn run(args: &[String]) -> Result<(), String> {
-    match parse_args(args)? {
-        Args::Help => print!("{USAGE}"),
-        Args::Run { json, old, new } => {
-            let (old_desc, old_text) = load(&old)?;
-            let (new_desc, new_text) = load(&new)?;
-            let diff = diff_texts(&old_text, &new_text)?;
-            if json {
-                let value = diff.to_json(&old_desc, &new_desc);
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&value).expect("JSON values serialize")
-                );
-            } else {
-                print!("{}", diff.render(&old_desc, &new_desc));
-            }
-        }
+pub fn run(Args { json, old, new }: Args) -> Result<(), String> {
+    let (old_desc, old_text) = load(&old)?;
+    let (new_desc, new_text) = load(&new)?;
+    let diff = diff_texts(&old_text, &new_text)?;
+    if json {
+        let value = diff.to_json(&old_desc, &new_desc);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("JSON values serialize")
+        );
+    } else {
+        print!("{}", diff.render(&old_desc, &new_desc));
     }
     Ok(())
 }

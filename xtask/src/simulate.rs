@@ -17,37 +17,23 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// What `cargo xtask simulate-schema-update --help` prints.
-pub const USAGE: &str = "\
+/// What `cargo xtask simulate-schema-update --help` says the task does.
+pub const ABOUT: &str = "\
 Simulates a schema update in a scratch copy of the workspace (target/schema-update/): points
 the `stable` pin at the unstable schema, runs `cargo xtask codegen` and `cargo xtask rerecord`
 there, then requires the tests of acp-types, acp-test and acp-runtime to pass in every feature
 set CI tests them with (doctests aside: their transcripts are inline and updated by hand) and the rest of the workspace to build. The
-real tree is never touched. Needs no network: the pinned schema files are committed.
+real tree is never touched. Needs no network: the pinned schema files are committed.";
 
-Usage: cargo xtask simulate-schema-update [--head]
+/// The arguments of `simulate-schema-update`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Copy the last commit (HEAD) instead of the work tree as it is
+    #[arg(long)]
+    head: bool,
+}
 
-Options:
-  --head      copy the last commit (HEAD) instead of the work tree as it is
-  -h, --help  this help
-";
-
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut head = false;
-    for arg in args {
-        match arg.as_str() {
-            "--head" => head = true,
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return Ok(());
-            }
-            other => {
-                return Err(format!(
-                    "unknown simulate-schema-update argument `{other}`\n\n{USAGE}"
-                ));
-            }
-        }
-    }
+pub fn run(Args { head }: Args) -> Result<(), String> {
     let start = Instant::now();
     let root = project_root();
     let scratch = root.join("target/schema-update");

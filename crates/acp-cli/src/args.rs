@@ -1,13 +1,36 @@
-//! The command line, parsed by hand.
+//! The command line: clap's derive on [`Args`], plus the checks between options that clap's
+//! attributes do not express.
 
 use std::path::PathBuf;
 
-pub const USAGE: &str = "\
-acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
+use clap::{ArgGroup, CommandFactory, Parser, Subcommand, ValueEnum, error::ErrorKind};
 
-Usage: acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
+/// How a permission request is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Yes,
+    Ask,
+    Reject,
+}
+
+/// `--system-prompt-mode`: how the client's system prompt combines with the agent's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SystemPromptMode {
+    /// Add to the agent's own system prompt
+    #[default]
+    Append,
+    /// Replace it (the agent must advertise the override mode)
+    Override,
+}
+
+const USAGE: &str = "\
+acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
        acp [OPTIONS] -- URL
        acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]
+       acp completions SHELL";
+
+const ABOUT: &str = "\
+acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
 
 Without an agent command, acp runs its bundled demo agent (no language model needed); it
 reads notes.txt and writes summary.txt, so without --cwd it works in a scratch directory
@@ -16,51 +39,9 @@ Without --prompt, prompts are read from stdin, one line per turn, until end of i
 An agent command that is one ws://, wss://, http:// or https:// URL connects to a remote
 agent (served by acp-bridge serve, or any ACP server) instead of starting a process: over
 WebSocket for ws:// and wss://, over Streamable HTTP for http:// and https://. The agent's
-file and terminal calls are then served on this machine, in --cwd.
+file and terminal calls are then served on this machine, in --cwd.";
 
-Options:
-  -p, --prompt TEXT    Send TEXT as one prompt turn; repeat for several turns, in order
-  -C, --cwd DIR        The session's working directory (default: the current directory;
-                       for the demo agent, a scratch directory)
-  -y, --yes            Grant every permission request (the least lasting option: once)
-      --ask            Ask before each tool call: shows it (diffs included) on stderr and
-                       reads the choice from stdin
-      --reject         Reject every permission request
-                       (default: --ask when stdin is a terminal, else --reject)
-      --auth METHOD    Authenticate with this advertised method before opening the session
-      --mode ID        Switch the session to this mode before the first turn
-      --model ID       Pick this model: the value ID of the agent's model selector (its
-                       config option of category `model`)
-      --config ID=VAL  Set a session config option (true/false for boolean options);
-                       repeatable
-      --load SESSION   Load this stored session instead of creating one
-      --system-prompt TEXT|@FILE
-                       Send TEXT (or the content of FILE; `@@` for a leading `@`) as
-                       the session's system prompt on session/new or session/load; the
-                       agent must advertise sessionCapabilities.systemPrompt
-      --system-prompt-mode append|override
-                       Add to the agent's own system prompt (default), or replace it
-                       (the agent must advertise the override mode)
-      --options        Print the modes and config options the agent offers for --cwd
-                       (session/options, which opens no session) and exit; needs acp
-                       built with the `unstable` feature and the agent's
-                       sessionCapabilities.options
-      --proxy COMMAND  Run a proxy chain (unstable; needs acp built with the `unstable`
-                       feature): acp conducts the proxies, in the order given, in
-                       front of the agent, as `acp-conductor agent` would. COMMAND is
-                       one command line (words split as a shell would, quotes kept,
-                       nothing expanded); repeatable. Not with a URL
-      --json           Print every update as one JSON line on stdout (see below)
-      --token TOKEN    With a URL: send `Authorization: Bearer TOKEN` (default: the
-                       environment variable ACP_TOKEN; prefer it, since a command line is
-                       visible to every user of the machine)
-      --ca FILE        With a wss:// or https:// URL: trust only the certificate authority
-                       in this PEM file (default: the Mozilla roots)
-      --trace FILE     Write the wire transcript to FILE, one JSON line per message:
-                       {\"dir\":\"client->agent\"|\"agent->client\",\"msg\":MESSAGE}
-  -h, --help           Print this help
-  -V, --version        Print the version
-
+const AFTER_HELP: &str = "\
 Output (default): message text as it streams, thoughts dimmed, tool calls with their kind,
 title and status changes, diffs as unified diffs, the output of embedded terminals once
 their command exits or the tool call ends (also after the agent released them), plans as
@@ -89,165 +70,179 @@ Exit status:
        e.g. 401 for a missing or wrong token)
   6    the agent does not advertise what was asked: --system-prompt (or its override
        mode) or --options; nothing was sent for it
-  130  cancelled by Ctrl-C
-";
+  130  cancelled by Ctrl-C";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    Yes,
-    Ask,
-    Reject,
-}
-
-/// `--system-prompt-mode`: how the client's system prompt combines with the agent's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SystemPromptMode {
-    #[default]
-    Append,
-    Override,
-}
-
-#[derive(Debug, Default)]
+/// `acp`'s options (see `acp --help`).
+#[derive(Debug, Default, Parser)]
+#[command(
+    name = "acp",
+    version,
+    about = ABOUT,
+    override_usage = USAGE,
+    after_help = AFTER_HELP,
+    args_override_self = true,
+    args_conflicts_with_subcommands = true,
+    group = ArgGroup::new("policy").args(["yes", "ask", "reject"]),
+)]
 pub struct Args {
+    /// Send TEXT as one prompt turn; repeat for several turns, in order
+    #[arg(short, long = "prompt", value_name = "TEXT")]
     pub prompts: Vec<String>,
+    /// The session's working directory (default: the current directory; for the demo agent, a
+    /// scratch directory)
+    #[arg(short = 'C', long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    pub policy: Option<Policy>,
+    /// Grant every permission request (the least lasting option: once)
+    #[arg(short, long)]
+    yes: bool,
+    /// Ask before each tool call: shows it (diffs included) on stderr and reads the choice from
+    /// stdin
+    #[arg(long)]
+    ask: bool,
+    /// Reject every permission request (default: --ask when stdin is a terminal, else --reject)
+    #[arg(long)]
+    reject: bool,
+    /// Authenticate with this advertised method before opening the session
+    #[arg(long, value_name = "METHOD")]
     pub auth: Option<String>,
+    /// Switch the session to this mode before the first turn
+    #[arg(long, value_name = "ID")]
     pub mode: Option<String>,
-    /// `--model`: the value for the agent's model selector (its config option of category
-    /// `model`).
+    /// Pick this model: the value ID of the agent's model selector (its config option of
+    /// category `model`)
+    #[arg(long, value_name = "ID")]
     pub model: Option<String>,
+    /// Set a session config option (true/false for boolean options); repeatable
+    #[arg(long, value_name = "ID=VAL", value_parser = config_setting)]
     pub config: Vec<(String, String)>,
+    /// Load this stored session instead of creating one
+    #[arg(long, value_name = "SESSION")]
     pub load: Option<String>,
-    /// `--system-prompt`: the text, or `@FILE` (read later, so that a usage error comes
-    /// before any file error).
+    /// Send TEXT (or the content of FILE; `@@` for a leading `@`) as the session's system prompt
+    /// on session/new or session/load; the agent must advertise
+    /// sessionCapabilities.systemPrompt. Read later, so that a usage error comes before any
+    /// file error
+    #[arg(long, value_name = "TEXT|@FILE")]
     pub system_prompt: Option<String>,
+    /// Add to the agent's own system prompt (default), or replace it (the agent must advertise
+    /// the override mode)
+    #[arg(
+        long,
+        value_name = "append|override",
+        value_enum,
+        requires = "system_prompt"
+    )]
     pub system_prompt_mode: Option<SystemPromptMode>,
-    /// `--proxy`: the command lines of a proxy chain in front of the agent, in order.
-    pub proxies: Vec<String>,
-    /// `--options`: print what `session/options` answers, open no session.
+    /// Print the modes and config options the agent offers for --cwd (session/options, which
+    /// opens no session) and exit; needs acp built with the `unstable` feature and the agent's
+    /// sessionCapabilities.options
+    #[arg(long, conflicts_with_all = ["prompts", "load", "mode", "model", "config", "system_prompt"])]
     pub options: bool,
+    /// Run a proxy chain (unstable; needs acp built with the `unstable` feature): acp conducts
+    /// the proxies, in the order given, in front of the agent, as `acp-conductor agent` would.
+    /// COMMAND is one command line (words split as a shell would, quotes kept, nothing
+    /// expanded); repeatable. Not with a URL
+    #[arg(long = "proxy", value_name = "COMMAND")]
+    pub proxies: Vec<String>,
+    /// Print every update as one JSON line on stdout (see below)
+    #[arg(long)]
     pub json: bool,
-    pub trace: Option<PathBuf>,
-    /// `--token`: the bearer token for a remote agent (`ACP_TOKEN` is read later, only when
-    /// the agent is a URL).
+    /// With a URL: send `Authorization: Bearer TOKEN` (default: the environment variable
+    /// ACP_TOKEN; prefer it, since a command line is visible to every user of the machine)
+    #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// `--ca`: the only authority trusted for a `wss://` or `https://` agent.
+    /// With a wss:// or https:// URL: trust only the certificate authority in this PEM file
+    /// (default: the Mozilla roots)
+    #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
-    pub help: bool,
-    pub version: bool,
-    /// Program and arguments; empty for the bundled demo agent.
+    /// Write the wire transcript to FILE, one JSON line per message:
+    /// {"dir":"client->agent"|"agent->client","msg":MESSAGE}
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The agent's program and arguments, or one URL; empty for the bundled demo agent
+    #[arg(last = true, value_name = "AGENT_COMMAND")]
     pub agent: Vec<String>,
+    /// `acp completions SHELL`, instead of a run.
+    #[command(subcommand)]
+    pub command: Option<Command>,
 }
 
-/// Parses the arguments after the program name.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
-    let mut parsed = Args::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        // `--name=value` is accepted for every option that takes a value.
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => {
-                (name.to_owned(), Some(value.to_owned()))
-            }
-            _ => (arg.clone(), None),
-        };
-        let mut value = |what: &str| -> Result<String, String> {
-            match inline.clone() {
-                Some(value) => Ok(value),
-                None => args
-                    .next()
-                    .ok_or_else(|| format!("{name} needs a value ({what})")),
-            }
-        };
-        let flag = |inline: &Option<String>| -> Result<(), String> {
-            match inline {
-                Some(_) => Err(format!("{name} takes no value")),
-                None => Ok(()),
-            }
-        };
-        match name.as_str() {
-            "--" => {
-                parsed.agent = args.by_ref().collect();
-                if parsed.agent.is_empty() {
-                    return Err("`--` must be followed by an agent command".into());
-                }
-            }
-            "-p" | "--prompt" => parsed.prompts.push(value("TEXT")?),
-            "-C" | "--cwd" => parsed.cwd = Some(value("DIR")?.into()),
-            "-y" | "--yes" | "--ask" | "--reject" => {
-                flag(&inline)?;
-                let policy = match name.as_str() {
-                    "--ask" => Policy::Ask,
-                    "--reject" => Policy::Reject,
-                    _ => Policy::Yes,
-                };
-                if parsed.policy.is_some_and(|p| p != policy) {
-                    return Err("--yes, --ask and --reject exclude each other".into());
-                }
-                parsed.policy = Some(policy);
-            }
-            "--auth" => parsed.auth = Some(value("METHOD")?),
-            "--mode" => parsed.mode = Some(value("ID")?),
-            "--model" => parsed.model = Some(value("ID")?),
-            "--config" => {
-                let setting = value("ID=VALUE")?;
-                let (id, val) = setting
-                    .split_once('=')
-                    .filter(|(id, _)| !id.is_empty())
-                    .ok_or_else(|| format!("--config needs ID=VALUE, got `{setting}`"))?;
-                parsed.config.push((id.to_owned(), val.to_owned()));
-            }
-            "--load" => parsed.load = Some(value("SESSION_ID")?),
-            "--system-prompt" => parsed.system_prompt = Some(value("TEXT or @FILE")?),
-            "--system-prompt-mode" => {
-                parsed.system_prompt_mode = Some(match value("append or override")?.as_str() {
-                    "append" => SystemPromptMode::Append,
-                    "override" => SystemPromptMode::Override,
-                    other => {
-                        return Err(format!(
-                            "--system-prompt-mode is append or override, not `{other}`"
-                        ));
-                    }
-                });
-            }
-            "--proxy" => parsed.proxies.push(value("COMMAND")?),
-            "--options" => {
-                flag(&inline)?;
-                parsed.options = true;
-            }
-            "--json" => {
-                flag(&inline)?;
-                parsed.json = true;
-            }
-            "--trace" => parsed.trace = Some(value("FILE")?.into()),
-            "--token" => parsed.token = Some(value("TOKEN")?),
-            "--ca" => parsed.ca = Some(value("FILE")?.into()),
-            "-h" | "--help" => parsed.help = true,
-            "-V" | "--version" => parsed.version = true,
-            other if other.starts_with('-') && other.len() > 1 => {
-                return Err(format!("unknown option `{other}`"));
-            }
-            other => {
-                return Err(format!(
-                    "unexpected argument `{other}`: put the agent command after `--`"
-                ));
-            }
+/// What `acp` does instead of running an agent.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the completion script of SHELL, e.g. `acp completions bash >
+    /// ~/.local/share/bash-completion/completions/acp`
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Writes `shell`'s completion script for `acp` to stdout. A closed stdout ends it quietly
+/// (clap_complete would panic writing to it directly).
+pub fn print_completions(shell: clap_complete::Shell) {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Args::command(), "acp", &mut script);
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+}
+
+impl Args {
+    /// `--yes`, `--ask` or `--reject`, if one was given (clap's group lets only one through).
+    pub fn policy(&self) -> Option<Policy> {
+        match (self.yes, self.ask, self.reject) {
+            (true, _, _) => Some(Policy::Yes),
+            (_, true, _) => Some(Policy::Ask),
+            (_, _, true) => Some(Policy::Reject),
+            _ => None,
         }
     }
-    if parsed.system_prompt_mode.is_some() && parsed.system_prompt.is_none() {
-        return Err("--system-prompt-mode needs --system-prompt".into());
-    }
-    let session_options = parsed.system_prompt.is_some()
-        || !parsed.prompts.is_empty()
-        || parsed.load.is_some()
-        || parsed.mode.is_some()
-        || parsed.model.is_some()
-        || !parsed.config.is_empty();
-    if parsed.options && session_options {
-        return Err("--options opens no session: it takes no --prompt, --load, --mode, --model, --config or --system-prompt".into());
+}
+
+/// `--config ID=VALUE`, with a non-empty id.
+fn config_setting(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .filter(|(id, _)| !id.is_empty())
+        .map(|(id, value)| (id.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("ID=VALUE, not `{text}`"))
+}
+
+/// Parses the arguments after the program name; `Err` is clap's error, to print and exit with
+/// (usage errors 2, `--help` and `--version` 0, on stdout).
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, clap::Error> {
+    let args: Vec<String> = args.into_iter().collect();
+    let dashes = args.iter().any(|a| a == "--");
+    let parsed = Args::try_parse_from(std::iter::once("acp".to_owned()).chain(args))
+        .map_err(agent_without_dashes)?;
+    // Everything after the first `--` is the agent command: a `--` with nothing after it is a
+    // mistake, not a request for the demo agent.
+    if dashes && parsed.agent.is_empty() {
+        return Err(usage_error("`--` must be followed by an agent command"));
     }
     Ok(parsed)
+}
+
+/// `acp my-agent`: a word where an option or `completions` was expected is most likely an agent
+/// command that misses its `--`; say so.
+fn agent_without_dashes(error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let word = [ContextKind::InvalidSubcommand, ContextKind::InvalidArg]
+        .into_iter()
+        .find_map(|kind| match error.get(kind) {
+            Some(ContextValue::String(word)) if !word.starts_with('-') => Some(word.clone()),
+            _ => None,
+        });
+    match word {
+        Some(word) => usage_error(&format!(
+            "unexpected argument `{word}`: put the agent command after `--`"
+        )),
+        None => error,
+    }
+}
+
+/// A usage error found after parsing, in clap's format (exit status 2).
+pub fn usage_error(message: &str) -> clap::Error {
+    Args::command().error(ErrorKind::ArgumentConflict, message)
 }
 
 /// The system prompt's text: `TEXT` as is, `@FILE` read from FILE, `@@TEXT` the text `@TEXT`.
@@ -267,7 +262,7 @@ pub fn system_prompt_text(value: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn p(args: &[&str]) -> Result<Args, String> {
+    fn p(args: &[&str]) -> Result<Args, clap::Error> {
         parse(args.iter().map(|s| s.to_string()))
     }
 
@@ -280,7 +275,7 @@ mod tests {
         .unwrap();
         assert_eq!(args.prompts, ["a", "b"]);
         assert_eq!(args.cwd, Some("/x".into()));
-        assert_eq!(args.policy, Some(Policy::Yes));
+        assert_eq!(args.policy(), Some(Policy::Yes));
         assert_eq!(args.config, [("m".to_owned(), "fast".to_owned())]);
         assert!(args.json);
         assert_eq!(args.agent, ["agent", "--prompt", "c"]);
@@ -310,6 +305,34 @@ mod tests {
         assert!(p(&["--system-prompt", "x", "--system-prompt-mode", "replace"]).is_err());
         assert!(p(&["--options", "-p", "hi"]).is_err());
         assert!(p(&["--options=1"]).is_err());
+        assert!(
+            p(&["--yes", "--yes", "-y"]).is_ok(),
+            "repeating an option is not a conflict"
+        );
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn completions_is_a_subcommand_and_an_agent_still_needs_dashes() {
+        let args = p(&["completions", "bash"]).unwrap();
+        assert!(matches!(
+            args.command,
+            Some(Command::Completions {
+                shell: clap_complete::Shell::Bash
+            })
+        ));
+        assert!(p(&["completions", "tcsh"]).is_err());
+        assert!(p(&["completions"]).is_err());
+        let error = p(&["an-agent", "--acp"]).unwrap_err().to_string();
+        assert!(
+            error.contains("put the agent command after `--`"),
+            "{error}"
+        );
+        assert!(p(&["--", "completions"]).unwrap().command.is_none());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! serves the agent's file system and terminal calls, answers permission requests by policy
 //! or by asking, and prints each turn as it streams. `acp --help` has the details.
 
+#![forbid(unsafe_code)]
+
 mod args;
 #[cfg(feature = "unstable")]
 mod chain;
@@ -17,6 +19,7 @@ mod trace;
 mod demo_agent;
 
 use std::future::Future;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +36,7 @@ use acp_types::*;
 
 use args::{Args, Policy};
 use render::Renderer;
+use signal::Interrupts;
 
 /// The hidden flag with which `acp` re-runs itself as the bundled demo agent.
 const SERVE_DEMO_AGENT: &str = "--serve-demo-agent";
@@ -58,19 +62,10 @@ fn main() {
     if raw.first().map(String::as_str) == Some(chain::SERVE_PASS_THROUGH) {
         std::process::exit(chain::serve_pass_through());
     }
-    let args = match args::parse(raw) {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("acp: {message}\nTry `acp --help`.");
-            std::process::exit(exit::USAGE);
-        }
-    };
-    if args.help {
-        print!("{}", args::USAGE);
-        return;
-    }
-    if args.version {
-        println!("acp {}", env!("CARGO_PKG_VERSION"));
+    // Usage errors exit with 2 (exit::USAGE, clap's status too); --help and --version with 0.
+    let args = args::parse(raw).unwrap_or_else(|error| error.exit());
+    if let Some(args::Command::Completions { shell }) = args.command {
+        args::print_completions(shell);
         return;
     }
     if args.options && cfg!(not(feature = "unstable")) {
@@ -86,14 +81,13 @@ fn main() {
         std::process::exit(exit::USAGE);
     }
     if !args.proxies.is_empty() && remote::url(&args.agent).is_some() {
-        eprintln!("acp: --proxy needs an agent command to start, not a URL\nTry `acp --help`.");
-        std::process::exit(exit::USAGE);
+        args::usage_error("--proxy needs an agent command to start, not a URL").exit();
     }
     if remote::url(&args.agent).is_none() && (args.token.is_some() || args.ca.is_some()) {
-        eprintln!(
-            "acp: --token and --ca apply to a remote agent only: `-- ws://HOST:PORT/PATH` (or wss://, http://, https://)\nTry `acp --help`."
-        );
-        std::process::exit(exit::USAGE);
+        args::usage_error(
+            "--token and --ca apply to a remote agent only: `-- ws://HOST:PORT/PATH` (or wss://, http://, https://)",
+        )
+        .exit();
     }
     std::process::exit(run_main(args));
 }
@@ -223,24 +217,32 @@ fn run_main(mut args: Args) -> i32 {
             match chain::components(&args.proxies, command, name) {
                 Ok(components) => Target::Chain(components),
                 Err(message) => {
-                    eprintln!("acp: {message}\nTry `acp --help`.");
+                    // A --proxy command line that does not split: a usage error, in clap's
+                    // format like the others.
+                    let _ = args::usage_error(&message).print();
                     return exit::USAGE;
                 }
             }
         }
         target => target,
     };
-    let policy = args.policy.unwrap_or(if signal::is_terminal(0) {
+    let policy = args.policy().unwrap_or(if std::io::stdin().is_terminal() {
         Policy::Ask
     } else {
         Policy::Reject
     });
-    signal::install();
+    let interrupts = match Interrupts::install() {
+        Ok(interrupts) => interrupts,
+        Err(error) => {
+            eprintln!("acp: catching Ctrl-C: {error}");
+            return exit::OTHER;
+        }
+    };
     smol::block_on(async {
         match policy {
-            Policy::Yes => run(AutoAllow, &args, cwd, target).await,
-            Policy::Ask => run(Ask, &args, cwd, target).await,
-            Policy::Reject => run(AutoReject, &args, cwd, target).await,
+            Policy::Yes => run(AutoAllow, &args, cwd, target, interrupts).await,
+            Policy::Ask => run(Ask, &args, cwd, target, interrupts).await,
+            Policy::Reject => run(AutoReject, &args, cwd, target, interrupts).await,
         }
     })
 }
@@ -324,16 +326,14 @@ impl Control {
 
 /// Watches for Ctrl-C: the first, while a turn runs, cancels it; the next (or one while no
 /// turn runs) shuts the agent down and exits with 130.
-async fn watch_interrupts(control: Arc<Control>) {
-    let mut seen = 0;
+async fn watch_interrupts(control: Arc<Control>, mut interrupts: Interrupts) {
+    let mut first = true;
     loop {
-        let count = signal::wait_for_interrupt(seen).await;
-        // Two presses seen at once count as the second.
-        let first = seen == 0 && count == 1;
-        seen = count;
+        interrupts.next().await;
         let turn = control.turn.lock().unwrap().clone();
         match turn {
             Some(session) if first => {
+                first = false;
                 eprintln!("\nacp: cancelling the turn (Ctrl-C again to quit)");
                 smol::spawn(async move {
                     let _ = session.cancel().await;
@@ -362,7 +362,13 @@ enum Target {
 /// The connection's driver, whichever way the agent was reached.
 type Driver = Pin<Box<dyn Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send>>;
 
-async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) -> i32 {
+async fn run<C: Client>(
+    policy: C,
+    args: &Args,
+    cwd: PathBuf,
+    target: Target,
+    interrupts: Interrupts,
+) -> i32 {
     let json = args.json;
     let mut connection = acp_jsonrpc::ConnectionOptions::default();
     if let Some(path) = &args.trace {
@@ -412,9 +418,9 @@ async fn run<C: Client>(policy: C, args: &Args, cwd: PathBuf, target: Target) ->
         process: Mutex::new(process),
         quitting: AtomicBool::new(false),
     });
-    let watcher = smol::spawn(watch_interrupts(control.clone()));
+    let watcher = smol::spawn(watch_interrupts(control.clone(), interrupts));
 
-    let mut out = Renderer::new(json, !json && color(1));
+    let mut out = Renderer::new(json, !json && color(std::io::stdout()));
     let result = session_and_turns(&agent, args, &cwd, &control, &mut out, terminals).await;
     if control.quitting.load(Ordering::SeqCst) {
         // The run failed because the watcher is shutting the agent down; it exits with 130.
@@ -703,16 +709,16 @@ fn note(json: bool, text: &str) {
     if json {
         return;
     }
-    if color(2) {
+    if color(std::io::stderr()) {
         eprintln!("\x1b[2m{text}\x1b[0m");
     } else {
         eprintln!("{text}");
     }
 }
 
-/// Whether to colour what goes to this descriptor: a terminal, and `NO_COLOR` unset or empty.
-fn color(fd: i32) -> bool {
-    signal::is_terminal(fd) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+/// Whether to colour what goes to this stream: a terminal, and `NO_COLOR` unset or empty.
+fn color(stream: impl IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The agent's advertised auth methods, on stderr.

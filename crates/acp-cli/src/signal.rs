@@ -1,48 +1,29 @@
-//! Ctrl-C: a SIGINT handler that counts into an atomic, and a future that waits for the count
-//! to move by polling it on a short timer (simple, and async-signal-safe: the handler does
-//! nothing but the atomic add).
+//! Ctrl-C as a stream of SIGINTs, from `async-signal` (smol's own signal crate, already in the
+//! tree through async-process): its handler only writes a byte to a socket that the stream
+//! reads, so the handler stays async-signal-safe and the watcher wakes at once, with no timer.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::io;
 
-static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+use async_signal::{Signal, Signals};
+use futures_lite::{StreamExt, future};
 
-#[cfg(unix)]
-extern "C" fn on_interrupt(_signal: libc::c_int) {
-    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-}
+/// SIGINT, caught: while this lives, Ctrl-C no longer ends the process but shows up here.
+#[derive(Debug)]
+pub struct Interrupts(Signals);
 
-/// Counts SIGINT instead of dying of it.
-pub fn install() {
-    #[cfg(unix)]
-    // SAFETY: the handler only touches an atomic, which is async-signal-safe.
-    unsafe {
-        let handler: extern "C" fn(libc::c_int) = on_interrupt;
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+impl Interrupts {
+    /// Catches SIGINT from now on. Called before the agent starts, so that a Ctrl-C that
+    /// comes early is counted too (the stream keeps it until [`Interrupts::next`] reads it).
+    pub fn install() -> io::Result<Self> {
+        Signals::new([Signal::Int]).map(Interrupts)
     }
-}
 
-/// Waits until more than `seen` interrupts were counted; returns the count.
-pub async fn wait_for_interrupt(seen: usize) -> usize {
-    loop {
-        let count = INTERRUPTS.load(Ordering::SeqCst);
-        if count > seen {
-            return count;
+    /// Waits for the next Ctrl-C. Should the signal stream fail, no more will come: it waits
+    /// forever, and the run goes on as it would without a Ctrl-C.
+    pub async fn next(&mut self) {
+        match self.0.next().await {
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => future::pending().await,
         }
-        smol::Timer::after(Duration::from_millis(50)).await;
-    }
-}
-
-/// Whether the file descriptor is a terminal.
-pub fn is_terminal(fd: i32) -> bool {
-    #[cfg(unix)]
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe {
-        libc::isatty(fd) == 1
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = fd;
-        false
     }
 }

@@ -338,7 +338,12 @@ fn usage_errors_exit_2() {
             "{args:?}: {}",
             text(&out.stderr)
         );
-        assert!(text(&out.stderr).contains("acp --help"));
+        // clap's error format: the message, the usage, and where to read more.
+        assert!(
+            text(&out.stderr).contains("try '--help'"),
+            "{}",
+            text(&out.stderr)
+        );
     }
 }
 

@@ -31,5 +31,5 @@ mod turn;
 mod wire;
 
 pub use checks::{CheckInfo, checks, run, run_with};
-pub use options::{Cli, ColorChoice, DEFAULT_PROMPT, Options, USAGE, parse_args};
+pub use options::{DEFAULT_PROMPT, Options};
 pub use report::{AgentSummary, CheckResult, Level, Report, Summary, Verdict};

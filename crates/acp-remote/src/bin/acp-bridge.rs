@@ -18,41 +18,88 @@ use std::time::Duration;
 
 use acp_remote::{Connection, Connector, Server, ServerOptions};
 use acp_runtime::process::AgentCommand;
+use clap::Parser;
 use futures_lite::io::BufWriter;
 use futures_lite::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, future};
 
-const USAGE: &str = "\
-usage:
-  acp-bridge serve [OPTIONS] -- AGENT [ARGS...]
-      Serves a stdio agent at ws://ADDR/acp (WebSocket) and http://ADDR/acp (Streamable HTTP),
-      one agent process per client.
-      --listen ADDR          address to listen on (default 127.0.0.1:8765); any address other
-                             than loopback needs a token
-      --token TOKEN          require 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
-      --allow-origin ORIGIN  allow browsers from ORIGIN (repeatable; default: none)
-      --max-connections N    at most N clients at once (default 128)
-      --max-sockets-per-peer N
-                             at most N TCP connections from one address (default: a quarter
-                             of four times --max-connections beyond loopback, none on it)
-      --idle-timeout SECS    close connections quiet for SECS (default 600; 0 for never)
-      --tls-cert FILE        serve TLS (wss://, https://) with this PEM certificate chain...
-      --tls-key FILE         ...and this PEM private key (needs the `tls` feature)
-      --drain-timeout SECS   on SIGTERM or SIGINT: refuse new clients (GET /healthz answers
-                             503), let running prompt turns finish for at most SECS (default
-                             30), then close every connection and exit; a second signal exits
-                             at once
-  acp-bridge connect URL [OPTIONS]
-      Connects stdin and stdout to the remote agent at URL: ws://HOST:PORT/acp (WebSocket) or
-      http://HOST:PORT/acp (Streamable HTTP).
-      --token TOKEN          send 'Authorization: Bearer TOKEN' (default: $ACP_BRIDGE_TOKEN)
-      --header 'NAME: VALUE' send a header with each request (repeatable)
-      --ca FILE              trust only the certificates of this PEM file for wss:// and
-                             https:// (default: the Mozilla roots; needs the `tls` feature)
-      --http2-prior-knowledge
-                             speak HTTP/2 to an http:// URL from the first byte (h2c), for a
-                             server known to speak it (needs the `http2` feature); https://
-                             URLs use HTTP/2 whenever the server offers it
-";
+/// Serves a stdio agent over WebSocket and Streamable HTTP, or reaches a remote agent from
+/// stdio.
+#[derive(Debug, Parser)]
+#[command(name = "acp-bridge", version, args_override_self = true)]
+enum Cli {
+    /// Serves a stdio agent at ws://ADDR/acp (WebSocket) and http://ADDR/acp (Streamable
+    /// HTTP), one agent process per client
+    #[command(override_usage = "acp-bridge serve [OPTIONS] -- AGENT [ARGS...]")]
+    Serve(ServeArgs),
+    /// Connects stdin and stdout to the remote agent at URL: ws://HOST:PORT/acp (WebSocket) or
+    /// http://HOST:PORT/acp (Streamable HTTP)
+    Connect(ConnectArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Address to listen on; any address other than loopback needs a token
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+    listen: SocketAddr,
+    /// Require 'Authorization: Bearer TOKEN' [default: $ACP_BRIDGE_TOKEN]
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Allow browsers from ORIGIN (repeatable) [default: none]
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// At most N clients at once [default: 128]
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// At most N TCP connections from one address [default: a quarter of four times
+    /// --max-connections beyond loopback, none on it]
+    #[arg(long, value_name = "N")]
+    max_sockets_per_peer: Option<usize>,
+    /// Close connections quiet for SECS (0 for never) [default: 600]
+    #[arg(long, value_name = "SECS")]
+    idle_timeout: Option<u64>,
+    /// Serve TLS (wss://, https://) with this PEM certificate chain...
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<String>,
+    /// ...and this PEM private key (needs the `tls` feature)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<String>,
+    /// On SIGTERM or SIGINT: refuse new clients (GET /healthz answers 503), let running prompt
+    /// turns finish for at most SECS, then close every connection and exit; a second signal
+    /// exits at once
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    drain_timeout: u64,
+    /// The agent's command and arguments, after `--`
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ConnectArgs {
+    /// ws(s)://HOST:PORT/acp or http(s)://HOST:PORT/acp
+    #[arg(value_name = "URL")]
+    url: String,
+    /// Send 'Authorization: Bearer TOKEN' [default: $ACP_BRIDGE_TOKEN]
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Send a header with each request (repeatable)
+    #[arg(long, value_name = "NAME: VALUE", value_parser = header)]
+    header: Vec<(String, String)>,
+    /// Trust only the certificates of this PEM file for wss:// and https:// [default: the
+    /// Mozilla roots; needs the `tls` feature]
+    #[arg(long, value_name = "FILE")]
+    ca: Option<String>,
+    /// Speak HTTP/2 to an http:// URL from the first byte (h2c), for a server known to speak it
+    /// (needs the `http2` feature); https:// URLs use HTTP/2 whenever the server offers it
+    #[arg(long)]
+    http2_prior_knowledge: bool,
+}
+
+/// `--header 'NAME: VALUE'`.
+fn header(text: &str) -> Result<(String, String), String> {
+    text.split_once(':')
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .ok_or_else(|| format!("NAME: VALUE, not {text:?}"))
+}
 
 /// What is left to a side once the other has finished: the agent's last answers after the
 /// client closed, or the client's after the agent closed.
@@ -62,53 +109,27 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 const MAX_LINE: usize = acp_remote::DEFAULT_MAX_MESSAGE_SIZE;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("serve") => serve(&args[1..]),
-        Some("connect") => connect(&args[1..]),
-        Some("-h" | "--help") => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        _ => Err(Usage("a command: serve or connect".into()).into()),
+    // Usage errors exit with 2, `--help` and `--version` with 0 (clap's statuses).
+    let result = match Cli::parse() {
+        Cli::Serve(args) => serve(args),
+        Cli::Connect(args) => connect(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Error::Usage(Usage(message))) => {
-            eprintln!("acp-bridge: expected {message}\n\n{USAGE}");
-            ExitCode::from(2)
-        }
-        Err(Error::Failed(message)) => {
+        Err(Failed(message)) => {
             eprintln!("acp-bridge: {message}");
             ExitCode::FAILURE
         }
     }
 }
 
-struct Usage(String);
+/// A failure after the command line was understood: exit status 1.
+struct Failed(String);
 
-enum Error {
-    Usage(Usage),
-    Failed(String),
-}
-
-impl From<Usage> for Error {
-    fn from(usage: Usage) -> Self {
-        Error::Usage(usage)
-    }
-}
-
-impl<E: std::fmt::Display> From<E> for Error {
+impl<E: std::fmt::Display> From<E> for Failed {
     fn from(error: E) -> Self {
-        Error::Failed(error.to_string())
+        Failed(error.to_string())
     }
-}
-
-/// The value after an option, or a usage error naming it.
-fn value<'a>(option: &str, rest: &mut impl Iterator<Item = &'a String>) -> Result<String, Usage> {
-    rest.next()
-        .cloned()
-        .ok_or_else(|| Usage(format!("a value after {option}")))
 }
 
 fn default_token() -> Option<String> {
@@ -117,74 +138,35 @@ fn default_token() -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
-fn serve(args: &[String]) -> Result<(), Error> {
-    let split = args.iter().position(|a| a == "--");
-    let (options, command) = match split {
-        Some(i) => (&args[..i], &args[i + 1..]),
-        None => return Err(Usage("-- AGENT [ARGS...] after the options".into()).into()),
-    };
-    let Some((program, program_args)) = command.split_first() else {
-        return Err(Usage("an agent command after --".into()).into());
-    };
-    let mut listen: SocketAddr = "127.0.0.1:8765".parse().expect("a valid address");
-    let mut token = default_token();
+fn serve(args: ServeArgs) -> Result<(), Failed> {
+    let (program, program_args) = args
+        .command
+        .split_first()
+        .expect("clap requires the agent command");
+    let listen = args.listen;
+    let token = args.token.or_else(default_token);
     let mut server_options = ServerOptions::default();
-    let (mut tls_cert, mut tls_key) = (None, None);
-    let mut drain_timeout = Duration::from_secs(30);
-    let mut rest = options.iter();
-    while let Some(option) = rest.next() {
-        match option.as_str() {
-            "--listen" => {
-                let addr = value(option, &mut rest)?;
-                listen = addr
-                    .parse()
-                    .map_err(|_| Usage(format!("an IP:PORT address, not {addr:?}")))?;
-            }
-            "--token" => token = Some(value(option, &mut rest)?),
-            "--tls-cert" => tls_cert = Some(value(option, &mut rest)?),
-            "--tls-key" => tls_key = Some(value(option, &mut rest)?),
-            "--allow-origin" => {
-                server_options = server_options.with_allowed_origin(value(option, &mut rest)?);
-            }
-            "--max-connections" => {
-                let n = value(option, &mut rest)?;
-                let n = n
-                    .parse()
-                    .map_err(|_| Usage(format!("a number, not {n:?}")))?;
-                server_options = server_options.with_max_connections(n);
-            }
-            "--max-sockets-per-peer" => {
-                let n = value(option, &mut rest)?;
-                let n = n
-                    .parse()
-                    .map_err(|_| Usage(format!("a number, not {n:?}")))?;
-                server_options = server_options.with_max_sockets_per_peer(n);
-            }
-            "--drain-timeout" => {
-                let secs = value(option, &mut rest)?;
-                let secs: u64 = secs
-                    .parse()
-                    .map_err(|_| Usage(format!("seconds, not {secs:?}")))?;
-                drain_timeout = Duration::from_secs(secs);
-            }
-            "--idle-timeout" => {
-                let secs = value(option, &mut rest)?;
-                let secs: u64 = secs
-                    .parse()
-                    .map_err(|_| Usage(format!("seconds, not {secs:?}")))?;
-                let timeout = (secs > 0).then(|| Duration::from_secs(secs));
-                server_options = server_options.with_idle_timeout(timeout);
-            }
-            other => return Err(Usage(format!("an option of serve, not {other:?}")).into()),
-        }
+    for origin in args.allow_origin {
+        server_options = server_options.with_allowed_origin(origin);
     }
+    if let Some(n) = args.max_connections {
+        server_options = server_options.with_max_connections(n);
+    }
+    if let Some(n) = args.max_sockets_per_peer {
+        server_options = server_options.with_max_sockets_per_peer(n);
+    }
+    if let Some(secs) = args.idle_timeout {
+        let timeout = (secs > 0).then(|| Duration::from_secs(secs));
+        server_options = server_options.with_idle_timeout(timeout);
+    }
+    let drain_timeout = Duration::from_secs(args.drain_timeout);
+    let (tls_cert, tls_key) = (args.tls_cert, args.tls_key);
     if let Some(token) = token {
         server_options = server_options.with_bearer_token(token);
     }
-    match (tls_cert, tls_key) {
-        (None, None) => {}
-        (Some(cert), Some(key)) => server_options = with_tls(server_options, &cert, &key)?,
-        _ => return Err(Usage("both --tls-cert and --tls-key".into()).into()),
+    // clap lets only both or neither through.
+    if let (Some(cert), Some(key)) = (tls_cert, tls_key) {
+        server_options = with_tls(server_options, &cert, &key)?;
     }
     let command = AgentCommand::new(program).args(program_args);
     let server = Server::bind(listen, server_options)?;
@@ -235,43 +217,37 @@ async fn drain_on_signal(
 }
 
 #[cfg(feature = "tls")]
-fn with_tls(options: ServerOptions, cert: &str, key: &str) -> Result<ServerOptions, Error> {
+fn with_tls(options: ServerOptions, cert: &str, key: &str) -> Result<ServerOptions, Failed> {
     let tls = acp_remote::TlsServerConfig::from_pem_files(cert, key)
-        .map_err(|e| Error::Failed(format!("TLS certificate {cert}, key {key}: {e}")))?;
+        .map_err(|e| Failed(format!("TLS certificate {cert}, key {key}: {e}")))?;
     Ok(options.with_tls(tls))
 }
 
 #[cfg(not(feature = "tls"))]
-fn with_tls(_: ServerOptions, _: &str, _: &str) -> Result<ServerOptions, Error> {
-    Err(Error::Failed(
-        "built without TLS (the `tls` feature)".into(),
-    ))
+fn with_tls(_: ServerOptions, _: &str, _: &str) -> Result<ServerOptions, Failed> {
+    Err(Failed("built without TLS (the `tls` feature)".into()))
 }
 
 #[cfg(feature = "tls")]
-fn with_ca(connector: Connector, ca: &str) -> Result<Connector, Error> {
+fn with_ca(connector: Connector, ca: &str) -> Result<Connector, Failed> {
     let tls = acp_remote::TlsClientConfig::with_root_pem_file(ca)
-        .map_err(|e| Error::Failed(format!("certificates {ca}: {e}")))?;
+        .map_err(|e| Failed(format!("certificates {ca}: {e}")))?;
     Ok(connector.with_tls(tls))
 }
 
 #[cfg(not(feature = "tls"))]
-fn with_ca(_: Connector, _: &str) -> Result<Connector, Error> {
-    Err(Error::Failed(
-        "built without TLS (the `tls` feature)".into(),
-    ))
+fn with_ca(_: Connector, _: &str) -> Result<Connector, Failed> {
+    Err(Failed("built without TLS (the `tls` feature)".into()))
 }
 
 #[cfg(feature = "http2")]
-fn with_h2c(connector: Connector) -> Result<Connector, Error> {
+fn with_h2c(connector: Connector) -> Result<Connector, Failed> {
     Ok(connector.with_http2_prior_knowledge())
 }
 
 #[cfg(not(feature = "http2"))]
-fn with_h2c(_: Connector) -> Result<Connector, Error> {
-    Err(Error::Failed(
-        "built without HTTP/2 (the `http2` feature)".into(),
-    ))
+fn with_h2c(_: Connector) -> Result<Connector, Failed> {
+    Err(Failed("built without HTTP/2 (the `http2` feature)".into()))
 }
 
 /// One client: a process of its own, its stdout lines as frames, frames as its stdin lines.
@@ -310,28 +286,17 @@ async fn bridge(connection: Connection, command: AgentCommand) {
     eprintln!("[{id}] closed ({exit})");
 }
 
-fn connect(args: &[String]) -> Result<(), Error> {
-    let mut rest = args.iter();
-    let url = rest
-        .next()
-        .filter(|u| !u.starts_with('-'))
-        .ok_or_else(|| Usage("a ws(s):// or http(s):// URL after connect".into()))?;
-    let mut connector = Connector::new(url.as_str());
-    let mut token = default_token();
-    while let Some(option) = rest.next() {
-        match option.as_str() {
-            "--token" => token = Some(value(option, &mut rest)?),
-            "--header" => {
-                let header = value(option, &mut rest)?;
-                let (name, value) = header
-                    .split_once(':')
-                    .ok_or_else(|| Usage(format!("NAME: VALUE, not {header:?}")))?;
-                connector = connector.with_header(name.trim(), value.trim());
-            }
-            "--ca" => connector = with_ca(connector, &value(option, &mut rest)?)?,
-            "--http2-prior-knowledge" => connector = with_h2c(connector)?,
-            other => return Err(Usage(format!("an option of connect, not {other:?}")).into()),
-        }
+fn connect(args: ConnectArgs) -> Result<(), Failed> {
+    let mut connector = Connector::new(args.url.as_str());
+    let token = args.token.or_else(default_token);
+    for (name, value) in args.header {
+        connector = connector.with_header(name, value);
+    }
+    if let Some(ca) = &args.ca {
+        connector = with_ca(connector, ca)?;
+    }
+    if args.http2_prior_knowledge {
+        connector = with_h2c(connector)?;
     }
     if let Some(token) = token {
         connector = connector.with_bearer_token(token);
@@ -356,7 +321,7 @@ fn connect(args: &[String]) -> Result<(), Error> {
 async fn copy_lines(
     mut reader: impl futures_lite::AsyncBufRead + Unpin,
     writer: impl AsyncWrite + Unpin,
-) -> Result<(), Error> {
+) -> Result<(), Failed> {
     let mut writer = BufWriter::new(writer);
     loop {
         let chunk = reader.fill_buf().await?;

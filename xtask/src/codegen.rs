@@ -37,25 +37,56 @@ pub const OUTPUTS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut mode = Mode::Write;
-    let mut schema_file = None;
-    let mut out_file = None;
-    let mut refresh = false;
-    let mut accept_changed = false;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--check" => mode = Mode::Check,
-            "--refresh" => refresh = true,
-            "--accept-changed" => accept_changed = true,
-            "--schema" => {
-                schema_file = Some(PathBuf::from(iter.next().ok_or("--schema needs a file")?))
-            }
-            "--out" => out_file = Some(PathBuf::from(iter.next().ok_or("--out needs a file")?)),
-            other => return Err(format!("unknown codegen argument `{other}`")),
-        }
-    }
+/// What `cargo xtask codegen --help` says the task does.
+pub const ABOUT: &str = "\
+Regenerates crates/acp-types/src/generated/{stable,unstable}.rs and the proptest strategies
+in crates/acp-types/tests/generated/ from the ACP schemas pinned in xtask/schema-pins.json
+(committed under xtask/schemas/ and verified by their sha256). Only
+files whose contents change are written. Then it lists the files that changed, summarizes the
+protocol-level changes of each pin that moved to another schema (`cargo xtask schema-diff`),
+and prints the commands to run next (`cargo xtask rerecord`, then the tests).";
+
+/// The three ways to run `codegen`.
+pub const USAGE: &str = "\
+cargo xtask codegen [--check]
+       cargo xtask codegen --refresh [--accept-changed]
+       cargo xtask codegen [--check] --schema FILE --out FILE";
+
+/// Said after the options in `cargo xtask codegen --help`.
+pub const AFTER_HELP: &str = "\
+The pinned schema files are committed under xtask/schemas/ with their sha256 in
+xtask/schema-pins.json, so codegen and --check need neither the network nor Node.js.";
+
+/// The arguments of `codegen`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Write nothing; fail if a generated file is not up to date
+    #[arg(long, conflicts_with = "refresh")]
+    check: bool,
+    /// First obtain every pinned file again from its source (npm package, URL, or the schema
+    /// crate at a version, regenerated), write it under xtask/schemas/ and record its sha256 in
+    /// the pins; this is how a pin moves
+    #[arg(long)]
+    refresh: bool,
+    /// With --refresh: accept a source that now gives other bytes than when it was pinned under
+    /// the same version (after reviewing them)
+    #[arg(long, requires = "refresh")]
+    accept_changed: bool,
+    /// Generate the types from this schema file instead of the pins
+    #[arg(long, value_name = "FILE", requires = "out")]
+    schema: Option<PathBuf>,
+    /// Where the types generated from --schema go (required with --schema)
+    #[arg(long, value_name = "FILE", requires = "schema")]
+    out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    let mode = match args.check {
+        true => Mode::Check,
+        false => Mode::Write,
+    };
+    let (refresh, accept_changed) = (args.refresh, args.accept_changed);
+    let (schema_file, out_file) = (args.schema, args.out);
     if let Some(schema_file) = schema_file {
         let text = std::fs::read_to_string(&schema_file)
             .map_err(|e| format!("reading {}: {e}", schema_file.display()))?;
@@ -65,12 +96,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let out = out_file.ok_or("--schema needs --out FILE too")?;
         return ensure_file_contents(&out, &code, mode).map(drop);
     }
-    if accept_changed && !refresh {
-        return Err("--accept-changed only goes with --refresh".into());
-    }
-    if refresh && mode == Mode::Check {
-        return Err("--refresh writes the pinned files; it does not go with --check".into());
-    }
+    // clap already refused --accept-changed without --refresh, and --refresh with --check.
     let mut refreshed = Vec::new();
     if refresh {
         refreshed = source::obtain::refresh(&report::committed_pins(), accept_changed)?;
