@@ -125,6 +125,7 @@ mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
+mod keepalive;
 mod lines;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -152,6 +153,7 @@ pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};
 pub use transport::{ConnectionReader, ConnectionWriter};
+pub use watch::{DRAINING_CODE, DRAINING_MESSAGE};
 
 /// The WebSocket library this crate is built on, for [`split`] and custom handshakes.
 pub use async_tungstenite;
