@@ -255,10 +255,17 @@ impl Watch {
 /// for a letter). The streamed updates of a turn, most of what goes to the client, fail all
 /// three searches (a few SIMD passes), and are not scanned.
 fn may_answer(line: &[u8]) -> bool {
-    use memchr::memmem::find;
-    find(line, br#""result""#).is_some()
-        || find(line, br#""error""#).is_some()
-        || find(line, br"\u").is_some()
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: a finder's construction costs more than its search of a short line.
+    static KEYS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+        [
+            Finder::new(br#""result""#),
+            Finder::new(br#""error""#),
+            Finder::new(br"\u"),
+        ]
+    });
+    KEYS.iter().any(|key| key.find(line).is_some())
 }
 
 /// The answer to a prompt refused by the drain.
