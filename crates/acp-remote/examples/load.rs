@@ -153,7 +153,10 @@ fn main() {
         let agent_options = AgentOptions::default().with_info("chunky", "0");
         let mut agents = Vec::new();
         if servers > 0 {
-            assert!(mode == "ws" || mode == "http", "--servers needs --mode ws or http");
+            assert!(
+                mode == "ws" || mode == "http",
+                "--servers needs --mode ws or http"
+            );
             let fleet = servers::Fleet::start(servers, n, chunks, SERVE_STDIO_AGENT);
             let url = fleet.url(&mode);
             let connector = Connector::new(url);

@@ -130,7 +130,10 @@ enum Inbound {
     Pass,
     /// A prompt refused by the drain: the handler gets this line instead (the request renamed),
     /// once [`Watch::refusing`] has recorded its id.
-    Refuse { id: Box<str>, line: Vec<u8> },
+    Refuse {
+        id: Box<str>,
+        line: Vec<u8>,
+    },
 }
 
 impl Watch {
@@ -553,7 +556,9 @@ mod tests {
         // An escaped key is read as serde_json reads it.
         watch.outbound(br#"{"jsonrpc":"2.0","id":3,"res\u0075lt":{"stopReason":"end_turn"}}"#);
         assert_eq!(ops.turns_running(), 1);
-        assert!(!may_answer(br#"{"jsonrpc":"2.0","method":"session/update","params":{"text":"a \"result\" of"}}"#));
+        assert!(!may_answer(
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"text":"a \"result\" of"}}"#
+        ));
         drop(watch);
         assert_eq!(ops.turns_running(), 0);
     }
@@ -623,14 +628,20 @@ mod tests {
         let written = String::from_utf8(writer.inner.clone()).unwrap();
         let lines: Vec<&str> = written.lines().collect();
         assert_eq!(lines.len(), 3, "{written}");
-        assert_eq!(lines[0], r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#);
+        assert_eq!(
+            lines[0],
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#
+        );
         assert_eq!(
             lines[1],
             r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32050,"message":"the server is draining: no new prompt turns","data":{"reason":"draining"}}}"#
         );
         let refusal: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
         assert_eq!(refusal["error"]["code"], DRAINING_CODE);
-        assert_eq!(lines[2], r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#);
+        assert_eq!(
+            lines[2],
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#
+        );
         assert_eq!(watch_sessions(&ops), 1);
     }
 

@@ -70,10 +70,7 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
                 Some(DRAINING_CODE),
                 "{refused:?}"
             );
-            assert!(
-                refused.to_string().contains("draining"),
-                "{refused}"
-            );
+            assert!(refused.to_string().contains("draining"), "{refused}");
         }
         // Refused prompts are no turns: the connection goes on (a cancel, a second refusal).
         let (_, _, session) = &idle[0];
@@ -115,4 +112,3 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
         assert!(within("the drain", drained).await, "the drain timed out");
     });
 }
-

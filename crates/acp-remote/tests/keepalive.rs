@@ -75,7 +75,11 @@ fn the_server_gives_up_a_client_that_answers_no_ping() {
         assert!(error.to_string().contains("keep-alive"), "{error}");
         // Within the interval plus the timeout (and what a busy machine adds), not at the idle
         // timeout of ten minutes.
-        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
     });
 }
 
@@ -118,18 +122,19 @@ fn a_quiet_connection_whose_peers_answer_pings_is_kept() {
         let (mut reader, mut writer) = (remote.reader, remote.writer);
         // Both sides wait in a read for several timeouts, sending nothing but pings and pongs.
         let mut line = String::new();
-        let read = futures_lite::future::or(
-            async { Some(reader.read_line(&mut line).await) },
-            async {
+        let read =
+            futures_lite::future::or(async { Some(reader.read_line(&mut line).await) }, async {
                 smol::Timer::after(TIMEOUT * 5).await;
                 None
-            },
-        )
-        .await;
+            })
+            .await;
         assert!(read.is_none(), "the client's read ended: {read:?}");
         assert!(events.try_recv().is_err(), "the server's read ended");
         // Still open both ways.
-        writer.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n").await.unwrap();
+        writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n")
+            .await
+            .unwrap();
         writer.flush().await.unwrap();
         let line = within("the line", events.recv()).await.unwrap().unwrap();
         assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 /// The HAProxy configuration of docs/deploy.md, on loopback: `@LB@` the front port,
 /// `@SERVERS@` the `server` lines.
 const HAPROXY: &str = "global
-    maxconn 20000
+    # Two descriptors per connection, within a default hard limit of 20000.
+    maxconn 8000
 
 defaults
     mode http
@@ -43,6 +44,8 @@ pub struct Fleet {
     haproxy: Child,
     /// The bridges' RSS once started, in KiB.
     started_kib: Vec<u64>,
+    /// HAProxy's RSS once started, in KiB.
+    haproxy_started_kib: u64,
     lb: u16,
     dir: PathBuf,
     /// The argument that tells the agent processes apart from the bridges' other children.
@@ -57,6 +60,7 @@ pub struct Memory {
     /// The agent processes' private memory, all together, in KiB, and how many there were.
     agents_kib: u64,
     agents: usize,
+    /// HAProxy's RSS growth since it started, in KiB.
     haproxy_kib: u64,
 }
 
@@ -82,10 +86,17 @@ fn healthy(port: u16) -> bool {
     answer.starts_with("HTTP/1.1 200")
 }
 
-fn wait_healthy(port: u16, what: &str) {
+/// Waits for `port` to be healthy; kills `started` (and panics) if it is not within 20 s.
+fn wait_healthy(port: u16, what: &str, started: &mut [Child]) {
     let start = Instant::now();
     while !healthy(port) {
-        assert!(start.elapsed() < Duration::from_secs(20), "{what} did not start");
+        if start.elapsed() > Duration::from_secs(20) {
+            for child in started.iter_mut() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!("{what} did not start");
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -159,27 +170,36 @@ impl Fleet {
                 .spawn()
                 .expect("acp-bridge serve");
             bridges.push(child);
-            wait_healthy(port, "acp-bridge serve");
+            wait_healthy(port, "acp-bridge serve", &mut bridges);
             lines.push_str(&format!("    server s{i} 127.0.0.1:{port}\n"));
         }
-        let started_kib = bridges.iter().map(|b| status_kib(b.id(), "VmRSS:")).collect();
+        let started_kib = bridges
+            .iter()
+            .map(|b| status_kib(b.id(), "VmRSS:"))
+            .collect();
         let lb = free_port();
         let config = HAPROXY
             .replace("@LB@", &lb.to_string())
             .replace("@SERVERS@", &lines);
         let path = dir.join("haproxy.cfg");
         std::fs::write(&path, config).expect("the HAProxy configuration");
+        let log = std::fs::File::create(dir.join("haproxy.log")).expect("HAProxy's log");
         let haproxy = Command::new("haproxy")
             .arg("-f")
             .arg(&path)
             .arg("-db")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("haproxy (apt-get install -y haproxy)");
-        wait_healthy(lb, "haproxy");
+        bridges.push(haproxy);
+        let what = format!("haproxy (see {})", dir.join("haproxy.log").display());
+        wait_healthy(lb, &what, &mut bridges);
+        let haproxy = bridges.pop().expect("HAProxy");
+        let haproxy_started_kib = status_kib(haproxy.id(), "VmRSS:");
         Fleet {
+            haproxy_started_kib,
             bridges,
             haproxy,
             started_kib,
@@ -200,7 +220,8 @@ impl Fleet {
             bridges_kib: 0,
             agents_kib: 0,
             agents: 0,
-            haproxy_kib: status_kib(self.haproxy.id(), "VmRSS:"),
+            haproxy_kib: status_kib(self.haproxy.id(), "VmRSS:")
+                .saturating_sub(self.haproxy_started_kib),
         };
         for (bridge, start) in self.bridges.iter().zip(&self.started_kib) {
             memory.bridges_kib += status_kib(bridge.id(), "VmHWM:").saturating_sub(*start);
@@ -241,7 +262,7 @@ impl Memory {
         let per = |kib: u64| kib as f64 / n.max(1) as f64;
         println!(
             "servers: {} acp-bridge behind HAProxy; bridges grew {:.1} MiB in all ({:.0} KiB \
-             per connection); {} agent processes, {:.0} KiB private each; HAProxy RSS {:.1} MiB \
+             per connection); {} agent processes, {:.0} KiB private each; HAProxy grew {:.1} MiB \
              ({:.0} KiB per connection); server side per connection: {:.0} KiB",
             self.servers,
             self.bridges_kib as f64 / 1024.0,
