@@ -225,9 +225,9 @@ mod tests {
         }
         for line in [
             r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"a":"}\""}}"#,
-            r#" { "id" : "p" , "result" : null } "#,
+            r#" { "id" : "p" , "result" : {} } "#,
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"x":[1,2,{"y":"z"}]}}"#,
-            r#"{"id":null,"error":{"code":-1,"message":"m"}}"#,
+            r#"{"id":7,"error":{"code":-1,"message":"m"}}"#,
         ] {
             let seen = envelope(line).unwrap();
             let peek: Peek = serde_json::from_str(line).unwrap();
@@ -235,6 +235,10 @@ mod tests {
             assert_eq!(seen.method, peek.method.as_deref(), "{line}");
             assert_eq!(seen.has_result, peek.result.is_some(), "{line}");
         }
+        // A null member is there all the same (serde's `Option` reads it as none).
+        let nulls = envelope(r#"{"id":null,"result":null}"#).unwrap();
+        assert_eq!((nulls.id, nulls.has_result), (Some("null"), true));
+        assert!(envelope(r#"{"id":7,"error":{}}"#).unwrap().has_error);
         for unsure in [
             r#"{"id":1,"method":"session\/prompt"}"#,
             r#"{"id":1,"id":2}"#,
