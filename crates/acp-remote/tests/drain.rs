@@ -104,6 +104,17 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
             assert!(refused.contains("503"), "{url}: {refused}");
         }
 
+        // Every refusal counted by its reason: three prompts, two connections; the turn runs.
+        #[cfg(feature = "metrics")]
+        {
+            let metrics = common::raw_http(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+            assert!(
+                metrics.contains("acp_remote_refusals_total{reason=\"draining\"} 5"),
+                "{metrics}"
+            );
+            assert!(metrics.contains("acp_remote_turns_running 1"), "{metrics}");
+        }
+
         // The running turn was never disturbed: it finishes, and the drain with it.
         assert!(!drained.is_finished());
         within("session/cancel", waiting.cancel()).await.unwrap();
