@@ -10,7 +10,7 @@ use crate::{RequestId, ResponseError};
 
 mod decode;
 mod json;
-mod scan;
+pub(crate) mod scan;
 
 use decode::decode;
 pub(crate) use decode::present_owned;

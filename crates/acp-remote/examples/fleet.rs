@@ -72,48 +72,85 @@ async fn one_client(
     if let Some(token) = token {
         connector = connector.with_bearer_token(token);
     }
-    let run = async {
-        let (agent, driver) = connector
-            .connect_client(AutoAllow, ClientOptions::default())
-            .await
-            .map_err(|e| format!("connect: {e}"))?;
-        smol::spawn(driver).detach();
-        agent
-            .initialize()
-            .await
-            .map_err(|e| format!("initialize: {e}"))?;
-        let session = agent
-            .new_session("/")
-            .await
-            .map_err(|e| format!("session/new: {e}"))?;
-        for _ in 0..turns {
-            let mut turn = session
-                .prompt(vec!["go".into()])
-                .await
-                .map_err(|e| format!("prompt: {e}"))?;
-            while let Some(update) = turn.next().await {
-                if let SessionUpdate::AgentMessageChunk(chunk) =
-                    update.map_err(|e| format!("update: {e}"))?
-                    && let Some(name) = chunk
-                        .content
-                        .as_text()
-                        .and_then(|t| t.strip_prefix("backend "))
-                {
-                    outcome.backend = name.to_owned();
-                }
+    // A server that drains refuses new prompts (`DRAINING_CODE`): as docs/remote.md says, the
+    // client opens a new connection, which the balancer sends to another server, and goes on
+    // there (this agent keeps nothing, so a new session does).
+    let mut reconnects = 0;
+    loop {
+        match turns_on_a_connection(&connector, turns, &mut outcome).await {
+            Ok(()) => break,
+            Err(Failure::Draining(_)) if reconnects < 3 => reconnects += 1,
+            Err(Failure::Draining(error) | Failure::Other(error)) => {
+                outcome.error = Some(error);
+                break;
             }
-            let end = turn.end().await.map_err(|e| format!("turn end: {e}"))?;
-            if end.stop_reason != StopReason::EndTurn {
-                return Err(format!("turn ended with {:?}", end.stop_reason));
-            }
-            outcome.turns += 1;
         }
-        Ok::<(), String>(())
-    };
-    if let Err(error) = run.await {
-        outcome.error = Some(error);
     }
     outcome
+}
+
+enum Failure {
+    /// A prompt refused by a draining server.
+    Draining(String),
+    Other(String),
+}
+
+impl From<String> for Failure {
+    fn from(error: String) -> Self {
+        Failure::Other(error)
+    }
+}
+
+/// Opens a connection and a session, and takes turns until `outcome.turns` reaches `turns`.
+async fn turns_on_a_connection(
+    connector: &Connector,
+    turns: usize,
+    outcome: &mut Outcome,
+) -> std::result::Result<(), Failure> {
+    let (agent, driver) = connector
+        .connect_client(AutoAllow, ClientOptions::default())
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    smol::spawn(driver).detach();
+    agent
+        .initialize()
+        .await
+        .map_err(|e| format!("initialize: {e}"))?;
+    let session = agent
+        .new_session("/")
+        .await
+        .map_err(|e| format!("session/new: {e}"))?;
+    let refused = |what: &str, e: acp_runtime::Error| {
+        let error = format!("{what}: {e}");
+        if e.code().map(|c| c.0) == Some(acp_remote::DRAINING_CODE) {
+            Failure::Draining(error)
+        } else {
+            Failure::Other(error)
+        }
+    };
+    while outcome.turns < turns {
+        let mut turn = session
+            .prompt(vec!["go".into()])
+            .await
+            .map_err(|e| refused("prompt", e))?;
+        while let Some(update) = turn.next().await {
+            if let SessionUpdate::AgentMessageChunk(chunk) =
+                update.map_err(|e| format!("update: {e}"))?
+                && let Some(name) = chunk
+                    .content
+                    .as_text()
+                    .and_then(|t| t.strip_prefix("backend "))
+            {
+                outcome.backend = name.to_owned();
+            }
+        }
+        let end = turn.end().await.map_err(|e| refused("turn end", e))?;
+        if end.stop_reason != StopReason::EndTurn {
+            return Err(format!("turn ended with {:?}", end.stop_reason).into());
+        }
+        outcome.turns += 1;
+    }
+    Ok(())
 }
 
 fn clients(args: &[String]) -> bool {

@@ -3,7 +3,16 @@
 //!
 //! ```text
 //! cargo run --release -p acp-rs-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K]
+//! cargo build --release -p acp-rs-remote --bin acp-bridge --example load
+//! target/release/examples/load [N] --mode ws|http --servers S [--chunks K]
 //! ```
+//!
+//! `--servers S` (with `ws` or `http`) measures a deployment instead of one server in this
+//! process: S `acp-bridge serve` processes (the binary beside this example's directory, built
+//! in the same profile) behind HAProxy (`haproxy` on the PATH) with the recipe of
+//! docs/deploy.md, each bridge running this example as a stdio agent per client. Besides
+//! this process's (the clients') memory it prints what the servers hold per connection: the
+//! bridges' RSS growth and the agent processes' private memory, sampled after the turns.
 //!
 //! `ws` goes through the WebSocket server on loopback, `http` through its Streamable HTTP
 //! side (HTTP/1.1), `http2` through the same over HTTP/2 in the clear (h2c with prior
@@ -24,6 +33,9 @@ use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
 use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
 use acp_runtime::process::{AgentCommand, AgentProcess};
 use acp_types::*;
+
+#[path = "load/servers.rs"]
+mod servers;
 
 /// The hidden argument with which this example re-runs itself as a stdio agent: `--serve-stdio-agent K`.
 const SERVE_STDIO_AGENT: &str = "--serve-stdio-agent";
@@ -114,10 +126,17 @@ fn main() {
     let mut n = 100usize;
     let mut mode = String::from("ws");
     let mut chunks = 50usize;
+    let mut servers = 0usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--mode" => mode = args.next().expect("--mode ws|http|http2|memory|stdio"),
+            "--servers" => {
+                servers = args
+                    .next()
+                    .and_then(|c| c.parse().ok())
+                    .expect("--servers S")
+            }
             "--chunks" => {
                 chunks = args
                     .next()
@@ -129,10 +148,39 @@ fn main() {
     }
     let before = peak_rss_kib();
     let mut agents_rss = Vec::new();
+    let mut fleet_memory = None;
     let (elapsed, setup, updates) = smol::block_on(async {
         let agent_options = AgentOptions::default().with_info("chunky", "0");
         let mut agents = Vec::new();
-        if mode == "ws" || mode == "http" || mode == "http2" {
+        if servers > 0 {
+            assert!(
+                mode == "ws" || mode == "http",
+                "--servers needs --mode ws or http"
+            );
+            let fleet = servers::Fleet::start(servers, n, chunks, SERVE_STDIO_AGENT);
+            let url = fleet.url(&mode);
+            let connector = Connector::new(url);
+            let start = Instant::now();
+            for _ in 0..n {
+                let (agent, driver) = connector
+                    .connect_client(AutoAllow, ClientOptions::default())
+                    .await
+                    .expect("connect");
+                smol::spawn(driver).detach();
+                agents.push(agent.clone());
+            }
+            let setup = start.elapsed();
+            let updates = run_all(agents.clone()).await;
+            let elapsed = start.elapsed();
+            // Sampled while every connection (and its agent process) is still open.
+            fleet_memory = Some(fleet.memory());
+            for agent in &agents {
+                agent.close();
+            }
+            drop(agents);
+            fleet.stop();
+            (elapsed, setup, updates)
+        } else if mode == "ws" || mode == "http" || mode == "http2" {
             let options = ServerOptions::default().with_max_connections(n.max(1));
             let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
             let url = if mode == "ws" {
@@ -212,6 +260,9 @@ fn main() {
             before as f64 / 1024.0,
             (after.saturating_sub(before)) as f64 / n.max(1) as f64,
         );
+    }
+    if let Some(memory) = fleet_memory {
+        memory.print(n);
     }
     if !agents_rss.is_empty() {
         let count = agents_rss.len() as f64;

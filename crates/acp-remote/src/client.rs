@@ -125,6 +125,7 @@ pub struct Connector {
     headers: Vec<(String, String)>,
     max_message_size: usize,
     timeout: Duration,
+    keepalive: Option<crate::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
     tls: Option<crate::TlsClientConfig>,
     #[cfg(feature = "http2")]
@@ -146,6 +147,7 @@ impl Connector {
             headers: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             timeout: Duration::from_secs(30),
+            keepalive: Some(crate::keepalive::KeepAliveConfig::default()),
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "http2")]
@@ -241,6 +243,23 @@ impl Connector {
     /// How long the TCP connection and the upgrade may take together (default 30 s).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// WebSocket keep-alive (`ws://`, `wss://`; default: a ping after 30 s without a frame
+    /// from the agent, and the connection fails with [`std::io::ErrorKind::TimedOut`] when a
+    /// ping stays 30 s without any frame back). The driver then ends with that error, and the
+    /// calls waiting on the agent fail: reconnect, and `session/load` or `session/resume`
+    /// the session (docs/remote.md). `None` sends no pings.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let connector = acp_remote::Connector::new("ws://127.0.0.1:8080/acp")
+    ///     .with_websocket_keepalive(Some((Duration::from_secs(10), Duration::from_secs(20))));
+    /// ```
+    pub fn with_websocket_keepalive(mut self, keepalive: Option<(Duration, Duration)>) -> Self {
+        self.keepalive = keepalive
+            .map(|(interval, timeout)| crate::keepalive::KeepAliveConfig { interval, timeout });
         self
     }
 
@@ -340,6 +359,7 @@ impl Connector {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
+        let reader = reader.with_keepalive(self.keepalive);
         Ok(Remote {
             reader: ConnectionReader(ReaderInner::Ws(reader)),
             writer: ConnectionWriter(WriterInner::Ws(writer)),

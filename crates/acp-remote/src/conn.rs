@@ -122,17 +122,19 @@ impl Drop for Live {
 pub(crate) struct AcpSlot(Arc<Shared>);
 
 impl AcpSlot {
-    pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Option<AcpSlot> {
+    /// Takes a slot, or says why not in words a 503's body carries (both transports answer
+    /// with it, so the reason lives here).
+    pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Result<AcpSlot, &'static str> {
         if shared.ops.is_draining() {
             shared.ops.refused(crate::ops::Reason::Draining);
-            return None;
+            return Err("the server is draining");
         }
         if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
             shared.acp.fetch_sub(1, Ordering::SeqCst);
             shared.ops.refused(crate::ops::Reason::MaxConnections);
-            return None;
+            return Err("too many connections");
         }
-        Some(AcpSlot(shared.clone()))
+        Ok(AcpSlot(shared.clone()))
     }
 }
 

@@ -23,6 +23,7 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
 use futures_util::Sink;
 
+use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
 use crate::lines::{LineSink, LineWriter};
 use crate::ws_socket::Held;
 
@@ -146,6 +147,7 @@ where
         drain,
         drain_listener: None,
         held,
+        keepalive: None,
     };
     let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
@@ -197,6 +199,8 @@ pub struct WsReader<S> {
     drain_listener: Option<event_listener::EventListener>,
     /// What the socket holds of an unfinished message, released at each complete one.
     held: Option<Arc<Held>>,
+    /// Pings while quiet, and the dead-peer timeout (src/keepalive.rs).
+    keepalive: Option<KeepAlive>,
 }
 
 impl<S> std::fmt::Debug for WsReader<S> {
@@ -207,10 +211,59 @@ impl<S> std::fmt::Debug for WsReader<S> {
     }
 }
 
+impl<S> WsReader<S> {
+    /// Pings the peer while the connection is quiet, and fails the read when a ping stays
+    /// unanswered for the timeout (src/keepalive.rs).
+    pub(crate) fn with_keepalive(mut self, config: Option<KeepAliveConfig>) -> Self {
+        self.keepalive = config.map(KeepAlive::new);
+        self
+    }
+}
+
 impl<S> WsReader<S>
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
 {
+    /// While the reader waits: a ping when one is due, or the end when the peer is gone.
+    fn poll_keepalive(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let Some(keepalive) = &mut self.keepalive else {
+            return Poll::Pending;
+        };
+        loop {
+            match ready!(keepalive.poll(cx)) {
+                Due::Dead => {
+                    let mut ws = self.receiver.lock();
+                    let frame = CloseFrame {
+                        code: CloseCode::Away,
+                        reason: "keep-alive timeout".into(),
+                    };
+                    if Pin::new(&mut *ws)
+                        .start_send(Message::Close(Some(frame)))
+                        .is_ok()
+                    {
+                        let _ = Pin::new(&mut *ws).poll_flush(cx);
+                    }
+                    return Poll::Ready(keepalive.dead());
+                }
+                Due::Ping => {
+                    let mut ws = self.receiver.lock();
+                    // A writer in the middle of a frame has the socket: the ping waits for it
+                    // (the frames it writes are no answer, so the timeout is not affected).
+                    if Pin::new(&mut *ws).poll_ready(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    if Pin::new(&mut *ws)
+                        .start_send(Message::Ping(Default::default()))
+                        .is_ok()
+                    {
+                        let _ = Pin::new(&mut *ws).poll_flush(cx);
+                    }
+                    keepalive.pinged();
+                }
+            }
+        }
+    }
+
     fn pending(&self) -> &[u8] {
         match &self.frame {
             Pending::Empty => &[],
@@ -249,6 +302,12 @@ where
                 continue;
             }
             let next = Pin::new(&mut *self.receiver.lock()).poll_next(cx);
+            if next.is_pending()
+                && let Poll::Ready(error) = self.poll_keepalive(cx)
+            {
+                self.ended = true;
+                return Poll::Ready(Err(error));
+            }
             let message = match ready!(next) {
                 None => {
                     self.ended = true;
@@ -263,12 +322,19 @@ where
                 }
                 Some(Ok(message)) => message,
             };
+            if let Some(keepalive) = &mut self.keepalive {
+                keepalive.received();
+            }
             if let (Some(held), Message::Text(_) | Message::Binary(_) | Message::Close(_)) =
                 (&self.held, &message)
             {
                 held.message_done();
             }
-            if let Some(activity) = &self.activity {
+            // The answers to our keep-alive pings keep a connection alive, not busy: the idle
+            // timeout still ends a connection that carries nothing else.
+            if let Some(activity) = &self.activity
+                && !matches!(message, Message::Pong(_))
+            {
                 activity.touch();
             }
             let text = match message {

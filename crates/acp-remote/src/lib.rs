@@ -85,8 +85,9 @@
 //! Beside the endpoint and before its policy, `GET /healthz` needs no credentials and answers
 //! `200 {"status":"ok","connections":N,"turns":N}`, or 503 (`"draining"`) from the start of a
 //! drain or a shutdown, for a load balancer's health check. [`ShutdownHandle::drain`] is the
-//! graceful stop of a server about to go: new connections are refused (503) while the open
-//! ones finish their turns, until none runs or the deadline, then
+//! graceful stop of a server about to go: new connections are refused (503), and new prompts
+//! on open ones ([`DRAINING_CODE`]), while the open ones finish their turns, until none runs
+//! or the deadline, then
 //! [`ShutdownHandle::shutdown`] follows. `acp-bridge serve` drains on SIGTERM or SIGINT for
 //! at most `--drain-timeout` seconds (default 30); a second signal exits at once. docs/deploy.md
 //! has what to watch and how to deploy several servers.
@@ -130,6 +131,7 @@ mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
+mod keepalive;
 mod lines;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -158,6 +160,7 @@ pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};
 pub use transport::{ConnectionReader, ConnectionWriter};
+pub use watch::{DRAINING_CODE, DRAINING_MESSAGE};
 
 /// The WebSocket library this crate is built on, for [`split`] and custom handshakes.
 pub use async_tungstenite;

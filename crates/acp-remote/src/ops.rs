@@ -193,6 +193,11 @@ impl Ops {
         self.turn_ended.notify(usize::MAX);
     }
 
+    #[cfg(test)]
+    pub(crate) fn sessions_now(&self) -> usize {
+        self.sessions.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn turns_running(&self) -> usize {
         self.turns_running.load(Ordering::SeqCst)
     }

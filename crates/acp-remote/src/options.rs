@@ -47,6 +47,7 @@ pub struct ServerOptions {
     pub(crate) in_flight_budget: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authenticator: Option<Authenticator>,
+    pub(crate) keepalive: Option<crate::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::TlsServerConfig>,
     pub(crate) replay_bytes: usize,
@@ -82,6 +83,7 @@ impl Default for ServerOptions {
             in_flight_budget: DEFAULT_SERVER_IN_FLIGHT_BUDGET,
             allowed_origins: Vec::new(),
             authenticator: None,
+            keepalive: Some(crate::keepalive::KeepAliveConfig::default()),
             #[cfg(feature = "tls")]
             tls: None,
             replay_bytes: DEFAULT_REPLAY_BYTES,
@@ -106,6 +108,7 @@ impl fmt::Debug for ServerOptions {
             .field("replay_bytes", &self.replay_bytes)
             .field("replay_age", &self.replay_age)
             .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("keepalive", &self.keepalive)
             .finish()
     }
 }
@@ -137,6 +140,23 @@ impl ServerOptions {
     /// that thinks for longer than this without sending anything is, unless the client pings.
     pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// WebSocket keep-alive (default: a ping after 30 s without a frame from the client, and
+    /// the connection ends when a ping stays 30 s without any frame back). A client gone
+    /// without closing (asleep, off the network) is then noticed within `interval + timeout`
+    /// instead of at the idle timeout, and a quiet connection keeps proxies from cutting it.
+    /// The client's pongs do not count against the idle timeout. `None` sends no pings.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = acp_remote::ServerOptions::default()
+    ///     .with_websocket_keepalive(Some((Duration::from_secs(10), Duration::from_secs(20))));
+    /// ```
+    pub fn with_websocket_keepalive(mut self, keepalive: Option<(Duration, Duration)>) -> Self {
+        self.keepalive = keepalive
+            .map(|(interval, timeout)| crate::keepalive::KeepAliveConfig { interval, timeout });
         self
     }
 

@@ -41,7 +41,9 @@ impl ShutdownHandle {
     /// A graceful drain, for a server about to stop (`acp-bridge serve` on SIGTERM): at once
     /// the health endpoint (`/healthz`) answers 503 and new connections are refused (503,
     /// counted as `draining`), while open connections go on, Streamable HTTP ones with their
-    /// new sockets; once no prompt turn is running (a `session/prompt` not yet answered) nor a
+    /// new sockets, except that a new `session/prompt` is answered at once with the JSON-RPC
+    /// error [`DRAINING_CODE`](crate::DRAINING_CODE) (the turns already running finish); once
+    /// no prompt turn is running (a `session/prompt` not yet answered) nor a
     /// session request (`session/new`, `session/load`, ...), and none began for a second, or
     /// after `deadline`, the [`shutdown`](Self::shutdown) follows. Returns when the shutdown
     /// begins: `true` if every turn had finished, `false` if the deadline cut some.

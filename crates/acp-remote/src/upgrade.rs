@@ -44,9 +44,8 @@ pub(crate) fn accept(head: &RequestHead, ctx: &ServerCtx) -> Result<(Reply, Acce
                 reply.with_header(name, *value)
             })
     })?;
-    let Some(slot) = AcpSlot::take(&ctx.shared, ctx.options.max_connections) else {
-        return Err(Reply::text(503, "too many connections").with_header("Retry-After", "1"));
-    };
+    let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections)
+        .map_err(|why| Reply::text(503, why).with_header("Retry-After", "1"))?;
     let id = connection_id();
     let switching = Reply::text(101, "")
         .with_header("Upgrade", "websocket")
@@ -80,6 +79,7 @@ pub(crate) async fn serve_websocket(
         Some(ctx.shared.drain.clone()),
         Some(held),
     );
+    let reader = reader.with_keepalive(ctx.options.keepalive);
     let connection = Connection {
         reader: ConnectionReader(ReaderInner::Ws(reader)),
         writer: ConnectionWriter(WriterInner::Ws(writer)),

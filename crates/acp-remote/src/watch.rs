@@ -5,22 +5,38 @@
 //! the handler is: the bridge's process knows nothing of the server), for the metrics and for
 //! the drain, which waits for the running turns.
 //!
-//! A line is read only when it lies whole in one buffer the transport hands over (a WebSocket
+//! This sits on every line of every remote connection, so it costs little: each line the
+//! client sends is read with acp-jsonrpc's envelope scan ([`acp_jsonrpc::json::envelope`]: one
+//! validating pass, nothing decoded or copied); a line to the client is scanned only while one
+//! of the client's requests of interest is unanswered (an atomic says so), and the lock is
+//! taken only for the lines that change a count: a prompt or session request, and an answer
+//! while any is pending. A line the scan is unsure of (an escaped `method`, say) goes to
+//! serde_json, which no ordinary peer sends.
+//!
+//! A line is read only when it begins in one buffer the transport hands over (a WebSocket
 //! frame, a POSTed message, one write of the runtime or the bridge): that is how every line
-//! comes in practice, and it keeps this from copying anything. The cost is one more JSON scan
-//! per message, of which only `method`, `id` and the presence of `result` are kept.
+//! comes in practice, and it keeps this from copying anything.
+//!
+//! During a drain ([`ShutdownHandle::drain`](crate::ShutdownHandle::drain)) a new
+//! `session/prompt` is refused with [`DRAINING_CODE`]. Whatever the handler is, the refusal
+//! is made without it knowing ACP's rules: the request reaches it renamed to
+//! [`DRAINING_METHOD`], which every JSON-RPC peer answers at once (with "method not found"),
+//! and that answer is replaced on its way to the client by the refusal. So the client gets
+//! exactly one answer, and the handler's request ids stay in step.
 
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
+use acp_jsonrpc::json::envelope;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::ops::Ops;
+use crate::ops::{Ops, Reason};
 
 /// How many requests of interest one connection may have unanswered and still be followed;
 /// beyond, new ones are not counted (the runtime bounds requests in flight well below).
@@ -34,10 +50,23 @@ const SESSION_METHODS: &[&str] = &[
     "session/fork",
 ];
 
+/// The JSON-RPC error code of a `session/prompt` refused because the server is draining (in
+/// the range JSON-RPC leaves to implementations; ACP itself uses `-32000` and `-32002`).
+pub const DRAINING_CODE: i32 = -32050;
+
+/// The message of that refusal.
+pub const DRAINING_MESSAGE: &str = "the server is draining: no new prompt turns";
+
+/// The name under which a refused prompt reaches the handler (which answers "method not
+/// found"; the client never sees that answer).
+pub(crate) const DRAINING_METHOD: &str = "acp-remote/draining";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Prompt,
     Session,
+    /// A prompt refused by the drain: the handler's answer is replaced.
+    Refused,
 }
 
 #[derive(Debug, Default)]
@@ -52,9 +81,23 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Watch {
     ops: Arc<Ops>,
+    /// `state.pending.len()`, read without the lock: lines to the client are looked at only
+    /// while it is not zero.
+    pending: AtomicUsize,
+    /// How many of them are refused prompts: lines to the client are looked at before they
+    /// are written only while it is not zero.
+    refused: AtomicUsize,
     state: Mutex<State>,
 }
 
+/// The members of a line this module reads.
+struct Seen<'a> {
+    id: Option<&'a str>,
+    method: Option<std::borrow::Cow<'a, str>>,
+    has_result: bool,
+}
+
+/// What serde_json reads of a line the envelope scan was unsure of.
 #[derive(Deserialize)]
 struct Peek<'a> {
     #[serde(borrow, default)]
@@ -65,10 +108,40 @@ struct Peek<'a> {
     result: Option<&'a RawValue>,
 }
 
+fn seen(line: &[u8]) -> Option<Seen<'_>> {
+    if let Some(envelope) = std::str::from_utf8(line).ok().and_then(envelope) {
+        return Some(Seen {
+            id: envelope.id,
+            method: envelope.method.map(std::borrow::Cow::Borrowed),
+            has_result: envelope.has_result,
+        });
+    }
+    let peek = serde_json::from_slice::<Peek>(line).ok()?;
+    Some(Seen {
+        id: peek.id.map(RawValue::get),
+        method: peek.method,
+        has_result: peek.result.is_some(),
+    })
+}
+
+/// What the reader does with a line from the client.
+#[derive(Debug, PartialEq, Eq)]
+enum Inbound {
+    Pass,
+    /// A prompt refused by the drain: the handler gets this line instead (the request renamed),
+    /// once [`Watch::refusing`] has recorded its id.
+    Refuse {
+        id: Box<str>,
+        line: Vec<u8>,
+    },
+}
+
 impl Watch {
     pub(crate) fn new(ops: Arc<Ops>) -> Arc<Watch> {
         Arc::new(Watch {
             ops,
+            pending: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
             state: Mutex::default(),
         })
     }
@@ -77,25 +150,49 @@ impl Watch {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A line from the client.
-    fn inbound(&self, line: &[u8]) {
-        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
-            return;
+    /// A line from the client. Counts a prompt or session request; a prompt during a drain is
+    /// not counted but refused (nothing changes until [`Watch::refusing`]).
+    fn inbound(&self, line: &[u8]) -> Inbound {
+        let Some(seen) = seen(line) else {
+            return Inbound::Pass;
         };
-        let (Some(method), Some(id)) = (peek.method, peek.id) else {
-            return;
+        let (Some(method), Some(id)) = (seen.method, seen.id) else {
+            return Inbound::Pass;
         };
         let kind = match method.as_ref() {
             "session/prompt" => Kind::Prompt,
             m if SESSION_METHODS.contains(&m) => Kind::Session,
-            _ => return,
+            _ => return Inbound::Pass,
         };
+        if kind == Kind::Prompt && self.ops.is_draining() {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{DRAINING_METHOD}"}}"#);
+            return Inbound::Refuse {
+                id: id.into(),
+                line: line.into_bytes(),
+            };
+        }
+        self.track(id, kind);
+        Inbound::Pass
+    }
+
+    /// The prompt `id` is being refused: its answer is to be replaced.
+    fn refusing(&self, id: &str) {
+        self.ops.refused(Reason::Draining);
+        self.track(id, Kind::Refused);
+    }
+
+    fn track(&self, id: &str, kind: Kind) {
         let mut state = self.state();
         if state.pending.len() >= MAX_PENDING {
             return;
         }
         // A repeated id is the client's mistake, answered by the runtime; counted once.
-        if state.pending.insert(id.get().into(), kind).is_none() {
+        if state.pending.insert(id.into(), kind).is_none() {
+            self.pending.store(state.pending.len(), Ordering::SeqCst);
+            if kind == Kind::Refused {
+                self.refused.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
             self.ops.busy_started();
             if kind == Kind::Prompt {
                 state.turns += 1;
@@ -104,17 +201,20 @@ impl Watch {
         }
     }
 
-    /// A line to the client.
-    fn outbound(&self, line: &[u8]) {
-        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
-            return;
-        };
-        let (None, Some(id)) = (peek.method, peek.id) else {
-            return;
+    /// A line to the client; `Some` with the line to send instead (the refusal of a prompt
+    /// during a drain).
+    fn outbound(&self, line: &[u8]) -> Option<Vec<u8>> {
+        if self.pending.load(Ordering::SeqCst) == 0 || !may_answer(line) {
+            return None;
+        }
+        let seen = seen(line)?;
+        let (None, Some(id)) = (seen.method, seen.id) else {
+            return None;
         };
         let mut state = self.state();
-        let kind = state.pending.remove(id.get());
-        if kind.is_some() {
+        let kind = state.pending.remove(id);
+        self.pending.store(state.pending.len(), Ordering::SeqCst);
+        if matches!(kind, Some(Kind::Prompt | Kind::Session)) {
             self.ops.busy_ended(1);
         }
         match kind {
@@ -122,20 +222,73 @@ impl Watch {
                 state.turns -= 1;
                 self.ops.turns_ended(1, 0);
             }
-            Some(Kind::Session) if peek.result.is_some() => {
+            Some(Kind::Session) if seen.has_result => {
                 state.sessions += 1;
                 self.ops.sessions_changed(1, 0);
             }
+            Some(Kind::Refused) => {
+                self.refused.fetch_sub(1, Ordering::SeqCst);
+                return Some(refusal(id));
+            }
             _ => {}
         }
+        None
     }
+}
+
+impl Watch {
+    /// Whether `line`, about to go to the client, answers a refused prompt (it is then
+    /// replaced, through [`Watch::outbound`]).
+    fn answers_refused(&self, line: &[u8]) -> bool {
+        if self.refused.load(Ordering::SeqCst) == 0 || !may_answer(line) {
+            return false;
+        }
+        let Some(seen) = seen(line) else {
+            return false;
+        };
+        let (None, Some(id)) = (seen.method, seen.id) else {
+            return false;
+        };
+        self.state().pending.get(id) == Some(&Kind::Refused)
+    }
+}
+
+/// Whether `line` may be an answer: one has a `result` or an `error` member, whose key is
+/// written `"result"` or `"error"`, or else with a `\u` escape (the only escape that stands
+/// for a letter). The streamed updates of a turn, most of what goes to the client, fail all
+/// three searches (a few SIMD passes), and are not scanned.
+fn may_answer(line: &[u8]) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: a finder's construction costs more than its search of a short line.
+    static KEYS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+        [
+            Finder::new(br#""result""#),
+            Finder::new(br#""error""#),
+            Finder::new(br"\u"),
+        ]
+    });
+    KEYS.iter().any(|key| key.find(line).is_some())
+}
+
+/// The answer to a prompt refused by the drain.
+fn refusal(id: &str) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{DRAINING_CODE},"message":"{DRAINING_MESSAGE}","data":{{"reason":"draining"}}}}}}"#
+    )
+    .into_bytes()
 }
 
 impl Drop for Watch {
     fn drop(&mut self) {
         let state = self.state();
-        if !state.pending.is_empty() {
-            self.ops.busy_ended(state.pending.len());
+        let busy = state
+            .pending
+            .values()
+            .filter(|k| **k != Kind::Refused)
+            .count();
+        if busy > 0 {
+            self.ops.busy_ended(busy);
         }
         if state.turns > 0 {
             self.ops.turns_ended(0, state.turns);
@@ -144,35 +297,17 @@ impl Drop for Watch {
     }
 }
 
-/// Finds the lines of a byte stream as it goes by, without copying: each piece that begins a
-/// line is offered whole when its newline is in the same buffer, and as it is otherwise (a
-/// transport may hand over a message and its newline apart; a message cut in two fails to
-/// parse and is not counted).
-#[derive(Debug)]
-struct Lines {
-    /// The stream is at the start of a line.
-    at_start: bool,
-}
-
-impl Default for Lines {
-    fn default() -> Self {
-        Lines { at_start: true }
-    }
-}
-
-impl Lines {
-    /// `buf` went by (read, written, or consumed).
-    fn pass(&mut self, buf: &[u8], mut each: impl FnMut(&[u8])) {
-        let mut first = true;
-        for piece in buf.split(|b| *b == b'\n') {
-            if (self.at_start || !first) && !piece.is_empty() {
-                each(piece);
-            }
-            first = false;
+/// The pieces of `buf` that begin a line, with where each ends: `start` says whether `buf`
+/// begins one, and becomes whether what follows `buf` does.
+fn pieces(buf: &[u8], start: &mut bool, mut each: impl FnMut(usize, usize) -> bool) {
+    let mut at = 0;
+    while at < buf.len() {
+        let end = memchr::memchr(b'\n', &buf[at..]).map_or(buf.len(), |i| at + i);
+        if *start && end > at && !each(at, end) {
+            return;
         }
-        if !buf.is_empty() {
-            self.at_start = buf.ends_with(b"\n");
-        }
+        *start = end < buf.len();
+        at = end + 1;
     }
 }
 
@@ -181,7 +316,12 @@ impl Lines {
 pub(crate) struct WatchedReader<R> {
     inner: R,
     watch: Arc<Watch>,
-    lines: Lines,
+    /// How much of the front of the inner reader's buffer was looked at.
+    seen: usize,
+    /// Whether the byte at `seen` begins a line.
+    start: bool,
+    /// A refused prompt's renamed request, handed over in its place.
+    instead: Option<(Vec<u8>, usize)>,
 }
 
 /// A connection's writer, watched.
@@ -189,7 +329,9 @@ pub(crate) struct WatchedReader<R> {
 pub(crate) struct WatchedWriter<W> {
     inner: W,
     watch: Arc<Watch>,
-    lines: Lines,
+    start: bool,
+    /// A refusal taken in place of the handler's answer, not yet all written.
+    instead: Option<(Vec<u8>, usize)>,
 }
 
 /// Wraps a connection's reader and writer so that its turns and sessions are counted in `ops`.
@@ -203,12 +345,15 @@ pub(crate) fn watch<R, W>(
         WatchedReader {
             inner: reader,
             watch: watch.clone(),
-            lines: Lines::default(),
+            seen: 0,
+            start: true,
+            instead: None,
         },
         WatchedWriter {
             inner: writer,
             watch,
-            lines: Lines::default(),
+            start: true,
+            instead: None,
         },
     )
 }
@@ -223,38 +368,92 @@ impl<W> WatchedWriter<W> {
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for WatchedReader<R> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let n = ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        let watch = &this.watch;
-        this.lines.pass(&buf[..n], |line| watch.inbound(line));
-        Poll::Ready(Ok(n))
-    }
-}
-
 impl<R: AsyncBufRead + Unpin> AsyncBufRead for WatchedReader<R> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        Pin::new(&mut self.get_mut().inner).poll_fill_buf(cx)
+        let this = self.get_mut();
+        if this.instead.is_none() {
+            let buf = ready!(Pin::new(&mut this.inner).poll_fill_buf(cx))?;
+            let (watch, from) = (&this.watch, this.seen.min(buf.len()));
+            let mut refused = None;
+            let mut start = this.start;
+            pieces(&buf[from..], &mut start, |at, end| {
+                match watch.inbound(&buf[from + at..from + end]) {
+                    Inbound::Pass => true,
+                    Inbound::Refuse { id, line } => {
+                        refused = Some((from + at, from + end, id, line));
+                        false
+                    }
+                }
+            });
+            match refused {
+                // Handed over up to the refused line; it is looked at again once at the front.
+                Some((at, ..)) if at > 0 => {
+                    this.seen = at;
+                    this.start = true;
+                    let buf = ready!(Pin::new(&mut this.inner).poll_fill_buf(cx))?;
+                    return Poll::Ready(Ok(&buf[..at]));
+                }
+                Some((_, end, id, line)) => {
+                    this.watch.refusing(&id);
+                    Pin::new(&mut this.inner).consume(end);
+                    this.seen = 0;
+                    this.start = false;
+                    this.instead = Some((line, 0));
+                }
+                None => {
+                    this.seen = buf.len();
+                    this.start = start;
+                }
+            }
+        }
+        match &this.instead {
+            Some((line, at)) => Poll::Ready(Ok(&line[*at..])),
+            None => Pin::new(&mut this.inner).poll_fill_buf(cx),
+        }
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
         let this = self.get_mut();
-        // What is consumed is still in the inner reader's buffer, which hands it over again at
-        // once (a buffered reader does not wait while it holds bytes).
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        if amt > 0
-            && let Poll::Ready(Ok(buf)) = Pin::new(&mut this.inner).poll_fill_buf(&mut cx)
-        {
-            let watch = &this.watch;
-            this.lines
-                .pass(&buf[..amt.min(buf.len())], |line| watch.inbound(line));
+        if let Some((line, at)) = &mut this.instead {
+            *at += amt;
+            if *at >= line.len() {
+                this.instead = None;
+            }
+            return;
         }
+        this.seen = this.seen.saturating_sub(amt);
         Pin::new(&mut this.inner).consume(amt);
+    }
+}
+
+impl<R: AsyncBufRead + Unpin> AsyncRead for WatchedReader<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let available = ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> WatchedWriter<W> {
+    /// Writes out what was taken in place of an answer.
+    fn poll_instead(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some((line, at)) = &mut self.instead {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &line[*at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *at += n;
+            if *at >= line.len() {
+                self.instead = None;
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -265,18 +464,53 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for WatchedWriter<W> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let n = ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
+        ready!(this.poll_instead(cx))?;
         let watch = &this.watch;
-        this.lines.pass(&buf[..n], |line| watch.outbound(line));
+        let mut found = None;
+        if watch.refused.load(Ordering::SeqCst) > 0 {
+            let mut start = this.start;
+            pieces(buf, &mut start, |at, end| {
+                if !watch.answers_refused(&buf[at..end]) {
+                    return true;
+                }
+                found = Some((at, end));
+                false
+            });
+        }
+        let upto = match found {
+            // The answer is taken whole (its newline still to come) and the refusal is sent
+            // instead.
+            Some((0, end)) => {
+                if let Some(line) = watch.outbound(&buf[..end]) {
+                    this.instead = Some((line, 0));
+                    this.start = false;
+                    return Poll::Ready(Ok(end));
+                }
+                buf.len()
+            }
+            // What comes before it first; it is looked at again at the front.
+            Some((at, _)) => at,
+            None => buf.len(),
+        };
+        let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &buf[..upto]))?;
+        pieces(&buf[..n], &mut this.start, |at, end| {
+            // Not a refused answer: those were taken above.
+            let _ = watch.outbound(&buf[at..end]);
+            true
+        });
         Poll::Ready(Ok(n))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        ready!(this.poll_instead(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_close(cx)
+        let this = self.get_mut();
+        ready!(this.poll_instead(cx))?;
+        Pin::new(&mut this.inner).poll_close(cx)
     }
 }
 
@@ -284,22 +518,25 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for WatchedWriter<W> {
 mod tests {
     use super::*;
 
-    fn lines_of(chunks: &[&[u8]]) -> Vec<String> {
-        let mut lines = Lines::default();
+    fn pieces_of(chunks: &[&[u8]]) -> Vec<String> {
+        let mut start = true;
         let mut out = Vec::new();
         for chunk in chunks {
-            lines.pass(chunk, |l| out.push(String::from_utf8_lossy(l).into_owned()));
+            pieces(chunk, &mut start, |at, end| {
+                out.push(String::from_utf8_lossy(&chunk[at..end]).into_owned());
+                true
+            });
         }
         out
     }
 
     #[test]
     fn pieces_that_begin_lines_are_offered_once() {
-        assert_eq!(lines_of(&[b"a\nb\n", b"c\n"]), ["a", "b", "c"]);
+        assert_eq!(pieces_of(&[b"a\nb\n", b"c\n"]), ["a", "b", "c"]);
         // A message and its newline apart: offered once, before its newline.
-        assert_eq!(lines_of(&[b"a", b"\n", b"b\n"]), ["a", "b"]);
+        assert_eq!(pieces_of(&[b"a", b"\n", b"b\n"]), ["a", "b"]);
         // A line cut in two: its first piece only (which then fails to parse).
-        assert_eq!(lines_of(&[b"a\nb", b"c\nd\n"]), ["a", "b", "d"]);
+        assert_eq!(pieces_of(&[b"a\nb", b"c\nd\n"]), ["a", "b", "d"]);
     }
 
     #[test]
@@ -310,11 +547,105 @@ mod tests {
         watch.outbound(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#);
         watch.inbound(br#"{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{}}"#);
         watch.inbound(br#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{}}"#);
-        assert_eq!(ops.turns_running(), 2);
+        // An escaped method name goes to serde_json.
+        watch.inbound(br#"{"jsonrpc":"2.0","id":4,"method":"session\/prompt","params":{}}"#);
+        assert_eq!(ops.turns_running(), 3);
         watch.outbound(br#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#);
         watch.outbound(br#"{"jsonrpc":"2.0","id":"p","result":{"stopReason":"end_turn"}}"#);
+        assert_eq!(ops.turns_running(), 2);
+        // An escaped key is read as serde_json reads it.
+        watch.outbound(br#"{"jsonrpc":"2.0","id":3,"res\u0075lt":{"stopReason":"end_turn"}}"#);
         assert_eq!(ops.turns_running(), 1);
+        assert!(!may_answer(
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"text":"a \"result\" of"}}"#
+        ));
         drop(watch);
         assert_eq!(ops.turns_running(), 0);
+    }
+
+    #[test]
+    fn lines_to_the_client_are_not_looked_at_while_nothing_is_pending() {
+        let ops = Arc::new(Ops::default());
+        let watch = Watch::new(ops.clone());
+        // A session answer the watch never saw asked for: nothing counted, nothing locked.
+        assert_eq!(watch.pending.load(Ordering::SeqCst), 0);
+        watch.outbound(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#);
+        drop(watch);
+        assert_eq!(ops.turns_running(), 0);
+    }
+
+    /// Reads everything of `reader` line by line, as the runtime does.
+    fn read_all(reader: &mut (impl AsyncBufRead + Unpin)) -> String {
+        use futures_lite::AsyncReadExt;
+        let mut out = String::new();
+        smol::block_on(reader.read_to_string(&mut out)).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_prompt_during_a_drain_is_renamed_for_the_handler_and_its_answer_replaced() {
+        use futures_lite::AsyncWriteExt;
+        let ops = Arc::new(Ops::default());
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"method":"session/cancel"}"#,
+            "\n",
+        );
+        ops.start_draining();
+        let (mut reader, mut writer) = watch(
+            futures_lite::io::BufReader::new(input.as_bytes()),
+            Vec::new(),
+            ops.clone(),
+        );
+        let read = read_all(&mut reader);
+        assert_eq!(
+            read,
+            concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":2,"method":"acp-remote/draining"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":3,"method":"session/cancel"}"#,
+                "\n",
+            )
+        );
+        assert_eq!(ops.turns_running(), 0);
+        // The handler's answers, in one write: the session's passes, the renamed request's is
+        // replaced.
+        let answers = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#,
+            "\n",
+        );
+        smol::block_on(writer.write_all(answers.as_bytes())).unwrap();
+        smol::block_on(writer.flush()).unwrap();
+        let written = String::from_utf8(writer.inner.clone()).unwrap();
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(lines.len(), 3, "{written}");
+        assert_eq!(
+            lines[0],
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#
+        );
+        assert_eq!(
+            lines[1],
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32050,"message":"the server is draining: no new prompt turns","data":{"reason":"draining"}}}"#
+        );
+        let refusal: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(refusal["error"]["code"], DRAINING_CODE);
+        assert_eq!(
+            lines[2],
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#
+        );
+        assert_eq!(watch_sessions(&ops), 1);
+    }
+
+    fn watch_sessions(ops: &Ops) -> usize {
+        ops.sessions_now()
     }
 }

@@ -192,3 +192,71 @@ fn usage_errors_exit_2() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("without authentication"));
 }
+
+/// `acp-bridge serve` drained by SIGTERM: a new prompt on an open connection is refused with
+/// `DRAINING_CODE` although the agent process knows nothing of the drain (it answers the
+/// renamed request, and the bridge's server replaces that answer), while a running turn
+/// finishes.
+#[test]
+fn a_draining_bridge_refuses_new_prompts_whatever_its_agent() {
+    smol::block_on(async {
+        let server =
+            Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default()).unwrap();
+        let inner_url = server.url();
+        let _task = smol::spawn(server.serve_agent(
+            |_| agent::TestAgent::default(),
+            AgentOptions::default().with_info(agent::NAME, "0.0.0"),
+        ));
+        let (serve, outer_url) = bridge_serve(&[BRIDGE, "connect", &inner_url]);
+        let project = Project::new("bridge-drain");
+
+        let (running, _d1) = connect_client(acp_remote::Connector::new(&outer_url)).await;
+        within("initialize", running.initialize()).await.unwrap();
+        let waiting = within("session/new", running.new_session(&project.0))
+            .await
+            .unwrap();
+        let mut turn = within("session/prompt", waiting.prompt(vec!["wait".into()]))
+            .await
+            .unwrap();
+        within("the first update", turn.next())
+            .await
+            .unwrap()
+            .unwrap();
+        let (idle, _d2) = connect_client(acp_remote::Connector::new(&outer_url)).await;
+        within("initialize", idle.initialize()).await.unwrap();
+        let session = within("session/new", idle.new_session(&project.0))
+            .await
+            .unwrap();
+
+        // SAFETY: kill(2) on the bridge this test started.
+        unsafe { libc::kill(serve.0.id() as i32, libc::SIGTERM) };
+        let health = outer_url.replacen("ws://", "", 1).replacen("/acp", "", 1);
+        let addr = health.parse().unwrap();
+        within("draining", async {
+            while !raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .starts_with("HTTP/1.1 503")
+            {
+                smol::Timer::after(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+
+        let refused = within("the refused prompt", async {
+            match session.prompt(vec!["Summarize my notes".into()]).await {
+                Err(error) => error,
+                Ok(turn) => turn.end().await.unwrap_err(),
+            }
+        })
+        .await;
+        assert_eq!(
+            refused.code().map(|c| c.0),
+            Some(acp_remote::DRAINING_CODE),
+            "{refused:?}"
+        );
+
+        within("session/cancel", waiting.cancel()).await.unwrap();
+        let response = within("the end of the turn", turn.end()).await.unwrap();
+        assert_eq!(response.stop_reason, acp_types::StopReason::Cancelled);
+    });
+}

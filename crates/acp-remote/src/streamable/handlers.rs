@@ -148,9 +148,7 @@ async fn initialize(
     peer: SocketAddr,
     ctx: &ServerCtx,
 ) -> Result<Posted, Refusal> {
-    let Some(slot) = AcpSlot::take(&ctx.shared, ctx.options.max_connections) else {
-        return Err((503, "too many connections"));
-    };
+    let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
     let id = connection_id();
     let conn = HttpConn::new(
         id.clone(),
