@@ -8,22 +8,23 @@
 //! deeper than 64, invalid JSON) is `None`, and the caller reads the line with serde_json,
 //! which then produces the exact error.
 
-use super::json::next_escape;
+use super::read::skip_ws;
+use super::write::next_escape;
 
 /// The members a message may have, each as its raw JSON text, exactly as serde_json's
 /// `RawValue` would hold it (no surrounding whitespace).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Members<'a> {
-    pub(super) jsonrpc: Option<&'a str>,
-    pub(super) id: Option<&'a str>,
-    pub(super) method: Option<&'a str>,
-    pub(super) params: Option<&'a str>,
-    pub(super) result: Option<&'a str>,
-    pub(super) error: Option<&'a str>,
+pub(crate) struct Members<'a> {
+    pub(crate) jsonrpc: Option<&'a str>,
+    pub(crate) id: Option<&'a str>,
+    pub(crate) method: Option<&'a str>,
+    pub(crate) params: Option<&'a str>,
+    pub(crate) result: Option<&'a str>,
+    pub(crate) error: Option<&'a str>,
 }
 
 /// Reads `text` as one JSON object (whitespace around it allowed, nothing else).
-pub(super) fn members(text: &str) -> Option<Members<'_>> {
+pub(crate) fn members(text: &str) -> Option<Members<'_>> {
     let bytes = text.as_bytes();
     let mut members = Members::default();
     let mut i = skip_ws(bytes, 0);
@@ -76,16 +77,9 @@ pub(super) fn members(text: &str) -> Option<Members<'_>> {
 }
 
 /// The text of a JSON string with no escapes in it, or `None` (an escaped one, or no string).
-pub(super) fn plain_string(raw: &str) -> Option<&str> {
+pub(crate) fn plain_string(raw: &str) -> Option<&str> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     (!inner.contains('\\')).then_some(inner)
-}
-
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(i) {
-        i += 1;
-    }
-    i
 }
 
 /// Past the string that starts at `i` (which must be its opening quote).
