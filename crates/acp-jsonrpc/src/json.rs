@@ -32,7 +32,7 @@ mod read;
 mod scan;
 mod write;
 
-pub use read::{skip_whitespace, string_at};
 pub(crate) use read::{present_borrowed, present_owned, skip_ws};
+pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};
 pub(crate) use write::{write, write_str};

@@ -219,7 +219,6 @@ fn present_member<'de, D: Deserializer<'de>>(
     StrMember::deserialize(deserializer).map(Some)
 }
 
-
 fn is_valid_json(text: &str) -> bool {
     serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
