@@ -25,7 +25,7 @@ use super::queue::{Budget, ByteQueue, Inbound, QueueReader};
 use super::sse;
 use super::wire::{Endpoint, Poster};
 use super::{Peek, session_of};
-use crate::frames::Signal;
+use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter, to_line};
 
 #[derive(Debug)]
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     /// Cookies the server set, sent back on every request of the connection (the RFD requires
     /// it, for sticky sessions behind load balancers).
     cookies: Mutex<CookieJar>,
-    ended: Signal,
+    ended: Latch,
 }
 
 /// The cookies of one connection: names and values only (the connection is one endpoint and
@@ -102,7 +102,7 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
         streams: Mutex::default(),
         asked_in: Mutex::default(),
         cookies: Mutex::default(),
-        ended: Signal::default(),
+        ended: Latch::default(),
     });
     let poster = shared.clone();
     smol::spawn(async move {

@@ -13,7 +13,9 @@ use futures_lite::future;
 use super::queue::Reservation;
 use super::reply::{EventStream, Reply, ReplyBody};
 use super::{HttpConn, HttpReader, Peek, Refusal};
-use crate::conn::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
+use crate::conn::{
+    AcpSlot, ConnectionInfo, IncomingConnection, Live, ServerCtx, idle_watch, lock_http,
+};
 use crate::http::{RequestHead, connection_id};
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 
@@ -147,7 +149,7 @@ async fn initialize(
         ctx.options.stream_budget,
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
-    let connection = Connection {
+    let connection = IncomingConnection {
         reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
         writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
         info: ConnectionInfo {

@@ -25,7 +25,8 @@ use event_listener::EventListener;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::frames::{Activity, Signal};
+use crate::frames::Activity;
+use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter, to_line};
 use queue::{Budget, ByteQueue, Inbound, QueueReader};
 
@@ -60,7 +61,7 @@ pub(crate) struct HttpConn {
     routes: Mutex<Routes>,
     pub(crate) activity: Arc<Activity>,
     /// Set by `DELETE`: the connection's task ends.
-    pub(crate) ended: Signal,
+    pub(crate) ended: Latch,
 }
 
 #[derive(Debug, Default)]
@@ -140,7 +141,7 @@ impl HttpConn {
             budget,
             routes: Mutex::default(),
             activity: Activity::new(),
-            ended: Signal::default(),
+            ended: Latch::default(),
         })
     }
 
