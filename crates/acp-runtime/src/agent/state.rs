@@ -1,6 +1,7 @@
 //! What an agent's connection remembers: how `initialize` went, and the registry of the
 //! sessions it serves (directory, MCP servers, system prompt, modes, config options, plans, the
-//! running turn).
+//! running turn), with the slots that count sessions being opened against the connection's
+//! limits.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

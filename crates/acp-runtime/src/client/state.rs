@@ -1,5 +1,6 @@
 //! What a client's connection remembers: the agent's `initialize` answer, the sessions and
-//! their routes, and how a spawned agent ended.
+//! their routes, how a spawned agent ended, and the session-opening calls in flight (which the
+//! agent's requests for a session it has just answered for wait on).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
