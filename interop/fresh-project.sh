@@ -94,4 +94,6 @@ if [[ -n $agent && -n $client ]]; then
   [[ $out == *"Hello, agent"* && $out == *"[EndTurn]"* ]] \
     || { echo "the README's client against the README's agent printed:"; echo "$out"; exit 1; }
 fi
+# The registry is ~200 MB of sources, needed by nothing after this; kept when a step failed.
+rm -rf "$dir/registry"
 echo "fresh project: built from $pinned packaged crates (pinned by checksum); the README's client completed a turn against the README's agent"
