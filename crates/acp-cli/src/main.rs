@@ -15,7 +15,8 @@ mod setup;
 mod signal;
 mod trace;
 
-#[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
+// A symbolic link to acp-runtime's example agent (one source for both), which `cargo package`
+// packages as the file it points to.
 mod demo_agent;
 
 use std::future::Future;

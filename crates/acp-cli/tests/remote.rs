@@ -3,7 +3,7 @@
 #![cfg(unix)]
 
 mod common;
-#[path = "../../acp-runtime/examples/shared/demo_agent.rs"]
+#[path = "../src/demo_agent.rs"]
 mod demo_agent;
 
 use std::process::{Command, Output, Stdio};

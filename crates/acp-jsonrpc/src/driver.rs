@@ -1,5 +1,6 @@
 //! The driver: the one future that reads from the peer, writes to it, and
-//! polls every handler future inside itself.
+//! polls every handler future inside itself. The in-flight limit and the reply budget decide
+//! when it reads (docs/limits.md).
 
 use std::any::Any;
 use std::future::Future;

@@ -74,7 +74,7 @@ pub struct ResponseError {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::message::present_owned"
+        deserialize_with = "crate::json::present_owned"
     )]
     pub data: Option<Box<RawValue>>,
 }
@@ -273,7 +273,7 @@ pub fn excerpt(text: &str) -> std::borrow::Cow<'_, str> {
 
 pub(crate) fn string_raw_value(text: &str) -> Box<RawValue> {
     let mut json = Vec::with_capacity(text.len() + 2);
-    crate::message::write_json_str(&mut json, text);
+    crate::json::write_str(&mut json, text);
     // The escaper only produces valid JSON strings, which are valid UTF-8.
     let json = String::from_utf8(json).unwrap_or_default();
     RawValue::from_string(json).unwrap_or_else(|_| null_raw_value())

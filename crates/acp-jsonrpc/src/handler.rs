@@ -1,4 +1,6 @@
-//! What the application implements to answer the peer.
+//! What the application implements to answer the peer ([`Handler`], or [`LocalHandler`] for
+//! futures that are not `Send`), and the [`Responder`] each request is answered through, which
+//! can [`reserve`](Responder::reserve) room for a large answer before producing it.
 
 use std::fmt;
 use std::future::Future;

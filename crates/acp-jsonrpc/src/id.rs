@@ -98,7 +98,7 @@ impl RequestId {
                 out.extend_from_slice(format_i64(*n, &mut digits));
             }
             IdRepr::OtherNumber(text) => out.extend_from_slice(text.as_bytes()),
-            IdRepr::String(s) => crate::message::write_json_str(out, s),
+            IdRepr::String(s) => crate::json::write_str(out, s),
             IdRepr::Null => out.extend_from_slice(b"null"),
         }
     }

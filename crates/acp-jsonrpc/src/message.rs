@@ -6,16 +6,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::json;
 use crate::{RequestId, ResponseError};
 
 mod decode;
-mod json;
-pub(crate) mod scan;
 
 use decode::decode;
-pub(crate) use decode::present_owned;
 pub use decode::{DecodeError, DecodeErrorKind};
-pub(crate) use json::next_escape;
 
 /// One JSON-RPC 2.0 message.
 ///
@@ -238,20 +235,16 @@ impl fmt::Display for Message {
 const REQUEST_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 const NOTIFICATION_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 
-pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    json::write_str(out, s);
-}
-
 fn write_request_head(out: &mut Vec<u8>, id: &RequestId, method: &str) {
     out.extend_from_slice(REQUEST_HEAD);
     id.write_json(out);
     out.extend_from_slice(br#","method":"#);
-    write_json_str(out, method);
+    json::write_str(out, method);
 }
 
 fn write_notification_head(out: &mut Vec<u8>, method: &str) {
     out.extend_from_slice(NOTIFICATION_HEAD);
-    write_json_str(out, method);
+    json::write_str(out, method);
 }
 
 fn write_raw_params(out: &mut Vec<u8>, params: Option<&RawValue>) {

@@ -1,4 +1,6 @@
-//! State shared between a connection's driver, its handles and responders.
+//! State shared between a connection's driver, its handles and responders: the outgoing queue
+//! (one byte buffer that messages are appended to and the writer swaps out whole), its byte
+//! budgets, and the maps of requests in flight both ways.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};

@@ -1,6 +1,6 @@
 //! What the server and its two transports share for one client's connection: the
-//! [`Connection`] a handler gets, the server-wide counters and the Streamable HTTP registry,
-//! and the idle watch.
+//! [`IncomingConnection`] a handler gets, the server-wide counters and the Streamable HTTP
+//! registry, and the idle watch.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,18 +13,22 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Timer;
 
-use crate::frames::{Activity, Signal};
+use crate::frames::Activity;
 use crate::http::RequestHead;
+use crate::latch::Latch;
 use crate::options::ServerOptions;
 use crate::streamable::HttpConn;
 use crate::streamable::queue::Budget;
 use crate::transport::{ConnectionReader, ConnectionWriter};
 use crate::ws_socket::HeldPool;
 
-/// One client's connection: what a [`Server::serve`](crate::Server::serve) handler gets. Its reader and writer
-/// carry one JSON-RPC message per line, whichever transport the client chose.
+/// One client's connection as the server accepted it: what a
+/// [`Server::serve`](crate::Server::serve) handler gets. Its reader and writer carry one
+/// JSON-RPC message per line, whichever transport the client chose; hand them to
+/// `acp_runtime::agent::serve` (or to `acp_jsonrpc::Connection::new`, which runs JSON-RPC over
+/// any reader and writer).
 #[derive(Debug)]
-pub struct Connection {
+pub struct IncomingConnection {
     /// The client's messages, one line each.
     pub reader: ConnectionReader,
     /// Each complete line written goes to the client as one message.
@@ -48,11 +52,11 @@ pub struct ConnectionInfo {
 
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) stop_accepting: Signal,
+    pub(crate) stop_accepting: Latch,
     /// Readers see the end of input.
-    pub(crate) drain: Arc<Signal>,
+    pub(crate) drain: Arc<Latch>,
     /// Connections still open are dropped.
-    pub(crate) stop: Signal,
+    pub(crate) stop: Latch,
     /// Tasks alive: TCP connections and Streamable HTTP connections.
     pub(crate) live: AtomicUsize,
     pub(crate) gone: event_listener::Event,
@@ -82,9 +86,9 @@ const INITIAL_BODIES: usize = 16 << 20;
 impl Shared {
     pub(crate) fn new(options: &ServerOptions) -> Shared {
         Shared {
-            stop_accepting: Signal::default(),
+            stop_accepting: Latch::default(),
             drain: Arc::default(),
-            stop: Signal::default(),
+            stop: Latch::default(),
             live: AtomicUsize::new(0),
             gone: event_listener::Event::new(),
             sockets: AtomicUsize::new(0),
@@ -145,7 +149,7 @@ impl Drop for AcpSlot {
 }
 
 pub(crate) type Handler =
-    Arc<dyn Fn(Connection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+    Arc<dyn Fn(IncomingConnection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 /// What every request handler needs.
 pub(crate) struct ServerCtx {

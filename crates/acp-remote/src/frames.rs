@@ -7,10 +7,9 @@
 //! `client::connect` take them unchanged, with every limit of the stdio path (line length,
 //! in-flight requests, reply budget) applying as it does there.
 
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
@@ -24,6 +23,7 @@ use futures_lite::Stream;
 use futures_util::Sink;
 
 use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
+use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter};
 use crate::ws_socket::Held;
 
@@ -52,49 +52,6 @@ impl Activity {
         let now = self.start.elapsed().as_millis() as u64;
         let last = self.last_ms.load(Ordering::Relaxed);
         std::time::Duration::from_millis(now.saturating_sub(last))
-    }
-}
-
-/// A flag that can be awaited: set once, seen by every waiter.
-#[derive(Debug, Default)]
-pub(crate) struct Signal {
-    set: AtomicBool,
-    event: event_listener::Event,
-}
-
-impl Signal {
-    pub(crate) fn set(&self) {
-        self.set.store(true, Ordering::SeqCst);
-        self.event.notify(usize::MAX);
-    }
-
-    pub(crate) fn is_set(&self) -> bool {
-        self.set.load(Ordering::SeqCst)
-    }
-
-    /// Ready once set; registers `cx` otherwise (through `listener`, kept by the caller).
-    pub(crate) fn poll_wait(
-        &self,
-        listener: &mut Option<event_listener::EventListener>,
-        cx: &mut Context<'_>,
-    ) -> Poll<()> {
-        loop {
-            if self.is_set() {
-                return Poll::Ready(());
-            }
-            match listener {
-                None => *listener = Some(self.event.listen()),
-                Some(l) => {
-                    ready!(Pin::new(l).poll(cx));
-                    *listener = None;
-                }
-            }
-        }
-    }
-
-    pub(crate) async fn wait(&self) {
-        let mut listener = None;
-        std::future::poll_fn(|cx| self.poll_wait(&mut listener, cx)).await
     }
 }
 
@@ -132,7 +89,7 @@ impl<S> Shared<S> {
 pub(crate) fn split_with<S>(
     ws: Arc<Shared<S>>,
     activity: Option<Arc<Activity>>,
-    drain: Option<Arc<Signal>>,
+    drain: Option<Arc<Latch>>,
     held: Option<Arc<Held>>,
 ) -> (WsReader<S>, WsWriter<S>)
 where
@@ -195,7 +152,7 @@ pub struct WsReader<S> {
     activity: Option<Arc<Activity>>,
     /// The server's shutdown: once set, the reader reports the end of input, so that the
     /// runtime finishes what it is handling and closes.
-    drain: Option<Arc<Signal>>,
+    drain: Option<Arc<Latch>>,
     drain_listener: Option<event_listener::EventListener>,
     /// What the socket holds of an unfinished message, released at each complete one.
     held: Option<Arc<Held>>,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::conn::{Connection, ServerCtx};
+use crate::conn::{IncomingConnection, ServerCtx};
 use crate::http::RequestHead;
 use crate::ops::{Ops, Transport};
 use crate::streamable::reply::{Reply, ReplyBody};
@@ -81,14 +81,17 @@ fn metrics(ctx: &ServerCtx) -> Reply {
 
 /// A connection as handlers get it: its reader and writer watched for turns and sessions
 /// (src/watch.rs), and counted by transport while the guard lives.
-pub(crate) fn watched(connection: Connection, ops: &Arc<Ops>) -> (Connection, crate::ops::Open) {
+pub(crate) fn watched(
+    connection: IncomingConnection,
+    ops: &Arc<Ops>,
+) -> (IncomingConnection, crate::ops::Open) {
     let transport = match &connection.reader.0 {
         ReaderInner::Ws(_) => Transport::WebSocket,
         _ => Transport::StreamableHttp,
     };
     let open = ops.opened(transport);
     let (reader, writer) = crate::watch::watch(connection.reader, connection.writer, ops.clone());
-    let connection = Connection {
+    let connection = IncomingConnection {
         reader: ConnectionReader(ReaderInner::Watched(Box::new(reader))),
         writer: ConnectionWriter(WriterInner::Watched(Box::new(writer))),
         info: connection.info,

@@ -132,6 +132,7 @@ mod http1;
 #[cfg(feature = "http2")]
 mod http2;
 mod keepalive;
+mod latch;
 mod lines;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -149,7 +150,7 @@ mod watch;
 mod ws_socket;
 
 pub use client::{ConnectError, Connector, Remote};
-pub use conn::{Connection, ConnectionInfo};
+pub use conn::{ConnectionInfo, IncomingConnection};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
 pub use options::{

@@ -14,7 +14,7 @@ use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
 use crate::conn::{
-    Connection, ConnectionInfo, Handler, Live, ServerCtx, Shared, lock_http, lock_peers,
+    ConnectionInfo, Handler, IncomingConnection, Live, ServerCtx, Shared, lock_http, lock_peers,
 };
 use crate::http::respond;
 use crate::http1;
@@ -258,7 +258,7 @@ impl Server {
         let options = options
             .with_max_line_length(self.options.max_message_size)
             .with_shared_in_flight_budget(everyone);
-        self.serve(move |connection: Connection| {
+        self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =
                 agent::serve(agent, connection.reader, connection.writer, options.clone());
@@ -274,7 +274,7 @@ impl Server {
     /// shutdown, once every connection is gone.
     pub async fn serve<H, Fut>(self, handler: H) -> io::Result<()>
     where
-        H: Fn(Connection) -> Fut + Send + Sync + 'static,
+        H: Fn(IncomingConnection) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let ops = self.shared.ops.clone();

@@ -26,7 +26,8 @@ use event_listener::EventListener;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::frames::{Activity, Signal};
+use crate::frames::Activity;
+use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter, to_line};
 use queue::{Budget, ByteQueue, Inbound, QueueReader};
 use stream::{Replay, SseStream};
@@ -71,7 +72,7 @@ pub(crate) struct HttpConn {
     routes: Mutex<Routes>,
     pub(crate) activity: Arc<Activity>,
     /// Set by `DELETE`: the connection's task ends.
-    pub(crate) ended: Signal,
+    pub(crate) ended: Latch,
 }
 
 #[derive(Debug, Default)]
@@ -198,7 +199,7 @@ impl HttpConn {
             replay,
             routes: Mutex::default(),
             activity: Activity::new(),
-            ended: Signal::default(),
+            ended: Latch::default(),
         })
     }
 

@@ -15,7 +15,7 @@ use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use futures_lite::future;
 
-use crate::conn::{AcpSlot, Connection, ConnectionInfo, ServerCtx, idle_watch};
+use crate::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
 use crate::frames::{Activity, Shared, split_with};
 use crate::http::{RequestHead, connection_id};
 use crate::streamable::reply::Reply;
@@ -80,7 +80,7 @@ pub(crate) async fn serve_websocket(
         Some(held),
     );
     let reader = reader.with_keepalive(ctx.options.keepalive);
-    let connection = Connection {
+    let connection = IncomingConnection {
         reader: ConnectionReader(ReaderInner::Ws(reader)),
         writer: ConnectionWriter(WriterInner::Ws(writer)),
         info: ConnectionInfo {

@@ -155,6 +155,7 @@ pub mod client;
 pub mod conductor;
 mod error;
 pub mod host;
+mod latch;
 #[cfg(unix)]
 mod os;
 pub mod prelude;
@@ -164,7 +165,6 @@ pub mod proxy;
 mod reply;
 mod rules;
 mod shape_reader;
-mod signal;
 pub mod stdio;
 
 pub use error::{Error, Result, codes};

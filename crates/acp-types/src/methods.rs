@@ -1,3 +1,8 @@
+//! What the generated method tables build on: the [`Method`], [`Request`] and [`Notification`]
+//! traits, the direction markers ([`ClientToAgent`], [`AgentToClient`], [`Side`]), the table
+//! rows ([`MethodInfo`]), the [`DecodeError`] of an incoming `(method, params)` pair (unknown
+//! method or bad params), and [`ExtensionCall`] for `_`-prefixed methods.
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;

@@ -9,7 +9,8 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::{Message, Notification, Request, Response, scan};
+use super::{Message, Notification, Request, Response};
+use crate::json::{self, present_borrowed};
 use crate::{RequestId, ResponseError};
 
 /// What was wrong with a line that did not decode into a [`Message`].
@@ -218,27 +219,6 @@ fn present_member<'de, D: Deserializer<'de>>(
     StrMember::deserialize(deserializer).map(Some)
 }
 
-/// `Some` whenever the member is present, `null` included; a plain
-/// `Option` would turn `"id": null` into "no id".
-fn present_borrowed<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(deserializer).map(Some)
-}
-
-pub(crate) fn present_owned<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(deserializer).map(Some)
-}
-
-fn first_significant_byte(bytes: &[u8]) -> Option<u8> {
-    bytes
-        .iter()
-        .copied()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-}
-
 fn is_valid_json(text: &str) -> bool {
     serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
@@ -246,7 +226,7 @@ fn is_valid_json(text: &str) -> bool {
 pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
     use DecodeErrorKind as Kind;
 
-    let first = first_significant_byte(line);
+    let first = line.get(json::skip_ws(line, 0)).copied();
     // serde_json does not check UTF-8 inside members it skips, so check the
     // whole line up front (fast for the ASCII that JSON mostly is).
     let text = match std::str::from_utf8(line) {
@@ -275,7 +255,7 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         _ => return Err(DecodeError::new(Kind::NotJson, "not a JSON object")),
     }
 
-    if let Some(envelope) = scan::members(text).and_then(scanned) {
+    if let Some(envelope) = json::members(text).and_then(scanned) {
         return classify(envelope);
     }
     let envelope: Envelope<'_> = match serde_json::from_str(text) {
@@ -292,11 +272,11 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
 /// The envelope serde_json would read, from the scan's members; `None` where the scan's
 /// text is not what serde_json would hand over (an escaped `jsonrpc` or `method`, which it
 /// decodes).
-fn scanned<'a>(members: scan::Members<'a>) -> Option<Envelope<'a>> {
+fn scanned<'a>(members: json::Members<'a>) -> Option<Envelope<'a>> {
     let string_member = |raw: Option<&'a str>| match raw {
         None => Some(None),
         Some(raw) if raw.starts_with('"') => {
-            scan::plain_string(raw).map(|text| Some(StrMember::Str(Cow::Borrowed(text))))
+            json::plain_string(raw).map(|text| Some(StrMember::Str(Cow::Borrowed(text))))
         }
         Some(_) => Some(Some(StrMember::NotAString)),
     };

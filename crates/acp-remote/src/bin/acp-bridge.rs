@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use acp_remote::{Connection, Connector, Server, ServerOptions};
+use acp_remote::{Connector, IncomingConnection, Server, ServerOptions};
 use acp_runtime::process::AgentCommand;
 use clap::Parser;
 use futures_lite::io::BufWriter;
@@ -251,7 +251,7 @@ fn with_h2c(_: Connector) -> Result<Connector, Failed> {
 }
 
 /// One client: a process of its own, its stdout lines as frames, frames as its stdin lines.
-async fn bridge(connection: Connection, command: AgentCommand) {
+async fn bridge(connection: IncomingConnection, command: AgentCommand) {
     let id = connection.info.id.clone();
     let tag = id.clone();
     let command = command.on_stderr_line(move |line| eprintln!("[{tag}] {line}"));

@@ -35,7 +35,7 @@ use super::sse;
 use super::wire::Reconnect;
 use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
-use crate::frames::Signal;
+use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter, to_line};
 
 #[derive(Debug)]
@@ -55,7 +55,7 @@ pub(crate) struct Shared {
     resumable: AtomicBool,
     /// Why the connection ended, when it did not end cleanly.
     failure: Mutex<Option<String>>,
-    ended: Signal,
+    ended: Latch,
 }
 
 /// The cookies of one connection: names and values only (the connection is one endpoint and
@@ -118,7 +118,7 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
         cookies: Mutex::default(),
         resumable: AtomicBool::new(false),
         failure: Mutex::default(),
-        ended: Signal::default(),
+        ended: Latch::default(),
     });
     let poster = shared.clone();
     smol::spawn(async move {

@@ -14,7 +14,9 @@ use super::queue::Reservation;
 use super::reply::{EventStream, Reply, ReplyBody};
 use super::stream::AttachError;
 use super::{HttpConn, HttpReader, Incoming, Peek, Refusal, StreamLimits};
-use crate::conn::{AcpSlot, Connection, ConnectionInfo, Live, ServerCtx, idle_watch, lock_http};
+use crate::conn::{
+    AcpSlot, ConnectionInfo, IncomingConnection, Live, ServerCtx, idle_watch, lock_http,
+};
 use crate::http::{RequestHead, connection_id};
 use crate::options::ServerOptions;
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
@@ -161,7 +163,7 @@ async fn initialize(
         },
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
-    let connection = Connection {
+    let connection = IncomingConnection {
         reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
         writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
         info: ConnectionInfo {

@@ -12,9 +12,9 @@ use super::handler::Agent;
 use super::session::{ClientHandle, SessionClient, Turn};
 use super::state::{AgentState, InitState, Negotiated, SessionEntry, SessionSlot};
 use crate::error::{Error, Result};
+use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules::{self, Breach};
-use crate::signal::Signal;
 
 pub(super) struct AgentDispatch<A> {
     pub(super) agent: Arc<A>,
@@ -25,7 +25,7 @@ pub(super) struct AgentDispatch<A> {
 struct TurnRunning {
     state: Arc<AgentState>,
     session: SessionId,
-    cancel: Signal,
+    cancel: Latch,
 }
 
 impl Drop for TurnRunning {
@@ -38,15 +38,15 @@ impl Drop for TurnRunning {
         });
         // The turn's handler is gone either way: anything still waiting on its cancellation
         // signal (helpers racing it, the turn's calls to the client) can stop.
-        self.cancel.fire();
+        self.cancel.set();
     }
 }
 
 /// What the initialization gate decided for one request, at arrival.
 enum Gate {
-    Initialize(Signal),
+    Initialize(Latch),
     Go,
-    WaitFor(Signal),
+    WaitFor(Latch),
     Refuse(ResponseError),
 }
 
@@ -57,9 +57,9 @@ impl<A: Agent> AgentDispatch<A> {
         let mut init = self.state.init.lock().unwrap();
         match (&*init, method) {
             (InitState::NotStarted, "initialize") => {
-                let signal = Signal::new();
-                *init = InitState::Initializing(signal.clone());
-                Gate::Initialize(signal)
+                let latch = Latch::new();
+                *init = InitState::Initializing(latch.clone());
+                Gate::Initialize(latch)
             }
             (_, "initialize") => {
                 Gate::Refuse(rules::not_initialized("`initialize` was already called"))
@@ -67,7 +67,7 @@ impl<A: Agent> AgentDispatch<A> {
             (InitState::NotStarted, _) => Gate::Refuse(rules::not_initialized(format!(
                 "`{method}` before `initialize`: the client must call `initialize` first"
             ))),
-            (InitState::Initializing(signal), _) => Gate::WaitFor(signal.clone()),
+            (InitState::Initializing(latch), _) => Gate::WaitFor(latch.clone()),
             (InitState::Ready(_), _) => Gate::Go,
         }
     }
@@ -92,7 +92,7 @@ impl<A: Agent> AgentDispatch<A> {
     async fn initialize(
         &self,
         request: InitializeRequest,
-        done: Signal,
+        done: Latch,
     ) -> Result<InitializeResponse> {
         let requested = request.protocol_version;
         let client_capabilities = request.client_capabilities.clone();
@@ -118,7 +118,7 @@ impl<A: Agent> AgentDispatch<A> {
             *init = InitState::NotStarted;
         }
         drop(init);
-        done.fire();
+        done.set();
         result
     }
 
@@ -196,7 +196,7 @@ impl<A: Agent> AgentDispatch<A> {
                 let id = request.session_id.clone();
                 self.state.with_session(&id, |entry| {
                     if let Some(turn) = &entry.turn {
-                        turn.fire();
+                        turn.set();
                     }
                     Ok(())
                 })?;
@@ -217,7 +217,7 @@ impl<A: Agent> AgentDispatch<A> {
                 rules::prompt_content(&request.prompt, &caps.prompt_capabilities)
                     .map_err(answer)?;
                 let id = request.session_id.clone();
-                let cancel = Signal::new();
+                let cancel = Latch::new();
                 self.state.with_session(&id, |entry| {
                     if entry.turn.is_some() {
                         return Err(Error::invalid_request(format!(
@@ -239,7 +239,7 @@ impl<A: Agent> AgentDispatch<A> {
                     cancel: cancel.clone(),
                 };
                 let result = self.agent.prompt(request, turn).await;
-                if cancel.is_fired() {
+                if cancel.is_set() {
                     // The spec: a cancelled turn answers `cancelled`, never an error caused by
                     // the abort.
                     return raw(super::unstable::cancelled(&result));
@@ -481,13 +481,13 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                         Ok(_) => unreachable!("the gate saw `initialize`"),
                         Err(error) => {
                             *dispatch.state.init.lock().unwrap() = InitState::NotStarted;
-                            done.fire();
+                            done.set();
                             return responder.respond_error(rules::decode_error(error));
                         }
                     };
                     return responder.respond(result.map_err(|e| e.to_response()));
                 }
-                Gate::WaitFor(signal) => signal.wait().await,
+                Gate::WaitFor(latch) => latch.wait().await,
                 Gate::Go => {}
             }
             if dispatch.state.negotiated(|_| ()).is_none() {
@@ -526,7 +526,7 @@ impl<A: Agent> Handler for AgentDispatch<A> {
                 Ok(ClientNotification::SessionCancel(cancel)) => {
                     let found = state.with_session(&cancel.session_id, |entry| {
                         if let Some(turn) = &entry.turn {
-                            turn.fire();
+                            turn.set();
                         }
                         Ok(())
                     });

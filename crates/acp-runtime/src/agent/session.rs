@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use super::file_content;
 use super::state::AgentState;
 use crate::error::{Error, Result};
+use crate::latch::Latch;
 use crate::rules;
-use crate::signal::Signal;
 
 /// The agent's handle on its client: capabilities, and every call an agent makes.
 ///
@@ -381,7 +381,7 @@ impl SessionClient {
         if let (RequestPermissionOutcome::Cancelled, Some(turn)) = (&outcome, &turn) {
             // The spec defines this outcome as "the prompt turn was cancelled": some clients
             // answer it before `session/cancel`, or send only the answer.
-            turn.fire();
+            turn.set();
         }
         Ok(outcome)
     }
@@ -486,7 +486,7 @@ impl SessionClient {
     }
 
     /// The cancellation signal of the session's running turn, if one runs.
-    fn running_turn(&self) -> Option<Signal> {
+    fn running_turn(&self) -> Option<Latch> {
         self.client
             .state
             .read_session(&self.id, |entry| entry.turn.clone())
@@ -507,7 +507,7 @@ impl SessionClient {
 /// then dropped by the connection) and sends nothing for one that did not. `cancelled` gives
 /// the result in its place.
 async fn for_turn<T>(
-    turn: Option<&Signal>,
+    turn: Option<&Latch>,
     call: impl Future<Output = Result<T>>,
     cancelled: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
@@ -577,14 +577,14 @@ fn turn_cancelled() -> Error {
 #[derive(Clone)]
 pub struct Turn {
     pub(super) session: SessionClient,
-    pub(super) cancel: Signal,
+    pub(super) cancel: Latch,
 }
 
 impl Turn {
     /// Whether the turn was cancelled: `session/cancel`, the session closing, or a permission
     /// request of the turn answered `cancelled`.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_fired()
+        self.cancel.is_set()
     }
 
     /// Resolves when the turn is cancelled (see [`is_cancelled`](Self::is_cancelled)). Race

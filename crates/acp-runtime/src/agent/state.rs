@@ -1,6 +1,7 @@
 //! What an agent's connection remembers: how `initialize` went, and the registry of the
 //! sessions it serves (directory, MCP servers, system prompt, modes, config options, plans, the
-//! running turn).
+//! running turn), with the slots that count sessions being opened against the connection's
+//! limits.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,8 +12,8 @@ use acp_types::*;
 
 use super::options::AgentOptions;
 use crate::error::{Error, Result};
+use crate::latch::Latch;
 use crate::rules;
-use crate::signal::Signal;
 
 pub(super) struct AgentState {
     pub(super) rpc: std::sync::OnceLock<ConnectionHandle>,
@@ -32,7 +33,7 @@ pub(super) struct AgentState {
 pub(super) enum InitState {
     #[default]
     NotStarted,
-    Initializing(Signal),
+    Initializing(Latch),
     Ready(Box<Negotiated>),
 }
 
@@ -57,7 +58,7 @@ pub(super) struct SessionEntry {
     /// `plan` (see `plan.rs`).
     pub(super) plans: Vec<(PlanId, Vec<PlanEntry>)>,
     /// The cancellation signal of the running turn.
-    pub(super) turn: Option<Signal>,
+    pub(super) turn: Option<Latch>,
     /// What the entry keeps, in bytes, against [`AgentOptions::with_session_budget`].
     cost: usize,
     /// The cursors the agent announced for the session (feature `unstable-session-cursors`).
@@ -265,7 +266,7 @@ impl AgentState {
         #[cfg(feature = "unstable-models")]
         self.models.lock().unwrap().remove(id);
         if let Some(turn) = removed.and_then(|entry| entry.turn) {
-            turn.fire();
+            turn.set();
         }
     }
 }

@@ -13,7 +13,7 @@ use super::handler::Client;
 use super::options::ClientOptions;
 use super::state::{ClientState, Opening, ReleaseTerminalsWhenDone};
 use super::updates::Routes;
-use crate::signal::Signal;
+use crate::latch::Latch;
 
 /// Connects `client` to an agent over a reader and a writer. Returns the handle to the agent
 /// and the connection's driver, which must be polled (on any executor) for anything to happen;
@@ -37,7 +37,7 @@ where
         routes: Mutex::new(Routes::new(options.unopened_update_budget)),
         opening: Mutex::new(Opening::new()),
         exit: Mutex::new(None),
-        exit_recorded: Signal::new(),
+        exit_recorded: Latch::new(),
         spawned: AtomicBool::new(false),
     });
     let dispatch = ClientDispatch {

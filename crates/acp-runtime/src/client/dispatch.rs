@@ -16,9 +16,9 @@ use super::text_chunk;
 use super::updates::{Arrived, Routed, update_cost};
 use crate::error::{Error, Result, codes};
 use crate::host::{self, TerminalHost};
+use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules;
-use crate::signal::Signal;
 
 pub(super) struct ClientDispatch<C> {
     pub(super) client: Arc<C>,
@@ -151,8 +151,8 @@ impl<C: Client> ClientDispatch<C> {
                 let cancel = session
                     .as_ref()
                     .map(|s| s.cancel.lock().unwrap().clone())
-                    .unwrap_or_else(Signal::new);
-                if cancel.is_fired() {
+                    .unwrap_or_else(Latch::new);
+                if cancel.is_set() {
                     return raw(RequestPermissionResponse::new(
                         RequestPermissionOutcome::Cancelled,
                     ));

@@ -239,7 +239,7 @@ impl AgentHandle {
 
     pub(super) fn agent_exited(&self, status: String, stderr_tail: String) {
         *self.state.exit.lock().unwrap() = Some((status, stderr_tail));
-        self.state.exit_recorded.fire();
+        self.state.exit_recorded.set();
         self.rpc.close();
     }
 

@@ -15,8 +15,8 @@ use super::state::{SessionShared, ToolCallState};
 use super::tool_calls::ToolCalls;
 use super::updates::{Popped, UpdateQueue};
 use crate::host::FsRoots;
+use crate::latch::Latch;
 use crate::rules;
-use crate::signal::Signal;
 
 /// The modes and config options an answer advertised.
 type Advertised = (Option<SessionModeState>, Option<Vec<SessionConfigOption>>);
@@ -229,7 +229,7 @@ impl AgentHandle {
             cwd: PathBuf::from(cwd),
             updates: UpdateQueue::new(id.clone(), self.state.options.session_update_budget),
             turn_active: AtomicBool::new(false),
-            cancel: Mutex::new(Signal::new()),
+            cancel: Mutex::new(Latch::new()),
             tool_calls: Mutex::new(ToolCalls::new(
                 self.state.options.max_tool_calls,
                 self.state.options.tool_call_budget,
@@ -337,7 +337,7 @@ impl Session {
                 self.shared.id
             )));
         }
-        *self.shared.cancel.lock().unwrap() = Signal::new();
+        *self.shared.cancel.lock().unwrap() = Latch::new();
         let raw = serde_json::value::to_raw_value(&request)
             .map_err(|e| Error::Internal(e.to_string()))?;
         let agent = self.agent.clone();
@@ -369,7 +369,7 @@ impl Session {
     /// permission requests with `cancelled`, and marks its unfinished tool calls cancelled.
     /// The turn then ends with `cancelled`.
     pub async fn cancel(&self) -> Result<()> {
-        self.shared.cancel.lock().unwrap().fire();
+        self.shared.cancel.lock().unwrap().set();
         self.shared.tool_calls.lock().unwrap().cancel_unfinished();
         self.agent
             .notify(&CancelNotification::new(self.shared.id.clone()))

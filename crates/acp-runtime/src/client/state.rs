@@ -1,5 +1,6 @@
 //! What a client's connection remembers: the agent's `initialize` answer, the sessions and
-//! their routes, and how a spawned agent ended.
+//! their routes, how a spawned agent ended, and the session-opening calls in flight (which the
+//! agent's requests for a session it has just answered for wait on).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -12,7 +13,7 @@ use super::tool_calls::ToolCalls;
 use super::unstable_state::UnstableState;
 use super::updates::{Routes, UpdateQueue};
 use crate::host::FsRoots;
-use crate::signal::Signal;
+use crate::latch::Latch;
 
 /// Releases every terminal of every session when the connection's driver finishes or is
 /// dropped, and ends the sessions' update streams.
@@ -44,7 +45,7 @@ pub(super) struct ClientState {
     pub(super) opening: Mutex<Opening>,
     pub(super) exit: Mutex<Option<(String, String)>>,
     /// Fired once the spawned agent's exit is recorded in `exit`.
-    pub(super) exit_recorded: Signal,
+    pub(super) exit_recorded: Latch,
     pub(super) spawned: AtomicBool,
 }
 
@@ -55,7 +56,7 @@ pub(super) struct SessionShared {
     pub(super) updates: UpdateQueue,
     pub(super) turn_active: AtomicBool,
     /// Fired by `cancel`; replaced at the start of each turn.
-    pub(super) cancel: Mutex<Signal>,
+    pub(super) cancel: Mutex<Latch>,
     pub(super) tool_calls: Mutex<ToolCalls>,
     pub(super) modes: Mutex<Option<SessionModeState>>,
     pub(super) config_options: Mutex<Option<Vec<SessionConfigOption>>>,
@@ -121,14 +122,14 @@ impl SessionShared {
 pub(super) struct Opening {
     calls: usize,
     /// Fired, and replaced, whenever one of the calls ends.
-    ended: Signal,
+    ended: Latch,
 }
 
 impl Opening {
     pub(super) fn new() -> Self {
         Opening {
             calls: 0,
-            ended: Signal::new(),
+            ended: Latch::new(),
         }
     }
 }
@@ -168,8 +169,8 @@ impl Drop for OpeningCall {
         let ended = {
             let mut opening = self.0.opening.lock().unwrap();
             opening.calls -= 1;
-            std::mem::replace(&mut opening.ended, Signal::new())
+            std::mem::replace(&mut opening.ended, Latch::new())
         };
-        ended.fire();
+        ended.set();
     }
 }

@@ -8,7 +8,8 @@
 //! deeper than 64, invalid JSON) is `None`, and the caller reads the line with serde_json,
 //! which then produces the exact error.
 
-use super::json::next_escape;
+use super::read::skip_ws;
+use super::write::next_escape;
 
 /// The members a message may have, each as its raw JSON text, exactly as serde_json's
 /// `RawValue` would hold it (no surrounding whitespace).
@@ -79,13 +80,6 @@ pub(crate) fn members(text: &str) -> Option<Members<'_>> {
 pub(crate) fn plain_string(raw: &str) -> Option<&str> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     (!inner.contains('\\')).then_some(inner)
-}
-
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(i) {
-        i += 1;
-    }
-    i
 }
 
 /// Past the string that starts at `i` (which must be its opening quote).

@@ -1,45 +1,47 @@
-//! A one-shot broadcast signal: fired once, awaited by any number of waiters, early or late.
+//! [`Latch`]: a flag set once and awaited by any number of waiters, early or late (a turn's
+//! cancellation, a turn or an initialization done, a connection ended). acp-remote has a
+//! `Latch` of the same name and verbs over `event_listener`, pollable by hand.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Cheap to clone; every clone sees the same signal.
+/// Cheap to clone; every clone sees the same latch.
 #[derive(Clone, Debug)]
-pub(crate) struct Signal {
+pub(crate) struct Latch {
     inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
 struct Inner {
-    fired: AtomicBool,
+    set: AtomicBool,
     // Never sent to: closing the channel wakes every receiver at once.
     sender: async_channel::Sender<()>,
     receiver: async_channel::Receiver<()>,
 }
 
-impl Signal {
+impl Latch {
     pub(crate) fn new() -> Self {
         let (sender, receiver) = async_channel::bounded(1);
-        Signal {
+        Latch {
             inner: Arc::new(Inner {
-                fired: AtomicBool::new(false),
+                set: AtomicBool::new(false),
                 sender,
                 receiver,
             }),
         }
     }
 
-    pub(crate) fn fire(&self) {
-        self.inner.fired.store(true, Ordering::Release);
+    pub(crate) fn set(&self) {
+        self.inner.set.store(true, Ordering::Release);
         self.inner.sender.close();
     }
 
-    pub(crate) fn is_fired(&self) -> bool {
-        self.inner.fired.load(Ordering::Acquire)
+    pub(crate) fn is_set(&self) -> bool {
+        self.inner.set.load(Ordering::Acquire)
     }
 
     pub(crate) async fn wait(&self) {
-        if !self.is_fired() {
+        if !self.is_set() {
             let _ = self.inner.receiver.recv().await;
         }
     }

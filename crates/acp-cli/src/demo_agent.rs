@@ -1,0 +1,1 @@
+../../acp-runtime/examples/shared/demo_agent.rs
