@@ -76,8 +76,8 @@ fn tool_calls_through_generated_and_hand_written_setters() {
         .with_kind(ToolKind::Edit)
         .with_status(ToolCallStatus::Pending)
         .with_raw_input(json!({"path": "/src/main.rs"}))
-        .location("/src/main.rs")
-        .content(ToolCallContent::Terminal(EmbeddedTerminal::new("term_1")));
+        .add_location("/src/main.rs")
+        .add_content(ToolCallContent::Terminal(EmbeddedTerminal::new("term_1")));
     wire(
         SessionUpdate::from(call),
         json!({

@@ -109,6 +109,26 @@ impl std::borrow::Borrow<str> for SessionId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionId> for str {
+    fn eq(&self, other: &SessionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionId> for &str {
+    fn eq(&self, other: &SessionId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Request to read content from a text file.
 ///
@@ -421,6 +441,26 @@ impl AsRef<str> for ToolCallId {
 impl std::borrow::Borrow<str> for ToolCallId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for ToolCallId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ToolCallId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ToolCallId> for str {
+    fn eq(&self, other: &ToolCallId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ToolCallId> for &str {
+    fn eq(&self, other: &ToolCallId) -> bool {
+        *self == other.0
     }
 }
 
@@ -1462,6 +1502,26 @@ impl std::borrow::Borrow<str> for TerminalId {
         &self.0
     }
 }
+impl PartialEq<str> for TerminalId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for TerminalId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<TerminalId> for str {
+    fn eq(&self, other: &TerminalId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<TerminalId> for &str {
+    fn eq(&self, other: &TerminalId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Embed a terminal created with `terminal/create` by its id.
 ///
@@ -1687,6 +1747,26 @@ impl AsRef<str> for PermissionOptionId {
 impl std::borrow::Borrow<str> for PermissionOptionId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for PermissionOptionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for PermissionOptionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<PermissionOptionId> for str {
+    fn eq(&self, other: &PermissionOptionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<PermissionOptionId> for &str {
+    fn eq(&self, other: &PermissionOptionId) -> bool {
+        *self == other.0
     }
 }
 
@@ -3341,6 +3421,26 @@ impl std::borrow::Borrow<str> for ElicitationId {
         &self.0
     }
 }
+impl PartialEq<str> for ElicitationId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ElicitationId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ElicitationId> for str {
+    fn eq(&self, other: &ElicitationId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ElicitationId> for &str {
+    fn eq(&self, other: &ElicitationId) -> bool {
+        *self == other.0
+    }
+}
 
 /// The variant part of [`ElicitationUrlMode`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -4375,6 +4475,26 @@ impl std::borrow::Borrow<str> for AuthMethodId {
         &self.0
     }
 }
+impl PartialEq<str> for AuthMethodId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for AuthMethodId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<AuthMethodId> for str {
+    fn eq(&self, other: &AuthMethodId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<AuthMethodId> for &str {
+    fn eq(&self, other: &AuthMethodId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Terminal-based authentication method.
 ///
@@ -4800,6 +4920,26 @@ impl std::borrow::Borrow<str> for SessionModeId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionModeId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionModeId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionModeId> for str {
+    fn eq(&self, other: &SessionModeId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionModeId> for &str {
+    fn eq(&self, other: &SessionModeId) -> bool {
+        *self == other.0
+    }
+}
 
 /// A mode the agent can operate in.
 ///
@@ -5016,6 +5156,26 @@ impl std::borrow::Borrow<str> for SessionConfigId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionConfigId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigId> for str {
+    fn eq(&self, other: &SessionConfigId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigId> for &str {
+    fn eq(&self, other: &SessionConfigId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Semantic category for a session configuration option.
 ///
@@ -5121,6 +5281,26 @@ impl AsRef<str> for SessionConfigValueId {
 impl std::borrow::Borrow<str> for SessionConfigValueId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for SessionConfigValueId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigValueId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigValueId> for str {
+    fn eq(&self, other: &SessionConfigValueId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigValueId> for &str {
+    fn eq(&self, other: &SessionConfigValueId) -> bool {
+        *self == other.0
     }
 }
 
@@ -5283,6 +5463,26 @@ impl AsRef<str> for SessionConfigGroupId {
 impl std::borrow::Borrow<str> for SessionConfigGroupId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for SessionConfigGroupId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigGroupId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigGroupId> for str {
+    fn eq(&self, other: &SessionConfigGroupId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigGroupId> for &str {
+    fn eq(&self, other: &SessionConfigGroupId) -> bool {
+        *self == other.0
     }
 }
 
@@ -6147,6 +6347,26 @@ impl std::borrow::Borrow<str> for MessageId {
         &self.0
     }
 }
+impl PartialEq<str> for MessageId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for MessageId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<MessageId> for str {
+    fn eq(&self, other: &MessageId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<MessageId> for &str {
+    fn eq(&self, other: &MessageId) -> bool {
+        *self == other.0
+    }
+}
 
 /// A streamed item of content
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -6639,6 +6859,26 @@ impl AsRef<str> for PlanId {
 impl std::borrow::Borrow<str> for PlanId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for PlanId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for PlanId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<PlanId> for str {
+    fn eq(&self, other: &PlanId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<PlanId> for &str {
+    fn eq(&self, other: &PlanId) -> bool {
+        *self == other.0
     }
 }
 
@@ -7359,6 +7599,26 @@ impl AsRef<str> for CompactionId {
 impl std::borrow::Borrow<str> for CompactionId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for CompactionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for CompactionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<CompactionId> for str {
+    fn eq(&self, other: &CompactionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<CompactionId> for &str {
+    fn eq(&self, other: &CompactionId) -> bool {
+        *self == other.0
     }
 }
 
