@@ -64,7 +64,7 @@ impl Terminal {
     ///
     /// ```
     /// # fn show(terminal: &acp_runtime::agent::Terminal) -> acp_types::ToolCall {
-    /// acp_types::ToolCall::new("call_1", "Running tests").content(terminal.tool_call_content())
+    /// acp_types::ToolCall::new("call_1", "Running tests").add_content(terminal.tool_call_content())
     /// # }
     /// ```
     pub fn tool_call_content(&self) -> ToolCallContent {

@@ -12,6 +12,7 @@ use super::tool_calls::ToolCalls;
 use super::unstable_state::UnstableState;
 use super::updates::{Routes, UpdateQueue};
 use crate::host::FsRoots;
+use crate::process::ExitStatus;
 use crate::signal::Signal;
 
 /// Releases every terminal of every session when the connection's driver finishes or is
@@ -42,7 +43,7 @@ pub(super) struct ClientState {
     pub(super) agent: Mutex<Option<InitializeResponse>>,
     pub(super) routes: Mutex<Routes<Arc<SessionShared>>>,
     pub(super) opening: Mutex<Opening>,
-    pub(super) exit: Mutex<Option<(String, String)>>,
+    pub(super) exit: Mutex<Option<(ExitStatus, String)>>,
     /// Fired once the spawned agent's exit is recorded in `exit`.
     pub(super) exit_recorded: Signal,
     pub(super) spawned: AtomicBool,
