@@ -54,36 +54,51 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The code of a line a user reads as an example: a Markdown line as it is, a doc comment's
-/// text without its `///` or `//!` (and rustdoc's `# ` for hidden lines). `None` for lines a
-/// user does not read (Rust code outside doc comments).
-fn example_line(path: &Path, line: &str) -> Option<String> {
+/// The text of a line a user reads: a Markdown line as it is, a doc comment's text without
+/// its `///` or `//!`. `None` for lines a user does not read (Rust code outside doc comments).
+fn doc_text<'a>(is_markdown: bool, line: &'a str) -> Option<&'a str> {
     let trimmed = line.trim_start();
-    let text = if path.extension().is_some_and(|e| e == "md") {
-        trimmed
-    } else {
-        trimmed
-            .strip_prefix("//!")
-            .or_else(|| trimmed.strip_prefix("///"))?
-            .trim_start()
-    };
-    let text = text.strip_prefix("# ").unwrap_or(text).trim_start();
-    Some(text.to_owned())
+    if is_markdown {
+        return Some(trimmed);
+    }
+    let text = trimmed
+        .strip_prefix("//!")
+        .or_else(|| trimmed.strip_prefix("///"))?;
+    Some(text.trim_start())
 }
 
-/// What is wrong with one line, if anything.
-fn breach(path: &Path, line: &str) -> Option<&'static str> {
-    let code = example_line(path, line)?;
-    if code.starts_with("use acp_types") || code.starts_with("use acp_runtime::acp_types") {
-        return Some("imports the protocol's types directly: write `use acp_runtime::prelude::*`");
+/// The breaches in one file's text, as (line number, reason): an example (a fenced code block
+/// of a Markdown file or of a doc comment) that names `acp_types` (a `use`, a path, or
+/// `acp_runtime::acp_types`), and a Markdown line that asks for an `acp-rs-types` dependency.
+fn breaches(is_markdown: bool, text: &str) -> Vec<(usize, &'static str)> {
+    let mut found = Vec::new();
+    let mut in_example = false;
+    for (n, line) in text.lines().enumerate() {
+        let Some(doc) = doc_text(is_markdown, line) else {
+            // Code between doc comments ends any example they held.
+            in_example = false;
+            continue;
+        };
+        if doc.starts_with("```") {
+            in_example = !in_example;
+            continue;
+        }
+        // rustdoc's hidden lines (`# `) are still code a user may copy from the source.
+        let code = doc.strip_prefix('#').map_or(doc, str::trim_start);
+        if in_example && code.contains("acp_types") && !code.starts_with("//") {
+            found.push((
+                n + 1,
+                "an example names `acp_types`: write `use acp_runtime::prelude::*` and the bare names",
+            ));
+        }
+        if is_markdown && code.starts_with("acp-rs-types") && code.contains('=') {
+            found.push((
+                n + 1,
+                "asks for an `acp-rs-types` dependency: `acp_runtime::prelude::*` makes it unnecessary",
+            ));
+        }
     }
-    let is_markdown = path.extension().is_some_and(|e| e == "md");
-    if is_markdown && code.starts_with("acp-rs-types") && code.contains('=') {
-        return Some(
-            "asks for an `acp-rs-types` dependency: `acp_runtime::prelude::*` makes it unnecessary",
-        );
-    }
-    None
+    found
 }
 
 #[test]
@@ -102,11 +117,11 @@ fn readmes_and_doc_examples_teach_the_prelude() {
         let Ok(text) = fs::read_to_string(path) else {
             continue;
         };
-        for (n, line) in text.lines().enumerate() {
-            if let Some(why) = breach(path, line) {
-                let shown = path.strip_prefix(&root).unwrap_or(path).display();
-                found.push(format!("{shown}:{}: {why}\n    {}", n + 1, line.trim()));
-            }
+        let is_markdown = path.extension().is_some_and(|e| e == "md");
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, why) in breaches(is_markdown, &text) {
+            let shown = path.strip_prefix(&root).unwrap_or(path).display();
+            found.push(format!("{shown}:{n}: {why}\n    {}", lines[n - 1].trim()));
         }
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
@@ -114,28 +129,37 @@ fn readmes_and_doc_examples_teach_the_prelude() {
 
 #[test]
 fn the_scan_recognizes_the_old_style() {
-    let md = Path::new("README.md");
-    let rs = Path::new("lib.rs");
-    assert!(breach(md, "use acp_types::*;").is_some());
-    assert!(
-        breach(
-            md,
-            "acp-rs-types = { git = \"https://github.com/acp-rs/acp-rs\" }"
-        )
-        .is_some()
+    let md = |text: &str| breaches(true, text).len();
+    let rs = |text: &str| breaches(false, text).len();
+    assert_eq!(md("```rust\nuse acp_types::*;\n```\n"), 1);
+    assert_eq!(
+        md("```toml\nacp-rs-types = { git = \"https://github.com/acp-rs/acp-rs\" }\n```"),
+        1
     );
-    assert!(breach(rs, "//! use acp_types::*;").is_some());
-    assert!(breach(rs, "    /// # use acp_types::*;").is_some());
-    assert!(breach(rs, "    /// use acp_runtime::acp_types::*;").is_some());
-    // Code, prose and the prelude itself pass.
-    assert!(breach(rs, "use acp_types::*;").is_none());
-    assert!(breach(md, "so that `use acp_types::*` clashes with nothing").is_none());
-    assert!(breach(rs, "//! use acp_runtime::prelude::*;").is_none());
-    assert!(
-        breach(
-            md,
-            "Published as `acp-rs-types`, the library is `acp_types`"
-        )
-        .is_none()
+    assert_eq!(rs("//! ```\n//! use acp_types::*;\n//! ```\n"), 1);
+    assert_eq!(
+        rs("    /// ```\n    /// # use acp_types::*;\n    /// ```\n"),
+        1
+    );
+    assert_eq!(
+        rs(
+            "/// ```\n/// use acp_runtime::acp_types::*;\n/// let x = acp_types::ToolKind::Read;\n/// ```"
+        ),
+        2
+    );
+    // Code, prose, links and the prelude itself pass.
+    assert_eq!(rs("use acp_types::*;\n"), 0);
+    assert_eq!(
+        rs("/// The protocol's form, [`acp_types::TerminalExitStatus`].\n"),
+        0
+    );
+    assert_eq!(md("so that `use acp_types::*` clashes with nothing\n"), 0);
+    assert_eq!(
+        rs("//! ```\n//! use acp_runtime::prelude::*;\n//! ```\n"),
+        0
+    );
+    assert_eq!(
+        md("Published as `acp-rs-types`, the library is `acp_types`\n"),
+        0
     );
 }

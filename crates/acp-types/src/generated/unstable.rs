@@ -174,14 +174,14 @@ impl ReadTextFileRequest {
     }
 
     /// Sets `line`.
-    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
-        self.line = Some(value.into());
+    pub fn with_line(mut self, value: u32) -> Self {
+        self.line = Some(value);
         self
     }
 
     /// Sets `limit`.
-    pub fn with_limit(mut self, value: impl Into<u32>) -> Self {
-        self.limit = Some(value.into());
+    pub fn with_limit(mut self, value: u32) -> Self {
+        self.limit = Some(value);
         self
     }
 
@@ -1170,8 +1170,8 @@ impl ResourceLink {
     }
 
     /// Sets `size`.
-    pub fn with_size(mut self, value: impl Into<i64>) -> Self {
-        self.size = Some(value.into());
+    pub fn with_size(mut self, value: i64) -> Self {
+        self.size = Some(value);
         self
     }
 
@@ -1650,8 +1650,8 @@ impl ToolCallLocation {
     }
 
     /// Sets `line`.
-    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
-        self.line = Some(value.into());
+    pub fn with_line(mut self, value: u32) -> Self {
+        self.line = Some(value);
         self
     }
 
@@ -1915,8 +1915,8 @@ impl CreateTerminalRequest {
     }
 
     /// Sets `outputByteLimit`.
-    pub fn with_output_byte_limit(mut self, value: impl Into<u64>) -> Self {
-        self.output_byte_limit = Some(value.into());
+    pub fn with_output_byte_limit(mut self, value: u64) -> Self {
+        self.output_byte_limit = Some(value);
         self
     }
 
@@ -2752,14 +2752,14 @@ impl StringPropertySchema {
     }
 
     /// Sets `minLength`.
-    pub fn with_min_length(mut self, value: impl Into<u32>) -> Self {
-        self.min_length = Some(value.into());
+    pub fn with_min_length(mut self, value: u32) -> Self {
+        self.min_length = Some(value);
         self
     }
 
     /// Sets `maxLength`.
-    pub fn with_max_length(mut self, value: impl Into<u32>) -> Self {
-        self.max_length = Some(value.into());
+    pub fn with_max_length(mut self, value: u32) -> Self {
+        self.max_length = Some(value);
         self
     }
 
@@ -2990,20 +2990,20 @@ impl IntegerPropertySchema {
     }
 
     /// Sets `minimum`.
-    pub fn with_minimum(mut self, value: impl Into<i64>) -> Self {
-        self.minimum = Some(value.into());
+    pub fn with_minimum(mut self, value: i64) -> Self {
+        self.minimum = Some(value);
         self
     }
 
     /// Sets `maximum`.
-    pub fn with_maximum(mut self, value: impl Into<i64>) -> Self {
-        self.maximum = Some(value.into());
+    pub fn with_maximum(mut self, value: i64) -> Self {
+        self.maximum = Some(value);
         self
     }
 
     /// Sets `default`.
-    pub fn with_default(mut self, value: impl Into<i64>) -> Self {
-        self.default = Some(value.into());
+    pub fn with_default(mut self, value: i64) -> Self {
+        self.default = Some(value);
         self
     }
 
@@ -3310,14 +3310,14 @@ impl MultiSelectPropertySchema {
     }
 
     /// Sets `minItems`.
-    pub fn with_min_items(mut self, value: impl Into<u64>) -> Self {
-        self.min_items = Some(value.into());
+    pub fn with_min_items(mut self, value: u64) -> Self {
+        self.min_items = Some(value);
         self
     }
 
     /// Sets `maxItems`.
-    pub fn with_max_items(mut self, value: impl Into<u64>) -> Self {
-        self.max_items = Some(value.into());
+    pub fn with_max_items(mut self, value: u64) -> Self {
+        self.max_items = Some(value);
         self
     }
 
@@ -7753,15 +7753,11 @@ pub struct Usage {
 
 impl Usage {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(
-        total_tokens: impl Into<u64>,
-        input_tokens: impl Into<u64>,
-        output_tokens: impl Into<u64>,
-    ) -> Self {
+    pub fn new(total_tokens: u64, input_tokens: u64, output_tokens: u64) -> Self {
         Self {
-            total_tokens: total_tokens.into(),
-            input_tokens: input_tokens.into(),
-            output_tokens: output_tokens.into(),
+            total_tokens,
+            input_tokens,
+            output_tokens,
             thought_tokens: None,
             cached_read_tokens: None,
             cached_write_tokens: None,
@@ -7770,20 +7766,20 @@ impl Usage {
     }
 
     /// Sets `thoughtTokens`.
-    pub fn with_thought_tokens(mut self, value: impl Into<u64>) -> Self {
-        self.thought_tokens = Some(value.into());
+    pub fn with_thought_tokens(mut self, value: u64) -> Self {
+        self.thought_tokens = Some(value);
         self
     }
 
     /// Sets `cachedReadTokens`.
-    pub fn with_cached_read_tokens(mut self, value: impl Into<u64>) -> Self {
-        self.cached_read_tokens = Some(value.into());
+    pub fn with_cached_read_tokens(mut self, value: u64) -> Self {
+        self.cached_read_tokens = Some(value);
         self
     }
 
     /// Sets `cachedWriteTokens`.
-    pub fn with_cached_write_tokens(mut self, value: impl Into<u64>) -> Self {
-        self.cached_write_tokens = Some(value.into());
+    pub fn with_cached_write_tokens(mut self, value: u64) -> Self {
+        self.cached_write_tokens = Some(value);
         self
     }
 
@@ -9211,10 +9207,10 @@ pub struct UsageUpdate {
 
 impl UsageUpdate {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(used: impl Into<u64>, size: impl Into<u64>) -> Self {
+    pub fn new(used: u64, size: u64) -> Self {
         Self {
-            used: used.into(),
-            size: size.into(),
+            used,
+            size,
             cost: None,
             meta: None,
         }
@@ -14580,8 +14576,8 @@ impl TerminalExitStatus {
     }
 
     /// Sets `exitCode`.
-    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
-        self.exit_code = Some(value.into());
+    pub fn with_exit_code(mut self, value: u32) -> Self {
+        self.exit_code = Some(value);
         self
     }
 
@@ -14673,8 +14669,8 @@ impl WaitForTerminalExitResponse {
     }
 
     /// Sets `exitCode`.
-    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
-        self.exit_code = Some(value.into());
+    pub fn with_exit_code(mut self, value: u32) -> Self {
+        self.exit_code = Some(value);
         self
     }
 
@@ -14996,9 +14992,9 @@ pub struct McpError {
 
 impl McpError {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(code: impl Into<i32>, message: impl Into<String>) -> Self {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code,
             message: message.into(),
             data: None,
         }
