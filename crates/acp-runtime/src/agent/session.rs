@@ -601,7 +601,7 @@ fn turn_cancelled() -> Error {
 /// ```
 /// use acp_runtime::prelude::*;
 ///
-/// async fn edit(turn: &Turn, call: ToolCallUpdate) -> Result<PromptResponse> {
+/// async fn edit(turn: &Turn, call: &ToolCall) -> Result<PromptResponse> {
 ///     let options = vec![PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce)];
 ///     let outcome = turn.request_permission(call, options).await?;
 ///     if turn.is_cancelled() {
