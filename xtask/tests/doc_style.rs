@@ -56,7 +56,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The text of a line a user reads: a Markdown line as it is, a doc comment's text without
 /// its `///` or `//!`. `None` for lines a user does not read (Rust code outside doc comments).
-fn doc_text<'a>(is_markdown: bool, line: &'a str) -> Option<&'a str> {
+fn doc_text(is_markdown: bool, line: &str) -> Option<&str> {
     let trimmed = line.trim_start();
     if is_markdown {
         return Some(trimmed);

@@ -119,11 +119,9 @@ pub use stdin::AgentStdin;
 /// binaries make it), not an internal step: everything else about the supervisor is.
 ///
 /// ```
-/// fn main() {
-///     if let Err(error) = acp_runtime::process::start_supervisor() {
-///         eprintln!("no process supervisor ({error}); agents may outlive a killed client");
-///     }
-///     // ... spawn agents
+/// // First thing in `main`:
+/// if let Err(error) = acp_runtime::process::start_supervisor() {
+///     eprintln!("no process supervisor ({error}); agents may outlive a killed client");
 /// }
 /// ```
 pub fn start_supervisor() -> io::Result<u32> {
