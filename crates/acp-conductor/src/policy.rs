@@ -22,7 +22,7 @@ impl Policy {
     ///
     /// ```
     /// use acp_conductor::policy::Policy;
-    /// use acp_types::ToolKind;
+    /// use acp_runtime::prelude::ToolKind;
     /// assert_eq!(Policy::kind("execute").unwrap(), ToolKind::Execute);
     /// assert!(Policy::kind("typo").is_err());
     /// ```

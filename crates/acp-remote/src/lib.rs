@@ -98,10 +98,10 @@
 //! use acp_runtime::client::{AutoAllow, ClientOptions};
 //! # struct MyAgent;
 //! # impl acp_runtime::agent::Agent for MyAgent {
-//! #     async fn new_session(&self, _: acp_types::NewSessionRequest, _: &acp_runtime::agent::ClientHandle)
-//! #         -> acp_runtime::Result<acp_types::NewSessionResponse> { unimplemented!() }
-//! #     async fn prompt(&self, _: acp_types::PromptRequest, _: acp_runtime::agent::Turn)
-//! #         -> acp_runtime::Result<acp_types::PromptResponse> { unimplemented!() }
+//! #     async fn new_session(&self, _: acp_runtime::prelude::NewSessionRequest, _: &acp_runtime::agent::ClientHandle)
+//! #         -> acp_runtime::Result<acp_runtime::prelude::NewSessionResponse> { unimplemented!() }
+//! #     async fn prompt(&self, _: acp_runtime::prelude::PromptRequest, _: acp_runtime::agent::Turn)
+//! #         -> acp_runtime::Result<acp_runtime::prelude::PromptResponse> { unimplemented!() }
 //! # }
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

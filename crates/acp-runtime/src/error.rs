@@ -51,10 +51,25 @@ pub enum Error {
     #[error("the connection is closed")]
     ConnectionClosed,
     /// The agent process exited; pending calls fail with this.
+    ///
+    /// ```no_run
+    /// use acp_runtime::prelude::*;
+    ///
+    /// # fn report(error: Error) {
+    /// if let Error::AgentExited { status, stderr_tail } = &error {
+    ///     match (status.code, &status.signal) {
+    ///         (Some(code), _) => eprintln!("the agent exited with code {code}"),
+    ///         (None, Some(signal)) => eprintln!("the agent was killed by {signal}"),
+    ///         (None, None) => eprintln!("the agent is gone"),
+    ///     }
+    ///     eprintln!("{stderr_tail}");
+    /// }
+    /// # }
+    /// ```
     #[error("the agent exited ({status}); last stderr lines:\n{stderr_tail}")]
     AgentExited {
-        /// Exit code or signal.
-        status: String,
+        /// How it ended: its exit code, or the signal that killed it.
+        status: crate::process::ExitStatus,
         /// The end of what it wrote to stderr.
         stderr_tail: String,
     },

@@ -115,10 +115,14 @@ pub use stdin::AgentStdin;
 /// `main` to fork it while the program is still small (it starts as a copy of this process),
 /// or to learn that it cannot run. See the [module docs](self#when-this-process-dies).
 ///
+/// Public because it is a choice of the program's `main` (the `acp` and `acp-conductor`
+/// binaries make it), not an internal step: everything else about the supervisor is.
+///
 /// ```
-/// let pid = acp_runtime::process::start_supervisor()?;
-/// assert_eq!(acp_runtime::process::supervisor_id(), Some(pid));
-/// # Ok::<(), std::io::Error>(())
+/// // First thing in `main`:
+/// if let Err(error) = acp_runtime::process::start_supervisor() {
+///     eprintln!("no process supervisor ({error}); agents may outlive a killed client");
+/// }
 /// ```
 pub fn start_supervisor() -> io::Result<u32> {
     supervisor::start()
@@ -126,6 +130,11 @@ pub fn start_supervisor() -> io::Result<u32> {
 
 /// The process id of the process supervisor while it runs; `None` before the first spawn,
 /// or if it could not be started or has died.
+///
+/// Hidden: nothing a program does depends on the id. The runtime's own integration tests
+/// (`tests/process.rs`, `tests/hostile_process.rs`) need it from outside the crate, to kill
+/// the supervisor and to find it among the processes.
+#[doc(hidden)]
 pub fn supervisor_id() -> Option<u32> {
     supervisor::id()
 }

@@ -40,7 +40,7 @@ impl Agent for WaitingAgent {
                 format!("elicitation: {}", action(&answer.kind))
             }
             "read" => {
-                let read = turn.read_text_file("/project/notes.txt", None, None).await;
+                let read = turn.read_text_file("/project/notes.txt").await;
                 format!("read failed as cancelled: {}", is_cancelled(read))
             }
             "terminal" => {
@@ -54,7 +54,7 @@ impl Agent for WaitingAgent {
                 turn.message("waiting").await?;
                 turn.cancelled().await;
                 let asked = permission(&turn).await?;
-                let read = turn.read_text_file("/project/notes.txt", None, None).await;
+                let read = turn.read_text_file("/project/notes.txt").await;
                 format!("{asked}; read failed as cancelled: {}", is_cancelled(read))
             }
             // The barrier: answered at once, with nothing before.

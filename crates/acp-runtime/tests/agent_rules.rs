@@ -72,7 +72,7 @@ impl Agent for TestAgent {
                 Err(Error::internal("model request aborted"))
             }
             "read-file" => {
-                let result = turn.read_text_file("/etc/hostname", None, None).await;
+                let result = turn.read_text_file("/etc/hostname").await;
                 match result {
                     Err(Error::NotAdvertised { capability, .. }) => {
                         turn.message(format!("refused locally: {capability}"))

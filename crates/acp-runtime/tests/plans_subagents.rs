@@ -64,13 +64,13 @@ impl Planner {
             }
             "tool_call_session" => {
                 turn.tool_call(
-                    ToolCall::new("t1", "Delegate").content(SessionReference::new("child-1")),
+                    ToolCall::new("t1", "Delegate").add_content(SessionReference::new("child-1")),
                 )
                 .await
             }
             "tool_call_update_session" => {
                 turn.tool_call_update(
-                    ToolCallUpdate::new("t1").content(SessionReference::new("child-1")),
+                    ToolCallUpdate::new("t1").add_content(SessionReference::new("child-1")),
                 )
                 .await
             }

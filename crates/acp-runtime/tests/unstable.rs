@@ -67,10 +67,7 @@ impl Agent for Everything {
                 ))
                 .await
             }
-            _ => {
-                turn.message(format!("cwd {}", turn.cwd().unwrap().display()))
-                    .await
-            }
+            _ => turn.message(format!("cwd {}", turn.cwd().display())).await,
         };
         if let Err(Error::NotAdvertised { capability, .. }) = sent {
             turn.message(format!("refused: {capability}")).await?;

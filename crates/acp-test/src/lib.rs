@@ -27,10 +27,8 @@
 //! # Snapshot-testing an agent
 //!
 //! ```
-//! use acp_runtime::Result;
-//! use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
+//! use acp_runtime::prelude::*;
 //! use acp_test::{ScriptedClient, TempDir};
-//! use acp_types::*;
 //!
 //! /// The agent under test: reads the file it is asked about and answers with its size.
 //! struct Counter;
@@ -42,7 +40,7 @@
 //!
 //!     async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
 //!         let path = request.prompt[0].as_text().unwrap_or_default().to_owned();
-//!         let content = turn.read_text_file(path, None, None).await?;
+//!         let content = turn.read_text_file(path).await?;
 //!         turn.message(format!("{} lines", content.lines().count())).await?;
 //!         Ok(StopReason::EndTurn.into())
 //!     }
@@ -140,3 +138,8 @@ pub mod guide {
     //! examples run as this crate's doc tests.
     #![doc = include_str!("../GUIDE.md")]
 }
+
+/// The README's example, run as a doctest so that it keeps up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -305,7 +305,7 @@ struct Inner {
 ///
 /// ```
 /// use acp_test::{ScriptedAgent, Step};
-/// use acp_types::*;
+/// use acp_runtime::prelude::*;
 ///
 /// let agent = ScriptedAgent::new().turn([
 ///     Step::thought("Looking at the file first."),
@@ -410,9 +410,10 @@ impl ScriptedAgent {
 
     /// A relative path of a script step, resolved against the session's directory.
     fn resolve(turn: &Turn, path: &str) -> String {
-        match turn.cwd() {
-            Some(cwd) if !Path::new(path).is_absolute() => cwd.join(path).display().to_string(),
-            _ => path.to_owned(),
+        if Path::new(path).is_absolute() {
+            path.to_owned()
+        } else {
+            turn.cwd().join(path).display().to_string()
         }
     }
 
@@ -460,7 +461,10 @@ impl ScriptedAgent {
                 }
                 Step::ReadFile { path, line, limit } => {
                     let path = Self::resolve(turn, &path);
-                    let result = turn.read_text_file(path.clone(), line, limit).await;
+                    let mut request = ReadTextFileRequest::new(turn.id().clone(), path.clone());
+                    request.line = line;
+                    request.limit = limit;
+                    let result = turn.read_text_file_with(request).await;
                     self.record(AgentEvent::FileRead {
                         path,
                         result: result.map_err(|e| e.to_string()),
@@ -510,7 +514,7 @@ async fn run_terminal(
     let terminal = session.create_terminal_with(request).await?;
     if let Some(call) = step.tool_call {
         session
-            .tool_call(call.content(terminal.tool_call_content()))
+            .tool_call(call.add_content(terminal.tool_call_content()))
             .await?;
     }
     terminal.wait_for_exit().await?;

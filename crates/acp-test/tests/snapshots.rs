@@ -31,7 +31,7 @@ impl Agent for Fixer {
         turn.tool_call(
             ToolCall::new("tests", "cargo test")
                 .with_kind(ToolKind::Execute)
-                .content(terminal.tool_call_content()),
+                .add_content(terminal.tool_call_content()),
         )
         .await?;
         let result = terminal.run_with_timeout(Duration::from_secs(5)).await?;
@@ -51,7 +51,7 @@ impl Agent for Fixer {
             .request_permission(ToolCallUpdate::new("fix"), options)
             .await?;
         if matches!(outcome, RequestPermissionOutcome::Selected(_)) {
-            let old = turn.read_text_file(&file, None, None).await?;
+            let old = turn.read_text_file(&file).await?;
             turn.write_text_file(&file, old.replace("- 1", "+ 1"))
                 .await?;
             turn.tool_call_update(
@@ -151,7 +151,7 @@ fn a_client_against_the_scripted_agent() {
         assert!(events.iter().any(|e| matches!(
             e,
             AgentEvent::Permission { outcome: Ok(RequestPermissionOutcome::Selected(s)), .. }
-                if s.option_id.as_str() == "reject"
+                if s.option_id == "reject"
         )));
         assert!(matches!(events.last(), Some(AgentEvent::Cancelled(_))));
         acp_test::assert_transcript!("cautious_client", pair.finish().await);

@@ -148,6 +148,6 @@ fn run_spawned_reports_a_crashed_agent() {
     else {
         panic!("{error:?}");
     };
-    assert!(status.contains('3'), "{status}");
+    assert_eq!(status.code, Some(3), "{status}");
     assert!(stderr_tail.contains("fatal: no key"), "{stderr_tail}");
 }

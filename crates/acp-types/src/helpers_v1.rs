@@ -44,58 +44,126 @@ impl SessionUpdate {
     }
 }
 
-// The plain setters (`with_kind`, `with_status`, `with_raw_input`, ...) are generated; these
-// add one item to a list instead of replacing it.
+// The plain setters (`with_kind`, `with_status`, `with_content`, ...) are generated and replace
+// a field; these add one item to a list, and say so in their names.
 impl ToolCall {
-    /// Adds a piece of content.
+    /// Adds a piece of content to the call's list (the generated
+    /// [`with_content`](Self::with_content) replaces the list).
     ///
     /// ```
     /// use acp_types::{ContentBlock, SessionUpdate, ToolCall, ToolCallStatus, ToolKind};
     /// let call = ToolCall::new("call_1", "Reading main.rs")
     ///     .with_kind(ToolKind::Read)
     ///     .with_status(ToolCallStatus::InProgress)
-    ///     .location("/src/main.rs")
-    ///     .content(ContentBlock::text("fn main() {}"));
+    ///     .add_location("/src/main.rs")
+    ///     .add_content(ContentBlock::text("fn main() {}"));
     /// let update = SessionUpdate::from(call);
     /// assert_eq!(
     ///     serde_json::to_string(&update).unwrap(),
     ///     r#"{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"Reading main.rs","kind":"read","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"fn main() {}"}}],"locations":[{"path":"/src/main.rs"}]}"#
     /// );
     /// ```
-    pub fn content(mut self, content: impl Into<ToolCallContent>) -> Self {
+    pub fn add_content(mut self, content: impl Into<ToolCallContent>) -> Self {
         self.content
             .get_or_insert_with(Vec::new)
             .push(content.into());
         self
     }
 
-    /// Adds a file location the call touches.
-    pub fn location(mut self, path: impl Into<String>) -> Self {
+    /// Adds a file location the call touches to the call's list (the generated
+    /// [`with_locations`](Self::with_locations) replaces the list).
+    pub fn add_location(mut self, path: impl Into<String>) -> Self {
         self.locations
             .get_or_insert_with(Vec::new)
             .push(ToolCallLocation::new(path));
         self
     }
+
+    /// Renamed [`add_content`](Self::add_content): it adds, where the generated `with_…`
+    /// setters replace.
+    #[deprecated(since = "0.1.0", note = "renamed `add_content`: it adds to the list")]
+    pub fn content(self, content: impl Into<ToolCallContent>) -> Self {
+        self.add_content(content)
+    }
+
+    /// Renamed [`add_location`](Self::add_location).
+    #[deprecated(since = "0.1.0", note = "renamed `add_location`: it adds to the list")]
+    pub fn location(self, path: impl Into<String>) -> Self {
+        self.add_location(path)
+    }
 }
 
 impl ToolCallUpdate {
-    /// Adds a piece of content (replacing what the client shows once sent).
+    /// Adds a piece of content to the update's list (the client replaces what it shows with
+    /// the list once the update is sent; the generated [`with_content`](Self::with_content)
+    /// replaces the list here).
     ///
     /// ```
     /// use acp_types::{ContentBlock, SessionUpdate, ToolCallStatus, ToolCallUpdate};
     /// let update = ToolCallUpdate::new("call_1")
     ///     .with_status(ToolCallStatus::Completed)
-    ///     .content(ContentBlock::text("done"));
+    ///     .add_content(ContentBlock::text("done"));
     /// assert_eq!(
     ///     serde_json::to_string(&SessionUpdate::from(update)).unwrap(),
     ///     r#"{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"done"}}]}"#
     /// );
     /// ```
-    pub fn content(mut self, content: impl Into<ToolCallContent>) -> Self {
+    pub fn add_content(mut self, content: impl Into<ToolCallContent>) -> Self {
         self.content
             .get_or_insert_with(Vec::new)
             .push(content.into());
         self
+    }
+
+    /// Adds a file location the call touches to the update's list.
+    pub fn add_location(mut self, path: impl Into<String>) -> Self {
+        self.locations
+            .get_or_insert_with(Vec::new)
+            .push(ToolCallLocation::new(path));
+        self
+    }
+
+    /// Renamed [`add_content`](Self::add_content).
+    #[deprecated(since = "0.1.0", note = "renamed `add_content`: it adds to the list")]
+    pub fn content(self, content: impl Into<ToolCallContent>) -> Self {
+        self.add_content(content)
+    }
+}
+
+/// The whole call as an update: its title, kind, status, content, locations and raw input and
+/// output, for a request that shows the call (`session/request_permission`) to a client that
+/// may not have kept it.
+///
+/// ```
+/// use acp_types::{ToolCall, ToolCallUpdate, ToolKind};
+/// let call = ToolCall::new("call_1", "Edit main.rs").with_kind(ToolKind::Edit);
+/// let update = ToolCallUpdate::from(&call);
+/// assert_eq!(update.title.as_deref(), Some("Edit main.rs"));
+/// assert_eq!(
+///     serde_json::to_string(&update).unwrap(),
+///     r#"{"toolCallId":"call_1","kind":"edit","title":"Edit main.rs"}"#
+/// );
+/// ```
+impl From<ToolCall> for ToolCallUpdate {
+    fn from(call: ToolCall) -> Self {
+        let mut update = ToolCallUpdate::new(call.tool_call_id);
+        update.title = Some(call.title);
+        update.name = call.name;
+        update.kind = call.kind;
+        update.status = call.status;
+        update.content = call.content;
+        update.locations = call.locations;
+        update.raw_input = call.raw_input;
+        update.raw_output = call.raw_output;
+        update.meta = call.meta;
+        update
+    }
+}
+
+/// A copy of the whole call as an update (see `From<ToolCall>`).
+impl From<&ToolCall> for ToolCallUpdate {
+    fn from(call: &ToolCall) -> Self {
+        call.clone().into()
     }
 }
 

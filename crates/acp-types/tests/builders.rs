@@ -71,13 +71,49 @@ fn patch_fields_set_and_clear() {
 }
 
 #[test]
+fn string_ids_compare_with_strings_both_ways() {
+    let option = PermissionOptionId::new("allow");
+    assert!(option == "allow");
+    assert!(option == *"allow");
+    assert!("allow" == option);
+    assert!(*"allow" == option);
+    assert!(option != "reject");
+    let outcome = RequestPermissionOutcome::selected("allow");
+    assert!(matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id == "allow"));
+    // Equality with the id type itself is unchanged.
+    assert_eq!(SessionId::new("s1"), SessionId::from("s1"));
+}
+
+#[test]
+fn a_whole_tool_call_becomes_an_update_with_every_field() {
+    let call = ToolCall::new("call_1", "Edit main.rs")
+        .with_kind(ToolKind::Edit)
+        .with_status(ToolCallStatus::Pending)
+        .add_location("/src/main.rs")
+        .add_content(ContentBlock::text("diff"));
+    let update = ToolCallUpdate::from(&call);
+    wire(
+        update.clone(),
+        json!({
+            "toolCallId": "call_1",
+            "title": "Edit main.rs",
+            "kind": "edit",
+            "status": "pending",
+            "locations": [{"path": "/src/main.rs"}],
+            "content": [{"type": "content", "content": {"type": "text", "text": "diff"}}],
+        }),
+    );
+    assert_eq!(ToolCallUpdate::from(call), update);
+}
+
+#[test]
 fn tool_calls_through_generated_and_hand_written_setters() {
     let call = ToolCall::new("call_1", "Edit main.rs")
         .with_kind(ToolKind::Edit)
         .with_status(ToolCallStatus::Pending)
         .with_raw_input(json!({"path": "/src/main.rs"}))
-        .location("/src/main.rs")
-        .content(ToolCallContent::Terminal(EmbeddedTerminal::new("term_1")));
+        .add_location("/src/main.rs")
+        .add_content(ToolCallContent::Terminal(EmbeddedTerminal::new("term_1")));
     wire(
         SessionUpdate::from(call),
         json!({

@@ -113,7 +113,11 @@ use super::*;
                      impl From<String> for {name} {{ fn from(value: String) -> Self {{ Self(value) }} }}\n\
                      impl From<&str> for {name} {{ fn from(value: &str) -> Self {{ Self(value.to_owned()) }} }}\n\
                      impl AsRef<str> for {name} {{ fn as_ref(&self) -> &str {{ &self.0 }} }}\n\
-                     impl std::borrow::Borrow<str> for {name} {{ fn borrow(&self) -> &str {{ &self.0 }} }}"
+                     impl std::borrow::Borrow<str> for {name} {{ fn borrow(&self) -> &str {{ &self.0 }} }}\n\
+                     impl PartialEq<str> for {name} {{ fn eq(&self, other: &str) -> bool {{ self.0 == other }} }}\n\
+                     impl PartialEq<&str> for {name} {{ fn eq(&self, other: &&str) -> bool {{ self.0 == *other }} }}\n\
+                     impl PartialEq<{name}> for str {{ fn eq(&self, other: &{name}) -> bool {{ self == other.0 }} }}\n\
+                     impl PartialEq<{name}> for &str {{ fn eq(&self, other: &{name}) -> bool {{ *self == other.0 }} }}"
                 )
                 .unwrap();
             }

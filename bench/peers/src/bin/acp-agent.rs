@@ -41,7 +41,7 @@ impl Agent for BenchAgent {
             }
             Scenario::Rpc { count } => {
                 for _ in 0..count {
-                    turn.read_text_file(FS_PATH, None, None).await?;
+                    turn.read_text_file(FS_PATH).await?;
                 }
             }
             Scenario::RpcPar { count, in_flight } => {
@@ -50,7 +50,7 @@ impl Agent for BenchAgent {
                 let started = Arc::new(AtomicU64::new(0));
                 let worker = |turn: Turn, started: Arc<AtomicU64>| async move {
                     while started.fetch_add(1, Ordering::Relaxed) < count {
-                        turn.read_text_file(FS_PATH, None, None).await?;
+                        turn.read_text_file(FS_PATH).await?;
                     }
                     Result::Ok(())
                 };

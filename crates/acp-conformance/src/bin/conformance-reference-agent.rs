@@ -178,7 +178,7 @@ impl Agent for ReferenceAgent {
             .collect();
         turn.thought(format!("The user asked {asked:?}.")).await?;
         let cancelled = || turn.is_cancelled();
-        let workdir = turn.cwd().unwrap_or_default().display().to_string();
+        let workdir = turn.cwd().display().to_string();
         let caps = turn.client().capabilities().unwrap_or_default();
 
         let mut notes = String::new();
@@ -187,10 +187,10 @@ impl Agent for ReferenceAgent {
             turn.tool_call(
                 ToolCall::new("read_notes", "Read notes.txt")
                     .with_kind(ToolKind::Read)
-                    .location(&path),
+                    .add_location(&path),
             )
             .await?;
-            let read = turn.read_text_file(&path, None, None).await;
+            let read = turn.read_text_file(&path).await;
             let status = if read.is_ok() {
                 ToolCallStatus::Completed
             } else {
@@ -206,7 +206,7 @@ impl Agent for ReferenceAgent {
                 ToolCall::new("list", "ls -1")
                     .with_kind(ToolKind::Execute)
                     .with_status(ToolCallStatus::InProgress)
-                    .content(terminal.tool_call_content()),
+                    .add_content(terminal.tool_call_content()),
             )
             .await?;
             let ran = terminal.run_with_timeout(Duration::from_secs(10)).await;
@@ -225,7 +225,7 @@ impl Agent for ReferenceAgent {
                 ToolCall::new("write_summary", "Write summary.txt")
                     .with_kind(ToolKind::Edit)
                     .with_status(ToolCallStatus::Pending)
-                    .location(&path),
+                    .add_location(&path),
             )
             .await?;
             let outcome = turn
@@ -237,7 +237,8 @@ impl Agent for ReferenceAgent {
                     ],
                 )
                 .await?;
-            let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
+            let allowed =
+                matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id == "allow");
             if allowed && !cancelled() {
                 let summary = format!("{} lines of notes\n", notes.lines().count());
                 turn.write_text_file(&path, summary).await?;

@@ -49,9 +49,7 @@ impl Agent for TestAgent {
             .cloned()
             .unwrap_or_default();
         turn.thought(format!("The user asked {asked:?}")).await?;
-        let notes = turn
-            .read_text_file(format!("{cwd}/notes.txt"), None, None)
-            .await?;
+        let notes = turn.read_text_file(format!("{cwd}/notes.txt")).await?;
         let options = vec![
             PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
@@ -59,7 +57,8 @@ impl Agent for TestAgent {
         let outcome = turn
             .request_permission(ToolCallUpdate::new("write_summary"), options)
             .await?;
-        let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
+        let allowed =
+            matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id == "allow");
         if allowed {
             let summary = format!("{} lines of notes\n", notes.lines().count());
             turn.write_text_file(format!("{cwd}/summary.txt"), summary)

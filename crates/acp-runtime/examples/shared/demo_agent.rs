@@ -114,7 +114,7 @@ impl Agent for DemoAgent {
         };
         turn.set_plan(plan(0)).await?;
 
-        let workdir = turn.cwd().unwrap_or_default().display().to_string();
+        let workdir = turn.cwd().display().to_string();
         let client_caps = turn.client().capabilities().unwrap_or_default();
 
         // A client that understands subagents is shown the (pretend) child that reads the
@@ -137,10 +137,10 @@ impl Agent for DemoAgent {
             turn.tool_call(
                 ToolCall::new("read_notes", "Read notes.txt")
                     .with_kind(ToolKind::Read)
-                    .location(&notes_path),
+                    .add_location(&notes_path),
             )
             .await?;
-            let notes = turn.read_text_file(&notes_path, None, None).await;
+            let notes = turn.read_text_file(&notes_path).await;
             let status = if notes.is_ok() {
                 ToolCallStatus::Completed
             } else {
@@ -168,7 +168,7 @@ impl Agent for DemoAgent {
                 ToolCall::new("list_dir", "ls -1")
                     .with_kind(ToolKind::Execute)
                     .with_status(ToolCallStatus::InProgress)
-                    .content(terminal.tool_call_content()),
+                    .add_content(terminal.tool_call_content()),
             )
             .await?;
             let result = terminal.run_with_timeout(Duration::from_secs(10)).await?;
@@ -193,7 +193,7 @@ impl Agent for DemoAgent {
             // What the file holds now, for the diff; a file that cannot be read (most often:
             // it does not exist yet) is shown as new.
             let previous = if client_caps.fs.read_text_file {
-                turn.read_text_file(&summary_path, None, None).await.ok()
+                turn.read_text_file(&summary_path).await.ok()
             } else {
                 None
             };
@@ -204,7 +204,7 @@ impl Agent for DemoAgent {
             let call = ToolCall::new("write_summary", title)
                 .with_kind(ToolKind::Edit)
                 .with_status(ToolCallStatus::Pending)
-                .location(&summary_path);
+                .add_location(&summary_path);
             turn.tool_call(call).await?;
             let options = vec![
                 PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
@@ -213,7 +213,7 @@ impl Agent for DemoAgent {
             // The request carries what a client shows the user: the title, and the change.
             let mut asked_for = ToolCallUpdate::new("write_summary")
                 .with_title(title)
-                .content(diff.clone());
+                .add_content(diff.clone());
             asked_for.kind = Some(ToolKind::Edit);
             asked_for.locations = Some(vec![ToolCallLocation::new(&summary_path)]);
             let outcome = turn.request_permission(asked_for, options).await?;
@@ -222,14 +222,15 @@ impl Agent for DemoAgent {
             if turn.is_cancelled() {
                 return Ok(StopReason::Cancelled.into());
             }
-            let allowed = matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.as_str() == "allow");
+            let allowed =
+                matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id == "allow");
             if allowed {
                 turn.write_text_file(&summary_path, summary).await?;
                 wrote = true;
                 turn.tool_call_update(
                     ToolCallUpdate::new("write_summary")
                         .with_status(ToolCallStatus::Completed)
-                        .content(diff),
+                        .add_content(diff),
                 )
                 .await?;
             } else {

@@ -218,14 +218,14 @@ impl<A: Agent> AgentDispatch<A> {
                     .map_err(answer)?;
                 let id = request.session_id.clone();
                 let cancel = Latch::new();
-                self.state.with_session(&id, |entry| {
+                let cwd = self.state.with_session(&id, |entry| {
                     if entry.turn.is_some() {
                         return Err(Error::invalid_request(format!(
                             "session `{id}` already has a prompt in flight; wait for it or cancel it"
                         )));
                     }
                     entry.turn = Some(cancel.clone());
-                    Ok(())
+                    Ok(entry.cwd.clone())
                 })?;
                 // Frees the session when the turn ends, also when this future is dropped
                 // (`$/cancel_request`, a closing connection) before it gets there.
@@ -237,6 +237,7 @@ impl<A: Agent> AgentDispatch<A> {
                 let turn = Turn {
                     session: self.session(&id),
                     cancel: cancel.clone(),
+                    cwd,
                 };
                 let result = self.agent.prompt(request, turn).await;
                 if cancel.is_set() {

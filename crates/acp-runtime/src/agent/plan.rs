@@ -23,7 +23,7 @@ impl SessionClient {
     ///
     /// ```no_run
     /// # async fn run(turn: acp_runtime::agent::Turn) -> acp_runtime::Result<()> {
-    /// use acp_runtime::acp_types::*;
+    /// use acp_runtime::prelude::*;
     ///
     /// let steps = vec![PlanEntry::new("Read notes.txt", PlanEntryPriority::High, PlanEntryStatus::Pending)];
     /// turn.set_plan(PlanItems::new("main", steps)).await?;

@@ -3,7 +3,7 @@
 //! one prompt turn.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use acp_jsonrpc::{ConnectionHandle, RequestError};
@@ -188,7 +188,8 @@ impl SessionClient {
     }
 
     /// The session's working directory, as the client set it (`None` for a session the
-    /// runtime does not know: closed, or not created through this connection).
+    /// runtime does not know: closed, or not created through this connection). Inside a
+    /// prompt turn, [`Turn::cwd`] has it without the `Option`.
     pub fn cwd(&self) -> Option<PathBuf> {
         self.client.state.read_session(&self.id, |s| s.cwd.clone())
     }
@@ -357,7 +358,25 @@ impl SessionClient {
         Ok(())
     }
 
-    /// Asks the user for permission; returns the outcome.
+    /// Asks the user for permission to run `tool_call`; returns the outcome.
+    ///
+    /// Pass the [`ToolCall`] itself (or `&call`): the request then carries its title, kind,
+    /// content and locations, and every client can show what it asks about. A bare
+    /// `ToolCallUpdate::new(id)` sends only the id: the client has to look the call up among
+    /// those it was sent earlier, and one that did not keep it (or does not look) shows an
+    /// empty title. A `ToolCallUpdate` with fields set sends those fields.
+    ///
+    /// ```
+    /// use acp_runtime::prelude::*;
+    ///
+    /// async fn edit(turn: &Turn) -> Result<bool> {
+    ///     let call = ToolCall::new("call_1", "Edit main.rs").with_kind(ToolKind::Edit);
+    ///     turn.tool_call(call.clone()).await?;
+    ///     let options = vec![PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce)];
+    ///     let outcome = turn.request_permission(&call, options).await?;
+    ///     Ok(matches!(outcome, RequestPermissionOutcome::Selected(s) if s.option_id == "allow"))
+    /// }
+    /// ```
     ///
     /// `cancelled` means the prompt turn was cancelled, however the client said so: it
     /// answered `cancelled` (which also marks the running turn cancelled, so that it ends
@@ -366,10 +385,10 @@ impl SessionClient {
     /// [`Turn`]). Asked after the turn was cancelled, it answers `cancelled` and sends nothing.
     pub async fn request_permission(
         &self,
-        tool_call: ToolCallUpdate,
+        tool_call: impl Into<ToolCallUpdate>,
         options: Vec<PermissionOption>,
     ) -> Result<RequestPermissionOutcome> {
-        let request = RequestPermissionRequest::new(self.id.clone(), tool_call, options);
+        let request = RequestPermissionRequest::new(self.id.clone(), tool_call.into(), options);
         let turn = self.running_turn();
         let outcome = for_turn(turn.as_ref(), self.client.request(&request), || {
             Ok(RequestPermissionResponse::new(
@@ -439,16 +458,38 @@ impl SessionClient {
             .await
     }
 
-    /// Reads a text file through the client (needs `fs.readTextFile`); `line` is 1-based.
-    pub async fn read_text_file(
-        &self,
-        path: impl Into<String>,
-        line: Option<u32>,
-        limit: Option<u32>,
-    ) -> Result<String> {
-        let mut request = ReadTextFileRequest::new(self.id.clone(), path);
-        request.line = line;
-        request.limit = limit;
+    /// Reads a whole text file through the client (needs `fs.readTextFile`). The client
+    /// answers with what its editor holds, unsaved changes included. The protocol wants an
+    /// absolute path, as a JSON string: a path that is not UTF-8 goes out with `U+FFFD` in
+    /// place of what is not (as in [`AgentHandle::new_session`](crate::client::AgentHandle::new_session)).
+    ///
+    /// ```
+    /// use acp_runtime::prelude::*;
+    ///
+    /// async fn count_lines(turn: &Turn) -> Result<usize> {
+    ///     let text = turn.read_text_file(turn.cwd().join("notes.txt")).await?;
+    ///     Ok(text.lines().count())
+    /// }
+    /// ```
+    pub async fn read_text_file(&self, path: impl AsRef<Path>) -> Result<String> {
+        let path = path.as_ref().to_string_lossy().into_owned();
+        self.read_text_file_with(ReadTextFileRequest::new(self.id.clone(), path))
+            .await
+    }
+
+    /// Reads a text file from a full request: part of the file, from `line` (1-based) for
+    /// `limit` lines. Like [`create_terminal_with`](Self::create_terminal_with), the request
+    /// is sent as given; name this session in it.
+    ///
+    /// ```
+    /// use acp_runtime::prelude::*;
+    ///
+    /// async fn head(turn: &Turn, path: &str) -> Result<String> {
+    ///     let request = ReadTextFileRequest::new(turn.id().clone(), path).with_line(1).with_limit(10);
+    ///     turn.read_text_file_with(request).await
+    /// }
+    /// ```
+    pub async fn read_text_file_with(&self, request: ReadTextFileRequest) -> Result<String> {
         let read = self.client.request_decoded(&request, file_content::decode);
         self.turn_call(read).await
     }
@@ -456,9 +497,10 @@ impl SessionClient {
     /// Writes a text file through the client (needs `fs.writeTextFile`).
     pub async fn write_text_file(
         &self,
-        path: impl Into<String>,
+        path: impl AsRef<Path>,
         content: impl Into<String>,
     ) -> Result<()> {
+        let path = path.as_ref().to_string_lossy().into_owned();
         let request = WriteTextFileRequest::new(self.id.clone(), path, content);
         self.turn_call(self.client.request(&request)).await?;
         Ok(())
@@ -559,7 +601,7 @@ fn turn_cancelled() -> Error {
 /// ```
 /// use acp_runtime::prelude::*;
 ///
-/// async fn edit(turn: &Turn, call: ToolCallUpdate) -> Result<PromptResponse> {
+/// async fn edit(turn: &Turn, call: &ToolCall) -> Result<PromptResponse> {
 ///     let options = vec![PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce)];
 ///     let outcome = turn.request_permission(call, options).await?;
 ///     if turn.is_cancelled() {
@@ -578,6 +620,9 @@ fn turn_cancelled() -> Error {
 pub struct Turn {
     pub(super) session: SessionClient,
     pub(super) cancel: Latch,
+    /// The session's directory, read when the turn started: the session exists then, and
+    /// its directory never changes.
+    pub(super) cwd: PathBuf,
 }
 
 impl Turn {
@@ -602,6 +647,21 @@ impl Turn {
         } else {
             reason
         }
+    }
+
+    /// The session's working directory, as the client set it when it created, loaded or
+    /// resumed the session. Unlike [`SessionClient::cwd`], always there: a turn runs in a
+    /// session that exists (it stays readable if the session is closed during the turn).
+    ///
+    /// ```
+    /// use acp_runtime::prelude::*;
+    ///
+    /// async fn readme(turn: &Turn) -> Result<String> {
+    ///     turn.read_text_file(turn.cwd().join("README.md")).await
+    /// }
+    /// ```
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
     }
 
     /// The session-scoped client.

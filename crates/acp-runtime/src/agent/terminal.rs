@@ -63,9 +63,11 @@ impl Terminal {
     /// Tool call content that shows this terminal's live output in the client.
     ///
     /// ```
-    /// # fn show(terminal: &acp_runtime::agent::Terminal) -> acp_types::ToolCall {
-    /// acp_types::ToolCall::new("call_1", "Running tests").content(terminal.tool_call_content())
-    /// # }
+    /// use acp_runtime::prelude::*;
+    ///
+    /// fn show(terminal: &acp_runtime::agent::Terminal) -> ToolCall {
+    ///     ToolCall::new("call_1", "Running tests").add_content(terminal.tool_call_content())
+    /// }
     /// ```
     pub fn tool_call_content(&self) -> ToolCallContent {
         ToolCallContent::Terminal(EmbeddedTerminal::new(self.id.clone()))

@@ -92,7 +92,7 @@ impl SessionClient {
     /// `Agent::fork_session` runs (feature `unstable-session-fork`).
     ///
     /// ```no_run
-    /// # use acp_types::*;
+    /// # use acp_runtime::prelude::*;
     /// # async fn example(session: acp_runtime::agent::SessionClient) -> acp_runtime::Result<()> {
     /// let anchor = CursorMessageAnchor::new("m1", CursorAnchorPosition::After);
     /// let mut cursor = CursorUpdate::new("c1");
@@ -131,7 +131,7 @@ impl SessionClient {
     /// Suggestions are not history: [`SessionClient::replay`] skips them.
     ///
     /// ```no_run
-    /// # use acp_types::*;
+    /// # use acp_runtime::prelude::*;
     /// # async fn example(session: acp_runtime::agent::SessionClient) -> acp_runtime::Result<()> {
     /// session
     ///     .prompt_suggestions(vec![PromptSuggestion::new(vec!["Run the tests".into()])])

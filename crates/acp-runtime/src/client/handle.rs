@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 
 use super::state::ClientState;
 use crate::error::{Error, Result};
+use crate::process::ExitStatus;
 use crate::rules;
 
 /// The client's handle on the agent. Cheap to clone, `Send` and `Sync`.
@@ -237,7 +238,7 @@ impl AgentHandle {
         }
     }
 
-    pub(super) fn agent_exited(&self, status: String, stderr_tail: String) {
+    pub(super) fn agent_exited(&self, status: ExitStatus, stderr_tail: String) {
         *self.state.exit.lock().unwrap() = Some((status, stderr_tail));
         self.state.exit_recorded.set();
         self.rpc.close();

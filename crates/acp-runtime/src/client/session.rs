@@ -52,7 +52,7 @@ impl AgentHandle {
     ///
     /// ```no_run
     /// # async fn run(agent: acp_runtime::client::AgentHandle) -> acp_runtime::Result<()> {
-    /// use acp_runtime::acp_types::*;
+    /// use acp_runtime::prelude::*;
     ///
     /// let prompt = SystemPrompt::new(SystemPromptMode::Append, vec!["Answer in French.".into()]);
     /// let request = NewSessionRequest::new("/work/project", Vec::<McpServer>::new())

@@ -182,5 +182,6 @@ impl WorkDone {
 fn watch_exit(agent: &AgentHandle, process: &AgentProcess) {
     agent.state.spawned.store(true, Ordering::Release);
     let watcher = agent.clone();
-    process.on_exit(move |exit| watcher.agent_exited(exit.to_string(), exit.stderr_tail.clone()));
+    process
+        .on_exit(move |exit| watcher.agent_exited(exit.status.clone(), exit.stderr_tail.clone()));
 }

@@ -14,6 +14,7 @@ use super::unstable_state::UnstableState;
 use super::updates::{Routes, UpdateQueue};
 use crate::host::FsRoots;
 use crate::latch::Latch;
+use crate::process::ExitStatus;
 
 /// Releases every terminal of every session when the connection's driver finishes or is
 /// dropped, and ends the sessions' update streams.
@@ -43,7 +44,7 @@ pub(super) struct ClientState {
     pub(super) agent: Mutex<Option<InitializeResponse>>,
     pub(super) routes: Mutex<Routes<Arc<SessionShared>>>,
     pub(super) opening: Mutex<Opening>,
-    pub(super) exit: Mutex<Option<(String, String)>>,
+    pub(super) exit: Mutex<Option<(ExitStatus, String)>>,
     /// Fired once the spawned agent's exit is recorded in `exit`.
     pub(super) exit_recorded: Latch,
     pub(super) spawned: AtomicBool,

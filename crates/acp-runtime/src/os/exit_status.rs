@@ -11,7 +11,7 @@ use std::fmt;
 /// [`acp_types::TerminalExitStatus`], built with `From`.
 ///
 /// ```
-/// use acp_runtime::acp_types::TerminalExitStatus;
+/// use acp_runtime::prelude::TerminalExitStatus;
 /// use acp_runtime::process::ExitStatus;
 ///
 /// let status = ExitStatus { code: Some(0), signal: None };

@@ -182,7 +182,7 @@ fn undrained_session() -> Result<()> {
             agent.initialize().await?;
             let a = agent.new_session("/tmp").await?;
             let b = agent.new_session("/tmp").await?;
-            check(b.id().to_string() == "B", || "second session".into())?;
+            check(b.id() == "B", || "second session".into())?;
             for i in 0..1000 {
                 let update = a.try_next_update().expect("every update was kept")?;
                 let expected = i.to_string();

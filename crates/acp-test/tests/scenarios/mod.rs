@@ -124,7 +124,7 @@ pub fn session_new_and_load_scenario() -> Scenario {
                         ToolCall::new("call_1", "Rename notes.txt")
                             .with_kind(ToolKind::Move)
                             .with_status(ToolCallStatus::Completed)
-                            .location(path(dir, "todo.txt")),
+                            .add_location(path(dir, "todo.txt")),
                     ),
                     SessionUpdate::agent_message_chunk("Done: notes.txt is now todo.txt."),
                 ])
@@ -242,7 +242,7 @@ pub fn tool_call_permission_scenario() -> Scenario {
                         ToolCall::new("call_1", "Write summary.txt")
                             .with_kind(ToolKind::Edit)
                             .with_status(ToolCallStatus::Pending)
-                            .location(path(dir, "summary.txt")),
+                            .add_location(path(dir, "summary.txt")),
                     ),
                     Step::permission("call_1")
                         .on_allow([
@@ -267,7 +267,7 @@ pub fn tool_call_permission_scenario() -> Scenario {
                         ToolCall::new("call_2", "Delete notes.txt")
                             .with_kind(ToolKind::Delete)
                             .with_status(ToolCallStatus::Pending)
-                            .location(path(dir, "notes.txt")),
+                            .add_location(path(dir, "notes.txt")),
                     ),
                     Step::permission("call_2")
                         .options(vec![
@@ -338,14 +338,14 @@ pub fn diff_scenario() -> Scenario {
                     ToolCall::new("call_1", "Edit src/main.rs")
                         .with_kind(ToolKind::Edit)
                         .with_status(ToolCallStatus::InProgress)
-                        .location(&file),
+                        .add_location(&file),
                 ),
                 Step::read_file("src/main.rs"),
                 Step::write_file("src/main.rs", NEW_MAIN),
                 Step::tool_call_update(
                     ToolCallUpdate::new("call_1")
                         .with_status(ToolCallStatus::Completed)
-                        .content(diff),
+                        .add_content(diff),
                 ),
                 Step::message("The greeting now says hello to ACP."),
             ])
@@ -415,7 +415,7 @@ pub fn cancel_pending_permission_scenario() -> Scenario {
                     ToolCall::new("call_1", "Delete the build directory")
                         .with_kind(ToolKind::Delete)
                         .with_status(ToolCallStatus::Pending)
-                        .location(path(dir, "build")),
+                        .add_location(path(dir, "build")),
                 ),
                 Step::permission("call_1")
                     .on_allow([Step::tool_call_update(

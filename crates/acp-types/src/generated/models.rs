@@ -61,6 +61,26 @@ impl std::borrow::Borrow<str> for ModelId {
         &self.0
     }
 }
+impl PartialEq<str> for ModelId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ModelId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ModelId> for str {
+    fn eq(&self, other: &ModelId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ModelId> for &str {
+    fn eq(&self, other: &ModelId) -> bool {
+        *self == other.0
+    }
+}
 
 /// **UNSTABLE**
 ///

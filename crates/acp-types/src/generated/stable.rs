@@ -109,6 +109,26 @@ impl std::borrow::Borrow<str> for SessionId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionId> for str {
+    fn eq(&self, other: &SessionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionId> for &str {
+    fn eq(&self, other: &SessionId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Request to read content from a text file.
 ///
@@ -154,14 +174,14 @@ impl ReadTextFileRequest {
     }
 
     /// Sets `line`.
-    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
-        self.line = Some(value.into());
+    pub fn with_line(mut self, value: u32) -> Self {
+        self.line = Some(value);
         self
     }
 
     /// Sets `limit`.
-    pub fn with_limit(mut self, value: impl Into<u32>) -> Self {
-        self.limit = Some(value.into());
+    pub fn with_limit(mut self, value: u32) -> Self {
+        self.limit = Some(value);
         self
     }
 
@@ -421,6 +441,26 @@ impl AsRef<str> for ToolCallId {
 impl std::borrow::Borrow<str> for ToolCallId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for ToolCallId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ToolCallId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ToolCallId> for str {
+    fn eq(&self, other: &ToolCallId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ToolCallId> for &str {
+    fn eq(&self, other: &ToolCallId) -> bool {
+        *self == other.0
     }
 }
 
@@ -1130,8 +1170,8 @@ impl ResourceLink {
     }
 
     /// Sets `size`.
-    pub fn with_size(mut self, value: impl Into<i64>) -> Self {
-        self.size = Some(value.into());
+    pub fn with_size(mut self, value: i64) -> Self {
+        self.size = Some(value);
         self
     }
 
@@ -1462,6 +1502,26 @@ impl std::borrow::Borrow<str> for TerminalId {
         &self.0
     }
 }
+impl PartialEq<str> for TerminalId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for TerminalId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<TerminalId> for str {
+    fn eq(&self, other: &TerminalId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<TerminalId> for &str {
+    fn eq(&self, other: &TerminalId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Embed a terminal created with `terminal/create` by its id.
 ///
@@ -1590,8 +1650,8 @@ impl ToolCallLocation {
     }
 
     /// Sets `line`.
-    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
-        self.line = Some(value.into());
+    pub fn with_line(mut self, value: u32) -> Self {
+        self.line = Some(value);
         self
     }
 
@@ -1687,6 +1747,26 @@ impl AsRef<str> for PermissionOptionId {
 impl std::borrow::Borrow<str> for PermissionOptionId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for PermissionOptionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for PermissionOptionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<PermissionOptionId> for str {
+    fn eq(&self, other: &PermissionOptionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<PermissionOptionId> for &str {
+    fn eq(&self, other: &PermissionOptionId) -> bool {
+        *self == other.0
     }
 }
 
@@ -1835,8 +1915,8 @@ impl CreateTerminalRequest {
     }
 
     /// Sets `outputByteLimit`.
-    pub fn with_output_byte_limit(mut self, value: impl Into<u64>) -> Self {
-        self.output_byte_limit = Some(value.into());
+    pub fn with_output_byte_limit(mut self, value: u64) -> Self {
+        self.output_byte_limit = Some(value);
         self
     }
 
@@ -2672,14 +2752,14 @@ impl StringPropertySchema {
     }
 
     /// Sets `minLength`.
-    pub fn with_min_length(mut self, value: impl Into<u32>) -> Self {
-        self.min_length = Some(value.into());
+    pub fn with_min_length(mut self, value: u32) -> Self {
+        self.min_length = Some(value);
         self
     }
 
     /// Sets `maxLength`.
-    pub fn with_max_length(mut self, value: impl Into<u32>) -> Self {
-        self.max_length = Some(value.into());
+    pub fn with_max_length(mut self, value: u32) -> Self {
+        self.max_length = Some(value);
         self
     }
 
@@ -2910,20 +2990,20 @@ impl IntegerPropertySchema {
     }
 
     /// Sets `minimum`.
-    pub fn with_minimum(mut self, value: impl Into<i64>) -> Self {
-        self.minimum = Some(value.into());
+    pub fn with_minimum(mut self, value: i64) -> Self {
+        self.minimum = Some(value);
         self
     }
 
     /// Sets `maximum`.
-    pub fn with_maximum(mut self, value: impl Into<i64>) -> Self {
-        self.maximum = Some(value.into());
+    pub fn with_maximum(mut self, value: i64) -> Self {
+        self.maximum = Some(value);
         self
     }
 
     /// Sets `default`.
-    pub fn with_default(mut self, value: impl Into<i64>) -> Self {
-        self.default = Some(value.into());
+    pub fn with_default(mut self, value: i64) -> Self {
+        self.default = Some(value);
         self
     }
 
@@ -3230,14 +3310,14 @@ impl MultiSelectPropertySchema {
     }
 
     /// Sets `minItems`.
-    pub fn with_min_items(mut self, value: impl Into<u64>) -> Self {
-        self.min_items = Some(value.into());
+    pub fn with_min_items(mut self, value: u64) -> Self {
+        self.min_items = Some(value);
         self
     }
 
     /// Sets `maxItems`.
-    pub fn with_max_items(mut self, value: impl Into<u64>) -> Self {
-        self.max_items = Some(value.into());
+    pub fn with_max_items(mut self, value: u64) -> Self {
+        self.max_items = Some(value);
         self
     }
 
@@ -3339,6 +3419,26 @@ impl AsRef<str> for ElicitationId {
 impl std::borrow::Borrow<str> for ElicitationId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for ElicitationId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ElicitationId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ElicitationId> for str {
+    fn eq(&self, other: &ElicitationId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ElicitationId> for &str {
+    fn eq(&self, other: &ElicitationId) -> bool {
+        *self == other.0
     }
 }
 
@@ -4375,6 +4475,26 @@ impl std::borrow::Borrow<str> for AuthMethodId {
         &self.0
     }
 }
+impl PartialEq<str> for AuthMethodId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for AuthMethodId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<AuthMethodId> for str {
+    fn eq(&self, other: &AuthMethodId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<AuthMethodId> for &str {
+    fn eq(&self, other: &AuthMethodId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Terminal-based authentication method.
 ///
@@ -4800,6 +4920,26 @@ impl std::borrow::Borrow<str> for SessionModeId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionModeId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionModeId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionModeId> for str {
+    fn eq(&self, other: &SessionModeId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionModeId> for &str {
+    fn eq(&self, other: &SessionModeId) -> bool {
+        *self == other.0
+    }
+}
 
 /// A mode the agent can operate in.
 ///
@@ -5016,6 +5156,26 @@ impl std::borrow::Borrow<str> for SessionConfigId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionConfigId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigId> for str {
+    fn eq(&self, other: &SessionConfigId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigId> for &str {
+    fn eq(&self, other: &SessionConfigId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Semantic category for a session configuration option.
 ///
@@ -5121,6 +5281,26 @@ impl AsRef<str> for SessionConfigValueId {
 impl std::borrow::Borrow<str> for SessionConfigValueId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for SessionConfigValueId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigValueId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigValueId> for str {
+    fn eq(&self, other: &SessionConfigValueId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigValueId> for &str {
+    fn eq(&self, other: &SessionConfigValueId) -> bool {
+        *self == other.0
     }
 }
 
@@ -5283,6 +5463,26 @@ impl AsRef<str> for SessionConfigGroupId {
 impl std::borrow::Borrow<str> for SessionConfigGroupId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for SessionConfigGroupId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigGroupId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigGroupId> for str {
+    fn eq(&self, other: &SessionConfigGroupId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigGroupId> for &str {
+    fn eq(&self, other: &SessionConfigGroupId) -> bool {
+        *self == other.0
     }
 }
 
@@ -6147,6 +6347,26 @@ impl std::borrow::Borrow<str> for MessageId {
         &self.0
     }
 }
+impl PartialEq<str> for MessageId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for MessageId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<MessageId> for str {
+    fn eq(&self, other: &MessageId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<MessageId> for &str {
+    fn eq(&self, other: &MessageId) -> bool {
+        *self == other.0
+    }
+}
 
 /// A streamed item of content
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -6639,6 +6859,26 @@ impl AsRef<str> for PlanId {
 impl std::borrow::Borrow<str> for PlanId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for PlanId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for PlanId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<PlanId> for str {
+    fn eq(&self, other: &PlanId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<PlanId> for &str {
+    fn eq(&self, other: &PlanId) -> bool {
+        *self == other.0
     }
 }
 
@@ -7181,10 +7421,10 @@ pub struct UsageUpdate {
 
 impl UsageUpdate {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(used: impl Into<u64>, size: impl Into<u64>) -> Self {
+    pub fn new(used: u64, size: u64) -> Self {
         Self {
-            used: used.into(),
-            size: size.into(),
+            used,
+            size,
             cost: None,
             meta: None,
         }
@@ -7359,6 +7599,26 @@ impl AsRef<str> for CompactionId {
 impl std::borrow::Borrow<str> for CompactionId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for CompactionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for CompactionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<CompactionId> for str {
+    fn eq(&self, other: &CompactionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<CompactionId> for &str {
+    fn eq(&self, other: &CompactionId) -> bool {
+        *self == other.0
     }
 }
 
@@ -10523,8 +10783,8 @@ impl TerminalExitStatus {
     }
 
     /// Sets `exitCode`.
-    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
-        self.exit_code = Some(value.into());
+    pub fn with_exit_code(mut self, value: u32) -> Self {
+        self.exit_code = Some(value);
         self
     }
 
@@ -10616,8 +10876,8 @@ impl WaitForTerminalExitResponse {
     }
 
     /// Sets `exitCode`.
-    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
-        self.exit_code = Some(value.into());
+    pub fn with_exit_code(mut self, value: u32) -> Self {
+        self.exit_code = Some(value);
         self
     }
 

@@ -109,6 +109,26 @@ impl std::borrow::Borrow<str> for SessionId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionId> for str {
+    fn eq(&self, other: &SessionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionId> for &str {
+    fn eq(&self, other: &SessionId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Request to read content from a text file.
 ///
@@ -154,14 +174,14 @@ impl ReadTextFileRequest {
     }
 
     /// Sets `line`.
-    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
-        self.line = Some(value.into());
+    pub fn with_line(mut self, value: u32) -> Self {
+        self.line = Some(value);
         self
     }
 
     /// Sets `limit`.
-    pub fn with_limit(mut self, value: impl Into<u32>) -> Self {
-        self.limit = Some(value.into());
+    pub fn with_limit(mut self, value: u32) -> Self {
+        self.limit = Some(value);
         self
     }
 
@@ -421,6 +441,26 @@ impl AsRef<str> for ToolCallId {
 impl std::borrow::Borrow<str> for ToolCallId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for ToolCallId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ToolCallId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ToolCallId> for str {
+    fn eq(&self, other: &ToolCallId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ToolCallId> for &str {
+    fn eq(&self, other: &ToolCallId) -> bool {
+        *self == other.0
     }
 }
 
@@ -1130,8 +1170,8 @@ impl ResourceLink {
     }
 
     /// Sets `size`.
-    pub fn with_size(mut self, value: impl Into<i64>) -> Self {
-        self.size = Some(value.into());
+    pub fn with_size(mut self, value: i64) -> Self {
+        self.size = Some(value);
         self
     }
 
@@ -1462,6 +1502,26 @@ impl std::borrow::Borrow<str> for TerminalId {
         &self.0
     }
 }
+impl PartialEq<str> for TerminalId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for TerminalId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<TerminalId> for str {
+    fn eq(&self, other: &TerminalId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<TerminalId> for &str {
+    fn eq(&self, other: &TerminalId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Embed a terminal created with `terminal/create` by its id.
 ///
@@ -1590,8 +1650,8 @@ impl ToolCallLocation {
     }
 
     /// Sets `line`.
-    pub fn with_line(mut self, value: impl Into<u32>) -> Self {
-        self.line = Some(value.into());
+    pub fn with_line(mut self, value: u32) -> Self {
+        self.line = Some(value);
         self
     }
 
@@ -1687,6 +1747,26 @@ impl AsRef<str> for PermissionOptionId {
 impl std::borrow::Borrow<str> for PermissionOptionId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for PermissionOptionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for PermissionOptionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<PermissionOptionId> for str {
+    fn eq(&self, other: &PermissionOptionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<PermissionOptionId> for &str {
+    fn eq(&self, other: &PermissionOptionId) -> bool {
+        *self == other.0
     }
 }
 
@@ -1835,8 +1915,8 @@ impl CreateTerminalRequest {
     }
 
     /// Sets `outputByteLimit`.
-    pub fn with_output_byte_limit(mut self, value: impl Into<u64>) -> Self {
-        self.output_byte_limit = Some(value.into());
+    pub fn with_output_byte_limit(mut self, value: u64) -> Self {
+        self.output_byte_limit = Some(value);
         self
     }
 
@@ -2672,14 +2752,14 @@ impl StringPropertySchema {
     }
 
     /// Sets `minLength`.
-    pub fn with_min_length(mut self, value: impl Into<u32>) -> Self {
-        self.min_length = Some(value.into());
+    pub fn with_min_length(mut self, value: u32) -> Self {
+        self.min_length = Some(value);
         self
     }
 
     /// Sets `maxLength`.
-    pub fn with_max_length(mut self, value: impl Into<u32>) -> Self {
-        self.max_length = Some(value.into());
+    pub fn with_max_length(mut self, value: u32) -> Self {
+        self.max_length = Some(value);
         self
     }
 
@@ -2910,20 +2990,20 @@ impl IntegerPropertySchema {
     }
 
     /// Sets `minimum`.
-    pub fn with_minimum(mut self, value: impl Into<i64>) -> Self {
-        self.minimum = Some(value.into());
+    pub fn with_minimum(mut self, value: i64) -> Self {
+        self.minimum = Some(value);
         self
     }
 
     /// Sets `maximum`.
-    pub fn with_maximum(mut self, value: impl Into<i64>) -> Self {
-        self.maximum = Some(value.into());
+    pub fn with_maximum(mut self, value: i64) -> Self {
+        self.maximum = Some(value);
         self
     }
 
     /// Sets `default`.
-    pub fn with_default(mut self, value: impl Into<i64>) -> Self {
-        self.default = Some(value.into());
+    pub fn with_default(mut self, value: i64) -> Self {
+        self.default = Some(value);
         self
     }
 
@@ -3230,14 +3310,14 @@ impl MultiSelectPropertySchema {
     }
 
     /// Sets `minItems`.
-    pub fn with_min_items(mut self, value: impl Into<u64>) -> Self {
-        self.min_items = Some(value.into());
+    pub fn with_min_items(mut self, value: u64) -> Self {
+        self.min_items = Some(value);
         self
     }
 
     /// Sets `maxItems`.
-    pub fn with_max_items(mut self, value: impl Into<u64>) -> Self {
-        self.max_items = Some(value.into());
+    pub fn with_max_items(mut self, value: u64) -> Self {
+        self.max_items = Some(value);
         self
     }
 
@@ -3339,6 +3419,26 @@ impl AsRef<str> for ElicitationId {
 impl std::borrow::Borrow<str> for ElicitationId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for ElicitationId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ElicitationId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ElicitationId> for str {
+    fn eq(&self, other: &ElicitationId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ElicitationId> for &str {
+    fn eq(&self, other: &ElicitationId) -> bool {
+        *self == other.0
     }
 }
 
@@ -3504,6 +3604,26 @@ impl std::borrow::Borrow<str> for McpServerAcpId {
         &self.0
     }
 }
+impl PartialEq<str> for McpServerAcpId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for McpServerAcpId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<McpServerAcpId> for str {
+    fn eq(&self, other: &McpServerAcpId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<McpServerAcpId> for &str {
+    fn eq(&self, other: &McpServerAcpId) -> bool {
+        *self == other.0
+    }
+}
 
 /// **UNSTABLE**
 ///
@@ -3550,6 +3670,26 @@ impl AsRef<str> for McpRequestId {
 impl std::borrow::Borrow<str> for McpRequestId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for McpRequestId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for McpRequestId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<McpRequestId> for str {
+    fn eq(&self, other: &McpRequestId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<McpRequestId> for &str {
+    fn eq(&self, other: &McpRequestId) -> bool {
+        *self == other.0
     }
 }
 
@@ -4963,6 +5103,26 @@ impl std::borrow::Borrow<str> for AuthMethodId {
         &self.0
     }
 }
+impl PartialEq<str> for AuthMethodId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for AuthMethodId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<AuthMethodId> for str {
+    fn eq(&self, other: &AuthMethodId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<AuthMethodId> for &str {
+    fn eq(&self, other: &AuthMethodId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Terminal-based authentication method.
 ///
@@ -5347,6 +5507,26 @@ impl AsRef<str> for ProviderId {
 impl std::borrow::Borrow<str> for ProviderId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for ProviderId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for ProviderId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<ProviderId> for str {
+    fn eq(&self, other: &ProviderId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<ProviderId> for &str {
+    fn eq(&self, other: &ProviderId) -> bool {
+        *self == other.0
     }
 }
 
@@ -5980,6 +6160,26 @@ impl std::borrow::Borrow<str> for SessionModeId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionModeId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionModeId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionModeId> for str {
+    fn eq(&self, other: &SessionModeId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionModeId> for &str {
+    fn eq(&self, other: &SessionModeId) -> bool {
+        *self == other.0
+    }
+}
 
 /// A mode the agent can operate in.
 ///
@@ -6196,6 +6396,26 @@ impl std::borrow::Borrow<str> for SessionConfigId {
         &self.0
     }
 }
+impl PartialEq<str> for SessionConfigId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigId> for str {
+    fn eq(&self, other: &SessionConfigId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigId> for &str {
+    fn eq(&self, other: &SessionConfigId) -> bool {
+        *self == other.0
+    }
+}
 
 /// Semantic category for a session configuration option.
 ///
@@ -6309,6 +6529,26 @@ impl AsRef<str> for SessionConfigValueId {
 impl std::borrow::Borrow<str> for SessionConfigValueId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for SessionConfigValueId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigValueId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigValueId> for str {
+    fn eq(&self, other: &SessionConfigValueId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigValueId> for &str {
+    fn eq(&self, other: &SessionConfigValueId) -> bool {
+        *self == other.0
     }
 }
 
@@ -6471,6 +6711,26 @@ impl AsRef<str> for SessionConfigGroupId {
 impl std::borrow::Borrow<str> for SessionConfigGroupId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for SessionConfigGroupId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for SessionConfigGroupId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<SessionConfigGroupId> for str {
+    fn eq(&self, other: &SessionConfigGroupId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<SessionConfigGroupId> for &str {
+    fn eq(&self, other: &SessionConfigGroupId) -> bool {
+        *self == other.0
     }
 }
 
@@ -7493,15 +7753,11 @@ pub struct Usage {
 
 impl Usage {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(
-        total_tokens: impl Into<u64>,
-        input_tokens: impl Into<u64>,
-        output_tokens: impl Into<u64>,
-    ) -> Self {
+    pub fn new(total_tokens: u64, input_tokens: u64, output_tokens: u64) -> Self {
         Self {
-            total_tokens: total_tokens.into(),
-            input_tokens: input_tokens.into(),
-            output_tokens: output_tokens.into(),
+            total_tokens,
+            input_tokens,
+            output_tokens,
             thought_tokens: None,
             cached_read_tokens: None,
             cached_write_tokens: None,
@@ -7510,20 +7766,20 @@ impl Usage {
     }
 
     /// Sets `thoughtTokens`.
-    pub fn with_thought_tokens(mut self, value: impl Into<u64>) -> Self {
-        self.thought_tokens = Some(value.into());
+    pub fn with_thought_tokens(mut self, value: u64) -> Self {
+        self.thought_tokens = Some(value);
         self
     }
 
     /// Sets `cachedReadTokens`.
-    pub fn with_cached_read_tokens(mut self, value: impl Into<u64>) -> Self {
-        self.cached_read_tokens = Some(value.into());
+    pub fn with_cached_read_tokens(mut self, value: u64) -> Self {
+        self.cached_read_tokens = Some(value);
         self
     }
 
     /// Sets `cachedWriteTokens`.
-    pub fn with_cached_write_tokens(mut self, value: impl Into<u64>) -> Self {
-        self.cached_write_tokens = Some(value.into());
+    pub fn with_cached_write_tokens(mut self, value: u64) -> Self {
+        self.cached_write_tokens = Some(value);
         self
     }
 
@@ -7875,6 +8131,26 @@ impl AsRef<str> for MessageId {
 impl std::borrow::Borrow<str> for MessageId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for MessageId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for MessageId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<MessageId> for str {
+    fn eq(&self, other: &MessageId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<MessageId> for &str {
+    fn eq(&self, other: &MessageId) -> bool {
+        *self == other.0
     }
 }
 
@@ -8369,6 +8645,26 @@ impl AsRef<str> for PlanId {
 impl std::borrow::Borrow<str> for PlanId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for PlanId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for PlanId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<PlanId> for str {
+    fn eq(&self, other: &PlanId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<PlanId> for &str {
+    fn eq(&self, other: &PlanId) -> bool {
+        *self == other.0
     }
 }
 
@@ -8911,10 +9207,10 @@ pub struct UsageUpdate {
 
 impl UsageUpdate {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(used: impl Into<u64>, size: impl Into<u64>) -> Self {
+    pub fn new(used: u64, size: u64) -> Self {
         Self {
-            used: used.into(),
-            size: size.into(),
+            used,
+            size,
             cost: None,
             meta: None,
         }
@@ -9089,6 +9385,26 @@ impl AsRef<str> for CompactionId {
 impl std::borrow::Borrow<str> for CompactionId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for CompactionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for CompactionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<CompactionId> for str {
+    fn eq(&self, other: &CompactionId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<CompactionId> for &str {
+    fn eq(&self, other: &CompactionId) -> bool {
+        *self == other.0
     }
 }
 
@@ -9418,6 +9734,26 @@ impl AsRef<str> for CursorId {
 impl std::borrow::Borrow<str> for CursorId {
     fn borrow(&self) -> &str {
         &self.0
+    }
+}
+impl PartialEq<str> for CursorId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+impl PartialEq<&str> for CursorId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl PartialEq<CursorId> for str {
+    fn eq(&self, other: &CursorId) -> bool {
+        self == other.0
+    }
+}
+impl PartialEq<CursorId> for &str {
+    fn eq(&self, other: &CursorId) -> bool {
+        *self == other.0
     }
 }
 
@@ -14240,8 +14576,8 @@ impl TerminalExitStatus {
     }
 
     /// Sets `exitCode`.
-    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
-        self.exit_code = Some(value.into());
+    pub fn with_exit_code(mut self, value: u32) -> Self {
+        self.exit_code = Some(value);
         self
     }
 
@@ -14333,8 +14669,8 @@ impl WaitForTerminalExitResponse {
     }
 
     /// Sets `exitCode`.
-    pub fn with_exit_code(mut self, value: impl Into<u32>) -> Self {
-        self.exit_code = Some(value.into());
+    pub fn with_exit_code(mut self, value: u32) -> Self {
+        self.exit_code = Some(value);
         self
     }
 
@@ -14656,9 +14992,9 @@ pub struct McpError {
 
 impl McpError {
     /// A value with the given required fields; optional fields are absent.
-    pub fn new(code: impl Into<i32>, message: impl Into<String>) -> Self {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code,
             message: message.into(),
             data: None,
         }

@@ -65,6 +65,10 @@ impl Emitter<'_> {
         for f in &s.fields {
             let field = ident(&f.rust_name);
             match f.presence {
+                Presence::Required if matches!(f.ty, Ty::Int(_)) => {
+                    params.push(format!("{field}: {}", rust_ty(&f.ty)));
+                    inits.push(field);
+                }
                 Presence::Required => {
                     params.push(format!("{field}: impl Into<{}>", rust_ty(&f.ty)));
                     inits.push(format!("{field}: {field}.into()"));
@@ -111,9 +115,16 @@ impl Emitter<'_> {
             Presence::Patch => ("Sets `{json}` to a new value.", "Patch::Set(value.into())"),
         };
         let doc = doc.replace("{json}", json);
+        // An integer is taken as it is: with `impl Into<u32>` a literal (`with_line(1)`) would
+        // be an `i32` and not compile.
+        let (param, value) = if matches!(f.ty, Ty::Int(_)) {
+            (ty.clone(), value.replace("value.into()", "value"))
+        } else {
+            (format!("impl Into<{ty}>"), value.to_owned())
+        };
         writeln!(
             self.out,
-            "\n    /// {doc}\n    pub fn with_{bare}(mut self, value: impl Into<{ty}>) -> Self {{\n        \
+            "\n    /// {doc}\n    pub fn with_{bare}(mut self, value: {param}) -> Self {{\n        \
              self.{field} = {value};\n        self\n    }}"
         )
         .unwrap();
