@@ -146,7 +146,9 @@ mod upgrade;
 mod watch;
 mod ws_socket;
 
-pub use client::{ConnectError, Connector, Remote};
+pub use client::{
+    ConnectError, Connector, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_WITHIN, Remote,
+};
 pub use conn::{Connection, ConnectionInfo};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
