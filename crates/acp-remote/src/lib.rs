@@ -155,7 +155,9 @@ pub use http::RequestHead;
 pub use options::{
     Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SERVER_IN_FLIGHT_BUDGET, ServerOptions,
 };
-pub use options::{DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE};
+pub use options::{
+    DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE,
+};
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};
