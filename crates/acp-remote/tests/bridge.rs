@@ -233,6 +233,26 @@ fn the_stream_flags_of_serve_take_effect() {
     });
 }
 
+/// `--head-timeout`: a head left unfinished is cut after 0.3 s, not the default 5 s.
+#[test]
+fn the_head_timeout_flag_takes_effect() {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    smol::block_on(async {
+        let (_serve, url) = bridge_serve_with(&["--head-timeout", "0.3"], &["cat"]);
+        let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
+        let mut stream = smol::net::TcpStream::connect(addr).await.unwrap();
+        let started = std::time::Instant::now();
+        stream
+            .write_all(b"POST /acp HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        let _ = within("the cut", stream.read_to_end(&mut rest)).await;
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(3), "{elapsed:?}");
+    });
+}
+
 #[test]
 fn usage_errors_exit_2() {
     for flags in [

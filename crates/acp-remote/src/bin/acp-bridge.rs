@@ -58,6 +58,10 @@ struct ServeArgs {
     /// Close connections quiet for SECS (0 for never) [default: 600]
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<u64>,
+    /// Cut a socket whose request head is not complete SECS after its first byte, or after
+    /// the previous answer on a kept-alive socket (fractions allowed) [default: 5]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    head_timeout: Option<Duration>,
     /// Serve TLS (wss://, https://) with this PEM certificate chain...
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<String>,
@@ -187,6 +191,9 @@ fn serve(args: ServeArgs) -> Result<(), Failed> {
     if let Some(secs) = args.idle_timeout {
         let timeout = (secs > 0).then(|| Duration::from_secs(secs));
         server_options = server_options.with_idle_timeout(timeout);
+    }
+    if let Some(timeout) = args.head_timeout {
+        server_options = server_options.with_head_timeout(timeout);
     }
     if args.replay_bytes.is_some() || args.replay_age.is_some() {
         server_options = server_options.with_replay_window(
