@@ -2,14 +2,15 @@
 //! request fails with the reason, the turn ends, nothing waits for ever (issue 24: the Python
 //! SDK's answers were refused and the agent's request hung). Each way a POST can be refused
 //! once the body has started: too large by its `Content-Length` (413 from the head), too
-//! large as its chunks arrive (413), not JSON (415), invalid JSON (400).
+//! large as its chunks arrive (413), not JSON (415), invalid JSON (400); over HTTP/1.1, and
+//! over HTTP/2 (h2c) with the `http2` feature.
 
 mod common;
 
 use std::net::SocketAddr;
 
 use acp_remote::ServerOptions;
-use common::http_client::{self, Sse};
+use common::wire::Wire;
 use common::{Project, serve, within};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use serde_json::{Value, json};
@@ -37,42 +38,64 @@ fn a_refused_answer_fails_the_agents_request() {
         ] {
             let (addr, _handle, _task) =
                 serve(ServerOptions::default().with_max_message_size(LIMIT));
-            let project = Project::new(&format!("refused-{way:?}"));
-            let (status, ended) = refused_turn(addr, &project, way).await;
-            let (want, reason) = match way {
-                Refused::LengthTooLarge | Refused::ChunksTooLarge => {
-                    (413, "message larger than the server accepts")
-                }
-                Refused::NotJson => (415, "Content-Type must be application/json"),
-                Refused::InvalidJson => (400, "invalid JSON"),
-            };
-            assert_eq!(status, want, "{way:?}");
-            // The turn ends with the reason (the agent's file read failed with it and the test
-            // agent passes it on), not a hang.
-            let message = format!("the client's answer was refused: {reason}");
-            assert_eq!(
-                ended,
-                json!({"jsonrpc": "2.0", "id": 2,
-                    "error": {"code": -32603, "message": message}}),
-                "{way:?}"
-            );
+            check(Wire::Http1(addr), addr, way).await;
         }
     });
 }
 
+/// The same over one HTTP/2 connection (chunks are HTTP/1.1's).
+#[cfg(feature = "http2")]
+#[test]
+fn a_refused_answer_fails_the_agents_request_over_h2c() {
+    smol::block_on(async {
+        for way in [
+            Refused::LengthTooLarge,
+            Refused::NotJson,
+            Refused::InvalidJson,
+        ] {
+            let (addr, _handle, _task) =
+                serve(ServerOptions::default().with_max_message_size(LIMIT));
+            let h2 = common::h2_client::H2::connect(addr).await;
+            check(Wire::Http2(&h2), addr, way).await;
+        }
+    });
+}
+
+async fn check(wire: Wire<'_>, addr: SocketAddr, way: Refused) {
+    let project = Project::new(&format!("refused-{way:?}"));
+    let (status, ended) = refused_turn(wire, addr, &project, way).await;
+    let (want, reason) = match way {
+        Refused::LengthTooLarge | Refused::ChunksTooLarge => {
+            (413, "message larger than the server accepts")
+        }
+        Refused::NotJson => (415, "Content-Type must be application/json"),
+        Refused::InvalidJson => (400, "invalid JSON"),
+    };
+    assert_eq!(status, want, "{way:?}");
+    // The turn ends with the reason (the agent's file read failed with it and the test agent
+    // passes it on), not a hang.
+    let message = format!("the client's answer was refused: {reason}");
+    assert_eq!(
+        ended,
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": message}}),
+        "{way:?}"
+    );
+}
+
 /// A prompt turn whose file read is answered `way`: the status of that POST, and the prompt's
 /// answer.
-async fn refused_turn(addr: SocketAddr, project: &Project, way: Refused) -> (u16, Value) {
-    let init = http_client::post(addr, &[], common::wire::INITIALIZE).await;
-    let conn = init.header("acp-connection-id").unwrap().to_owned();
+async fn refused_turn(
+    wire: Wire<'_>,
+    addr: SocketAddr,
+    project: &Project,
+    way: Refused,
+) -> (u16, Value) {
+    let conn = common::wire::initialize(wire, &[]).await;
     let c = [("Acp-Connection-Id", conn.as_str())];
-    let mut connection_stream = Sse::open(addr, &c).await;
+    let mut connection_stream = wire.sse(&c).await;
     let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
         "params": {"cwd": project.0, "mcpServers": []}});
-    assert_eq!(
-        http_client::post(addr, &c, &new.to_string()).await.status,
-        202
-    );
+    assert_eq!(wire.post(&c, &new.to_string()).await.status, 202);
     let answer = within("session/new", connection_stream.next())
         .await
         .unwrap();
@@ -81,15 +104,10 @@ async fn refused_turn(addr: SocketAddr, project: &Project, way: Refused) -> (u16
         ("Acp-Connection-Id", conn.as_str()),
         ("Acp-Session-Id", session.as_str()),
     ];
-    let mut stream = Sse::open(addr, &cs).await;
+    let mut stream = wire.sse(&cs).await;
     let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}});
-    assert_eq!(
-        http_client::post(addr, &cs, &prompt.to_string())
-            .await
-            .status,
-        202
-    );
+    assert_eq!(wire.post(&cs, &prompt.to_string()).await.status, 202);
     let mut status = None;
     loop {
         let event = within("an event", stream.next()).await.unwrap();
@@ -99,7 +117,7 @@ async fn refused_turn(addr: SocketAddr, project: &Project, way: Refused) -> (u16
                 let body = json!({"jsonrpc": "2.0", "id": event["id"],
                     "result": {"content": "x".repeat(20 * 1024)}})
                 .to_string();
-                status = Some(send_refused(addr, &conn, &body, way).await);
+                status = Some(send_refused(wire, addr, &conn, &body, way).await);
             }
             Some(other) => panic!("unexpected request {other}: {event}"),
             None => return (status.expect("the file read was asked"), event),
@@ -108,18 +126,24 @@ async fn refused_turn(addr: SocketAddr, project: &Project, way: Refused) -> (u16
 }
 
 /// POSTs `body` (an answer) so that the server refuses it `way`; returns the status.
-async fn send_refused(addr: SocketAddr, conn: &str, body: &str, way: Refused) -> u16 {
+async fn send_refused(
+    wire: Wire<'_>,
+    addr: SocketAddr,
+    conn: &str,
+    body: &str,
+    way: Refused,
+) -> u16 {
     let c = [("Acp-Connection-Id", conn)];
     match way {
-        Refused::LengthTooLarge => http_client::post(addr, &c, body).await.status,
+        Refused::LengthTooLarge => wire.post(&c, body).await.status,
         Refused::NotJson => {
             let headers = [("Content-Type", "text/plain"), c[0]];
-            http_client::send(addr, "POST", &headers, body).await.status
+            wire.send("POST", &headers, body).await.status
         }
         Refused::InvalidJson => {
-            // Cut after its id: small enough, but not JSON.
+            // Cut inside its result: small enough, but not JSON.
             let cut = &body[..100];
-            http_client::post(addr, &c, cut).await.status
+            wire.post(&c, cut).await.status
         }
         Refused::ChunksTooLarge => {
             let mut stream = smol::net::TcpStream::connect(addr).await.unwrap();
