@@ -133,10 +133,15 @@ pub struct Connector {
     reconnect: Reconnect,
 }
 
-/// Default tries of [`Connector::with_reconnect`]: 8, within 30 s.
+/// Default `attempts` of [`Connector::with_reconnect`]: 8.
+pub const DEFAULT_RECONNECT_ATTEMPTS: u32 = 8;
+
+/// Default `within` of [`Connector::with_reconnect`]: 30 s.
+pub const DEFAULT_RECONNECT_WITHIN: Duration = Duration::from_secs(30);
+
 const DEFAULT_RECONNECT: Reconnect = Reconnect {
-    attempts: 8,
-    within: Duration::from_secs(30),
+    attempts: DEFAULT_RECONNECT_ATTEMPTS,
+    within: DEFAULT_RECONNECT_WITHIN,
 };
 
 impl Connector {

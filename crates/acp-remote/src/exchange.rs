@@ -13,10 +13,11 @@ use smol::Timer;
 use crate::conn::ServerCtx;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
-use crate::streamable::Refusal;
 use crate::streamable::handlers::{self, TOO_LARGE};
 use crate::streamable::queue::{Budget, Reservation};
+use crate::streamable::refused::{PREFIX, answer_id};
 use crate::streamable::reply::Reply;
+use crate::streamable::{HttpConn, Refusal};
 
 /// The methods of the endpoint, as `Allow` and `Access-Control-Allow-Methods` list them.
 const METHODS: &str = "GET, POST, DELETE";
@@ -74,8 +75,10 @@ pub(crate) fn unreadable_header(name: &str) -> Reply {
 /// Why a POST's body was not read.
 #[derive(Debug)]
 pub(crate) enum BodyError {
-    /// Answered with this status (411 from HTTP/1.1 framing, 413 for a body over the limit).
+    /// Answered with this status (411 from HTTP/1.1 framing, 501 for another coding).
     Refused(Refusal),
+    /// Over the limit (413): the first bytes read, to tell which request it answered.
+    TooLarge(Vec<u8>),
     /// The peer went away, or was too slow: no answer.
     Gone,
 }
@@ -107,12 +110,50 @@ async fn read_body(
     let mut data = Vec::new();
     while let Some(piece) = body.next().await? {
         if data.len().saturating_add(piece.len()) > limit {
-            return Err(BodyError::Refused(TOO_LARGE));
+            data.extend_from_slice(&piece[..piece.len().min(PREFIX.saturating_sub(data.len()))]);
+            data.truncate(PREFIX);
+            return Err(BodyError::TooLarge(data));
         }
         reserved.take(piece.len()).await;
         data.extend_from_slice(&piece);
     }
     Ok((data, reserved))
+}
+
+/// A POST refused from its head (too large, not JSON) on a connection whose agent waits for
+/// answers: the start of its body (at most [`PREFIX`] bytes, counted in the connection's
+/// budget, within the handshake timeout) is read to find whether it answers one of them,
+/// which then fails with the reason instead of waiting for ever.
+async fn fail_refused_answer(
+    head: &RequestHead,
+    body: &mut impl ReadBody,
+    conn: &HttpConn,
+    reason: &str,
+    options: &ServerOptions,
+) {
+    let read = async {
+        body.start(head).await.ok()?;
+        let mut reserved = Reservation::new(conn.inbound_budget());
+        let mut prefix = Vec::new();
+        while prefix.len() < PREFIX {
+            let Ok(Some(piece)) = body.next().await else {
+                break;
+            };
+            let piece = &piece[..piece.len().min(PREFIX - prefix.len())];
+            reserved.take(piece.len()).await;
+            prefix.extend_from_slice(piece);
+        }
+        Some(prefix)
+    };
+    let timeout = async {
+        Timer::after(options.handshake_timeout).await;
+        None
+    };
+    if let Some(prefix) = future::or(read, timeout).await
+        && let Some(id) = answer_id(&prefix)
+    {
+        conn.fail_answer(id, reason).await;
+    }
 }
 
 /// What became of a request.
@@ -184,13 +225,19 @@ async fn route(
             // Everything the head can refuse is refused before a byte of the body is read:
             // its type and announced length, and the connection it names (unknown, or opened
             // with other credentials).
-            let (limit, budget) = match handlers::check_post_head(head, ctx) {
-                Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget()),
+            let (limit, budget, conn) = match handlers::check_post_head(head, ctx) {
+                Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget(), Some(conn)),
                 Ok(None) => (
                     MAX_INITIAL_BODY.min(options.max_message_size),
                     ctx.shared.initial_bodies.clone(),
+                    None,
                 ),
-                Err((status, text)) => return Outcome::Reply(Reply::text(status, text)),
+                Err((status, text)) => {
+                    if let Some(conn) = handlers::awaiting_conn(head, ctx) {
+                        fail_refused_answer(head, body, &conn, text, options).await;
+                    }
+                    return Outcome::Reply(Reply::text(status, text));
+                }
             };
             // A client has the handshake timeout to send its body, as for a request head.
             let read = async { Some(read_body(head, body, limit, &budget).await) };
@@ -203,6 +250,12 @@ async fn route(
                     handlers::post(&body, reserved, head, peer, ctx).await
                 }
                 Some(Err(BodyError::Refused((status, text)))) => Reply::text(status, text),
+                Some(Err(BodyError::TooLarge(prefix))) => {
+                    if let (Some(conn), Some(id)) = (&conn, answer_id(&prefix)) {
+                        conn.fail_answer(id, TOO_LARGE.1).await;
+                    }
+                    Reply::text(TOO_LARGE.0, TOO_LARGE.1)
+                }
                 Some(Err(BodyError::Gone)) | None => return Outcome::Drop,
             }
         }

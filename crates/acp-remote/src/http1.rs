@@ -48,11 +48,12 @@ pub(crate) async fn serve(
         })
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
-    // A client has the handshake timeout to send each request head; hyper's read buffer (the
-    // head's bound) cannot be smaller than 8 KiB.
+    // A client has the head timeout to send each request head (hyper counts it from when it
+    // waits for one: on a kept-alive socket, it bounds the wait between requests too); hyper's
+    // read buffer (the head's bound) cannot be smaller than 8 KiB.
     builder
         .timer(rt::Timer)
-        .header_read_timeout(ctx.options.handshake_timeout)
+        .header_read_timeout(ctx.options.head_timeout)
         // Header names as most HTTP/1.1 peers write them (`Sec-WebSocket-Accept`).
         .title_case_headers(true)
         .max_buf_size(ctx.options.max_head_size.max(8192));

@@ -47,7 +47,7 @@ pub(crate) enum Detected {
     Http2(NetStream, Vec<u8>),
     /// HTTP/1.1, with the bytes read while finding out.
     Http1(NetStream, Vec<u8>),
-    /// The client left, or said nothing within the handshake timeout.
+    /// The client left, or did not show which within the head timeout.
     Gone,
 }
 
@@ -63,7 +63,8 @@ pub(crate) async fn detect(mut stream: NetStream, options: &ServerOptions) -> De
     }
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
-    let deadline = Timer::after(options.handshake_timeout);
+    // Telling HTTP/2 from HTTP/1.1 reads the start of a head: it has the head's deadline.
+    let deadline = Timer::after(options.head_timeout);
     let mut deadline = pin!(deadline);
     loop {
         let read = async { Some(stream.read(&mut chunk).await) };

@@ -149,14 +149,18 @@ mod upgrade;
 mod watch;
 mod ws_socket;
 
-pub use client::{ConnectError, Connector, Remote};
+pub use client::{
+    ConnectError, Connector, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_WITHIN, Remote,
+};
 pub use conn::{ConnectionInfo, IncomingConnection};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
 pub use options::{
     Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SERVER_IN_FLIGHT_BUDGET, ServerOptions,
 };
-pub use options::{DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE};
+pub use options::{
+    DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE,
+};
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};

@@ -39,6 +39,7 @@ pub struct ServerOptions {
     pub(crate) max_message_size: usize,
     pub(crate) max_head_size: usize,
     pub(crate) handshake_timeout: Duration,
+    pub(crate) head_timeout: Duration,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_connections: usize,
     pub(crate) max_sockets_per_peer: Option<usize>,
@@ -62,6 +63,9 @@ pub const DEFAULT_REPLAY_BYTES: usize = 2 << 20;
 /// Default age of [`ServerOptions::with_replay_window`]: 5 minutes.
 pub const DEFAULT_REPLAY_AGE: Duration = Duration::from_secs(300);
 
+/// Default of [`ServerOptions::with_head_timeout`]: 5 s.
+pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Default of [`ServerOptions::with_sse_keep_alive`]: 15 s.
 pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -75,6 +79,7 @@ impl Default for ServerOptions {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_head_size: 16 * 1024,
             handshake_timeout: Duration::from_secs(10),
+            head_timeout: DEFAULT_HEAD_TIMEOUT,
             idle_timeout: Some(Duration::from_secs(600)),
             max_connections: 128,
             max_sockets_per_peer: None,
@@ -99,6 +104,7 @@ impl fmt::Debug for ServerOptions {
             .field("path", &self.path)
             .field("max_message_size", &self.max_message_size)
             .field("handshake_timeout", &self.handshake_timeout)
+            .field("head_timeout", &self.head_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_connections", &self.max_connections)
             .field("shutdown_grace", &self.shutdown_grace)
@@ -128,10 +134,30 @@ impl ServerOptions {
         self
     }
 
-    /// How long a client has, from the TCP accept, to send a complete upgrade request
-    /// (default 10 s); a slower one is disconnected without an answer.
+    /// How long a client has for the TLS handshake and for each request body (default 10 s);
+    /// a slower one is disconnected without an answer. An HTTP/2 connection without streams
+    /// is closed after it too. Request heads have their own, shorter deadline
+    /// ([`with_head_timeout`](Self::with_head_timeout)).
     pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How long a client has to send a complete request head over HTTP/1.1, and to show it
+    /// speaks HTTP/2 in the clear (default [`DEFAULT_HEAD_TIMEOUT`], 5 s), counted from its
+    /// first byte (a socket that sends nothing is dropped after 2 s) or, on a kept-alive
+    /// socket, from the end of the previous answer: a head that trickles in is cut there, so
+    /// that slow sockets cannot hold their place for long. Bodies have the handshake timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use acp_remote::ServerOptions;
+    ///
+    /// let options = ServerOptions::default().with_head_timeout(Duration::from_secs(3));
+    /// # let _ = options;
+    /// ```
+    pub fn with_head_timeout(mut self, timeout: Duration) -> Self {
+        self.head_timeout = timeout;
         self
     }
 

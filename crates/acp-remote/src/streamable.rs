@@ -11,6 +11,7 @@ pub(crate) mod client;
 pub(crate) mod handlers;
 mod link;
 pub(crate) mod queue;
+pub(crate) mod refused;
 pub(crate) mod reply;
 mod sse;
 pub(crate) mod stream;
@@ -325,21 +326,34 @@ impl HttpConn {
         if peek.method.is_some() {
             return;
         }
-        let (Some(id), Some(key)) = (peek.id, peek.id_key()) else {
-            return;
-        };
-        if lock(&self.routes).client_answers.remove(&key).is_none() {
-            return;
+        if let Some(key) = peek.id_key() {
+            self.fail_answer(&key, reason).await;
+        }
+    }
+
+    /// Whether the agent waits for answers from the client: only then is a refused body
+    /// worth looking into for the id it answers.
+    pub(crate) fn awaits_answers(&self) -> bool {
+        !lock(&self.routes).client_answers.is_empty()
+    }
+
+    /// The agent's request `id` (raw JSON), if pending, fails with `-32603` and the reason
+    /// its answer was refused; `true` if it was pending.
+    pub(crate) async fn fail_answer(&self, id: &str, reason: &str) -> bool {
+        let key = id.trim();
+        if lock(&self.routes).client_answers.remove(key).is_none() {
+            return false;
         }
         let error = serde_json::json!({
             "jsonrpc": "2.0",
-            "id": serde_json::from_str::<serde_json::Value>(id.get()).unwrap_or_default(),
+            "id": serde_json::from_str::<serde_json::Value>(key).unwrap_or_default(),
             "error": {
                 "code": -32603,
                 "message": format!("the client's answer was refused: {reason}"),
             },
         });
         let _ = self.push_incoming(error.to_string().as_bytes()).await;
+        true
     }
 
     /// Remembers that the answer to `initialize` with this id is the POST's body.

@@ -20,8 +20,15 @@ const BRIDGE: &str = env!("CARGO_BIN_EXE_acp-bridge");
 
 /// `acp-bridge serve` on a port of the system's choosing; returns the process and its URL.
 fn bridge_serve(agent: &[&str]) -> (KillOnDrop, String) {
+    bridge_serve_with(&[], agent)
+}
+
+/// `acp-bridge serve FLAGS -- AGENT` on a port of the system's choosing.
+fn bridge_serve_with(flags: &[&str], agent: &[&str]) -> (KillOnDrop, String) {
     let mut child = Command::new(BRIDGE)
-        .args(["serve", "--listen", "127.0.0.1:0", "--"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(flags)
+        .arg("--")
         .args(agent)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -176,8 +183,91 @@ fn frames_survive_a_process_pipe_one_to_one() {
     });
 }
 
+/// `--sse-keep-alive` and `--replay-bytes` reach the server: an idle SSE stream gets
+/// `: keepalive` comments every 50 ms (the default is 15 s), and with a replay window of 0
+/// bytes a resumption that missed an event is answered 410 (docs/remote.md).
+#[test]
+fn the_stream_flags_of_serve_take_effect() {
+    smol::block_on(async {
+        let (addr, _, _task) = serve(ServerOptions::default());
+        let inner_url = format!("ws://{addr}/acp");
+        let (_serve, url) = bridge_serve_with(
+            &["--sse-keep-alive", "0.05", "--replay-bytes", "0"],
+            &[BRIDGE, "connect", &inner_url],
+        );
+        let outer: std::net::SocketAddr = url.split('/').nth(2).unwrap().parse().unwrap();
+        let init = http_client::post(outer, &[], wire::INITIALIZE).await;
+        assert_eq!(init.status, 200, "{init:?}");
+        let conn = init.header("acp-connection-id").unwrap().to_owned();
+        let c = [("Acp-Connection-Id", conn.as_str())];
+        let mut stream = http_client::Sse::open(outer, &c).await;
+        assert_eq!(stream.status, 200);
+        let started = std::time::Instant::now();
+        let mut text = String::new();
+        for _ in 0..3 {
+            text += &within("a keep-alive", stream.text_until(": keepalive\n\n"))
+                .await
+                .unwrap();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{text}"
+        );
+        assert_eq!(
+            text,
+            "id: 0\n\n: keepalive\n\n: keepalive\n\n: keepalive\n\n"
+        );
+        // An answer on the stream (event 1), then a resumption after event 0: nothing is kept.
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"unknown/x"}"#;
+        assert_eq!(http_client::post(outer, &c, body).await.status, 202);
+        within("the answer", stream.text_until("\"id\":7"))
+            .await
+            .unwrap();
+        let mut h = c.to_vec();
+        h.extend([("Last-Event-ID", "0"), ("Accept", "text/event-stream")]);
+        let gone = http_client::send(outer, "GET", &h, "").await;
+        assert_eq!(gone.status, 410, "{gone:?}");
+        let error = gone.json();
+        assert_eq!(error["error"]["data"]["reason"], "replay_window_passed");
+        assert_eq!(error["error"]["data"]["windowBytes"], 0);
+    });
+}
+
+/// `--head-timeout`: a head left unfinished is cut after 0.3 s, not the default 5 s.
+#[test]
+fn the_head_timeout_flag_takes_effect() {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    smol::block_on(async {
+        let (_serve, url) = bridge_serve_with(&["--head-timeout", "0.3"], &["cat"]);
+        let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
+        let mut stream = smol::net::TcpStream::connect(addr).await.unwrap();
+        let started = std::time::Instant::now();
+        stream
+            .write_all(b"POST /acp HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        let _ = within("the cut", stream.read_to_end(&mut rest)).await;
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(3), "{elapsed:?}");
+    });
+}
+
 #[test]
 fn usage_errors_exit_2() {
+    for flags in [
+        &["serve", "--sse-keep-alive", "-1", "--", "cat"][..],
+        &["serve", "--replay-age", "soon", "--", "cat"],
+        &[
+            "connect",
+            "http://127.0.0.1:1/acp",
+            "--reconnect-within",
+            "x",
+        ],
+    ] {
+        let out = Command::new(BRIDGE).args(flags).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+    }
     let out = Command::new(BRIDGE).arg("serve").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = Command::new(BRIDGE)

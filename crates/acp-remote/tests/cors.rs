@@ -104,13 +104,15 @@ fn preflights_and_answers_for_allowed_origins_over_http1() {
 }
 
 /// A preflight leaves its HTTP/1.1 socket open for the request it announces; a refused GET
-/// (a WebSocket upgrade from another Origin) closes it at once, long before the handshake
+/// (a WebSocket upgrade from another Origin) closes it at once, long before the head
 /// timeout.
 #[test]
 fn preflights_keep_the_socket_and_refused_gets_close_it() {
     use futures_lite::{AsyncReadExt, AsyncWriteExt};
     smol::block_on(async {
-        let options = ServerOptions::default().with_handshake_timeout(Duration::from_secs(120));
+        let options = ServerOptions::default()
+            .with_handshake_timeout(Duration::from_secs(120))
+            .with_head_timeout(Duration::from_secs(120));
         let (addr, shutdown, server) = start_with(options);
         let mut tcp = smol::net::TcpStream::connect(addr).await.unwrap();
         let preflight = format!(

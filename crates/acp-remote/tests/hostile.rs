@@ -368,3 +368,38 @@ fn a_silent_socket_is_dropped_soon() {
         assert!(matches!(read.await, Some(Ok(0) | Err(_))), "still open");
     });
 }
+
+/// Slowloris on one socket: a request head that trickles in (a byte every 200 ms, never
+/// finished) is cut at the head deadline (5 s by default), not at the 10 s the handshake
+/// timeout gives TLS and bodies. Before, a head had 10 s.
+#[test]
+fn a_slow_head_is_cut_at_the_head_deadline() {
+    smol::block_on(async {
+        let (addr, _handle, _task) = serve(ServerOptions::default());
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (mut reader, mut writer) = (stream.clone(), stream);
+        let started = std::time::Instant::now();
+        let trickle = async move {
+            writer.write_all(b"POST /acp HTTP/1.1\r\n").await.unwrap();
+            loop {
+                smol::Timer::after(Duration::from_millis(200)).await;
+                if writer.write_all(b"X").await.is_err() {
+                    break;
+                }
+            }
+            future::pending::<Vec<u8>>().await
+        };
+        let end = async {
+            let mut answer = Vec::new();
+            let _ = reader.read_to_end(&mut answer).await;
+            answer
+        };
+        let _answer = within("the cut", future::or(end, trickle)).await;
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= acp_remote::DEFAULT_HEAD_TIMEOUT - Duration::from_millis(100),
+            "{elapsed:?}"
+        );
+        assert!(elapsed < Duration::from_secs(9), "{elapsed:?}");
+    });
+}

@@ -2,9 +2,10 @@
 //! reached from stdio.
 //!
 //! ```text
-//! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]... -- AGENT [ARGS...]
+//! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]...
+//!     [--replay-bytes BYTES] [--replay-age SECS] [--sse-keep-alive SECS] -- AGENT [ARGS...]
 //! acp-bridge connect ws://HOST:PORT/acp|http://HOST:PORT/acp [--token T] [--header 'N: v']...
-//!     [--http2-prior-knowledge]
+//!     [--http2-prior-knowledge] [--reconnect-attempts N] [--reconnect-within SECS]
 //! ```
 //!
 //! `serve` starts one agent process per WebSocket client and pipes the connection through
@@ -57,6 +58,10 @@ struct ServeArgs {
     /// Close connections quiet for SECS (0 for never) [default: 600]
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<u64>,
+    /// Cut a socket whose request head is not complete SECS after its first byte, or after
+    /// the previous answer on a kept-alive socket (fractions allowed) [default: 5]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    head_timeout: Option<Duration>,
     /// Serve TLS (wss://, https://) with this PEM certificate chain...
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<String>,
@@ -68,6 +73,18 @@ struct ServeArgs {
     /// exits at once
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     drain_timeout: u64,
+    /// Streamable HTTP: bytes of sent SSE events each connection keeps for clients that
+    /// resume with Last-Event-ID (0 keeps nothing) [default: 2 MiB]
+    #[arg(long, value_name = "BYTES")]
+    replay_bytes: Option<usize>,
+    /// Streamable HTTP: age in seconds of the oldest event kept for resumption (fractions
+    /// allowed) [default: 300]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    replay_age: Option<Duration>,
+    /// Streamable HTTP: a ': keepalive' comment on an SSE stream quiet for SECS (fractions
+    /// allowed) [default: 15]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    sse_keep_alive: Option<Duration>,
     /// The agent's command and arguments, after `--`
     #[arg(last = true, required = true, value_name = "AGENT")]
     command: Vec<String>,
@@ -92,6 +109,22 @@ struct ConnectArgs {
     /// (needs the `http2` feature); https:// URLs use HTTP/2 whenever the server offers it
     #[arg(long)]
     http2_prior_knowledge: bool,
+    /// Streamable HTTP: after a network error, try again at most N times (0: a cut stream
+    /// ends the connection); a cut SSE stream resumes with Last-Event-ID
+    #[arg(long, value_name = "N", default_value_t = acp_remote::DEFAULT_RECONNECT_ATTEMPTS)]
+    reconnect_attempts: u32,
+    /// Streamable HTTP: ...for at most SECS from the first failure (fractions allowed)
+    /// [default: 30]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    reconnect_within: Option<Duration>,
+}
+
+/// A duration in seconds, fractions allowed: `15`, `0.25`.
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| format!("seconds (such as 15 or 0.25), not {text:?}"))
 }
 
 /// `--header 'NAME: VALUE'`.
@@ -158,6 +191,19 @@ fn serve(args: ServeArgs) -> Result<(), Failed> {
     if let Some(secs) = args.idle_timeout {
         let timeout = (secs > 0).then(|| Duration::from_secs(secs));
         server_options = server_options.with_idle_timeout(timeout);
+    }
+    if let Some(timeout) = args.head_timeout {
+        server_options = server_options.with_head_timeout(timeout);
+    }
+    if args.replay_bytes.is_some() || args.replay_age.is_some() {
+        server_options = server_options.with_replay_window(
+            args.replay_bytes
+                .unwrap_or(acp_remote::DEFAULT_REPLAY_BYTES),
+            args.replay_age.unwrap_or(acp_remote::DEFAULT_REPLAY_AGE),
+        );
+    }
+    if let Some(interval) = args.sse_keep_alive {
+        server_options = server_options.with_sse_keep_alive(interval);
     }
     let drain_timeout = Duration::from_secs(args.drain_timeout);
     let (tls_cert, tls_key) = (args.tls_cert, args.tls_key);
@@ -298,6 +344,11 @@ fn connect(args: ConnectArgs) -> Result<(), Failed> {
     if args.http2_prior_knowledge {
         connector = with_h2c(connector)?;
     }
+    connector = connector.with_reconnect(
+        args.reconnect_attempts,
+        args.reconnect_within
+            .unwrap_or(acp_remote::DEFAULT_RECONNECT_WITHIN),
+    );
     if let Some(token) = token {
         connector = connector.with_bearer_token(token);
     }

@@ -75,6 +75,12 @@ pub(crate) fn check_post_head(
     find(head, ctx).map(Some)
 }
 
+/// The connection a refused POST names, if it exists, the request may use it, and its agent
+/// waits for answers from the client (the refused body may be one).
+pub(crate) fn awaiting_conn(head: &RequestHead, ctx: &ServerCtx) -> Option<Arc<HttpConn>> {
+    find(head, ctx).ok().filter(|conn| conn.awaits_answers())
+}
+
 /// The refusal of a body that turns out larger than the message limit as it is read.
 pub(crate) const TOO_LARGE: Refusal = (413, "message larger than the server accepts");
 
@@ -115,7 +121,14 @@ async fn posted(
     if body.trim_ascii_start().starts_with(b"[") {
         return Err((501, "batch JSON-RPC requests are not implemented"));
     }
-    let peek: Peek<'_> = serde_json::from_slice(body).map_err(|_| (400, "invalid JSON"))?;
+    let Ok(peek) = serde_json::from_slice::<Peek<'_>>(body) else {
+        const INVALID: Refusal = (400, "invalid JSON");
+        // An answer broken after its id still names the request of the agent it answers.
+        if let (Ok(conn), Some(id)) = (find(head, ctx), super::refused::answer_id(body)) {
+            conn.fail_answer(id, INVALID.1).await;
+        }
+        return Err(INVALID);
+    };
     if !peek.is_jsonrpc() {
         const NOT_JSONRPC: Refusal = (400, "not a JSON-RPC 2.0 message");
         if let Ok(conn) = find(head, ctx) {
