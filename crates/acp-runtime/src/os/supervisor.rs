@@ -58,7 +58,7 @@
 //!   program; outside Linux the copy keeps every page this process changes afterwards.
 #![cfg(unix)]
 
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -199,19 +199,50 @@ fn fork_supervisor() -> io::Result<State> {
     let (ours, theirs) = UnixStream::pair()?;
     let fallback_limit = descriptor_limit();
     let socket = theirs.as_raw_fd();
+    // Signals stay blocked across the fork, so that none reaches the child before it has
+    // ignored them: a Ctrl-C sent to the whole process group right after the fork would
+    // otherwise end the supervisor before it ignores SIGINT, and nothing would clean up.
+    let blocked = BlockedSignals::all();
     // SAFETY: the child runs `supervise` only, which makes system calls and never returns
     // (see the module docs); the parent carries on as usual.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
+    let pid = match unsafe { libc::fork() } {
+        -1 => return Err(io::Error::last_os_error()),
         // SAFETY: in the child right after fork, as `supervise` requires.
         0 => unsafe { supervise(socket, fallback_limit) },
-        pid => {
-            drop(theirs);
-            Ok(State::Running {
-                socket: ours.into(),
-                pid,
-            })
+        pid => pid,
+    };
+    drop(blocked);
+    drop(theirs);
+    // The child says when it has ignored signals, left this process group and named itself:
+    // until then a signal to the group, or a look at its name, would find it half made.
+    let mut ready = [0u8; 1];
+    (&ours).read_exact(&mut ready)?;
+    Ok(State::Running {
+        socket: ours.into(),
+        pid,
+    })
+}
+
+/// Every signal blocked for the calling thread while it lives; the previous mask afterwards.
+struct BlockedSignals(libc::sigset_t);
+
+impl BlockedSignals {
+    fn all() -> Self {
+        // SAFETY: the sets are plain values, initialised by sigfillset / pthread_sigmask.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut previous: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut previous);
+            BlockedSignals(previous)
         }
+    }
+}
+
+impl Drop for BlockedSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `all`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
     }
 }
 
@@ -252,11 +283,24 @@ unsafe fn supervise(socket: RawFd, fallback_limit: libc::c_int) -> ! {
         // library reserves are refused, which is fine.
         unsafe { libc::signal(signal, disposition) };
     }
-    // SAFETY: system calls on this process only.
+    // SAFETY: system calls on this process only. The mask the parent blocked everything with
+    // is emptied once the dispositions are set: an ignored signal that arrived meanwhile is
+    // discarded.
     unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::setpgid(0, 0);
         sys::close_all_except(socket, fallback_limit);
         sys::name_and_shrink();
+    }
+    // The parent waits for this byte (see `fork_supervisor`).
+    loop {
+        // SAFETY: writes one byte from a valid buffer.
+        let wrote = unsafe { sys::write(socket, [1u8].as_ptr(), 1) };
+        if wrote >= 0 || !sys::interrupted() {
+            break;
+        }
     }
 
     let mut filled = 0;
@@ -319,6 +363,11 @@ mod sys {
     pub(super) unsafe fn read(fd: RawFd, buffer: *mut u8, length: usize) -> isize {
         // SAFETY: the caller provides a buffer valid for `length` bytes.
         unsafe { libc::syscall(libc::SYS_read, fd, buffer, length) as isize }
+    }
+
+    pub(super) unsafe fn write(fd: RawFd, buffer: *const u8, length: usize) -> isize {
+        // SAFETY: the caller provides a buffer valid for `length` bytes.
+        unsafe { libc::syscall(libc::SYS_write, fd, buffer, length) as isize }
     }
 
     pub(super) unsafe fn kill(pid: libc::pid_t, signal: libc::c_int) {
@@ -525,6 +574,11 @@ mod sys {
     pub(super) unsafe fn read(fd: RawFd, buffer: *mut u8, length: usize) -> isize {
         // SAFETY: the caller provides a buffer valid for `length` bytes.
         unsafe { libc::read(fd, buffer.cast(), length) }
+    }
+
+    pub(super) unsafe fn write(fd: RawFd, buffer: *const u8, length: usize) -> isize {
+        // SAFETY: the caller provides a buffer valid for `length` bytes.
+        unsafe { libc::write(fd, buffer.cast(), length) }
     }
 
     pub(super) unsafe fn kill(pid: libc::pid_t, signal: libc::c_int) {
