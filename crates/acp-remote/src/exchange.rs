@@ -249,14 +249,15 @@ async fn route(
             };
             // A client has the handshake timeout to send its body, as for a request head. A
             // body over the limit is still looked through, within the same time, for the
-            // agent's request it answers.
+            // agent's request it answers (when the agent waits for one).
             let (mut scan, mut over) = (AnswerScan::new(), false);
+            let awaited = conn.as_ref().is_some_and(|conn| conn.awaits_answers());
             let read = async {
-                let into = conn.as_ref().map(|_| &mut scan);
+                let into = awaited.then_some(&mut scan);
                 let read = read_body(head, body, limit, &budget, into).await;
                 if matches!(read, Err(BodyError::TooLarge)) {
                     over = true;
-                    if conn.is_some() {
+                    if awaited {
                         scan_rest(body, &mut scan, &budget).await;
                     }
                 }
