@@ -15,7 +15,7 @@ use crate::http::RequestHead;
 use crate::options::ServerOptions;
 use crate::streamable::handlers::{self, TOO_LARGE};
 use crate::streamable::queue::{Budget, Reservation};
-use crate::streamable::refused::{PREFIX, answer_id};
+use crate::streamable::refused::AnswerScan;
 use crate::streamable::reply::Reply;
 use crate::streamable::{HttpConn, Refusal};
 
@@ -77,8 +77,8 @@ pub(crate) fn unreadable_header(name: &str) -> Reply {
 pub(crate) enum BodyError {
     /// Answered with this status (411 from HTTP/1.1 framing, 501 for another coding).
     Refused(Refusal),
-    /// Over the limit (413): the first bytes read, to tell which request it answered.
-    TooLarge(Vec<u8>),
+    /// Over the limit (413).
+    TooLarge,
     /// The peer went away, or was too slow: no answer.
     Gone,
 }
@@ -98,21 +98,25 @@ pub(crate) trait ReadBody {
 const MAX_INITIAL_BODY: usize = 1 << 20;
 
 /// Reads a POST's body within `limit` bytes, each piece counted against `budget` as it
-/// arrives (waiting for room while the budget is spent).
+/// arrives (waiting for room while the budget is spent). Over the limit, what was read goes
+/// through `scan` (when given) before it is dropped.
 async fn read_body(
     head: &RequestHead,
     body: &mut impl ReadBody,
     limit: usize,
     budget: &Arc<Budget>,
+    scan: Option<&mut AnswerScan>,
 ) -> Result<(Vec<u8>, Reservation), BodyError> {
     body.start(head).await?;
     let mut reserved = Reservation::new(budget.clone());
     let mut data = Vec::new();
     while let Some(piece) = body.next().await? {
         if data.len().saturating_add(piece.len()) > limit {
-            data.extend_from_slice(&piece[..piece.len().min(PREFIX.saturating_sub(data.len()))]);
-            data.truncate(PREFIX);
-            return Err(BodyError::TooLarge(data));
+            if let Some(scan) = scan {
+                scan.feed(&data);
+                scan.feed(&piece);
+            }
+            return Err(BodyError::TooLarge);
         }
         reserved.take(piece.len()).await;
         data.extend_from_slice(&piece);
@@ -120,10 +124,24 @@ async fn read_body(
     Ok((data, reserved))
 }
 
+/// Reads the rest of a refused body through `scan` until it decides or the body ends: one
+/// piece at a time, counted in `budget` while it is looked at and then dropped, so that a
+/// refused body of any size costs one piece of memory.
+async fn scan_rest(body: &mut impl ReadBody, scan: &mut AnswerScan, budget: &Arc<Budget>) {
+    while !scan.is_decided() {
+        let Ok(Some(piece)) = body.next().await else {
+            return;
+        };
+        let mut reserved = Reservation::new(budget.clone());
+        reserved.take(piece.len()).await;
+        scan.feed(&piece);
+    }
+}
+
 /// A POST refused from its head (too large, not JSON) on a connection whose agent waits for
-/// answers: the start of its body (at most [`PREFIX`] bytes, counted in the connection's
-/// budget, within the handshake timeout) is read to find whether it answers one of them,
-/// which then fails with the reason instead of waiting for ever.
+/// answers: its body is read through an [`AnswerScan`] (piece by piece, counted in the
+/// connection's budget, within the handshake timeout, never kept) to find whether it answers
+/// one of them, which then fails with the reason instead of waiting for ever.
 async fn fail_refused_answer(
     head: &RequestHead,
     body: &mut impl ReadBody,
@@ -131,27 +149,17 @@ async fn fail_refused_answer(
     reason: &str,
     options: &ServerOptions,
 ) {
+    let mut scan = AnswerScan::new();
     let read = async {
-        body.start(head).await.ok()?;
-        let mut reserved = Reservation::new(conn.inbound_budget());
-        let mut prefix = Vec::new();
-        while prefix.len() < PREFIX {
-            let Ok(Some(piece)) = body.next().await else {
-                break;
-            };
-            let piece = &piece[..piece.len().min(PREFIX - prefix.len())];
-            reserved.take(piece.len()).await;
-            prefix.extend_from_slice(piece);
+        if body.start(head).await.is_ok() {
+            scan_rest(body, &mut scan, &conn.inbound_budget()).await;
         }
-        Some(prefix)
     };
     let timeout = async {
         Timer::after(options.handshake_timeout).await;
-        None
     };
-    if let Some(prefix) = future::or(read, timeout).await
-        && let Some(id) = answer_id(&prefix)
-    {
+    future::or(read, timeout).await;
+    if let Some(id) = scan.answer_id() {
         conn.fail_answer(id, reason).await;
     }
 }
@@ -239,24 +247,40 @@ async fn route(
                     return Outcome::Reply(Reply::text(status, text));
                 }
             };
-            // A client has the handshake timeout to send its body, as for a request head.
-            let read = async { Some(read_body(head, body, limit, &budget).await) };
+            // A client has the handshake timeout to send its body, as for a request head. A
+            // body over the limit is still looked through, within the same time, for the
+            // agent's request it answers (when the agent waits for one).
+            let (mut scan, mut over) = (AnswerScan::new(), false);
+            let awaited = conn.as_ref().is_some_and(|conn| conn.awaits_answers());
+            let read = async {
+                let into = awaited.then_some(&mut scan);
+                let read = read_body(head, body, limit, &budget, into).await;
+                if matches!(read, Err(BodyError::TooLarge)) {
+                    over = true;
+                    if awaited {
+                        scan_rest(body, &mut scan, &budget).await;
+                    }
+                }
+                Some(read)
+            };
             let timeout = async {
                 Timer::after(options.handshake_timeout).await;
                 None
             };
-            match future::or(read, timeout).await {
+            // (Bound first: the future borrows `scan` and `over`.)
+            let read = future::or(read, timeout).await;
+            match read {
                 Some(Ok((body, reserved))) => {
                     handlers::post(&body, reserved, head, peer, ctx).await
                 }
                 Some(Err(BodyError::Refused((status, text)))) => Reply::text(status, text),
-                Some(Err(BodyError::TooLarge(prefix))) => {
-                    if let (Some(conn), Some(id)) = (&conn, answer_id(&prefix)) {
+                Some(Err(BodyError::TooLarge)) | None if over => {
+                    if let (Some(conn), Some(id)) = (&conn, scan.answer_id()) {
                         conn.fail_answer(id, TOO_LARGE.1).await;
                     }
                     Reply::text(TOO_LARGE.0, TOO_LARGE.1)
                 }
-                Some(Err(BodyError::Gone)) | None => return Outcome::Drop,
+                Some(Err(BodyError::TooLarge | BodyError::Gone)) | None => return Outcome::Drop,
             }
         }
         "DELETE" => handlers::delete(head, ctx),

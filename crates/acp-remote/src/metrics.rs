@@ -11,7 +11,7 @@
 //! | `sessions` | gauge: created (or loaded) on open connections | |
 //! | `turns_running` | gauge: `session/prompt` requests not yet answered | |
 //! | `turns_total` | counter: prompts answered | |
-//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `websocket_partial_messages`, `initialize_bodies`, `requests_in_flight`) |
+//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `sse_replay`, `websocket_partial_messages`, `initialize_bodies`, `requests_in_flight`) |
 //! | `refusals_total` | counter | `reason` (`max_connections`, `draining`, `sockets`, `unauthenticated`, `origin`, `not_found`, `too_large`, `bad_request`) |
 //! | `draining` | gauge: 1 while draining | |
 
@@ -82,12 +82,12 @@ pub(crate) fn render(ctx: &ServerCtx) -> String {
     }
     registry.register(
         "budget_used_bytes",
-        "Bytes held against each server-wide budget (sse_queues: all connections' together)",
+        "Bytes held against each server-wide budget (sse_queues, sse_replay: all connections' together)",
         used,
     );
     registry.register(
         "budget_limit_bytes",
-        "The size of each budget (sse_queues: the sum of the connections' budgets)",
+        "The size of each budget (sse_queues, sse_replay: the sum of the connections' budgets)",
         limit,
     );
 
@@ -114,17 +114,22 @@ pub(crate) fn render(ctx: &ServerCtx) -> String {
 }
 
 /// The bytes held against each server-wide budget now, and the budget: (name, used, limit).
-/// The Streamable HTTP stream queues are one budget per connection, summed.
+/// The Streamable HTTP stream queues and replay windows are one budget per connection each,
+/// summed.
 pub(crate) fn budgets(ctx: &ServerCtx) -> Vec<(&'static str, u64, u64)> {
     let shared = &ctx.shared;
     let (mut queued, mut queue_limit) = (0u64, 0u64);
+    let (mut kept, mut kept_limit) = (0u64, 0u64);
     for conn in lock_http(shared).values() {
         let budget = conn.stream_budget();
         queued += budget.used() as u64;
         queue_limit += budget.limit() as u64;
+        kept += conn.replay_used() as u64;
+        kept_limit += conn.replay_limit() as u64;
     }
     let mut out = vec![
         ("sse_queues", queued, queue_limit),
+        ("sse_replay", kept, kept_limit),
         (
             "websocket_partial_messages",
             shared.ws_held.used() as u64,

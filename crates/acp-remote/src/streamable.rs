@@ -257,10 +257,16 @@ impl HttpConn {
         self.replay.trim(&streams);
     }
 
-    /// Bytes of sent events kept for resumptions, all streams together.
-    #[allow(dead_code)]
+    /// Bytes of sent events kept for resumptions, all streams together (for the metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn replay_used(&self) -> usize {
         self.replay.used()
+    }
+
+    /// The bytes the replay window keeps at most.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn replay_limit(&self) -> usize {
+        self.replay.limit()
     }
 
     /// Checks a POSTed message against the connection's routes, and remembers where its answer

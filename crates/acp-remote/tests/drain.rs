@@ -113,6 +113,14 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
                 "{metrics}"
             );
             assert!(metrics.contains("acp_remote_turns_running 1"), "{metrics}");
+            // The Streamable HTTP connection's sent answers are kept for its resumptions.
+            let replay = |kind: &str| -> u64 {
+                let name = format!("acp_remote_budget_{kind}_bytes{{budget=\"sse_replay\"}} ");
+                let at = metrics.find(&name).expect(&name) + name.len();
+                metrics[at..].lines().next().unwrap().parse().unwrap()
+            };
+            assert!(replay("used") > 0, "{metrics}");
+            assert!(replay("used") <= replay("limit"), "{metrics}");
         }
 
         // The running turn was never disturbed: it finishes, and the drain with it.

@@ -3,7 +3,8 @@
 //! SDK's answers were refused and the agent's request hung). Each way a POST can be refused
 //! once the body has started: too large by its `Content-Length` (413 from the head), too
 //! large as its chunks arrive (413), not JSON (415), invalid JSON (400); over HTTP/1.1, and
-//! over HTTP/2 (h2c) with the `http2` feature.
+//! over HTTP/2 (h2c) with the `http2` feature. And an answer whose `id` comes after a
+//! `result` larger than 64 KiB (once beyond what was looked at), too large either way.
 
 mod common;
 
@@ -25,6 +26,25 @@ enum Refused {
     ChunksTooLarge,
     NotJson,
     InvalidJson,
+    /// `LengthTooLarge` with the id after a 100 KiB result.
+    LengthTooLargeIdLast,
+    /// `ChunksTooLarge` with the id after a 100 KiB result.
+    ChunksTooLargeIdLast,
+}
+
+impl Refused {
+    /// The answer's body: the id first (as serde_json orders the members), or last.
+    fn body(self, id: &Value) -> String {
+        match self {
+            Refused::LengthTooLargeIdLast | Refused::ChunksTooLargeIdLast => format!(
+                r#"{{"jsonrpc":"2.0","result":{{"content":"{}"}},"id":{id}}}"#,
+                "x".repeat(100 * 1024)
+            ),
+            _ => json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": "x".repeat(20 * 1024)}})
+            .to_string(),
+        }
+    }
 }
 
 #[test]
@@ -35,6 +55,8 @@ fn a_refused_answer_fails_the_agents_request() {
             Refused::ChunksTooLarge,
             Refused::NotJson,
             Refused::InvalidJson,
+            Refused::LengthTooLargeIdLast,
+            Refused::ChunksTooLargeIdLast,
         ] {
             let (addr, _handle, _task) =
                 serve(ServerOptions::default().with_max_message_size(LIMIT));
@@ -52,6 +74,7 @@ fn a_refused_answer_fails_the_agents_request_over_h2c() {
             Refused::LengthTooLarge,
             Refused::NotJson,
             Refused::InvalidJson,
+            Refused::LengthTooLargeIdLast,
         ] {
             let (addr, _handle, _task) =
                 serve(ServerOptions::default().with_max_message_size(LIMIT));
@@ -65,9 +88,10 @@ async fn check(wire: Wire<'_>, addr: SocketAddr, way: Refused) {
     let project = Project::new(&format!("refused-{way:?}"));
     let (status, ended) = refused_turn(wire, addr, &project, way).await;
     let (want, reason) = match way {
-        Refused::LengthTooLarge | Refused::ChunksTooLarge => {
-            (413, "message larger than the server accepts")
-        }
+        Refused::LengthTooLarge
+        | Refused::ChunksTooLarge
+        | Refused::LengthTooLargeIdLast
+        | Refused::ChunksTooLargeIdLast => (413, "message larger than the server accepts"),
         Refused::NotJson => (415, "Content-Type must be application/json"),
         Refused::InvalidJson => (400, "invalid JSON"),
     };
@@ -114,9 +138,7 @@ async fn refused_turn(
         match event["method"].as_str() {
             Some("session/update") => {}
             Some("fs/read_text_file") => {
-                let body = json!({"jsonrpc": "2.0", "id": event["id"],
-                    "result": {"content": "x".repeat(20 * 1024)}})
-                .to_string();
+                let body = way.body(&event["id"]);
                 status = Some(send_refused(wire, addr, &conn, &body, way).await);
             }
             Some(other) => panic!("unexpected request {other}: {event}"),
@@ -135,7 +157,7 @@ async fn send_refused(
 ) -> u16 {
     let c = [("Acp-Connection-Id", conn)];
     match way {
-        Refused::LengthTooLarge => wire.post(&c, body).await.status,
+        Refused::LengthTooLarge | Refused::LengthTooLargeIdLast => wire.post(&c, body).await.status,
         Refused::NotJson => {
             let headers = [("Content-Type", "text/plain"), c[0]];
             wire.send("POST", &headers, body).await.status
@@ -145,7 +167,7 @@ async fn send_refused(
             let cut = &body[..100];
             wire.post(&c, cut).await.status
         }
-        Refused::ChunksTooLarge => {
+        Refused::ChunksTooLarge | Refused::ChunksTooLargeIdLast => {
             let mut stream = smol::net::TcpStream::connect(addr).await.unwrap();
             let mut request = format!(
                 "POST /acp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\

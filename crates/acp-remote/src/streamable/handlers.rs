@@ -125,7 +125,7 @@ async fn posted(
         const INVALID: Refusal = (400, "invalid JSON");
         // An answer broken after its id still names the request of the agent it answers.
         if let (Ok(conn), Some(id)) = (find(head, ctx), super::refused::answer_id(body)) {
-            conn.fail_answer(id, INVALID.1).await;
+            conn.fail_answer(&id, INVALID.1).await;
         }
         return Err(INVALID);
     };

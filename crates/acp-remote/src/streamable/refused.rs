@@ -1,162 +1,286 @@
-//! Which request of the agent a refused POST was answering, from the start of its body only:
-//! a body refused as too large, of the wrong type or as invalid JSON is not parsed, yet the
-//! agent's request it answers must fail rather than wait for ever. The scan reads the
-//! top-level members in order and decides at the first that says what the message is: an
-//! `id` with a `result` or `error` member is an answer; `method` or `params` make it a
-//! request or notification (whose id is the client's, not the agent's). A body cut before
-//! that point, or that is not a JSON object, names nothing.
+//! Which request of the agent a refused POST was answering, read from its body as it streams
+//! in: a body refused as too large, of the wrong type or as invalid JSON is not parsed, yet the
+//! agent's request it answers must fail rather than wait for ever. [`AnswerScan`] is a small
+//! state machine over the bytes: it keeps only which top-level member it is in and the raw
+//! value of `id` (at most [`MAX_ID`] bytes), never the body, so a refused body of any size is
+//! looked through in constant memory, however it is cut into pieces.
+//!
+//! The rule: the scan reads the top-level members in order and decides at the first point
+//! that says what the message is. `method` or `params` make it a request or notification
+//! (whose id is the client's, not the agent's): nothing. Once it has seen both an `id` (its
+//! value complete) and a `result` or `error` member (its value not needed), it is an answer
+//! with that id, wherever in the body the two come. A body that ends, or is cut off (by the
+//! time bound, or the peer leaving), before that point names nothing, as does one that is not a
+//! JSON object or whose `id` is longer than [`MAX_ID`]: no pending request is failed on a guess
+//! (the refused message may as well be a request of the client's), and the agent's request
+//! waits for a valid answer, a cancel or the connection's end.
 
-/// How much of a refused body is looked at for its id.
-pub(crate) const PREFIX: usize = 64 * 1024;
+/// The longest raw `id` looked for: the ids are the agent's own (numbers, short strings), so a
+/// longer one answers nothing pending.
+pub(crate) const MAX_ID: usize = 1024;
 
-/// The raw `id` of the answer that `prefix` (the start of a message) is, if it says so
-/// within it.
-pub(crate) fn answer_id(prefix: &[u8]) -> Option<&str> {
-    let mut at = Cursor {
-        bytes: prefix,
-        at: 0,
-    };
-    at.ws();
-    at.eat(b'{')?;
-    let (mut id, mut answer) = (None, false);
-    loop {
-        at.ws();
-        let key = at.string()?;
-        at.ws();
-        at.eat(b':')?;
-        at.ws();
-        match key {
-            b"id" => id = Some(at.value()?),
-            b"method" | b"params" => return None,
-            b"result" | b"error" => {
-                answer = true;
-                if id.is_some() {
-                    break;
-                }
-                at.value()?;
-            }
-            _ => {
-                at.value()?;
-            }
-        }
-        at.ws();
-        match at.next()? {
-            b',' => continue,
-            b'}' => break,
-            _ => return None,
-        }
-    }
-    let id = std::str::from_utf8(id?).ok()?.trim();
-    answer.then_some(id)
+/// The raw `id` of the answer that `body` (a whole body, or its start) is, if it says so.
+pub(crate) fn answer_id(body: &[u8]) -> Option<String> {
+    let mut scan = AnswerScan::new();
+    scan.feed(body);
+    scan.answer_id().map(str::to_owned)
 }
 
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Where the scan is in the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Before the opening `{`.
+    Start,
+    /// Expecting a member's name (after `{` or `,`).
+    Key,
+    /// Inside a member's name (`escape`: after a backslash).
+    InKey { escape: bool },
+    /// Expecting the `:` after a name.
+    Colon,
+    /// Expecting a member's value.
+    Value,
+    /// Inside a string value.
+    Str { escape: bool },
+    /// Inside an array or object value, `depth` brackets deep.
+    Nested {
+        depth: usize,
+        in_str: bool,
+        escape: bool,
+    },
+    /// Inside a number, `true`, `false` or `null`: it ends at a delimiter.
+    Scalar,
+    /// Expecting `,` or `}` after a value.
+    After,
+    /// Decided (see [`AnswerScan::answer_id`]).
+    Done,
 }
 
-impl<'a> Cursor<'a> {
-    fn next(&mut self) -> Option<u8> {
-        let byte = *self.bytes.get(self.at)?;
-        self.at += 1;
-        Some(byte)
+/// The members that matter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Member {
+    Id,
+    Other,
+}
+
+/// The streaming scan of one message for the id of the answer it is (see the module's rule).
+#[derive(Debug)]
+pub(crate) struct AnswerScan {
+    state: State,
+    /// The member name being read, its first bytes only (the names that matter are short).
+    key: [u8; 8],
+    key_len: usize,
+    member: Member,
+    /// The value of the `id` member being read.
+    value: Vec<u8>,
+    /// The last complete `id`.
+    id: Option<Vec<u8>>,
+    /// A `result` or `error` member was seen.
+    answer: bool,
+    /// The decision: `Some` once [`State::Done`] with an answer's id.
+    found: Option<String>,
+}
+
+impl Default for AnswerScan {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AnswerScan {
+    pub(crate) fn new() -> AnswerScan {
+        AnswerScan {
+            state: State::Start,
+            key: [0; 8],
+            key_len: 0,
+            member: Member::Other,
+            value: Vec::new(),
+            id: None,
+            answer: false,
+            found: None,
+        }
     }
 
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.next()? == byte).then_some(())
+    /// Whether more of the body can change nothing: reading it may stop.
+    pub(crate) fn is_decided(&self) -> bool {
+        self.state == State::Done
     }
 
-    fn ws(&mut self) {
-        while self
-            .bytes
-            .get(self.at)
-            .is_some_and(|b| b.is_ascii_whitespace())
+    /// The raw id of the answer the body is, once decided so.
+    pub(crate) fn answer_id(&self) -> Option<&str> {
+        self.found.as_deref()
+    }
+
+    /// Looks through the next piece of the body.
+    pub(crate) fn feed(&mut self, piece: &[u8]) {
+        for &byte in piece {
+            if self.state == State::Done {
+                return;
+            }
+            self.byte(byte);
+        }
+    }
+
+    fn stop(&mut self) {
+        self.state = State::Done;
+        self.value = Vec::new();
+    }
+
+    fn byte(&mut self, byte: u8) {
+        let ws = byte.is_ascii_whitespace();
+        if self.member == Member::Id
+            && matches!(
+                self.state,
+                State::Str { .. } | State::Nested { .. } | State::Scalar
+            )
+            && !(self.state == State::Scalar && (ws || matches!(byte, b',' | b'}' | b']')))
         {
-            self.at += 1;
+            if self.value.len() >= MAX_ID {
+                return self.stop();
+            }
+            self.value.push(byte);
         }
-    }
-
-    /// A string's raw contents (escapes left as they are), past its closing quote.
-    fn string(&mut self) -> Option<&'a [u8]> {
-        self.eat(b'"')?;
-        let start = self.at;
-        loop {
-            match self.next()? {
-                b'\\' => {
-                    self.next()?;
+        self.state = match self.state {
+            State::Done => State::Done,
+            _ if ws && !self.in_text() => return,
+            State::Start if byte == b'{' => State::Key,
+            State::Key if byte == b'"' => {
+                self.key_len = 0;
+                State::InKey { escape: false }
+            }
+            State::InKey { escape: true } => self.key_byte(byte, false),
+            State::InKey { escape: false } if byte == b'"' => State::Colon,
+            State::InKey { escape: false } => self.key_byte(byte, byte == b'\\'),
+            State::Colon if byte == b':' => return self.member_named(),
+            State::Value => {
+                if self.member == Member::Id {
+                    self.value.clear();
+                    self.value.push(byte);
                 }
-                b'"' => return Some(&self.bytes[start..self.at - 1]),
-                _ => {}
-            }
-        }
-    }
-
-    /// One value's raw text, skipped whole (nested arrays and objects, strings with their
-    /// brackets); `None` if the prefix ends inside it (a number too: it may go on).
-    fn value(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        match *self.bytes.get(self.at)? {
-            b'"' => {
-                self.string()?;
-            }
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match *self.bytes.get(self.at)? {
-                        b'"' => {
-                            self.string()?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => depth -= 1,
-                        _ => {}
-                    }
-                    self.at += 1;
-                    if depth == 0 {
-                        break;
-                    }
+                match byte {
+                    b'"' => State::Str { escape: false },
+                    b'{' | b'[' => State::Nested {
+                        depth: 1,
+                        in_str: false,
+                        escape: false,
+                    },
+                    b',' | b'}' | b']' | b':' => return self.stop(),
+                    _ => State::Scalar,
                 }
             }
-            _ => loop {
-                let byte = *self.bytes.get(self.at)?;
-                if matches!(byte, b',' | b'}' | b']') || byte.is_ascii_whitespace() {
-                    break;
-                }
-                self.at += 1;
+            State::Str { escape: true } => State::Str { escape: false },
+            State::Str { escape: false } => match byte {
+                b'"' => return self.value_ended(),
+                b'\\' => State::Str { escape: true },
+                _ => State::Str { escape: false },
             },
+            State::Nested {
+                depth,
+                in_str: true,
+                escape,
+            } => State::Nested {
+                depth,
+                in_str: escape || byte != b'"',
+                escape: !escape && byte == b'\\',
+            },
+            State::Nested { depth, .. } => match byte {
+                b'"' => State::Nested {
+                    depth,
+                    in_str: true,
+                    escape: false,
+                },
+                b'{' | b'[' => State::Nested {
+                    depth: depth + 1,
+                    in_str: false,
+                    escape: false,
+                },
+                b'}' | b']' if depth == 1 => return self.value_ended(),
+                b'}' | b']' => State::Nested {
+                    depth: depth - 1,
+                    in_str: false,
+                    escape: false,
+                },
+                _ => State::Nested {
+                    depth,
+                    in_str: false,
+                    escape: false,
+                },
+            },
+            State::Scalar if ws || matches!(byte, b',' | b'}' | b']') => {
+                self.value_ended();
+                if self.state != State::Done {
+                    self.byte(byte);
+                }
+                return;
+            }
+            State::Scalar => State::Scalar,
+            State::After if byte == b',' => State::Key,
+            // The object closed without deciding: not an answer (or no id).
+            _ => return self.stop(),
+        };
+    }
+
+    /// Whether whitespace is part of the text being read (inside a string or name), not
+    /// between tokens.
+    fn in_text(&self) -> bool {
+        matches!(
+            self.state,
+            State::InKey { .. }
+                | State::Str { .. }
+                | State::Nested { in_str: true, .. }
+                | State::Scalar
+        )
+    }
+
+    fn key_byte(&mut self, byte: u8, escape: bool) -> State {
+        if self.key_len < self.key.len() {
+            self.key[self.key_len] = byte;
         }
-        Some(&self.bytes[start..self.at])
+        self.key_len += 1;
+        State::InKey { escape }
+    }
+
+    /// The `:` after a name: what its member says about the message.
+    fn member_named(&mut self) {
+        let key = &self.key[..self.key_len.min(self.key.len())];
+        let key = if self.key_len > self.key.len() {
+            &b""[..]
+        } else {
+            key
+        };
+        self.member = Member::Other;
+        match key {
+            b"method" | b"params" => return self.stop(),
+            b"result" | b"error" => {
+                self.answer = true;
+                if self.id.is_some() {
+                    return self.decide();
+                }
+            }
+            b"id" => self.member = Member::Id,
+            _ => {}
+        }
+        self.state = State::Value;
+    }
+
+    fn value_ended(&mut self) {
+        self.state = State::After;
+        if self.member == Member::Id {
+            self.id = Some(std::mem::take(&mut self.value));
+            if self.answer {
+                self.decide();
+            }
+        }
+    }
+
+    fn decide(&mut self) {
+        self.found = self
+            .id
+            .as_deref()
+            .and_then(|id| std::str::from_utf8(id).ok())
+            .map(|id| id.trim().to_owned());
+        self.stop();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::answer_id;
-
-    #[test]
-    fn answers_are_told_from_requests_within_a_prefix() {
-        let cases: &[(&str, Option<&str>)] = &[
-            (r#"{"jsonrpc":"2.0","id":5,"result":{"outcome":"#, Some("5")),
-            (
-                r#"{"jsonrpc":"2.0","id":"a\"b","error":{"#,
-                Some(r#""a\"b""#),
-            ),
-            (r#" { "id" : 7 , "result" : null } "#, Some("7")),
-            (
-                r#"{"result":{"a":[1,{"b":"}"}]},"jsonrpc":"2.0","id":3}"#,
-                Some("3"),
-            ),
-            (r#"{"result":{"a":[1,2"#, None),
-            (r#"{"jsonrpc":"2.0","id":5,"method":"x","params":{"#, None),
-            (r#"{"jsonrpc":"2.0","id":5,"params":{},"result":1}"#, None),
-            (r#"{"jsonrpc":"2.0","id":5"#, None),
-            (r#"{"jsonrpc":"2.0","id":5}"#, None),
-            (r#"[{"id":5,"result":1}]"#, None),
-            ("not json", None),
-            ("", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(answer_id(text.as_bytes()), *want, "{text}");
-        }
-    }
-}
+mod tests;

@@ -47,10 +47,16 @@ impl Replay {
         })
     }
 
-    /// Bytes of messages kept now, all streams together.
-    #[allow(dead_code)]
+    /// Bytes of messages kept now, all streams together (for the metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::SeqCst)
+    }
+
+    /// The bytes the window keeps at most (once trimmed: see `docs/limits.md`).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Gives up events of `streams` (all of one connection's) until the bounds hold: first
