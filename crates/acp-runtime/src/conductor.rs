@@ -65,7 +65,8 @@ use chain::Shared;
 use route::HopDispatch;
 
 /// How long requests in flight get to be answered once a component failed, before the
-/// conductor closes its client connection.
+/// conductor closes its client connection: the default of
+/// [`Conductor::with_failure_grace`].
 pub const FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 /// Why a conductor stopped.
@@ -90,6 +91,7 @@ pub enum ChainError {
 pub struct Conductor {
     components: Vec<Component>,
     options: ConnectionOptions,
+    failure_grace: Duration,
 }
 
 impl Conductor {
@@ -98,7 +100,27 @@ impl Conductor {
         Conductor {
             components,
             options: ConnectionOptions::default(),
+            failure_grace: FAILURE_GRACE,
         }
+    }
+
+    /// How long, once a component failed, requests in flight get to be answered with the
+    /// failure before the conductor closes its client connection (and as long again for
+    /// those answers to be written); [`FAILURE_GRACE`] (500 ms) by default. Zero closes at
+    /// once: the failure is then only in [`Conductor::run`]'s error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use acp_runtime::conductor::{Component, Conductor};
+    /// use acp_runtime::process::AgentCommand;
+    ///
+    /// let conductor = Conductor::new(vec![Component::command("agent", AgentCommand::new("my-agent"))])
+    ///     .with_failure_grace(Duration::from_secs(2));
+    /// # drop(conductor);
+    /// ```
+    pub fn with_failure_grace(mut self, grace: Duration) -> Self {
+        self.failure_grace = grace;
+        self
     }
 
     /// The options of every connection (to the client and to each component): limits and
@@ -128,6 +150,7 @@ impl Conductor {
         );
         let _ = shared.client.set(client.clone());
         let executor = shared.executor.clone();
+        let grace = self.failure_grace;
         async move {
             let mut driver = std::pin::pin!(driver);
             let outcome = executor
@@ -148,14 +171,14 @@ impl Conductor {
                     }
                     let _ = executor
                         .run((&mut driver).or(async {
-                            smol::Timer::after(FAILURE_GRACE).await;
+                            smol::Timer::after(grace).await;
                             Ok(())
                         }))
                         .await;
                     client.close();
                     let _ = executor
                         .run((&mut driver).or(async {
-                            smol::Timer::after(FAILURE_GRACE).await;
+                            smol::Timer::after(grace).await;
                             Ok(())
                         }))
                         .await;
