@@ -259,3 +259,63 @@ proptest! {
         }));
     }
 }
+
+/// A conductor in front of a raw agent, with `grace`: the client, the agent, and the run.
+fn graced_chain(
+    grace: std::time::Duration,
+) -> (
+    RawPeer,
+    RawPeer,
+    smol::Task<Result<(), acp_runtime::conductor::ChainError>>,
+) {
+    let (client, conductor_end) = RawPeer::new();
+    let (agent, agent_end) = RawPeer::new();
+    let conductor = Conductor::new(vec![Component::streams(
+        "raw agent",
+        agent_end.reader,
+        agent_end.writer,
+    )])
+    .with_failure_grace(grace);
+    let run = smol::spawn(conductor.run(conductor_end.reader, conductor_end.writer));
+    (client, agent, run)
+}
+
+#[test]
+fn a_long_failure_grace_keeps_the_client_connection_open_until_the_client_closes() {
+    smol::block_on(within("a long grace", async {
+        let (mut client, mut agent, run) = graced_chain(std::time::Duration::from_secs(60));
+        initialize_raw(&mut client, &mut agent, 1).await;
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}))
+            .await;
+        assert_eq!(agent.recv().await["method"], "session/new");
+        drop(agent);
+        let failed = client.recv().await;
+        assert_eq!(failed["id"], 5);
+        let message = failed["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("raw agent"), "{failed}");
+        // Twice the default grace later, the connection is still the client's: a request
+        // is still answered (with an error, the chain being down).
+        smol::Timer::after(acp_runtime::conductor::FAILURE_GRACE * 2).await;
+        let late = client
+            .request(6, "session/new", json!({"cwd": "/", "mcpServers": []}))
+            .await;
+        assert!(late["error"].is_object(), "{late}");
+        drop(client);
+        let error = run.await.unwrap_err().to_string();
+        assert!(error.contains("raw agent"), "{error}");
+    }));
+}
+
+#[test]
+fn a_zero_failure_grace_closes_the_client_connection_at_once() {
+    smol::block_on(within("no grace", async {
+        let (mut client, mut agent, run) = graced_chain(std::time::Duration::ZERO);
+        initialize_raw(&mut client, &mut agent, 1).await;
+        drop(agent);
+        // The client keeps its end open; the conductor ends the run by itself.
+        let error = run.await.unwrap_err().to_string();
+        assert!(error.contains("raw agent"), "{error}");
+        drop(client);
+    }));
+}

@@ -46,11 +46,19 @@ impl Agent for TestAgent {
 }
 
 fn conductor(proxies: &[String], marker: &str) -> AgentCommand {
+    conductor_with(&[], proxies, marker)
+}
+
+/// `acp-conductor agent OPTIONS... PROXIES... <this test binary>`.
+fn conductor_with(options: &[&str], proxies: &[String], marker: &str) -> AgentCommand {
     let me = std::env::current_exe().unwrap();
     let mut command = AgentCommand::new(env!("CARGO_BIN_EXE_acp-conductor"))
         .arg("agent")
         .env(MARKER, marker)
         .env(MODE, "1");
+    for option in options {
+        command = command.arg(*option);
+    }
     for proxy in proxies {
         command = command.arg(proxy);
     }
@@ -171,9 +179,10 @@ fn streams_in_order_through_three_proxies_and_a_trace() {
 fn a_crash_mid_turn_is_a_clear_error_and_leaves_nothing() {
     let run = marker("crash");
     let proxies = [pass_through(), pass_through()];
+    // A grace longer than the test: the client closes once answered, which ends it.
     let outcome = client::run_spawned(
         AutoAllow,
-        conductor(&proxies, &run),
+        conductor_with(&["--failure-grace", "60"], &proxies, &run),
         ClientOptions::default(),
         |agent| async move {
             agent.initialize().await?;
