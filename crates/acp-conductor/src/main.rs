@@ -3,6 +3,8 @@
 //! ```text
 //! acp-conductor agent [--failure-grace SECS] PROXY... AGENT
 //!                                         the chain, served on stdin/stdout (each a command line)
+//! acp-conductor proxy [--failure-grace SECS] PROXY...
+//!                                         a chain that is itself a proxy, for another conductor
 //! acp-conductor pass-through              a proxy that forwards everything
 //! acp-conductor trace-proxy FILE          a proxy that records its hop to FILE (acp-test .jsonl)
 //! acp-conductor policy-proxy [--allow KIND]... [--reject KIND]...
@@ -32,7 +34,10 @@ use clap::Parser;
 #[command(name = "acp-conductor", version, args_override_self = true)]
 enum Cli {
     /// Runs the chain on stdin/stdout: the proxies in the order given, in front of the agent
-    Agent(AgentArgs),
+    Agent(ChainArgs),
+    /// Runs a chain of proxies that is itself a proxy, for another conductor: the last
+    /// proxy's successor is this one's
+    Proxy(ChainArgs),
     /// A proxy that forwards everything
     PassThrough,
     /// A proxy that records its hop to FILE (an acp-test .jsonl transcript)
@@ -53,14 +58,14 @@ enum Cli {
 }
 
 #[derive(Debug, clap::Args)]
-struct AgentArgs {
+struct ChainArgs {
     /// Once a component failed, how long requests in flight get to be answered with the
     /// failure before the client connection closes (fractions allowed; 0 closes at once)
     /// [default: 0.5]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     failure_grace: Option<Duration>,
     /// Each component's command line (words split as a shell would, quotes kept, nothing
-    /// expanded): the proxies first, the agent last
+    /// expanded), in order: for `agent` the proxies then the agent, for `proxy` the proxies
     #[arg(required = true, value_name = "COMPONENT")]
     components: Vec<String>,
 }
@@ -89,30 +94,8 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli {
-        Cli::Agent(args) => {
-            // Fork the supervisor while this process is small; it kills the chain if the
-            // conductor dies, however it dies.
-            if let Err(error) = acp_runtime::process::start_supervisor() {
-                eprintln!(
-                    "acp-conductor: no process supervisor ({error}); components may outlive a killed conductor"
-                );
-            }
-            let components = args
-                .components
-                .iter()
-                .map(|line| {
-                    Ok(Component::command(
-                        line.clone(),
-                        command_line::command(line)?,
-                    ))
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            let mut conductor = Conductor::new(components);
-            if let Some(grace) = args.failure_grace {
-                conductor = conductor.with_failure_grace(grace);
-            }
-            conductor.serve_stdio().map_err(|error| error.to_string())
-        }
+        Cli::Agent(args) => conduct(args, false),
+        Cli::Proxy(args) => conduct(args, true),
         Cli::PassThrough => serve(Proxy::pass_through(), ConnectionOptions::default()),
         Cli::TraceProxy { file: path } => {
             let file = std::fs::File::create(&path)
@@ -131,6 +114,36 @@ fn run(cli: Cli) -> Result<(), String> {
             serve(policy.proxy(), ConnectionOptions::default())
         }
     }
+}
+
+/// Serves the chain of `args` on stdin/stdout, as an agent or (`proxy_mode`) as a proxy.
+fn conduct(args: ChainArgs, proxy_mode: bool) -> Result<(), String> {
+    // Fork the supervisor while this process is small; it kills the chain if the conductor
+    // dies, however it dies.
+    if let Err(error) = acp_runtime::process::start_supervisor() {
+        eprintln!(
+            "acp-conductor: no process supervisor ({error}); components may outlive a killed conductor"
+        );
+    }
+    let components = args
+        .components
+        .iter()
+        .map(|line| {
+            Ok(Component::command(
+                line.clone(),
+                command_line::command(line)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut conductor = if proxy_mode {
+        Conductor::proxy(components)
+    } else {
+        Conductor::new(components)
+    };
+    if let Some(grace) = args.failure_grace {
+        conductor = conductor.with_failure_grace(grace);
+    }
+    conductor.serve_stdio().map_err(|error| error.to_string())
 }
 
 /// `--allow KIND`, `--reject KIND`: a tool kind as the protocol spells it.

@@ -92,6 +92,7 @@ pub struct Conductor {
     components: Vec<Component>,
     options: ConnectionOptions,
     failure_grace: Duration,
+    proxy_mode: bool,
 }
 
 impl Conductor {
@@ -101,6 +102,33 @@ impl Conductor {
             components,
             options: ConnectionOptions::default(),
             failure_grace: FAILURE_GRACE,
+            proxy_mode: false,
+        }
+    }
+
+    /// A conductor that is itself a proxy (what `acp-conductor proxy` runs): every component
+    /// is a proxy, initialized with `proxy/initialize`, and the last one's successor is the
+    /// conductor's own, reached through the client connection, which is therefore a
+    /// conductor's: the chain starts with its `proxy/initialize` (a plain `initialize` gets
+    /// `-32600`), its `proxy/successor` messages (from the successor) go to the last proxy,
+    /// and the last proxy's `proxy/successor` messages go to it, still wrapped.
+    ///
+    /// ```no_run
+    /// use acp_runtime::conductor::{Component, Conductor};
+    /// use acp_runtime::process::AgentCommand;
+    ///
+    /// // What `acp-conductor proxy "trace-proxy" "policy-proxy"` does.
+    /// Conductor::proxy(vec![
+    ///     Component::command("trace-proxy", AgentCommand::new("trace-proxy")),
+    ///     Component::command("policy-proxy", AgentCommand::new("policy-proxy")),
+    /// ])
+    /// .serve_stdio()?;
+    /// # Ok::<(), acp_runtime::conductor::ChainError>(())
+    /// ```
+    pub fn proxy(components: Vec<Component>) -> Self {
+        Conductor {
+            proxy_mode: true,
+            ..Conductor::new(components)
         }
     }
 
@@ -141,7 +169,11 @@ impl Conductor {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let shared = Arc::new(Shared::new(self.components, self.options.clone()));
+        let shared = Arc::new(Shared::new(
+            self.components,
+            self.options.clone(),
+            self.proxy_mode,
+        ));
         let (client, driver) = Connection::new(
             reader,
             writer,
