@@ -30,6 +30,11 @@
 //! unchanged when it is the client's; every proxy may lower it further, and the answer comes
 //! back from the agent through every proxy.
 //!
+//! In proxy mode ([`Conductor::proxy`]) the chain is itself a proxy, a component of another
+//! conductor: it starts with `proxy/initialize`, every component is a proxy, the client's
+//! `proxy/successor` messages (from the conductor's successor) go to the last proxy, wrapped,
+//! and the last proxy's `proxy/successor` messages go to the client, still wrapped.
+//!
 //! A component that exits or closes its output brings the chain down: requests in flight
 //! are answered with an error that names the component, with its exit status and the tail
 //! of its stderr, and [`Conductor::run`] returns that error. Subprocesses run in process
