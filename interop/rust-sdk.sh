@@ -234,6 +234,29 @@ if [[ $groups != prompt ]]; then
     want "[turn ended: end_turn]"
     want_file summary.txt '3 lines of notes; the user asked "[sdk-proxy] Hi"'
     end "exit 0; the same through our conductor, append mode"
+
+    # A chain that is itself a proxy (`conductor proxy PROXY...`), each conductor's inside the
+    # other's: the inner chain's last proxy reaches the agent through both conductors.
+    begin "official conductor: our conductor in proxy mode (SDK proxy, our trace) -> our agent"
+    attempt 0 "$acp" --yes --prompt "Hi" --cwd "$dir" --trace "$trace" -- \
+        "$sdk_bin/sdk-conductor" agent \
+        "$ours proxy '$sdk_bin/sdk-proxy' '$ours trace-proxy $dir/hop.jsonl'" "$our_agent"
+    want 'The user asked: "[sdk-proxy] Hi"'
+    want "[turn ended: end_turn]"
+    want_file summary.txt '3 lines of notes; the user asked "[sdk-proxy] Hi"'
+    hop '"method":"initialize"'
+    end "exit 0; the SDK proxy inside our proxy-mode chain rewrote the prompt; our trace proxy, last in it, recorded initialize reaching the agent through the official conductor; end_turn"
+
+    begin "our conductor: the official conductor in proxy mode (SDK proxy, our trace) -> our agent"
+    attempt 0 "$acp" --yes --prompt "Hi" --cwd "$dir" --trace "$trace" -- \
+        "$ours" agent \
+        "'$sdk_bin/sdk-conductor' proxy '$sdk_bin/sdk-proxy' '$ours trace-proxy $dir/hop.jsonl'" \
+        "'$our_agent'"
+    want 'The user asked: "[sdk-proxy] Hi"'
+    want "[turn ended: end_turn]"
+    want_file summary.txt '3 lines of notes; the user asked "[sdk-proxy] Hi"'
+    hop '"method":"initialize"'
+    end "exit 0; the same with the official conductor's proxy mode inside ours"
 fi
 
 if [[ $groups != chain ]]; then

@@ -1,34 +1,89 @@
 //! `acp-conductor`: runs a proxy chain as one agent, or one of the built-in proxies.
 //!
 //! ```text
-//! acp-conductor agent PROXY... AGENT      the chain, served on stdin/stdout (each a command line)
+//! acp-conductor agent [--failure-grace SECS] PROXY... AGENT
+//!                                         the chain, served on stdin/stdout (each a command line)
+//! acp-conductor proxy [--failure-grace SECS] PROXY...
+//!                                         a chain that is itself a proxy, for another conductor
 //! acp-conductor pass-through              a proxy that forwards everything
 //! acp-conductor trace-proxy FILE          a proxy that records its hop to FILE (acp-test .jsonl)
 //! acp-conductor policy-proxy [--allow KIND]... [--reject KIND]...
 //!                                         a proxy that answers permission requests by tool kind
 //! ```
+//!
+//! Usage errors exit with 1 (as before the move to clap, which would use 2), `--help` and
+//! `--version` with 0, a failed chain or proxy with 1.
 
 #![forbid(unsafe_code)]
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use acp_conductor::command_line;
 use acp_conductor::policy::Policy;
 use acp_conductor::trace::TraceWriter;
 use acp_jsonrpc::ConnectionOptions;
 use acp_runtime::conductor::{Component, Conductor};
+use acp_runtime::prelude::ToolKind;
 use acp_runtime::proxy::{self, Proxy};
+use clap::Parser;
 
-const USAGE: &str = "usage:
-  acp-conductor agent PROXY... AGENT      run the chain on stdin/stdout (each one command line)
-  acp-conductor pass-through              a proxy that forwards everything
-  acp-conductor trace-proxy FILE          a proxy that records its hop to FILE (acp-test .jsonl)
-  acp-conductor policy-proxy [--allow KIND]... [--reject KIND]...
-                                          a proxy that answers permission requests by tool kind";
+/// Runs a proxy chain as one agent, or one of the built-in proxies.
+#[derive(Debug, Parser)]
+#[command(name = "acp-conductor", version, args_override_self = true)]
+enum Cli {
+    /// Runs the chain on stdin/stdout: the proxies in the order given, in front of the agent
+    Agent(ChainArgs),
+    /// Runs a chain of proxies that is itself a proxy, for another conductor: the last
+    /// proxy's successor is this one's
+    Proxy(ChainArgs),
+    /// A proxy that forwards everything
+    PassThrough,
+    /// A proxy that records its hop to FILE (an acp-test .jsonl transcript)
+    TraceProxy {
+        /// The transcript to write (created, or truncated)
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// A proxy that answers permission requests by tool kind, and forwards the others
+    PolicyProxy {
+        /// Allow (once) the tool calls of KIND (read, edit, execute...); repeatable
+        #[arg(long, value_name = "KIND", value_parser = kind)]
+        allow: Vec<ToolKind>,
+        /// Reject (once) the tool calls of KIND; repeatable
+        #[arg(long, value_name = "KIND", value_parser = kind)]
+        reject: Vec<ToolKind>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ChainArgs {
+    /// Once a component failed, how long requests in flight get to be answered with the
+    /// failure before the client connection closes (fractions allowed; 0 closes at once)
+    /// [default: 0.5]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    failure_grace: Option<Duration>,
+    /// Each component's command line (words split as a shell would, quotes kept, nothing
+    /// expanded), in order: for `agent` the proxies then the agent, for `proxy` the proxies
+    #[arg(required = true, value_name = "COMPONENT")]
+    components: Vec<String>,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            // `--help` and `--version` are "errors" printed on stdout.
+            return if error.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("acp-conductor: {message}");
@@ -37,74 +92,71 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> Result<(), String> {
-    let Some((command, rest)) = args.split_first() else {
-        return Err(USAGE.to_owned());
-    };
-    match command.as_str() {
-        "agent" => {
-            if rest.is_empty() {
-                return Err(format!(
-                    "`agent` needs at least the agent's command\n{USAGE}"
-                ));
-            }
-            // Fork the supervisor while this process is small; it kills the chain if the
-            // conductor dies, however it dies.
-            if let Err(error) = acp_runtime::process::start_supervisor() {
-                eprintln!(
-                    "acp-conductor: no process supervisor ({error}); components may outlive a killed conductor"
-                );
-            }
-            let components = rest
-                .iter()
-                .map(|line| {
-                    Ok(Component::command(
-                        line.clone(),
-                        command_line::command(line)?,
-                    ))
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            Conductor::new(components)
-                .serve_stdio()
-                .map_err(|error| error.to_string())
-        }
-        "pass-through" => serve(Proxy::pass_through(), ConnectionOptions::default()),
-        "trace-proxy" => {
-            let [path] = rest else {
-                return Err(format!(
-                    "`trace-proxy` takes the transcript's path\n{USAGE}"
-                ));
-            };
-            let file = std::fs::File::create(path)
-                .map_err(|error| format!("cannot create `{path}`: {error}"))?;
+fn run(cli: Cli) -> Result<(), String> {
+    match cli {
+        Cli::Agent(args) => conduct(args, false),
+        Cli::Proxy(args) => conduct(args, true),
+        Cli::PassThrough => serve(Proxy::pass_through(), ConnectionOptions::default()),
+        Cli::TraceProxy { file: path } => {
+            let file = std::fs::File::create(&path)
+                .map_err(|error| format!("cannot create `{}`: {error}", path.display()))?;
             let trace = TraceWriter::new(std::io::BufWriter::new(file));
             serve(
                 Proxy::pass_through(),
                 ConnectionOptions::default().with_observer(trace),
             )
         }
-        "policy-proxy" => {
-            let mut policy = Policy::default();
-            let mut rest = rest.iter();
-            while let Some(flag) = rest.next() {
-                let kind = rest
-                    .next()
-                    .ok_or_else(|| format!("`{flag}` needs a tool kind"))
-                    .and_then(|kind| Policy::kind(kind))?;
-                match flag.as_str() {
-                    "--allow" => policy.allow.insert(kind),
-                    "--reject" => policy.reject.insert(kind),
-                    other => return Err(format!("unknown option `{other}`\n{USAGE}")),
-                };
-            }
+        Cli::PolicyProxy { allow, reject } => {
+            let policy = Policy {
+                allow: allow.into_iter().collect(),
+                reject: reject.into_iter().collect(),
+            };
             serve(policy.proxy(), ConnectionOptions::default())
         }
-        "-h" | "--help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        other => Err(format!("unknown command `{other}`\n{USAGE}")),
     }
+}
+
+/// Serves the chain of `args` on stdin/stdout, as an agent or (`proxy_mode`) as a proxy.
+fn conduct(args: ChainArgs, proxy_mode: bool) -> Result<(), String> {
+    // Fork the supervisor while this process is small; it kills the chain if the conductor
+    // dies, however it dies.
+    if let Err(error) = acp_runtime::process::start_supervisor() {
+        eprintln!(
+            "acp-conductor: no process supervisor ({error}); components may outlive a killed conductor"
+        );
+    }
+    let components = args
+        .components
+        .iter()
+        .map(|line| {
+            Ok(Component::command(
+                line.clone(),
+                command_line::command(line)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut conductor = if proxy_mode {
+        Conductor::proxy(components)
+    } else {
+        Conductor::new(components)
+    };
+    if let Some(grace) = args.failure_grace {
+        conductor = conductor.with_failure_grace(grace);
+    }
+    conductor.serve_stdio().map_err(|error| error.to_string())
+}
+
+/// `--allow KIND`, `--reject KIND`: a tool kind as the protocol spells it.
+fn kind(text: &str) -> Result<ToolKind, String> {
+    Policy::kind(text)
+}
+
+/// `--failure-grace SECS`.
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| format!("seconds (such as 2 or 0.25), not {text:?}"))
 }
 
 fn serve(proxy: Proxy, options: ConnectionOptions) -> Result<(), String> {

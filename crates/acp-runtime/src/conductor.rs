@@ -30,6 +30,11 @@
 //! unchanged when it is the client's; every proxy may lower it further, and the answer comes
 //! back from the agent through every proxy.
 //!
+//! In proxy mode ([`Conductor::proxy`]) the chain is itself a proxy, a component of another
+//! conductor: it starts with `proxy/initialize`, every component is a proxy, the client's
+//! `proxy/successor` messages (from the conductor's successor) go to the last proxy, wrapped,
+//! and the last proxy's `proxy/successor` messages go to the client, still wrapped.
+//!
 //! A component that exits or closes its output brings the chain down: requests in flight
 //! are answered with an error that names the component, with its exit status and the tail
 //! of its stderr, and [`Conductor::run`] returns that error. Subprocesses run in process
@@ -65,7 +70,8 @@ use chain::Shared;
 use route::HopDispatch;
 
 /// How long requests in flight get to be answered once a component failed, before the
-/// conductor closes its client connection.
+/// conductor closes its client connection: the default of
+/// [`Conductor::with_failure_grace`].
 pub const FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 /// Why a conductor stopped.
@@ -90,6 +96,8 @@ pub enum ChainError {
 pub struct Conductor {
     components: Vec<Component>,
     options: ConnectionOptions,
+    failure_grace: Duration,
+    proxy_mode: bool,
 }
 
 impl Conductor {
@@ -98,7 +106,54 @@ impl Conductor {
         Conductor {
             components,
             options: ConnectionOptions::default(),
+            failure_grace: FAILURE_GRACE,
+            proxy_mode: false,
         }
+    }
+
+    /// A conductor that is itself a proxy (what `acp-conductor proxy` runs): every component
+    /// is a proxy, initialized with `proxy/initialize`, and the last one's successor is the
+    /// conductor's own, reached through the client connection, which is therefore a
+    /// conductor's: the chain starts with its `proxy/initialize` (a plain `initialize` gets
+    /// `-32600`), its `proxy/successor` messages (from the successor) go to the last proxy,
+    /// and the last proxy's `proxy/successor` messages go to it, still wrapped.
+    ///
+    /// ```no_run
+    /// use acp_runtime::conductor::{Component, Conductor};
+    /// use acp_runtime::process::AgentCommand;
+    ///
+    /// // What `acp-conductor proxy "trace-proxy" "policy-proxy"` does.
+    /// Conductor::proxy(vec![
+    ///     Component::command("trace-proxy", AgentCommand::new("trace-proxy")),
+    ///     Component::command("policy-proxy", AgentCommand::new("policy-proxy")),
+    /// ])
+    /// .serve_stdio()?;
+    /// # Ok::<(), acp_runtime::conductor::ChainError>(())
+    /// ```
+    pub fn proxy(components: Vec<Component>) -> Self {
+        Conductor {
+            proxy_mode: true,
+            ..Conductor::new(components)
+        }
+    }
+
+    /// How long, once a component failed, requests in flight get to be answered with the
+    /// failure before the conductor closes its client connection (and as long again for
+    /// those answers to be written); [`FAILURE_GRACE`] (500 ms) by default. Zero closes at
+    /// once: the failure is then only in [`Conductor::run`]'s error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use acp_runtime::conductor::{Component, Conductor};
+    /// use acp_runtime::process::AgentCommand;
+    ///
+    /// let conductor = Conductor::new(vec![Component::command("agent", AgentCommand::new("my-agent"))])
+    ///     .with_failure_grace(Duration::from_secs(2));
+    /// # drop(conductor);
+    /// ```
+    pub fn with_failure_grace(mut self, grace: Duration) -> Self {
+        self.failure_grace = grace;
+        self
     }
 
     /// The options of every connection (to the client and to each component): limits and
@@ -119,7 +174,11 @@ impl Conductor {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let shared = Arc::new(Shared::new(self.components, self.options.clone()));
+        let shared = Arc::new(Shared::new(
+            self.components,
+            self.options.clone(),
+            self.proxy_mode,
+        ));
         let (client, driver) = Connection::new(
             reader,
             writer,
@@ -128,6 +187,7 @@ impl Conductor {
         );
         let _ = shared.client.set(client.clone());
         let executor = shared.executor.clone();
+        let grace = self.failure_grace;
         async move {
             let mut driver = std::pin::pin!(driver);
             let outcome = executor
@@ -148,14 +208,14 @@ impl Conductor {
                     }
                     let _ = executor
                         .run((&mut driver).or(async {
-                            smol::Timer::after(FAILURE_GRACE).await;
+                            smol::Timer::after(grace).await;
                             Ok(())
                         }))
                         .await;
                     client.close();
                     let _ = executor
                         .run((&mut driver).or(async {
-                            smol::Timer::after(FAILURE_GRACE).await;
+                            smol::Timer::after(grace).await;
                             Ok(())
                         }))
                         .await;

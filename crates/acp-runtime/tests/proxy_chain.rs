@@ -259,3 +259,163 @@ proptest! {
         }));
     }
 }
+
+/// A conductor in front of a raw agent, with `grace`: the client, the agent, and the run.
+fn graced_chain(
+    grace: std::time::Duration,
+) -> (
+    RawPeer,
+    RawPeer,
+    smol::Task<Result<(), acp_runtime::conductor::ChainError>>,
+) {
+    let (client, conductor_end) = RawPeer::new();
+    let (agent, agent_end) = RawPeer::new();
+    let conductor = Conductor::new(vec![Component::streams(
+        "raw agent",
+        agent_end.reader,
+        agent_end.writer,
+    )])
+    .with_failure_grace(grace);
+    let run = smol::spawn(conductor.run(conductor_end.reader, conductor_end.writer));
+    (client, agent, run)
+}
+
+#[test]
+fn a_long_failure_grace_keeps_the_client_connection_open_until_the_client_closes() {
+    smol::block_on(within("a long grace", async {
+        let (mut client, mut agent, run) = graced_chain(std::time::Duration::from_secs(60));
+        initialize_raw(&mut client, &mut agent, 1).await;
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}))
+            .await;
+        assert_eq!(agent.recv().await["method"], "session/new");
+        drop(agent);
+        let failed = client.recv().await;
+        assert_eq!(failed["id"], 5);
+        let message = failed["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("raw agent"), "{failed}");
+        // Twice the default grace later, the connection is still the client's: a request
+        // is still answered (with an error, the chain being down).
+        smol::Timer::after(acp_runtime::conductor::FAILURE_GRACE * 2).await;
+        let late = client
+            .request(6, "session/new", json!({"cwd": "/", "mcpServers": []}))
+            .await;
+        assert!(late["error"].is_object(), "{late}");
+        drop(client);
+        let error = run.await.unwrap_err().to_string();
+        assert!(error.contains("raw agent"), "{error}");
+    }));
+}
+
+#[test]
+fn a_zero_failure_grace_closes_the_client_connection_at_once() {
+    smol::block_on(within("no grace", async {
+        let (mut client, mut agent, run) = graced_chain(std::time::Duration::ZERO);
+        initialize_raw(&mut client, &mut agent, 1).await;
+        drop(agent);
+        // The client keeps its end open; the conductor ends the run by itself.
+        let error = run.await.unwrap_err().to_string();
+        assert!(error.contains("raw agent"), "{error}");
+        drop(client);
+    }));
+}
+
+/// A conductor in proxy mode as a component of another conductor, served in process.
+fn conductor_component(name: &str, conductor: Conductor) -> Component {
+    let (outer_end, inner_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    smol::spawn(conductor.run(inner_end.reader, inner_end.writer)).detach();
+    Component::streams(name, outer_end.reader, outer_end.writer)
+}
+
+#[test]
+fn a_chain_in_proxy_mode_runs_inside_a_chain() {
+    smol::block_on(within("a chain in a chain", async {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let noted = seen.clone();
+        let prefixer = Proxy::builder()
+            .on_client_request(|cx: ProxyContext, mut prompt: PromptRequest| async move {
+                prompt.prompt.insert(0, ContentBlock::from("inner"));
+                cx.successor().request(&prompt).await
+            })
+            .on_agent_notification(move |cx: ProxyContext, update: SessionNotification| {
+                let noted = noted.clone();
+                async move {
+                    noted.lock().unwrap().push(update.session_id.to_string());
+                    cx.predecessor().notify(&update).await
+                }
+            })
+            .build();
+        let outer_prefixer = Proxy::builder()
+            .on_client_request(|cx: ProxyContext, mut prompt: PromptRequest| async move {
+                prompt.prompt.insert(0, ContentBlock::from("outer"));
+                cx.successor().request(&prompt).await
+            })
+            .build();
+        let inner = Conductor::proxy(vec![
+            proxy_component("inner first", Proxy::pass_through()),
+            proxy_component("inner prefixer", prefixer),
+        ]);
+        let conductor = Conductor::new(vec![
+            proxy_component("outer first", Proxy::pass_through()),
+            conductor_component("inner conductor", inner),
+            proxy_component("outer prefixer", outer_prefixer),
+            agent_component(Streamer),
+        ]);
+        let agent = connect(conductor);
+        let init = agent.initialize().await.unwrap();
+        assert_eq!(init.protocol_version, ProtocolVersion(1));
+        let session = agent.new_session(std::env::temp_dir()).await.unwrap();
+        let said = turn_texts(&session, "3").await;
+        // The inner chain's proxy saw the prompt before the outer one after it, and every
+        // update on its way back.
+        assert_eq!(said, ["0", "1", "2", "outer|inner|3"]);
+        assert_eq!(seen.lock().unwrap().len(), 4);
+        // Twice: a second session through the same chains.
+        let again = agent.new_session(std::env::temp_dir()).await.unwrap();
+        assert_eq!(turn_texts(&again, "0").await, ["outer|inner|0"]);
+    }));
+}
+
+#[test]
+fn a_chain_in_proxy_mode_is_initialized_as_a_proxy() {
+    smol::block_on(within("proxy mode entry", async {
+        let (mut client, conductor_end) = RawPeer::new();
+        let conductor = Conductor::proxy(vec![proxy_component("p", Proxy::pass_through())]);
+        smol::spawn(conductor.run(conductor_end.reader, conductor_end.writer)).detach();
+        let refused = client
+            .request(1, "initialize", json!({"protocolVersion": 1}))
+            .await;
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        let early = client
+            .request(
+                2,
+                "proxy/successor",
+                json!({"method": "session/update", "params": {}}),
+            )
+            .await;
+        assert_eq!(early["error"]["code"], -32600, "{early}");
+        // `proxy/initialize` starts the chain; the proxy asks its successor, which is the
+        // conductor's: through the client, wrapped, as plain `initialize`.
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 3, "method": "proxy/initialize", "params": {"protocolVersion": 1, "x": 1}}))
+            .await;
+        let ask = client.recv().await;
+        assert_eq!(ask["method"], "proxy/successor", "{ask}");
+        assert_eq!(ask["params"]["method"], "initialize", "{ask}");
+        assert_eq!(ask["params"]["params"]["x"], 1, "{ask}");
+        client
+            .send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}}))
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(answer["id"], 3, "{answer}");
+        assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+        // A notification from the successor reaches the client back as it came, through the
+        // proxy: wrapped to the last proxy, which sends it on to its predecessor.
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "proxy/successor", "params": {"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}}}))
+            .await;
+        let update = client.recv().await;
+        assert_eq!(update["method"], "session/update", "{update}");
+        assert_eq!(update["params"]["sessionId"], "s", "{update}");
+    }));
+}

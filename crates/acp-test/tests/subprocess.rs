@@ -151,3 +151,34 @@ fn run_spawned_reports_a_crashed_agent() {
     assert_eq!(status.code, Some(3), "{status}");
     assert!(stderr_tail.contains("fatal: no key"), "{stderr_tail}");
 }
+
+#[test]
+fn bad_arguments_exit_with_2_and_help_with_0() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_acp-test-agent"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let transcript = fixture("prompt_chunks");
+    let transcript = transcript.to_str().unwrap();
+    for args in [
+        &[][..],
+        &[transcript, "--timeout", "soon"],
+        &[transcript, "--timeout", "-1"],
+        &[transcript, "--tmp"],
+        &[transcript, "--no-such-flag"],
+        &["/nonexistent/transcript.jsonl"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+    let help = run(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in ["--tmp", "--unordered", "--timeout"] {
+        assert!(help.contains(flag), "{help}");
+    }
+}

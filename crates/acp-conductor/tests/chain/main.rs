@@ -46,11 +46,19 @@ impl Agent for TestAgent {
 }
 
 fn conductor(proxies: &[String], marker: &str) -> AgentCommand {
+    conductor_with(&[], proxies, marker)
+}
+
+/// `acp-conductor agent OPTIONS... PROXIES... <this test binary>`.
+fn conductor_with(options: &[&str], proxies: &[String], marker: &str) -> AgentCommand {
     let me = std::env::current_exe().unwrap();
     let mut command = AgentCommand::new(env!("CARGO_BIN_EXE_acp-conductor"))
         .arg("agent")
         .env(MARKER, marker)
         .env(MODE, "1");
+    for option in options {
+        command = command.arg(*option);
+    }
     for proxy in proxies {
         command = command.arg(proxy);
     }
@@ -171,9 +179,10 @@ fn streams_in_order_through_three_proxies_and_a_trace() {
 fn a_crash_mid_turn_is_a_clear_error_and_leaves_nothing() {
     let run = marker("crash");
     let proxies = [pass_through(), pass_through()];
+    // A grace longer than the test: the client closes once answered, which ends it.
     let outcome = client::run_spawned(
         AutoAllow,
-        conductor(&proxies, &run),
+        conductor_with(&["--failure-grace", "60"], &proxies, &run),
         ClientOptions::default(),
         |agent| async move {
             agent.initialize().await?;
@@ -197,6 +206,87 @@ fn a_crash_mid_turn_is_a_clear_error_and_leaves_nothing() {
         "ok: a crash mid-turn: {}",
         error.lines().next().unwrap_or_default()
     );
+}
+
+fn a_chain_in_proxy_mode_runs_inside_a_chain() {
+    const UPDATES: usize = 1_000;
+    let run = marker("nested");
+    let bin = env!("CARGO_BIN_EXE_acp-conductor");
+    let trace: PathBuf =
+        std::env::temp_dir().join(format!("acp-chain-nested-{}.jsonl", std::process::id()));
+    // `acp-conductor proxy` with two proxies, between two more of the outer chain.
+    let inner = format!(
+        "{bin} proxy '{bin} pass-through' '{bin} trace-proxy {}'",
+        trace.display()
+    );
+    let proxies = [pass_through(), inner, pass_through()];
+    let (result, exit) = client::run_spawned(
+        AutoAllow,
+        conductor(&proxies, &run),
+        ClientOptions::default(),
+        |agent| async move {
+            let init = agent.initialize().await?;
+            assert_eq!(init.protocol_version, ProtocolVersion(1));
+            let session = agent.new_session(std::env::temp_dir()).await?;
+            let mut turn = session
+                .prompt(vec![format!("stream {UPDATES}").into()])
+                .await?;
+            let mut next = 0usize;
+            while let Some(update) = turn.next().await {
+                if let SessionUpdate::AgentMessageChunk(chunk) = update? {
+                    assert_eq!(chunk.content.as_text(), Some(next.to_string().as_str()),);
+                    next += 1;
+                }
+            }
+            assert_eq!(turn.end().await?.stop_reason, StopReason::EndTurn);
+            Ok(next)
+        },
+    )
+    .unwrap();
+    assert_eq!(result, UPDATES);
+    assert!(exit.status.success(), "conductor: {exit}");
+    wait_for_no_survivors(&run);
+    // The inner chain's last proxy saw the conversation: its hop to its successor (through
+    // both conductors) carried `initialize` and every update.
+    let recorded = std::fs::read_to_string(&trace).unwrap();
+    assert!(recorded.contains("\"initialize\""), "{recorded:.400}");
+    let updates = recorded
+        .lines()
+        .filter(|line| line.contains("agent_message_chunk"))
+        .count();
+    assert_eq!(updates, UPDATES);
+    let _ = std::fs::remove_file(trace);
+    println!("ok: {UPDATES} updates in order through a chain in proxy mode inside a chain");
+}
+
+fn usage_errors_exit_with_1_and_help_with_0() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_acp-conductor"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &[][..],
+        &["agent"],
+        &["proxy"],
+        &["agent", "--failure-grace", "soon", "x"],
+        &["policy-proxy", "--allow", "typo"],
+        &["trace-proxy"],
+        &["no-such-command"],
+        &["agent", "'unterminated"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+    for args in [&["--help"][..], &["agent", "--help"], &["--version"]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(!out.stdout.is_empty(), "{args:?}");
+    }
+    println!("ok: usage errors exit with 1, --help and --version with 0");
 }
 
 fn a_killed_conductor_takes_the_chain_with_it() {
@@ -241,7 +331,7 @@ fn main() {
         return;
     }
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
-    let tests: [(&str, fn()); 3] = [
+    let tests: [(&str, fn()); 5] = [
         (
             "streams_in_order_through_three_proxies_and_a_trace",
             streams_in_order_through_three_proxies_and_a_trace,
@@ -249,6 +339,14 @@ fn main() {
         (
             "a_crash_mid_turn_is_a_clear_error_and_leaves_nothing",
             a_crash_mid_turn_is_a_clear_error_and_leaves_nothing,
+        ),
+        (
+            "a_chain_in_proxy_mode_runs_inside_a_chain",
+            a_chain_in_proxy_mode_runs_inside_a_chain,
+        ),
+        (
+            "usage_errors_exit_with_1_and_help_with_0",
+            usage_errors_exit_with_1_and_help_with_0,
         ),
         (
             "a_killed_conductor_takes_the_chain_with_it",

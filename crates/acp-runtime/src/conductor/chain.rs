@@ -103,6 +103,9 @@ pub(crate) struct Shared {
     pub(crate) chain: smol::lock::OnceCell<Result<Arc<Chain>, String>>,
     pub(crate) client: OnceLock<ConnectionHandle>,
     pub(crate) options: ConnectionOptions,
+    /// Whether the conductor is itself a proxy: every component is then a proxy, and the
+    /// last one's successor is the conductor's own, reached through the client connection.
+    pub(crate) proxy_mode: bool,
     failure: OnceLock<String>,
     failed: Event,
     /// Where component drivers and watchers run: polled by `Conductor::run`.
@@ -112,12 +115,17 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(components: Vec<Component>, options: ConnectionOptions) -> Self {
+    pub(crate) fn new(
+        components: Vec<Component>,
+        options: ConnectionOptions,
+        proxy_mode: bool,
+    ) -> Self {
         Shared {
             components: Mutex::new(Some(components)),
             chain: smol::lock::OnceCell::new(),
             client: OnceLock::new(),
             options,
+            proxy_mode,
             failure: OnceLock::new(),
             failed: Event::new(),
             executor: Arc::new(smol::Executor::new()),
@@ -153,7 +161,8 @@ impl Shared {
         }
     }
 
-    /// The started chain: starts it on the first call (the client's first `initialize`).
+    /// The started chain: starts it on the first call (the client's first `initialize`, or
+    /// `proxy/initialize` in proxy mode).
     /// An error names the component that could not start.
     pub(crate) async fn chain(self: &Arc<Self>) -> Result<Arc<Chain>, String> {
         self.chain
@@ -169,7 +178,7 @@ impl Shared {
         let mut drivers: Vec<Driver> = Vec::with_capacity(count * 2);
         for (index, component) in components.into_iter().enumerate() {
             let name = component.name;
-            let is_proxy = index + 1 < count;
+            let is_proxy = self.proxy_mode || index + 1 < count;
             let (reader, writer, process): (BoxReader, BoxWriter, _) = match component.kind {
                 #[cfg(unix)]
                 Kind::Command(command) => {
@@ -216,7 +225,11 @@ impl Shared {
             });
         }
         if hops.is_empty() {
-            return Err("the chain has no components: it needs at least an agent".to_owned());
+            return Err(if self.proxy_mode {
+                "the chain has no components: it needs at least a proxy".to_owned()
+            } else {
+                "the chain has no components: it needs at least an agent".to_owned()
+            });
         }
         for driver in drivers {
             self.executor.spawn(driver).detach();

@@ -35,7 +35,10 @@ pub(crate) struct Destination {
 }
 
 /// The routing rule, on its own so that it can be tested without connections. `from` is the
-/// receiving hop (`None`: the client), `proxies` whether each component is a proxy.
+/// receiving hop (`None`: the client), `is_proxy` whether each component is a proxy. A chain
+/// whose last component is a proxy is a conductor in proxy mode: the client is then its
+/// predecessor, whose `proxy/successor` messages come from the conductor's successor (they go
+/// to the last proxy), and the last proxy's go back to the client, wrapped.
 pub(crate) fn destination(
     from: Option<usize>,
     method: &str,
@@ -43,6 +46,7 @@ pub(crate) fn destination(
     is_proxy: &[bool],
 ) -> Result<Destination, ResponseError> {
     let last = is_proxy.len().saturating_sub(1);
+    let proxy_mode = is_proxy.last() == Some(&true);
     let downstream = |hop: usize, method: &str| Destination {
         hop: Some(hop),
         method: if method == INITIALIZE && is_proxy.get(hop) == Some(&true) {
@@ -53,9 +57,22 @@ pub(crate) fn destination(
         wrapped: false,
     };
     match from {
+        None if method == PROXY_SUCCESSOR && proxy_mode => Ok(Destination {
+            hop: Some(last),
+            method: inner.unwrap_or_default().to_owned(),
+            wrapped: true,
+        }),
         None if method == PROXY_SUCCESSOR => Err(rules::envelope_from_endpoint("the client")),
+        None if method == INITIALIZE && proxy_mode => Err(rules::proxy_initialized_as_agent()),
         None => Ok(downstream(0, method)),
         Some(hop) if method == PROXY_SUCCESSOR => {
+            if hop >= last && proxy_mode {
+                return Ok(Destination {
+                    hop: None,
+                    method: inner.unwrap_or_default().to_owned(),
+                    wrapped: true,
+                });
+            }
             if hop >= last {
                 return Err(rules::envelope_from_endpoint("the agent"));
             }
@@ -127,15 +144,36 @@ impl HopDispatch {
         }
     }
 
+    /// The method that starts the chain: `proxy/initialize` in proxy mode.
+    fn entry(&self) -> &'static str {
+        if self.shared.proxy_mode {
+            PROXY_INITIALIZE
+        } else {
+            INITIALIZE
+        }
+    }
+
+    /// Whether a `proxy/successor` received on this connection is opened: from a component,
+    /// or from the client of a conductor in proxy mode (its successor's messages).
+    fn opens_envelopes(&self) -> bool {
+        self.hop.is_some() || self.shared.proxy_mode
+    }
+
     async fn chain_for(&self, method: &str) -> Result<Arc<Chain>, ResponseError> {
-        if self.hop.is_none() && method == INITIALIZE {
-            return self.shared.chain().await.map_err(failure);
+        if self.hop.is_none() {
+            if method == self.entry() {
+                return self.shared.chain().await.map_err(failure);
+            }
+            if method == INITIALIZE {
+                return Err(rules::proxy_initialized_as_agent());
+            }
         }
         match self.shared.chain.get() {
             Some(Ok(chain)) => Ok(chain.clone()),
             Some(Err(error)) => Err(failure(error.clone())),
             None => Err(rules::not_initialized(format_args!(
-                "expected `initialize` before `{method}`"
+                "expected `{}` before `{method}`",
+                self.entry()
             ))),
         }
     }
@@ -182,8 +220,8 @@ impl HopDispatch {
         let ticket = self.order.ticket();
         let method = request.method();
         let chain = self.chain_for(method).await?;
-        let envelope = match (self.hop, method) {
-            (Some(_), PROXY_SUCCESSOR) => Some(open(request.raw_params())?),
+        let envelope = match method {
+            PROXY_SUCCESSOR if self.opens_envelopes() => Some(open(request.raw_params())?),
             _ => None,
         };
         let inner = envelope.as_ref().map(|envelope| &*envelope.method);
@@ -192,7 +230,7 @@ impl HopDispatch {
             Some(envelope) => envelope.params.map(ToOwned::to_owned),
             None => request.raw_params().map(ToOwned::to_owned),
         };
-        if self.hop.is_none() && method == INITIALIZE {
+        if self.hop.is_none() && method == self.entry() {
             params = negotiated(params.as_deref())?;
         }
         let Some(rpc) = self.connection(&chain, to.hop) else {
@@ -225,8 +263,8 @@ impl HopDispatch {
         let Some(Ok(chain)) = self.shared.chain.get() else {
             return Err(format!("`{method}` before `initialize` is dropped"));
         };
-        let envelope = match (self.hop, method) {
-            (Some(_), PROXY_SUCCESSOR) => {
+        let envelope = match method {
+            PROXY_SUCCESSOR if self.opens_envelopes() => {
                 Some(open(notification.raw_params()).map_err(|e| e.message)?)
             }
             _ => None,
@@ -323,5 +361,38 @@ mod tests {
         );
         let direct = destination(None, "initialize", None, &[false]);
         assert_eq!(direct, Ok(to(Some(0), "initialize", false)));
+    }
+
+    #[test]
+    fn the_routing_table_in_proxy_mode() {
+        let chain = [true, true];
+        let route = |from, method, inner| destination(from, method, inner, &chain);
+        assert_eq!(
+            route(None, "proxy/initialize", None),
+            Ok(to(Some(0), "proxy/initialize", false))
+        );
+        assert_eq!(route(None, "initialize", None).unwrap_err().code.0, -32600);
+        assert_eq!(
+            route(Some(0), "proxy/successor", Some("initialize")),
+            Ok(to(Some(1), "proxy/initialize", false))
+        );
+        // The last proxy's successor is the conductor's: through the client, still wrapped
+        // (the conductor's own conductor picks `proxy/initialize` or `initialize`).
+        assert_eq!(
+            route(Some(1), "proxy/successor", Some("initialize")),
+            Ok(to(None, "initialize", true))
+        );
+        assert_eq!(
+            route(None, "proxy/successor", Some("session/update")),
+            Ok(to(Some(1), "session/update", true))
+        );
+        assert_eq!(
+            route(Some(1), "session/update", None),
+            Ok(to(Some(0), "session/update", true))
+        );
+        assert_eq!(
+            route(Some(0), "session/update", None),
+            Ok(to(None, "session/update", false))
+        );
     }
 }
