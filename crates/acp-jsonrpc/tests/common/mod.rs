@@ -219,3 +219,23 @@ impl Handler for TestHandler {
         }
     }
 }
+
+/// A driver running on smol.
+pub type DriverTask = smol::Task<Result<(), ConnectionError>>;
+
+/// Two connections joined by an in-memory pipe, their drivers spawned on smol.
+pub fn connected_pair<A: Handler, B: Handler>(
+    a: A,
+    b: B,
+    options: ConnectionOptions,
+) -> (ConnectionHandle, ConnectionHandle, DriverTask, DriverTask) {
+    let (a_end, b_end) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    let (a_handle, a_driver) = Connection::new(a_end.reader, a_end.writer, a, options.clone());
+    let (b_handle, b_driver) = Connection::new(b_end.reader, b_end.writer, b, options);
+    (
+        a_handle,
+        b_handle,
+        smol::spawn(a_driver),
+        smol::spawn(b_driver),
+    )
+}
