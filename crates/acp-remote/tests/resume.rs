@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use acp_remote::{Connector, Server, ServerOptions};
 use acp_runtime::Result;
 use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
+use acp_runtime::client::Session;
 use acp_types::*;
 use common::http_client::{Sse, post};
 use common::wire::INITIALIZE;
@@ -180,6 +181,24 @@ impl Rng {
 /// the priming id or the replayed events; and every third round it swallows a POST's
 /// answer): 200 turns, each of whose updates arrives once and in order, and no prompt runs
 /// twice.
+/// One prompt to the streamer: its `CHUNKS` numbered chunks arrive each once, in order, and
+/// the turn ends normally.
+async fn numbered_turn(session: &Session, round: usize) {
+    let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
+        .await
+        .unwrap();
+    let mut texts = Vec::new();
+    while let Some(update) = within("an update", turn.next()).await {
+        if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
+            texts.push(chunk.content.as_text().unwrap().to_owned());
+        }
+    }
+    let end = within("the end of the turn", turn.end()).await.unwrap();
+    assert_eq!(end.stop_reason, StopReason::EndTurn);
+    let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
+    assert_eq!(texts, expected, "round {round}");
+}
+
 #[test]
 fn cut_streams_resume_with_every_update_once_in_order() {
     smol::block_on(async {
@@ -205,19 +224,7 @@ fn cut_streams_resume_with_every_update_once_in_order() {
             if round % 8 == 0 {
                 cutter.then.store(rng.below(300) as i64, Ordering::SeqCst);
             }
-            let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
-                .await
-                .unwrap();
-            let mut texts = Vec::new();
-            while let Some(update) = within("an update", turn.next()).await {
-                if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
-                    texts.push(chunk.content.as_text().unwrap().to_owned());
-                }
-            }
-            let end = within("the end of the turn", turn.end()).await.unwrap();
-            assert_eq!(end.stop_reason, StopReason::EndTurn);
-            let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
-            assert_eq!(texts, expected, "round {round}");
+            numbered_turn(&session, round).await;
             cutter.sse_budget.store(-1, Ordering::SeqCst);
             cutter.then.store(-1, Ordering::SeqCst);
             cutter.lost_answers.store(0, Ordering::SeqCst);
@@ -499,19 +506,7 @@ fn a_cut_http2_connection_is_replaced_and_its_streams_resume() {
             cutter
                 .sse_budget
                 .store(rng.below(3000) as i64, Ordering::SeqCst);
-            let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
-                .await
-                .unwrap();
-            let mut texts = Vec::new();
-            while let Some(update) = within("an update", turn.next()).await {
-                if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
-                    texts.push(chunk.content.as_text().unwrap().to_owned());
-                }
-            }
-            let end = within("the end of the turn", turn.end()).await.unwrap();
-            assert_eq!(end.stop_reason, StopReason::EndTurn);
-            let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
-            assert_eq!(texts, expected, "round {round}");
+            numbered_turn(&session, round).await;
             cutter.sse_budget.store(-1, Ordering::SeqCst);
         }
         let cuts = cutter.cuts.load(Ordering::SeqCst);
