@@ -91,24 +91,32 @@ async fn turn_texts(session: &client::Session, prompt: &str) -> Vec<String> {
     said
 }
 
+/// A proxy that puts `prefix` before every prompt and notes the session of every update it
+/// passes back.
+fn noting_prefixer(prefix: &'static str, seen: &Arc<Mutex<Vec<String>>>) -> Proxy {
+    let noted = seen.clone();
+    Proxy::builder()
+        .on_client_request(
+            move |cx: ProxyContext, mut prompt: PromptRequest| async move {
+                prompt.prompt.insert(0, ContentBlock::from(prefix));
+                cx.successor().request(&prompt).await
+            },
+        )
+        .on_agent_notification(move |cx: ProxyContext, update: SessionNotification| {
+            let noted = noted.clone();
+            async move {
+                noted.lock().unwrap().push(update.session_id.to_string());
+                cx.predecessor().notify(&update).await
+            }
+        })
+        .build()
+}
+
 #[test]
 fn a_chain_forwards_by_default_and_hooks_intercept() {
     smol::block_on(within("a chain", async {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let noted = seen.clone();
-        let prefixer = Proxy::builder()
-            .on_client_request(|cx: ProxyContext, mut prompt: PromptRequest| async move {
-                prompt.prompt.insert(0, ContentBlock::from("be brief"));
-                cx.successor().request(&prompt).await
-            })
-            .on_agent_notification(move |cx: ProxyContext, update: SessionNotification| {
-                let noted = noted.clone();
-                async move {
-                    noted.lock().unwrap().push(update.session_id.to_string());
-                    cx.predecessor().notify(&update).await
-                }
-            })
-            .build();
+        let prefixer = noting_prefixer("be brief", &seen);
         let conductor = Conductor::new(vec![
             proxy_component("first", Proxy::pass_through()),
             proxy_component("prefixer", prefixer),
@@ -331,20 +339,7 @@ fn conductor_component(name: &str, conductor: Conductor) -> Component {
 fn a_chain_in_proxy_mode_runs_inside_a_chain() {
     smol::block_on(within("a chain in a chain", async {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let noted = seen.clone();
-        let prefixer = Proxy::builder()
-            .on_client_request(|cx: ProxyContext, mut prompt: PromptRequest| async move {
-                prompt.prompt.insert(0, ContentBlock::from("inner"));
-                cx.successor().request(&prompt).await
-            })
-            .on_agent_notification(move |cx: ProxyContext, update: SessionNotification| {
-                let noted = noted.clone();
-                async move {
-                    noted.lock().unwrap().push(update.session_id.to_string());
-                    cx.predecessor().notify(&update).await
-                }
-            })
-            .build();
+        let prefixer = noting_prefixer("inner", &seen);
         let outer_prefixer = Proxy::builder()
             .on_client_request(|cx: ProxyContext, mut prompt: PromptRequest| async move {
                 prompt.prompt.insert(0, ContentBlock::from("outer"));
