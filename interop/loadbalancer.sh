@@ -46,47 +46,12 @@ start() {
 }
 start s1 1; start s2 2; start s3 3
 
-sed -e "s/@LB@/$lb/" -e "s/@S1@/$(port 1)/" -e "s/@S2@/$(port 2)/" -e "s/@S3@/$(port 3)/" \
-  >"$work/haproxy.cfg" <<'CFG'
-global
-    maxconn 4096
-
-defaults
-    mode http
-    timeout connect 2s
-    # SSE streams and WebSockets stay open: the server sends a keep-alive comment on an idle
-    # SSE stream every 15 s; WebSockets are tunnels once upgraded.
-    timeout client 1h
-    timeout server 1h
-    timeout tunnel 1h
-    timeout http-request 10s
-    # A request refused by a draining (or full) server is replayed on another: it did nothing
-    # there. A connection refused (a dead server) likewise, before anything was sent.
-    retries 3
-    option redispatch 1
-    retry-on conn-failure empty-response 503
-
-frontend acp
-    bind 127.0.0.1:@LB@
-    default_backend agents
-
-backend agents
-    balance leastconn
-    # Each Streamable HTTP connection to the server that holds it: the server names it in the
-    # Acp-Connection-Id header of its answer to `initialize`, and the client sends that
-    # header with every later request. WebSocket needs nothing: one TCP connection.
-    stick-table type string len 64 size 1m expire 1h
-    stick store-response res.hdr(Acp-Connection-Id)
-    stick match req.hdr(Acp-Connection-Id)
-    # 200 while serving, 503 while draining: both are alive (a draining server still serves
-    # its own connections; it refuses new ones with 503, which are retried elsewhere).
-    option httpchk GET /healthz
-    http-check expect rstatus ^(200|503)$
-    default-server check inter 500ms fall 2 rise 1
-    server s1 127.0.0.1:@S1@
-    server s2 127.0.0.1:@S2@
-    server s3 127.0.0.1:@S3@
-CFG
+servers=$(printf '    server s%d 127.0.0.1:%d\n' 1 "$(port 1)" 2 "$(port 2)" 3 "$(port 3)")
+# The recipe is shared with the load example; a quick health check notices a killed server.
+awk -v lb="$lb" -v servers="$servers" '
+  $0 == "@SERVERS@" { print servers; next }
+  { gsub(/@LB@/, lb); gsub(/@MAXCONN@/, "4096"); gsub(/@CHECK_INTER@/, "500ms"); print }
+' crates/acp-remote/examples/load/haproxy.cfg >"$work/haproxy.cfg"
 haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 sleep 1

@@ -7,37 +7,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The HAProxy configuration of docs/deploy.md, on loopback: `@LB@` the front port,
-/// `@SERVERS@` the `server` lines.
-const HAPROXY: &str = "global
-    # Two descriptors per connection, within a default hard limit of 20000.
-    maxconn 8000
-
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 1h
-    timeout server 1h
-    timeout tunnel 1h
-    timeout http-request 10s
-    retries 3
-    option redispatch 1
-    retry-on conn-failure empty-response 503
-
-frontend acp
-    bind 127.0.0.1:@LB@
-    default_backend agents
-
-backend agents
-    balance leastconn
-    stick-table type string len 64 size 1m expire 1h
-    stick store-response res.hdr(Acp-Connection-Id)
-    stick match req.hdr(Acp-Connection-Id)
-    option httpchk GET /healthz
-    http-check expect rstatus ^(200|503)$
-    default-server check inter 2s fall 2 rise 1
-@SERVERS@
-";
+/// The HAProxy configuration of docs/deploy.md on loopback, shared with
+/// interop/loadbalancer.sh (its placeholders are listed at its top).
+const HAPROXY: &str = include_str!("haproxy.cfg");
 
 pub struct Fleet {
     bridges: Vec<Child>,
@@ -180,7 +152,10 @@ impl Fleet {
         let lb = free_port();
         let config = HAPROXY
             .replace("@LB@", &lb.to_string())
-            .replace("@SERVERS@", &lines);
+            // Two descriptors per connection, within a default hard limit of 20000.
+            .replace("@MAXCONN@", "8000")
+            .replace("@CHECK_INTER@", "2s")
+            .replace("@SERVERS@\n", &lines);
         let path = dir.join("haproxy.cfg");
         std::fs::write(&path, config).expect("the HAProxy configuration");
         let log = std::fs::File::create(dir.join("haproxy.log")).expect("HAProxy's log");
