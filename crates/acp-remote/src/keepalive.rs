@@ -53,6 +53,9 @@ pub(crate) enum Due {
 pub(crate) struct KeepAlive {
     config: KeepAliveConfig,
     timer: Timer,
+    /// When `timer` fires; `None` once it has. Frames only move the next ping later, so the
+    /// timer is re-armed only when it has fired or must fire sooner: not once per frame.
+    armed: Option<Instant>,
     /// The last frame received.
     received: Instant,
     /// The last ping sent.
@@ -67,6 +70,7 @@ impl KeepAlive {
         KeepAlive {
             config,
             timer: Timer::at(now + config.interval),
+            armed: Some(now + config.interval),
             received: now,
             pinged: now,
             unanswered: None,
@@ -107,10 +111,16 @@ impl KeepAlive {
             if now >= self.received.max(self.pinged) + self.config.interval {
                 return Poll::Ready(Due::Ping);
             }
-            self.timer.set_at(self.next());
+            let next = self.next();
+            if self.armed.is_none_or(|armed| next < armed) {
+                self.timer.set_at(next);
+                self.armed = Some(next);
+            }
             if Pin::new(&mut self.timer).poll(cx).is_pending() {
                 return Poll::Pending;
             }
+            // Fired, perhaps early for a deadline that frames moved on: the loop looks again.
+            self.armed = None;
         }
     }
 
