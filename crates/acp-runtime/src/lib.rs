@@ -7,8 +7,13 @@
 //!   [`agent::ClientHandle`] and [`agent::Turn`].
 //! - [`client`]: connect to an agent (a stream pair or a spawned process) and drive sessions
 //!   and prompt turns through [`client::AgentHandle`] and [`client::Session`].
-//! - [`host`]: the client-side engines for `terminal/*` and `fs/*`.
-//! - [`process`]: spawning an agent command and shutting it down without leftovers.
+//! - [`fs`], [`terminal`] and [`process`]: the client-side engines for `fs/*` and
+//!   `terminal/*`, and agent processes (spawning, supervision, shutdown without leftovers).
+//!   They are the [`acp_host`] crate's modules, re-exported because this crate's API takes
+//!   and returns their types ([`client::ClientOptions::with_file_system`],
+//!   [`client::ClientOptions::with_terminals`], [`client::spawn`], [`Error::AgentExited`]),
+//!   so that a client needs no second dependency. The runtime itself holds no `unsafe` code:
+//!   everything that talks to the operating system directly lives in acp-host.
 //!
 //! Built on [`acp_jsonrpc`] (framing, correlation, cancellation, back-pressure) and
 //! [`acp_types`] (the generated message types). Runs on smol out of the box; the connection
@@ -149,17 +154,15 @@
 //! on this runtime that wants to serve both kinds of client offers both, and switches its model
 //! in `Agent::set_model` and `Agent::set_config_option` alike.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod client;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod conductor;
 mod error;
-pub mod host;
 mod latch;
-#[cfg(unix)]
-mod os;
 pub mod prelude;
-pub mod process;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod proxy;
 mod reply;
@@ -168,6 +171,10 @@ mod shape_reader;
 pub mod stdio;
 
 pub use error::{Error, Result, codes};
+
+pub use acp_host::fs;
+#[cfg(unix)]
+pub use acp_host::{process, terminal};
 
 pub use acp_jsonrpc;
 pub use acp_types;

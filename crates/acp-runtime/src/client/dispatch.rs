@@ -15,10 +15,12 @@ use super::state::{ClientState, SessionShared};
 use super::text_chunk;
 use super::updates::{Arrived, Routed, update_cost};
 use crate::error::{Error, Result, codes};
-use crate::host::{self, TerminalHost};
 use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules;
+use acp_host::fs::FsError;
+use acp_host::process::ExitStatus;
+use acp_host::terminal::{CreateTerminal, TerminalError, TerminalHost, TerminalScope};
 
 pub(super) struct ClientDispatch<C> {
     pub(super) client: Arc<C>,
@@ -48,38 +50,45 @@ fn session_of(request: &AgentRequest) -> Option<&SessionId> {
     })
 }
 
-fn fs_error(error: host::FsError) -> Error {
+fn fs_error(error: FsError) -> Error {
     match &error {
-        host::FsError::NotFound(path) => {
+        FsError::NotFound(path) => {
             Error::resource_not_found(&error, &acp_jsonrpc::excerpt(&path.to_string_lossy()))
         }
-        host::FsError::RelativePath(_)
-        | host::FsError::InvalidLine(_)
-        | host::FsError::TooLarge { .. } => Error::invalid_params(&error),
-        host::FsError::OutsideRoots { .. }
-        | host::FsError::ParentOfMissing(_)
-        | host::FsError::DanglingSymlink { .. }
-        | host::FsError::NotARegularFile { .. }
-        | host::FsError::HardLinked { .. } => Error::invalid_params(&error),
+        FsError::RelativePath(_) | FsError::InvalidLine(_) | FsError::TooLarge { .. } => {
+            Error::invalid_params(&error)
+        }
+        FsError::OutsideRoots { .. }
+        | FsError::ParentOfMissing(_)
+        | FsError::DanglingSymlink { .. }
+        | FsError::NotARegularFile { .. }
+        | FsError::HardLinked { .. } => Error::invalid_params(&error),
         _ => Error::internal(&error),
     }
 }
 
-fn terminal_error(error: host::TerminalError) -> Error {
+/// The protocol's form of how a terminal's command ended. Its exit code is unsigned; a negative
+/// code (which no Unix exit reports) becomes `None`.
+fn terminal_exit_status(status: ExitStatus) -> TerminalExitStatus {
+    let mut out = TerminalExitStatus::new();
+    out.exit_code = status.code.and_then(|code| u32::try_from(code).ok());
+    out.signal = status.signal;
+    out
+}
+
+fn terminal_error(error: TerminalError) -> Error {
     match &error {
-        host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => {
-            Error::Rpc(
-                ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
-                    .with_data(&serde_json::json!({ "terminalId": acp_jsonrpc::excerpt(id) })),
-            )
-        }
-        host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => {
+        TerminalError::UnknownTerminal(id) | TerminalError::WrongSession { id, .. } => Error::Rpc(
+            ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
+                .with_data(&serde_json::json!({ "terminalId": acp_jsonrpc::excerpt(id) })),
+        ),
+        TerminalError::RelativeCwd(_) | TerminalError::MissingCwd(_) => {
             Error::invalid_params(&error)
         }
-        host::TerminalError::TooManyTerminals { limit, scope } => {
+        TerminalError::TooManyTerminals { limit, scope } => {
             let scope = match scope {
-                host::TerminalScope::Session => "session",
-                host::TerminalScope::Host => "connection",
+                TerminalScope::Session => "session",
+                TerminalScope::Host => "connection",
             };
             Error::Rpc(
                 ResponseError::new(acp_jsonrpc::ErrorCode::INVALID_PARAMS, error.to_string())
@@ -217,7 +226,7 @@ impl<C: Client> ClientDispatch<C> {
                     return raw(self.client.create_terminal(request).await?);
                 };
                 let session = session.as_ref().expect("terminal requests name a session");
-                let mut create = host::CreateTerminal::new(request.command);
+                let mut create = CreateTerminal::new(request.command);
                 create.args = request.args.unwrap_or_default();
                 create.env = request
                     .env
@@ -248,7 +257,7 @@ impl<C: Client> ClientDispatch<C> {
                     .output(session, terminal)
                     .map_err(terminal_error)?;
                 let mut response = TerminalOutputResponse::new(output.output, output.truncated);
-                response.exit_status = output.exit_status.map(TerminalExitStatus::from);
+                response.exit_status = output.exit_status.map(terminal_exit_status);
                 raw(response)
             }),
             AgentRequest::TerminalWaitForExit(request) => Box::pin(async move {
@@ -259,7 +268,7 @@ impl<C: Client> ClientDispatch<C> {
                     .wait_for_exit(session_id(&session), request.terminal_id.as_str())
                     .await
                     .map_err(terminal_error)?;
-                let status = TerminalExitStatus::from(status);
+                let status = terminal_exit_status(status);
                 let mut response = WaitForTerminalExitResponse::new();
                 response.exit_code = status.exit_code;
                 response.signal = status.signal;

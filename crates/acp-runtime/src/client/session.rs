@@ -14,9 +14,9 @@ use super::handle::AgentHandle;
 use super::state::{SessionShared, ToolCallState};
 use super::tool_calls::ToolCalls;
 use super::updates::{Popped, UpdateQueue};
-use crate::host::FsRoots;
 use crate::latch::Latch;
 use crate::rules;
+use acp_host::fs::FsRoots;
 
 /// The modes and config options an answer advertised.
 type Advertised = (Option<SessionModeState>, Option<Vec<SessionConfigOption>>);

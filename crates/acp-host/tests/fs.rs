@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use acp_runtime::host::{FsError, FsHook, FsHost, FsRoots};
+use acp_host::fs::{FsError, FsHook, FsHost, FsRoots};
 
 #[path = "common/sandbox.rs"]
 mod sandbox;
@@ -393,7 +393,7 @@ fn reads_larger_than_the_limit_are_refused_but_ranges_of_them_work() {
 
 #[test]
 fn the_default_limit_is_16_mib() {
-    assert_eq!(acp_runtime::host::DEFAULT_MAX_READ_BYTES, 16 * 1024 * 1024);
+    assert_eq!(acp_host::fs::DEFAULT_MAX_READ_BYTES, 16 * 1024 * 1024);
     assert!(format!("{:?}", FsHost::new()).contains("16777216"));
     // A file just over the limit is refused whole by a default host; its lines are not.
     let sandbox = Sandbox::new();

@@ -50,30 +50,52 @@ impl Default for Interest {
 }
 
 /// One read end and one write end, both non-blocking, waited on by [`block_on`].
-pub(crate) struct Pipes {
+pub struct Pipes {
     interest: Arc<Mutex<Interest>>,
     read_fd: RawFd,
     write_fd: RawFd,
 }
 
 /// The read end.
-pub(crate) struct PipeReader {
+pub struct PipeReader {
     fd: OwnedFd,
     interest: Arc<Mutex<Interest>>,
 }
 
 /// The write end. Closing it (or dropping it) closes the descriptor: the reader at the other
 /// end sees end of input.
-pub(crate) struct PipeWriter {
+pub struct PipeWriter {
     fd: Option<OwnedFd>,
     interest: Arc<Mutex<Interest>>,
 }
 
+impl std::fmt::Debug for Pipes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipes")
+            .field("read_fd", &self.read_fd)
+            .field("write_fd", &self.write_fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for PipeReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipeReader")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for PipeWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipeWriter")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Takes `reader` and `writer` (made non-blocking) for a loop run by [`block_on`].
-pub(crate) fn pipes(
-    reader: OwnedFd,
-    writer: OwnedFd,
-) -> io::Result<(Pipes, PipeReader, PipeWriter)> {
+pub fn pipes(reader: OwnedFd, writer: OwnedFd) -> io::Result<(Pipes, PipeReader, PipeWriter)> {
     set_nonblocking(&reader)?;
     set_nonblocking(&writer)?;
     let interest = Arc::new(Mutex::new(Interest::default()));
@@ -309,7 +331,7 @@ impl Epoll {
 
 /// Runs `future` to completion on this thread, sleeping in `epoll_wait(2)` on the pipes'
 /// descriptors and an eventfd instead of in a reactor.
-pub(crate) fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
+pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
     // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
     let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if raw == -1 {
@@ -409,7 +431,7 @@ pub(crate) fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Out
 /// each only when it was woken. The connection's driver and the code consuming it share one
 /// thread; polling both on every wake-up of either cost a poll of the consumer (its channel
 /// and response futures) per message the driver handled.
-pub(crate) async fn join_woken<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+pub async fn join_woken<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
     let mut a = pin!(a);
     let mut b = pin!(b);
     let (mut out_a, mut out_b) = (None, None);

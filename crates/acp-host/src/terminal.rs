@@ -11,14 +11,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_process::Stdio;
 use smol::Async;
 
-use super::output_budget::{DEFAULT_OUTPUT_BUDGET, OutputBudget};
-use super::output_buffer::OutputBuffer;
 use crate::os::exit_status::ExitStatus;
 use crate::os::group::{self, GroupStdio, SpawnedGroup};
 use crate::os::lock;
 use collect::{TerminalState, collect};
+use output_budget::OutputBudget;
 
 mod collect;
+mod output_budget;
+mod output_buffer;
+
+pub use output_budget::DEFAULT_OUTPUT_BUDGET;
+pub use output_buffer::OutputBuffer;
 
 /// The most output a terminal keeps when the agent asks for no limit or a larger one:
 /// 4 MiB.
@@ -32,7 +36,7 @@ pub const DEFAULT_OUTPUT_CEILING: usize = 4 * 1024 * 1024;
 /// Parameters of `terminal/create`, in plain Rust types.
 ///
 /// ```
-/// use acp_runtime::host::CreateTerminal;
+/// use acp_host::terminal::CreateTerminal;
 ///
 /// let request = CreateTerminal {
 ///     args: vec!["-c".into(), "echo hi".into()],
@@ -230,7 +234,7 @@ impl std::fmt::Display for TerminalScope {
 /// reach, as with any job control.
 ///
 /// ```
-/// use acp_runtime::host::{CreateTerminal, TerminalHost};
+/// use acp_host::terminal::{CreateTerminal, TerminalHost};
 /// use std::path::Path;
 ///
 /// let host = TerminalHost::new();
@@ -364,7 +368,7 @@ impl TerminalHost {
     /// until released (default [`DEFAULT_MAX_TERMINALS_PER_SESSION`]).
     ///
     /// ```
-    /// use acp_runtime::host::TerminalHost;
+    /// use acp_host::terminal::TerminalHost;
     ///
     /// let host = TerminalHost::new()
     ///     .with_max_terminals_per_session(8)
@@ -395,7 +399,7 @@ impl TerminalHost {
     /// however many commands an agent leaves running. Set it before creating terminals.
     ///
     /// ```
-    /// use acp_runtime::host::TerminalHost;
+    /// use acp_host::terminal::TerminalHost;
     ///
     /// let host = TerminalHost::new().with_output_budget(8 << 20);
     /// assert_eq!(host.output_budget(), 8 << 20);
@@ -410,7 +414,7 @@ impl TerminalHost {
     /// embedded in a tool call after its release, when the host no longer has it.
     ///
     /// ```
-    /// use acp_runtime::host::{CreateTerminal, TerminalHost};
+    /// use acp_host::terminal::{CreateTerminal, TerminalHost};
     /// use std::sync::{Arc, Mutex};
     ///
     /// let kept = Arc::new(Mutex::new(Vec::new()));

@@ -91,7 +91,7 @@ pub(crate) fn kill_group(pgid: libc::pid_t, signal: libc::c_int) -> io::Result<(
     }
 }
 
-/// The leader of a process group the runtime started (an agent or a terminal command),
+/// The leader of a process group this crate started (an agent or a terminal command),
 /// held unreaped for as long as the group may be signalled.
 ///
 /// The process supervisor watches the group from [`spawn`] until

@@ -36,7 +36,7 @@ pub const DEFAULT_TERM_GRACE: Duration = Duration::from_secs(1);
 /// ```
 /// use std::time::Duration;
 ///
-/// use acp_runtime::process::AgentCommand;
+/// use acp_host::process::AgentCommand;
 ///
 /// let command = AgentCommand::new("my-agent")
 ///     .args(["--acp", "--verbose"])

@@ -143,7 +143,7 @@ impl AgentProcess {
     /// once if it was recorded already. For the connection layer, which fails its pending
     /// calls then: unlike a waiter on [`exited`](Self::exited), it needs no thread or task.
     /// The callback must not block; a panic in it is caught.
-    pub(crate) fn on_exit(&self, callback: impl FnOnce(&AgentExit) + Send + 'static) {
+    pub fn on_exit(&self, callback: impl FnOnce(&AgentExit) + Send + 'static) {
         let exit = {
             let mut outcome = lock(&self.shared.outcome);
             match &outcome.exit {
@@ -167,12 +167,13 @@ impl AgentProcess {
     }
 
     /// The two protocol pipes as plain descriptors (stdout to read, stdin to write), for a
-    /// caller that waits on them itself (see `client::run_spawned`); `None` once taken.
+    /// caller that waits on them itself (acp-runtime's `client::run_spawned` runs them with
+    /// [`crate::pipe_loop`]); `None` once taken.
     ///
     /// The agent sees end of input when the returned stdin descriptor is closed: close it
     /// before [`shutdown`](Self::shutdown), whose first step can no longer do it.
     #[cfg(target_os = "linux")]
-    pub(crate) fn take_pipe_fds(
+    pub fn take_pipe_fds(
         &mut self,
     ) -> Option<io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
         use std::os::fd::AsFd;

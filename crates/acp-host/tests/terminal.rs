@@ -5,8 +5,8 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acp_runtime::host::{CreateTerminal, TerminalError, TerminalHost};
-use acp_runtime::process::ExitStatus;
+use acp_host::process::ExitStatus;
+use acp_host::terminal::{CreateTerminal, TerminalError, TerminalHost};
 
 /// The limit and the scope (as displayed) of a `TooManyTerminals` error.
 fn too_many(result: Result<String, TerminalError>) -> (usize, String) {

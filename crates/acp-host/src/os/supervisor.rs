@@ -1,4 +1,4 @@
-//! The process supervisor: a helper process that kills every process group the runtime
+//! The process supervisor: a helper process that kills every process group this crate
 //! started once this process is gone, however it went (a clean exit, a panic, Ctrl-C,
 //! SIGTERM, SIGHUP, or SIGKILL, which no handler can intercept).
 //!
@@ -8,7 +8,7 @@
 //! `fork`s, without `exec`, a small child. The child keeps a single descriptor, its end of a
 //! Unix socket pair, and blocks reading it. This process keeps the other end
 //! (close-on-exec, so that no command inherits it) and writes fixed-size records to it:
-//! "watch group N" right after a group is spawned, "forget group N" once the runtime has
+//! "watch group N" right after a group is spawned, "forget group N" once this crate has
 //! killed that group itself and before it reaps the group's leader. When every copy of this
 //! process's end is closed, which the kernel does when this process dies, the child's read
 //! returns end-of-file: it sends SIGKILL to every group still watched and exits.
@@ -40,7 +40,7 @@
 //! Linux's parent-death signal fires when the *thread* that spawned a child exits, not the
 //! process. Agents and terminal commands are spawned from whatever thread calls
 //! [`AgentCommand::spawn`](crate::process::AgentCommand::spawn) or
-//! [`TerminalHost::create`](crate::host::TerminalHost::create), often a thread of an
+//! [`TerminalHost::create`](crate::terminal::TerminalHost::create), often a thread of an
 //! executor or of smol's blocking pool, which ends when idle: the agent would be killed in
 //! the middle of a session. So it is not used, neither on the commands nor on the
 //! supervisor itself.
@@ -176,7 +176,7 @@ fn write_record(socket: RawFd, record: &[u8; RECORD]) -> io::Result<()> {
 fn report(reason: &str) {
     let _ = writeln!(
         io::stderr(),
-        "acp-runtime: {reason}; agents and terminal commands started from now on will not be \
+        "acp-host: {reason}; agents and terminal commands started from now on will not be \
          killed if this process dies without shutting them down"
     );
 }

@@ -1,18 +1,17 @@
-//! How a process ended: the one exit status of agents and terminal commands, and its
-//! conversion to the protocol's `TerminalExitStatus`.
+//! How a process ended: the one exit status of agents and terminal commands.
 
 use std::fmt;
 
-/// How a process the runtime started ended: an agent ([`AgentExit::status`]) or a
+/// How a process this crate started ended: an agent ([`AgentExit::status`]) or a
 /// terminal's command ([`TerminalHost::wait_for_exit`], [`TerminalOutput::exit_status`]).
 ///
 /// Exactly one field is set, except when the exit could not be observed (the operating
-/// system refused to report it), where both are `None`. Its protocol form is
-/// [`acp_types::TerminalExitStatus`], built with `From`.
+/// system refused to report it), where both are `None`. Its protocol form,
+/// `TerminalExitStatus`, is the connection layer's to build (acp-runtime answers
+/// `terminal/output` and `terminal/wait_for_exit` with it).
 ///
 /// ```
-/// use acp_runtime::prelude::TerminalExitStatus;
-/// use acp_runtime::process::ExitStatus;
+/// use acp_host::process::ExitStatus;
 ///
 /// let status = ExitStatus { code: Some(0), signal: None };
 /// assert!(status.success());
@@ -20,14 +19,11 @@ use std::fmt;
 ///
 /// let killed = ExitStatus { code: None, signal: Some("SIGKILL".into()) };
 /// assert_eq!(killed.to_string(), "signal SIGKILL");
-/// let on_the_wire = TerminalExitStatus::from(killed);
-/// assert_eq!(on_the_wire.exit_code, None);
-/// assert_eq!(on_the_wire.signal.as_deref(), Some("SIGKILL"));
 /// ```
 ///
 /// [`AgentExit::status`]: crate::process::AgentExit::status
-/// [`TerminalHost::wait_for_exit`]: crate::host::TerminalHost::wait_for_exit
-/// [`TerminalOutput::exit_status`]: crate::host::TerminalOutput::exit_status
+/// [`TerminalHost::wait_for_exit`]: crate::terminal::TerminalHost::wait_for_exit
+/// [`TerminalOutput::exit_status`]: crate::terminal::TerminalOutput::exit_status
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ExitStatus {
     /// The exit code, if the process exited normally.
@@ -61,22 +57,11 @@ impl fmt::Display for ExitStatus {
     }
 }
 
-/// The protocol's form, for `terminal/output` and `terminal/wait_for_exit`. Its exit code is
-/// unsigned; a negative code (which no Unix exit reports) becomes `None`.
-impl From<ExitStatus> for acp_types::TerminalExitStatus {
-    fn from(status: ExitStatus) -> Self {
-        let mut out = Self::new();
-        out.exit_code = status.code.and_then(|code| u32::try_from(code).ok());
-        out.signal = status.signal;
-        out
-    }
-}
-
 /// The conventional name of a signal number, such as `"SIGKILL"` for 9, as reported in
 /// an [`ExitStatus`]; numbers without a standard name become `"SIG<number>"`.
 ///
 /// ```
-/// use acp_runtime::process::signal_name;
+/// use acp_host::process::signal_name;
 ///
 /// assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
 /// assert_eq!(signal_name(64), "SIG64");

@@ -19,7 +19,7 @@ use std::mem;
 /// about twice the limit.
 ///
 /// ```
-/// use acp_runtime::host::OutputBuffer;
+/// use acp_host::terminal::OutputBuffer;
 ///
 /// let mut buffer = OutputBuffer::new(6);
 /// buffer.push("h\u{e9}".as_bytes()); // 3 bytes: "h" + "é"
@@ -74,7 +74,7 @@ impl OutputBuffer {
     /// fits and giving back the memory it held.
     ///
     /// ```
-    /// use acp_runtime::host::OutputBuffer;
+    /// use acp_host::terminal::OutputBuffer;
     ///
     /// let mut buffer = OutputBuffer::new(100);
     /// buffer.push(b"hello world");

@@ -1,8 +1,8 @@
 //! The operating-system layer under the agent-process supervisor (`crate::process`) and the
-//! terminal host (`crate::host`): process groups (`group`), exit watching without reaping
-//! (`exit_watch`), the one exit status (`exit_status`), the process supervisor that kills
-//! the groups when this process dies (`supervisor`), and the epoll loop over two pipes
-//! (`pipe_loop`).
+//! terminal host (`crate::terminal`): process groups (`group`), exit watching without reaping
+//! (`exit_watch`), the one exit status (`exit_status`), and the process supervisor that kills
+//! the groups when this process dies (`supervisor`). The epoll loop over two pipes is the
+//! public `crate::pipe_loop`.
 //!
 //! Nothing here knows about agents, terminals or the protocol; it imports neither of its
 //! users.
@@ -10,8 +10,6 @@
 pub(crate) mod exit_status;
 pub(crate) mod exit_watch;
 pub(crate) mod group;
-#[cfg(target_os = "linux")]
-pub(crate) mod pipe_loop;
 pub(crate) mod supervisor;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -34,8 +34,8 @@
 //! SIGHUP) or SIGKILL. For that case the first spawn of an agent or of a terminal command
 //! starts the *process supervisor*: a child of this process, forked without `exec`, which
 //! holds nothing but one end of a socket pair (see [`start_supervisor`]). Every process group
-//! the runtime starts (agents here, commands of [`crate::host::TerminalHost`]) is registered
-//! with it right after the spawn and unregistered once the runtime has killed it. When this
+//! this crate starts (agents here, commands of [`crate::terminal::TerminalHost`]) is registered
+//! with it right after the spawn and unregistered once this crate has killed it. When this
 //! process dies, however it dies, the kernel closes its end of the socket; the supervisor
 //! sees end-of-file, sends SIGKILL to every group still registered, and exits. An agent that
 //! ignores end-of-file and SIGTERM is therefore gone a moment after its client, even after a
@@ -55,7 +55,7 @@
 //! same id. On Linux the exit is observed without reaping through a pidfd that the
 //! supervision thread waits on together with stderr; elsewhere (and on kernels before 5.4) a
 //! thread of smol's blocking pool waits with `waitid(WNOWAIT)`. Terminal commands
-//! ([`crate::host::TerminalHost`]) are supervised the same way.
+//! ([`crate::terminal::TerminalHost`]) are supervised the same way.
 //!
 //! Processes that leave the group on purpose (`setsid`, `setpgid`, daemons) are out of
 //! reach, as with any process-group based supervision.
@@ -65,7 +65,7 @@
 //! `cat` makes a perfect echo "agent":
 //!
 //! ```
-//! use acp_runtime::process::{AgentCommand, ShutdownStep};
+//! use acp_host::process::{AgentCommand, ShutdownStep};
 //! use futures_lite::{AsyncBufReadExt, AsyncWriteExt};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -120,7 +120,7 @@ pub use stdin::AgentStdin;
 ///
 /// ```
 /// // First thing in `main`:
-/// if let Err(error) = acp_runtime::process::start_supervisor() {
+/// if let Err(error) = acp_host::process::start_supervisor() {
 ///     eprintln!("no process supervisor ({error}); agents may outlive a killed client");
 /// }
 /// ```
@@ -131,7 +131,7 @@ pub fn start_supervisor() -> io::Result<u32> {
 /// The process id of the process supervisor while it runs; `None` before the first spawn,
 /// or if it could not be started or has died.
 ///
-/// Hidden: nothing a program does depends on the id. The runtime's own integration tests
+/// Hidden: nothing a program does depends on the id. This crate's own integration tests
 /// (`tests/process.rs`, `tests/hostile_process.rs`) need it from outside the crate, to kill
 /// the supervisor and to find it among the processes.
 #[doc(hidden)]

@@ -48,7 +48,7 @@ use open::{Access, Refusal};
 /// On other platforms the check is by name only and races with a swapped link.
 ///
 /// ```
-/// use acp_runtime::host::FsRoots;
+/// use acp_host::fs::FsRoots;
 ///
 /// let roots = FsRoots::session("/home/me/project", ["/tmp/scratch"]);
 /// assert_eq!(roots.roots().map(<[_]>::len), Some(2));
@@ -98,7 +98,7 @@ impl FsRoots {
 /// block briefly.
 ///
 /// ```
-/// use acp_runtime::host::FsHook;
+/// use acp_host::fs::FsHook;
 /// use std::path::Path;
 ///
 /// struct UnsavedScratch;
@@ -133,7 +133,7 @@ pub trait FsHook: Send + Sync {
 /// ([`FsError::OutsideRoots`]).
 ///
 /// ```
-/// use acp_runtime::host::{FsError, FsHost, FsRoots};
+/// use acp_host::fs::{FsError, FsHost, FsRoots};
 ///
 /// let base = std::env::temp_dir().join(format!("acp-fs-error-doc-{}", std::process::id()));
 /// let (project, elsewhere) = (base.join("project"), base.join("elsewhere"));
@@ -312,7 +312,7 @@ impl fmt::Display for RootList<'_> {
 /// range of lines of it, and lines before the range cost no memory whatever their length.
 ///
 /// ```
-/// use acp_runtime::host::{FsHost, FsRoots};
+/// use acp_host::fs::{FsHost, FsRoots};
 ///
 /// let dir = std::env::temp_dir().join(format!("acp-fs-doc-{}", std::process::id()));
 /// let file = dir.join("notes/todo.txt");
@@ -394,7 +394,7 @@ impl FsHost {
     /// are skipped without being kept, and the kept text never exceeds `bytes` in memory.
     ///
     /// ```
-    /// use acp_runtime::host::{FsError, FsHost, FsRoots};
+    /// use acp_host::fs::{FsError, FsHost, FsRoots};
     ///
     /// let dir = std::env::temp_dir().join(format!("acp-fs-cap-doc-{}", std::process::id()));
     /// std::fs::create_dir_all(&dir).unwrap();
@@ -456,7 +456,7 @@ impl FsHost {
     /// agent is slow to take their answers instead of each holding a file in memory.
     ///
     /// ```
-    /// use acp_runtime::host::{FsHost, FsRoots};
+    /// use acp_host::fs::{FsHost, FsRoots};
     ///
     /// let dir = std::env::temp_dir().join(format!("acp-fs-reserve-doc-{}", std::process::id()));
     /// std::fs::create_dir_all(&dir).unwrap();

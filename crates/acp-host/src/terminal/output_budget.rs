@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::OutputBuffer;
+use super::output_buffer::OutputBuffer;
 
 /// The default of [`TerminalHost::with_output_budget`](super::TerminalHost::with_output_budget).
 pub const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024 * 1024;

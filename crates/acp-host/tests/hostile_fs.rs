@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use acp_runtime::host::{FsError, FsHost, FsRoots};
+use acp_host::fs::{FsError, FsHost, FsRoots};
 
 /// Counts the bytes allocated now and the most allocated at once since [`Peak::start`].
 struct Counting;

@@ -1,6 +1,6 @@
 //! Properties of the bounded terminal output buffer.
 
-use acp_runtime::host::OutputBuffer;
+use acp_host::terminal::OutputBuffer;
 use proptest::prelude::*;
 
 /// The longest suffix of `text` that fits in `limit` bytes and starts on a character.

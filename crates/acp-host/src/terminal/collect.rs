@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use futures_lite::{AsyncReadExt, future};
 use smol::Async;
 
-use crate::host::output_budget::OutputBudget;
-use crate::host::output_buffer::OutputBuffer;
+use super::output_budget::OutputBudget;
+use super::output_buffer::OutputBuffer;
 use crate::os::exit_status::ExitStatus;
 use crate::os::exit_watch::ExitWatch;
 use crate::os::group::GroupLeader;

@@ -18,8 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use acp_runtime::host::{CreateTerminal, TerminalError, TerminalHost};
-use acp_runtime::process::{self, AgentCommand};
+use acp_host::process::{self, AgentCommand};
+use acp_host::terminal::{CreateTerminal, TerminalError, TerminalHost};
 use futures_lite::AsyncBufReadExt;
 
 /// The environment variable that turns a run of this binary into one of the roles.
@@ -425,7 +425,7 @@ fn finished_terminals_hold_no_process_and_no_descriptor() {
         value("zombies-after")
     );
     assert_eq!(value("zombies-after"), 0);
-    // Not one per terminal: a few of the runtime's own at most.
+    // Not one per terminal: a few of this crate's own at most.
     assert!(after <= before + 8, "descriptors {before} -> {after}");
 }
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use acp_runtime::host::FsRoots;
+use acp_host::fs::FsRoots;
 
 pub struct Sandbox {
     pub base: PathBuf,
