@@ -77,7 +77,7 @@ pub use handler::{AutoAllow, AutoReject, Client, Interactive};
 pub use options::ClientOptions;
 pub use session::{PromptTurn, Session};
 pub use spawned::{run_spawned, spawn};
-pub use state::ToolCallState;
+pub use tool_calls::ToolCallState;
 pub use tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 pub use traffic::PrintTraffic;
 #[cfg(feature = "unstable-session-cursors")]

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use acp_host::fs::FsError;
+use acp_host::process::ExitStatus;
+use acp_host::terminal::{CreateTerminal, TerminalError, TerminalHost, TerminalScope};
 use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, ResponseError};
 use acp_types::*;
 use serde_json::value::RawValue;
@@ -13,14 +16,13 @@ use serde_json::value::RawValue;
 use super::handler::Client;
 use super::state::{ClientState, SessionShared};
 use super::text_chunk;
+#[cfg(feature = "unstable-session-cursors")]
+use super::unstable_state::CURSOR_BUDGET;
 use super::updates::{Arrived, Routed, update_cost};
 use crate::error::{Error, Result, codes};
 use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
-use crate::rules;
-use acp_host::fs::FsError;
-use acp_host::process::ExitStatus;
-use acp_host::terminal::{CreateTerminal, TerminalError, TerminalHost, TerminalScope};
+use crate::rules::{self, Breach};
 
 pub(super) struct ClientDispatch<C> {
     pub(super) client: Arc<C>,
@@ -324,7 +326,7 @@ impl<C: Client> ClientDispatch<C> {
         }
         let caps = &self.state.options.capabilities;
         let checked = rules::session_update(&update.update, caps)
-            .and_then(|()| super::unstable_state::check_update(&self.state, update));
+            .and_then(|()| check_unstable_update(&self.state, update));
         if let Err(breach) = checked {
             notification
                 .connection()
@@ -498,4 +500,48 @@ impl<C: Client> Handler for ClientDispatch<C> {
             }
         }
     }
+}
+
+/// The unstable part of the check of an arriving update (see
+/// [`rules::unstable::session_update`] and [`rules::unstable::cursor_update`]), against what
+/// the session already holds.
+#[allow(unused_variables, reason = "each rule is behind its own feature")]
+fn check_unstable_update(
+    state: &ClientState,
+    notification: &SessionNotification,
+) -> Result<(), Breach> {
+    if !rules::unstable::update_needs_capability(&notification.update) {
+        return Ok(());
+    }
+    let agent = state
+        .agent
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(|answer| answer.agent_capabilities.prompt_capabilities.clone())
+        .unwrap_or_default();
+    rules::unstable::session_update(&notification.update, &state.options.capabilities, &agent)?;
+    #[cfg(feature = "unstable-session-cursors")]
+    if let SessionUpdate::CursorUpdate(update) = &notification.update {
+        let Some(session) = state
+            .routes
+            .lock()
+            .unwrap()
+            .get(&notification.session_id)
+            .cloned()
+        else {
+            // Not opened yet: what it knows of the cursor arrives with it.
+            return Ok(());
+        };
+        let cursors = session.unstable.cursors.lock().unwrap();
+        let known = cursors.get(&update.cursor_id).map(|c| &c.anchor);
+        rules::unstable::cursor_update(known, update)?;
+        if cursors.full_for(update) {
+            return Err(Breach::Invalid(format!(
+                "session `{}` announced more cursors than the {CURSOR_BUDGET} bytes kept; cursor `{}` is not kept",
+                notification.session_id, update.cursor_id
+            )));
+        }
+    }
+    Ok(())
 }

@@ -11,8 +11,8 @@ use acp_types::*;
 use crate::error::{Error, Result};
 
 use super::handle::AgentHandle;
-use super::state::{SessionShared, ToolCallState};
-use super::tool_calls::ToolCalls;
+use super::state::SessionShared;
+use super::tool_calls::{ToolCallState, ToolCalls};
 use super::updates::{Popped, UpdateQueue};
 use crate::latch::Latch;
 use crate::rules;

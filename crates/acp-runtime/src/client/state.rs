@@ -71,25 +71,6 @@ pub(super) struct SessionShared {
     pub(super) current_model: Mutex<Option<acp_types::models::ModelId>>,
 }
 
-/// Where a tool call stands, as the client saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ToolCallState {
-    /// Reported with the given status (or none yet).
-    Reported(Option<ToolCallStatus>),
-    /// Still unfinished when the client cancelled the turn.
-    Cancelled,
-}
-
-impl ToolCallState {
-    pub(crate) fn is_finished(&self) -> bool {
-        matches!(
-            self,
-            ToolCallState::Cancelled
-                | ToolCallState::Reported(Some(ToolCallStatus::Completed | ToolCallStatus::Failed))
-        )
-    }
-}
-
 impl SessionShared {
     pub(super) fn track(&self, update: &SessionUpdate) {
         match update {

@@ -6,8 +6,8 @@
 //! names the generator derives, and it works on any schema, including shapes the generator
 //! refuses. Every list in the report is sorted, so the output is stable.
 
-use crate::codegen::json::Json;
-use crate::codegen::source;
+use super::json::Json;
+use super::source;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
