@@ -111,9 +111,7 @@
 //!
 //! # Stable since schema 1.20: system prompt, plans, subagents
 //!
-//! These were unstable before schema 1.20.0 and are always on now. The features
-//! `unstable-plans` and `unstable-subagents` remain, empty, so that manifests naming them
-//! still build; they turn nothing on.
+//! These were unstable before schema 1.20.0 and are always on now: no feature turns them on.
 //!
 //! | what | wire | agent | client | rule (`rules.rs`) | test |
 //! |---|---|---|---|---|---|
