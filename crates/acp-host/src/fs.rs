@@ -1,7 +1,10 @@
-//! The client side of `fs/read_text_file` and `fs/write_text_file`.
+//! The client side of `fs/read_text_file` and `fs/write_text_file`: [`FsHost`] reads and
+//! writes text files within a session's [`FsRoots`], optionally through an editor's
+//! [`FsHook`]; reads return at most [`DEFAULT_MAX_READ_BYTES`] of text unless configured
+//! otherwise.
 //!
-//! [`resolve`] checks a path by name and picks its root; [`open`] opens it beneath that
-//! root ([`beneath`]) without blocking and checks what was opened; [`lines`] selects lines
+//! Inside, `resolve` checks a path by name and picks its root; `open` opens it beneath that
+//! root (`beneath`) without blocking and checks what was opened; `lines` selects lines
 //! within a byte budget counted as the text will be on the wire.
 
 #[cfg(unix)]

@@ -98,7 +98,7 @@
 //! | `unstable-providers` | `providers/list`, `set`, `disable` | `Agent::list_providers`, `set_provider`, `disable_provider` | `AgentHandle::list_providers`, `set_provider`, `disable_provider` | `providers` | `tests/unstable.rs` |
 //! | `unstable-auth-status` | `auth/status`, `auth/status_update` | `Agent::auth_status`; `ClientHandle::notify` | `AgentHandle::auth_status`; `Client::auth_status_update` | `auth.status` | `tests/unstable.rs` |
 //! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
-//! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | [`proxy`]: `Proxy::builder` hooks, `serve` | [`conductor`]: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
+//! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | `proxy`: `Proxy::builder` hooks, `serve` | `conductor`: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
 //! | `unstable-session-options` | `session/options`; `configOptions` on `session/new`, `load`, `resume`, `fork` | `Agent::session_options` (gets no session: it opens none and sends no update); initial config options reach the setup hooks, only a repeated `configId` is refused (`-32602`), unknown ids and values are the agent's to ignore | `AgentHandle::session_options`, `session_options_with`; `configOptions` on the setup requests (refused locally without `sessionCapabilities.options`, booleans without the client's own `session.configOptions.boolean`, a repeated id) | `sessionCapabilities.options` | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
 //! | `unstable-session-cursors` | `cursor_update` update; `cursorId` on `session/fork` (with `unstable-session-fork`) | `SessionClient::cursor_update` (a first update without `anchor`, or a moved anchor, is refused locally), `cursor_can_fork`; a fork at a cursor not announced or not forkable is answered `-32602` before `Agent::fork_session` | `Session::cursors`, `cursor` (`client::SessionCursor`: the first anchor kept, breaches reported), `Session::fork_at` (refused locally for a cursor not announced or not forkable) | client's `session.cursors` | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
 //! | `unstable-prompt-suggestions` | `prompt_suggestions_update` update | `SessionClient::prompt_suggestions` (content both sides take, no blank prompt; skipped by `SessionClient::replay`) | `Session::prompt_suggestions` (the current list, replaced by each update) | client's `session.promptSuggestions` (`image`, `audio`, `embeddedContext`) | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
@@ -153,6 +153,7 @@
 //! in `Agent::set_model` and `Agent::set_config_option` alike.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
 pub mod client;
