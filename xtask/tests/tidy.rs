@@ -634,3 +634,55 @@ fn anywhere_in(dir: &Path, path: &str) -> bool {
         full.ends_with(path) || full.is_dir() && anywhere_in(&full, path)
     })
 }
+
+// ---------------------------------------------------------------------------------------------
+// The readers above, on small inputs
+
+#[test]
+fn use_trees_give_one_path_per_member() {
+    let code = code_only("use super::{a::X, b::{self, Y}, c::*};");
+    let tokens = tokens(&code);
+    let start = tokens.iter().position(|t| t == "super").unwrap();
+    let (paths, _) = read_tree(&tokens, start + 1, vec!["parent".into()]);
+    let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        ["parent::a::X", "parent::b", "parent::b::Y", "parent::c"]
+    );
+}
+
+#[test]
+fn comments_strings_and_chars_hide_their_paths() {
+    let code = code_only(
+        "// use crate::a;\n/* crate::b */ let s = \"crate::c\"; let r = r#\"crate::d\"#; \
+         let q = '\"'; fn f<'a>(x: &'a str) { crate::e::run() }",
+    );
+    assert!(!code.contains("crate::a") && !code.contains("crate::b"));
+    assert!(!code.contains("crate::c") && !code.contains("crate::d"));
+    assert!(code.contains("crate::e::run") && code.contains("'a"));
+}
+
+#[test]
+fn a_loop_of_three_is_one_cycle_and_a_chain_none() {
+    let edge = |graph: &mut SiblingGraph, from: &str, to: &str| {
+        graph
+            .entry(from.into())
+            .or_default()
+            .entry(to.into())
+            .or_default()
+            .insert(format!("{from}.rs"));
+    };
+    let mut graph = SiblingGraph::new();
+    edge(&mut graph, "a", "b");
+    edge(&mut graph, "b", "c");
+    edge(&mut graph, "c", "a");
+    edge(&mut graph, "c", "d");
+    let found = cycles(&graph);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].iter().collect::<Vec<_>>(), ["a", "b", "c"]);
+
+    let mut chain = SiblingGraph::new();
+    edge(&mut chain, "a", "b");
+    edge(&mut chain, "b", "c");
+    assert!(cycles(&chain).is_empty());
+}
