@@ -12,6 +12,7 @@ pub mod json;
 pub mod model;
 pub mod models;
 pub mod report;
+pub mod schema_diff;
 #[cfg(test)]
 mod schema_move;
 pub mod source;

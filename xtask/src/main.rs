@@ -17,7 +17,6 @@ mod bench;
 mod codegen;
 mod msrv;
 mod rerecord;
-mod schema_diff;
 mod simulate;
 
 use std::path::{Path, PathBuf};
@@ -38,8 +37,8 @@ enum Task {
     )]
     Codegen(codegen::Args),
     /// The protocol-level changes between two schemas (pin names or files)
-    #[command(long_about = schema_diff::ABOUT)]
-    SchemaDiff(schema_diff::Args),
+    #[command(long_about = codegen::schema_diff::ABOUT)]
+    SchemaDiff(codegen::schema_diff::Args),
     /// Re-record the fixtures and snapshots that depend on the schema
     #[command(long_about = rerecord::ABOUT)]
     Rerecord,
@@ -69,7 +68,7 @@ fn main() -> ExitCode {
     };
     let result = match task {
         Task::Codegen(args) => codegen::run(args),
-        Task::SchemaDiff(args) => schema_diff::run(args),
+        Task::SchemaDiff(args) => codegen::schema_diff::run(args),
         Task::Rerecord => rerecord::run(),
         Task::SimulateSchemaUpdate(args) => simulate::run(args),
         Task::Msrv => msrv::run(),

@@ -31,7 +31,7 @@ use acp_runtime::Error;
 use acp_runtime::client::{
     self, AgentHandle, AutoAllow, AutoReject, Client, ClientOptions, Interactive, Session,
 };
-use acp_runtime::host::FsHost;
+use acp_runtime::fs::FsHost;
 use acp_runtime::process::{AgentCommand, AgentProcess};
 use acp_types::*;
 

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::Error;
-use acp_runtime::host::{TerminalHost, TerminalOutput};
+use acp_runtime::terminal::{TerminalHost, TerminalOutput};
 
 pub mod text;
 

@@ -20,10 +20,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use acp_conductor::command_line;
 use acp_conductor::policy::Policy;
 use acp_conductor::trace::TraceWriter;
 use acp_jsonrpc::ConnectionOptions;
+use acp_runtime::conductor::command_line;
 use acp_runtime::conductor::{Component, Conductor};
 use acp_runtime::prelude::ToolKind;
 use acp_runtime::proxy::{self, Proxy};

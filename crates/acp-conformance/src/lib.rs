@@ -21,6 +21,7 @@
 //! `docs/conformance.md` and by `acp-conformance --list`.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod checks;
 mod client;

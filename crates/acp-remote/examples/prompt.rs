@@ -7,7 +7,7 @@
 
 use acp_remote::Connector;
 use acp_runtime::client::{AutoAllow, ClientOptions};
-use acp_runtime::host::FsHost;
+use acp_runtime::fs::FsHost;
 use acp_types::SessionUpdate;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

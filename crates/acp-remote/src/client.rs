@@ -101,7 +101,7 @@ pub struct Remote {
 /// as it is known. A POST the server refuses fails its request (`-32603`, with the HTTP
 /// status) instead of leaving it waiting. Closing the writer DELETEs the connection. With the
 /// `http2` feature, Streamable HTTP goes over HTTP/2 when the server picks `h2` by ALPN
-/// (`https://`) or with [prior knowledge](Self::with_http2_prior_knowledge) (`http://`): one
+/// (`https://`) or with prior knowledge (`with_http2_prior_knowledge`, `http://`): one
 /// TCP connection then carries every request.
 ///
 /// ```no_run

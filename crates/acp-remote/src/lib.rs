@@ -122,6 +122,8 @@
 //! # }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod client;
 mod conn;
 mod exchange;

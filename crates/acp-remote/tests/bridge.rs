@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use acp_remote::{Server, ServerOptions};
 use acp_runtime::agent::AgentOptions;
 use acp_runtime::client::{self, AutoAllow, ClientOptions};
-use acp_runtime::host::FsHost;
+use acp_runtime::fs::FsHost;
 use acp_runtime::process::AgentCommand;
 use async_tungstenite::tungstenite::Message;
 use common::*;

@@ -11,7 +11,7 @@ use acp_remote::{
 };
 use acp_runtime::agent::AgentOptions;
 use acp_runtime::client::{AutoAllow, ClientOptions};
-use acp_runtime::host::FsHost;
+use acp_runtime::fs::FsHost;
 use common::*;
 
 fn file(name: &str) -> String {

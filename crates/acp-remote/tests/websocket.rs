@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use acp_remote::{ConnectError, Connector, Server, ServerOptions};
 use acp_runtime::client::{AgentHandle, AutoAllow, ClientOptions};
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::fs::FsHost;
+use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
 use async_tungstenite::tungstenite::Message;
 use common::*;

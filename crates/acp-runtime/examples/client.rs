@@ -13,8 +13,9 @@
 mod demo_agent;
 
 use acp_runtime::client::{self, AutoAllow, ClientOptions, Interactive};
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::fs::FsHost;
 use acp_runtime::process::AgentCommand;
+use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
 
 const SERVE_DEMO_AGENT: &str = "--serve-demo-agent";

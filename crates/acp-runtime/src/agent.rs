@@ -137,10 +137,10 @@ pub fn serve_stdio_with<A: Agent>(agent: A, options: AgentOptions) -> std::io::R
     if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
         // How editors run agents: both ends are pipes. Waiting on exactly these two in an
         // epoll loop keeps every wake-up on this thread (see `pipe_loop`).
-        let (pipes, reader, writer) = crate::os::pipe_loop::pipes(reader, writer)?;
+        let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
         let (_client, driver) = serve(agent, reader, writer, options);
-        return crate::os::pipe_loop::block_on(&pipes, driver)?.map_err(std::io::Error::other);
+        return acp_host::pipe_loop::block_on(&pipes, driver)?.map_err(std::io::Error::other);
     }
     let (reader, writer) = crate::stdio::stdio()?;
     let (_client, driver) = serve(agent, reader, writer, options);

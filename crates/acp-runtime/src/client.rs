@@ -20,7 +20,7 @@
 //!   ([`ClientOptions::with_unopened_update_budget`], 1 MiB, at most 16 ids).
 //! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and
 //!   [`ClientOptions::with_terminals`] serve `fs/*` and `terminal/*` with the complete
-//!   implementations of [`crate::host`], and advertise them.
+//!   implementations of [`crate::fs`] and [`crate::terminal`], and advertise them.
 //!
 //! ```no_run
 //! use acp_runtime::client::{self, AutoAllow, ClientOptions};
@@ -77,7 +77,7 @@ pub use handler::{AutoAllow, AutoReject, Client, Interactive};
 pub use options::ClientOptions;
 pub use session::{PromptTurn, Session};
 pub use spawned::{run_spawned, spawn};
-pub use state::ToolCallState;
+pub use tool_calls::ToolCallState;
 pub use tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 pub use traffic::PrintTraffic;
 #[cfg(feature = "unstable-session-cursors")]

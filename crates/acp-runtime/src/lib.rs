@@ -7,8 +7,13 @@
 //!   [`agent::ClientHandle`] and [`agent::Turn`].
 //! - [`client`]: connect to an agent (a stream pair or a spawned process) and drive sessions
 //!   and prompt turns through [`client::AgentHandle`] and [`client::Session`].
-//! - [`host`]: the client-side engines for `terminal/*` and `fs/*`.
-//! - [`process`]: spawning an agent command and shutting it down without leftovers.
+//! - [`fs`], [`terminal`] and [`process`]: the client-side engines for `fs/*` and
+//!   `terminal/*`, and agent processes (spawning, supervision, shutdown without leftovers).
+//!   They are the [`acp_host`] crate's modules, re-exported because this crate's API takes
+//!   and returns their types ([`client::ClientOptions::with_file_system`],
+//!   [`client::ClientOptions::with_terminals`], [`client::spawn`], [`Error::AgentExited`]),
+//!   so that a client needs no second dependency. The runtime itself holds no `unsafe` code:
+//!   everything that talks to the operating system directly lives in acp-host.
 //!
 //! Built on [`acp_jsonrpc`] (framing, correlation, cancellation, back-pressure) and
 //! [`acp_types`] (the generated message types). Runs on smol out of the box; the connection
@@ -93,7 +98,7 @@
 //! | `unstable-providers` | `providers/list`, `set`, `disable` | `Agent::list_providers`, `set_provider`, `disable_provider` | `AgentHandle::list_providers`, `set_provider`, `disable_provider` | `providers` | `tests/unstable.rs` |
 //! | `unstable-auth-status` | `auth/status`, `auth/status_update` | `Agent::auth_status`; `ClientHandle::notify` | `AgentHandle::auth_status`; `Client::auth_status_update` | `auth.status` | `tests/unstable.rs` |
 //! | `unstable-mcp-over-acp` | `mcp/message` (agent → client request, client → agent notification), `McpServer::Acp` | `Agent::mcp_notification`; `ClientHandle::request` | `AgentHandle::mcp_message`; `Client::mcp_message` | `mcpCapabilities.acp` | `tests/unstable.rs` |
-//! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | [`proxy`]: `Proxy::builder` hooks, `serve` | [`conductor`]: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
+//! | `unstable-proxy-chains` | `proxy/initialize`, `proxy/successor` | `proxy`: `Proxy::builder` hooks, `serve` | `conductor`: `Conductor::run` | — | `tests/proxy_chain.rs`, acp-conductor's `tests/chain` |
 //! | `unstable-session-options` | `session/options`; `configOptions` on `session/new`, `load`, `resume`, `fork` | `Agent::session_options` (gets no session: it opens none and sends no update); initial config options reach the setup hooks, only a repeated `configId` is refused (`-32602`), unknown ids and values are the agent's to ignore | `AgentHandle::session_options`, `session_options_with`; `configOptions` on the setup requests (refused locally without `sessionCapabilities.options`, booleans without the client's own `session.configOptions.boolean`, a repeated id) | `sessionCapabilities.options` | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
 //! | `unstable-session-cursors` | `cursor_update` update; `cursorId` on `session/fork` (with `unstable-session-fork`) | `SessionClient::cursor_update` (a first update without `anchor`, or a moved anchor, is refused locally), `cursor_can_fork`; a fork at a cursor not announced or not forkable is answered `-32602` before `Agent::fork_session` | `Session::cursors`, `cursor` (`client::SessionCursor`: the first anchor kept, breaches reported), `Session::fork_at` (refused locally for a cursor not announced or not forkable) | client's `session.cursors` | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
 //! | `unstable-prompt-suggestions` | `prompt_suggestions_update` update | `SessionClient::prompt_suggestions` (content both sides take, no blank prompt; skipped by `SessionClient::replay`) | `Session::prompt_suggestions` (the current list, replaced by each update) | client's `session.promptSuggestions` (`image`, `audio`, `embeddedContext`) | `tests/unstable_agent.rs`, `tests/unstable_client.rs` |
@@ -106,9 +111,7 @@
 //!
 //! # Stable since schema 1.20: system prompt, plans, subagents
 //!
-//! These were unstable before schema 1.20.0 and are always on now. The features
-//! `unstable-plans` and `unstable-subagents` remain, empty, so that manifests naming them
-//! still build; they turn nothing on.
+//! These were unstable before schema 1.20.0 and are always on now: no feature turns them on.
 //!
 //! | what | wire | agent | client | rule (`rules.rs`) | test |
 //! |---|---|---|---|---|---|
@@ -149,17 +152,16 @@
 //! on this runtime that wants to serve both kinds of client offers both, and switches its model
 //! in `Agent::set_model` and `Agent::set_config_option` alike.
 
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod agent;
 pub mod client;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod conductor;
 mod error;
-pub mod host;
 mod latch;
-#[cfg(unix)]
-mod os;
 pub mod prelude;
-pub mod process;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod proxy;
 mod reply;
@@ -168,6 +170,10 @@ mod shape_reader;
 pub mod stdio;
 
 pub use error::{Error, Result, codes};
+
+pub use acp_host::fs;
+#[cfg(unix)]
+pub use acp_host::{process, terminal};
 
 pub use acp_jsonrpc;
 pub use acp_types;

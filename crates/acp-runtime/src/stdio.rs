@@ -65,7 +65,7 @@ fn stdout() -> io::Result<Writer> {
 }
 
 /// Duplicates of stdin and stdout when both are pipes or sockets, for
-/// [`crate::os::pipe_loop`]; `None` otherwise.
+/// [`acp_host::pipe_loop`]; `None` otherwise.
 #[cfg(target_os = "linux")]
 pub(crate) fn pipe_fds() -> io::Result<Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
     use std::os::fd::AsFd;

@@ -4,7 +4,8 @@ mod common;
 
 use acp_runtime::Error;
 use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::fs::FsHost;
+use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
 use common::{RawPeer, within};
 use serde_json::json;

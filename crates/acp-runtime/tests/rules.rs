@@ -647,7 +647,8 @@ fn client_answers_elicitation_modes_it_did_not_advertise_with_32602() {
 
 #[test]
 fn client_capability_builders_merge() {
-    use acp_runtime::host::{FsHost, TerminalHost};
+    use acp_runtime::fs::FsHost;
+    use acp_runtime::terminal::TerminalHost;
     let mut extra = ClientCapabilities::default();
     extra.elicitation = Some(serde_json::from_value(json!({"form": {}})).unwrap());
     let options = ClientOptions::default()

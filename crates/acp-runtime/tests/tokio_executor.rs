@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use acp_runtime::agent;
 use acp_runtime::client::{self, AutoAllow, ClientOptions, ToolCallState};
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::fs::FsHost;
+use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
 use futures_lite::io::BufReader;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use acp_jsonrpc::{ConnectionOptions, Observer, memory};
 use acp_runtime::agent;
 use acp_runtime::client::{self, AutoAllow, AutoReject, Client, ClientOptions};
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::fs::FsHost;
+use acp_runtime::terminal::TerminalHost;
 use acp_types::{McpServer, NewSessionRequest, SystemPrompt, SystemPromptMode};
 use common::within;
 

@@ -83,6 +83,7 @@
 //! `clientInfo`/`agentInfo` versions `<version>`. See [`Normalizer`].
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod normalize;

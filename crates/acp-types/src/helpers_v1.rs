@@ -78,19 +78,6 @@ impl ToolCall {
             .push(ToolCallLocation::new(path));
         self
     }
-
-    /// Renamed [`add_content`](Self::add_content): it adds, where the generated `with_…`
-    /// setters replace.
-    #[deprecated(since = "0.1.0", note = "renamed `add_content`: it adds to the list")]
-    pub fn content(self, content: impl Into<ToolCallContent>) -> Self {
-        self.add_content(content)
-    }
-
-    /// Renamed [`add_location`](Self::add_location).
-    #[deprecated(since = "0.1.0", note = "renamed `add_location`: it adds to the list")]
-    pub fn location(self, path: impl Into<String>) -> Self {
-        self.add_location(path)
-    }
 }
 
 impl ToolCallUpdate {
@@ -121,12 +108,6 @@ impl ToolCallUpdate {
             .get_or_insert_with(Vec::new)
             .push(ToolCallLocation::new(path));
         self
-    }
-
-    /// Renamed [`add_content`](Self::add_content).
-    #[deprecated(since = "0.1.0", note = "renamed `add_content`: it adds to the list")]
-    pub fn content(self, content: impl Into<ToolCallContent>) -> Self {
-        self.add_content(content)
     }
 }
 

@@ -103,10 +103,11 @@
 //!
 //! - `unstable`: the types of the schema's unstable superset (`schema.unstable.json`) instead of
 //!   the stable schema.
-//! - `models`: [`models`], the seed-era model selection (`session/set_model`, `models` in
-//!   session answers) that agents still send, typed from the `2025-10` schema pin.
+//! - `models`: the `models` module, the seed-era model selection (`session/set_model`,
+//!   `models` in session answers) that agents still send, typed from the `2025-10` schema pin.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod helpers;
 mod helpers_v1;

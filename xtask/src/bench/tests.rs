@@ -1,3 +1,6 @@
+//! Tests of the benchmark runner: parsing the peers' result and rusage lines, scenario counts,
+//! medians, and the default pairs.
+
 use super::*;
 
 #[test]

@@ -2,9 +2,9 @@
 //! protocol-level changes when a pin moved to another schema, and the commands to run next, so
 //! that a schema update needs no knowledge of which tests depend on the schema.
 
+use super::schema_diff;
 use super::source::{self, Pin, Source};
 use crate::project_root;
-use crate::schema_diff;
 use std::fmt::Write;
 use std::path::Path;
 

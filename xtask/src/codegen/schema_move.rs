@@ -17,8 +17,8 @@
 
 use super::coverage::{self, Kind};
 use super::json::Json;
+use super::schema_diff;
 use super::*;
-use crate::schema_diff;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use acp_remote::{Connector, Server, ServerOptions, ShutdownHandle};
 use acp_runtime::agent::AgentOptions;
 use acp_runtime::client::{AgentHandle, AutoAllow, ClientOptions};
-use acp_runtime::host::FsHost;
+use acp_runtime::fs::FsHost;
 use acp_types::*;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 

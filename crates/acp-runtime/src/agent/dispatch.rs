@@ -144,7 +144,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &caps,
                 )?;
                 #[cfg(feature = "unstable-session-options")]
-                super::unstable::initial_options(&request.config_options)?;
+                initial_options(&request.config_options)?;
                 let response = self.agent.new_session(request, &client).await?;
                 let advertised = (&response.modes, &response.config_options);
                 self.register_new(&response.session_id, entry, advertised, &client_caps)?;
@@ -160,7 +160,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &caps,
                 )?;
                 #[cfg(feature = "unstable-session-options")]
-                super::unstable::initial_options(&request.config_options)?;
+                initial_options(&request.config_options)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -180,7 +180,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &caps,
                 )?;
                 #[cfg(feature = "unstable-session-options")]
-                super::unstable::initial_options(&request.config_options)?;
+                initial_options(&request.config_options)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -243,7 +243,7 @@ impl<A: Agent> AgentDispatch<A> {
                 if cancel.is_set() {
                     // The spec: a cancelled turn answers `cancelled`, never an error caused by
                     // the abort.
-                    return raw(super::unstable::cancelled(&result));
+                    return raw(cancelled(&result));
                 }
                 raw(result?)
             }
@@ -296,7 +296,7 @@ impl<A: Agent> AgentDispatch<A> {
                     &caps,
                 )?;
                 #[cfg(feature = "unstable-session-options")]
-                super::unstable::initial_options(&request.config_options)?;
+                initial_options(&request.config_options)?;
                 #[cfg(feature = "unstable-session-cursors")]
                 self.check_fork_cursor(&request)?;
                 let source = self.session(&request.session_id);
@@ -586,4 +586,25 @@ impl<A: Agent> AgentDispatch<A> {
         }
         raw(response)
     }
+}
+
+/// The answer to a turn the client cancelled: `cancelled`, with the token usage the agent
+/// reported for it (feature `unstable-end-turn-usage`).
+pub(super) fn cancelled(result: &Result<PromptResponse>) -> PromptResponse {
+    #[allow(unused_mut, reason = "set with unstable-end-turn-usage")]
+    let mut response = PromptResponse::new(StopReason::Cancelled);
+    #[cfg(feature = "unstable-end-turn-usage")]
+    {
+        response.usage = result.as_ref().ok().and_then(|r| r.usage.clone());
+    }
+    #[cfg(not(feature = "unstable-end-turn-usage"))]
+    let _ = result;
+    response
+}
+
+/// `configOptions` of a setup request, on arrival: duplicate ids are refused with `-32602`
+/// (the spec's one refusal); ids and values the agent does not know reach it, to ignore.
+#[cfg(feature = "unstable-session-options")]
+pub(super) fn initial_options(options: &Option<Vec<InitialSessionConfigOption>>) -> Result<()> {
+    rules::unstable::distinct_config_ids(options.as_deref()).map_err(|b| b.answer("agent"))
 }

@@ -352,7 +352,7 @@ impl SessionClient {
     /// Replays recorded history, in order (for `session/load`). Prompt suggestions (feature
     /// `unstable-prompt-suggestions`) are not history and are skipped.
     pub async fn replay(&self, history: impl IntoIterator<Item = SessionUpdate>) -> Result<()> {
-        for update in history.into_iter().filter(super::unstable::replayed) {
+        for update in history.into_iter().filter(replayed) {
             self.update(update).await?;
         }
         Ok(())
@@ -712,4 +712,13 @@ fn decode_result<T: serde::de::DeserializeOwned>(
     result: Box<RawValue>,
 ) -> std::result::Result<T, RequestError> {
     decode_response(result.get()).map_err(RequestError::Decode)
+}
+
+/// Whether [`SessionClient::replay`] sends `update`: prompt suggestions are not history.
+pub(super) fn replayed(update: &SessionUpdate) -> bool {
+    match update {
+        #[cfg(feature = "unstable-prompt-suggestions")]
+        SessionUpdate::PromptSuggestionsUpdate(_) => false,
+        _ => true,
+    }
 }

@@ -43,6 +43,15 @@ pub(super) struct Negotiated {
     pub(super) protocol_version: ProtocolVersion,
 }
 
+/// A cursor the agent announced with `cursor_update`: where it is, and whether the client may
+/// fork at it now.
+#[cfg(feature = "unstable-session-cursors")]
+#[derive(Clone, Debug)]
+pub(super) struct AnnouncedCursor {
+    pub(super) anchor: CursorAnchor,
+    pub(super) fork: bool,
+}
+
 /// A session as the agent's connection knows it.
 #[derive(Clone)]
 pub(super) struct SessionEntry {
@@ -63,7 +72,7 @@ pub(super) struct SessionEntry {
     cost: usize,
     /// The cursors the agent announced for the session (feature `unstable-session-cursors`).
     #[cfg(feature = "unstable-session-cursors")]
-    pub(super) cursors: HashMap<CursorId, super::unstable::AnnouncedCursor>,
+    pub(super) cursors: HashMap<CursorId, AnnouncedCursor>,
 }
 
 /// What an entry costs beside its directories and servers: the map's entry, the id, the

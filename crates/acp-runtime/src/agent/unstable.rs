@@ -14,20 +14,13 @@ use super::handler::Agent;
 use super::session::ClientHandle;
 #[allow(unused_imports, reason = "each item is behind its own feature")]
 use super::session::SessionClient;
+#[cfg(feature = "unstable-session-cursors")]
+use super::state::AnnouncedCursor;
 #[allow(unused_imports, reason = "each item is behind its own feature")]
 use crate::error::{Error, Result};
 #[allow(unused_imports, reason = "each item is behind its own feature")]
 use crate::reply::{Reply, raw};
 use crate::rules::{self, Breach};
-
-/// A cursor the agent announced with `cursor_update`: where it is, and whether the client may
-/// fork at it now.
-#[cfg(feature = "unstable-session-cursors")]
-#[derive(Clone, Debug)]
-pub(super) struct AnnouncedCursor {
-    pub(super) anchor: CursorAnchor,
-    pub(super) fork: bool,
-}
 
 impl ClientHandle {
     /// The unstable part of the check before an update is sent (see
@@ -146,36 +139,6 @@ impl SessionClient {
             PromptSuggestionsUpdate::new(suggestions),
         ))
     }
-}
-
-/// Whether [`SessionClient::replay`] sends `update`: prompt suggestions are not history.
-pub(super) fn replayed(update: &SessionUpdate) -> bool {
-    match update {
-        #[cfg(feature = "unstable-prompt-suggestions")]
-        SessionUpdate::PromptSuggestionsUpdate(_) => false,
-        _ => true,
-    }
-}
-
-/// The answer to a turn the client cancelled: `cancelled`, with the token usage the agent
-/// reported for it (feature `unstable-end-turn-usage`).
-pub(super) fn cancelled(result: &Result<PromptResponse>) -> PromptResponse {
-    #[allow(unused_mut, reason = "set with unstable-end-turn-usage")]
-    let mut response = PromptResponse::new(StopReason::Cancelled);
-    #[cfg(feature = "unstable-end-turn-usage")]
-    {
-        response.usage = result.as_ref().ok().and_then(|r| r.usage.clone());
-    }
-    #[cfg(not(feature = "unstable-end-turn-usage"))]
-    let _ = result;
-    response
-}
-
-/// `configOptions` of a setup request, on arrival: duplicate ids are refused with `-32602`
-/// (the spec's one refusal); ids and values the agent does not know reach it, to ignore.
-#[cfg(feature = "unstable-session-options")]
-pub(super) fn initial_options(options: &Option<Vec<InitialSessionConfigOption>>) -> Result<()> {
-    rules::unstable::distinct_config_ids(options.as_deref()).map_err(|b| b.answer("agent"))
 }
 
 impl<A: Agent> AgentDispatch<A> {

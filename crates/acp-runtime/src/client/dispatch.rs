@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use acp_host::fs::FsError;
+use acp_host::process::ExitStatus;
+use acp_host::terminal::{CreateTerminal, TerminalError, TerminalHost, TerminalScope};
 use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, ResponseError};
 use acp_types::*;
 use serde_json::value::RawValue;
@@ -13,12 +16,13 @@ use serde_json::value::RawValue;
 use super::handler::Client;
 use super::state::{ClientState, SessionShared};
 use super::text_chunk;
+#[cfg(feature = "unstable-session-cursors")]
+use super::unstable_state::CURSOR_BUDGET;
 use super::updates::{Arrived, Routed, update_cost};
 use crate::error::{Error, Result, codes};
-use crate::host::{self, TerminalHost};
 use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
-use crate::rules;
+use crate::rules::{self, Breach};
 
 pub(super) struct ClientDispatch<C> {
     pub(super) client: Arc<C>,
@@ -48,38 +52,45 @@ fn session_of(request: &AgentRequest) -> Option<&SessionId> {
     })
 }
 
-fn fs_error(error: host::FsError) -> Error {
+fn fs_error(error: FsError) -> Error {
     match &error {
-        host::FsError::NotFound(path) => {
+        FsError::NotFound(path) => {
             Error::resource_not_found(&error, &acp_jsonrpc::excerpt(&path.to_string_lossy()))
         }
-        host::FsError::RelativePath(_)
-        | host::FsError::InvalidLine(_)
-        | host::FsError::TooLarge { .. } => Error::invalid_params(&error),
-        host::FsError::OutsideRoots { .. }
-        | host::FsError::ParentOfMissing(_)
-        | host::FsError::DanglingSymlink { .. }
-        | host::FsError::NotARegularFile { .. }
-        | host::FsError::HardLinked { .. } => Error::invalid_params(&error),
+        FsError::RelativePath(_) | FsError::InvalidLine(_) | FsError::TooLarge { .. } => {
+            Error::invalid_params(&error)
+        }
+        FsError::OutsideRoots { .. }
+        | FsError::ParentOfMissing(_)
+        | FsError::DanglingSymlink { .. }
+        | FsError::NotARegularFile { .. }
+        | FsError::HardLinked { .. } => Error::invalid_params(&error),
         _ => Error::internal(&error),
     }
 }
 
-fn terminal_error(error: host::TerminalError) -> Error {
+/// The protocol's form of how a terminal's command ended. Its exit code is unsigned; a negative
+/// code (which no Unix exit reports) becomes `None`.
+fn terminal_exit_status(status: ExitStatus) -> TerminalExitStatus {
+    let mut out = TerminalExitStatus::new();
+    out.exit_code = status.code.and_then(|code| u32::try_from(code).ok());
+    out.signal = status.signal;
+    out
+}
+
+fn terminal_error(error: TerminalError) -> Error {
     match &error {
-        host::TerminalError::UnknownTerminal(id) | host::TerminalError::WrongSession { id, .. } => {
-            Error::Rpc(
-                ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
-                    .with_data(&serde_json::json!({ "terminalId": acp_jsonrpc::excerpt(id) })),
-            )
-        }
-        host::TerminalError::RelativeCwd(_) | host::TerminalError::MissingCwd(_) => {
+        TerminalError::UnknownTerminal(id) | TerminalError::WrongSession { id, .. } => Error::Rpc(
+            ResponseError::new(codes::RESOURCE_NOT_FOUND, error.to_string())
+                .with_data(&serde_json::json!({ "terminalId": acp_jsonrpc::excerpt(id) })),
+        ),
+        TerminalError::RelativeCwd(_) | TerminalError::MissingCwd(_) => {
             Error::invalid_params(&error)
         }
-        host::TerminalError::TooManyTerminals { limit, scope } => {
+        TerminalError::TooManyTerminals { limit, scope } => {
             let scope = match scope {
-                host::TerminalScope::Session => "session",
-                host::TerminalScope::Host => "connection",
+                TerminalScope::Session => "session",
+                TerminalScope::Host => "connection",
             };
             Error::Rpc(
                 ResponseError::new(acp_jsonrpc::ErrorCode::INVALID_PARAMS, error.to_string())
@@ -217,7 +228,7 @@ impl<C: Client> ClientDispatch<C> {
                     return raw(self.client.create_terminal(request).await?);
                 };
                 let session = session.as_ref().expect("terminal requests name a session");
-                let mut create = host::CreateTerminal::new(request.command);
+                let mut create = CreateTerminal::new(request.command);
                 create.args = request.args.unwrap_or_default();
                 create.env = request
                     .env
@@ -248,7 +259,7 @@ impl<C: Client> ClientDispatch<C> {
                     .output(session, terminal)
                     .map_err(terminal_error)?;
                 let mut response = TerminalOutputResponse::new(output.output, output.truncated);
-                response.exit_status = output.exit_status.map(TerminalExitStatus::from);
+                response.exit_status = output.exit_status.map(terminal_exit_status);
                 raw(response)
             }),
             AgentRequest::TerminalWaitForExit(request) => Box::pin(async move {
@@ -259,7 +270,7 @@ impl<C: Client> ClientDispatch<C> {
                     .wait_for_exit(session_id(&session), request.terminal_id.as_str())
                     .await
                     .map_err(terminal_error)?;
-                let status = TerminalExitStatus::from(status);
+                let status = terminal_exit_status(status);
                 let mut response = WaitForTerminalExitResponse::new();
                 response.exit_code = status.exit_code;
                 response.signal = status.signal;
@@ -315,7 +326,7 @@ impl<C: Client> ClientDispatch<C> {
         }
         let caps = &self.state.options.capabilities;
         let checked = rules::session_update(&update.update, caps)
-            .and_then(|()| super::unstable_state::check_update(&self.state, update));
+            .and_then(|()| check_unstable_update(&self.state, update));
         if let Err(breach) = checked {
             notification
                 .connection()
@@ -489,4 +500,48 @@ impl<C: Client> Handler for ClientDispatch<C> {
             }
         }
     }
+}
+
+/// The unstable part of the check of an arriving update (see
+/// [`rules::unstable::session_update`] and [`rules::unstable::cursor_update`]), against what
+/// the session already holds.
+#[allow(unused_variables, reason = "each rule is behind its own feature")]
+fn check_unstable_update(
+    state: &ClientState,
+    notification: &SessionNotification,
+) -> Result<(), Breach> {
+    if !rules::unstable::update_needs_capability(&notification.update) {
+        return Ok(());
+    }
+    let agent = state
+        .agent
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(|answer| answer.agent_capabilities.prompt_capabilities.clone())
+        .unwrap_or_default();
+    rules::unstable::session_update(&notification.update, &state.options.capabilities, &agent)?;
+    #[cfg(feature = "unstable-session-cursors")]
+    if let SessionUpdate::CursorUpdate(update) = &notification.update {
+        let Some(session) = state
+            .routes
+            .lock()
+            .unwrap()
+            .get(&notification.session_id)
+            .cloned()
+        else {
+            // Not opened yet: what it knows of the cursor arrives with it.
+            return Ok(());
+        };
+        let cursors = session.unstable.cursors.lock().unwrap();
+        let known = cursors.get(&update.cursor_id).map(|c| &c.anchor);
+        rules::unstable::cursor_update(known, update)?;
+        if cursors.full_for(update) {
+            return Err(Breach::Invalid(format!(
+                "session `{}` announced more cursors than the {CURSOR_BUDGET} bytes kept; cursor `{}` is not kept",
+                notification.session_id, update.cursor_id
+            )));
+        }
+    }
+    Ok(())
 }

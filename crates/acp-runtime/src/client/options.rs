@@ -8,7 +8,8 @@ use acp_types::*;
 
 use super::tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 use super::updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
-use crate::host::{FsHost, TerminalHost};
+use acp_host::fs::FsHost;
+use acp_host::terminal::TerminalHost;
 
 /// Options of a client connection: what it advertises and which built-in hosts serve the
 /// agent's calls.

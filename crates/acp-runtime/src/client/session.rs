@@ -11,12 +11,12 @@ use acp_types::*;
 use crate::error::{Error, Result};
 
 use super::handle::AgentHandle;
-use super::state::{SessionShared, ToolCallState};
-use super::tool_calls::ToolCalls;
+use super::state::SessionShared;
+use super::tool_calls::{ToolCallState, ToolCalls};
 use super::updates::{Popped, UpdateQueue};
-use crate::host::FsRoots;
 use crate::latch::Latch;
 use crate::rules;
+use acp_host::fs::FsRoots;
 
 /// The modes and config options an answer advertised.
 type Advertised = (Option<SessionModeState>, Option<Vec<SessionConfigOption>>);

@@ -80,7 +80,7 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
             .take_pipe_fds()
             .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?
             .map_err(|e| Error::Internal(format!("the agent's pipes: {e}")))?;
-        let (pipes, reader, writer) = crate::os::pipe_loop::pipes(stdout, stdin)
+        let (pipes, reader, writer) = acp_host::pipe_loop::pipes(stdout, stdin)
             .map_err(|e| Error::Internal(e.to_string()))?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
         let (agent, driver) = connect(client, reader, writer, options);
@@ -94,11 +94,11 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
                 output
             };
             let driver = bounded_final_flush(driver, &closed, process.shutdown_grace());
-            crate::os::pipe_loop::join_woken(driver, work).await.1
+            acp_host::pipe_loop::join_woken(driver, work).await.1
         };
-        let output = crate::os::pipe_loop::block_on(&pipes, run)
+        let output = acp_host::pipe_loop::block_on(&pipes, run)
             .map_err(|e| Error::Internal(e.to_string()))?;
-        let exit = crate::os::pipe_loop::block_on(&pipes, process.shutdown())
+        let exit = acp_host::pipe_loop::block_on(&pipes, process.shutdown())
             .map_err(|e| Error::Internal(e.to_string()))?;
         Ok((output?, exit))
     }

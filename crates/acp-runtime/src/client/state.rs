@@ -12,9 +12,9 @@ use super::options::ClientOptions;
 use super::tool_calls::ToolCalls;
 use super::unstable_state::UnstableState;
 use super::updates::{Routes, UpdateQueue};
-use crate::host::FsRoots;
 use crate::latch::Latch;
 use crate::process::ExitStatus;
+use acp_host::fs::FsRoots;
 
 /// Releases every terminal of every session when the connection's driver finishes or is
 /// dropped, and ends the sessions' update streams.
@@ -69,25 +69,6 @@ pub(super) struct SessionShared {
     #[cfg(feature = "unstable-models")]
     /// The model set since the answer that opened the session (`Session::set_model`).
     pub(super) current_model: Mutex<Option<acp_types::models::ModelId>>,
-}
-
-/// Where a tool call stands, as the client saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ToolCallState {
-    /// Reported with the given status (or none yet).
-    Reported(Option<ToolCallStatus>),
-    /// Still unfinished when the client cancelled the turn.
-    Cancelled,
-}
-
-impl ToolCallState {
-    pub(crate) fn is_finished(&self) -> bool {
-        matches!(
-            self,
-            ToolCallState::Cancelled
-                | ToolCallState::Reported(Some(ToolCallStatus::Completed | ToolCallStatus::Failed))
-        )
-    }
 }
 
 impl SessionShared {

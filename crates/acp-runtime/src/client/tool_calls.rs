@@ -9,7 +9,24 @@ use std::collections::{BTreeMap, HashMap};
 
 use acp_types::{ToolCallId, ToolCallStatus};
 
-use super::state::ToolCallState;
+/// Where a tool call stands, as the client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolCallState {
+    /// Reported with the given status (or none yet).
+    Reported(Option<ToolCallStatus>),
+    /// Still unfinished when the client cancelled the turn.
+    Cancelled,
+}
+
+impl ToolCallState {
+    pub(crate) fn is_finished(&self) -> bool {
+        matches!(
+            self,
+            ToolCallState::Cancelled
+                | ToolCallState::Reported(Some(ToolCallStatus::Completed | ToolCallStatus::Failed))
+        )
+    }
+}
 
 /// Default of [`ClientOptions::with_tool_call_budget`](super::ClientOptions::with_tool_call_budget):
 /// 1 MiB per session.

@@ -1,16 +1,13 @@
 //! What a client keeps of schema 1.20's unstable updates, per session: the cursors the agent
 //! announced with their anchors (`unstable-session-cursors`) and the current prompt
-//! suggestions (`unstable-prompt-suggestions`), and the check of those updates on arrival
-//! (reported, never refused: the update is still delivered).
+//! suggestions (`unstable-prompt-suggestions`). `dispatch.rs` checks those updates on arrival
+//! against it (reported, never refused: the update is still delivered).
 
 #[allow(unused_imports, reason = "each item is behind its own feature")]
 use std::collections::HashMap;
 
 #[allow(unused_imports, reason = "each item is behind its own feature")]
 use acp_types::*;
-
-use super::state::ClientState;
-use crate::rules::{self, Breach};
 
 /// The bytes of cursor state one session keeps at most (ids and anchors as JSON, plus a
 /// fixed cost per cursor); a cursor announced beyond it is reported and not kept
@@ -96,7 +93,7 @@ impl Cursors {
         });
     }
 
-    fn full_for(&self, update: &CursorUpdate) -> bool {
+    pub(super) fn full_for(&self, update: &CursorUpdate) -> bool {
         match &update.anchor {
             Some(anchor) if !self.index.contains_key(&update.cursor_id) => {
                 self.bytes + cursor_cost(&update.cursor_id, anchor) > CURSOR_BUDGET
@@ -137,48 +134,4 @@ impl UnstableState {
             _ => {}
         }
     }
-}
-
-/// The unstable part of the check of an arriving update (see
-/// [`rules::unstable::session_update`] and [`rules::unstable::cursor_update`]), against what
-/// the session already holds.
-#[allow(unused_variables, reason = "each rule is behind its own feature")]
-pub(super) fn check_update(
-    state: &ClientState,
-    notification: &SessionNotification,
-) -> Result<(), Breach> {
-    if !rules::unstable::update_needs_capability(&notification.update) {
-        return Ok(());
-    }
-    let agent = state
-        .agent
-        .lock()
-        .unwrap()
-        .as_ref()
-        .map(|answer| answer.agent_capabilities.prompt_capabilities.clone())
-        .unwrap_or_default();
-    rules::unstable::session_update(&notification.update, &state.options.capabilities, &agent)?;
-    #[cfg(feature = "unstable-session-cursors")]
-    if let SessionUpdate::CursorUpdate(update) = &notification.update {
-        let Some(session) = state
-            .routes
-            .lock()
-            .unwrap()
-            .get(&notification.session_id)
-            .cloned()
-        else {
-            // Not opened yet: what it knows of the cursor arrives with it.
-            return Ok(());
-        };
-        let cursors = session.unstable.cursors.lock().unwrap();
-        let known = cursors.get(&update.cursor_id).map(|c| &c.anchor);
-        rules::unstable::cursor_update(known, update)?;
-        if cursors.full_for(update) {
-            return Err(Breach::Invalid(format!(
-                "session `{}` announced more cursors than the {CURSOR_BUDGET} bytes kept; cursor `{}` is not kept",
-                notification.session_id, update.cursor_id
-            )));
-        }
-    }
-    Ok(())
 }

@@ -21,8 +21,9 @@ use acp_runtime::client::{
     self, AgentHandle, AutoAllow, ClientOptions, DEFAULT_SESSION_UPDATE_BUDGET,
     DEFAULT_TOOL_CALL_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET, ToolCallState,
 };
-use acp_runtime::host::{FsHost, TerminalHost};
+use acp_runtime::fs::FsHost;
 use acp_runtime::process::AgentCommand;
+use acp_runtime::terminal::TerminalHost;
 use acp_runtime::{Error, Result};
 use acp_types::{SessionUpdate, StopReason, ToolCallId, ToolCallStatus};
 

@@ -1,3 +1,6 @@
+//! `Patch`, the field where absent and `null` mean different things (absent keeps, `null`
+//! clears, a value replaces).
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A field where absent and `null` mean different things: absent leaves the receiver's value

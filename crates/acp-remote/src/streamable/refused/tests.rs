@@ -1,3 +1,6 @@
+//! Tests of the refused-POST scan: answers told from requests, ids kept within `MAX_ID`, and an
+//! answer's id found wherever it stands in a generated body, however the body is cut.
+
 use super::{AnswerScan, MAX_ID, answer_id};
 use proptest::prelude::*;
 

@@ -1,3 +1,6 @@
+//! Tests of obtaining schema sources: URL downloads against a loopback server, npm failures
+//! told precisely, and crate pins (the crate-against-npm regeneration is `--ignored`).
+
 use super::*;
 use crate::codegen::source::parse_pins;
 use std::io::{BufRead, BufReader, Write};
