@@ -1,0 +1,76 @@
+//! The registry's command-line options, defined once for `acp`, `acp-bridge serve` and
+//! `acp-conductor agent` (feature `cli`).
+
+use crate::error::Error;
+use crate::launch::Launch;
+use crate::resolver::{Loaded, Origin, Resolver, Source};
+
+/// `--registry FILE|URL` and `--refresh`: where the registry comes from.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RegistryOptions {
+    /// Read the agent registry from FILE or URL [default: the published registry,
+    /// https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json, cached for an hour]
+    #[arg(long, value_name = "FILE|URL")]
+    pub registry: Option<String>,
+    /// Fetch the registry again even if the cached copy is fresh
+    #[arg(long)]
+    pub refresh: bool,
+}
+
+/// `--agent ID` with [`RegistryOptions`]: an agent of the registry instead of a command.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RegistryArgs {
+    /// Run agent ID of the ACP agent registry (`acp agents` lists them): downloaded and
+    /// unpacked into the cache for a binary, run through npx or uvx for a package
+    #[arg(id = "agent_id", long = "agent", value_name = "ID")]
+    pub agent_id: Option<String>,
+    /// Where the registry comes from.
+    #[command(flatten)]
+    pub options: RegistryOptions,
+}
+
+impl RegistryOptions {
+    /// The resolver these options describe.
+    pub fn resolver(&self) -> Resolver {
+        let resolver = Resolver::new().refresh(self.refresh);
+        match &self.registry {
+            Some(source) => resolver.source(Source::parse(source)),
+            None => resolver,
+        }
+    }
+
+    /// Loads the registry; a stale copy's warning goes to `warn` (one line, no prefix).
+    pub fn load(&self, warn: impl FnOnce(&str)) -> Result<Loaded, Error> {
+        let loaded = self.resolver().registry()?;
+        if let Origin::Stale { age, error } = &loaded.origin {
+            warn(&stale_warning(*age, error));
+        }
+        Ok(loaded)
+    }
+}
+
+impl RegistryArgs {
+    /// With `--agent ID`: the command that starts it (after any download), warnings (a stale
+    /// registry) passed to `warn`. Without: `None`.
+    pub fn launch(&self, warn: impl FnOnce(&str)) -> Result<Option<Launch>, Error> {
+        let Some(id) = &self.agent_id else {
+            return Ok(None);
+        };
+        let loaded = self.options.load(warn)?;
+        self.options
+            .resolver()
+            .launch(&loaded.registry, id)
+            .map(Some)
+    }
+}
+
+/// The warning for a registry used from the cache because fetching it failed.
+pub fn stale_warning(age: std::time::Duration, error: &Error) -> String {
+    let minutes = age.as_secs() / 60;
+    let age = match minutes {
+        0 => "less than a minute".to_owned(),
+        m if m < 120 => format!("{m} minutes"),
+        m => format!("{} hours", m / 60),
+    };
+    format!("{error}; using the registry cached {age} ago")
+}
