@@ -23,20 +23,20 @@ impl From<Error> for Failed {
 
 /// `acp agents`: the registry as a table, for stdout.
 pub fn list(options: &RegistryOptions) -> Result<String, Failed> {
-    Ok(table(&options.load(warn)?.registry))
+    Ok(table(&options.load(report)?.registry))
 }
 
 /// `--agent ID`: the command that starts it (installing it first if it is a binary) and its
 /// command line, for a note; `None` without `--agent`.
 pub fn command(args: &RegistryArgs) -> Result<Option<(AgentCommand, String)>, Failed> {
-    Ok(args.launch(warn)?.map(|launch| {
+    Ok(args.launch(report)?.map(|launch| {
         let line = launch.to_string();
         (AgentCommand::from(launch), line)
     }))
 }
 
-fn warn(message: &str) {
-    eprintln!("acp: warning: {message}");
+fn report(message: &str) {
+    eprintln!("acp: {message}");
 }
 
 /// One line per agent: id, name, version, distributions; then the entries set aside.

@@ -147,7 +147,7 @@ fn conduct(args: ChainArgs, proxy_mode: bool) -> Result<(), String> {
     }
     let registry_agent = args
         .registry
-        .launch(|warning| eprintln!("acp-conductor: warning: {warning}"))
+        .launch(|message| eprintln!("acp-conductor: {message}"))
         .map_err(|error| error.to_string())?;
     if let Some(launch) = registry_agent {
         components.push(Component::command(launch.to_string(), launch.into()));

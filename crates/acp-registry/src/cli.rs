@@ -39,26 +39,37 @@ impl RegistryOptions {
         }
     }
 
-    /// Loads the registry; a stale copy's warning goes to `warn` (one line, no prefix).
-    pub fn load(&self, warn: impl FnOnce(&str)) -> Result<Loaded, Error> {
+    /// Loads the registry; a stale copy's warning goes to `report` (one line, starting
+    /// `warning: `).
+    pub fn load(&self, report: impl Fn(&str)) -> Result<Loaded, Error> {
         let loaded = self.resolver().registry()?;
         if let Origin::Stale { age, error } = &loaded.origin {
-            warn(&stale_warning(*age, error));
+            report(&format!("warning: {}", stale_warning(*age, error)));
         }
         Ok(loaded)
     }
 }
 
 impl RegistryArgs {
-    /// With `--agent ID`: the command that starts it (after any download), warnings (a stale
-    /// registry) passed to `warn`. Without: `None`.
-    pub fn launch(&self, warn: impl FnOnce(&str)) -> Result<Option<Launch>, Error> {
+    /// With `--agent ID`: the command that starts it (after any download). What the user
+    /// should know on the way goes to `report`, one line each: a stale registry
+    /// (`warning: ...`), a download (`installing ID VERSION from URL`). Without: `None`.
+    pub fn launch(
+        &self,
+        report: impl Fn(&str) + Clone + Send + Sync + 'static,
+    ) -> Result<Option<Launch>, Error> {
         let Some(id) = &self.agent_id else {
             return Ok(None);
         };
-        let loaded = self.options.load(warn)?;
+        let loaded = self.options.load(report.clone())?;
         self.options
             .resolver()
+            .on_download(move |agent, url| {
+                report(&format!(
+                    "installing {} {} from {url}",
+                    agent.id, agent.version
+                ))
+            })
             .launch(&loaded.registry, id)
             .map(Some)
     }

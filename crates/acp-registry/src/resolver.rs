@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -101,6 +102,17 @@ pub struct Resolver {
     order: Vec<Method>,
     platform: Option<Platform>,
     search_path: Option<OsString>,
+    on_download: Option<DownloadHook>,
+}
+
+/// Called before an archive is downloaded: the agent entry and the URL.
+#[derive(Clone)]
+struct DownloadHook(Arc<dyn Fn(&AgentEntry, &str) + Send + Sync>);
+
+impl std::fmt::Debug for DownloadHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DownloadHook")
+    }
 }
 
 impl Default for Resolver {
@@ -123,7 +135,18 @@ impl Resolver {
             order: Method::DEFAULT_ORDER.to_vec(),
             platform: Platform::current(),
             search_path: std::env::var_os("PATH"),
+            on_download: None,
         }
+    }
+
+    /// Calls `hook` with the agent and the archive's URL before a binary is downloaded (not
+    /// when it is already installed): a download may take a while, and a user should know why.
+    pub fn on_download(
+        mut self,
+        hook: impl Fn(&AgentEntry, &str) + Send + Sync + 'static,
+    ) -> Resolver {
+        self.on_download = Some(DownloadHook(Arc::new(hook)));
+        self
     }
 
     /// Reads the registry from `source` instead.
@@ -305,6 +328,9 @@ impl Resolver {
         let format = extract::format_of(url).map_err(refused)?;
         let relative_cmd = launch::command_in(Path::new(""), &target.cmd, &agent.id)?;
         let dir = cache.agent_dir(&agent.id, &agent.version, platform.as_str(), |scratch| {
+            if let Some(hook) = &self.on_download {
+                (hook.0)(agent, url);
+            }
             let archive = scratch.join("download");
             let digest = self.download(url, &archive)?;
             if let Some(expected) = &target.sha256 {

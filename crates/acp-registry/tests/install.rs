@@ -126,7 +126,12 @@ fn every_archive_kind_installs_and_runs() {
             .map(|(path, bytes)| (path.as_str(), Route::Body(bytes.clone())))
             .collect(),
     );
-    let setup = setup();
+    let mut setup = setup();
+    let downloads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = downloads.clone();
+    setup.resolver = setup
+        .resolver
+        .on_download(move |agent, url| seen.lock().unwrap().push(format!("{} {url}", agent.id)));
     for (index, (name, bytes, cmd)) in kinds.iter().enumerate() {
         let id = format!("kind-{index}");
         let sha = sha256_hex(bytes);
@@ -149,6 +154,10 @@ fn every_archive_kind_installs_and_runs() {
         assert_eq!(server.hits(&format!("/{name}")), 1, "{name}");
         assert_eq!(setup.leftovers(&id), ["1.0.0"], "{name}");
     }
+    // The hook heard of each download once; the cached second resolutions downloaded nothing.
+    let downloads = downloads.lock().unwrap();
+    assert_eq!(downloads.len(), kinds.len());
+    assert_eq!(downloads[0], format!("kind-0 {}", server.url("/a.zip")));
 }
 
 #[test]

@@ -186,7 +186,7 @@ fn default_token() -> Option<String> {
 fn serve(args: ServeArgs) -> Result<(), Failed> {
     let (name, command) = match args
         .registry
-        .launch(|warning| eprintln!("acp-bridge: warning: {warning}"))?
+        .launch(|message| eprintln!("acp-bridge: {message}"))?
     {
         Some(launch) => (launch.to_string(), AgentCommand::from(launch)),
         None => {
