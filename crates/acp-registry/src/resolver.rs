@@ -106,8 +106,10 @@ pub struct Resolver {
 }
 
 /// Called before an archive is downloaded: the agent entry and the URL.
+type DownloadFn = dyn Fn(&AgentEntry, &str) + Send + Sync;
+
 #[derive(Clone)]
-struct DownloadHook(Arc<dyn Fn(&AgentEntry, &str) + Send + Sync>);
+struct DownloadHook(Arc<DownloadFn>);
 
 impl std::fmt::Debug for DownloadHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
