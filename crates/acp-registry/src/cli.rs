@@ -8,9 +8,14 @@ use crate::resolver::{Loaded, Origin, Resolver, Source};
 /// `--registry FILE|URL` and `--refresh`: where the registry comes from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RegistryOptions {
-    /// Read the agent registry from FILE or URL [default: the published registry,
-    /// https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json, cached for an hour]
-    #[arg(long, value_name = "FILE|URL")]
+    /// `--registry`: the registry's file or URL (default: [`crate::DEFAULT_REGISTRY_URL`]).
+    #[arg(
+        long,
+        value_name = "FILE|URL",
+        help = "Read the agent registry from FILE or URL [default: the published registry, \
+                https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json, cached \
+                for an hour]"
+    )]
     pub registry: Option<String>,
     /// Fetch the registry again even if the cached copy is fresh
     #[arg(long)]
@@ -84,4 +89,21 @@ pub fn stale_warning(age: std::time::Duration, error: &Error) -> String {
         m => format!("{} hours", m / 60),
     };
     format!("{error}; using the registry cached {age} ago")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Args;
+
+    /// The help states the default URL as a literal (clap wants one); it must be the constant.
+    #[test]
+    fn the_help_names_the_default_registry() {
+        let command = super::RegistryOptions::augment_args(clap::Command::new("t"));
+        let registry = command
+            .get_arguments()
+            .find(|arg| arg.get_id() == "registry")
+            .unwrap();
+        let help = registry.get_help().unwrap().to_string();
+        assert!(help.contains(crate::DEFAULT_REGISTRY_URL), "{help}");
+    }
 }
