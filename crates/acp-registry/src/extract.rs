@@ -5,6 +5,8 @@
 //! The format readers (`tar.rs`, `zip.rs`) only decode; every file system write goes through
 //! [`Writer`], where the rules live.
 
+#[cfg(test)]
+mod props;
 mod tar;
 mod zip;
 
@@ -138,6 +140,18 @@ impl Writer<'_> {
         Ok(relative)
     }
 
+    /// [`admit`](Self::admit) for a file or a link, which cannot be the directory itself
+    /// (a name of only `.` components).
+    fn admit_leaf(&mut self, name: &str) -> Result<PathBuf, Refusal> {
+        let relative = self.admit(name)?;
+        if relative.as_os_str().is_empty() {
+            return Err(corrupt(format!(
+                "entry `{name}` names the directory itself"
+            )));
+        }
+        Ok(relative)
+    }
+
     /// Refuses a path whose existing ancestors include a link: writing there would write
     /// wherever the link points.
     fn no_links_above(&self, relative: &Path, name: &str) -> Result<(), Refusal> {
@@ -192,7 +206,7 @@ impl Writer<'_> {
         content: impl Read,
         mode: Option<u32>,
     ) -> Result<(), Refusal> {
-        let relative = self.admit(name)?;
+        let relative = self.admit_leaf(name)?;
         let path = self.dest.join(&relative);
         self.prepare(&path)?;
         let mut file = fs::OpenOptions::new()
@@ -215,7 +229,7 @@ impl Writer<'_> {
     /// its start and no more of them than the link is deep. Since links are never written
     /// through, every link then resolves inside, whatever links its target crosses.
     pub(crate) fn symlink(&mut self, name: &str, target: &str) -> Result<(), Refusal> {
-        let relative = self.admit(name)?;
+        let relative = self.admit_leaf(name)?;
         let escapes = || Refusal::LinkEscapes {
             entry: name.to_owned(),
             target: target.to_owned(),
@@ -251,7 +265,7 @@ impl Writer<'_> {
     /// Creates a hard link to a regular file extracted earlier (`target` is a path in the
     /// archive, from its root).
     pub(crate) fn hard_link(&mut self, name: &str, target: &str) -> Result<(), Refusal> {
-        let relative = self.admit(name)?;
+        let relative = self.admit_leaf(name)?;
         let escapes = || Refusal::LinkEscapes {
             entry: name.to_owned(),
             target: target.to_owned(),
