@@ -47,23 +47,30 @@ impl Default for HttpOptions {
 /// an agent's executable.
 pub(crate) fn check_scheme(url: &str) -> Result<(), Error> {
     let lower = url.to_ascii_lowercase();
-    if lower.starts_with("https://") {
+    if lower.starts_with("https://") || (lower.starts_with("http://") && is_loopback(&lower)) {
         return Ok(());
-    }
-    if let Some(rest) = lower.strip_prefix("http://") {
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let host = match authority.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or(""),
-            None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-        };
-        if host == "localhost" || host == "::1" || host.starts_with("127.") {
-            return Ok(());
-        }
     }
     Err(Error::Download {
         url: url.to_owned(),
         reason: "only https:// URLs are fetched (http:// only on loopback)".into(),
     })
+}
+
+/// Whether `url`'s host is a loopback name or address.
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Fetches `url` into `sink`, refusing more than `max_bytes`; returns the byte count.
@@ -112,8 +119,13 @@ fn agent(url: &str, options: &HttpOptions) -> Result<ureq::Agent, ureq::Error> {
             .collect::<Result<Vec<Certificate<'static>>, _>>()?;
         tls = tls.root_certs(RootCerts::new_with_certs(&certificates));
     }
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls.build())
+    let mut config = ureq::Agent::config_builder().tls_config(tls.build());
+    // A proxy from the environment (HTTPS_PROXY...) is used, except for loopback, which no
+    // proxy can reach on our behalf.
+    if is_loopback(url) {
+        config = config.proxy(None);
+    }
+    let config = config
         // An https:// download never continues over plain HTTP after a redirect.
         .https_only(url.to_ascii_lowercase().starts_with("https://"))
         .max_redirects(options.max_redirects)
@@ -145,5 +157,32 @@ fn describe(error: ureq::Error, options: &HttpOptions) -> String {
         ureq::Error::BodyExceedsLimit(limit) => format!("larger than the {limit}-byte cap"),
         ureq::Error::RequireHttpsOnly(_) => "redirected to a plain http:// URL".into(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_on_loopback() {
+        for fine in [
+            "https://example.com/a",
+            "http://127.0.0.1:8080/a",
+            "http://LOCALHOST/a",
+            "http://[::1]:80/a",
+            "http://user@127.0.0.2/a",
+        ] {
+            assert!(check_scheme(fine).is_ok(), "{fine}");
+        }
+        for refused in [
+            "http://example.com/a",
+            "http://127.0.0.1.example.com/a",
+            "http://example.com/127.0.0.1",
+            "ftp://example.com/a",
+            "file:///etc/passwd",
+        ] {
+            assert!(check_scheme(refused).is_err(), "{refused}");
+        }
     }
 }
