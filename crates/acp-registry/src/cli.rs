@@ -106,4 +106,20 @@ mod tests {
         let help = registry.get_help().unwrap().to_string();
         assert!(help.contains(crate::DEFAULT_REGISTRY_URL), "{help}");
     }
+
+    #[test]
+    fn stale_warnings_say_how_old() {
+        let error = crate::Error::Download {
+            url: "https://r/registry.json".into(),
+            reason: "the server answered HTTP 503".into(),
+        };
+        let warning = |secs| super::stale_warning(std::time::Duration::from_secs(secs), &error);
+        assert_eq!(
+            warning(30),
+            "cannot download https://r/registry.json: the server answered HTTP 503; using the \
+             registry cached less than a minute ago"
+        );
+        assert!(warning(600).ends_with("cached 10 minutes ago"));
+        assert!(warning(3 * 3600).ends_with("cached 3 hours ago"));
+    }
 }
