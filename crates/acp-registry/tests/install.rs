@@ -120,11 +120,7 @@ fn every_archive_kind_installs_and_runs() {
     let server = Server::http(
         kinds
             .iter()
-            .map(|(name, bytes, _)| (format!("/{name}"), bytes.clone()))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|(path, bytes)| (path.as_str(), Route::Body(bytes.clone())))
-            .collect(),
+            .map(|(name, bytes, _)| (format!("/{name}"), Route::Body(bytes.clone()))),
     );
     let mut setup = setup();
     let downloads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -281,16 +277,7 @@ fn hostile_archives_are_refused_and_leave_nothing() {
     let server = Server::http(
         cases
             .iter()
-            .map(|(name, bytes, _)| (*name, bytes))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|(name, bytes)| {
-                (
-                    Box::leak(format!("/{name}").into_boxed_str()) as &str,
-                    Route::Body(bytes.clone()),
-                )
-            })
-            .collect(),
+            .map(|(name, bytes, _)| (format!("/{name}"), Route::Body(bytes.clone()))),
     );
     let setup = setup();
     for (index, (name, bytes, expected)) in cases.iter().enumerate() {

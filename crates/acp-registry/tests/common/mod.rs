@@ -35,12 +35,12 @@ pub struct Server {
 
 impl Server {
     /// Plain HTTP on 127.0.0.1.
-    pub fn http(routes: Vec<(&str, Route)>) -> Server {
+    pub fn http(routes: impl IntoIterator<Item = (impl Into<String>, Route)>) -> Server {
         Server::start(routes, None)
     }
 
     /// HTTPS on 127.0.0.1 with acp-remote's test certificate (for `localhost`, 127.0.0.1).
-    pub fn https(routes: Vec<(&str, Route)>) -> Server {
+    pub fn https(routes: impl IntoIterator<Item = (impl Into<String>, Route)>) -> Server {
         use rustls_pki_types::pem::PemObject;
         use rustls_pki_types::{CertificateDer, PrivateKeyDer};
         let certs = CertificateDer::pem_file_iter(tls_file("server.pem"))
@@ -58,14 +58,17 @@ impl Server {
         Server::start(routes, Some(Arc::new(config)))
     }
 
-    fn start(routes: Vec<(&str, Route)>, tls: Option<Arc<rustls::ServerConfig>>) -> Server {
+    fn start(
+        routes: impl IntoIterator<Item = (impl Into<String>, Route)>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let scheme = if tls.is_some() { "https" } else { "http" };
         let routes: Arc<Mutex<HashMap<String, Route>>> = Arc::new(Mutex::new(
             routes
                 .into_iter()
-                .map(|(path, route)| (path.to_owned(), route))
+                .map(|(path, route)| (path.into(), route))
                 .collect(),
         ));
         let routes2 = routes.clone();
