@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,7 +29,6 @@ pub struct Server {
     pub base: String,
     routes: Arc<Mutex<HashMap<String, Route>>>,
     hits: Arc<Mutex<HashMap<String, usize>>>,
-    connections: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -73,12 +71,10 @@ impl Server {
         ));
         let routes2 = routes.clone();
         let hits = Arc::new(Mutex::new(HashMap::new()));
-        let connections = Arc::new(AtomicUsize::new(0));
-        let (hits2, connections2) = (hits.clone(), connections.clone());
+        let hits2 = hits.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                connections2.fetch_add(1, Ordering::SeqCst);
                 let (routes, hits, tls) = (routes2.clone(), hits2.clone(), tls.clone());
                 std::thread::spawn(move || match tls {
                     Some(config) => {
@@ -94,7 +90,6 @@ impl Server {
             base: format!("{scheme}://127.0.0.1:{port}"),
             routes,
             hits,
-            connections,
         }
     }
 
