@@ -212,14 +212,13 @@ fn run_main(mut args: Args) -> i32 {
             Ok(found) => found,
             Err(failed) => return registry_failure(failed),
         };
-        match args.agent.split_first() {
-            _ if from_registry.is_some() => {
-                let (command, line) = from_registry.expect("matched as Some");
+        match (from_registry, args.agent.split_first()) {
+            (Some((command, line)), _) => {
                 note(args.json, &format!("registry agent: {line}"));
                 Target::Command(command)
             }
-            Some((program, rest)) => Target::Command(AgentCommand::new(program).args(rest)),
-            None => match std::env::current_exe() {
+            (None, Some((program, rest))) => Target::Command(AgentCommand::new(program).args(rest)),
+            (None, None) => match std::env::current_exe() {
                 Ok(me) => Target::Command(AgentCommand::new(me).arg(SERVE_DEMO_AGENT)),
                 Err(error) => {
                     eprintln!("acp: cannot find my own binary to run the demo agent: {error}");
@@ -726,7 +725,6 @@ async fn read_prompt() -> Option<String> {
     .await
 }
 
-/// A note about the connection, on stderr (dimmed on a terminal); none with `--json`.
 /// A `--agent` or `acp agents` failure: reported, and its exit status.
 fn registry_failure(failed: registry::Failed) -> i32 {
     eprintln!("acp: {}", failed.message);
@@ -737,6 +735,7 @@ fn registry_failure(failed: registry::Failed) -> i32 {
     }
 }
 
+/// A note about the connection, on stderr (dimmed on a terminal); none with `--json`.
 fn note(json: bool, text: &str) {
     if json {
         return;
