@@ -5,8 +5,6 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ureq::tls::{Certificate, RootCerts, TlsConfig};
-
 use crate::error::Error;
 
 /// How downloads behave. The defaults suit the registry and agents' release archives.
@@ -25,7 +23,7 @@ pub struct HttpOptions {
     /// The largest archive accepted (default 1 GiB).
     pub max_archive_bytes: u64,
     /// Trust only these certificate authorities (PEM) instead of the Mozilla roots: a private
-    /// mirror's, or a test's.
+    /// mirror's, or a test's (feature `tls`).
     pub root_certificates_pem: Option<Arc<Vec<u8>>>,
 }
 
@@ -47,6 +45,12 @@ impl Default for HttpOptions {
 /// an agent's executable.
 pub(crate) fn check_scheme(url: &str) -> Result<(), Error> {
     let lower = url.to_ascii_lowercase();
+    if lower.starts_with("https://") && cfg!(not(feature = "tls")) {
+        return Err(Error::Download {
+            url: url.to_owned(),
+            reason: "https:// needs acp-rs-registry's `tls` feature, which this build lacks".into(),
+        });
+    }
     if lower.starts_with("https://") || (lower.starts_with("http://") && is_loopback(&lower)) {
         return Ok(());
     }
@@ -108,18 +112,20 @@ pub(crate) fn fetch(
 }
 
 fn agent(url: &str, options: &HttpOptions) -> Result<ureq::Agent, ureq::Error> {
-    let mut tls = TlsConfig::builder();
+    let mut config = ureq::Agent::config_builder();
+    #[cfg(feature = "tls")]
     if let Some(pem) = &options.root_certificates_pem {
+        use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
         let certificates = ureq::tls::parse_pem(pem)
             .filter_map(|item| match item {
-                Ok(ureq::tls::PemItem::Certificate(certificate)) => Some(Ok(certificate)),
+                Ok(PemItem::Certificate(certificate)) => Some(Ok(certificate)),
                 Ok(_) => None,
                 Err(error) => Some(Err(error)),
             })
             .collect::<Result<Vec<Certificate<'static>>, _>>()?;
-        tls = tls.root_certs(RootCerts::new_with_certs(&certificates));
+        let roots = RootCerts::new_with_certs(&certificates);
+        config = config.tls_config(TlsConfig::builder().root_certs(roots).build());
     }
-    let mut config = ureq::Agent::config_builder().tls_config(tls.build());
     // A proxy from the environment (HTTPS_PROXY...) is used, except for loopback, which no
     // proxy can reach on our behalf.
     if is_loopback(url) {

@@ -414,6 +414,7 @@ fn downloads_are_capped_and_statuses_reported() {
     assert!(error.to_string().contains("only https:// URLs"), "{error}");
 }
 
+#[cfg(feature = "tls")]
 #[test]
 fn https_with_a_trusted_authority() {
     let bytes = gzip(&tar(&[TarEntry::File("agent", AGENT_SCRIPT, 0o755)]));
