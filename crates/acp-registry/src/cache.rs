@@ -130,6 +130,89 @@ impl Cache {
     }
 }
 
+/// An agent unpacked in the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// Its id.
+    pub id: String,
+    /// Its version.
+    pub version: String,
+    /// The platform it was installed for.
+    pub platform: String,
+    /// Its directory.
+    pub dir: PathBuf,
+}
+
+impl Cache {
+    /// The agents unpacked in the cache, by id, version and platform.
+    pub fn installed(&self) -> Vec<Installed> {
+        let names = |dir: &Path| -> Vec<String> {
+            let mut names: Vec<String> = fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| !name.starts_with('.'))
+                .collect();
+            names.sort();
+            names
+        };
+        let agents = self.dir.join("agents");
+        let mut installed = Vec::new();
+        for id in names(&agents) {
+            for version in names(&agents.join(&id)) {
+                for platform in names(&agents.join(&id).join(&version)) {
+                    let dir = agents.join(&id).join(&version).join(&platform);
+                    installed.push(Installed {
+                        id: id.clone(),
+                        version: version.clone(),
+                        platform,
+                        dir,
+                    });
+                }
+            }
+        }
+        installed
+    }
+
+    /// Removes agent `id` from the cache: one `version`, or all of them. Waits for a fill of
+    /// that agent in progress to finish first (the same lock).
+    pub fn remove(&self, id: &str, version: Option<&str>) -> Result<(), Error> {
+        let agent = self.dir.join("agents").join(id);
+        if crate::extract::safe_relative(id).map_or(true, |p| p != Path::new(id)) {
+            return Err(Error::InvalidEntry {
+                id: id.to_owned(),
+                reason: "not an agent id".into(),
+            });
+        }
+        if !agent.is_dir() {
+            return Ok(());
+        }
+        let lock_path = agent.join(".lock");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(Error::io(&lock_path))?;
+        lock.lock().map_err(Error::io(&lock_path))?;
+        let target = match version {
+            Some(version) => {
+                check_component(id, version)?;
+                agent.join(version)
+            }
+            None => agent.clone(),
+        };
+        match fs::remove_dir_all(&target) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io(&target)(error))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Scratch directories of fills that never finished (a killed process): only called with
 /// the agent's lock held, so no other process is filling there.
 fn remove_abandoned_fills(agent: &Path) {

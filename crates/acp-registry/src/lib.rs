@@ -38,7 +38,7 @@ mod launch;
 mod resolver;
 mod select;
 
-pub use cache::Cache;
+pub use cache::{Cache, Installed};
 pub use error::{Error, Refusal};
 pub use extract::ExtractLimits;
 pub use format::{

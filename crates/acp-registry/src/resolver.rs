@@ -163,6 +163,11 @@ impl Resolver {
         self
     }
 
+    /// The cache it installs into and reads registries from, if there is one.
+    pub fn cache(&self) -> Option<&Cache> {
+        self.cache.as_ref()
+    }
+
     /// Fetches the registry again once the cached copy is older than `age`.
     pub fn max_age(mut self, age: Duration) -> Resolver {
         self.max_age = age;

@@ -157,6 +157,36 @@ fn every_archive_kind_installs_and_runs() {
 }
 
 #[test]
+fn installed_agents_are_listed_and_removed() {
+    let bytes = gzip(&tar(&[TarEntry::File("agent", AGENT_SCRIPT, 0o755)]));
+    let server = Server::http([("/a.tar.gz", Route::Body(bytes))]);
+    let setup = setup();
+    for id in ["one", "two"] {
+        setup
+            .install(id, &server.url("/a.tar.gz"), "./agent", None)
+            .unwrap();
+    }
+    let cache = setup.resolver.cache().unwrap();
+    let listed: Vec<(String, String, String)> = cache
+        .installed()
+        .into_iter()
+        .map(|i| (i.id, i.version, i.platform))
+        .collect();
+    let entry = |id: &str| (id.to_owned(), "1.0.0".to_owned(), "linux-x86_64".to_owned());
+    assert_eq!(listed, [entry("one"), entry("two")]);
+    cache.remove("one", Some("1.0.0")).unwrap();
+    cache.remove("two", None).unwrap();
+    cache.remove("never-installed", None).unwrap();
+    assert_eq!(cache.installed(), []);
+    assert!(cache.remove("../x", None).is_err());
+    // Removed means installed again on the next launch.
+    setup
+        .install("one", &server.url("/a.tar.gz"), "./agent", None)
+        .unwrap();
+    assert_eq!(server.hits("/a.tar.gz"), 3);
+}
+
+#[test]
 fn hostile_archives_are_refused_and_leave_nothing() {
     let zeros = vec![0u8; 8 << 20];
     let many: Vec<String> = (0..60).map(|i| format!("f{i}")).collect();
