@@ -25,8 +25,10 @@ pub enum SystemPromptMode {
 
 const USAGE: &str = "\
 acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
+       acp [OPTIONS] --agent ID [--registry FILE|URL] [--refresh]
        acp [OPTIONS] -- URL
        acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]
+       acp agents [--registry FILE|URL] [--refresh]
        acp completions SHELL";
 
 const ABOUT: &str = "\
@@ -39,7 +41,10 @@ Without --prompt, prompts are read from stdin, one line per turn, until end of i
 An agent command that is one ws://, wss://, http:// or https:// URL connects to a remote
 agent (served by acp-bridge serve, or any ACP server) instead of starting a process: over
 WebSocket for ws:// and wss://, over Streamable HTTP for http:// and https://. The agent's
-file and terminal calls are then served on this machine, in --cwd.";
+file and terminal calls are then served on this machine, in --cwd.
+--agent ID runs an agent of the ACP agent registry (`acp agents` lists them): a binary is
+downloaded, checked and unpacked into the cache once per version, a package runs through
+npx or uvx.";
 
 const AFTER_HELP: &str = "\
 Output (default): message text as it streams, thoughts dimmed, tool calls with their kind,
@@ -67,7 +72,8 @@ Exit status:
   4    the agent refused a request with a JSON-RPC error
   5    the agent could not be started, crashed or closed the connection; for a URL, the
        server could not be reached or refused the connection (its HTTP status is printed,
-       e.g. 401 for a missing or wrong token)
+       e.g. 401 for a missing or wrong token); for --agent, the registry could not be read
+       or the agent not installed (an unknown ID is a usage error)
   6    the agent does not advertise what was asked: --system-prompt (or its override
        mode) or --options; nothing was sent for it
   130  cancelled by Ctrl-C";
@@ -159,8 +165,11 @@ pub struct Args {
     /// {"dir":"client->agent"|"agent->client","msg":MESSAGE}
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// `--agent ID`, `--registry`, `--refresh`: an agent of the ACP agent registry.
+    #[command(flatten)]
+    pub registry: acp_registry::cli::RegistryArgs,
     /// The agent's program and arguments, or one URL; empty for the bundled demo agent
-    #[arg(last = true, value_name = "AGENT_COMMAND")]
+    #[arg(last = true, value_name = "AGENT_COMMAND", conflicts_with = "agent_id")]
     pub agent: Vec<String>,
     /// `acp completions SHELL`, instead of a run.
     #[command(subcommand)]
@@ -177,6 +186,13 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// List the agents of the ACP agent registry: id, name, version and how each is
+    /// distributed (`acp --agent ID` runs one)
+    Agents {
+        /// Where the registry comes from.
+        #[command(flatten)]
+        options: acp_registry::cli::RegistryOptions,
+    },
 }
 
 /// Writes `shell`'s completion script for `acp` to stdout. A closed stdout ends it quietly
@@ -188,6 +204,11 @@ pub fn print_completions(shell: clap_complete::Shell) {
 }
 
 impl Args {
+    /// Whether the bundled demo agent runs: neither an agent command nor `--agent`.
+    pub fn runs_demo(&self) -> bool {
+        self.agent.is_empty() && self.registry.agent_id.is_none()
+    }
+
     /// `--yes`, `--ask` or `--reject`, if one was given (clap's group lets only one through).
     pub fn policy(&self) -> Option<Policy> {
         match (self.yes, self.ask, self.reject) {
@@ -218,6 +239,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, clap::Error
     // mistake, not a request for the demo agent.
     if dashes && parsed.agent.is_empty() {
         return Err(usage_error("`--` must be followed by an agent command"));
+    }
+    let registry = &parsed.registry;
+    if registry.agent_id.is_none()
+        && (registry.options.registry.is_some() || registry.options.refresh)
+    {
+        return Err(usage_error(
+            "--registry and --refresh go with --agent ID (or `acp agents`)",
+        ));
     }
     Ok(parsed)
 }
@@ -333,6 +362,30 @@ mod tests {
             "{error}"
         );
         assert!(p(&["--", "completions"]).unwrap().command.is_none());
+    }
+
+    #[test]
+    fn registry_agents() {
+        let args = p(&[
+            "--agent",
+            "gemini",
+            "--registry",
+            "r.json",
+            "--refresh",
+            "--yes",
+        ])
+        .unwrap();
+        assert_eq!(args.registry.agent_id.as_deref(), Some("gemini"));
+        assert_eq!(args.registry.options.registry.as_deref(), Some("r.json"));
+        assert!(args.registry.options.refresh && !args.runs_demo());
+        assert!(p(&["--agent", "gemini", "--", "other-agent"]).is_err());
+        assert!(p(&["--registry", "r.json"]).is_err());
+        assert!(p(&["--refresh"]).is_err());
+        let args = p(&["agents", "--registry", "r.json"]).unwrap();
+        assert!(matches!(
+            args.command,
+            Some(Command::Agents { options }) if options.registry.as_deref() == Some("r.json")
+        ));
     }
 
     #[test]

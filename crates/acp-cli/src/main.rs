@@ -9,6 +9,7 @@ mod args;
 #[cfg(feature = "unstable")]
 mod chain;
 mod diff;
+mod registry;
 mod remote;
 mod render;
 mod setup;
@@ -65,9 +66,19 @@ fn main() {
     }
     // Usage errors exit with 2 (exit::USAGE, clap's status too); --help and --version with 0.
     let args = args::parse(raw).unwrap_or_else(|error| error.exit());
-    if let Some(args::Command::Completions { shell }) = args.command {
-        args::print_completions(shell);
-        return;
+    match &args.command {
+        Some(args::Command::Completions { shell }) => {
+            args::print_completions(*shell);
+            return;
+        }
+        Some(args::Command::Agents { options }) => match registry::list(options) {
+            Ok(table) => {
+                print!("{table}");
+                return;
+            }
+            Err(failed) => std::process::exit(registry_failure(failed)),
+        },
+        None => {}
     }
     if args.options && cfg!(not(feature = "unstable")) {
         eprintln!(
@@ -161,7 +172,7 @@ fn run_main(mut args: Args) -> i32 {
     }
     // The demo agent writes files: without --cwd it works in a scratch directory, never in
     // the directory acp was started in.
-    let demo_scratch = args.agent.is_empty() && args.cwd.is_none() && args.load.is_none();
+    let demo_scratch = args.runs_demo() && args.cwd.is_none() && args.load.is_none();
     let (cwd, _scratch) = if demo_scratch {
         match Scratch::create() {
             Ok(scratch) => {
@@ -197,9 +208,17 @@ fn run_main(mut args: Args) -> i32 {
             }
         }
     } else {
-        match args.agent.split_first() {
-            Some((program, rest)) => Target::Command(AgentCommand::new(program).args(rest)),
-            None => match std::env::current_exe() {
+        let from_registry = match registry::command(&args.registry) {
+            Ok(found) => found,
+            Err(failed) => return registry_failure(failed),
+        };
+        match (from_registry, args.agent.split_first()) {
+            (Some((command, line)), _) => {
+                note(args.json, &format!("registry agent: {line}"));
+                Target::Command(command)
+            }
+            (None, Some((program, rest))) => Target::Command(AgentCommand::new(program).args(rest)),
+            (None, None) => match std::env::current_exe() {
                 Ok(me) => Target::Command(AgentCommand::new(me).arg(SERVE_DEMO_AGENT)),
                 Err(error) => {
                     eprintln!("acp: cannot find my own binary to run the demo agent: {error}");
@@ -211,9 +230,10 @@ fn run_main(mut args: Args) -> i32 {
     #[cfg(feature = "unstable")]
     let target = match target {
         Target::Command(command) if !args.proxies.is_empty() => {
-            let name = match args.agent.is_empty() {
-                true => "the demo agent".to_owned(),
-                false => args.agent.join(" "),
+            let name = match (&args.registry.agent_id, args.agent.is_empty()) {
+                (Some(id), _) => format!("registry agent {id}"),
+                (None, true) => "the demo agent".to_owned(),
+                (None, false) => args.agent.join(" "),
             };
             match chain::components(&args.proxies, command, name) {
                 Ok(components) => Target::Chain(components),
@@ -703,6 +723,16 @@ async fn read_prompt() -> Option<String> {
         }
     })
     .await
+}
+
+/// A `--agent` or `acp agents` failure: reported, and its exit status.
+fn registry_failure(failed: registry::Failed) -> i32 {
+    eprintln!("acp: {}", failed.message);
+    if failed.unknown_agent {
+        exit::USAGE
+    } else {
+        exit::AGENT_GONE
+    }
 }
 
 /// A note about the connection, on stderr (dimmed on a terminal); none with `--json`.

@@ -3,6 +3,8 @@
 //! ```text
 //! acp-conductor agent [--failure-grace SECS] PROXY... AGENT
 //!                                         the chain, served on stdin/stdout (each a command line)
+//! acp-conductor agent [--failure-grace SECS] --agent ID [--registry FILE|URL] [--refresh] PROXY...
+//!                                         the same, the agent from the ACP agent registry
 //! acp-conductor proxy [--failure-grace SECS] PROXY...
 //!                                         a chain that is itself a proxy, for another conductor
 //! acp-conductor pass-through              a proxy that forwards everything
@@ -64,9 +66,14 @@ struct ChainArgs {
     /// [default: 0.5]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     failure_grace: Option<Duration>,
+    /// `agent` only: the agent is this one of the ACP agent registry, after the proxies given
+    /// as components.
+    #[command(flatten)]
+    registry: acp_registry::cli::RegistryArgs,
     /// Each component's command line (words split as a shell would, quotes kept, nothing
-    /// expanded), in order: for `agent` the proxies then the agent, for `proxy` the proxies
-    #[arg(required = true, value_name = "COMPONENT")]
+    /// expanded), in order: for `agent` the proxies then the agent (unless --agent names it),
+    /// for `proxy` the proxies
+    #[arg(required_unless_present = "agent_id", value_name = "COMPONENT")]
     components: Vec<String>,
 }
 
@@ -125,7 +132,7 @@ fn conduct(args: ChainArgs, proxy_mode: bool) -> Result<(), String> {
             "acp-conductor: no process supervisor ({error}); components may outlive a killed conductor"
         );
     }
-    let components = args
+    let mut components = args
         .components
         .iter()
         .map(|line| {
@@ -135,6 +142,16 @@ fn conduct(args: ChainArgs, proxy_mode: bool) -> Result<(), String> {
             ))
         })
         .collect::<Result<Vec<_>, String>>()?;
+    if proxy_mode && args.registry.agent_id.is_some() {
+        return Err("--agent names the chain's agent; `proxy` has none".into());
+    }
+    let registry_agent = args
+        .registry
+        .launch(|message| eprintln!("acp-conductor: {message}"))
+        .map_err(|error| error.to_string())?;
+    if let Some(launch) = registry_agent {
+        components.push(Component::command(launch.to_string(), launch.into()));
+    }
     let mut conductor = if proxy_mode {
         Conductor::proxy(components)
     } else {

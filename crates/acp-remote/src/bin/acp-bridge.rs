@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]...
-//!     [--replay-bytes BYTES] [--replay-age SECS] [--sse-keep-alive SECS] -- AGENT [ARGS...]
+//!     [--replay-bytes BYTES] [--replay-age SECS] [--sse-keep-alive SECS]
+//!     (-- AGENT [ARGS...] | --agent ID [--registry FILE|URL] [--refresh])
 //! acp-bridge connect ws://HOST:PORT/acp|http://HOST:PORT/acp [--token T] [--header 'N: v']...
 //!     [--http2-prior-knowledge] [--reconnect-attempts N] [--reconnect-within SECS]
 //! ```
@@ -30,8 +31,10 @@ use futures_lite::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, future};
 enum Cli {
     /// Serves a stdio agent at ws://ADDR/acp (WebSocket) and http://ADDR/acp (Streamable
     /// HTTP), one agent process per client
-    #[command(override_usage = "acp-bridge serve [OPTIONS] -- AGENT [ARGS...]")]
-    Serve(ServeArgs),
+    #[command(
+        override_usage = "acp-bridge serve [OPTIONS] -- AGENT [ARGS...]\n       acp-bridge serve [OPTIONS] --agent ID [--registry FILE|URL] [--refresh]"
+    )]
+    Serve(Box<ServeArgs>),
     /// Connects stdin and stdout to the remote agent at URL: ws://HOST:PORT/acp (WebSocket) or
     /// http://HOST:PORT/acp (Streamable HTTP)
     Connect(ConnectArgs),
@@ -85,8 +88,17 @@ struct ServeArgs {
     /// allowed) [default: 15]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     sse_keep_alive: Option<Duration>,
+    /// An agent of the ACP agent registry instead of a command (resolved, and installed if
+    /// it is a binary, once at startup).
+    #[command(flatten)]
+    registry: acp_registry::cli::RegistryArgs,
     /// The agent's command and arguments, after `--`
-    #[arg(last = true, required = true, value_name = "AGENT")]
+    #[arg(
+        last = true,
+        required_unless_present = "agent_id",
+        conflicts_with = "agent_id",
+        value_name = "AGENT"
+    )]
     command: Vec<String>,
 }
 
@@ -144,7 +156,7 @@ const MAX_LINE: usize = acp_remote::DEFAULT_MAX_MESSAGE_SIZE;
 fn main() -> ExitCode {
     // Usage errors exit with 2, `--help` and `--version` with 0 (clap's statuses).
     let result = match Cli::parse() {
-        Cli::Serve(args) => serve(args),
+        Cli::Serve(args) => serve(*args),
         Cli::Connect(args) => connect(args),
     };
     match result {
@@ -172,10 +184,22 @@ fn default_token() -> Option<String> {
 }
 
 fn serve(args: ServeArgs) -> Result<(), Failed> {
-    let (program, program_args) = args
-        .command
-        .split_first()
-        .expect("clap requires the agent command");
+    let (name, command) = match args
+        .registry
+        .launch(|message| eprintln!("acp-bridge: {message}"))?
+    {
+        Some(launch) => (launch.to_string(), AgentCommand::from(launch)),
+        None => {
+            let (program, program_args) = args
+                .command
+                .split_first()
+                .expect("clap requires the agent command or --agent");
+            (
+                program.clone(),
+                AgentCommand::new(program).args(program_args),
+            )
+        }
+    };
     let listen = args.listen;
     let token = args.token.or_else(default_token);
     let mut server_options = ServerOptions::default();
@@ -214,10 +238,9 @@ fn serve(args: ServeArgs) -> Result<(), Failed> {
     if let (Some(cert), Some(key)) = (tls_cert, tls_key) {
         server_options = with_tls(server_options, &cert, &key)?;
     }
-    let command = AgentCommand::new(program).args(program_args);
     let server = Server::bind(listen, server_options)?;
     eprintln!(
-        "acp-bridge: serving {program} at {} (WebSocket) and {} (Streamable HTTP)",
+        "acp-bridge: serving {name} at {} (WebSocket) and {} (Streamable HTTP)",
         server.url(),
         server.http_url()
     );
