@@ -13,6 +13,8 @@ use acp_runtime::agent::{Agent, ClientHandle, SessionClient, Turn};
 use acp_runtime::{Error, Result};
 use acp_types::*;
 
+use crate::subagent_step::{self, SubagentStep};
+
 /// One step of a scripted prompt turn. Build them with the constructors
 /// ([`Step::message`], [`Step::tool_call`], [`Step::permission`], ...).
 ///
@@ -49,6 +51,9 @@ pub enum Step {
     Terminal(TerminalStep),
     /// Waits.
     Sleep(Duration),
+    /// Announces a subagent on the turn's session, plays its traffic on its own session id,
+    /// then reports it idle (see [`SubagentStep`]).
+    Subagent(SubagentStep),
     /// Waits until the client cancels the turn, then ends it with `cancelled`.
     WaitForCancel,
     /// Ends the turn with this stop reason (the turn ends with `end_turn` after its last step
@@ -127,6 +132,12 @@ impl TerminalStep {
     pub fn output_byte_limit(mut self, bytes: u64) -> TerminalStep {
         self.output_byte_limit = Some(bytes);
         self
+    }
+}
+
+impl From<SubagentStep> for Step {
+    fn from(step: SubagentStep) -> Step {
+        Step::Subagent(step)
     }
 }
 
@@ -492,6 +503,7 @@ impl ScriptedAgent {
                 Step::Sleep(duration) => {
                     smol::Timer::after(duration).await;
                 }
+                Step::Subagent(step) => subagent_step::play(turn.session().clone(), step).await?,
                 Step::WaitForCancel => {
                     turn.cancelled().await;
                     return Ok(StopReason::Cancelled);

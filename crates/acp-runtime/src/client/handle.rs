@@ -9,7 +9,9 @@ use acp_jsonrpc::ConnectionHandle;
 use acp_types::*;
 use serde_json::value::RawValue;
 
+use super::dropped::DroppedUpdates;
 use super::state::ClientState;
+use super::subagents;
 use crate::error::{Error, Result};
 use crate::process::ExitStatus;
 use crate::rules;
@@ -255,13 +257,36 @@ impl AgentHandle {
             .ok_or_else(|| Error::NotInitialized(method.to_owned()))
     }
 
+    /// Forgets a session and its subagents (their streams end once what waits is taken) and
+    /// releases their terminals.
     pub(super) fn forget_session(&self, id: &SessionId) {
-        if let Some(session) = self.state.routes.lock().unwrap().remove(id) {
-            session.updates.close();
+        let session = self.state.routes.lock().unwrap().get(id).cloned();
+        match session {
+            Some(session) => subagents::forget_tree(&self.state, &session),
+            None => {
+                if let Some(terminals) = &self.state.options.terminals {
+                    terminals.release_session(id.as_str());
+                }
+            }
         }
-        if let Some(terminals) = &self.state.options.terminals {
-            terminals.release_session(id.as_str());
-        }
+    }
+
+    /// Takes the reports of updates the runtime dropped where no session's stream can say
+    /// so: updates for session ids this client neither opened nor follows, past the
+    /// unopened-session bounds ([`ClientOptions::with_unopened_update_budget`](super::ClientOptions::with_unopened_update_budget)).
+    /// Every other drop is met in its session's stream. At most
+    /// [`DROP_REPORTS_KEPT`](super::DROP_REPORTS_KEPT) reports wait (one per id and reason,
+    /// then merged), so taking them now and then, after each update say, loses nothing.
+    ///
+    /// ```no_run
+    /// # fn show(agent: &acp_runtime::client::AgentHandle) {
+    /// for report in agent.take_dropped_updates() {
+    ///     eprintln!("[updates dropped] {report}");
+    /// }
+    /// # }
+    /// ```
+    pub fn take_dropped_updates(&self) -> Vec<DroppedUpdates> {
+        self.state.dropped.take()
     }
 }
 
