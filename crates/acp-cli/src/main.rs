@@ -566,8 +566,8 @@ async fn session_and_turns(
                 &format!("session {} loaded in {}", session.id(), cwd.display()),
             );
             // The replayed history.
-            while let Some(item) = session.try_next_update() {
-                out.item(&item);
+            while let Some(item) = session.try_next_in_tree() {
+                out.tree_item(&item);
             }
             session
         }
@@ -663,7 +663,7 @@ async fn session_and_turns(
         };
         out.prompt(&prompt);
         *control.turn.lock().unwrap() = Some(session.clone());
-        let result = turn(&session, prompt, out).await;
+        let result = turn(agent, &session, prompt, out).await;
         control.turn.lock().unwrap().take();
         let reason = result?;
         if reason == StopReason::Cancelled {
@@ -673,7 +673,10 @@ async fn session_and_turns(
     Ok(exit::OK)
 }
 
+/// Runs one turn, showing its session's updates and its subagents' (each under its title)
+/// in the order they arrived, and the reports of updates dropped where no session could say.
 async fn turn(
+    agent: &AgentHandle,
     session: &Session,
     prompt: String,
     out: &mut Renderer,
@@ -682,8 +685,15 @@ async fn turn(
         .prompt(vec![prompt.into()])
         .await
         .map_err(|e| Failure::call("session/prompt", e))?;
-    while let Some(item) = turn.next().await {
-        out.item(&item);
+    while let Some(item) = turn.next_in_tree().await {
+        // Drops reported while this item waited came before it (or beside it).
+        for report in agent.take_dropped_updates() {
+            out.dropped(&report);
+        }
+        out.tree_item(&item);
+    }
+    for report in agent.take_dropped_updates() {
+        out.dropped(&report);
     }
     let response = turn
         .end()

@@ -241,7 +241,7 @@ fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
             .lock()
             .unwrap()
             .iter()
-            .filter(|p| p.contains("were dropped"))
+            .filter(|p| p.contains("was dropped"))
             .cloned()
             .collect();
         assert_eq!(dropped.len(), 4, "{dropped:?}");

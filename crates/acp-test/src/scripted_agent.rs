@@ -26,6 +26,9 @@ use crate::subagent_step::{self, SubagentStep};
 pub enum Step {
     /// Sends a `session/update`.
     Update(SessionUpdate),
+    /// Sends a `session/update` under another session id (a subagent's, say, to interleave
+    /// the traffic of several; [`Step::Subagent`] plays one child's whole).
+    UpdateOn(SessionId, SessionUpdate),
     /// Asks permission, then plays the steps of the chosen branch; a `cancelled` outcome ends
     /// the turn with `cancelled`.
     Permission(PermissionStep),
@@ -176,6 +179,11 @@ impl Step {
     /// Any session update.
     pub fn update(update: SessionUpdate) -> Step {
         Step::Update(update)
+    }
+
+    /// A `session/update` under `session_id` instead of the turn's session.
+    pub fn update_on(session_id: impl Into<SessionId>, update: SessionUpdate) -> Step {
+        Step::UpdateOn(session_id.into(), update)
     }
 
     /// Asks permission for the tool call `tool_call_id`, offering `allow` (allow once) and
@@ -433,6 +441,9 @@ impl ScriptedAgent {
         while let Some(step) = queue.pop_front() {
             match step {
                 Step::Update(update) => turn.update(update).await?,
+                Step::UpdateOn(session, update) => {
+                    turn.client().session(session).update(update).await?
+                }
                 Step::Permission(step) => {
                     let tool_call_id = step.tool_call.tool_call_id.clone();
                     let outcome = turn

@@ -64,14 +64,18 @@ impl DroppedUpdates {
 impl std::fmt::Display for DroppedUpdates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (updates, bytes) = (self.updates, self.bytes);
+        let (noun, verb) = match updates {
+            1 => ("update", "was"),
+            _ => ("updates", "were"),
+        };
         match &self.session_id {
             Some(id) => write!(
                 f,
-                "{updates} updates ({bytes} bytes) for session `{id}` were dropped: "
+                "{updates} {noun} ({bytes} bytes) for session `{id}` {verb} dropped: "
             )?,
             None => write!(
                 f,
-                "{updates} updates ({bytes} bytes) for several more sessions were dropped: "
+                "{updates} {noun} ({bytes} bytes) for several more sessions {verb} dropped: "
             )?,
         }
         match self.reason {
