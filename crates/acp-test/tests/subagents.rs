@@ -217,7 +217,6 @@ fn subagents_past_the_limit_are_told_with_their_updates() {
         let mut turn = session.prompt(vec!["go".into()]).await.unwrap();
         let mut delivered: HashMap<String, usize> = HashMap::new();
         let mut told: HashMap<String, u64> = HashMap::new();
-        let mut notices = 0;
         while let Some(item) = turn.next_in_tree().await {
             let id = item.session.id().to_string();
             match item.update {
@@ -230,7 +229,6 @@ fn subagents_past_the_limit_are_told_with_their_updates() {
                     ..
                 }) => {
                     assert_eq!((limit, session_id.as_str()), (5, id.as_str()));
-                    notices += usize::from(updates == 0);
                     *told.entry(subagent).or_default() += updates;
                 }
                 Err(other) => panic!("{other}"),
@@ -238,7 +236,9 @@ fn subagents_past_the_limit_are_told_with_their_updates() {
         }
         turn.end().await.unwrap();
         assert_eq!(pair.agent().subagent_count(), 5);
-        assert!(notices > 0);
+        // Drops are added to the entry that told the subagent while it waits, so whether a
+        // notice with 0 updates is seen depends on timing; that every one is counted does not.
+        assert!(!told.is_empty());
         for (id, updates) in &sent {
             let got = delivered.get(id).copied().unwrap_or(0)
                 + told.get(id).copied().unwrap_or(0) as usize;
