@@ -244,3 +244,71 @@ pub(super) fn followed(state: &ClientState) -> (usize, usize) {
         state.subagents.pool.bytes(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientOptions;
+    use crate::client::family::Followed;
+    use crate::client::updates::Arrived;
+    use proptest::prelude::*;
+
+    fn node(id: &str, ready: Option<&Arc<SessionShared>>, pool: &Followed) -> Arc<SessionShared> {
+        let options = ClientOptions::default();
+        let queue = match ready {
+            None => UpdateQueue::new(id.into(), 1 << 20),
+            Some(parent) => UpdateQueue::subagent(
+                id.into(),
+                1 << 20,
+                pool.pool.clone(),
+                parent.updates.ready().clone(),
+            ),
+        };
+        let roots = FsRoots::unrestricted();
+        let family = Family::default();
+        SessionShared::new(&options, id.into(), roots, "/".into(), queue, family)
+    }
+
+    fn update(session: &str) -> Arrived {
+        Arrived::Update(Box::new(SessionNotification::new(
+            session,
+            SessionUpdate::agent_message_chunk(ContentBlock::text("x")),
+        )))
+    }
+
+    proptest! {
+        /// However the updates of a session and its subagents (three levels) interleave, and
+        /// whenever they are taken, the tree yields them in the order they were routed, each
+        /// exactly once.
+        #[test]
+        fn a_tree_yields_its_updates_in_arrival_order(
+            steps in proptest::collection::vec((0usize..4, any::<bool>()), 1..200)
+        ) {
+            let followed = Followed::new(1 << 30);
+            let root = node("root", None, &followed);
+            let child = node("child", Some(&root), &followed);
+            let other = node("other", Some(&root), &followed);
+            let grandchild = node("grandchild", Some(&root), &followed);
+            child.family.children.lock().unwrap().push(grandchild.clone());
+            root.family.children.lock().unwrap().extend([child.clone(), other.clone()]);
+            let nodes = [&root, &child, &other, &grandchild];
+            let (mut pushed, mut taken) = (Vec::new(), Vec::new());
+            for (seq, (at, pop)) in steps.into_iter().enumerate() {
+                let node = nodes[at];
+                assert!(node.updates.push(update(node.id.as_str()), 10, seq as u64));
+                pushed.push(node.id.to_string());
+                if pop && let TreePopped::Entry(from, _) = try_pop_tree(&root) {
+                    taken.push(from.id.to_string());
+                }
+            }
+            while let TreePopped::Entry(from, _) = try_pop_tree(&root) {
+                taken.push(from.id.to_string());
+            }
+            prop_assert_eq!(taken, pushed);
+            for node in nodes {
+                node.updates.close();
+            }
+            prop_assert!(matches!(try_pop_tree(&root), TreePopped::Closed));
+        }
+    }
+}
