@@ -121,13 +121,13 @@ mod tests {
     #[test]
     fn every_line_gets_the_prefix_however_it_was_written() {
         let mut out = Prefixed::new(Vec::new());
-        write!(out, "parent line\n").unwrap();
+        out.write_all(b"parent line\n").unwrap();
         out.set_prefix("  [child] ".into());
-        write!(out, "stream").unwrap();
-        write!(out, "ed text\nand a sec").unwrap();
-        write!(out, "ond line\n").unwrap();
+        out.write_all(b"stream").unwrap();
+        out.write_all(b"ed text\nand a sec").unwrap();
+        out.write_all(b"ond line\n").unwrap();
         out.set_prefix(String::new());
-        write!(out, "parent again\n").unwrap();
+        out.write_all(b"parent again\n").unwrap();
         let text = String::from_utf8(out.inner).unwrap();
         assert_eq!(
             text,

@@ -67,9 +67,8 @@ impl Session {
     /// ```
     pub async fn next_in_tree(&self) -> Option<TreeUpdate> {
         loop {
-            match self.try_pop_tree() {
-                Ok(item) => return item,
-                Err(()) => {}
+            if let Ok(item) = self.try_pop_tree() {
+                return item;
             }
             // Listen, then look again: a push between the two is not missed.
             let listener = self.shared.updates.ready().listen();
@@ -94,7 +93,7 @@ impl Session {
                     agent: self.agent.clone(),
                     shared,
                 },
-                update,
+                update: update.map(|notification| notification.update),
             })),
             TreePopped::Closed => Ok(None),
             TreePopped::Empty => Err(()),

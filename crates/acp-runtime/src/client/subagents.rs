@@ -198,7 +198,8 @@ pub(super) fn renew_cancellation(root: &Arc<SessionShared>) {
 
 /// What [`try_pop_tree`] found.
 pub(super) enum TreePopped {
-    Entry(Arc<SessionShared>, Result<SessionUpdate>),
+    /// The update still boxed, as the queue holds it.
+    Entry(Arc<SessionShared>, Result<Box<SessionNotification>>),
     Empty,
     Closed,
 }
@@ -213,7 +214,7 @@ pub(super) fn try_pop_tree(root: &Arc<SessionShared>) -> TreePopped {
     if let Some((_, node)) = first
         && let Popped::Entry(entry) = node.updates.try_pop()
     {
-        return TreePopped::Entry(node.clone(), entry.map(|n| n.update));
+        return TreePopped::Entry(node.clone(), entry);
     }
     if nodes.iter().all(|node| node.updates.is_done()) {
         TreePopped::Closed
