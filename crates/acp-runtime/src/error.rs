@@ -114,9 +114,10 @@ pub enum Error {
     /// where the subagent's updates were dropped (`updates` of them, `bytes` in all, since the
     /// last such entry).
     #[error(
-        "subagent `{}` of session `{}` is not followed ({limit} subagents are followed already; raise `ClientOptions::with_max_subagents`): {updates} of its updates ({bytes} bytes) dropped here",
+        "subagent `{}` of session `{}` is not followed ({limit} subagents are followed already; raise `ClientOptions::with_max_subagents`){}",
         acp_jsonrpc::excerpt(subagent),
-        acp_jsonrpc::excerpt(session_id)
+        acp_jsonrpc::excerpt(session_id),
+        dropped_here(*updates, *bytes)
     )]
     SubagentNotFollowed {
         /// The session the subagent was announced on.
@@ -247,6 +248,14 @@ impl From<RequestError> for Error {
 
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The tail of [`Error::SubagentNotFollowed`]'s message: what was dropped where it stands.
+fn dropped_here(updates: u64, bytes: u64) -> String {
+    match updates {
+        0 => String::new(),
+        n => format!(": {n} of its updates ({bytes} bytes) dropped here"),
+    }
+}
 
 #[cfg(test)]
 mod tests {
