@@ -686,21 +686,28 @@ async fn turn(
         .await
         .map_err(|e| Failure::call("session/prompt", e))?;
     while let Some(item) = turn.next_in_tree().await {
-        // Drops reported while this item waited came before it (or beside it).
-        for report in agent.take_dropped_updates() {
-            out.dropped(&report);
-        }
+        // What came for sessions nobody opened while this item waited came before it.
+        elsewhere(agent, out);
         out.tree_item(&item);
     }
-    for report in agent.take_dropped_updates() {
-        out.dropped(&report);
-    }
+    elsewhere(agent, out);
     let response = turn
         .end()
         .await
         .map_err(|e| Failure::call("session/prompt", e))?;
     out.stop(&response);
     Ok(response.stop_reason)
+}
+
+/// Shows the updates for session ids acp neither opened nor follows, and the reports of
+/// those the runtime dropped: acp opens no other session, so they are never taken otherwise.
+fn elsewhere(agent: &AgentHandle, out: &mut Renderer) {
+    for unopened in agent.take_unopened_updates() {
+        out.unopened(&unopened);
+    }
+    for report in agent.take_dropped_updates() {
+        out.dropped(&report);
+    }
 }
 
 /// One line of stdin, without its line ending; `None` at end of input.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::Error;
-use acp_runtime::client::{DroppedUpdates, TreeUpdate};
+use acp_runtime::client::{DroppedUpdates, TreeUpdate, UnopenedUpdate};
 use acp_runtime::host::{TerminalHost, TerminalOutput};
 
 pub mod text;
@@ -196,6 +196,20 @@ impl Renderer {
         match &item.update {
             Ok(update) if self.json => {
                 let line = tree::update_json(&item.session, update);
+                self.json_line(&line);
+            }
+            other => self.item(other),
+        }
+    }
+
+    /// An update for a session id acp neither opened nor follows (a subagent the agent never
+    /// announced): its lines start with the id.
+    pub fn unopened(&mut self, unopened: &UnopenedUpdate) {
+        let id = &unopened.session_id;
+        self.switch_to(Some(id), || tree::unopened_prefix(id));
+        match &unopened.update {
+            Ok(update) if self.json => {
+                let line = serde_json::json!({ "sessionId": id.as_str(), "update": update });
                 self.json_line(&line);
             }
             other => self.item(other),

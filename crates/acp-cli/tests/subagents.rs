@@ -2,8 +2,8 @@
 //! (served in this process) starting nested subagents the way claude-agent-acp 0.101 does,
 //! their updates under their own session ids. Each subagent's lines start with its title,
 //! indented by depth, also when two stream at once; `--json` names every update's session
-//! (and a subagent's parent); subagents past the limit and updates dropped for sessions
-//! nobody opened are printed. The renderings are pinned with insta.
+//! (and a subagent's parent); subagents past the limit, updates for sessions nobody opened or
+//! announced, and those the runtime dropped are printed. The renderings are pinned with insta.
 #![cfg(unix)]
 
 mod common;
@@ -191,8 +191,9 @@ fn subagents_past_the_limit_are_printed() {
     assert!(!stdout.contains("  [Task 64] ok"), "{stdout}");
 }
 
-/// Updates for 20 session ids nobody opened or announced: 16 ids are kept waiting (in case a
-/// session opens), the updates of the other 4 are dropped, and acp prints each report.
+/// Updates for 20 session ids nobody opened or announced: the runtime keeps those of 16 ids
+/// (in case a session opens), which acp shows under their id (it opens no other session),
+/// and drops those of the other 4, whose reports acp prints.
 #[test]
 fn updates_dropped_for_unknown_sessions_are_printed() {
     let steps: Vec<Step> = (0..20)

@@ -61,6 +61,7 @@ mod handler;
 mod models;
 mod options;
 mod session;
+mod session_map;
 mod session_tree;
 mod spawned;
 mod state;
@@ -85,7 +86,7 @@ mod unstable_state;
 mod updates;
 
 pub use connect::connect;
-pub use dropped::{DROP_REPORTS_KEPT, DropReason, DroppedUpdates};
+pub use dropped::{DROP_REPORTS_KEPT, DropReason, DroppedUpdates, UnopenedUpdate};
 pub use family::{MAX_SUBAGENT_TEXT_BYTES, Subagent};
 pub use handle::AgentHandle;
 pub use handler::{AutoAllow, AutoReject, Client, Interactive};

@@ -262,6 +262,18 @@ fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
                 .all(|r| r.updates == 1 && r.reason == DropReason::UnopenedIds { limit: 16 })
         );
         assert!(agent.take_dropped_updates().is_empty());
+        // The updates kept for the other 15 ids can be taken, in the order they came.
+        let unopened: Vec<String> = agent
+            .take_unopened_updates()
+            .into_iter()
+            .map(|u| format!("{}: {:?}", u.session_id, u.update.map(|_| ())))
+            .collect();
+        let expected: Vec<String> = (0..16)
+            .filter(|n| *n != 3)
+            .map(|n| format!("made-up-{n}: Ok(())"))
+            .collect();
+        assert_eq!(unopened, expected);
+        assert_eq!(agent.buffered_update_bytes(), 0);
     });
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use acp_runtime::Error;
 use acp_runtime::client::{DropReason, DroppedUpdates, Session};
-use acp_types::SessionUpdate;
+use acp_types::{SessionId, SessionUpdate};
 use serde_json::{Value, json};
 
 use super::text::truncate;
@@ -27,6 +27,11 @@ pub fn prefix(session: &Session) -> String {
         _ => truncate(session.id().as_str(), TITLE_SHOWN),
     };
     format!("{}[{name}] ", "  ".repeat(subagent.depth))
+}
+
+/// What starts each line of the updates for a session id acp neither opened nor follows.
+pub fn unopened_prefix(id: &SessionId) -> String {
+    format!("[{}, not announced] ", truncate(id.as_str(), TITLE_SHOWN))
 }
 
 /// A writer that starts every line with a prefix (the current session's), whatever wrote

@@ -1,15 +1,32 @@
-//! Updates the runtime dropped where no session stream can tell it: updates for ids this
-//! client neither opened nor follows, past the unopened-session bounds. Kept as a short list
-//! of reports that the application takes with
+//! Updates for session ids this client neither opened nor follows, which no session's stream
+//! can show: those kept waiting for a session that may open
+//! ([`AgentHandle::take_unopened_updates`](super::AgentHandle::take_unopened_updates) takes
+//! them), and the reports of those dropped past the unopened-session bounds, kept as a short
+//! list that the application takes with
 //! [`AgentHandle::take_dropped_updates`](super::AgentHandle::take_dropped_updates), so that
 //! nothing is dropped in silence.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use acp_types::SessionId;
+use acp_types::{SessionId, SessionUpdate};
 
 use super::updates::Unrouted;
+use crate::error::Result;
+
+/// An update for a session id this client neither opened nor follows (an agent's update for
+/// a session before it answered the call that opens it, or for a subagent it never
+/// announced), from [`AgentHandle::take_unopened_updates`](super::AgentHandle::take_unopened_updates).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct UnopenedUpdate {
+    /// The session id the update named.
+    pub session_id: SessionId,
+    /// The update, or what stands in its place
+    /// ([`Error::UpdatesDropped`](crate::Error::UpdatesDropped),
+    /// [`Error::InvalidUpdate`](crate::Error::InvalidUpdate)).
+    pub update: Result<SessionUpdate>,
+}
 
 /// How many reports wait at most (one per session id and reason); past it, the reports of
 /// further ids are merged into one without an id, per reason.

@@ -9,7 +9,7 @@ use acp_jsonrpc::ConnectionHandle;
 use acp_types::*;
 use serde_json::value::RawValue;
 
-use super::dropped::DroppedUpdates;
+use super::dropped::{DroppedUpdates, UnopenedUpdate};
 use super::state::ClientState;
 use super::subagents;
 use crate::error::{Error, Result};
@@ -287,6 +287,31 @@ impl AgentHandle {
     /// ```
     pub fn take_dropped_updates(&self) -> Vec<DroppedUpdates> {
         self.state.dropped.take()
+    }
+
+    /// Takes the updates kept for session ids this client neither opened nor follows, in
+    /// the order they arrived: what an agent sent for a session before answering the call
+    /// that opens it (taking them means that session will not get them), or under an id it
+    /// never opened nor announced. Up to
+    /// [`ClientOptions::with_unopened_update_budget`](super::ClientOptions::with_unopened_update_budget)
+    /// (1 MiB, 16 ids) wait; an application that opens no more sessions shows them with this.
+    ///
+    /// ```no_run
+    /// # fn show(agent: &acp_runtime::client::AgentHandle) {
+    /// for unopened in agent.take_unopened_updates() {
+    ///     eprintln!("[session {}, not opened] {:?}", unopened.session_id, unopened.update);
+    /// }
+    /// # }
+    /// ```
+    pub fn take_unopened_updates(&self) -> Vec<UnopenedUpdate> {
+        let taken = self.state.routes.lock().unwrap().take_early();
+        taken
+            .into_iter()
+            .map(|(session_id, update)| UnopenedUpdate {
+                session_id,
+                update: update.map(|notification| notification.update),
+            })
+            .collect()
     }
 }
 

@@ -12,8 +12,7 @@
 //! session and its subagents (`subagents.rs`) takes the entries of several queues in the
 //! order they arrived; the queues of one such tree share the event that wakes their reader.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +20,7 @@ use acp_types::{SessionId, SessionNotification, SessionUpdate};
 use event_listener::Event;
 use serde_json::value::RawValue;
 
+use super::session_map::SessionMap;
 use crate::error::Error;
 
 /// Default of [`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget).
@@ -391,59 +391,6 @@ struct Early {
     bytes: usize,
 }
 
-/// A map keyed by session ids, hashed with [`SessionIdHasher`].
-type SessionMap<V> = HashMap<SessionId, V, BuildHasherDefault<SessionIdHasher>>;
-
-/// An FxHash-style multiply-rotate hash, a word at a time, for the session routes: every
-/// update is routed by its session id, and SipHash cost ~190 instructions per update, more
-/// than the rest of the lookup. Flooding does not apply: `known` holds the sessions this
-/// client opened (so as many entries as the application chose) and at most
-/// [`ClientOptions::with_max_subagents`](super::ClientOptions::with_max_subagents) subagents
-/// the agent named, `unfollowed` as many more, and `early` at most [`UNOPENED_SESSION_LIMIT`]:
-/// colliding keys among so few entries cost nothing worth attacking.
-#[derive(Default)]
-struct SessionIdHasher(u64);
-
-impl SessionIdHasher {
-    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
-    }
-}
-
-impl Hasher for SessionIdHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().unwrap()));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut tail = [0u8; 8];
-            tail[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(tail));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Why an update was dropped without a session to record it in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Unrouted {
@@ -582,6 +529,34 @@ impl<S: Clone> Routes<S> {
         early.bytes += cost;
         early.entries.push_back(Entry::Update { update, cost, seq });
         Routed::Early
+    }
+
+    /// Takes every update kept for ids not opened, in the order they arrived, each with its
+    /// id (a drop recorded there as [`Error::UpdatesDropped`]).
+    pub(crate) fn take_early(
+        &mut self,
+    ) -> Vec<(SessionId, Result<Box<SessionNotification>, Error>)> {
+        let mut taken = Vec::new();
+        for (id, early) in self.early.drain() {
+            for entry in early.entries {
+                let seq = entry.seq();
+                let item = match entry {
+                    Entry::Update { update, .. } => update.into_entry(),
+                    Entry::Dropped { updates, bytes, .. } => Err(Error::UpdatesDropped {
+                        session_id: id.to_string(),
+                        updates,
+                        bytes,
+                        budget: self.early_budget,
+                    }),
+                    // Only opened sessions record subagents.
+                    Entry::Unfollowed { .. } => continue,
+                };
+                taken.push((seq, id.clone(), item));
+            }
+        }
+        self.early_bytes = 0;
+        taken.sort_by_key(|(seq, ..)| *seq);
+        taken.into_iter().map(|(_, id, item)| (id, item)).collect()
     }
 
     /// The cost of the updates kept for ids not opened, in bytes.
