@@ -16,6 +16,8 @@ use acp_types::*;
 /// One step of a subagent's traffic.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
+// A script is built once and read once: an update kept inline reads better than a box.
+#[allow(clippy::large_enum_variant)]
 pub enum ChildStep {
     /// A `session/update` on the child's session id.
     Update(SessionUpdate),

@@ -129,17 +129,18 @@ impl PromptTurn {
         }
         let response = self.response.as_mut()?;
         enum Next {
-            Update(Option<TreeUpdate>),
+            // Boxed: an update is several times the size of a response.
+            Update(Option<Box<TreeUpdate>>),
             End(Result<PromptResponse>),
         }
         let session = &self.session;
         let next = futures_lite::future::or(
-            async { Next::Update(session.next_in_tree().await) },
+            async { Next::Update(session.next_in_tree().await.map(Box::new)) },
             async { Next::End(response.as_mut().await) },
         )
         .await;
         match next {
-            Next::Update(Some(item)) => Some(item),
+            Next::Update(Some(item)) => Some(*item),
             Next::Update(None) => {
                 let response = self.response.as_mut()?;
                 let end = response.as_mut().await;
