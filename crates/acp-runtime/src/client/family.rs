@@ -15,7 +15,7 @@ use super::updates::Pool;
 pub const MAX_SUBAGENT_TEXT_BYTES: usize = 4096;
 
 /// What the parent said of a subagent so far: the `subagent_update`s applied as the patches
-/// they are. From [`Session::subagent`].
+/// they are. From [`Session::subagent`](super::Session::subagent).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Subagent {
