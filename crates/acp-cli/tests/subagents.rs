@@ -152,17 +152,18 @@ fn json_names_the_session_of_every_update() {
     );
 }
 
-/// 66 subagents: acp follows 64; the other two are printed as not followed, with the count
-/// of their updates that were dropped (their running and idle states, on the parent, are
-/// shown as any subagent's).
+/// 66 subagents still running: acp follows 64; the other two are printed as not followed,
+/// with the count of their updates that were dropped (their states, on the parent, are shown
+/// as any subagent's).
 #[test]
 fn subagents_past_the_limit_are_printed() {
+    // Left running: an idle subagent whose updates were all shown would be retired to make
+    // room, and the 65th followed.
     let children = (0..66).map(|n| {
-        Step::from(SubagentStep::claude_like(
-            format!("child-{n:02}"),
-            format!("Task {n}"),
-            "ok",
-        ))
+        Step::from(
+            SubagentStep::claude_like(format!("child-{n:02}"), format!("Task {n}"), "ok")
+                .left_running(),
+        )
     });
     let stdout = stdout_of(&acp_against(ScriptedAgent::new().turn(children), &[]));
     let told: Vec<&str> = stdout

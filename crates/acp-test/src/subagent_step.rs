@@ -45,7 +45,7 @@ impl From<SubagentStep> for ChildStep {
 
 /// A subagent of a scripted turn: announced `running` (with its title) on the session that
 /// plays the step, its [`ChildStep`]s played on its own session id, then reported `idle`
-/// (`end_turn`).
+/// (`end_turn`; [`left_running`](Self::left_running) leaves it running).
 ///
 /// ```
 /// use acp_test::{ChildStep, ScriptedAgent, Step, SubagentStep};
@@ -71,6 +71,8 @@ pub struct SubagentStep {
     pub title: Option<String>,
     /// Its traffic.
     pub steps: Vec<ChildStep>,
+    /// Whether it is reported `idle` at its end (the default), or left `running`.
+    pub idle_at_end: bool,
 }
 
 impl SubagentStep {
@@ -80,7 +82,15 @@ impl SubagentStep {
             session_id: session_id.into(),
             title: None,
             steps: Vec::new(),
+            idle_at_end: true,
         }
+    }
+
+    /// Leaves the child `running` at its end: no `idle` state is sent (a child that works on
+    /// in the background, or one cut off).
+    pub fn left_running(mut self) -> SubagentStep {
+        self.idle_at_end = false;
+        self
     }
 
     /// The title the announcement carries.
@@ -149,6 +159,9 @@ pub(crate) fn play(
                     smol::Timer::after(duration).await;
                 }
             }
+        }
+        if !step.idle_at_end {
+            return Ok(());
         }
         let idle = StateUpdate::Idle(IdleStateUpdate::new(IdleStateUpdateKind::EndTurn));
         parent

@@ -88,18 +88,21 @@ fn a_claude_like_child_is_its_own_stream_in_order() {
 
 /// Three levels: 4 children, each with 2 children, each of those with 1: 20 subagents, each
 /// sending `chunks` numbered chunks of `chunk` bytes (2 MB in all by default).
-fn nested(chunks: usize, chunk: usize) -> (ScriptedAgent, HashMap<String, usize>) {
+/// With `running`, no child is reported idle at its end (so none can be retired).
+fn nested(chunks: usize, chunk: usize, running: bool) -> (ScriptedAgent, HashMap<String, usize>) {
     let mut sent = HashMap::new();
     let mut child = |id: String, inner: Vec<SubagentStep>| {
         let mut steps: Vec<ChildStep> = (0..chunks)
             .map(|n| ChildStep::message(format!("{n:08}{}", "x".repeat(chunk - 8))))
             .collect();
-        // Each grandchild's announcement and idle state arrive on this child.
-        *sent.entry(id.clone()).or_default() += chunks + 2 * inner.len();
+        // Each grandchild's announcement (and idle state) arrive on this child.
+        let per_grandchild = if running { 1 } else { 2 };
+        *sent.entry(id.clone()).or_default() += chunks + per_grandchild * inner.len();
         steps.extend(inner.into_iter().map(ChildStep::from));
-        SubagentStep::new(id.clone())
+        let step = SubagentStep::new(id.clone())
             .title(format!("Task {id}"))
-            .then(steps)
+            .then(steps);
+        if running { step.left_running() } else { step }
     };
     let mut top = Vec::new();
     for a in 0..4 {
@@ -148,7 +151,7 @@ fn take(seen: &mut HashMap<String, Seen>, item: TreeUpdate) {
 #[test]
 fn three_levels_twenty_children_and_two_megabytes_are_all_delivered() {
     smol::block_on(async {
-        let (agent, sent) = nested(10, 10_000);
+        let (agent, sent) = nested(10, 10_000, false);
         let (pair, session) = opened(agent, ClientOptions::default()).await;
         let mut turn = session.prompt(vec!["go".into()]).await.unwrap();
         let mut seen = HashMap::new();
@@ -179,7 +182,7 @@ fn three_levels_twenty_children_and_two_megabytes_are_all_delivered() {
 #[test]
 fn a_reader_that_falls_behind_gets_every_child_update_or_its_report() {
     smol::block_on(async {
-        let (agent, sent) = nested(10, 10_000);
+        let (agent, sent) = nested(10, 10_000, false);
         let options = ClientOptions::default().with_subagent_update_budget(256 * 1024);
         let (pair, session) = opened(agent, options).await;
         let mut turn = session.prompt(vec!["go".into()]).await.unwrap();
@@ -206,12 +209,13 @@ fn a_reader_that_falls_behind_gets_every_child_update_or_its_report() {
     });
 }
 
-/// With room for 5 subagents, the other 15 (and the children of those) are told in the
-/// parent's stream, with every one of their updates counted there.
+/// With room for 5 subagents (all still running), the other 15 (and the children of those)
+/// are told in the parent's stream, with every one of their updates counted there.
 #[test]
 fn subagents_past_the_limit_are_told_with_their_updates() {
     smol::block_on(async {
-        let (agent, sent) = nested(3, 100);
+        // Left running, no subagent can be retired to make room, however fast they are read.
+        let (agent, sent) = nested(3, 100, true);
         let options = ClientOptions::default().with_max_subagents(5);
         let (pair, session) = opened(agent, options).await;
         let mut turn = session.prompt(vec!["go".into()]).await.unwrap();
@@ -253,7 +257,7 @@ fn subagents_past_the_limit_are_told_with_their_updates() {
 #[test]
 fn children_streams_end_with_the_connection() {
     smol::block_on(async {
-        let (agent, _) = nested(1, 100);
+        let (agent, _) = nested(1, 100, false);
         let (pair, session) = opened(agent, ClientOptions::default()).await;
         session
             .prompt(vec!["go".into()])
@@ -271,5 +275,52 @@ fn children_streams_end_with_the_connection() {
         }
         assert_eq!(left, 1 + 2 * 2);
         drop(agent);
+    });
+}
+
+/// With room for 2 subagents, children that went idle and whose updates were all taken are
+/// retired to make room for new ones (their streams end), and followed again, with what their
+/// parent said of them, when they speak again.
+#[test]
+fn idle_subagents_make_room_and_come_back() {
+    smol::block_on(async {
+        let child = |id: &str, title: &str| Step::from(SubagentStep::claude_like(id, title, "ok"));
+        let agent = ScriptedAgent::new()
+            .turn([child("c0", "First"), child("c1", "Second")])
+            .turn([child("c2", "Third"), child("c3", "Fourth")])
+            .turn([Step::update_on(
+                "c0",
+                SessionUpdate::agent_message_chunk(ContentBlock::text("again")),
+            )]);
+        let options = ClientOptions::default().with_max_subagents(2);
+        let (pair, session) = opened(agent, options).await;
+        let mut turns = Vec::new();
+        for _ in 0..3 {
+            let mut turn = session.prompt(vec!["go".into()]).await.unwrap();
+            let mut lines = Vec::new();
+            while let Some(item) = turn.next_in_tree().await {
+                assert!(item.update.is_ok(), "{:?}", item.update);
+                if let Some(subagent) = item.session.subagent() {
+                    lines.push(format!("{}: {:?}", item.session.id(), subagent.title));
+                }
+            }
+            turn.end().await.unwrap();
+            turns.push(lines);
+            let ids: Vec<String> = session
+                .subagents()
+                .iter()
+                .map(|s| s.id().to_string())
+                .collect();
+            assert_eq!(pair.agent().subagent_count(), ids.len().min(2), "{ids:?}");
+        }
+        assert_eq!(turns[1].len(), 6, "{:?}", turns[1]);
+        assert_eq!(turns[2], [r#"c0: Some("First")"#]);
+        let ids: Vec<String> = session
+            .subagents()
+            .iter()
+            .map(|s| s.id().to_string())
+            .collect();
+        assert!(ids.contains(&"c0".to_owned()) && ids.len() == 2, "{ids:?}");
+        pair.finish().await;
     });
 }

@@ -340,7 +340,10 @@ impl<C: Client> ClientDispatch<C> {
             )),
         }
         let cost = update_cost(wire_bytes);
-        let routed = self.state.routes.lock().unwrap().route(update, cost);
+        let mut routes = self.state.routes.lock().unwrap();
+        subagents::follow_again(&self.state, &mut routes, update.session_id());
+        let routed = routes.route(update, cost);
+        drop(routes);
         match routed {
             Routed::Known(shared, update, seq) => {
                 // A new subagent is registered before its announcement is queued, so that

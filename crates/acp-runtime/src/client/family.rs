@@ -3,12 +3,15 @@
 //! a session's link to its parent and its own subagents; [`Followed`], the connection's count
 //! of them.
 
-use std::sync::atomic::AtomicUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use acp_types::*;
 
+use super::session_map::SessionMap;
 use super::updates::Pool;
+use crate::host::FsRoots;
 
 /// The most bytes of a subagent's title or description that [`Subagent`] keeps (cut at a
 /// character boundary); the `subagent_update` itself reaches the application whole.
@@ -84,17 +87,33 @@ impl<N> Family<N> {
     }
 }
 
-/// The connection's count of subagents followed, and the budget their queues share.
-pub(super) struct Followed {
+/// The connection's count of subagents followed, the budget their queues share, and the
+/// subagents retired to make room.
+pub(super) struct Followed<N> {
     pub(super) count: AtomicUsize,
     pub(super) pool: Arc<Pool>,
+    /// Subagents forgotten to make room for new ones (idle, every update taken, no children
+    /// followed), by id: followed again, as they were, when an update comes for one.
+    pub(super) retired: Mutex<SessionMap<Retired<N>>>,
+    /// Whether anything was ever retired: until then, routing never looks.
+    pub(super) any_retired: AtomicBool,
 }
 
-impl Followed {
+/// What is kept of a retired subagent to follow it again.
+pub(super) struct Retired<N> {
+    pub(super) parent: Arc<N>,
+    pub(super) subagent: Subagent,
+    pub(super) roots: FsRoots,
+    pub(super) cwd: PathBuf,
+}
+
+impl<N> Followed<N> {
     pub(super) fn new(budget: usize) -> Self {
         Followed {
             count: AtomicUsize::new(0),
             pool: Arc::new(Pool::new(budget)),
+            retired: Mutex::default(),
+            any_retired: AtomicBool::new(false),
         }
     }
 }

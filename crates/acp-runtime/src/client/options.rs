@@ -164,10 +164,13 @@ impl ClientOptions {
     }
 
     /// How many subagents (sessions the agent announced with `subagent_update`, at any depth)
-    /// the connection follows at once (default [`DEFAULT_MAX_SUBAGENTS`], 64). A subagent
-    /// announced past it is not followed, and its updates are dropped: the parent's stream
-    /// says so with [`Error::SubagentNotFollowed`](crate::Error::SubagentNotFollowed). A
-    /// followed subagent is forgotten with the session it belongs to.
+    /// the connection follows at once (default [`DEFAULT_MAX_SUBAGENTS`], 64). At the limit,
+    /// a subagent that is idle, has had every update taken and follows no children is retired
+    /// to make room: its stream ends, and it is followed again (what its parent said of it
+    /// kept) when an update or announcement comes for it. Without such a one, the new
+    /// subagent is not followed, and its updates are dropped: the parent's stream says so
+    /// with [`Error::SubagentNotFollowed`](crate::Error::SubagentNotFollowed). A followed
+    /// subagent is forgotten with the session it belongs to.
     pub fn with_max_subagents(mut self, subagents: usize) -> Self {
         self.max_subagents = subagents;
         self

@@ -51,7 +51,7 @@ pub(super) struct ClientState {
     pub(super) exit_recorded: Latch,
     pub(super) spawned: AtomicBool,
     /// The subagents followed, and the budget their queues share.
-    pub(super) subagents: Followed,
+    pub(super) subagents: Followed<SessionShared>,
     /// Updates dropped where no session stream can tell it.
     pub(super) dropped: DropReports,
 }

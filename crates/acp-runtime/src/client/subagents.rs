@@ -7,8 +7,10 @@
 //! Bounds: a connection follows at most [`ClientOptions::with_max_subagents`] subagents at
 //! once (64), over every depth. Each subagent's queue has the session budget of any session,
 //! and all of them share one more ([`ClientOptions::with_subagent_update_budget`], 16 MiB), so
-//! an agent cannot multiply what the client keeps by starting children. A subagent announced
-//! past the count is not followed: the application meets
+//! an agent cannot multiply what the client keeps by starting children. At the count, a
+//! subagent that is idle and fully read is retired to make room (and followed again when it
+//! speaks); without one, a subagent announced past the count is not followed: the application
+//! meets
 //! [`Error::SubagentNotFollowed`](crate::Error::SubagentNotFollowed) in the parent's stream
 //! right after the announcement, and again where the child's updates were dropped.
 //!
@@ -21,9 +23,9 @@ use std::sync::atomic::Ordering;
 
 use acp_types::*;
 
-use super::family::{Family, Subagent};
+use super::family::{Family, Retired, Subagent};
 use super::state::{ClientState, SessionShared};
-use super::updates::{Popped, UpdateQueue};
+use super::updates::{Popped, Routes, UpdateQueue};
 use crate::error::Result;
 use crate::host::FsRoots;
 use crate::latch::Latch;
@@ -85,26 +87,50 @@ pub(super) fn announce(
         return Announced::Nothing;
     }
     let limit = state.options.max_subagents;
-    if state.subagents.count.load(Ordering::Acquire) >= limit {
+    if state.subagents.count.load(Ordering::Acquire) >= limit && !retire_one(state, &mut routes) {
         routes.unfollow(id.clone(), parent.clone(), UNFOLLOWED_REMEMBERED);
         return Announced::NotFollowed(limit);
     }
-    let depth = parent
-        .family
-        .subagent
-        .as_ref()
-        .map_or(0, |s| s.lock().unwrap().depth)
-        + 1;
-    let mut subagent = Subagent {
-        parent: parent.id.clone(),
-        depth,
-        title: None,
-        description: None,
-        state: None,
-        capabilities: None,
+    // A retired child announced again is the same child: what its parent said of it stays.
+    let retired = state.subagents.retired.lock().unwrap().remove(id);
+    let (mut subagent, roots, cwd) = match retired {
+        Some(retired) if Arc::ptr_eq(&retired.parent, parent) => {
+            (retired.subagent, retired.roots, retired.cwd)
+        }
+        _ => {
+            let depth = parent
+                .family
+                .subagent
+                .as_ref()
+                .map_or(0, |s| s.lock().unwrap().depth)
+                + 1;
+            let subagent = Subagent {
+                parent: parent.id.clone(),
+                depth,
+                title: None,
+                description: None,
+                state: None,
+                capabilities: None,
+            };
+            let (roots, cwd) = placement(state, parent, update);
+            (subagent, roots, cwd)
+        }
     };
     subagent.patch(update);
-    let (roots, cwd) = placement(state, parent, update);
+    follow(state, &mut routes, parent, id.clone(), subagent, roots, cwd);
+    Announced::Followed
+}
+
+/// Registers the subagent `id` of `parent` and counts it.
+fn follow(
+    state: &ClientState,
+    routes: &mut Routes<Arc<SessionShared>>,
+    parent: &Arc<SessionShared>,
+    id: SessionId,
+    subagent: Subagent,
+    roots: FsRoots,
+    cwd: PathBuf,
+) {
     let queue = UpdateQueue::subagent(
         id.clone(),
         state.options.session_update_budget,
@@ -113,13 +139,104 @@ pub(super) fn announce(
     );
     let family = Family::subagent(subagent);
     let child = SessionShared::new(&state.options, id.clone(), roots, cwd, queue, family);
-    routes.open(id.clone(), child.clone(), &child.updates, |u| {
-        child.track(u)
-    });
+    routes.open(id, child.clone(), &child.updates, |u| child.track(u));
     state.subagents.count.fetch_add(1, Ordering::AcqRel);
-    drop(routes);
     parent.family.children.lock().unwrap().push(child);
-    Announced::Followed
+}
+
+/// Makes room for one more subagent by retiring one that nothing more is expected of: idle,
+/// every update taken, no subagent of its own followed. Its stream ends (what a holder of its
+/// session meets), and it is followed again, as it was, if an update comes for it. `false`
+/// when none is idle and drained.
+fn retire_one(state: &ClientState, routes: &mut Routes<Arc<SessionShared>>) -> bool {
+    let retirable = |node: &Arc<SessionShared>| {
+        let Some(subagent) = &node.family.subagent else {
+            return false;
+        };
+        matches!(subagent.lock().unwrap().state, Some(StateUpdate::Idle(_)))
+            && node.updates.head().is_none()
+            && node.family.children.lock().unwrap().is_empty()
+    };
+    let Some(node) = routes
+        .known()
+        .map(|(_, s)| s)
+        .find(|s| retirable(s))
+        .cloned()
+    else {
+        return false;
+    };
+    routes.remove(&node.id);
+    state.subagents.count.fetch_sub(1, Ordering::AcqRel);
+    node.updates.close();
+    let subagent = node
+        .family
+        .subagent
+        .as_ref()
+        .unwrap()
+        .lock()
+        .unwrap()
+        .clone();
+    if let Some(parent) = routes.get(&subagent.parent).cloned() {
+        parent
+            .family
+            .children
+            .lock()
+            .unwrap()
+            .retain(|child| !Arc::ptr_eq(child, &node));
+        let mut retired = state.subagents.retired.lock().unwrap();
+        if retired.len() < UNFOLLOWED_REMEMBERED {
+            let (roots, cwd) = (node.roots.clone(), node.cwd.clone());
+            retired.insert(
+                node.id.clone(),
+                Retired {
+                    parent,
+                    subagent,
+                    roots,
+                    cwd,
+                },
+            );
+            state.subagents.any_retired.store(true, Ordering::Release);
+        }
+    }
+    if let Some(terminals) = &state.options.terminals {
+        terminals.release_session(node.id.as_str());
+    }
+    true
+}
+
+/// Before an update for `id` is routed: a retired subagent is followed again (retiring
+/// another if need be), or, without room, told not followed on its parent.
+pub(super) fn follow_again(
+    state: &ClientState,
+    routes: &mut Routes<Arc<SessionShared>>,
+    id: &SessionId,
+) {
+    if !state.subagents.any_retired.load(Ordering::Acquire) || routes.get(id).is_some() {
+        return;
+    }
+    let Some(retired) = state.subagents.retired.lock().unwrap().remove(id) else {
+        return;
+    };
+    if routes.get(&retired.parent.id).is_none() {
+        return;
+    }
+    let limit = state.options.max_subagents;
+    if state.subagents.count.load(Ordering::Acquire) >= limit && !retire_one(state, routes) {
+        routes.unfollow(id.clone(), retired.parent.clone(), UNFOLLOWED_REMEMBERED);
+        let seq = routes.seq();
+        retired
+            .parent
+            .updates
+            .record_unfollowed(id, limit, None, seq);
+        return;
+    }
+    let Retired {
+        parent,
+        subagent,
+        roots,
+        cwd,
+    } = retired;
+    follow(state, routes, &parent, id.clone(), subagent, roots, cwd);
 }
 
 /// Where the agent placed the child: the announced `cwd` and additional directories when
@@ -169,8 +286,10 @@ pub(super) fn forget_tree(state: &ClientState, root: &Arc<SessionShared>) {
             state.subagents.count.fetch_sub(1, Ordering::AcqRel);
         }
     }
-    routes.forget_unfollowed(|parent| nodes.iter().any(|n| Arc::ptr_eq(n, parent)));
+    let in_tree = |parent: &Arc<SessionShared>| nodes.iter().any(|n| Arc::ptr_eq(n, parent));
+    routes.forget_unfollowed(in_tree);
     drop(routes);
+    (state.subagents.retired.lock().unwrap()).retain(|_, retired| !in_tree(&retired.parent));
     for node in &nodes {
         node.updates.close();
         if let Some(terminals) = &state.options.terminals {
