@@ -50,8 +50,8 @@ and state (running, idle, requires action), and each subagent's own updates on l
 start with its title, indented by its depth (`  [Explore] ...`), messages between
 sessions, the agent's slash commands as a short list, and with the `unstable` feature
 prompt suggestions, cursors and the turn's token usage; updates that do not decode,
-unknown updates, dropped updates and subagents not followed (past 64 running) are printed,
-never hidden. Connection and session notes go to stderr.
+unknown updates, updates for session ids nobody opened or announced (under their id),
+dropped updates and subagents not followed (past 64 running) are printed, never hidden. Connection and session notes go to stderr.
 With --json: each update is {\"sessionId\":ID,\"update\":UPDATE} (the SessionUpdate JSON,
 whatever its kind; a subagent's also has \"parentSessionId\"); an error in the update
 stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it does
