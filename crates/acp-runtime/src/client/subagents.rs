@@ -373,7 +373,11 @@ mod tests {
     use crate::client::updates::Arrived;
     use proptest::prelude::*;
 
-    fn node(id: &str, ready: Option<&Arc<SessionShared>>, pool: &Followed) -> Arc<SessionShared> {
+    fn node(
+        id: &str,
+        ready: Option<&Arc<SessionShared>>,
+        pool: &Followed<SessionShared>,
+    ) -> Arc<SessionShared> {
         let options = ClientOptions::default();
         let queue = match ready {
             None => UpdateQueue::new(id.into(), 1 << 20),
