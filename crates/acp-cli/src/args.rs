@@ -51,13 +51,16 @@ Output (default): message text as it streams, thoughts dimmed, tool calls with t
 title and status changes, diffs as unified diffs, the output of embedded terminals once
 their command exits or the tool call ends (also after the agent released them), plans as
 checklists (item plans by id, markdown plans as their text), subagents with their title
-and state (running, idle, requires action), messages between sessions, the agent's slash
-commands as a short list, and with the `unstable` feature prompt suggestions, cursors and
-the turn's token usage; updates that do not decode, unknown updates and dropped updates
-are printed, never hidden. Connection and session notes go to stderr.
-With --json: each update is its SessionUpdate JSON, whatever its kind; an error in the
-update stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it
-does not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
+and state (running, idle, requires action), and each subagent's own updates on lines that
+start with its title, indented by its depth (`  [Explore] ...`), messages between
+sessions, the agent's slash commands as a short list, and with the `unstable` feature
+prompt suggestions, cursors and the turn's token usage; updates that do not decode,
+unknown updates, updates for session ids nobody opened or announced (under their id),
+dropped updates and subagents not followed (past 64 running) are printed, never hidden. Connection and session notes go to stderr.
+With --json: each update is {\"sessionId\":ID,\"update\":UPDATE} (the SessionUpdate JSON,
+whatever its kind; a subagent's also has \"parentSessionId\"); an error in the update
+stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it does
+not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
 reported it). --options --json prints the session/options answer as one line.
 
 Ctrl-C: the first cancels the running turn (it ends `cancelled`); the second (or one while

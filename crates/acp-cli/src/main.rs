@@ -586,8 +586,8 @@ async fn session_and_turns(
                 &format!("session {} loaded in {}", session.id(), cwd.display()),
             );
             // The replayed history.
-            while let Some(item) = session.try_next_update() {
-                out.item(&item);
+            while let Some(item) = session.try_next_in_tree() {
+                out.tree_item(&item);
             }
             session
         }
@@ -683,7 +683,7 @@ async fn session_and_turns(
         };
         out.prompt(&prompt);
         *control.turn.lock().unwrap() = Some(session.clone());
-        let result = turn(&session, prompt, out).await;
+        let result = turn(agent, &session, prompt, out).await;
         control.turn.lock().unwrap().take();
         let reason = result?;
         if reason == StopReason::Cancelled {
@@ -693,7 +693,10 @@ async fn session_and_turns(
     Ok(exit::OK)
 }
 
+/// Runs one turn, showing its session's updates and its subagents' (each under its title)
+/// in the order they arrived, and the reports of updates dropped where no session could say.
 async fn turn(
+    agent: &AgentHandle,
     session: &Session,
     prompt: String,
     out: &mut Renderer,
@@ -702,15 +705,29 @@ async fn turn(
         .prompt(vec![prompt.into()])
         .await
         .map_err(|e| Failure::call("session/prompt", e))?;
-    while let Some(item) = turn.next().await {
-        out.item(&item);
+    while let Some(item) = turn.next_in_tree().await {
+        // What came for sessions nobody opened while this item waited came before it.
+        elsewhere(agent, out);
+        out.tree_item(&item);
     }
+    elsewhere(agent, out);
     let response = turn
         .end()
         .await
         .map_err(|e| Failure::call("session/prompt", e))?;
     out.stop(&response);
     Ok(response.stop_reason)
+}
+
+/// Shows the updates for session ids acp neither opened nor follows, and the reports of
+/// those the runtime dropped: acp opens no other session, so they are never taken otherwise.
+fn elsewhere(agent: &AgentHandle, out: &mut Renderer) {
+    for unopened in agent.take_unopened_updates() {
+        out.unopened(&unopened);
+    }
+    for report in agent.take_dropped_updates() {
+        out.dropped(&report);
+    }
 }
 
 /// One line of stdin, without its line ending; `None` at end of input.

@@ -5,11 +5,14 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::Error;
+use acp_runtime::client::{DroppedUpdates, TreeUpdate, UnopenedUpdate};
 use acp_runtime::terminal::{TerminalHost, TerminalOutput};
 
 pub mod text;
+pub mod tree;
 
 use text::{Subagents, content_text};
+use tree::Prefixed;
 
 /// How many released terminals' final output is kept for display: tool calls are rendered as
 /// their updates come, so only the latest few can still be waiting for it.
@@ -73,7 +76,10 @@ pub struct Renderer {
     json: bool,
     color: bool,
     run: Run,
-    out: std::io::Stdout,
+    /// Stdout, each line starting with the current session's prefix (a subagent's title).
+    out: Prefixed<std::io::Stdout>,
+    /// The session of the last item shown.
+    current: Option<SessionId>,
     /// The client's terminals, to show the output of those that tool calls embed.
     terminals: Option<(Terminals, String)>,
     /// Per tool call, the terminals it embedded whose output is not shown yet.
@@ -102,7 +108,8 @@ impl Renderer {
             json,
             color,
             run: Run::None,
-            out: std::io::stdout(),
+            out: Prefixed::new(std::io::stdout()),
+            current: None,
             terminals: None,
             embedded: HashMap::new(),
             subagents: Subagents::new(),
@@ -182,8 +189,62 @@ impl Renderer {
         let _ = self.out.flush();
     }
 
+    /// One item of a session's stream or of one of its subagents' (their lines start with
+    /// the subagent's title; with `--json`, each update names its session).
+    pub fn tree_item(&mut self, item: &TreeUpdate) {
+        self.switch_to(Some(item.session.id()), || tree::prefix(&item.session));
+        match &item.update {
+            Ok(update) if self.json => {
+                let line = tree::update_json(&item.session, update);
+                self.json_line(&line);
+            }
+            other => self.item(other),
+        }
+    }
+
+    /// An update for a session id acp neither opened nor follows (a subagent the agent never
+    /// announced): its lines start with the id.
+    pub fn unopened(&mut self, unopened: &UnopenedUpdate) {
+        let id = &unopened.session_id;
+        self.switch_to(Some(id), || tree::unopened_prefix(id));
+        match &unopened.update {
+            Ok(update) if self.json => {
+                let line = serde_json::json!({ "sessionId": id.as_str(), "update": update });
+                self.json_line(&line);
+            }
+            other => self.item(other),
+        }
+    }
+
+    /// Updates the runtime dropped where no session's stream could tell it.
+    pub fn dropped(&mut self, report: &DroppedUpdates) {
+        self.switch_to(None, String::new);
+        if self.json {
+            self.json_line(&tree::dropped_json(report));
+        } else {
+            let shown = self.paint(RED, &format!("[updates dropped] {report}"));
+            self.line(&shown);
+        }
+    }
+
+    /// Lines from now on are `session`'s: a run of another session's text ends first.
+    fn switch_to(&mut self, session: Option<&SessionId>, prefix: impl FnOnce() -> String) {
+        if self.current.as_ref() == session {
+            return;
+        }
+        self.end_run();
+        self.message_head = None;
+        self.current = session.cloned();
+        let prefix = prefix();
+        let prefix = match prefix.is_empty() || self.json {
+            true => String::new(),
+            false => self.paint(CYAN, &prefix),
+        };
+        self.out.set_prefix(prefix);
+    }
+
     /// One item of a turn's update stream.
-    pub fn item(&mut self, item: &Result<SessionUpdate, Error>) {
+    fn item(&mut self, item: &Result<SessionUpdate, Error>) {
         match item {
             Ok(update) => self.update(update),
             Err(error) => self.stream_error(error),
@@ -192,6 +253,7 @@ impl Renderer {
 
     /// The user's prompt, before its turn.
     pub fn prompt(&mut self, text: &str) {
+        self.switch_to(None, String::new);
         if !self.json {
             let shown = self.paint(BOLD, &format!("> {text}"));
             self.line(&shown);
@@ -201,6 +263,7 @@ impl Renderer {
     /// The end of a turn: its stop reason (and, with the `unstable` feature, the token
     /// usage the agent reported).
     pub fn stop(&mut self, response: &PromptResponse) {
+        self.switch_to(None, String::new);
         let reason = &response.stop_reason;
         if self.json {
             #[allow(unused_mut)] // without `unstable`, the line has nothing to add
@@ -238,6 +301,7 @@ impl Renderer {
         let kind = match error {
             Error::UpdatesDropped { .. } => "updates_dropped",
             Error::InvalidUpdate { .. } => "invalid_update",
+            Error::SubagentNotFollowed { .. } => "subagent_not_followed",
             _ => "error",
         };
         if self.json {
@@ -263,6 +327,10 @@ impl Renderer {
                     body["updates"] = (*updates).into();
                     body["bytes"] = (*bytes).into();
                 }
+                Error::SubagentNotFollowed { session_id, .. } => {
+                    body["sessionId"] = session_id.as_str().into();
+                    tree::error_fields(error, &mut body);
+                }
                 _ => {}
             }
             self.json_line(&serde_json::json!({ "error": body }));
@@ -273,6 +341,7 @@ impl Renderer {
                 format!("[invalid update] {error}\n  raw: {}", update.get())
             }
             Error::UpdatesDropped { .. } => format!("[updates dropped] {error}"),
+            Error::SubagentNotFollowed { .. } => format!("[subagent not followed] {error}"),
             other => format!("[error] {other}"),
         };
         let shown = self.paint(RED, &text);

@@ -131,7 +131,8 @@ fn json_output_is_one_json_value_per_line() {
     assert!(
         lines
             .iter()
-            .any(|v| v["sessionUpdate"] == "tool_call" && v["toolCallId"] == "write_summary"),
+            .any(|v| v["update"]["sessionUpdate"] == "tool_call"
+                && v["update"]["toolCallId"] == "write_summary"),
         "{stdout}"
     );
     // The trace: every line is a message with its direction.

@@ -24,16 +24,18 @@ fn pass_through() -> String {
 /// directory taken out.
 fn updates(output: &Output, dir: &std::path::Path) -> Vec<String> {
     let stdout = text(&output.stdout).replace(dir.to_str().unwrap(), "DIR");
-    // The demo agent's session ids are `sess_N_RANDOM`: keep what precedes the random part.
+    // The demo agent's session ids are `sess_N_RANDOM`: each becomes SESSION.
+    // Every line names its session, and a subagent's announcement the subagent too.
     stdout
         .lines()
-        .map(|line| match line.find("\"sess_") {
-            Some(at) => {
+        .map(|line| {
+            let mut line = line.to_owned();
+            while let Some(at) = line.find("\"sess_") {
                 let tail = &line[at + 1..];
-                let end = tail.find('-').unwrap_or(tail.len());
-                format!("{}\"SESSION{}", &line[..at], &tail[end..])
+                let end = tail.find(['"', '-']).unwrap_or(tail.len());
+                line = format!("{}\"SESSION{}", &line[..at], &tail[end..]);
             }
-            None => line.to_owned(),
+            line
         })
         .collect()
 }

@@ -40,7 +40,8 @@ fn scripted(updates: &[Value]) -> ScriptedAgent {
     ScriptedAgent::new().turn(steps)
 }
 
-/// The stdout of a `--json` run, one value per line, without the turn's end.
+/// The updates of a `--json` run (one line each, the session's id beside the update), without
+/// the turn's end.
 fn json_updates(out: &Output) -> Vec<Value> {
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -53,6 +54,10 @@ fn json_updates(out: &Output) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .filter(|v| v.get("stopReason").is_none())
+        .map(|v| {
+            assert_eq!(v["sessionId"], SESSION, "{v}");
+            v["update"].clone()
+        })
         .collect()
 }
 

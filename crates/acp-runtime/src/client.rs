@@ -17,7 +17,16 @@
 //!   ([`ClientOptions::with_session_update_budget`], 16 MiB); what arrives while it is full
 //!   is dropped and met, in its place in the stream, as [`Error::UpdatesDropped`](crate::Error::UpdatesDropped). Updates
 //!   for ids this client has not opened share one smaller budget
-//!   ([`ClientOptions::with_unopened_update_budget`], 1 MiB, at most 16 ids).
+//!   ([`ClientOptions::with_unopened_update_budget`], 1 MiB, at most 16 ids); what is dropped
+//!   there is reported by [`AgentHandle::take_dropped_updates`].
+//! - Subagents (schema 1.20): a session the agent announces with a `subagent_update` is
+//!   followed, with its parent, at any depth: its updates arrive under its own id and wait in
+//!   a queue of its own ([`Session::subagents`], [`AgentHandle::session`]), or are read with
+//!   the parent's, in order, as one tree ([`PromptTurn::next_in_tree`],
+//!   [`Session::next_in_tree`]). At most [`ClientOptions::with_max_subagents`] (64) are
+//!   followed; their queues share [`ClientOptions::with_subagent_update_budget`] (16 MiB).
+//!   What is not followed is said in the parent's stream
+//!   ([`Error::SubagentNotFollowed`](crate::Error::SubagentNotFollowed)).
 //! - Requests from the agent go to your [`Client`]; [`ClientOptions::with_file_system`] and
 //!   [`ClientOptions::with_terminals`] serve `fs/*` and `terminal/*` with the complete
 //!   implementations of [`crate::fs`] and [`crate::terminal`], and advertise them.
@@ -44,14 +53,19 @@
 
 mod connect;
 mod dispatch;
+mod dropped;
+mod family;
 mod handle;
 mod handler;
 #[cfg(feature = "unstable-models")]
 mod models;
 mod options;
 mod session;
+mod session_map;
+mod session_tree;
 mod spawned;
 mod state;
+mod subagents;
 mod text_chunk;
 mod tool_calls;
 mod traffic;
@@ -72,11 +86,15 @@ mod unstable_state;
 mod updates;
 
 pub use connect::connect;
+pub use dropped::{DROP_REPORTS_KEPT, DropReason, DroppedUpdates, UnopenedUpdate};
+pub use family::{MAX_SUBAGENT_TEXT_BYTES, Subagent};
 pub use handle::AgentHandle;
 pub use handler::{AutoAllow, AutoReject, Client, Interactive};
 pub use options::ClientOptions;
 pub use session::{PromptTurn, Session};
+pub use session_tree::TreeUpdate;
 pub use spawned::{run_spawned, spawn};
+pub use subagents::{DEFAULT_MAX_SUBAGENTS, DEFAULT_SUBAGENT_UPDATE_BUDGET, UNFOLLOWED_REMEMBERED};
 pub use tool_calls::ToolCallState;
 pub use tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 pub use traffic::PrintTraffic;

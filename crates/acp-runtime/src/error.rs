@@ -107,6 +107,30 @@ pub enum Error {
         /// Why it does not decode.
         error: String,
     },
+    /// A subagent announced on session `session_id` (a `subagent_update`) that this client
+    /// does not follow, because it follows
+    /// [`ClientOptions::with_max_subagents`](crate::client::ClientOptions::with_max_subagents)
+    /// already: it stands in the session's stream right after the announcement, and again
+    /// where the subagent's updates were dropped (`updates` of them, `bytes` in all, since the
+    /// last such entry).
+    #[error(
+        "subagent `{}` of session `{}` is not followed ({limit} subagents are followed already; raise `ClientOptions::with_max_subagents`){}",
+        acp_jsonrpc::excerpt(subagent),
+        acp_jsonrpc::excerpt(session_id),
+        dropped_here(*updates, *bytes)
+    )]
+    SubagentNotFollowed {
+        /// The session the subagent was announced on.
+        session_id: String,
+        /// The subagent's session id.
+        subagent: String,
+        /// How many subagents a connection follows at once.
+        limit: usize,
+        /// How many of its updates were dropped (0 where the announcement is told).
+        updates: u64,
+        /// What they would have held, in bytes.
+        bytes: u64,
+    },
     /// The call did not complete in time (and was cancelled at the peer).
     #[error("the call timed out")]
     TimedOut,
@@ -224,6 +248,14 @@ impl From<RequestError> for Error {
 
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The tail of [`Error::SubagentNotFollowed`]'s message: what was dropped where it stands.
+fn dropped_here(updates: u64, bytes: u64) -> String {
+    match updates {
+        0 => String::new(),
+        n => format!(": {n} of its updates ({bytes} bytes) dropped here"),
+    }
+}
 
 #[cfg(test)]
 mod tests {

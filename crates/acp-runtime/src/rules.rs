@@ -734,6 +734,22 @@ pub(crate) fn extension_method(method: &str) -> Rule {
     }
 }
 
+/// What a client may send for a subagent session (schema 1.20): its parent drives it, so
+/// only `session/cancel`, and only when the parent advertised `cancel` for the child.
+pub(crate) fn subagent_method(method: &str, session: &SessionId, cancel: bool) -> Rule {
+    match method {
+        "session/cancel" if cancel => Ok(()),
+        "session/cancel" => Err(Breach::Invalid(format!(
+            "session `{}` is a subagent whose parent did not advertise `cancel` for it; cancel its parent instead",
+            excerpt(session.as_str())
+        ))),
+        _ => Err(Breach::Invalid(format!(
+            "session `{}` is a subagent, driven by its parent: `{method}` is not sent for it",
+            excerpt(session.as_str())
+        ))),
+    }
+}
+
 /// The answer to a request that names a session this side does not know.
 pub(crate) fn unknown_session(id: &SessionId) -> Error {
     let id = excerpt(&id.0);

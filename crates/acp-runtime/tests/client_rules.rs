@@ -3,7 +3,7 @@
 mod common;
 
 use acp_runtime::Error;
-use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
+use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions, DropReason};
 use acp_runtime::fs::FsHost;
 use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
@@ -213,7 +213,7 @@ fn a_request_right_behind_the_session_new_answer_is_served() {
 }
 
 /// Updates for made-up session ids are kept for a few ids only: memory stays bounded, the
-/// rest is reported, and a session opened later still gets what was kept for it.
+/// rest is reported (to the observer and to the application), and a session opened later still gets what was kept for it.
 #[test]
 fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
     smol::block_on(async {
@@ -242,11 +242,39 @@ fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
             .lock()
             .unwrap()
             .iter()
-            .filter(|p| p.contains("dropping it"))
+            .filter(|p| p.contains("was dropped"))
             .cloned()
             .collect();
         assert_eq!(dropped.len(), 4, "{dropped:?}");
         assert!(dropped[0].contains("made-up-16"), "{dropped:?}");
+        // The application is told too, one report per id.
+        let reports = agent.take_dropped_updates();
+        let ids: Vec<_> = reports
+            .iter()
+            .map(|r| r.session_id.clone().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            ["made-up-16", "made-up-17", "made-up-18", "made-up-19"]
+        );
+        assert!(
+            reports
+                .iter()
+                .all(|r| r.updates == 1 && r.reason == DropReason::UnopenedIds { limit: 16 })
+        );
+        assert!(agent.take_dropped_updates().is_empty());
+        // The updates kept for the other 15 ids can be taken, in the order they came.
+        let unopened: Vec<String> = agent
+            .take_unopened_updates()
+            .into_iter()
+            .map(|u| format!("{}: {:?}", u.session_id, u.update.map(|_| ())))
+            .collect();
+        let expected: Vec<String> = (0..16)
+            .filter(|n| *n != 3)
+            .map(|n| format!("made-up-{n}: Ok(())"))
+            .collect();
+        assert_eq!(unopened, expected);
+        assert_eq!(agent.buffered_update_bytes(), 0);
     });
 }
 

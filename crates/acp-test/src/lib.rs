@@ -91,6 +91,7 @@ mod pair;
 mod replay;
 mod scripted_agent;
 mod scripted_client;
+mod subagent_step;
 mod transcript;
 mod wait;
 
@@ -99,6 +100,7 @@ pub use pair::{Pair, TempDir, connect, connect_scripted, spawn_agent};
 pub use replay::{DEFAULT_TIMEOUT, Replay, ReplayError};
 pub use scripted_agent::{AgentEvent, PermissionStep, ScriptedAgent, Step, TerminalStep};
 pub use scripted_client::{ClientCall, FakeCommand, PermissionAnswer, ScriptedClient};
+pub use subagent_step::{ChildStep, SubagentStep};
 pub use transcript::{Direction, Entry, MessageKind, Recorder, Transcript, TranscriptError};
 
 /// The insta crate the [`assert_transcript!`] macro expands to, for your own snapshot

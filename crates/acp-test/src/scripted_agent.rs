@@ -13,6 +13,8 @@ use acp_runtime::agent::{Agent, ClientHandle, SessionClient, Turn};
 use acp_runtime::{Error, Result};
 use acp_types::*;
 
+use crate::subagent_step::{self, SubagentStep};
+
 /// One step of a scripted prompt turn. Build them with the constructors
 /// ([`Step::message`], [`Step::tool_call`], [`Step::permission`], ...).
 ///
@@ -24,6 +26,9 @@ use acp_types::*;
 pub enum Step {
     /// Sends a `session/update`.
     Update(SessionUpdate),
+    /// Sends a `session/update` under another session id (a subagent's, say, to interleave
+    /// the traffic of several; [`Step::Subagent`] plays one child's whole).
+    UpdateOn(SessionId, SessionUpdate),
     /// Asks permission, then plays the steps of the chosen branch; a `cancelled` outcome ends
     /// the turn with `cancelled`.
     Permission(PermissionStep),
@@ -49,6 +54,9 @@ pub enum Step {
     Terminal(TerminalStep),
     /// Waits.
     Sleep(Duration),
+    /// Announces a subagent on the turn's session, plays its traffic on its own session id,
+    /// then reports it idle (see [`SubagentStep`]).
+    Subagent(SubagentStep),
     /// Waits until the client cancels the turn, then ends it with `cancelled`.
     WaitForCancel,
     /// Ends the turn with this stop reason (the turn ends with `end_turn` after its last step
@@ -130,6 +138,12 @@ impl TerminalStep {
     }
 }
 
+impl From<SubagentStep> for Step {
+    fn from(step: SubagentStep) -> Step {
+        Step::Subagent(step)
+    }
+}
+
 impl From<TerminalStep> for Step {
     fn from(step: TerminalStep) -> Step {
         Step::Terminal(step)
@@ -165,6 +179,11 @@ impl Step {
     /// Any session update.
     pub fn update(update: SessionUpdate) -> Step {
         Step::Update(update)
+    }
+
+    /// A `session/update` under `session_id` instead of the turn's session.
+    pub fn update_on(session_id: impl Into<SessionId>, update: SessionUpdate) -> Step {
+        Step::UpdateOn(session_id.into(), update)
     }
 
     /// Asks permission for the tool call `tool_call_id`, offering `allow` (allow once) and
@@ -422,6 +441,9 @@ impl ScriptedAgent {
         while let Some(step) = queue.pop_front() {
             match step {
                 Step::Update(update) => turn.update(update).await?,
+                Step::UpdateOn(session, update) => {
+                    turn.client().session(session).update(update).await?
+                }
                 Step::Permission(step) => {
                     let tool_call_id = step.tool_call.tool_call_id.clone();
                     let outcome = turn
@@ -492,6 +514,7 @@ impl ScriptedAgent {
                 Step::Sleep(duration) => {
                     smol::Timer::after(duration).await;
                 }
+                Step::Subagent(step) => subagent_step::play(turn.session().clone(), step).await?,
                 Step::WaitForCancel => {
                     turn.cancelled().await;
                     return Ok(StopReason::Cancelled);

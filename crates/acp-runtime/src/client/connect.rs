@@ -8,6 +8,8 @@ use acp_jsonrpc::Connection;
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
 use super::dispatch::ClientDispatch;
+use super::dropped::DropReports;
+use super::family::Followed;
 use super::handle::AgentHandle;
 use super::handler::Client;
 use super::options::ClientOptions;
@@ -39,6 +41,8 @@ where
         exit: Mutex::new(None),
         exit_recorded: Latch::new(),
         spawned: AtomicBool::new(false),
+        subagents: Followed::new(options.subagent_update_budget),
+        dropped: DropReports::default(),
     });
     let dispatch = ClientDispatch {
         client: Arc::new(client),

@@ -13,8 +13,10 @@ use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, Res
 use acp_types::*;
 use serde_json::value::RawValue;
 
+use super::dropped::{DropReason, DroppedUpdates};
 use super::handler::Client;
 use super::state::{ClientState, SessionShared};
+use super::subagents::{self, Announced};
 use super::text_chunk;
 #[cfg(feature = "unstable-session-cursors")]
 use super::unstable_state::CURSOR_BUDGET;
@@ -349,22 +351,64 @@ impl<C: Client> ClientDispatch<C> {
             )),
         }
         let cost = update_cost(wire_bytes);
-        let routed = self.state.routes.lock().unwrap().route(update, cost);
+        let mut routes = self.state.routes.lock().unwrap();
+        subagents::follow_again(&self.state, &mut routes, update.session_id());
+        let routed = routes.route(update, cost);
+        drop(routes);
         match routed {
-            Routed::Known(shared, update) => {
+            Routed::Known(shared, update, seq) => {
+                // A new subagent is registered before its announcement is queued, so that
+                // whoever meets the announcement finds the child.
+                let announced = match &update {
+                    Arrived::Update(notification) => match &notification.update {
+                        SessionUpdate::SubagentUpdate(subagent) => Some((
+                            subagent.session_id.clone(),
+                            subagents::announce(&self.state, &shared, subagent),
+                        )),
+                        _ => None,
+                    },
+                    Arrived::Invalid { .. } => None,
+                };
                 // Tracked even when the queue drops it: tool call states and modes stay true.
                 if let Arrived::Update(notification) = &update {
                     shared.track(&notification.update);
                 }
-                if !shared.updates.push(update, cost) {
+                if !shared.updates.push(update, cost, seq) {
                     report(format!(
-                        "session `{}` keeps more than {} bytes of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
-                        shared.id, self.state.options.session_update_budget
+                        "session `{}` keeps more than its budget of updates nobody took; dropping one of {cost} bytes (the application sees UpdatesDropped)",
+                        shared.id
                     ));
                 }
+                if let Some((child, Announced::NotFollowed(limit))) = announced {
+                    report(format!(
+                        "subagent `{child}` of session `{}` is not followed: {limit} subagents are followed already (the application sees SubagentNotFollowed)",
+                        shared.id
+                    ));
+                    shared.updates.record_unfollowed(&child, limit, None, seq);
+                }
+            }
+            Routed::Unfollowed(parent, update, seq) => {
+                // The subagents of a subagent not followed are not followed either; their
+                // updates are told on the same session.
+                if let Arrived::Update(notification) = &update
+                    && let SessionUpdate::SubagentUpdate(subagent) = &notification.update
+                {
+                    subagents::unfollow(&self.state, subagent.session_id.clone(), &parent);
+                }
+                let limit = self.state.options.max_subagents;
+                parent
+                    .updates
+                    .record_unfollowed(update.session_id(), limit, Some(cost), seq);
             }
             Routed::Early => {}
-            Routed::Dropped(reason) => report(reason),
+            Routed::Dropped(reason, id) => {
+                let reason = DropReason::from(reason);
+                self.state.dropped.record(&id, cost, reason);
+                report(format!(
+                    "{} (the application sees it from AgentHandle::take_dropped_updates)",
+                    DroppedUpdates::one(&id, cost, reason)
+                ));
+            }
         }
     }
 }

@@ -9,7 +9,9 @@ use acp_jsonrpc::ConnectionHandle;
 use acp_types::*;
 use serde_json::value::RawValue;
 
+use super::dropped::{DroppedUpdates, UnopenedUpdate};
 use super::state::ClientState;
+use super::subagents;
 use crate::error::{Error, Result};
 use crate::process::ExitStatus;
 use crate::rules;
@@ -255,13 +257,61 @@ impl AgentHandle {
             .ok_or_else(|| Error::NotInitialized(method.to_owned()))
     }
 
+    /// Forgets a session and its subagents (their streams end once what waits is taken) and
+    /// releases their terminals.
     pub(super) fn forget_session(&self, id: &SessionId) {
-        if let Some(session) = self.state.routes.lock().unwrap().remove(id) {
-            session.updates.close();
+        let session = self.state.routes.lock().unwrap().get(id).cloned();
+        match session {
+            Some(session) => subagents::forget_tree(&self.state, &session),
+            None => {
+                if let Some(terminals) = &self.state.options.terminals {
+                    terminals.release_session(id.as_str());
+                }
+            }
         }
-        if let Some(terminals) = &self.state.options.terminals {
-            terminals.release_session(id.as_str());
-        }
+    }
+
+    /// Takes the reports of updates the runtime dropped where no session's stream can say
+    /// so: updates for session ids this client neither opened nor follows, past the
+    /// unopened-session bounds ([`ClientOptions::with_unopened_update_budget`](super::ClientOptions::with_unopened_update_budget)).
+    /// Every other drop is met in its session's stream. At most
+    /// [`DROP_REPORTS_KEPT`](super::DROP_REPORTS_KEPT) reports wait (one per id and reason,
+    /// then merged), so taking them now and then, after each update say, loses nothing.
+    ///
+    /// ```no_run
+    /// # fn show(agent: &acp_runtime::client::AgentHandle) {
+    /// for report in agent.take_dropped_updates() {
+    ///     eprintln!("[updates dropped] {report}");
+    /// }
+    /// # }
+    /// ```
+    pub fn take_dropped_updates(&self) -> Vec<DroppedUpdates> {
+        self.state.dropped.take()
+    }
+
+    /// Takes the updates kept for session ids this client neither opened nor follows, in
+    /// the order they arrived: what an agent sent for a session before answering the call
+    /// that opens it (taking them means that session will not get them), or under an id it
+    /// never opened nor announced. Up to
+    /// [`ClientOptions::with_unopened_update_budget`](super::ClientOptions::with_unopened_update_budget)
+    /// (1 MiB, 16 ids) wait; an application that opens no more sessions shows them with this.
+    ///
+    /// ```no_run
+    /// # fn show(agent: &acp_runtime::client::AgentHandle) {
+    /// for unopened in agent.take_unopened_updates() {
+    ///     eprintln!("[session {}, not opened] {:?}", unopened.session_id, unopened.update);
+    /// }
+    /// # }
+    /// ```
+    pub fn take_unopened_updates(&self) -> Vec<UnopenedUpdate> {
+        let taken = self.state.routes.lock().unwrap().take_early();
+        taken
+            .into_iter()
+            .map(|(session_id, update)| UnopenedUpdate {
+                session_id,
+                update: update.map(|notification| notification.update),
+            })
+            .collect()
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use acp_jsonrpc::{ConnectionOptions, Observer};
 use acp_types::*;
 
+use super::subagents::{DEFAULT_MAX_SUBAGENTS, DEFAULT_SUBAGENT_UPDATE_BUDGET};
 use super::tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 use super::updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
 use acp_host::fs::FsHost;
@@ -23,6 +24,8 @@ pub struct ClientOptions {
     pub(super) connection: ConnectionOptions,
     pub(super) session_update_budget: usize,
     pub(super) unopened_update_budget: usize,
+    pub(super) max_subagents: usize,
+    pub(super) subagent_update_budget: usize,
     pub(super) max_tool_calls: usize,
     pub(super) tool_call_budget: usize,
 }
@@ -41,6 +44,8 @@ impl Default for ClientOptions {
             connection: ConnectionOptions::default(),
             session_update_budget: DEFAULT_SESSION_UPDATE_BUDGET,
             unopened_update_budget: DEFAULT_UNOPENED_UPDATE_BUDGET,
+            max_subagents: DEFAULT_MAX_SUBAGENTS,
+            subagent_update_budget: DEFAULT_SUBAGENT_UPDATE_BUDGET,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             tool_call_budget: DEFAULT_TOOL_CALL_BUDGET,
         }
@@ -150,10 +155,44 @@ impl ClientOptions {
     /// How many bytes of updates are kept, over all session ids this client has not opened,
     /// until it opens them (default [`DEFAULT_UNOPENED_UPDATE_BUDGET`], 1 MiB; at most 16
     /// ids). Agents send a few updates (commands, modes) for a session before answering
-    /// `session/new`; the rest is dropped and reported to the observer, and a session
-    /// opened later meets [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) first.
+    /// `session/new`; the rest is dropped and reported, to the application
+    /// ([`AgentHandle::take_dropped_updates`](super::AgentHandle::take_dropped_updates)) and
+    /// the observer, and a session opened later meets
+    /// [`Error::UpdatesDropped`](crate::Error::UpdatesDropped) first.
     pub fn with_unopened_update_budget(mut self, bytes: usize) -> Self {
         self.unopened_update_budget = bytes;
+        self
+    }
+
+    /// How many subagents (sessions the agent announced with `subagent_update`, at any depth)
+    /// the connection follows at once (default [`DEFAULT_MAX_SUBAGENTS`], 64). At the limit,
+    /// a subagent that is idle, has had every update taken and follows no children is retired
+    /// to make room: its stream ends, and it is followed again (what its parent said of it
+    /// kept) when an update or announcement comes for it. Without such a one, the new
+    /// subagent is not followed, and its updates are dropped: the parent's stream says so
+    /// with [`Error::SubagentNotFollowed`](crate::Error::SubagentNotFollowed). A followed
+    /// subagent is forgotten with the session it belongs to.
+    pub fn with_max_subagents(mut self, subagents: usize) -> Self {
+        self.max_subagents = subagents;
+        self
+    }
+
+    /// How many bytes of updates the queues of all followed subagents keep together, beside
+    /// each one's own [session budget](Self::with_session_update_budget) (default
+    /// [`DEFAULT_SUBAGENT_UPDATE_BUDGET`], 16 MiB). What does not fit is dropped and met in
+    /// the subagent's stream as [`Error::UpdatesDropped`](crate::Error::UpdatesDropped).
+    ///
+    /// ```
+    /// use acp_runtime::client::ClientOptions;
+    ///
+    /// let options = ClientOptions::default()
+    ///     .with_subagents()
+    ///     .with_max_subagents(8)
+    ///     .with_subagent_update_budget(4 << 20);
+    /// # drop(options);
+    /// ```
+    pub fn with_subagent_update_budget(mut self, bytes: usize) -> Self {
+        self.subagent_update_budget = bytes;
         self
     }
 

@@ -3,16 +3,18 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use acp_types::*;
 
 use crate::error::{Error, Result};
 
+use super::family::Family;
 use super::handle::AgentHandle;
 use super::state::SessionShared;
-use super::tool_calls::{ToolCallState, ToolCalls};
+use super::subagents;
+use super::tool_calls::ToolCallState;
 use super::updates::{Popped, UpdateQueue};
 use crate::latch::Latch;
 use crate::rules;
@@ -223,24 +225,17 @@ impl AgentHandle {
                 additional.unwrap_or_default().iter().map(PathBuf::from),
             )
         };
-        let shared = Arc::new(SessionShared {
-            id: id.clone(),
+        let queue = UpdateQueue::new(id.clone(), self.state.options.session_update_budget);
+        let shared = SessionShared::new(
+            &self.state.options,
+            id.clone(),
             roots,
-            cwd: PathBuf::from(cwd),
-            updates: UpdateQueue::new(id.clone(), self.state.options.session_update_budget),
-            turn_active: AtomicBool::new(false),
-            cancel: Mutex::new(Latch::new()),
-            tool_calls: Mutex::new(ToolCalls::new(
-                self.state.options.max_tool_calls,
-                self.state.options.tool_call_budget,
-            )),
-            modes: Mutex::new(modes),
-            config_options: Mutex::new(config_options),
-            answer: Mutex::new(None),
-            unstable: Default::default(),
-            #[cfg(feature = "unstable-models")]
-            current_model: Mutex::new(None),
-        });
+            PathBuf::from(cwd),
+            queue,
+            Family::default(),
+        );
+        *shared.modes.lock().unwrap() = modes;
+        *shared.config_options.lock().unwrap() = config_options;
         // Under the routes lock, so that no update slips between taking the early ones and
         // registering the session.
         let mut routes = self.state.routes.lock().unwrap();
@@ -257,6 +252,14 @@ impl AgentHandle {
 
 /// A session on the agent: prompt turns, cancellation, modes and config options, and the
 /// updates that arrive outside turns.
+///
+/// A subagent the agent announced (a `subagent_update`) is a `Session` too, found with
+/// [`Session::subagents`] or [`AgentHandle::session`]: its updates, tool calls, modes and
+/// config options are its own, and [`Session::subagent`] says whose child it is. Its parent
+/// drives it: [`prompt`](Self::prompt), [`set_mode`](Self::set_mode),
+/// [`set_config_option`](Self::set_config_option) and [`close`](Self::close) are refused
+/// for it without sending, and [`cancel`](Self::cancel) is sent only when the parent
+/// advertised `cancel` for it.
 #[derive(Clone)]
 pub struct Session {
     pub(super) agent: AgentHandle,
@@ -328,6 +331,7 @@ impl Session {
 
     /// Sends a prompt from a full request.
     pub async fn prompt_with(&self, request: PromptRequest) -> Result<PromptTurn> {
+        subagents::check_method(&self.shared, "session/prompt")?;
         let caps = self.agent.initialized("session/prompt")?.agent_capabilities;
         rules::prompt_content(&request.prompt, &caps.prompt_capabilities)
             .map_err(rules::Breach::refused)?;
@@ -338,6 +342,7 @@ impl Session {
             )));
         }
         *self.shared.cancel.lock().unwrap() = Latch::new();
+        subagents::renew_cancellation(&self.shared);
         let raw = serde_json::value::to_raw_value(&request)
             .map_err(|e| Error::Internal(e.to_string()))?;
         let agent = self.agent.clone();
@@ -367,10 +372,18 @@ impl Session {
 
     /// Cancels the running turn: sends `session/cancel`, answers the session's pending
     /// permission requests with `cancelled`, and marks its unfinished tool calls cancelled.
-    /// The turn then ends with `cancelled`.
+    /// The turn then ends with `cancelled`. The session's subagents' pending permission
+    /// requests and unfinished tool calls are part of the turn's work and are cancelled too
+    /// (without a message of their own: the agent stops them with their parent).
+    ///
+    /// On a subagent, this is sent only when its parent advertised `cancel` for it
+    /// ([`Subagent::capabilities`](super::Subagent::capabilities)); else it fails with
+    /// [`Error::Invalid`] and sends nothing.
     pub async fn cancel(&self) -> Result<()> {
+        subagents::check_method(&self.shared, "session/cancel")?;
         self.shared.cancel.lock().unwrap().set();
         self.shared.tool_calls.lock().unwrap().cancel_unfinished();
+        subagents::cancel_subagents(&self.shared);
         self.agent
             .notify(&CancelNotification::new(self.shared.id.clone()))
             .await
@@ -378,6 +391,7 @@ impl Session {
 
     /// Switches mode; the mode must be one the session advertised.
     pub async fn set_mode(&self, mode: impl Into<SessionModeId>) -> Result<()> {
+        subagents::check_method(&self.shared, "session/set_mode")?;
         let mode = mode.into();
         rules::mode(self.id(), self.modes().as_ref(), &mode).map_err(rules::Breach::refused)?;
         self.agent
@@ -405,6 +419,7 @@ impl Session {
         config_id: impl Into<SessionConfigId>,
         value: impl Into<SetSessionConfigOptionRequestKind>,
     ) -> Result<Vec<SessionConfigOption>> {
+        subagents::check_method(&self.shared, "session/set_config_option")?;
         let request =
             SetSessionConfigOptionRequest::new(self.shared.id.clone(), config_id, value.into());
         let client = &self.agent.state.options.capabilities;
@@ -446,8 +461,10 @@ impl Session {
         self.shared.updates.bytes()
     }
 
-    /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals.
+    /// Closes the session (needs `sessionCapabilities.close`) and releases its terminals; its
+    /// subagents are forgotten with it (their streams end once what waits is taken).
     pub async fn close(&self) -> Result<()> {
+        subagents::check_method(&self.shared, "session/close")?;
         self.agent
             .request(&CloseSessionRequest::new(self.shared.id.clone()))
             .await?;
@@ -468,8 +485,8 @@ type ResponseFuture = Pin<Box<dyn Future<Output = Result<PromptResponse>> + Send
 /// Dropping it before the end does not cancel the turn (use [`Session::cancel`](super::Session::cancel)); the turn's
 /// remaining updates stay in the session ([`Session::next_update`](super::Session::next_update)).
 pub struct PromptTurn {
-    session: Session,
-    response: Option<ResponseFuture>,
+    pub(super) session: Session,
+    pub(super) response: Option<ResponseFuture>,
     end: Option<Result<PromptResponse>>,
 }
 
@@ -531,7 +548,7 @@ impl PromptTurn {
         self
     }
 
-    fn finish(&mut self, end: Result<PromptResponse>) {
+    pub(super) fn finish(&mut self, end: Result<PromptResponse>) {
         self.response = None;
         self.session
             .shared

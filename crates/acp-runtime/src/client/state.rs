@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use acp_types::*;
 
+use super::dropped::DropReports;
+use super::family::{Family, Followed};
 use super::options::ClientOptions;
 use super::tool_calls::ToolCalls;
 use super::unstable_state::UnstableState;
@@ -48,6 +50,10 @@ pub(super) struct ClientState {
     /// Fired once the spawned agent's exit is recorded in `exit`.
     pub(super) exit_recorded: Latch,
     pub(super) spawned: AtomicBool,
+    /// The subagents followed, and the budget their queues share.
+    pub(super) subagents: Followed<SessionShared>,
+    /// Updates dropped where no session stream can tell it.
+    pub(super) dropped: DropReports,
 }
 
 pub(super) struct SessionShared {
@@ -69,6 +75,40 @@ pub(super) struct SessionShared {
     #[cfg(feature = "unstable-models")]
     /// The model set since the answer that opened the session (`Session::set_model`).
     pub(super) current_model: Mutex<Option<acp_types::models::ModelId>>,
+    /// Its parent, when it is a subagent, and its own subagents.
+    pub(super) family: Family<SessionShared>,
+}
+
+impl SessionShared {
+    /// The state of a session the application opens, or of a subagent (with its `family`).
+    pub(super) fn new(
+        options: &ClientOptions,
+        id: SessionId,
+        roots: FsRoots,
+        cwd: PathBuf,
+        updates: UpdateQueue,
+        family: Family<SessionShared>,
+    ) -> Arc<Self> {
+        Arc::new(SessionShared {
+            id,
+            roots,
+            cwd,
+            updates,
+            turn_active: AtomicBool::new(false),
+            cancel: Mutex::new(Latch::new()),
+            tool_calls: Mutex::new(ToolCalls::new(
+                options.max_tool_calls,
+                options.tool_call_budget,
+            )),
+            modes: Mutex::new(None),
+            config_options: Mutex::new(None),
+            answer: Mutex::new(None),
+            unstable: Default::default(),
+            #[cfg(feature = "unstable-models")]
+            current_model: Mutex::new(None),
+            family,
+        })
+    }
 }
 
 impl SessionShared {

@@ -89,6 +89,7 @@ pub fn run(case: &str) {
         "deaf-reads" => deaf_reads(&mut wire),
         "tool-call-flood" => tool_call_flood(&mut wire),
         "in-flight-bytes" => in_flight_bytes(&mut wire),
+        "subagent-flood" => subagent_flood(&mut wire),
         other => panic!("no hostile agent `{other}`"),
     }
 }
@@ -320,5 +321,25 @@ fn in_flight_bytes(wire: &mut Wire) {
     let report = format!("refused:{refused} kill:{kill} exited:{exited} other:{other}");
     wire.update("s", &report);
     wire.reply(prompt, json!({"stopReason": "end_turn"}));
+    wire.recv();
+}
+
+/// Announces 80 subagents in a turn and sends 1 MiB under each one's own session id.
+fn subagent_flood(wire: &mut Wire) {
+    wire.start("s");
+    let (id, _) = wire.expect("session/prompt");
+    let text = "c".repeat(1 << 20);
+    for n in 0..80 {
+        let child = format!("child-{n}");
+        wire.send(
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "s",
+                "update": {"sessionUpdate": "subagent_update", "sessionId": child,
+                    "title": format!("Task {n}"), "state": {"state": "running"}}
+            }}),
+        );
+        wire.update(&child, &text);
+    }
+    wire.reply(id, json!({"stopReason": "end_turn"}));
     wire.recv();
 }

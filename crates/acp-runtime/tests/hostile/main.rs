@@ -18,8 +18,9 @@ mod sessions;
 use std::time::{Duration, Instant};
 
 use acp_runtime::client::{
-    self, AgentHandle, AutoAllow, ClientOptions, DEFAULT_SESSION_UPDATE_BUDGET,
-    DEFAULT_TOOL_CALL_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET, ToolCallState,
+    self, AgentHandle, AutoAllow, ClientOptions, DEFAULT_MAX_SUBAGENTS,
+    DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_SUBAGENT_UPDATE_BUDGET, DEFAULT_TOOL_CALL_BUDGET,
+    DEFAULT_UNOPENED_UPDATE_BUDGET, ToolCallState,
 };
 use acp_runtime::fs::FsHost;
 use acp_runtime::process::AgentCommand;
@@ -42,6 +43,7 @@ const CASES: &[(&str, Case)] = &[
     ("tool-call-flood", tool_call_flood),
     ("in-flight-bytes", in_flight_bytes),
     ("session-flood", sessions::session_flood),
+    ("subagent-flood", subagent_flood),
 ];
 
 /// Hang guard for one case: far above what any case takes, so that a regression fails
@@ -321,6 +323,57 @@ fn slow_session() -> Result<()> {
             })?;
             turn.end().await?;
             Ok::<_, Error>(())
+        },
+    )?;
+    Ok(())
+}
+
+/// 80 subagents of 1 MiB each in a turn whose reader takes only the parent's updates: 64 are
+/// followed and their queues keep at most their shared budget (plus one update); the other
+/// 16 are told in the parent's stream; afterwards every child's update is delivered or its
+/// drop met, in the child's stream.
+fn subagent_flood() -> Result<()> {
+    client::run_spawned(
+        AutoAllow,
+        agent("subagent-flood"),
+        ClientOptions::default().with_subagents(),
+        |agent| async move {
+            agent.initialize().await?;
+            let session = agent.new_session("/tmp").await?;
+            let mut turn = session.prompt(vec!["go".into()]).await?;
+            let (mut announced, mut told) = (0, 0);
+            while let Some(update) = turn.next().await {
+                match update {
+                    Ok(SessionUpdate::SubagentUpdate(_)) => announced += 1,
+                    Err(Error::SubagentNotFollowed { updates, .. }) => told += updates,
+                    other => return Err(Error::Internal(format!("{other:?}"))),
+                }
+            }
+            turn.end().await?;
+            let kept = agent.buffered_subagent_bytes();
+            check(
+                kept <= DEFAULT_SUBAGENT_UPDATE_BUDGET + (1 << 20) + 1024,
+                || format!("{kept} bytes kept"),
+            )?;
+            check(agent.subagent_count() == DEFAULT_MAX_SUBAGENTS, || {
+                format!("{} followed", agent.subagent_count())
+            })?;
+            let (mut delivered, mut dropped) = (0, 0);
+            while let Some(item) = session.try_next_in_tree() {
+                match item.update {
+                    Ok(_) => delivered += 1,
+                    Err(Error::UpdatesDropped { updates, .. }) => dropped += updates,
+                    Err(other) => return Err(other),
+                }
+            }
+            check(
+                announced == 80 && told == 16 && delivered + dropped == 64 && dropped > 0,
+                || {
+                    format!(
+                        "{announced} announced, {told} told, {delivered} delivered, {dropped} dropped"
+                    )
+                },
+            )
         },
     )?;
     Ok(())
