@@ -55,6 +55,12 @@ impl Default for ConnectionOptions {
 }
 
 impl ConnectionOptions {
+    /// The maximum line length ([`with_max_line_length`](Self::with_max_line_length)), for a
+    /// reader that reads a connection's first lines before handing it over.
+    pub fn max_line_length(&self) -> usize {
+        self.max_line_length
+    }
+
     /// Whether a request whose id is `null` is refused: answered `-32600` (with id `null`),
     /// reported as [`Problem::NullRequestId`](crate::Problem::NullRequestId), never handled.
     /// JSON-RPC 2.0 discourages `null` ids; ACP v2 forbids them, v1 does not. Default: off
