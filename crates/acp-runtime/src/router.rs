@@ -178,6 +178,24 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
     }
 }
 
+impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
+    /// Serves one connection on this process's stdin and stdout, as
+    /// [`agent::serve_stdio`](crate::agent::serve_stdio) does for a v1 agent (the same I/O
+    /// path, so that the two cost the same but for the router), until the client closes stdin.
+    pub fn serve_stdio(self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
+            let (pipes, reader, writer) = crate::os::pipe_loop::pipes(reader, writer)?;
+            let reader =
+                futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+            return crate::os::pipe_loop::block_on(&pipes, self.serve(reader, writer))?
+                .map_err(std::io::Error::other);
+        }
+        let (reader, writer) = crate::stdio::stdio()?;
+        smol::block_on(self.serve(reader, writer)).map_err(std::io::Error::other)
+    }
+}
+
 fn refuse(id: RequestId, error: ResponseError) -> Response {
     Response {
         id,
