@@ -45,7 +45,7 @@
 //!   [`Handoff`]): every later message, a repeated `initialize` included, is the chosen side's,
 //!   never routed again. A connection of a v2 side refuses `null` request ids (`-32600`).
 //!
-//! The v1 side is served exactly as [`agent::serve`](crate::agent::serve) serves it; the
+//! The v1 side is served exactly as [`agent::serve`] serves it; the
 //! router's cost is reading the first line before handing it over (docs/performance.md).
 
 mod downgrade;
@@ -85,7 +85,7 @@ pub struct Absent;
 
 impl<V1, V2> Router<V1, V2> {
     /// Serves version 1 (and every request below 2, and above 2 when there is no v2 side) with
-    /// `agent`, as [`agent::serve`](crate::agent::serve) does.
+    /// `agent`, as [`agent::serve`] does.
     pub fn with_v1<A: Agent>(self, agent: A) -> Router<A, V2> {
         Router {
             v1: agent,
@@ -180,7 +180,7 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
 
 impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
     /// Serves one connection on this process's stdin and stdout, as
-    /// [`agent::serve_stdio`](crate::agent::serve_stdio) does for a v1 agent (the same I/O
+    /// [`agent::serve_stdio`] does for a v1 agent (the same I/O
     /// path, so that the two cost the same but for the router), until the client closes stdin.
     pub fn serve_stdio(self) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
