@@ -38,6 +38,32 @@ impl Agent for V1Agent {
     }
 }
 
+/// A v1 agent that shows the capabilities the client advertised, as it decoded them, in its
+/// answer's `agentInfo.title`.
+struct ShowsCapabilities;
+
+impl Agent for ShowsCapabilities {
+    async fn initialize(
+        &self,
+        request: InitializeRequest,
+        _: &ClientHandle,
+    ) -> Result<InitializeResponse> {
+        let seen = serde_json::to_string(&request.client_capabilities).unwrap();
+        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
+            .with_agent_info(Implementation::new("caps", "1").with_title(seen)))
+    }
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new("s1"))
+    }
+    async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
 /// A v2 side: answers every request with the method, how many requests it has seen, and the
 /// params that reached it.
 #[derive(Default)]
@@ -208,6 +234,18 @@ fn a_downgrade_normalizes_the_params_to_v1() {
     insta::assert_snapshot!(out);
     assert!(out.contains(r#""protocolVersion":1"#), "{out}");
     assert!(out.contains("v1 met ed"), "{out}");
+    // v2's `auth.terminal: {}` is v1's `true`, and v2's baseline boolean config options are
+    // advertised the v1 way.
+    let router = acp_runtime::router::router().with_v1(ShowsCapabilities);
+    let answer: serde_json::Value = serde_json::from_str(&exchange(router, &[INIT_V2])).unwrap();
+    let seen: serde_json::Value =
+        serde_json::from_str(answer["result"]["agentInfo"]["title"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["auth"]["terminal"], serde_json::json!(true), "{seen}");
+    assert_eq!(
+        seen["session"]["configOptions"]["boolean"],
+        serde_json::json!({}),
+        "{seen}"
+    );
 }
 
 #[test]
