@@ -59,6 +59,9 @@ pub enum Source {
     Official(&'static str),
     /// A script in `bench/official/ts`, run with `node`.
     Node(&'static str),
+    /// Our bench agent served through the version router (`acp-agent --routed`): the router's
+    /// cost on v1.
+    Routed,
     /// Our bench agent behind `acp-conductor agent` with this many `acp-conductor
     /// pass-through` proxies in front of it: the cost of a conductor and of each hop.
     Chain(usize),
@@ -80,6 +83,8 @@ pub const AGENTS: &[(&str, Source)] = &[
     ("official04", Source::Official("official04-agent")),
     ("official5", Source::Official("official5-agent")),
     ("ts", Source::Node("agent.mjs")),
+    // Our agent through the version router (docs/protocol-v2.md), only with `--pair`.
+    ("routed", Source::Routed),
     // Proxy chains (docs/proxy.md), only with `--pair`: not in the default pairs.
     ("chain0", Source::Chain(0)),
     ("chain1", Source::Chain(1)),

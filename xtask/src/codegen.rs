@@ -24,23 +24,51 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-/// Generated files: pin name → the types module, and the proptest strategies for its test.
-pub const OUTPUTS: &[(&str, &str, &str)] = &[
-    (
-        "stable",
-        "crates/acp-types/src/generated/stable.rs",
-        "crates/acp-types/tests/generated/stable_strategies.rs",
-    ),
-    (
-        "unstable",
-        "crates/acp-types/src/generated/unstable.rs",
-        "crates/acp-types/tests/generated/unstable_strategies.rs",
-    ),
+/// One generated types module and the proptest strategies for its round-trip test.
+pub struct Output {
+    /// The pin it is generated from.
+    pub pin: &'static str,
+    /// The types module.
+    pub types: &'static str,
+    /// The strategies, which name the types from `root`.
+    pub strategies: &'static str,
+    /// Where the types are, for the strategies: `acp_types` or a module of it.
+    pub root: &'static str,
+}
+
+/// The generated files: v1 is the crate root (stable, or the unstable superset with the
+/// `unstable` feature); v2 is `acp_types::v2` (feature `unstable-protocol-v2`), likewise.
+pub const OUTPUTS: &[Output] = &[
+    Output {
+        pin: "stable",
+        types: "crates/acp-types/src/generated/stable.rs",
+        strategies: "crates/acp-types/tests/generated/stable_strategies.rs",
+        root: "acp_types",
+    },
+    Output {
+        pin: "unstable",
+        types: "crates/acp-types/src/generated/unstable.rs",
+        strategies: "crates/acp-types/tests/generated/unstable_strategies.rs",
+        root: "acp_types",
+    },
+    Output {
+        pin: "v2",
+        types: "crates/acp-types/src/generated/v2.rs",
+        strategies: "crates/acp-types/tests/generated/v2_strategies.rs",
+        root: "acp_types::v2",
+    },
+    Output {
+        pin: "v2-unstable",
+        types: "crates/acp-types/src/generated/v2_unstable.rs",
+        strategies: "crates/acp-types/tests/generated/v2_unstable_strategies.rs",
+        root: "acp_types::v2",
+    },
 ];
 
 /// What `cargo xtask codegen --help` says the task does.
 pub const ABOUT: &str = "\
-Regenerates crates/acp-types/src/generated/{stable,unstable}.rs and the proptest strategies
+Regenerates crates/acp-types/src/generated/{stable,unstable,v2,v2_unstable}.rs and the
+proptest strategies
 in crates/acp-types/tests/generated/ from the ACP schemas pinned in xtask/schema-pins.json
 (committed under xtask/schemas/ and verified by their sha256). Only
 files whose contents change are written. Then it lists the files that changed, summarizes the
@@ -105,10 +133,11 @@ pub fn run(args: Args) -> Result<(), String> {
     let mut changed = Vec::new();
     let mut moved = Vec::new();
     let mut stable_text = String::new();
-    for (pin_name, types_file, strategies_file) in OUTPUTS {
+    for output in OUTPUTS {
+        let (pin_name, types_file, strategies_file) = (output.pin, output.types, output.strategies);
         let pin = source::pin(pin_name)?;
         let text = source::fetch(&pin)?;
-        if *pin_name == "stable" {
+        if pin_name == "stable" {
             stable_text = text.clone();
         }
         let description = pin.description();
@@ -127,7 +156,7 @@ pub fn run(args: Args) -> Result<(), String> {
         if ensure_file_contents(&types_path, &code, mode)? {
             changed.push(types_file.to_string());
         }
-        let strategies = reformat(&strategies::emit(&model, &description)?)?;
+        let strategies = reformat(&strategies::emit(&model, &description, output.root)?)?;
         if ensure_file_contents(&project_root().join(strategies_file), &strategies, mode)? {
             changed.push(strategies_file.to_string());
         }

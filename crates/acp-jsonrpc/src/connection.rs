@@ -33,6 +33,7 @@ pub struct ConnectionOptions {
     pub(crate) in_flight_budget: usize,
     pub(crate) shared_in_flight_budget: Option<ByteBudget>,
     pub(crate) observer: SharedObserver,
+    pub(crate) refuse_null_ids: bool,
 }
 
 /// The default of [`ConnectionOptions::with_reply_budget`]: 32 MiB.
@@ -48,11 +49,27 @@ impl Default for ConnectionOptions {
             in_flight_budget: DEFAULT_IN_FLIGHT_BUDGET,
             shared_in_flight_budget: None,
             observer: None,
+            refuse_null_ids: false,
         }
     }
 }
 
 impl ConnectionOptions {
+    /// The maximum line length ([`with_max_line_length`](Self::with_max_line_length)), for a
+    /// reader that reads a connection's first lines before handing it over.
+    pub fn max_line_length(&self) -> usize {
+        self.max_line_length
+    }
+
+    /// Whether a request whose id is `null` is refused: answered `-32600` (with id `null`),
+    /// reported as [`Problem::NullRequestId`](crate::Problem::NullRequestId), never handled.
+    /// JSON-RPC 2.0 discourages `null` ids; ACP v2 forbids them, v1 does not. Default: off
+    /// (such a request is handled, and answered with id `null`).
+    pub fn with_null_request_ids_refused(mut self, refused: bool) -> Self {
+        self.refuse_null_ids = refused;
+        self
+    }
+
     /// Lines longer than this many bytes are skipped and reported as
     /// [`Problem::LineTooLong`]. Default: 64 MiB.
     pub fn with_max_line_length(mut self, bytes: usize) -> Self {

@@ -183,6 +183,8 @@ pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
     /// `route`).
     fresh_requests: bool,
     max_in_flight: usize,
+    /// [`ConnectionOptions::with_null_request_ids_refused`](crate::ConnectionOptions::with_null_request_ids_refused).
+    refuse_null_ids: bool,
     phase: Phase,
     wake: Arc<DriverWake>,
     /// A waker for `wake`, made once.
@@ -231,6 +233,7 @@ where
             read_this_poll: 0,
             fresh_requests: false,
             max_in_flight: options.max_in_flight_requests,
+            refuse_null_ids: options.refuse_null_ids,
             phase: Phase::Running,
             wake: wake.clone(),
             waker: Waker::from(wake),
@@ -448,6 +451,14 @@ where
     }
 
     fn accept_request(&mut self, request: Request, length: usize, trace: IncomingTrace) {
+        if self.refuse_null_ids && request.id.is_null() {
+            let error = ResponseError::invalid_request("a request id must not be null");
+            self.shared.reply_error(&request.id, &error);
+            self.shared.report(Problem::NullRequestId {
+                method: request.method,
+            });
+            return;
+        }
         let limit = self.max_in_flight;
         let running = self.requests.len();
         let state = match self

@@ -218,6 +218,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
+mod handoff;
 mod id;
 pub mod json;
 mod line_reader;
@@ -236,6 +237,7 @@ pub use connection::{
 };
 pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, ResponseError, excerpt};
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
+pub use handoff::Handoff;
 pub use id::RequestId;
 pub use line_reader::{
     DEFAULT_MAX_LINE_LENGTH, LineEvent, LineReader, strip_byte_order_mark, write_message,

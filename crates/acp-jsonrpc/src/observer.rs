@@ -54,6 +54,13 @@ pub enum Problem {
     /// answered, cancelled, timed out, never sent — or `null`, which is how
     /// a peer reports that it could not read one of our messages.
     UnknownResponse(Response),
+    /// A request arrived with id `null` on a connection that refuses them
+    /// ([`ConnectionOptions::with_null_request_ids_refused`](crate::ConnectionOptions::with_null_request_ids_refused));
+    /// it was answered `-32600` and never reached the handler.
+    NullRequestId {
+        /// The refused request's method.
+        method: String,
+    },
     /// A request arrived with the id of a request of the peer that is still
     /// being handled; it was refused with `-32600`.
     DuplicateRequestId(RequestId),
@@ -137,6 +144,9 @@ impl fmt::Display for Problem {
                     write!(f, ": {error}")?;
                 }
                 Ok(())
+            }
+            Problem::NullRequestId { method } => {
+                write!(f, "refused a `{method}` request: its id is null")
             }
             Problem::DuplicateRequestId(id) => {
                 write!(

@@ -515,3 +515,35 @@ fn request_beyond_the_in_flight_limit_is_refused() {
         );
     });
 }
+
+/// A request with id `null` is handled by default (v1 allows it) and answered with id `null`;
+/// on a connection that refuses them (ACP v2) it is answered `-32600` and never handled.
+#[test]
+fn null_request_ids_are_refused_only_when_switched_on() {
+    run(async {
+        let line = br#"{"jsonrpc":"2.0","id":null,"method":"add","params":{"a":1,"b":2}}"#;
+        for refused in [false, true] {
+            let recorder = Recorder::default();
+            let options = ConnectionOptions::default()
+                .with_observer(recorder.clone())
+                .with_null_request_ids_refused(refused);
+            let (_handle, mut peer, _driver) = connect(TestHandler::default(), options);
+            let replies = peer.replies_to(line).await;
+            let name = match refused {
+                true => "null_request_id_refused",
+                false => "null_request_id_handled",
+            };
+            insta::assert_snapshot!(name, replies.join("\n"));
+            let problems = recorder.problems();
+            match refused {
+                true => assert_eq!(
+                    problems,
+                    [Problem::NullRequestId {
+                        method: "add".into()
+                    }]
+                ),
+                false => assert!(problems.is_empty(), "{problems:?}"),
+            }
+        }
+    });
+}

@@ -106,6 +106,12 @@
 //! | `unstable-speed-config-category` | the `speed` config option category | types only | types only | — | `tests/unstable_client.rs` |
 //! | `unstable-models` (seed-era, turns on `acp-types/models` only) | `session/set_model`, `models` in session answers | `Agent::set_model`; `ClientHandle::offer_models`, `SessionClient::offer_models` | `Session::models`, `Session::set_model` (refused with [`Error::Invalid`] for a model the session did not advertise) | the session's `models` | `tests/models.rs` |
 //!
+//! Protocol v2 is its own feature, `unstable-protocol-v2`, kept out of `unstable` as upstream
+//! keeps `unstable_protocol_v2`: [`router`] serves v1 and v2 on one endpoint, picking the
+//! version per connection from `initialize` (acp-types' `v2` holds the types). The v2 agent and
+//! client sides are not written yet: the router's v2 side is a JSON-RPC handler
+//! (docs/protocol-v2.md).
+//!
 //! An update kind the client did not advertise is refused by the agent's runtime before it
 //! is sent, and reported (not dropped) by the client's runtime when a peer sends it anyway.
 //!
@@ -165,6 +171,8 @@ pub mod prelude;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod proxy;
 mod reply;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod router;
 mod rules;
 mod shape_reader;
 pub mod stdio;

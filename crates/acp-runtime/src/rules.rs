@@ -14,7 +14,7 @@
 //!
 //! | rule | agent checks (incoming) | client checks (outgoing) |
 //! |---|---|---|
-//! | [`supported_version`], [`negotiate`] | `initialize` | `initialize` answer |
+//! | [`supported_version`], [`negotiate`], [`repeated_initialize`]; the router's [`select`] (`version.rs`) | `initialize` | `initialize` answer |
 //! | [`agent_method`]: method → agent capability | every request | every request |
 //! | [`client_method`]: method → client capability | (outgoing) every request | every request (incoming) |
 //! | [`absolute_cwd`], [`mcp_servers`], [`system_prompt`] | `session/new`, `load`, `resume` (and `fork`) | the same |
@@ -41,12 +41,13 @@ use crate::error::{Error, codes};
 #[cfg(feature = "unstable-proxy-chains")]
 mod proxy;
 pub(crate) mod unstable;
+mod version;
 
 #[cfg(feature = "unstable-proxy-chains")]
 pub(crate) use proxy::*;
 
-/// Protocol versions this runtime speaks, oldest first.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[u16] = &[1];
+pub use version::SUPPORTED_PROTOCOL_VERSIONS;
+pub(crate) use version::*;
 
 /// The longest `cwd` or additional directory a session accepts, in bytes: the platform's
 /// `PATH_MAX` (4096 on Linux, 1024 on macOS), past which no system call takes the path anyway.
@@ -156,19 +157,6 @@ impl std::fmt::Display for Breach {
 }
 
 type Rule = std::result::Result<(), Breach>;
-
-/// The version an agent answers: the client's when this runtime speaks it, else the latest.
-pub(crate) fn negotiate(requested: ProtocolVersion) -> ProtocolVersion {
-    if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested.0) {
-        requested
-    } else {
-        ProtocolVersion(
-            *SUPPORTED_PROTOCOL_VERSIONS
-                .last()
-                .expect("at least one version"),
-        )
-    }
-}
 
 /// A client accepts only an answered version it speaks.
 pub(crate) fn supported_version(offered: ProtocolVersion) -> Result<(), Error> {

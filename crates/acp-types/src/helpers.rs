@@ -1,16 +1,10 @@
 //! Hand-written conveniences on generated types: the short expressions for the messages every
 //! agent and client writes. These are the ones every generated protocol version has the types
 //! for (xtask's `every_pinned_schema_generates_compiling_code` compiles them against the v2
-//! schema too); those that need v1's shapes are in `helpers_v1.rs`.
+//! schema too, and `acp_types::v2` includes this file as its own child); those that need v1's
+//! shapes, and v1's version constants, are in `helpers_v1.rs`.
 
-use crate::*;
-
-impl ProtocolVersion {
-    /// Protocol version 1, the only version so far.
-    pub const V1: ProtocolVersion = ProtocolVersion(1);
-    /// The newest version this crate speaks.
-    pub const LATEST: ProtocolVersion = ProtocolVersion::V1;
-}
+use super::*;
 
 impl ContentBlock {
     /// A plain text block.

@@ -1,10 +1,18 @@
 //! Hand-written conveniences on generated types that need protocol v1's shapes: the content
 //! chunks and session updates, tool calls and their updates, config values and the prompt
 //! answer (v2 names and shapes these differently: a chunk carries a message id, a tool call
-//! location an `AbsolutePath`, ...). The ones every version has are in `helpers.rs`; v2 gets its
-//! own when v2 is supported.
+//! location an `AbsolutePath`, ...). The ones every version has are in `helpers.rs`; v2's own
+//! are in `v2.rs`.
 
 use crate::*;
+
+impl ProtocolVersion {
+    /// Protocol version 1.
+    pub const V1: ProtocolVersion = ProtocolVersion(1);
+    /// The newest version the v1 types speak (v2 is `acp_types::v2`, feature
+    /// `unstable-protocol-v2`).
+    pub const LATEST: ProtocolVersion = ProtocolVersion::V1;
+}
 
 impl From<&str> for ContentChunk {
     fn from(text: &str) -> Self {

@@ -105,6 +105,8 @@
 //!   the stable schema.
 //! - `models`: the `models` module, the seed-era model selection (`session/set_model`,
 //!   `models` in session answers) that agents still send, typed from the `2025-10` schema pin.
+//! - `unstable-protocol-v2`: the `v2` module, protocol v2 (a published draft) beside v1; with
+//!   `unstable` too, v2's unstable superset. `unstable` alone does not turn it on.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -149,6 +151,9 @@ mod generated;
 #[cfg(feature = "models")]
 #[path = "generated/models.rs"]
 pub mod models;
+
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod v2;
 
 /// The schema these types were generated from: `"stable"`, or `"unstable"` with the
 /// `unstable` feature. The wire form of a value can differ between the two (the unstable

@@ -34,6 +34,13 @@ impl Layout {
                 Some(why) => Err(why.clone()),
                 None => existing(self.main_bin.join(bin)),
             },
+            Source::Routed => match &self.ours_unavailable {
+                Some(why) => Err(why.clone()),
+                None => existing(self.main_bin.join("acp-agent")).map(|mut command| {
+                    command.push("--routed".to_owned());
+                    command
+                }),
+            },
             Source::Chain(proxies) => match &self.ours_unavailable {
                 Some(why) => Err(why.clone()),
                 None => existing(self.main_bin.join("acp-conductor")).and_then(|conductor| {
@@ -155,6 +162,8 @@ pub(super) fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), 
             "--release",
             "-p",
             "acp-bench",
+            "--features",
+            "routed",
             "--bins",
         ]),
     );

@@ -185,7 +185,10 @@ impl RuntimeNames {
                 } else if path.extension().is_some_and(|e| e == "rs") {
                     let text = std::fs::read_to_string(&path)
                         .map_err(|e| format!("reading {}: {e}", path.display()))?;
-                    let is_rules = path == src.join("rules.rs");
+                    // The rule book and its children (`rules/version.rs`, ...), whose rules it
+                    // re-exports as `rules::…`.
+                    let is_rules = path == src.join("rules.rs")
+                        || path.parent() == Some(src.join("rules").as_path());
                     names.add_file(&text, is_rules);
                 }
             }
@@ -193,7 +196,7 @@ impl RuntimeNames {
         Ok(names)
     }
 
-    /// A file's names: top-level fns (of `rules.rs`) and the fns of its top-level impl and
+    /// A file's names: top-level fns (of `rules.rs` and `rules/`) and the fns of its top-level impl and
     /// trait blocks, found by their lines (rustfmt puts each item at the start of a line).
     pub fn add_file(&mut self, text: &str, is_rules: bool) {
         let mut owner: Option<String> = None;

@@ -11,9 +11,16 @@ mod structs;
 
 pub fn emit(model: &Model, source: &str) -> String {
     let known: BTreeSet<&str> = model.items.iter().map(|i| i.name.as_str()).collect();
+    let structs: BTreeSet<&str> = model
+        .items
+        .iter()
+        .filter(|i| matches!(i.kind, ItemKind::Struct(_)))
+        .map(|i| i.name.as_str())
+        .collect();
     let mut e = Emitter {
         out: String::new(),
         known: &known,
+        structs: &structs,
     };
     writeln!(
         e.out,
@@ -41,6 +48,8 @@ pub fn emit(model: &Model, source: &str) -> String {
 struct Emitter<'a> {
     out: String,
     known: &'a BTreeSet<&'a str>,
+    /// The items that are structs (see `untagged`).
+    structs: &'a BTreeSet<&'a str>,
 }
 
 impl Emitter<'_> {
@@ -331,9 +340,25 @@ use super::*;
     }
 
     fn untagged(&mut self, name: &str, variants: &[UntaggedVariant]) {
+        let has_catch_all = variants.iter().any(|v| v.ty == Some(Ty::Any));
         writeln!(self.out, "#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]\n#[serde(untagged)]\n#[non_exhaustive]\npub enum {name} {{").unwrap();
         for v in variants {
-            self.doc(v.doc.as_deref(), "    ");
+            // An arm the schema does not describe is named by what it holds.
+            let fallback = match &v.ty {
+                Some(Ty::Ref(target)) => format!("A [`{target}`]."),
+                Some(Ty::Any) => "Any other value, kept as sent.".to_owned(),
+                Some(ty) => format!("A value of type `{}`.", rust_ty(ty)),
+                None => "`null`.".to_owned(),
+            };
+            self.doc(Some(v.doc.as_deref().unwrap_or(&fallback)), "    ");
+            // serde reads a struct from a JSON array too (its fields in order), so that in a
+            // union with a catch-all, `[""]` would be taken for the first struct arm instead of
+            // landing in the catch-all; these arms take objects only.
+            if has_catch_all
+                && matches!(&v.ty, Some(Ty::Ref(target)) if self.structs.contains(target.as_str()))
+            {
+                writeln!(self.out, "    #[serde(deserialize_with = \"de::object\")]").unwrap();
+            }
             match &v.ty {
                 Some(ty) => writeln!(self.out, "    {}({}),", v.rust_name, rust_ty(ty)).unwrap(),
                 None => writeln!(self.out, "    {},", v.rust_name).unwrap(),

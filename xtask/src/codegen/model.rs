@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 pub mod keywords;
 pub mod names;
+pub mod state;
 mod union;
 
 #[derive(Debug, Default)]
@@ -173,6 +174,10 @@ pub fn lower(schema: &Json) -> Result<Model> {
         defs,
         model: Model::default(),
         names: BTreeSet::new(),
+        upserted: state::upserted(defs)?
+            .iter()
+            .map(|name| names::rust_name(name))
+            .collect(),
     };
     for (name, _) in defs {
         lowerer.names.insert(names::rust_name(name));
@@ -194,6 +199,9 @@ struct Lowerer<'a> {
     defs: &'a [(String, Json)],
     model: Model,
     names: BTreeSet<String>,
+    /// The definitions an `x-state` upsert merges into session state (Rust names): their
+    /// optional fields are patches whatever their descriptions say ([`state`]).
+    upserted: BTreeSet<String>,
 }
 
 impl Lowerer<'_> {
@@ -294,7 +302,7 @@ impl Lowerer<'_> {
         for (json_name, prop) in properties {
             let prop_path = format!("{path}/properties/{json_name}");
             let (ty, nullable) = self.lower_ty(prop, &prop_path)?;
-            let doc = description(prop);
+            let doc = with_encoding_note(description(prop), prop);
             let is_required = required.contains(&json_name.as_str());
             let default = prop.get("default");
             let presence = if is_required {
@@ -303,6 +311,9 @@ impl Lowerer<'_> {
                 } else {
                     Presence::Required
                 }
+            } else if self.upserted.contains(owner) && (nullable || ty == Ty::Any) {
+                // An upsert's field: absent leaves the stored value, `null` clears it (v2).
+                Presence::Patch
             } else if nullable && doc.as_deref().is_some_and(means_null_clears) {
                 Presence::Patch
             } else if let Some(default) = default {
@@ -314,7 +325,6 @@ impl Lowerer<'_> {
             } else {
                 Presence::Optional
             };
-            let _ = owner;
             fields.push(Field {
                 json_name: json_name.clone(),
                 rust_name: snake(json_name),
@@ -469,6 +479,7 @@ impl Lowerer<'_> {
                                 defs: self.defs,
                                 model: Model::default(),
                                 names: BTreeSet::new(),
+                                upserted: BTreeSet::new(),
                             };
                             probe
                                 .lower_ty(prop, "")
@@ -482,6 +493,7 @@ impl Lowerer<'_> {
                                 defs: self.defs,
                                 model: Model::default(),
                                 names: BTreeSet::new(),
+                                upserted: BTreeSet::new(),
                             };
                             probe
                                 .lower_ty(prop, "")
@@ -597,6 +609,19 @@ fn description(schema: &Json) -> Option<String> {
         .get("description")
         .and_then(Json::as_str)
         .map(str::to_owned)
+}
+
+/// `contentEncoding` keeps the string as sent (the wire text, e.g. base64), so the field's doc
+/// says how to read it.
+fn with_encoding_note(doc: Option<String>, schema: &Json) -> Option<String> {
+    let Some(encoding) = schema.get("contentEncoding").and_then(Json::as_str) else {
+        return doc;
+    };
+    let note = format!("The text is `{encoding}`-encoded (`contentEncoding`); it is kept as sent.");
+    Some(match doc {
+        Some(doc) => format!("{doc}\n\n{note}"),
+        None => note,
+    })
 }
 
 /// A schema that says nothing but (optionally) docs and our extension keywords: any JSON value.

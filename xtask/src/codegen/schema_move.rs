@@ -181,7 +181,8 @@ fn generate_both(text: &str, description: &str) -> Generated {
     let model = lower(text).unwrap();
     Generated {
         types: reformat(&emit::emit(&model, description)).unwrap(),
-        strategies: reformat(&strategies::emit(&model, description).unwrap()).unwrap(),
+        strategies: reformat(&strategies::emit(&model, description, OUTPUTS[0].root).unwrap())
+            .unwrap(),
     }
 }
 
@@ -307,7 +308,8 @@ fn a_schema_move_changes_only_what_the_schema_change_explains() {
     // No hand edit: the committed files are exactly the generator's output.
     let committed = |path: &str| std::fs::read_to_string(project_root().join(path)).unwrap();
     assert!(
-        old.types == committed(OUTPUTS[0].1) && old.strategies == committed(OUTPUTS[0].2),
+        old.types == committed(OUTPUTS[0].types)
+            && old.strategies == committed(OUTPUTS[0].strategies),
         "the committed stable files are not the generator's output: run `cargo xtask codegen`"
     );
 
@@ -455,7 +457,7 @@ fn a_schema_move_end_to_end() {
     // codegen: the stable pin moved to the fixture schema.
     let (old_text, description) = stable();
     let new = generate_both(&moved(&old_text), &description);
-    let (_, types_file, strategies_file) = OUTPUTS[0];
+    let (types_file, strategies_file) = (OUTPUTS[0].types, OUTPUTS[0].strategies);
     for (file, text) in [(types_file, &new.types), (strategies_file, &new.strategies)] {
         assert!(ensure_file_contents(&workspace.join(file), text, crate::Mode::Write).unwrap());
     }

@@ -90,7 +90,15 @@ async fn join_all(
 
 fn main() {
     let started = Instant::now();
-    let result = agent::serve_stdio(BenchAgent);
+    let result = match std::env::args().nth(1).as_deref() {
+        None => agent::serve_stdio(BenchAgent),
+        // The same agent behind the version router (feature `routed`): the router's cost.
+        #[cfg(feature = "routed")]
+        Some("--routed") => acp_runtime::router::router()
+            .with_v1(BenchAgent)
+            .serve_stdio(),
+        Some(other) => Err(std::io::Error::other(format!("unknown argument {other}"))),
+    };
     rusage::report_or_warn(Role::Agent, IMPL, started);
     if let Err(error) = result {
         eprintln!("acp-agent: {error}");

@@ -61,9 +61,7 @@ impl<A: Agent> AgentDispatch<A> {
                 *init = InitState::Initializing(latch.clone());
                 Gate::Initialize(latch)
             }
-            (_, "initialize") => {
-                Gate::Refuse(rules::not_initialized("`initialize` was already called"))
-            }
+            (_, "initialize") => Gate::Refuse(rules::repeated_initialize()),
             (InitState::NotStarted, _) => Gate::Refuse(rules::not_initialized(format!(
                 "`{method}` before `initialize`: the client must call `initialize` first"
             ))),

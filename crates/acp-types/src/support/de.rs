@@ -118,6 +118,19 @@ fn lenient_items_of<T: DeserializeOwned>(value: Value) -> Option<Vec<T>> {
     }
 }
 
+/// A struct arm of an untagged union that has a catch-all: only a JSON object is this arm
+/// (serde would also read a struct from an array of its fields, taking a value meant for the
+/// catch-all).
+pub fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    if !value.is_object() {
+        return Err(serde::de::Error::custom("expected a JSON object"));
+    }
+    T::deserialize(value).map_err(serde::de::Error::custom)
+}
+
 /// `x-deserialize-default-on-null`: `null` decodes as `T::default()`.
 pub fn null_as_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
     deserializer: D,

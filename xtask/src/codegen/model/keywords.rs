@@ -1,6 +1,7 @@
 //! Every JSON Schema keyword the generator meets, and what it does with it. A keyword outside
 //! [`KEYWORDS`] stops the generator with its schema path: a new schema that says something new
-//! (v2's `x-state`, `x-scope` and `propertyNames` went unnoticed once: issue 28) must be taught
+//! (v2's `x-state`, `x-scope` and `propertyNames` went unnoticed once: issue 28; `x-state`
+//! upserts now type patch fields, model/state.rs) must be taught
 //! or listed here as ignored, with the reason.
 
 use super::super::json::Json;
@@ -78,36 +79,22 @@ pub const KEYWORDS: &[(&str, Treatment)] = &[
     ("minLength", BOUND),
     ("maxLength", BOUND),
     ("minItems", BOUND),
-    (
-        "contentEncoding",
-        Ignored {
-            announce: true,
-            why: "the string is kept as sent (base64 text, not decoded bytes)",
-        },
-    ),
+    ("contentEncoding", Read),
+    ("x-state", Read),
     (
         "propertyNames",
         Ignored {
-            announce: true,
-            why: "a constraint on the member names of an open object; the types do not refuse \
-                  the names it forbids",
-        },
-    ),
-    (
-        "x-state",
-        Ignored {
-            announce: true,
-            why: "v2's description of how a message changes the peer's session state \
-                  (upsert/replace of tool calls, config options, ...): state tracking is the \
-                  runtime's, and v2 support comes later",
+            announce: false,
+            why: "a constraint on the member names of an open object (v2's elicitation scopes \
+                  forbid the members of the other scopes); the types decode what the peer sends",
         },
     ),
     (
         "x-scope",
         Ignored {
-            announce: true,
-            why: "v2's scopes a message belongs to (session, tool call, request, elicitation), \
-                  for routing: the runtime's, and v2 support comes later",
+            announce: false,
+            why: "v2's routing keys of a message (session, tool call, request, elicitation): \
+                  fields the types already have; routing by them is the runtime's",
         },
     ),
 ];

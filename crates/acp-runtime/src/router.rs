@@ -1,0 +1,329 @@
+//! The agent-side protocol router (feature `unstable-protocol-v2`): one endpoint serving ACP v1
+//! and v2, picking the version per connection from the first `initialize`.
+//!
+//! ```no_run
+//! use acp_runtime::prelude::*;
+//! use acp_runtime::acp_jsonrpc::{Handler, IncomingRequest, Responder};
+//!
+//! struct MyAgent;
+//! impl Agent for MyAgent {
+//!     async fn new_session(&self, _: NewSessionRequest, _: &ClientHandle) -> Result<NewSessionResponse> {
+//!         Ok(NewSessionResponse::new(acp_runtime::agent::new_session_id()))
+//!     }
+//!     async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
+//!         Ok(PromptResponse::new(StopReason::EndTurn))
+//!     }
+//! }
+//!
+//! /// A v2 side: any JSON-RPC handler (the typed v2 agent comes later).
+//! struct MyV2;
+//! impl Handler for MyV2 {
+//!     async fn request(&self, request: IncomingRequest, responder: Responder) {
+//!         responder.respond_error(request.method_not_found())
+//!     }
+//! }
+//!
+//! # async fn run(reader: impl futures_lite::AsyncBufRead + Unpin + Send + 'static,
+//! #              writer: impl futures_lite::AsyncWrite + Unpin + Send + 'static) {
+//! let served = acp_runtime::router::router().with_v1(MyAgent).with_v2(MyV2);
+//! served.serve(reader, writer).await.unwrap();
+//! # }
+//! ```
+//!
+//! The rules, in order (see [`Router::serve`]):
+//!
+//! - lines are read until an `initialize` request; notifications and responses before it are
+//!   ignored; a malformed line gets the answer a connection gives it (`-32700`/`-32600` with id
+//!   `null`), another request `-32600` with its id, an `initialize` whose `protocolVersion` is
+//!   not a version number `-32602`, and a version no configured side serves `-32022` with data
+//!   `{requested, supported}`; in each case the connection stays open for the next line;
+//! - `protocolVersion` 2 or more goes to the v2 side when there is one (a higher request is
+//!   rewritten to 2, the highest this runtime speaks); everything else goes to the v1 side,
+//!   unchanged, except that a v2 request taken by v1 (a downgrade) has its params normalized to
+//!   v1's shape (`info` → `clientInfo`, `capabilities` → `clientCapabilities`, version 1);
+//! - the chosen side gets the connection whole, starting with that `initialize` (acp-jsonrpc's
+//!   [`Handoff`]): every later message, a repeated `initialize` included, is the chosen side's,
+//!   never routed again. A connection of a v2 side refuses `null` request ids (`-32600`).
+//!
+//! The v1 side is served exactly as [`agent::serve`] serves it; the
+//! router's cost is reading the first line before handing it over (docs/performance.md).
+
+mod downgrade;
+
+use acp_jsonrpc::{
+    Connection, ConnectionError, ConnectionOptions, Handler, Handoff, LineEvent, LineReader,
+    Message, RequestId, Response, ResponseError, strip_byte_order_mark, write_message,
+};
+use futures_lite::{AsyncBufRead, AsyncWrite};
+
+use crate::agent::{self, Agent, AgentOptions};
+use crate::rules::{self, ServedVersion as Side};
+
+/// A router with no side yet; add them with [`Router::with_v1`] and [`Router::with_v2`].
+pub fn router() -> Router<Absent, Absent> {
+    Router {
+        v1: Absent,
+        v2: Absent,
+        v1_options: AgentOptions::default(),
+        v2_options: ConnectionOptions::default(),
+    }
+}
+
+/// Serves each connection with the side its `initialize` asks for: `V1` is an [`Agent`] (or
+/// [`Absent`]), `V2` a JSON-RPC [`Handler`] (or [`Absent`]). See the [module docs](self).
+#[derive(Debug)]
+pub struct Router<V1, V2> {
+    v1: V1,
+    v2: V2,
+    v1_options: AgentOptions,
+    v2_options: ConnectionOptions,
+}
+
+/// A side the router does not have.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Absent;
+
+impl<V1, V2> Router<V1, V2> {
+    /// Serves version 1 (and every request below 2, and above 2 when there is no v2 side) with
+    /// `agent`, as [`agent::serve`] does.
+    pub fn with_v1<A: Agent>(self, agent: A) -> Router<A, V2> {
+        Router {
+            v1: agent,
+            v2: self.v2,
+            v1_options: self.v1_options,
+            v2_options: self.v2_options,
+        }
+    }
+
+    /// Serves version 2 with `handler`, on a connection that refuses `null` request ids.
+    pub fn with_v2<H: Handler>(self, handler: H) -> Router<V1, H> {
+        Router {
+            v1: self.v1,
+            v2: handler,
+            v1_options: self.v1_options,
+            v2_options: self.v2_options,
+        }
+    }
+
+    /// The options of the v1 side's connections.
+    pub fn with_v1_options(mut self, options: AgentOptions) -> Self {
+        self.v1_options = options;
+        self
+    }
+
+    /// The options of the v2 side's connections (`null` request ids are refused whatever they
+    /// say).
+    pub fn with_v2_options(mut self, options: ConnectionOptions) -> Self {
+        self.v2_options = options;
+        self
+    }
+}
+
+impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
+    /// Serves one connection: reads until `initialize`, answers what comes before it, and hands
+    /// the connection to the chosen side, whose driver it then is. Resolves when the
+    /// connection is over (the peer closed it, before or after the hand-over), or with the
+    /// error that ended it.
+    pub async fn serve<R, W>(self, reader: R, mut writer: W) -> Result<(), ConnectionError>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let max_line_length = self.v1_options.connection().max_line_length();
+        let mut lines = LineReader::with_max_line_length(reader, max_line_length);
+        let (side, first) = loop {
+            let line = match lines.read_line().await.map_err(ConnectionError::Read)? {
+                None => return Ok(()),
+                // A connection answers nothing to a line it did not keep: its id was not read.
+                Some(LineEvent::TooLong { .. }) => continue,
+                Some(LineEvent::Line(line)) => strip_byte_order_mark(line).unwrap_or(line),
+            };
+            if line.is_empty() {
+                continue;
+            }
+            let answer = match Message::from_slice(line) {
+                Err(error) => error.reply().cloned(),
+                Ok(Message::Notification(_) | Message::Response(_)) => None,
+                Ok(Message::Request(request)) if request.method != "initialize" => Some(refuse(
+                    request.id,
+                    ResponseError::invalid_request(format_args!(
+                        "`{}` before `initialize`: the first request must be `initialize`",
+                        acp_jsonrpc::excerpt(&request.method)
+                    )),
+                )),
+                Ok(Message::Request(request)) => {
+                    match route(&request, V1::PRESENT, V2::PRESENT) {
+                        // Unchanged: the line as the client wrote it.
+                        Ok((side, None)) => break (side, line.to_vec()),
+                        Ok((side, Some(rewritten))) => break (side, rewritten),
+                        Err(error) => Some(refuse(request.id, error)),
+                    }
+                }
+            };
+            if let Some(answer) = answer {
+                write_message(&mut writer, &Message::Response(answer))
+                    .await
+                    .map_err(ConnectionError::Write)?;
+            }
+        };
+        let (rest, partial) = lines.into_parts();
+        let reader = Handoff::new(vec![first], rest).with_partial(&partial);
+        match side {
+            Side::V1 => self.v1.serve(reader, writer, self.v1_options).await,
+            Side::V2 => {
+                let options = self.v2_options.with_null_request_ids_refused(true);
+                self.v2.serve(reader, writer, options).await
+            }
+        }
+    }
+}
+
+impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
+    /// Serves one connection on this process's stdin and stdout, as
+    /// [`agent::serve_stdio`] does for a v1 agent (the same I/O
+    /// path, so that the two cost the same but for the router), until the client closes stdin.
+    pub fn serve_stdio(self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
+            let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
+            let reader =
+                futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+            return acp_host::pipe_loop::block_on(&pipes, self.serve(reader, writer))?
+                .map_err(std::io::Error::other);
+        }
+        let (reader, writer) = crate::stdio::stdio()?;
+        smol::block_on(self.serve(reader, writer)).map_err(std::io::Error::other)
+    }
+}
+
+fn refuse(id: RequestId, error: ResponseError) -> Response {
+    Response {
+        id,
+        result: Err(error),
+    }
+}
+
+/// The side for an `initialize`, and the line to hand it when the request must be rewritten
+/// for the chosen version (`None`: as sent).
+fn route(
+    request: &acp_jsonrpc::Request,
+    v1: bool,
+    v2: bool,
+) -> Result<(Side, Option<Vec<u8>>), ResponseError> {
+    let params = request.params.as_deref().map_or("{}", |p| p.get());
+    let requested = downgrade::requested_version(params)?;
+    let side = rules::select(requested, v1, v2)?;
+    let params = match side {
+        Side::V2 if requested > 2 => Some(downgrade::with_version(params, 2)?),
+        Side::V1 if requested >= 2 => Some(downgrade::to_v1(params)?),
+        _ => None,
+    };
+    let line = params.map(|params| {
+        let rewritten = acp_jsonrpc::Request {
+            id: request.id.clone(),
+            method: request.method.clone(),
+            params: Some(params),
+        };
+        Message::Request(rewritten).to_json().into_bytes()
+    });
+    Ok((side, line))
+}
+
+/// What can serve the v1 side: an [`Agent`], or [`Absent`].
+pub trait V1Side: Send + 'static {
+    /// Whether there is a v1 side.
+    #[doc(hidden)]
+    const PRESENT: bool;
+    /// Serves the handed-over connection.
+    #[doc(hidden)]
+    fn serve<R, W>(
+        self,
+        reader: Handoff<R>,
+        writer: W,
+        options: AgentOptions,
+    ) -> impl Future<Output = Result<(), ConnectionError>> + Send
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static;
+}
+
+impl<A: Agent> V1Side for A {
+    const PRESENT: bool = true;
+    fn serve<R, W>(
+        self,
+        reader: Handoff<R>,
+        writer: W,
+        options: AgentOptions,
+    ) -> impl Future<Output = Result<(), ConnectionError>> + Send
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (_client, driver) = agent::serve(self, reader, writer, options);
+        driver
+    }
+}
+
+impl V1Side for Absent {
+    const PRESENT: bool = false;
+    async fn serve<R, W>(self, _: Handoff<R>, _: W, _: AgentOptions) -> Result<(), ConnectionError>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        // Never chosen: `rules::select` picks only a present side.
+        Ok(())
+    }
+}
+
+/// What can serve the v2 side: a JSON-RPC [`Handler`], or [`Absent`].
+pub trait V2Side: Send + 'static {
+    /// Whether there is a v2 side.
+    #[doc(hidden)]
+    const PRESENT: bool;
+    /// Serves the handed-over connection.
+    #[doc(hidden)]
+    fn serve<R, W>(
+        self,
+        reader: Handoff<R>,
+        writer: W,
+        options: ConnectionOptions,
+    ) -> impl Future<Output = Result<(), ConnectionError>> + Send
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static;
+}
+
+impl<H: Handler> V2Side for H {
+    const PRESENT: bool = true;
+    fn serve<R, W>(
+        self,
+        reader: Handoff<R>,
+        writer: W,
+        options: ConnectionOptions,
+    ) -> impl Future<Output = Result<(), ConnectionError>> + Send
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (_handle, driver) = Connection::new(reader, writer, self, options);
+        driver
+    }
+}
+
+impl V2Side for Absent {
+    const PRESENT: bool = false;
+    async fn serve<R, W>(
+        self,
+        _: Handoff<R>,
+        _: W,
+        _: ConnectionOptions,
+    ) -> Result<(), ConnectionError>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        // Never chosen: `rules::select` picks only a present side.
+        Ok(())
+    }
+}

@@ -1,0 +1,284 @@
+//! The agent-side version router (feature `unstable-protocol-v2`), over real pipes: each rule
+//! of `acp_runtime::router` with the exact lines answered (insta), a v1 agent and a v2 side
+//! that is a bare JSON-RPC handler echoing what reached it.
+#![cfg(feature = "unstable-protocol-v2")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use acp_runtime::acp_jsonrpc::{Handler, IncomingRequest, LineEvent, LineReader, Responder};
+use acp_runtime::prelude::*;
+use futures_lite::future;
+use futures_lite::io::BufReader;
+use smol::Unblock;
+
+/// A v1 agent that names the client it met in its answer's `agentInfo`.
+struct V1Agent;
+
+impl Agent for V1Agent {
+    async fn initialize(
+        &self,
+        request: InitializeRequest,
+        _: &ClientHandle,
+    ) -> Result<InitializeResponse> {
+        let met = request
+            .client_info
+            .map_or("nobody".to_owned(), |info| info.name);
+        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
+            .with_agent_info(Implementation::new(format!("v1 met {met}"), "1.0")))
+    }
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new("s1"))
+    }
+    async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+/// A v1 agent that shows the capabilities the client advertised, as it decoded them, in its
+/// answer's `agentInfo.title`.
+struct ShowsCapabilities;
+
+impl Agent for ShowsCapabilities {
+    async fn initialize(
+        &self,
+        request: InitializeRequest,
+        _: &ClientHandle,
+    ) -> Result<InitializeResponse> {
+        let seen = serde_json::to_string(&request.client_capabilities).unwrap();
+        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
+            .with_agent_info(Implementation::new("caps", "1").with_title(seen)))
+    }
+    async fn new_session(
+        &self,
+        _: NewSessionRequest,
+        _: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new("s1"))
+    }
+    async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+/// A v2 side: answers every request with the method, how many requests it has seen, and the
+/// params that reached it.
+#[derive(Default)]
+struct V2Echo {
+    seen: AtomicUsize,
+}
+
+impl Handler for V2Echo {
+    async fn request(&self, request: IncomingRequest, responder: Responder) {
+        let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
+        let params = request.raw_params().map_or("null", |p| p.get());
+        let answer = format!(
+            r#"{{"v2":{n},"method":"{}","params":{params}}}"#,
+            request.method()
+        );
+        let answer = serde_json::value::RawValue::from_string(answer).unwrap();
+        responder.respond_raw(Ok(&answer));
+    }
+}
+
+/// Sends `lines` to a router over real pipes, closes its input, and gives back every line it
+/// wrote, in order, until it closed its output.
+fn exchange<V1, V2>(router: acp_runtime::router::Router<V1, V2>, lines: &[&str]) -> String
+where
+    V1: acp_runtime::router::V1Side,
+    V2: acp_runtime::router::V2Side,
+{
+    let (agent_in, mut client_out) = std::io::pipe().unwrap();
+    let (mut client_in, agent_out) = std::io::pipe().unwrap();
+    let served = std::thread::spawn(move || {
+        let reader = BufReader::new(Unblock::new(agent_in));
+        let writer = Unblock::new(agent_out);
+        future::block_on(router.serve(reader, writer))
+    });
+    for line in lines {
+        use std::io::Write;
+        writeln!(client_out, "{line}").unwrap();
+    }
+    drop(client_out);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut client_in, &mut out).unwrap();
+    served.join().unwrap().unwrap();
+    out
+}
+
+/// The same through the typed lines of a `LineReader`, for a check that wants them one by one.
+fn lines(output: &str) -> Vec<String> {
+    future::block_on(async {
+        let mut reader = LineReader::new(output.as_bytes());
+        let mut all = Vec::new();
+        while let Some(LineEvent::Line(line)) = reader.read_line().await.unwrap() {
+            all.push(String::from_utf8(line.to_vec()).unwrap());
+        }
+        all
+    })
+}
+
+const INIT_V1: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"ed","version":"1"}}}"#;
+const INIT_V2: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"ed","version":"1"},"capabilities":{"auth":{"terminal":{}}}}}"#;
+
+fn both() -> acp_runtime::router::Router<V1Agent, V2Echo> {
+    acp_runtime::router::router()
+        .with_v1(V1Agent)
+        .with_v2(V2Echo::default())
+}
+
+#[test]
+fn notifications_and_responses_before_initialize_are_ignored() {
+    let out = exchange(
+        both(),
+        &[
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+            INIT_V1,
+        ],
+    );
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn a_malformed_first_line_is_answered_with_id_null_and_the_connection_stays_open() {
+    let out = exchange(
+        both(),
+        &[r#"{"jsonrpc":"2.0","id":1,"method":"#, r#"[1,2]"#, INIT_V1],
+    );
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn another_request_first_is_refused_with_its_id_and_the_connection_stays_open() {
+    let out = exchange(
+        both(),
+        &[
+            r#"{"jsonrpc":"2.0","id":"early","method":"session/new","params":{"cwd":"/"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"two"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"initialize"}"#,
+            INIT_V1,
+        ],
+    );
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn two_and_above_go_to_v2_rewritten_to_2() {
+    let out = exchange(
+        both(),
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9,"info":{"name":"ed","version":"1"}}}"#,
+        ],
+    );
+    insta::assert_snapshot!(out);
+    let out = exchange(both(), &[INIT_V2]);
+    // Exactly as sent: a request for 2 is not rewritten.
+    let params = &INIT_V2[INIT_V2.find(r#""params":"#).unwrap() + 9..INIT_V2.len() - 1];
+    assert!(out.contains(params), "{out}");
+}
+
+#[test]
+fn below_2_goes_to_v1_unchanged_and_answers_as_serve_does() {
+    let routed = exchange(both(), &[INIT_V1]);
+    let direct = {
+        let (agent_in, mut client_out) = std::io::pipe().unwrap();
+        let (mut client_in, agent_out) = std::io::pipe().unwrap();
+        let served = std::thread::spawn(move || {
+            let (_client, driver) = acp_runtime::agent::serve(
+                V1Agent,
+                BufReader::new(Unblock::new(agent_in)),
+                Unblock::new(agent_out),
+                AgentOptions::default(),
+            );
+            future::block_on(driver).unwrap();
+        });
+        use std::io::Write;
+        writeln!(client_out, "{INIT_V1}").unwrap();
+        drop(client_out);
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut client_in, &mut out).unwrap();
+        served.join().unwrap();
+        out
+    };
+    assert_eq!(routed, direct);
+    insta::assert_snapshot!(routed);
+}
+
+#[test]
+fn a_v2_only_router_answers_below_2_with_32022_and_stays_open() {
+    let router = acp_runtime::router::router().with_v2(V2Echo::default());
+    let out = exchange(router, &[INIT_V1, INIT_V2]);
+    insta::assert_snapshot!(out);
+    let first = &lines(&out)[0];
+    let error: serde_json::Value = serde_json::from_str(first).unwrap();
+    let data = acp_runtime::acp_types::v2::UnsupportedProtocolVersionErrorData::from_error_data(
+        error["error"].get("data"),
+    )
+    .unwrap();
+    assert_eq!(data.requested.0, 1);
+    assert_eq!(
+        data.supported,
+        [acp_runtime::acp_types::v2::ProtocolVersion::V2]
+    );
+}
+
+#[test]
+fn a_downgrade_normalizes_the_params_to_v1() {
+    let router = acp_runtime::router::router().with_v1(V1Agent);
+    let out = exchange(router, &[INIT_V2]);
+    // The v1 agent met the client by its v2 `info`, and answers version 1.
+    insta::assert_snapshot!(out);
+    assert!(out.contains(r#""protocolVersion":1"#), "{out}");
+    assert!(out.contains("v1 met ed"), "{out}");
+    // v2's `auth.terminal: {}` is v1's `true`, and v2's baseline boolean config options are
+    // advertised the v1 way.
+    let router = acp_runtime::router::router().with_v1(ShowsCapabilities);
+    let answer: serde_json::Value = serde_json::from_str(&exchange(router, &[INIT_V2])).unwrap();
+    let seen: serde_json::Value =
+        serde_json::from_str(answer["result"]["agentInfo"]["title"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["auth"]["terminal"], serde_json::json!(true), "{seen}");
+    assert_eq!(
+        seen["session"]["configOptions"]["boolean"],
+        serde_json::json!({}),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_repeated_initialize_goes_to_the_chosen_side_and_is_never_rerouted() {
+    // v1 chosen: the v1 side answers the second (a v2 one) `-32600`.
+    let out = exchange(
+        both(),
+        &[INIT_V1, &INIT_V2.replace(r#""id":1"#, r#""id":2"#)],
+    );
+    insta::assert_snapshot!("repeated_on_v1", out);
+    // v2 chosen: the v2 side gets the second (a v1 one), and counts it as its second request.
+    let out = exchange(
+        both(),
+        &[INIT_V2, &INIT_V1.replace(r#""id":1"#, r#""id":2"#)],
+    );
+    insta::assert_snapshot!("repeated_on_v2", out);
+    assert!(out.contains(r#""v2":2,"method":"initialize""#), "{out}");
+}
+
+#[test]
+fn the_v2_side_refuses_null_request_ids_and_v1_does_not() {
+    let null_id = r#"{"jsonrpc":"2.0","id":null,"method":"session/list","params":{}}"#;
+    let v2 = exchange(both(), &[INIT_V2, null_id]);
+    insta::assert_snapshot!("null_id_on_v2", v2);
+    let v1 = exchange(both(), &[INIT_V1, null_id]);
+    assert!(
+        !lines(&v1)[1].contains("-32600"),
+        "v1 handles a null id: {v1}"
+    );
+}
+
+#[test]
+fn closing_before_initialize_ends_the_connection_quietly() {
+    assert_eq!(exchange(both(), &[]), "");
+    assert_eq!(exchange(both(), &[r#"{"jsonrpc":"2.0","method":"x"}"#]), "");
+}
