@@ -17,10 +17,19 @@ pub const RAW_KEPT: usize = 4096;
 /// `text` on one line: control characters (line breaks, escape sequences) as spaces, cut to
 /// `max` characters followed by `… (N bytes)`.
 pub fn one_line(text: &str, max: usize) -> String {
+    let mut line = cut(text, max);
+    if line.ends_with('…') {
+        line.push_str(&format!(" ({} bytes)", text.len()));
+    }
+    line
+}
+
+/// [`one_line`] without the size: `…` where it was cut.
+fn cut(text: &str, max: usize) -> String {
     let mut line = String::new();
     for (count, c) in text.chars().enumerate() {
         if count == max {
-            line.push_str(&format!("… ({} bytes)", text.len()));
+            line.push('…');
             return line;
         }
         line.push(if c.is_control() { ' ' } else { c });
@@ -93,7 +102,7 @@ pub fn rejected_update(update: &str, error: &str) -> String {
         "[invalid update] {} ({} bytes): {}",
         one_line(error, LINE_KEPT),
         update.len(),
-        one_line(update, LINE_KEPT)
+        cut(update, LINE_KEPT)
     )
 }
 
