@@ -47,16 +47,21 @@ title and status changes, diffs as unified diffs, the output of embedded termina
 their command exits or the tool call ends (also after the agent released them), plans as
 checklists (item plans by id, markdown plans as their text), subagents with their title
 and state (running, idle, requires action), messages between sessions, the agent's slash
-commands as a short list, and with the `unstable` feature prompt suggestions, cursors and
-the turn's token usage; updates that do not decode, unknown updates and dropped updates
-are printed, never hidden. Connection and session notes go to stderr.
+commands as a short list, notices, the context window's usage, the session's title and
+config options in plain words, and with the `unstable` feature prompt suggestions, cursors
+and the turn's token usage; updates that do not decode and unknown updates are printed on
+one line with their size, dropped updates with their count: never hidden. Connection and
+session notes go to stderr; an error answer with its message and, on lines of their own,
+its data.
 With --json: each update is its SessionUpdate JSON, whatever its kind; an error in the
-update stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it
-does not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
+update stream is {\"error\":{\"kind\":...,\"message\":...}} (with its \"bytes\" and the raw
+\"update\", or its first 200 characters as \"updateStart\" beyond 4 KiB, when it does not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
 reported it). --options --json prints the session/options answer as one line.
 
-Ctrl-C: the first cancels the running turn (it ends `cancelled`); the second (or one while
-no turn runs) shuts the agent down and quits.
+Ctrl-C: the first cancels the running turn (it ends `cancelled`), also at the --ask prompt;
+with --prompt that ends the run (130), with prompts from stdin the next line is the next
+prompt. The second during the same turn (or one while no turn runs) shuts the agent down
+and quits.
 
 Exit status:
   0    every turn ended (end_turn, max_tokens, max_turn_requests, refusal, or a stop reason
@@ -96,7 +101,7 @@ pub struct Args {
     #[arg(short, long)]
     yes: bool,
     /// Ask before each tool call: shows it (diffs included) on stderr and reads the choice from
-    /// stdin
+    /// stdin (Ctrl-C there cancels the turn)
     #[arg(long)]
     ask: bool,
     /// Reject every permission request (default: --ask when stdin is a terminal, else --reject)
