@@ -49,14 +49,14 @@ checklists (item plans by id, markdown plans as their text), subagents with thei
 and state (running, idle, requires action), messages between sessions, the agent's slash
 commands as a short list, notices, the context window's usage, the session's title and
 config options in plain words, and with the `unstable` feature prompt suggestions, cursors
-and the turn's token usage; updates that do not decode and unknown updates are printed on
-one line with their size, dropped updates with their count: never hidden. Connection and
+and the turn's token usage; updates that do not decode (with their size) and unknown updates
+are printed cut to one line, dropped updates with their count: never hidden. Connection and
 session notes go to stderr; an error answer with its message and, on lines of their own,
 its data.
 With --json: each update is its SessionUpdate JSON, whatever its kind; an error in the
 update stream is {\"error\":{\"kind\":...,\"message\":...}} (with its \"bytes\" and the raw
-\"update\", or its first 200 characters as \"updateStart\" beyond 4 KiB, when it does not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
-reported it). --options --json prints the session/options answer as one line.
+\"update\", or beyond 4 KiB its first 200 characters as \"updateStart\", when it does not
+decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent reported it). --options --json prints the session/options answer as one line.
 
 Ctrl-C: the first cancels the running turn (it ends `cancelled`), also at the --ask prompt;
 with --prompt that ends the run (130), with prompts from stdin the next line is the next
