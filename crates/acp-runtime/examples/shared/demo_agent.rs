@@ -262,7 +262,7 @@ impl Agent for DemoAgent {
         };
         let read = match &notes {
             Ok(notes) => format!("notes.txt has {} lines", notes.lines().count()),
-            Err(why) => format!("I could not read notes.txt ({why})"),
+            Err(why) => format!("I could not read notes.txt: {why}"),
         };
         for word in format!("Done. {read}, {outcome}.{instructions}").split_inclusive(' ') {
             turn.message(word).await?;
