@@ -143,9 +143,23 @@ macro_rules! assert_transcript {
     };
 }
 
+/// Every `tool_call` the demo agent sends has a status (clients show it: the TypeScript
+/// example client prints `(undefined)` for a missing one).
+fn assert_every_tool_call_has_a_status(transcript: &str) {
+    let calls: Vec<&str> = transcript
+        .lines()
+        .filter(|line| line.contains(r#""sessionUpdate":"tool_call","#))
+        .collect();
+    assert!(!calls.is_empty(), "{transcript}");
+    for call in calls {
+        assert!(call.contains(r#""status":""#), "{call}");
+    }
+}
+
 #[test]
 fn prompt_turn_with_tool_calls_fs_terminal_and_permission() {
     let transcript = smol::block_on(demo_turn(AutoAllow, false));
+    assert_every_tool_call_has_a_status(&transcript);
     assert_transcript!(transcript);
 }
 
@@ -182,5 +196,6 @@ fn prompt_turn_with_a_refused_terminal_and_no_file_system() {
     );
     assert!(transcript.contains("offers "), "{transcript}");
     assert!(!transcript.contains("0 lines"), "{transcript}");
+    assert_every_tool_call_has_a_status(&transcript);
     assert_transcript!(transcript);
 }
