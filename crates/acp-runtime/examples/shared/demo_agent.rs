@@ -170,8 +170,9 @@ impl Agent for DemoAgent {
             )
             .await?;
             let listed = list_dir(&turn).await;
-            turn.tool_call_update(finished("list_dir", listed.as_ref().err()))
-                .await?;
+            let mut update = finished("list_dir", listed.as_ref().err());
+            update.raw_output = listed.ok();
+            turn.tool_call_update(update).await?;
         }
         turn.set_plan(plan(2)).await?;
 
@@ -281,8 +282,9 @@ fn finished(id: &str, error: Option<&acp_runtime::Error>) -> ToolCallUpdate {
     }
 }
 
-/// Runs `ls -1` in a client terminal embedded in the `list_dir` tool call, and releases it.
-async fn list_dir(turn: &Turn) -> Result<()> {
+/// Runs `ls -1` in a client terminal embedded in the `list_dir` tool call, and releases it;
+/// the tool call's raw output (the exit status).
+async fn list_dir(turn: &Turn) -> Result<serde_json::Value> {
     let terminal = turn.create_terminal("ls", ["-1"]).await?;
     turn.tool_call_update(
         ToolCallUpdate::new("list_dir").add_content(terminal.tool_call_content()),
@@ -290,10 +292,5 @@ async fn list_dir(turn: &Turn) -> Result<()> {
     .await?;
     let result = terminal.run_with_timeout(Duration::from_secs(10)).await;
     terminal.release().await?;
-    let result = result?;
-    turn.tool_call_update(
-        ToolCallUpdate::new("list_dir")
-            .with_raw_output(serde_json::json!({ "exitStatus": result.exit_status })),
-    )
-    .await
+    Ok(serde_json::json!({ "exitStatus": result?.exit_status }))
 }
