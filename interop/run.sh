@@ -222,10 +222,11 @@ refuse "[Client] Error"
 end "exit 0, fs read + permission + fs write served, our reply text, end_turn, no error"
 
 # (b) the Python SDK's example client against our demo agent: it advertises no capability, so
-# our agent skips files and terminals, and it reads the prompt from stdin.
+# our agent skips files and terminals (and says it could not read the notes), and it reads the
+# prompt from stdin.
 begin "Python client.py -> our agent"
 attempt $'Summarize my notes\n' "$python" "$py_examples/client.py" "$our_agent"
-want_joined "| Agent: Done. | Agent: notes.txt | Agent: has | Agent: 0 | Agent: lines,"
+want_joined "| Agent: Done. | Agent: I | Agent: could | Agent: not | Agent: read | Agent: notes.txt: | Agent: this | Agent: client | Agent: offers | Agent: no | Agent: file | Agent: reading"
 refuse "Prompt failed"
 end "exit 0, our reply text (no capabilities advertised), no prompt error"
 

@@ -53,18 +53,24 @@ their command exits or the tool call ends (also after the agent released them), 
 checklists (item plans by id, markdown plans as their text), subagents with their title
 and state (running, idle, requires action), and each subagent's own updates on lines that
 start with its title, indented by its depth (`  [Explore] ...`), messages between
-sessions, the agent's slash commands as a short list, and with the `unstable` feature
-prompt suggestions, cursors and the turn's token usage; updates that do not decode,
-unknown updates, updates for session ids nobody opened or announced (under their id),
-dropped updates and subagents not followed (past 64 running) are printed, never hidden. Connection and session notes go to stderr.
+sessions, the agent's slash commands as a short list, notices, the context window's usage,
+the session's title and config options in plain words, and with the `unstable` feature
+prompt suggestions, cursors and the turn's token usage; updates that do not decode (with
+their size) and unknown updates are printed cut to one line; updates for session ids nobody
+opened or announced (under their id), dropped updates (with their count) and subagents not
+followed (past 64 running) are printed: never hidden. Connection and session notes go to
+stderr; an error answer with its message and, on lines of their own, its data.
 With --json: each update is {\"sessionId\":ID,\"update\":UPDATE} (the SessionUpdate JSON,
 whatever its kind; a subagent's also has \"parentSessionId\"); an error in the update
-stream is {\"error\":{\"kind\":...,\"message\":...}} (with the raw \"update\" when it does
-not decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent
-reported it). --options --json prints the session/options answer as one line.
+stream is {\"error\":{\"kind\":...,\"message\":...}} (with its \"bytes\" and the raw
+\"update\", or beyond 4 KiB its first 200 characters as \"updateStart\", when it does not
+decode); each turn ends with {\"stopReason\":REASON} (and \"usage\" when the agent reported
+it). --options --json prints the session/options answer as one line.
 
-Ctrl-C: the first cancels the running turn (it ends `cancelled`); the second (or one while
-no turn runs) shuts the agent down and quits.
+Ctrl-C: the first cancels the running turn (it ends `cancelled`), also at the --ask prompt;
+with --prompt that ends the run (130), with prompts from stdin the next line is the next
+prompt. The second during the same turn (or one while no turn runs) shuts the agent down
+and quits.
 
 Exit status:
   0    every turn ended (end_turn, max_tokens, max_turn_requests, refusal, or a stop reason
@@ -105,7 +111,7 @@ pub struct Args {
     #[arg(short, long)]
     yes: bool,
     /// Ask before each tool call: shows it (diffs included) on stderr and reads the choice from
-    /// stdin
+    /// stdin (Ctrl-C there cancels the turn)
     #[arg(long)]
     ask: bool,
     /// Reject every permission request (default: --ask when stdin is a terminal, else --reject)

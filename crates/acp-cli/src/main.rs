@@ -6,9 +6,11 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod ask;
 #[cfg(feature = "unstable")]
 mod chain;
 mod diff;
+mod input;
 mod registry;
 mod remote;
 mod render;
@@ -30,13 +32,14 @@ use std::time::Duration;
 
 use acp_runtime::Error;
 use acp_runtime::client::{
-    self, AgentHandle, AutoAllow, AutoReject, Client, ClientOptions, Interactive, Session,
+    self, AgentHandle, AutoAllow, AutoReject, Client, ClientOptions, Session,
 };
 use acp_runtime::fs::FsHost;
 use acp_runtime::process::{AgentCommand, AgentProcess};
 use acp_types::*;
 
 use args::{Args, Policy};
+use ask::Ask;
 use render::Renderer;
 use signal::Interrupts;
 
@@ -129,7 +132,10 @@ impl Failure {
             Error::AgentExited { .. } | Error::ConnectionClosed => exit::AGENT_GONE,
             _ => exit::OTHER,
         };
-        let mut failure = Failure::new(code, format!("{doing}: {error}"));
+        let mut failure = Failure::new(
+            code,
+            format!("{doing}: {}", render::errors::error_text(&error)),
+        );
         failure.report_exit = matches!(error, Error::ConnectionClosed);
         failure
     }
@@ -277,58 +283,19 @@ fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
     std::fs::canonicalize(&cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))
 }
 
-/// `--ask`: shows what the tool call would do (its kind, locations and content, diffs as
-/// unified diffs) on stderr, then asks as [`Interactive`] does.
-struct Ask;
-
-impl Client for Ask {
-    async fn request_permission(
-        &self,
-        request: RequestPermissionRequest,
-    ) -> acp_runtime::Result<RequestPermissionResponse> {
-        let call = &request.tool_call;
-        let mut shown = String::new();
-        if let Some(kind) = &call.kind {
-            shown.push_str(&format!("\n  kind: {kind}"));
-        }
-        for location in call.locations.iter().flatten() {
-            shown.push_str(&format!("\n  at: {}", location.path));
-        }
-        for content in call.content.iter().flatten() {
-            match content {
-                ToolCallContent::Diff(d) => {
-                    for line in diff::unified(&d.path, d.old_text.as_deref(), &d.new_text).lines() {
-                        shown.push_str(&format!("\n    {line}"));
-                    }
-                }
-                ToolCallContent::Content(c) => match c.content.as_text() {
-                    Some(text) => shown.push_str(&format!("\n    {text}")),
-                    None => shown.push_str("\n    [non-text content]"),
-                },
-                ToolCallContent::Terminal(t) => {
-                    shown.push_str(&format!("\n    [terminal {}]", t.terminal_id));
-                }
-                ToolCallContent::Session(s) => {
-                    shown.push_str(&format!("\n    [session {}]", s.session_id));
-                }
-                ToolCallContent::Unknown(raw) => shown.push_str(&format!("\n    {raw}")),
-                other => shown.push_str(&format!("\n    {other:?}")),
-            }
-        }
-        if !shown.is_empty() {
-            eprint!("\nThe agent wants to run {}:{shown}", call.tool_call_id);
-        }
-        Interactive.request_permission(request).await
-    }
-}
-
 /// What the Ctrl-C watcher needs: the running turn's session, the agent and its process.
 struct Control {
     agent: AgentHandle,
-    turn: Mutex<Option<Session>>,
+    turn: Mutex<Option<RunningTurn>>,
     process: Mutex<Option<AgentProcess>>,
     /// Set by the watcher when it shuts the agent down to quit: it then owns the exit.
     quitting: AtomicBool,
+}
+
+/// The turn that runs, and whether a Ctrl-C already cancelled it (the next one quits).
+struct RunningTurn {
+    session: Session,
+    cancelled: bool,
 }
 
 impl Control {
@@ -343,25 +310,32 @@ impl Control {
             }
         }
     }
+
+    /// The session of the running turn, to cancel, if no Ctrl-C cancelled it yet; marks it
+    /// cancelled.
+    fn turn_to_cancel(&self) -> Option<Session> {
+        let mut turn = self.turn.lock().unwrap();
+        let turn = turn.as_mut().filter(|turn| !turn.cancelled)?;
+        turn.cancelled = true;
+        Some(turn.session.clone())
+    }
 }
 
-/// Watches for Ctrl-C: the first, while a turn runs, cancels it; the next (or one while no
-/// turn runs) shuts the agent down and exits with 130.
+/// Watches for Ctrl-C: the first while a turn runs cancels it; the next during the same turn
+/// (or one while no turn runs) shuts the agent down and exits with 130. Nothing here waits
+/// for the permission prompt: it holds no lock while it waits for an answer.
 async fn watch_interrupts(control: Arc<Control>, mut interrupts: Interrupts) {
-    let mut first = true;
     loop {
         interrupts.next().await;
-        let turn = control.turn.lock().unwrap().clone();
-        match turn {
-            Some(session) if first => {
-                first = false;
+        match control.turn_to_cancel() {
+            Some(session) => {
                 eprintln!("\nacp: cancelling the turn (Ctrl-C again to quit)");
                 smol::spawn(async move {
                     let _ = session.cancel().await;
                 })
                 .detach();
             }
-            _ => {
+            None => {
                 control.quitting.store(true, Ordering::SeqCst);
                 eprintln!("\nacp: interrupted, shutting the agent down");
                 control.shutdown(false).await;
@@ -452,6 +426,7 @@ async fn run<C: Client>(
         Ok(code) => code,
         Err(failure) => {
             report_exit = failure.report_exit;
+            out.finish_line();
             eprintln!("acp: {}", failure.message);
             if failure.code == exit::AUTH_REQUIRED {
                 print_auth_methods(&agent);
@@ -670,7 +645,7 @@ async fn session_and_turns(
     let mut given = args.prompts.iter();
     loop {
         let prompt = if args.prompts.is_empty() {
-            match read_prompt().await {
+            match input::line().await {
                 Some(line) if line.trim().is_empty() => continue,
                 Some(line) => line,
                 None => break,
@@ -682,11 +657,16 @@ async fn session_and_turns(
             }
         };
         out.prompt(&prompt);
-        *control.turn.lock().unwrap() = Some(session.clone());
+        *control.turn.lock().unwrap() = Some(RunningTurn {
+            session: session.clone(),
+            cancelled: false,
+        });
         let result = turn(agent, &session, prompt, out).await;
         control.turn.lock().unwrap().take();
         let reason = result?;
-        if reason == StopReason::Cancelled {
+        // Prompts given with --prompt are a script, which a cancelled turn ends; prompts
+        // typed on stdin go on with the next line.
+        if reason == StopReason::Cancelled && !args.prompts.is_empty() {
             return Ok(exit::CANCELLED);
         }
     }
@@ -728,18 +708,6 @@ fn elsewhere(agent: &AgentHandle, out: &mut Renderer) {
     for report in agent.take_dropped_updates() {
         out.dropped(&report);
     }
-}
-
-/// One line of stdin, without its line ending; `None` at end of input.
-async fn read_prompt() -> Option<String> {
-    smol::unblock(|| {
-        let mut line = String::new();
-        match std::io::stdin().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
-        }
-    })
-    .await
 }
 
 /// A `--agent` or `acp agents` failure: reported, and its exit status.

@@ -8,6 +8,8 @@ use acp_runtime::Error;
 use acp_runtime::client::{DroppedUpdates, TreeUpdate, UnopenedUpdate};
 use acp_runtime::terminal::{TerminalHost, TerminalOutput};
 
+pub mod errors;
+pub mod status;
 pub mod text;
 pub mod tree;
 
@@ -99,6 +101,7 @@ const DIM: &str = "\x1b[2m";
 const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
 const CYAN: &str = "\x1b[36m";
 const RESET: &str = "\x1b[0m";
 
@@ -167,6 +170,13 @@ impl Renderer {
         } else {
             text.to_owned()
         }
+    }
+
+    /// Ends the line streamed text left open, before something else (an error on stderr)
+    /// is printed: it must not be glued to the agent's last words.
+    pub fn finish_line(&mut self) {
+        self.end_run();
+        let _ = self.out.flush();
     }
 
     /// Ends a run of streamed text with a newline.
@@ -305,7 +315,12 @@ impl Renderer {
             _ => "error",
         };
         if self.json {
-            let mut body = serde_json::json!({ "kind": kind, "message": error.to_string() });
+            let message = match error {
+                // Its text quotes the update; the fields below say it, bounded.
+                Error::InvalidUpdate { .. } => "an update does not decode".to_owned(),
+                other => errors::error_text(other),
+            };
+            let mut body = serde_json::json!({ "kind": kind, "message": message });
             match error {
                 Error::InvalidUpdate {
                     session_id,
@@ -313,9 +328,15 @@ impl Renderer {
                     error,
                 } => {
                     body["sessionId"] = session_id.as_str().into();
-                    body["update"] =
-                        serde_json::from_str(update.get()).unwrap_or_else(|_| update.get().into());
-                    body["decodeError"] = error.as_str().into();
+                    let raw = update.get();
+                    body["bytes"] = raw.len().into();
+                    // Whole while small; a large one as its start, on one line.
+                    if raw.len() <= errors::RAW_KEPT {
+                        body["update"] = serde_json::from_str(raw).unwrap_or_else(|_| raw.into());
+                    } else {
+                        body["updateStart"] = errors::one_line(raw, errors::LINE_KEPT).into();
+                    }
+                    body["decodeError"] = errors::one_line(error, errors::LINE_KEPT).into();
                 }
                 Error::UpdatesDropped {
                     session_id,
@@ -338,11 +359,11 @@ impl Renderer {
         }
         let text = match error {
             Error::InvalidUpdate { update, error, .. } => {
-                format!("[invalid update] {error}\n  raw: {}", update.get())
+                errors::rejected_update(update.get(), error)
             }
             Error::UpdatesDropped { .. } => format!("[updates dropped] {error}"),
             Error::SubagentNotFollowed { .. } => format!("[subagent not followed] {error}"),
-            other => format!("[error] {other}"),
+            other => format!("[error] {}", errors::error_text(other)),
         };
         let shown = self.paint(RED, &text);
         self.line(&shown);
@@ -503,8 +524,34 @@ impl Renderer {
                 let text = format!("[mode: {}]", mode.current_mode_id);
                 self.line(&text);
             }
+            SessionUpdate::Notice(notice) => {
+                let (loudness, text) = status::notice(notice);
+                let style = match loudness {
+                    status::Loudness::Info => CYAN,
+                    status::Loudness::Warning => YELLOW,
+                    status::Loudness::Error => RED,
+                };
+                let shown = self.paint(style, &text);
+                self.line(&shown);
+            }
+            SessionUpdate::UsageUpdate(usage) => {
+                let shown = self.paint(DIM, &status::usage(usage));
+                self.line(&shown);
+            }
+            SessionUpdate::SessionInfoUpdate(info) => {
+                let shown = self.paint(DIM, &status::session_info(info));
+                self.line(&shown);
+            }
+            SessionUpdate::ConfigOptionUpdate(update) => {
+                let shown = self.paint(DIM, &status::config_options(update));
+                self.line(&shown);
+            }
             SessionUpdate::Unknown(raw) => {
-                let text = format!("[unknown update] {raw}");
+                let raw = raw.to_string();
+                let text = format!(
+                    "[unknown update] {}",
+                    errors::one_line(&raw, errors::LINE_KEPT)
+                );
                 self.line(&text);
             }
             other => {
@@ -517,6 +564,7 @@ impl Renderer {
                     })
                     .unwrap_or_else(|| "update".to_owned());
                 let raw = serde_json::to_string(other).unwrap_or_default();
+                let raw = errors::one_line(&raw, errors::LINE_KEPT);
                 let text = self.paint(DIM, &format!("[{kind}] {raw}"));
                 self.line(&text);
             }

@@ -7,56 +7,8 @@ use std::process::{Child, Command, Output, Stdio};
 
 mod common;
 
-use common::{ACP, finish, finish_with, interrupt, run, scratch, start_turn, text};
-
-fn acp(args: &[&str]) -> Output {
-    run(Command::new(ACP).args(args).stdin(Stdio::null()))
-}
-
-fn cwd_arg(dir: &Path) -> String {
-    dir.to_str().unwrap().to_owned()
-}
-
-/// An agent in `sh`: answers `initialize` (advertising one auth method), then runs `on` for
-/// the other methods: shell `case` arms over the incoming line, with `$id` the request id.
-/// `reply RESULT` answers the current request.
-fn sh_agent(on: &str) -> String {
-    sh_agent_with("{}", on)
-}
-
-/// Like [`sh_agent`], advertising these `agentCapabilities`.
-fn sh_agent_with(capabilities: &str, on: &str) -> String {
-    format!(
-        r#"
-options='[{{"id":"fast","name":"Fast","type":"boolean","currentValue":false}},{{"id":"model","name":"Model","type":"select","category":"model","currentValue":"a","options":[{{"value":"a","name":"A"}},{{"value":"b","name":"B"}}]}}]'
-reply() {{ printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" "$1"; }}
-fail() {{ printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":%s,"message":"%s"}}}}\n' "$id" "$1" "$2"; }}
-update() {{ printf '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":%s}}}}\n' "$1"; }}
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed -n 's/^{{"jsonrpc":"2.0","id":\([0-9]*\).*/\1/p')
-  case "$line" in
-    *'"method":"initialize"'*)
-      reply '{{"protocolVersion":1,"agentCapabilities":{capabilities},"authMethods":[{{"id":"token-login","name":"Token login","description":"paste a token"}}]}}' ;;
-    {on}
-  esac
-done
-"#
-    )
-}
-
-fn run_sh_agent(extra: &[&str], on: &str) -> Output {
-    run_script(extra, &sh_agent(on))
-}
-
-fn run_script(extra: &[&str], script: &str) -> Output {
-    let dir = scratch("sh");
-    let mut args = vec!["--yes", "--prompt", "hi", "--cwd"];
-    let cwd = cwd_arg(&dir);
-    args.push(&cwd);
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", "sh", "-c", script]);
-    acp(&args)
-}
+use common::sh::{acp, cwd_arg, run_script, run_sh_agent, sh_agent, sh_agent_with};
+use common::{ACP, finish, finish_with, interrupt, scratch, start_turn, text};
 
 #[test]
 fn demo_agent_turn_streams_text_tool_calls_and_a_diff() {
@@ -251,53 +203,6 @@ fn auth_flag_authenticates_before_the_session() {
         stderr.contains("authenticated with token-login"),
         "{stderr}"
     );
-}
-
-#[test]
-fn a_json_rpc_error_exits_4() {
-    let out = run_sh_agent(
-        &[],
-        r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
-    *'"method":"session/prompt"'*) fail -32602 "no such model" ;;"#,
-    );
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("no such model"), "{stderr}");
-}
-
-#[test]
-fn unknown_and_invalid_updates_are_shown() {
-    let on = r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
-    *'"method":"session/prompt"'*)
-      update '{"sessionUpdate":"brand_new_kind","x":1}'
-      update '{"sessionUpdate":"tool_call","toolCallId":"t1","title":7}'
-      update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"still here"}}'
-      reply '{"stopReason":"end_turn"}' ;;"#;
-    let out = run_sh_agent(&[], on);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
-    assert!(stdout.contains("brand_new_kind"), "{stdout}");
-    assert!(stdout.contains("[invalid update]"), "{stdout}");
-    assert!(stdout.contains(r#""title":7"#), "{stdout}");
-    assert!(stdout.contains("still here"), "{stdout}");
-
-    let out = run_sh_agent(&["--json"], on);
-    let stdout = text(&out.stdout);
-    let lines: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    let error = lines
-        .iter()
-        .find_map(|v| v.get("error"))
-        .unwrap_or_else(|| panic!("no error line: {stdout}"));
-    assert_eq!(error["kind"], "invalid_update");
-    assert_eq!(error["update"]["title"], 7);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! How `acp` shows each update kind of schema 1.20 (plan operations, subagents, session
-//! messages, the agent's commands; with the `unstable` feature prompt suggestions, cursors and
+//! messages, the agent's commands, notices, usage, session info and config options; with the `unstable` feature prompt suggestions, cursors and
 //! the turn's token usage): acp-test's scripted agent, served in this process, plays a turn
 //! of them; the text rendering is pinned with insta and `--json` must give back each update
 //! as the agent sent it.
@@ -124,6 +124,42 @@ fn plans_subagents_messages_and_commands_are_rendered() {
 #[test]
 fn json_carries_every_new_update_as_sent() {
     let updates = stable_updates();
+    let out = acp_against(scripted(&updates), &["--json"]);
+    assert_eq!(json_updates(&out), updates);
+}
+
+/// Notices of each severity, the context window, the session's title and config options.
+fn session_state_updates() -> Vec<Value> {
+    vec![
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Working."}}),
+        json!({"sessionUpdate": "notice", "severity": "warning", "title": "Rate limited",
+            "description": "Retrying in 5 s.\nThe provider asked to slow down."}),
+        json!({"sessionUpdate": "notice", "severity": "info", "title": "Indexed 120 files"}),
+        json!({"sessionUpdate": "notice", "severity": "error", "title": "Provider unreachable"}),
+        json!({"sessionUpdate": "usage_update", "used": 53000, "size": 200000,
+            "cost": {"amount": 0.42, "currency": "USD"}}),
+        json!({"sessionUpdate": "session_info_update", "title": "Summarize the notes",
+            "updatedAt": "2026-11-28T15:00:00Z"}),
+        json!({"sessionUpdate": "session_info_update", "title": null}),
+        json!({"sessionUpdate": "config_option_update", "configOptions": [
+            {"id": "model", "name": "Model", "type": "select", "category": "model",
+             "currentValue": "sonnet", "options": [
+                {"value": "opus", "name": "Claude Opus"}, {"value": "sonnet", "name": "Claude Sonnet"}]},
+            {"id": "fast", "name": "Fast", "type": "boolean", "currentValue": false}]}),
+    ]
+}
+
+#[test]
+fn notices_usage_session_info_and_config_options_are_in_plain_words() {
+    let out = acp_against(scripted(&session_state_updates()), &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn json_carries_notices_usage_session_info_and_config_options_as_sent() {
+    let updates = session_state_updates();
     let out = acp_against(scripted(&updates), &["--json"]);
     assert_eq!(json_updates(&out), updates);
 }

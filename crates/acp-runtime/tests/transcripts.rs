@@ -15,7 +15,7 @@ use acp_runtime::agent;
 use acp_runtime::client::{self, AutoAllow, AutoReject, Client, ClientOptions};
 use acp_runtime::fs::FsHost;
 use acp_runtime::terminal::TerminalHost;
-use acp_types::{McpServer, NewSessionRequest, SystemPrompt, SystemPromptMode};
+use acp_types::{ClientCapabilities, McpServer, NewSessionRequest, SystemPrompt, SystemPromptMode};
 use common::within;
 
 #[derive(Clone, Default)]
@@ -39,6 +39,12 @@ impl Observer for Recorder {
 /// The demo agent's turn. With `newer`, the client also advertises `plan` and `subagents` and
 /// gives a system prompt in `override` mode (schema 1.20's stable additions).
 async fn demo_turn<C: Client>(permissions: C, newer: bool) -> String {
+    demo_turn_with(permissions, newer, true).await
+}
+
+/// [`demo_turn`]; without `hosts`, the client serves no file system and advertises
+/// `terminal` without serving it (it refuses `terminal/create`, as acpx does at its prompt).
+async fn demo_turn_with<C: Client>(permissions: C, newer: bool, hosts: bool) -> String {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let project = std::env::temp_dir().join(format!("acp-transcript-{}-{run}", std::process::id()));
@@ -59,10 +65,17 @@ async fn demo_turn<C: Client>(permissions: C, newer: bool) -> String {
     if newer {
         options = options.with_plans().with_subagents();
     }
+    if hosts {
+        options = options
+            .with_file_system(FsHost::new())
+            .with_terminals(TerminalHost::new());
+    } else {
+        let mut refused = ClientCapabilities::default();
+        refused.terminal = true;
+        options = options.with_capabilities(refused);
+    }
     let options = options
         .with_info("transcript-test", "0")
-        .with_file_system(FsHost::new())
-        .with_terminals(TerminalHost::new())
         .with_connection_options(ConnectionOptions::default().with_observer(recorder.clone()));
     let (agent, driver) =
         client::connect(permissions, client_end.reader, client_end.writer, options);
@@ -131,9 +144,23 @@ macro_rules! assert_transcript {
     };
 }
 
+/// Every `tool_call` the demo agent sends has a status (clients show it: the TypeScript
+/// example client prints `(undefined)` for a missing one).
+fn assert_every_tool_call_has_a_status(transcript: &str) {
+    let calls: Vec<&str> = transcript
+        .lines()
+        .filter(|line| line.contains(r#""sessionUpdate":"tool_call","#))
+        .collect();
+    assert!(!calls.is_empty(), "{transcript}");
+    for call in calls {
+        assert!(call.contains(r#""status":""#), "{call}");
+    }
+}
+
 #[test]
 fn prompt_turn_with_tool_calls_fs_terminal_and_permission() {
     let transcript = smol::block_on(demo_turn(AutoAllow, false));
+    assert_every_tool_call_has_a_status(&transcript);
     assert_transcript!(transcript);
 }
 
@@ -153,5 +180,23 @@ fn prompt_turn_with_system_prompt_plan_updates_and_a_subagent() {
     assert!(transcript.contains(r#""sessionUpdate":"plan_update""#));
     assert!(!transcript.contains(r#""sessionUpdate":"plan","#));
     assert!(transcript.contains(r#""sessionUpdate":"subagent_update""#));
+    assert_transcript!(transcript);
+}
+
+/// A refused `terminal/create` fails its tool call only, and the turn goes on; a client
+/// without file access is told so instead of being told of an empty file.
+#[test]
+fn prompt_turn_with_a_refused_terminal_and_no_file_system() {
+    let transcript = smol::block_on(demo_turn_with(AutoAllow, false, false));
+    assert!(transcript.contains(
+        r#""toolCallId":"list_dir","status":"failed","content":[{"type":"content","content":{"type":"text","text":"Method not found"#
+    ), "{transcript}");
+    assert!(
+        transcript.contains(r#""stopReason":"end_turn""#),
+        "{transcript}"
+    );
+    assert!(transcript.contains("offers "), "{transcript}");
+    assert!(!transcript.contains("0 lines"), "{transcript}");
+    assert_every_tool_call_has_a_status(&transcript);
     assert_transcript!(transcript);
 }

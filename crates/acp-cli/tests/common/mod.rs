@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 pub mod server;
+pub mod sh;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

@@ -3,7 +3,8 @@
 //! any other), announces a subagent to a client that advertised `subagents`, asks permission
 //! for a tool call, reads and writes a file through the client, runs a command in a client
 //! terminal, and answers in chunks, mentioning the client's system prompt (append or
-//! override) when it was given one.
+//! override) when it was given one. Every tool call starts with a status; a file read or a
+//! terminal the client refuses fails its tool call only, and the turn goes on.
 
 use std::time::Duration;
 
@@ -131,26 +132,23 @@ impl Agent for DemoAgent {
             .await?;
         }
 
-        // 1. Read a file through the client.
+        // 1. Read a file through the client. A client without file access is told so in
+        // the answer, instead of being told of an empty file.
         let notes_path = format!("{workdir}/notes.txt");
         let notes = if client_caps.fs.read_text_file {
             turn.tool_call(
                 ToolCall::new("read_notes", "Read notes.txt")
                     .with_kind(ToolKind::Read)
+                    .with_status(ToolCallStatus::InProgress)
                     .add_location(&notes_path),
             )
             .await?;
             let notes = turn.read_text_file(&notes_path).await;
-            let status = if notes.is_ok() {
-                ToolCallStatus::Completed
-            } else {
-                ToolCallStatus::Failed
-            };
-            turn.tool_call_update(ToolCallUpdate::new("read_notes").with_status(status))
+            turn.tool_call_update(finished("read_notes", notes.as_ref().err()))
                 .await?;
-            notes.unwrap_or_default()
+            notes.map_err(|error| format!("reading it failed: {error}"))
         } else {
-            String::new()
+            Err("this client offers no file reading (fs.readTextFile)".to_owned())
         };
         if subagents {
             turn.subagent_update(
@@ -161,24 +159,20 @@ impl Agent for DemoAgent {
         }
         turn.set_plan(plan(1)).await?;
 
-        // 2. Run a command in a client terminal, shown live in the tool call.
+        // 2. Run a command in a client terminal, shown live in the tool call. A client that
+        // refuses the terminal (or a command that fails) fails this tool call only, as a
+        // failed file read does: the turn goes on.
         if client_caps.terminal {
-            let terminal = turn.create_terminal("ls", ["-1"]).await?;
             turn.tool_call(
                 ToolCall::new("list_dir", "ls -1")
                     .with_kind(ToolKind::Execute)
-                    .with_status(ToolCallStatus::InProgress)
-                    .add_content(terminal.tool_call_content()),
+                    .with_status(ToolCallStatus::InProgress),
             )
             .await?;
-            let result = terminal.run_with_timeout(Duration::from_secs(10)).await?;
-            terminal.release().await?;
-            turn.tool_call_update(
-                ToolCallUpdate::new("list_dir")
-                    .with_status(ToolCallStatus::Completed)
-                    .with_raw_output(serde_json::json!({ "exitStatus": result.exit_status })),
-            )
-            .await?;
+            let listed = list_dir(&turn).await;
+            let mut update = finished("list_dir", listed.as_ref().err());
+            update.raw_output = listed.ok();
+            turn.tool_call_update(update).await?;
         }
         turn.set_plan(plan(2)).await?;
 
@@ -186,10 +180,13 @@ impl Agent for DemoAgent {
         let summary_path = format!("{workdir}/summary.txt");
         let mut wrote = false;
         if client_caps.fs.write_text_file {
-            let summary = format!(
-                "{} lines of notes; the user asked {asked:?}\n",
-                notes.lines().count()
-            );
+            let summary = match &notes {
+                Ok(notes) => format!(
+                    "{} lines of notes; the user asked {asked:?}\n",
+                    notes.lines().count()
+                ),
+                Err(_) => format!("notes.txt could not be read; the user asked {asked:?}\n"),
+            };
             // What the file holds now, for the diff; a file that cannot be read (most often:
             // it does not exist yet) is shown as new.
             let previous = if client_caps.fs.read_text_file {
@@ -264,14 +261,36 @@ impl Agent for DemoAgent {
             }
             None => String::new(),
         };
-        for word in format!(
-            "Done. notes.txt has {} lines, {outcome}.{instructions}",
-            notes.lines().count()
-        )
-        .split_inclusive(' ')
-        {
+        let read = match &notes {
+            Ok(notes) => format!("notes.txt has {} lines", notes.lines().count()),
+            Err(why) => format!("I could not read notes.txt: {why}"),
+        };
+        for word in format!("Done. {read}, {outcome}.{instructions}").split_inclusive(' ') {
             turn.message(word).await?;
         }
         Ok(turn.stop_reason(StopReason::EndTurn).into())
     }
+}
+
+/// The update that ends a tool call: completed, or failed with why as its content.
+fn finished(id: &str, error: Option<&acp_runtime::Error>) -> ToolCallUpdate {
+    match error {
+        None => ToolCallUpdate::new(id).with_status(ToolCallStatus::Completed),
+        Some(error) => ToolCallUpdate::new(id)
+            .with_status(ToolCallStatus::Failed)
+            .add_content(ContentBlock::from(error.to_string())),
+    }
+}
+
+/// Runs `ls -1` in a client terminal embedded in the `list_dir` tool call, and releases it;
+/// the tool call's raw output (the exit status).
+async fn list_dir(turn: &Turn) -> Result<serde_json::Value> {
+    let terminal = turn.create_terminal("ls", ["-1"]).await?;
+    turn.tool_call_update(
+        ToolCallUpdate::new("list_dir").add_content(terminal.tool_call_content()),
+    )
+    .await?;
+    let result = terminal.run_with_timeout(Duration::from_secs(10)).await;
+    terminal.release().await?;
+    Ok(serde_json::json!({ "exitStatus": result?.exit_status }))
 }

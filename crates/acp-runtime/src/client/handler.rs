@@ -159,6 +159,11 @@ pub struct AutoReject;
 
 /// Asks on the terminal: prints the tool call and its options to stderr and reads the choice
 /// from stdin.
+///
+/// The read runs on a blocking thread. When the turn is cancelled the runtime answers the
+/// request `cancelled` without waiting for it, but that thread still takes the next line typed:
+/// an application that also reads prompts from stdin should read all of stdin in one place
+/// and implement [`Client::request_permission`] on it (`acp`'s `--ask` does).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Interactive;
 
@@ -225,6 +230,9 @@ impl Client for Interactive {
             }
             let _ = write!(err, "choose 1-{}: ", request.options.len());
             let _ = err.flush();
+            // Not held while the answer is awaited: whatever else prints on stderr meanwhile
+            // (a Ctrl-C handler saying it cancels the turn) must not wait for a typed line.
+            drop(err);
             let mut line = String::new();
             std::io::stdin()
                 .lock()

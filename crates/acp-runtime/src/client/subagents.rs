@@ -27,9 +27,9 @@ use super::family::{Family, Retired, Subagent};
 use super::state::{ClientState, SessionShared};
 use super::updates::{Popped, Routes, UpdateQueue};
 use crate::error::Result;
-use acp_host::fs::FsRoots;
 use crate::latch::Latch;
 use crate::rules;
+use acp_host::fs::FsRoots;
 
 /// Default of [`ClientOptions::with_max_subagents`](super::ClientOptions::with_max_subagents).
 pub const DEFAULT_MAX_SUBAGENTS: usize = 64;
