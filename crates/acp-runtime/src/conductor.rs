@@ -28,7 +28,9 @@
 //! notifications are dropped). The conductor selects the version as an agent would (the
 //! client's when this runtime speaks it, else the latest) and forwards `initialize`
 //! unchanged when it is the client's; every proxy may lower it further, and the answer comes
-//! back from the agent through every proxy.
+//! back from the agent through every proxy. A handshake that is not answered within the
+//! initialize timeout ([`Conductor::with_initialize_timeout`]) is an error naming the
+//! component that holds it up, and brings the chain down as a failed component does.
 //!
 //! In proxy mode ([`Conductor::proxy`]) the chain is itself a proxy, a component of another
 //! conductor: it starts with `proxy/initialize`, every component is a proxy, the client's
@@ -39,7 +41,11 @@
 //! are answered with an error that names the component, with its exit status and the tail
 //! of its stderr, and [`Conductor::run`] returns that error. Subprocesses run in process
 //! groups registered with the runtime's supervisor (see [`crate::process`]), so none
-//! outlives the conductor, even a SIGKILLed one.
+//! outlives the conductor, even a SIGKILLed one. Nor the client: the end of the client's
+//! input ends the chain, even mid-turn (see [`Conductor::run`]).
+//!
+//! A forwarded message is let go once its copy for the next hop is queued there, so a large
+//! message costs the conductor a few times its size, not a copy per hop (docs/limits.md).
 //!
 //! ```no_run
 //! use acp_runtime::conductor::{Component, Conductor};

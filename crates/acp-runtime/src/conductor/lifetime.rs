@@ -47,7 +47,7 @@ impl<R: AsyncBufRead + Unpin> AsyncBufRead for WatchedInput<R> {
         let this = self.get_mut();
         let filled = Pin::new(&mut this.reader).poll_fill_buf(cx);
         match &filled {
-            Poll::Ready(Ok(available)) if available.is_empty() => this.ended.set(),
+            Poll::Ready(Ok([])) => this.ended.set(),
             Poll::Ready(Err(error)) if error.kind() != io::ErrorKind::Interrupted => {
                 this.ended.set();
             }
