@@ -217,8 +217,8 @@ impl Conductor {
     ///
     /// The end of the client's input means the client is gone, even mid-turn: what runs is
     /// cancelled (each request the conductor forwarded is cancelled on its next hop with
-    /// `$/cancel_request`), what is queued for the client gets the failure grace to be
-    /// written, then every component's stdin is closed and each is ended as
+    /// `$/cancel_request`, down the chain), the cancellations and what is queued for the
+    /// client get the failure grace, then every component's stdin is closed and each is ended as
     /// [`AgentProcess::shutdown`](crate::process::AgentProcess::shutdown) does (its
     /// command's `shutdown_grace`, 2 s by default, to exit by itself, then SIGTERM, then
     /// SIGKILL), all at once.
@@ -266,14 +266,24 @@ impl Conductor {
                 Stop::Served(served) => served.map_err(ChainError::from),
                 Stop::ClientGone => {
                     // Closing the client's connection drops every handler, and with it the
-                    // request each one forwarded: the next hop gets `$/cancel_request`. The
-                    // client is gone, so what is queued for it gets the grace, no more.
+                    // request each one forwarded: the next hop gets `$/cancel_request`, and
+                    // so on down the chain. The cancellations get the grace to reach the
+                    // agent before the components' stdin closes, and what is queued for the
+                    // client (gone) as long to be written.
                     client.close();
-                    let _ = executor
-                        .run((&mut driver).or(async {
-                            smol::Timer::after(grace).await;
-                            Ok(())
-                        }))
+                    let cancelled = shared.nothing_forwarded().or(async {
+                        smol::Timer::after(grace).await;
+                    });
+                    let flushed = async {
+                        let _ = (&mut driver)
+                            .or(async {
+                                smol::Timer::after(grace).await;
+                                Ok(())
+                            })
+                            .await;
+                    };
+                    executor
+                        .run(futures_lite::future::zip(cancelled, flushed))
                         .await;
                     Ok(())
                 }

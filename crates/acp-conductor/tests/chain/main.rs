@@ -12,6 +12,8 @@ use acp_runtime::process::AgentCommand;
 
 const MODE: &str = "ACP_CHAIN_TEST_AGENT";
 const MARKER: &str = "ACP_CHAIN_TEST_RUN";
+/// The file a cancelled `hang` turn writes (a killed agent writes nothing).
+const NOTE: &str = "ACP_CHAIN_TEST_NOTE";
 /// The argument that makes this binary a component that never answers ([`deaf`]).
 const DEAF: &str = "deaf";
 
@@ -44,10 +46,24 @@ impl Agent for TestAgent {
                 eprintln!("test agent: boom after {count} updates");
                 std::process::exit(3);
             }
-            "hang" => std::future::pending::<()>().await,
+            "hang" => {
+                let _noted = NoteWhenCancelled;
+                std::future::pending::<()>().await
+            }
             _ => {}
         }
         Ok(StopReason::EndTurn.into())
+    }
+}
+
+/// Where a turn dropped by its cancellation says so: in the file named by [`NOTE`].
+struct NoteWhenCancelled;
+
+impl Drop for NoteWhenCancelled {
+    fn drop(&mut self) {
+        if let Some(path) = std::env::var_os(NOTE) {
+            let _ = std::fs::write(path, "cancelled");
+        }
     }
 }
 
@@ -365,12 +381,17 @@ fn exits_within(
 /// (and, when `prompt` is given, a session and that prompt), closes its stdin while that
 /// is unanswered, and checks that the conductor and every component are gone soon after:
 /// within the components' shutdown grace (2 s) and SIGTERM's (1 s), plus slack.
-fn client_leaves(run: &str, components: &[String], prompt: Option<&str>) -> Duration {
+/// Returns how long that took, and whether the agent's turn was cancelled (rather than its
+/// process ended).
+fn client_leaves(run: &str, components: &[String], prompt: Option<&str>) -> (Duration, bool) {
     let (me, agent_last) = components.split_last().unwrap();
+    let note = std::env::temp_dir().join(format!("acp-chain-note-{run}"));
+    let _ = std::fs::remove_file(&note);
     let mut command = AgentCommand::new(env!("CARGO_BIN_EXE_acp-conductor"))
         .arg("agent")
         .env(MARKER, run)
-        .env(MODE, "1");
+        .env(MODE, "1")
+        .env(NOTE, &note);
     for component in agent_last {
         command = command.arg(component);
     }
@@ -408,21 +429,26 @@ fn client_leaves(run: &str, components: &[String], prompt: Option<&str>) -> Dura
     let exit = exits_within(&process, Duration::from_secs(8));
     assert!(exit.status.success(), "the conductor: {exit}");
     wait_for_no_survivors(run);
-    left.elapsed()
+    let took = left.elapsed();
+    let cancelled = std::fs::remove_file(&note).is_ok();
+    (took, cancelled)
 }
 
 fn a_client_gone_mid_turn_ends_the_chain() {
     let run = marker("gone-turn");
     let me = std::env::current_exe().unwrap().display().to_string();
-    let took = client_leaves(&run, &[pass_through(), pass_through(), me], Some("hang 1"));
-    println!("ok: a client gone mid-turn: the chain ended in {took:.1?}");
+    let (took, cancelled) =
+        client_leaves(&run, &[pass_through(), pass_through(), me], Some("hang 1"));
+    // The cancellation travelled down the chain before the components' stdin closed.
+    assert!(cancelled, "the agent's turn was not cancelled");
+    println!("ok: a client gone mid-turn: the turn cancelled, the chain ended in {took:.1?}");
 }
 
 fn a_client_gone_mid_handshake_ends_the_chain() {
     let run = marker("gone-init");
     let me = std::env::current_exe().unwrap().display().to_string();
     // The proxy swallows `proxy/initialize` and ignores the end of its input.
-    let took = client_leaves(&run, &[deaf_component(), me], None);
+    let (took, _) = client_leaves(&run, &[deaf_component(), me], None);
     println!(
         "ok: a client gone while a proxy withholds `proxy/initialize`: the chain ended in {took:.1?}"
     );

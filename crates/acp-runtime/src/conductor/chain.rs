@@ -6,6 +6,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -118,6 +119,21 @@ pub(crate) struct Shared {
     pub(crate) executor: Arc<smol::Executor<'static>>,
     /// Set once the conductor is shutting down: a component's end is expected from then on.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Messages being forwarded, and the event of that count reaching zero.
+    forwarding: AtomicUsize,
+    forwarding_done: Event,
+}
+
+/// A message being forwarded, counted from its handler's start to its end (or its drop,
+/// when it is cancelled).
+pub(crate) struct Forwarding<'a>(&'a Shared);
+
+impl Drop for Forwarding<'_> {
+    fn drop(&mut self) {
+        if self.0.forwarding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.forwarding_done.notify(usize::MAX);
+        }
+    }
 }
 
 impl Shared {
@@ -138,6 +154,30 @@ impl Shared {
             failed: Event::new(),
             executor: Arc::new(smol::Executor::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            forwarding: AtomicUsize::new(0),
+            forwarding_done: Event::new(),
+        }
+    }
+
+    /// Counts a message as being forwarded until the returned guard is dropped.
+    pub(crate) fn forwarding(&self) -> Forwarding<'_> {
+        self.forwarding.fetch_add(1, Ordering::AcqRel);
+        Forwarding(self)
+    }
+
+    /// Resolves once no message is being forwarded: after the client left, once every
+    /// cancellation has travelled down the chain (each dropped handler cancels its request
+    /// on the next hop, whose handler is dropped in turn).
+    pub(crate) async fn nothing_forwarded(&self) {
+        loop {
+            if self.forwarding.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            let listener = self.forwarding_done.listen();
+            if self.forwarding.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            listener.await;
         }
     }
 

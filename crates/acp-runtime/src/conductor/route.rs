@@ -239,6 +239,7 @@ impl HopDispatch {
         request: IncomingRequest,
     ) -> Result<Box<RawValue>, ResponseError> {
         let ticket = self.order.ticket();
+        let _forwarding = self.shared.forwarding();
         let method = request.method();
         let starts_chain = self.hop.is_none() && method == self.entry();
         let chain = self.chain_for(method).await?;
@@ -334,6 +335,7 @@ impl HopDispatch {
     /// Forwards `notification`; it is dropped once its copy is queued on the next hop.
     async fn forward_notification(&self, notification: IncomingNotification) {
         let ticket = self.order.ticket();
+        let _forwarding = self.shared.forwarding();
         let method = notification.method().to_owned();
         let from = notification.connection().clone();
         let report = |reason: String| {
