@@ -271,17 +271,8 @@ impl Conductor {
                     // agent before the components' stdin closes, and what is queued for the
                     // client (gone) as long to be written.
                     client.close();
-                    let cancelled = shared.nothing_forwarded().or(async {
-                        smol::Timer::after(grace).await;
-                    });
-                    let flushed = async {
-                        let _ = (&mut driver)
-                            .or(async {
-                                smol::Timer::after(grace).await;
-                                Ok(())
-                            })
-                            .await;
-                    };
+                    let cancelled = at_most(grace, shared.nothing_forwarded());
+                    let flushed = at_most(grace, &mut driver);
                     executor
                         .run(futures_lite::future::zip(cancelled, flushed))
                         .await;
@@ -295,19 +286,9 @@ impl Conductor {
                             hop.rpc.close();
                         }
                     }
-                    let _ = executor
-                        .run((&mut driver).or(async {
-                            smol::Timer::after(grace).await;
-                            Ok(())
-                        }))
-                        .await;
+                    executor.run(at_most(grace, &mut driver)).await;
                     client.close();
-                    let _ = executor
-                        .run((&mut driver).or(async {
-                            smol::Timer::after(grace).await;
-                            Ok(())
-                        }))
-                        .await;
+                    executor.run(at_most(grace, &mut driver)).await;
                     Err(ChainError::Component(
                         shared.failure().unwrap_or_default().to_owned(),
                     ))
@@ -323,4 +304,14 @@ impl Conductor {
         let (reader, writer) = crate::stdio::stdio()?;
         smol::block_on(self.run(reader, writer))
     }
+}
+
+/// Runs `future` for at most `grace`: `None` when the grace ran out first.
+async fn at_most<T>(grace: Duration, future: impl Future<Output = T>) -> Option<T> {
+    async { Some(future.await) }
+        .or(async {
+            smol::Timer::after(grace).await;
+            None
+        })
+        .await
 }
