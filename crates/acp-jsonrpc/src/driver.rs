@@ -379,6 +379,8 @@ where
                     Ok(Message::from_slice(line))
                 }
             };
+            // Decoded (or skipped): the line is no longer needed.
+            self.reader.release_line();
             progress = true;
             match decoded {
                 Ok(Ok(message)) => {

@@ -505,12 +505,13 @@ fn peak_rss(pid: u32) -> usize {
 /// Large prompts echoed as updates of the same size, through two proxies: what the
 /// conductor holds per message is a small multiple of it, not a copy per hop and queue
 /// (docs/limits.md): 4 to 6 times the message here (17.5 before the conductor let go of a
-/// message once its copy was queued, and connections of buffers once written).
+/// message once its copy was queued, and connections of lines once decoded and of buffers
+/// once written).
 fn large_messages_stay_within_a_byte_bound() {
     const MESSAGE: usize = 8 << 20;
     const MESSAGES: usize = 3;
     /// What the conductor may hold above its peak before the large messages, per byte of
-    /// the largest message: 6 through proxies (docs/limits.md), with room for the
+    /// the largest message: 5 through proxies (docs/limits.md), with room for the
     /// allocator's slack.
     const BOUND: usize = 10;
     let run = marker("large");
