@@ -9,9 +9,8 @@ use acp_jsonrpc::{
     ResponseError,
 };
 use acp_types::ProtocolVersion;
-use serde_json::value::RawValue;
-
 use futures_lite::FutureExt;
+use serde_json::value::RawValue;
 
 use crate::conductor::chain::{Chain, Shared, describe};
 use crate::conductor::handshake::Holdup;
