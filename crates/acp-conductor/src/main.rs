@@ -1,11 +1,11 @@
 //! `acp-conductor`: runs a proxy chain as one agent, or one of the built-in proxies.
 //!
 //! ```text
-//! acp-conductor agent [--failure-grace SECS] PROXY... AGENT
+//! acp-conductor agent [--failure-grace SECS] [--initialize-timeout SECS] PROXY... AGENT
 //!                                         the chain, served on stdin/stdout (each a command line)
-//! acp-conductor agent [--failure-grace SECS] --agent ID [--registry FILE|URL] [--refresh] PROXY...
+//! acp-conductor agent [--failure-grace SECS] [--initialize-timeout SECS] --agent ID [--registry FILE|URL] [--refresh] PROXY...
 //!                                         the same, the agent from the ACP agent registry
-//! acp-conductor proxy [--failure-grace SECS] PROXY...
+//! acp-conductor proxy [--failure-grace SECS] [--initialize-timeout SECS] PROXY...
 //!                                         a chain that is itself a proxy, for another conductor
 //! acp-conductor pass-through              a proxy that forwards everything
 //! acp-conductor trace-proxy FILE          a proxy that records its hop to FILE (acp-test .jsonl)
@@ -66,6 +66,10 @@ struct ChainArgs {
     /// [default: 0.5]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     failure_grace: Option<Duration>,
+    /// How long the client's `initialize` waits for the chain's answer before it gets an
+    /// error naming the component that holds it up (fractions allowed) [default: 60]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    initialize_timeout: Option<Duration>,
     /// `agent` only: the agent is this one of the ACP agent registry, after the proxies given
     /// as components.
     #[command(flatten)]
@@ -160,6 +164,9 @@ fn conduct(args: ChainArgs, proxy_mode: bool) -> Result<(), String> {
     if let Some(grace) = args.failure_grace {
         conductor = conductor.with_failure_grace(grace);
     }
+    if let Some(timeout) = args.initialize_timeout {
+        conductor = conductor.with_initialize_timeout(timeout);
+    }
     conductor.serve_stdio().map_err(|error| error.to_string())
 }
 
@@ -168,7 +175,7 @@ fn kind(text: &str) -> Result<ToolKind, String> {
     Policy::kind(text)
 }
 
-/// `--failure-grace SECS`.
+/// `--failure-grace SECS`, `--initialize-timeout SECS`.
 fn seconds(text: &str) -> Result<Duration, String> {
     text.parse::<f64>()
         .ok()

@@ -266,7 +266,10 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
-            self.write_buffer.clear();
+            // Written: the buffer goes back to the pool (which keeps only small ones), so
+            // that a large message does not keep its size here until the next write.
+            let written = std::mem::take(&mut self.write_buffer);
+            self.shared.recycle(written);
             self.written = 0;
 
             let closed = match self.shared.take_queued(&mut self.write_buffer, cx) {
@@ -379,6 +382,8 @@ where
                     Ok(Message::from_slice(line))
                 }
             };
+            // Decoded (or skipped): the line is no longer needed.
+            self.reader.release_line();
             progress = true;
             match decoded {
                 Ok(Ok(message)) => {

@@ -182,7 +182,10 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         }
     }
 
-    fn poll_find(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Found>> {
+    /// Lets go of the line last returned, now rather than at the next read: a connection
+    /// calls it once the line is decoded, so that a large message is not held twice (as its
+    /// line and as its decoded form) while it is handled.
+    pub(crate) fn release_line(&mut self) {
         if self.state == State::Delivered {
             if self.line.capacity() > RETAINED_CAPACITY {
                 // One huge message should not pin its size in memory.
@@ -192,6 +195,10 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             }
             self.state = State::Reading;
         }
+    }
+
+    fn poll_find(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Found>> {
+        self.release_line();
         loop {
             let available = ready!(Pin::new(&mut self.reader).poll_fill_buf(cx))?;
             if available.is_empty() {

@@ -87,6 +87,7 @@ mod updates;
 
 pub use connect::connect;
 pub use dropped::{DROP_REPORTS_KEPT, DropReason, DroppedUpdates, UnopenedUpdate};
+pub use family::{DEFAULT_MAX_SUBAGENTS, DEFAULT_SUBAGENT_UPDATE_BUDGET};
 pub use family::{MAX_SUBAGENT_TEXT_BYTES, Subagent};
 pub use handle::AgentHandle;
 pub use handler::{AutoAllow, AutoReject, Client, Interactive};
@@ -94,7 +95,7 @@ pub use options::ClientOptions;
 pub use session::{PromptTurn, Session};
 pub use session_tree::TreeUpdate;
 pub use spawned::{run_spawned, spawn};
-pub use subagents::{DEFAULT_MAX_SUBAGENTS, DEFAULT_SUBAGENT_UPDATE_BUDGET, UNFOLLOWED_REMEMBERED};
+pub use subagents::UNFOLLOWED_REMEMBERED;
 pub use tool_calls::ToolCallState;
 pub use tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 pub use traffic::PrintTraffic;

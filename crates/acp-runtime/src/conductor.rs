@@ -28,7 +28,9 @@
 //! notifications are dropped). The conductor selects the version as an agent would (the
 //! client's when this runtime speaks it, else the latest) and forwards `initialize`
 //! unchanged when it is the client's; every proxy may lower it further, and the answer comes
-//! back from the agent through every proxy.
+//! back from the agent through every proxy. A handshake that is not answered within the
+//! initialize timeout ([`Conductor::with_initialize_timeout`]) is an error naming the
+//! component that holds it up, and brings the chain down as a failed component does.
 //!
 //! In proxy mode ([`Conductor::proxy`]) the chain is itself a proxy, a component of another
 //! conductor: it starts with `proxy/initialize`, every component is a proxy, the client's
@@ -39,7 +41,11 @@
 //! are answered with an error that names the component, with its exit status and the tail
 //! of its stderr, and [`Conductor::run`] returns that error. Subprocesses run in process
 //! groups registered with the runtime's supervisor (see [`crate::process`]), so none
-//! outlives the conductor, even a SIGKILLed one.
+//! outlives the conductor, even a SIGKILLed one. Nor the client: the end of the client's
+//! input ends the chain, even mid-turn (see [`Conductor::run`]).
+//!
+//! A forwarded message is let go once its copy for the next hop is queued there, so a large
+//! message costs the conductor a few times its size, not a copy per hop (docs/limits.md).
 //!
 //! ```no_run
 //! use acp_runtime::conductor::{Component, Conductor};
@@ -63,16 +69,27 @@ use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
 
 mod chain;
 pub mod command_line;
+mod handshake;
+mod lifetime;
 mod route;
 
 pub use chain::Component;
 use chain::Shared;
+use lifetime::WatchedInput;
 use route::HopDispatch;
+
+use crate::latch::Latch;
 
 /// How long requests in flight get to be answered once a component failed, before the
 /// conductor closes its client connection: the default of
 /// [`Conductor::with_failure_grace`].
 pub const FAILURE_GRACE: Duration = Duration::from_millis(500);
+
+/// How long the client's `initialize` waits for the chain's answer before it is answered
+/// with an error naming the component that holds it up: the default of
+/// [`Conductor::with_initialize_timeout`]. Generous, because the components start with it
+/// (a command such as `npx some-agent` may first download the agent).
+pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why a conductor stopped.
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +114,18 @@ pub struct Conductor {
     components: Vec<Component>,
     options: ConnectionOptions,
     failure_grace: Duration,
+    initialize_timeout: Duration,
     proxy_mode: bool,
+}
+
+/// Why [`Conductor::run`] stopped serving.
+enum Stop {
+    /// The client connection ended by itself, with nothing left in flight.
+    Served(Result<(), ConnectionError>),
+    /// The client's input ended (it is gone) while the chain was still at work.
+    ClientGone,
+    /// A component failed.
+    Failed,
 }
 
 impl Conductor {
@@ -107,6 +135,7 @@ impl Conductor {
             components,
             options: ConnectionOptions::default(),
             failure_grace: FAILURE_GRACE,
+            initialize_timeout: INITIALIZE_TIMEOUT,
             proxy_mode: false,
         }
     }
@@ -156,6 +185,26 @@ impl Conductor {
         self
     }
 
+    /// How long the client's `initialize` (`proxy/initialize` in proxy mode) waits for the
+    /// chain's answer; [`INITIALIZE_TIMEOUT`] (60 s) by default. Past it, the client is
+    /// answered `-32603` with a message naming the component that holds the handshake up
+    /// (a proxy that neither answered nor passed on its `proxy/initialize`, or the agent),
+    /// and the chain goes down as for a failed component.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use acp_runtime::conductor::{Component, Conductor};
+    /// use acp_runtime::process::AgentCommand;
+    ///
+    /// let conductor = Conductor::new(vec![Component::command("agent", AgentCommand::new("my-agent"))])
+    ///     .with_initialize_timeout(Duration::from_secs(10));
+    /// # drop(conductor);
+    /// ```
+    pub fn with_initialize_timeout(mut self, timeout: Duration) -> Self {
+        self.initialize_timeout = timeout;
+        self
+    }
+
     /// The options of every connection (to the client and to each component): limits and
     /// observer (docs/limits.md).
     pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
@@ -163,8 +212,16 @@ impl Conductor {
         self
     }
 
-    /// Serves the client on `reader` and `writer` until it closes the connection (then the
-    /// chain is shut down, `Ok`) or a component fails ([`ChainError::Component`]).
+    /// Serves the client on `reader` and `writer` until its input ends (then the chain is
+    /// shut down, `Ok`) or a component fails ([`ChainError::Component`]).
+    ///
+    /// The end of the client's input means the client is gone, even mid-turn: what runs is
+    /// cancelled (each request the conductor forwarded is cancelled on its next hop with
+    /// `$/cancel_request`, down the chain), the cancellations and what is queued for the
+    /// client get the failure grace, then every component's stdin is closed and each is ended as
+    /// [`AgentProcess::shutdown`](crate::process::AgentProcess::shutdown) does (its
+    /// command's `shutdown_grace`, 2 s by default, to exit by itself, then SIGTERM, then
+    /// SIGKILL), all at once.
     pub fn run<R, W>(
         self,
         reader: R,
@@ -178,9 +235,11 @@ impl Conductor {
             self.components,
             self.options.clone(),
             self.proxy_mode,
+            self.initialize_timeout,
         ));
+        let input_ended = Latch::new();
         let (client, driver) = Connection::new(
-            reader,
+            WatchedInput::new(reader, input_ended.clone()),
             writer,
             HopDispatch::client(shared.clone()),
             self.options,
@@ -190,15 +249,36 @@ impl Conductor {
         let grace = self.failure_grace;
         async move {
             let mut driver = std::pin::pin!(driver);
-            let outcome = executor
-                .run(async { Some((&mut driver).await) }.or(async {
-                    shared.failed().await;
-                    None
-                }))
+            let stop = executor
+                .run(
+                    async { Stop::Served((&mut driver).await) }
+                        .or(async {
+                            shared.failed().await;
+                            Stop::Failed
+                        })
+                        .or(async {
+                            input_ended.wait().await;
+                            Stop::ClientGone
+                        }),
+                )
                 .await;
-            let result = match outcome {
-                Some(served) => served.map_err(ChainError::from),
-                None => {
+            let result = match stop {
+                Stop::Served(served) => served.map_err(ChainError::from),
+                Stop::ClientGone => {
+                    // Closing the client's connection drops every handler, and with it the
+                    // request each one forwarded: the next hop gets `$/cancel_request`, and
+                    // so on down the chain. The cancellations get the grace to reach the
+                    // agent before the components' stdin closes, and what is queued for the
+                    // client (gone) as long to be written.
+                    client.close();
+                    let cancelled = at_most(grace, shared.nothing_forwarded());
+                    let flushed = at_most(grace, &mut driver);
+                    executor
+                        .run(futures_lite::future::zip(cancelled, flushed))
+                        .await;
+                    Ok(())
+                }
+                Stop::Failed => {
                     // Close every hop so that what waits on them fails now, and give the
                     // answers (which name the failure) a moment to reach the client.
                     if let Some(Ok(chain)) = shared.chain.get() {
@@ -206,19 +286,9 @@ impl Conductor {
                             hop.rpc.close();
                         }
                     }
-                    let _ = executor
-                        .run((&mut driver).or(async {
-                            smol::Timer::after(grace).await;
-                            Ok(())
-                        }))
-                        .await;
+                    executor.run(at_most(grace, &mut driver)).await;
                     client.close();
-                    let _ = executor
-                        .run((&mut driver).or(async {
-                            smol::Timer::after(grace).await;
-                            Ok(())
-                        }))
-                        .await;
+                    executor.run(at_most(grace, &mut driver)).await;
                     Err(ChainError::Component(
                         shared.failure().unwrap_or_default().to_owned(),
                     ))
@@ -234,4 +304,14 @@ impl Conductor {
         let (reader, writer) = crate::stdio::stdio()?;
         smol::block_on(self.run(reader, writer))
     }
+}
+
+/// Runs `future` for at most `grace`: `None` when the grace ran out first.
+async fn at_most<T>(grace: Duration, future: impl Future<Output = T>) -> Option<T> {
+    async { Some(future.await) }
+        .or(async {
+            smol::Timer::after(grace).await;
+            None
+        })
+        .await
 }

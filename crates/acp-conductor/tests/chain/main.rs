@@ -1,6 +1,8 @@
 //! The conductor binary with real processes over pipes: three pass-through proxies and a
 //! trace proxy in front of an agent (this very binary, in agent mode), 100,000 streamed
-//! updates in order, a component crash mid-turn, and a SIGKILLed conductor.
+//! updates in order, a component crash mid-turn, a SIGKILLed conductor, a client that goes
+//! away mid-turn or mid-handshake, a component that never answers its `initialize`, and the
+//! conductor's memory for large messages.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -10,6 +12,10 @@ use acp_runtime::process::AgentCommand;
 
 const MODE: &str = "ACP_CHAIN_TEST_AGENT";
 const MARKER: &str = "ACP_CHAIN_TEST_RUN";
+/// The file a cancelled `hang` turn writes (a killed agent writes nothing).
+const NOTE: &str = "ACP_CHAIN_TEST_NOTE";
+/// The argument that makes this binary a component that never answers ([`deaf`]).
+const DEAF: &str = "deaf";
 
 struct TestAgent;
 
@@ -34,14 +40,30 @@ impl Agent for TestAgent {
             turn.message(ContentBlock::from(i.to_string())).await?;
         }
         match what {
+            // `echo TEXT`: one update carrying the whole prompt back.
+            "echo" => turn.message(ContentBlock::from(text)).await?,
             "crash" => {
                 eprintln!("test agent: boom after {count} updates");
                 std::process::exit(3);
             }
-            "hang" => std::future::pending::<()>().await,
+            "hang" => {
+                let _noted = NoteWhenCancelled;
+                std::future::pending::<()>().await
+            }
             _ => {}
         }
         Ok(StopReason::EndTurn.into())
+    }
+}
+
+/// Where a turn dropped by its cancellation says so: in the file named by [`NOTE`].
+struct NoteWhenCancelled;
+
+impl Drop for NoteWhenCancelled {
+    fn drop(&mut self) {
+        if let Some(path) = std::env::var_os(NOTE) {
+            let _ = std::fs::write(path, "cancelled");
+        }
     }
 }
 
@@ -325,13 +347,234 @@ unsafe fn libc_kill(pid: u32) {
     unsafe { kill(pid as i32, 9) };
 }
 
+/// A component that reads everything and never answers, nor exits when its input ends:
+/// only a signal ends it.
+fn deaf() {
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn deaf_component() -> String {
+    let me = std::env::current_exe().unwrap();
+    format!("{} {DEAF}", me.display())
+}
+
+/// Waits at most `within` for `process` to exit by itself; its status.
+fn exits_within(
+    process: &acp_runtime::process::AgentProcess,
+    within: Duration,
+) -> acp_runtime::process::AgentExit {
+    smol::block_on(async {
+        let exited = process.exited();
+        futures_lite::FutureExt::or(async { Some(exited.await) }, async {
+            smol::Timer::after(within).await;
+            None
+        })
+        .await
+    })
+    .unwrap_or_else(|| panic!("the conductor still runs {within:?} after its client left"))
+}
+
+/// Starts the conductor for `components` (the last one the agent), sends `initialize`
+/// (and, when `prompt` is given, a session and that prompt), closes its stdin while that
+/// is unanswered, and checks that the conductor and every component are gone soon after:
+/// within the components' shutdown grace (2 s) and SIGTERM's (1 s), plus slack.
+/// Returns how long that took, and whether the agent's turn was cancelled (rather than its
+/// process ended).
+fn client_leaves(run: &str, components: &[String], prompt: Option<&str>) -> (Duration, bool) {
+    let (me, agent_last) = components.split_last().unwrap();
+    let note = std::env::temp_dir().join(format!("acp-chain-note-{run}"));
+    let _ = std::fs::remove_file(&note);
+    let mut command = AgentCommand::new(env!("CARGO_BIN_EXE_acp-conductor"))
+        .arg("agent")
+        .env(MARKER, run)
+        .env(MODE, "1")
+        .env(NOTE, &note);
+    for component in agent_last {
+        command = command.arg(component);
+    }
+    command = command.arg(me);
+    let (agent, driver, process) =
+        client::spawn(AutoAllow, command, ClientOptions::default()).unwrap();
+    let components = components.len();
+    let left = smol::block_on(async {
+        let driver = smol::spawn(driver);
+        let asked = match prompt {
+            None => smol::spawn(async move {
+                let _ = agent.initialize().await;
+            }),
+            Some(prompt) => {
+                agent.initialize().await.unwrap();
+                let session = agent.new_session(std::env::temp_dir()).await.unwrap();
+                let prompt = prompt.to_owned();
+                smol::spawn(async move {
+                    let _ = session.prompt(vec![prompt.into()]).await;
+                })
+            }
+        };
+        // Every component is up and holds something unanswered.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while survivors(run).len() < components + 1 {
+            assert!(Instant::now() < deadline, "{:?}", survivors(run));
+            smol::Timer::after(Duration::from_millis(50)).await;
+        }
+        smol::Timer::after(Duration::from_millis(200)).await;
+        // The client goes: dropping the connection's driver closes the conductor's stdin.
+        drop(driver.cancel().await);
+        drop(asked);
+        Instant::now()
+    });
+    let exit = exits_within(&process, Duration::from_secs(8));
+    assert!(exit.status.success(), "the conductor: {exit}");
+    wait_for_no_survivors(run);
+    let took = left.elapsed();
+    let cancelled = std::fs::remove_file(&note).is_ok();
+    (took, cancelled)
+}
+
+fn a_client_gone_mid_turn_ends_the_chain() {
+    let run = marker("gone-turn");
+    let me = std::env::current_exe().unwrap().display().to_string();
+    let (took, cancelled) =
+        client_leaves(&run, &[pass_through(), pass_through(), me], Some("hang 1"));
+    // The cancellation travelled down the chain before the components' stdin closed.
+    assert!(cancelled, "the agent's turn was not cancelled");
+    println!("ok: a client gone mid-turn: the turn cancelled, the chain ended in {took:.1?}");
+}
+
+fn a_client_gone_mid_handshake_ends_the_chain() {
+    let run = marker("gone-init");
+    let me = std::env::current_exe().unwrap().display().to_string();
+    // The proxy swallows `proxy/initialize` and ignores the end of its input.
+    let (took, _) = client_leaves(&run, &[deaf_component(), me], None);
+    println!(
+        "ok: a client gone while a proxy withholds `proxy/initialize`: the chain ended in {took:.1?}"
+    );
+}
+
+fn an_unanswered_initialize_times_out_naming_the_component() {
+    for (deaf_at, asked) in [(0, "proxy/initialize"), (1, "`initialize`")] {
+        let run = marker(&format!("init-timeout-{deaf_at}"));
+        let me = std::env::current_exe().unwrap().display().to_string();
+        // The deaf component is the proxy (0) or the agent behind a pass-through (1).
+        let (proxies, agent) = if deaf_at == 0 {
+            (vec![deaf_component()], me)
+        } else {
+            (vec![pass_through()], deaf_component())
+        };
+        let mut command = AgentCommand::new(env!("CARGO_BIN_EXE_acp-conductor"))
+            .args(["agent", "--initialize-timeout", "0.5"])
+            .env(MARKER, &run)
+            .env(MODE, "1");
+        for proxy in &proxies {
+            command = command.arg(proxy);
+        }
+        command = command.arg(agent);
+        let outcome = client::run_spawned(
+            AutoAllow,
+            command,
+            ClientOptions::default(),
+            |agent| async move { agent.initialize().await.map(|_| ()) },
+        );
+        let error = match outcome {
+            Err(error) => error.to_string(),
+            Ok((_, exit)) => panic!("expected an error, got an answer ({exit})"),
+        };
+        assert!(
+            error.contains(&format!("chain component {deaf_at}")),
+            "{error}"
+        );
+        assert!(error.contains(asked), "{error}");
+        assert!(error.contains("did not answer"), "{error}");
+        assert!(error.contains("within 500ms"), "{error}");
+        wait_for_no_survivors(&run);
+        println!("ok: {error}");
+    }
+}
+
+/// The conductor's peak RSS (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// Large prompts echoed as updates of the same size, through two proxies: what the
+/// conductor holds per message is a small multiple of it, not a copy per hop and queue
+/// (docs/limits.md): 4 to 6 times the message here (17.5 before the conductor let go of a
+/// message once its copy was queued, and connections of lines once decoded and of buffers
+/// once written).
+fn large_messages_stay_within_a_byte_bound() {
+    const MESSAGE: usize = 8 << 20;
+    const MESSAGES: usize = 3;
+    /// What the conductor may hold above its peak before the large messages, per byte of
+    /// the largest message: 5 through proxies (docs/limits.md), with room for the
+    /// allocator's slack.
+    const BOUND: usize = 10;
+    let run = marker("large");
+    let proxies = [pass_through(), pass_through()];
+    let (agent, driver, process) = client::spawn(
+        AutoAllow,
+        conductor(&proxies, &run),
+        ClientOptions::default(),
+    )
+    .unwrap();
+    let pid = process.id();
+    let (before, after) = smol::block_on(async {
+        let driver = smol::spawn(driver);
+        agent.initialize().await.unwrap();
+        let session = agent.new_session(std::env::temp_dir()).await.unwrap();
+        let mut turn = session.prompt(vec!["echo small".into()]).await.unwrap();
+        while let Some(update) = turn.next().await {
+            update.unwrap();
+        }
+        turn.end().await.unwrap();
+        let before = peak_rss(pid);
+        let text = format!("echo {}", "x".repeat(MESSAGE));
+        for _ in 0..MESSAGES {
+            let mut turn = session.prompt(vec![text.clone().into()]).await.unwrap();
+            let mut echoed = 0;
+            while let Some(update) = turn.next().await {
+                if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
+                    echoed += chunk.content.as_text().map_or(0, str::len);
+                }
+            }
+            assert_eq!(echoed, text.len());
+            assert_eq!(turn.end().await.unwrap().stop_reason, StopReason::EndTurn);
+        }
+        let after = peak_rss(pid);
+        // The client leaves: dropping the driver closes the conductor's stdin.
+        drop(driver.cancel().await);
+        (before, after)
+    });
+    let _ = exits_within(&process, Duration::from_secs(8));
+    wait_for_no_survivors(&run);
+    let grown = after.saturating_sub(before);
+    println!(
+        "ok: {MESSAGES} × {} MiB through 2 proxies: the conductor's peak grew by {:.1} MiB ({:.1} × the message; bound {BOUND})",
+        MESSAGE >> 20,
+        grown as f64 / (1 << 20) as f64,
+        grown as f64 / MESSAGE as f64
+    );
+    assert!(
+        grown <= BOUND * MESSAGE,
+        "the conductor's peak grew by {grown} bytes, more than {BOUND} × {MESSAGE}"
+    );
+}
+
 fn main() {
     if std::env::var_os(MODE).is_some() {
+        if std::env::args().nth(1).as_deref() == Some(DEAF) {
+            deaf();
+        }
         agent::serve_stdio(TestAgent).unwrap();
         return;
     }
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
-    let tests: [(&str, fn()); 5] = [
+    let tests: [(&str, fn()); 9] = [
         (
             "streams_in_order_through_three_proxies_and_a_trace",
             streams_in_order_through_three_proxies_and_a_trace,
@@ -351,6 +594,22 @@ fn main() {
         (
             "a_killed_conductor_takes_the_chain_with_it",
             a_killed_conductor_takes_the_chain_with_it,
+        ),
+        (
+            "a_client_gone_mid_turn_ends_the_chain",
+            a_client_gone_mid_turn_ends_the_chain,
+        ),
+        (
+            "a_client_gone_mid_handshake_ends_the_chain",
+            a_client_gone_mid_handshake_ends_the_chain,
+        ),
+        (
+            "an_unanswered_initialize_times_out_naming_the_component",
+            an_unanswered_initialize_times_out_naming_the_component,
+        ),
+        (
+            "large_messages_stay_within_a_byte_bound",
+            large_messages_stay_within_a_byte_bound,
         ),
     ];
     for (name, test) in tests {

@@ -13,6 +13,12 @@ use super::session_map::SessionMap;
 use super::updates::Pool;
 use acp_host::fs::FsRoots;
 
+/// Default of [`ClientOptions::with_max_subagents`](super::ClientOptions::with_max_subagents).
+pub const DEFAULT_MAX_SUBAGENTS: usize = 64;
+
+/// Default of [`ClientOptions::with_subagent_update_budget`](super::ClientOptions::with_subagent_update_budget).
+pub const DEFAULT_SUBAGENT_UPDATE_BUDGET: usize = 16 * 1024 * 1024;
+
 /// The most bytes of a subagent's title or description that [`Subagent`] keeps (cut at a
 /// character boundary); the `subagent_update` itself reaches the application whole.
 pub const MAX_SUBAGENT_TEXT_BYTES: usize = 4096;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use acp_jsonrpc::{ConnectionOptions, Observer};
 use acp_types::*;
 
-use super::subagents::{DEFAULT_MAX_SUBAGENTS, DEFAULT_SUBAGENT_UPDATE_BUDGET};
+use super::family::{DEFAULT_MAX_SUBAGENTS, DEFAULT_SUBAGENT_UPDATE_BUDGET};
 use super::tool_calls::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_TOOL_CALL_BUDGET};
 use super::updates::{DEFAULT_SESSION_UPDATE_BUDGET, DEFAULT_UNOPENED_UPDATE_BUDGET};
 use acp_host::fs::FsHost;

@@ -31,12 +31,6 @@ use crate::latch::Latch;
 use crate::rules;
 use acp_host::fs::FsRoots;
 
-/// Default of [`ClientOptions::with_max_subagents`](super::ClientOptions::with_max_subagents).
-pub const DEFAULT_MAX_SUBAGENTS: usize = 64;
-
-/// Default of [`ClientOptions::with_subagent_update_budget`](super::ClientOptions::with_subagent_update_budget).
-pub const DEFAULT_SUBAGENT_UPDATE_BUDGET: usize = 16 * 1024 * 1024;
-
 /// How many subagents not followed a connection remembers (to tell their updates on the
 /// session they were announced on); the updates of any further one are handled as those of
 /// an id never opened ([`AgentHandle::take_dropped_updates`](super::AgentHandle::take_dropped_updates)).

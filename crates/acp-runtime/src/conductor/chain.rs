@@ -1,17 +1,20 @@
 //! The components of a chain once started: one connection per hop, the processes behind
-//! them, and what the conductor knows when one of them fails.
+//! them, and what the conductor knows when one of them fails. What each connection does with
+//! its messages is the caller's (`route.rs`): this module takes the handler of each hop as a
+//! parameter, so that the routing rules can depend on the chain and not the reverse.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use acp_jsonrpc::{Connection, ConnectionHandle, ConnectionOptions};
+use acp_jsonrpc::{Connection, ConnectionHandle, ConnectionOptions, Handler};
 use event_listener::Event;
 use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
 
-use crate::conductor::route::HopDispatch;
+use crate::conductor::handshake::Handshake;
 #[cfg(unix)]
 use crate::process::{AgentCommand, AgentProcess};
 
@@ -92,6 +95,8 @@ pub(crate) struct Hop {
 
 pub(crate) struct Chain {
     pub(crate) hops: Vec<Hop>,
+    /// How far the client's `initialize` got.
+    pub(crate) handshake: Handshake,
 }
 
 pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -106,12 +111,29 @@ pub(crate) struct Shared {
     /// Whether the conductor is itself a proxy: every component is then a proxy, and the
     /// last one's successor is the conductor's own, reached through the client connection.
     pub(crate) proxy_mode: bool,
+    /// How long the client's `initialize` may wait for the chain's answer.
+    pub(crate) initialize_timeout: Duration,
     failure: OnceLock<String>,
     failed: Event,
     /// Where component drivers and watchers run: polled by `Conductor::run`.
     pub(crate) executor: Arc<smol::Executor<'static>>,
     /// Set once the conductor is shutting down: a component's end is expected from then on.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Messages being forwarded, and the event of that count reaching zero.
+    forwarding: AtomicUsize,
+    forwarding_done: Event,
+}
+
+/// A message being forwarded, counted from its handler's start to its end (or its drop,
+/// when it is cancelled).
+pub(crate) struct Forwarding<'a>(&'a Shared);
+
+impl Drop for Forwarding<'_> {
+    fn drop(&mut self) {
+        if self.0.forwarding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.forwarding_done.notify(usize::MAX);
+        }
+    }
 }
 
 impl Shared {
@@ -119,6 +141,7 @@ impl Shared {
         components: Vec<Component>,
         options: ConnectionOptions,
         proxy_mode: bool,
+        initialize_timeout: Duration,
     ) -> Self {
         Shared {
             components: Mutex::new(Some(components)),
@@ -126,10 +149,35 @@ impl Shared {
             client: OnceLock::new(),
             options,
             proxy_mode,
+            initialize_timeout,
             failure: OnceLock::new(),
             failed: Event::new(),
             executor: Arc::new(smol::Executor::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            forwarding: AtomicUsize::new(0),
+            forwarding_done: Event::new(),
+        }
+    }
+
+    /// Counts a message as being forwarded until the returned guard is dropped.
+    pub(crate) fn forwarding(&self) -> Forwarding<'_> {
+        self.forwarding.fetch_add(1, Ordering::AcqRel);
+        Forwarding(self)
+    }
+
+    /// Resolves once no message is being forwarded: after the client left, once every
+    /// cancellation has travelled down the chain (each dropped handler cancels its request
+    /// on the next hop, whose handler is dropped in turn).
+    pub(crate) async fn nothing_forwarded(&self) {
+        loop {
+            if self.forwarding.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            let listener = self.forwarding_done.listen();
+            if self.forwarding.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            listener.await;
         }
     }
 
@@ -162,16 +210,23 @@ impl Shared {
     }
 
     /// The started chain: starts it on the first call (the client's first `initialize`, or
-    /// `proxy/initialize` in proxy mode).
+    /// `proxy/initialize` in proxy mode), serving component `index`'s connection with
+    /// `handler(index)`.
     /// An error names the component that could not start.
-    pub(crate) async fn chain(self: &Arc<Self>) -> Result<Arc<Chain>, String> {
+    pub(crate) async fn chain<H: Handler>(
+        self: &Arc<Self>,
+        handler: impl Fn(usize) -> H,
+    ) -> Result<Arc<Chain>, String> {
         self.chain
-            .get_or_init(|| async { self.start() })
+            .get_or_init(|| async { self.start(handler) })
             .await
             .clone()
     }
 
-    fn start(self: &Arc<Self>) -> Result<Arc<Chain>, String> {
+    fn start<H: Handler>(
+        self: &Arc<Self>,
+        handler: impl Fn(usize) -> H,
+    ) -> Result<Arc<Chain>, String> {
         let components = lock(&self.components).take().unwrap_or_default();
         let count = components.len();
         let mut hops = Vec::with_capacity(count);
@@ -192,8 +247,8 @@ impl Shared {
                 }
                 Kind::Streams(reader, writer) => (reader, writer, None),
             };
-            let dispatch = HopDispatch::component(self.clone(), index);
-            let (rpc, driver) = Connection::new(reader, writer, dispatch, self.options.clone());
+            let (rpc, driver) =
+                Connection::new(reader, writer, handler(index), self.options.clone());
             let shared = self.clone();
             let watched = name.clone();
             drivers.push(Box::pin(async move {
@@ -234,7 +289,8 @@ impl Shared {
         for driver in drivers {
             self.executor.spawn(driver).detach();
         }
-        Ok(Arc::new(Chain { hops }))
+        let handshake = Handshake::new(hops.len());
+        Ok(Arc::new(Chain { hops, handshake }))
     }
 
     /// Why component `index` is gone, with its exit status and stderr tail when it is a
@@ -260,8 +316,9 @@ impl Shared {
         describe(index, name, &reason)
     }
 
-    /// Closes every connection and ends every process in steps (see
-    /// [`AgentProcess::shutdown`]).
+    /// Closes every connection (what is queued on it is written, then the component's stdin
+    /// closes) and ends every process in steps, all at once (see [`AgentProcess::shutdown`]:
+    /// each gets its command's `shutdown_grace` to exit on its own).
     pub(crate) async fn shut_down(&self) {
         self.stopping
             .store(true, std::sync::atomic::Ordering::Release);
@@ -278,8 +335,12 @@ impl Shared {
                 .iter()
                 .filter_map(|hop| lock(&hop.process).take())
                 .collect();
-            for process in processes {
-                process.shutdown().await;
+            let mut endings: Vec<_> = processes
+                .into_iter()
+                .map(|process| self.executor.spawn(process.shutdown()))
+                .collect();
+            for ending in endings.drain(..) {
+                ending.await;
             }
         }
     }

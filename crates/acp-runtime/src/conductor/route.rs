@@ -9,9 +9,11 @@ use acp_jsonrpc::{
     ResponseError,
 };
 use acp_types::ProtocolVersion;
+use futures_lite::FutureExt;
 use serde_json::value::RawValue;
 
 use crate::conductor::chain::{Chain, Shared, describe};
+use crate::conductor::handshake::Holdup;
 use crate::proxy::envelope::{INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, wrap};
 use crate::proxy::order::Order;
 use crate::rules;
@@ -162,7 +164,11 @@ impl HopDispatch {
     async fn chain_for(&self, method: &str) -> Result<Arc<Chain>, ResponseError> {
         if self.hop.is_none() {
             if method == self.entry() {
-                return self.shared.chain().await.map_err(failure);
+                let shared = &self.shared;
+                return shared
+                    .chain(|index| HopDispatch::component(shared.clone(), index))
+                    .await
+                    .map_err(failure);
             }
             if method == INITIALIZE {
                 return Err(rules::proxy_initialized_as_agent());
@@ -212,13 +218,29 @@ fn is_proxy(chain: &Chain) -> Vec<bool> {
     chain.hops.iter().map(|hop| hop.is_proxy).collect()
 }
 
+/// The handshake slot of a message going to `to`, when it is an `initialize` (or
+/// `proxy/initialize`) to a component, or to the conductor's successor through the client.
+fn handshake_slot(to: &Destination) -> Option<Option<usize>> {
+    let initialize = to.method == INITIALIZE || to.method == PROXY_INITIALIZE;
+    match to.hop {
+        Some(hop) if initialize && !to.wrapped => Some(Some(hop)),
+        None if initialize && to.wrapped => Some(None),
+        _ => None,
+    }
+}
+
 impl HopDispatch {
+    /// Forwards `request` and waits for the answer. The request is dropped as soon as its
+    /// copy is queued on the next hop, so that a large message is not held twice while the
+    /// next hop works on it (docs/limits.md).
     async fn forward_request(
         &self,
-        request: &IncomingRequest,
+        request: IncomingRequest,
     ) -> Result<Box<RawValue>, ResponseError> {
         let ticket = self.order.ticket();
+        let _forwarding = self.shared.forwarding();
         let method = request.method();
+        let starts_chain = self.hop.is_none() && method == self.entry();
         let chain = self.chain_for(method).await?;
         let envelope = match method {
             PROXY_SUCCESSOR if self.opens_envelopes() => Some(open(request.raw_params())?),
@@ -227,71 +249,141 @@ impl HopDispatch {
         let inner = envelope.as_ref().map(|envelope| &*envelope.method);
         let to = destination(self.hop, method, inner, &is_proxy(&chain))?;
         let mut params = match &envelope {
-            Some(envelope) => envelope.params.map(ToOwned::to_owned),
-            None => request.raw_params().map(ToOwned::to_owned),
+            Some(envelope) => envelope.params,
+            None => request.raw_params(),
         };
-        if self.hop.is_none() && method == self.entry() {
-            params = negotiated(params.as_deref())?;
+        let selected;
+        if starts_chain {
+            selected = negotiated(params)?;
+            params = selected.as_deref();
         }
         let Some(rpc) = self.connection(&chain, to.hop) else {
             return Err(ResponseError::internal_error("no connection to route to"));
         };
+        let slot = handshake_slot(&to);
         ticket.turn().await;
+        if let Some(slot) = slot {
+            chain.handshake.sent(slot);
+        }
         let sent = if to.wrapped {
-            let envelope = wrap(&to.method, params.as_deref());
+            let envelope = wrap(&to.method, params);
             rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
         } else {
-            rpc.send_request_raw(&to.method, params.as_deref()).await
+            rpc.send_request_raw(&to.method, params).await
         };
         drop(ticket);
+        drop(envelope);
+        drop(request);
         let answer = match sent {
+            Ok(pending) if starts_chain => self.within_initialize_timeout(&chain, pending).await?,
             Ok(pending) => pending.await,
             Err(error) => Err(error),
         };
         match answer {
-            Ok(result) => Ok(result),
+            Ok(result) => {
+                if let Some(slot) = slot {
+                    chain.handshake.answered(slot);
+                }
+                Ok(result)
+            }
             Err(error) => Err(self.gone(&chain, to.hop, error).await),
         }
     }
 
-    async fn forward_notification(
+    /// The chain's answer to the client's `initialize`, or, past the initialize timeout, the
+    /// failure that names the component holding it up (the chain then goes down with it).
+    async fn within_initialize_timeout(
         &self,
-        notification: &IncomingNotification,
-    ) -> Result<(), String> {
-        let ticket = self.order.ticket();
-        let method = notification.method();
-        let Some(Ok(chain)) = self.shared.chain.get() else {
-            return Err(format!("`{method}` before `initialize` is dropped"));
-        };
-        let envelope = match method {
-            PROXY_SUCCESSOR if self.opens_envelopes() => {
-                Some(open(notification.raw_params()).map_err(|e| e.message)?)
+        chain: &Chain,
+        pending: acp_jsonrpc::RequestFuture<Box<RawValue>>,
+    ) -> Result<Result<Box<RawValue>, RequestError>, ResponseError> {
+        let timeout = self.shared.initialize_timeout;
+        let answer = async { Some(pending.await) }
+            .or(async {
+                smol::Timer::after(timeout).await;
+                None
+            })
+            .await;
+        if let Some(answer) = answer {
+            return Ok(answer);
+        }
+        let waited = format!("within {timeout:?} (the conductor's initialize timeout)");
+        let description = match chain.handshake.holdup() {
+            Holdup::Component(index) => {
+                let hop = &chain.hops[index];
+                let asked = if hop.is_proxy {
+                    PROXY_INITIALIZE
+                } else {
+                    INITIALIZE
+                };
+                describe(
+                    index,
+                    &hop.name,
+                    &format!("did not answer `{asked}` {waited}"),
+                )
             }
+            Holdup::Successor => format!(
+                "the conductor's successor, reached through its client, did not answer `{INITIALIZE}` {waited}"
+            ),
+            Holdup::Unknown => format!("the chain did not answer `{INITIALIZE}` {waited}"),
+        };
+        self.shared.fail(description.clone());
+        Err(failure(description))
+    }
+
+    /// Forwards `notification`; it is dropped once its copy is queued on the next hop.
+    async fn forward_notification(&self, notification: IncomingNotification) {
+        let ticket = self.order.ticket();
+        let _forwarding = self.shared.forwarding();
+        let method = notification.method().to_owned();
+        let from = notification.connection().clone();
+        let report = |reason: String| {
+            from.report(acp_jsonrpc::Problem::UnhandledNotification {
+                method: method.clone(),
+                reason,
+            });
+        };
+        let Some(Ok(chain)) = self.shared.chain.get() else {
+            return report(format!("`{method}` before `initialize` is dropped"));
+        };
+        let envelope = match method.as_str() {
+            PROXY_SUCCESSOR if self.opens_envelopes() => match open(notification.raw_params()) {
+                Ok(envelope) => Some(envelope),
+                Err(error) => return report(error.message),
+            },
             _ => None,
         };
         let inner = envelope.as_ref().map(|envelope| &*envelope.method);
-        let to = destination(self.hop, method, inner, &is_proxy(chain)).map_err(|e| e.message)?;
+        let to = match destination(self.hop, &method, inner, &is_proxy(chain)) {
+            Ok(to) => to,
+            Err(error) => return report(error.message),
+        };
         let params = match &envelope {
             Some(envelope) => envelope.params,
             None => notification.raw_params(),
         };
-        let rpc = self
-            .connection(chain, to.hop)
-            .ok_or_else(|| "no connection to route to".to_owned())?;
-        ticket.turn().await;
-        let sent = if to.wrapped {
-            let envelope = wrap(&to.method, params);
-            rpc.notify_raw(PROXY_SUCCESSOR, Some(&envelope)).await
-        } else {
-            rpc.notify_raw(&to.method, params).await
+        let Some(rpc) = self.connection(chain, to.hop) else {
+            return report("no connection to route to".to_owned());
         };
-        sent.map_err(|error| format!("`{method}` could not be forwarded: {error}"))
+        ticket.turn().await;
+        // The copy for the next hop is made here; the message it came from is let go before
+        // waiting for room on that hop.
+        let queued = if to.wrapped {
+            rpc.notify_raw(PROXY_SUCCESSOR, Some(&wrap(&to.method, params)))
+        } else {
+            rpc.notify_raw(&to.method, params)
+        };
+        drop(envelope);
+        drop(notification);
+        if let Err(error) = queued.await {
+            report(format!("`{method}` could not be forwarded: {error}"));
+        }
     }
 }
 
 impl Handler for HopDispatch {
     async fn request(&self, request: IncomingRequest, mut responder: Responder) {
-        match self.forward_request(&request).await {
+        match self.forward_request(request).await {
             Ok(result) => {
                 // Answers pass through whole: wait for room in the reply budget first.
                 responder.reserve(result.get().len()).await;
@@ -302,9 +394,7 @@ impl Handler for HopDispatch {
     }
 
     async fn notification(&self, notification: IncomingNotification) {
-        if let Err(reason) = self.forward_notification(&notification).await {
-            notification.report_unhandled(reason);
-        }
+        self.forward_notification(notification).await;
     }
 }
 
