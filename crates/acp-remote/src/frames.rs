@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::protocol::CloseFrame;
-use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use async_tungstenite::tungstenite::protocol::frame::Frame;
+use async_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data as OpData, OpCode};
 use async_tungstenite::tungstenite::{self, Message};
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
@@ -25,6 +26,7 @@ use futures_util::Sink;
 use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
 use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter};
+use crate::ws_pieces::PIECE;
 use crate::ws_socket::Held;
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
@@ -109,6 +111,7 @@ where
     let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
         activity,
+        rest: None,
     }));
     (reader, writer)
 }
@@ -221,6 +224,13 @@ where
         }
     }
 
+    /// The current message is no longer held here: its bytes leave [`Held`]'s count.
+    fn handed_over(&self) {
+        if let Some(held) = &self.held {
+            held.message_done();
+        }
+    }
+
     fn pending(&self) -> &[u8] {
         match &self.frame {
             Pending::Empty => &[],
@@ -282,9 +292,11 @@ where
             if let Some(keepalive) = &mut self.keepalive {
                 keepalive.received();
             }
-            if let (Some(held), Message::Text(_) | Message::Binary(_) | Message::Close(_)) =
-                (&self.held, &message)
-            {
+            // What a message held is released once it is handed over: a text frame when the
+            // runtime has taken it (`poll_fill_buf`), so that a finished message counts while
+            // it waits; the others now. Control frames do not count: they may come between
+            // the fragments of a message.
+            if let (Some(held), Message::Binary(_) | Message::Close(_)) = (&self.held, &message) {
                 held.message_done();
             }
             // The answers to our keep-alive pings keep a connection alive, not busy: the idle
@@ -307,6 +319,7 @@ where
                 }
             };
             if text.iter().all(u8::is_ascii_whitespace) {
+                self.handed_over();
                 continue;
             }
             self.pos = 0;
@@ -338,6 +351,7 @@ where
                 Pending::Shared(_) | Pending::Owned(_) => {
                     this.frame = Pending::Newline;
                     this.pos = 0;
+                    this.handed_over();
                 }
                 Pending::Empty | Pending::Newline => {
                     this.frame = Pending::Empty;
@@ -422,10 +436,50 @@ where
     }
 }
 
-/// A WebSocket as the place lines go: one text frame each.
+/// A WebSocket as the place lines go: one text message each. A message longer than
+/// [`PIECE`] goes out as fragments of about that size, each queued once the last is written,
+/// so that the WebSocket library's write buffer never grows to a large message's size (it
+/// keeps its largest size for the connection's life).
 struct WsSink<S> {
     sender: Arc<Shared<S>>,
     activity: Option<Arc<Activity>>,
+    /// The fragments of a long message still to queue: the text, and how far it is sent.
+    rest: Option<(tungstenite::Bytes, usize)>,
+}
+
+impl<S> WsSink<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    /// Queues what is left of a long message, one fragment at a time.
+    fn poll_rest(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some((text, at)) = &mut self.rest {
+            let mut ws = self.sender.lock();
+            // Written out before the next is queued: what waits is one fragment.
+            ready!(Pin::new(&mut *ws).poll_flush(cx)).map_err(ws_error)?;
+            let mut end = (*at + PIECE).min(text.len());
+            // Fragments of a text message end between characters (receivers would accept a
+            // cut character, but need not be shown one).
+            while end < text.len() && (text[end] & 0xC0) == 0x80 {
+                end -= 1;
+            }
+            let opcode = if *at == 0 {
+                OpData::Text
+            } else {
+                OpData::Continue
+            };
+            let last = end == text.len();
+            let frame = Frame::message(text.slice(*at..end), OpCode::Data(opcode), last);
+            Pin::new(&mut *ws)
+                .start_send(Message::Frame(frame))
+                .map_err(ws_error)?;
+            *at = end;
+            if last {
+                self.rest = None;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl<S> LineSink for WsSink<S>
@@ -433,30 +487,40 @@ where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
 {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_rest(cx))?;
         Pin::new(&mut *self.sender.lock())
             .poll_ready(cx)
             .map_err(ws_error)
     }
 
-    fn start_send(&mut self, line: Vec<u8>, _: &mut Context<'_>) -> io::Result<()> {
+    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
         let text = String::from_utf8(line)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8"))?;
-        Pin::new(&mut *self.sender.lock())
-            .start_send(Message::text(text))
-            .map_err(ws_error)?;
         if let Some(activity) = &self.activity {
             activity.touch();
         }
-        Ok(())
+        if text.len() > PIECE {
+            self.rest = Some((tungstenite::Bytes::from(text.into_bytes()), 0));
+            // Queued as far as the socket takes it now; the rest on the next poll.
+            return match self.poll_rest(cx) {
+                Poll::Ready(result) => result,
+                Poll::Pending => Ok(()),
+            };
+        }
+        Pin::new(&mut *self.sender.lock())
+            .start_send(Message::text(text))
+            .map_err(ws_error)
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_rest(cx))?;
         Pin::new(&mut *self.sender.lock())
             .poll_flush(cx)
             .map_err(ws_error)
     }
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_rest(cx))?;
         let mut ws = self.sender.lock();
         ready!(Pin::new(&mut *ws).poll_flush(cx)).map_err(ws_error)?;
         Pin::new(&mut *ws).poll_close(cx).map_err(ws_error)

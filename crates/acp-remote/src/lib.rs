@@ -147,6 +147,7 @@ mod tls;
 mod transport;
 mod upgrade;
 mod watch;
+mod ws_pieces;
 mod ws_socket;
 
 pub use client::{

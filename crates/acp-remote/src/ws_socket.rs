@@ -6,8 +6,8 @@
 //!   to the socket would block (the peer is not reading), nothing more is read, which is the
 //!   workspace's rule: reading pauses only where the peer stops taking what we send.
 //! - **Unfinished messages are bounded across connections.** The bytes read since the last
-//!   complete message (an unfinished frame, or the fragments of a message) are what a peer
-//!   makes us hold by never finishing it. Each connection holds up to [`FREE_HELD`] of its
+//!   message handed over (an unfinished frame, the fragments of a message, or a finished
+//!   message the runtime has not taken yet) are what a peer makes us hold. Each connection holds up to [`FREE_HELD`] of its
 //!   own; beyond that it draws on a pool the whole server shares ([`HeldPool`]), and a read
 //!   that finds the pool spent fails, which closes the connection with 1009.
 
@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use futures_io::{AsyncRead, AsyncWrite};
+
+use crate::ws_pieces::Repiece;
 
 /// What one connection may hold of an unfinished message without drawing on the pool.
 pub(crate) const FREE_HELD: usize = 1 << 20;
@@ -98,8 +100,9 @@ impl Held {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A complete data message (or a close) was read: what was held is released. Control
-    /// frames do not count: they may come between the fragments of a message.
+    /// A message was handed over (a text message once the runtime has taken it, a binary
+    /// one or a close when read): what was held is released. Control frames do not count:
+    /// they may come between the fragments of a message.
     pub(crate) fn message_done(&self) {
         let mut state = self.lock();
         state.read = 0;
@@ -146,7 +149,9 @@ pub(crate) fn pool_spent() -> io::Error {
 /// against [`Held`].
 #[derive(Debug)]
 pub(crate) struct WsSocket<S> {
-    inner: S,
+    /// Read through the re-slicer, so that the WebSocket library never holds a large frame
+    /// buffer (src/ws_pieces.rs); written directly.
+    inner: Repiece<S>,
     held: Arc<Held>,
     write_blocked: bool,
     /// The reader paused by a blocked write, woken when a write goes through.
@@ -156,7 +161,7 @@ pub(crate) struct WsSocket<S> {
 impl<S> WsSocket<S> {
     pub(crate) fn new(inner: S, held: Arc<Held>) -> Self {
         WsSocket {
-            inner,
+            inner: Repiece::new(inner),
             held,
             write_blocked: false,
             paused_reader: None,
@@ -164,7 +169,7 @@ impl<S> WsSocket<S> {
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
+        self.inner.get_mut()
     }
 
     fn wrote(&mut self) {
@@ -211,19 +216,19 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for WsSocket<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        let poll = Pin::new(this.inner.get_mut()).poll_write(cx, buf);
         this.written(poll)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_flush(cx);
+        let poll = Pin::new(this.inner.get_mut()).poll_flush(cx);
         this.written(poll)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_close(cx);
+        let poll = Pin::new(this.inner.get_mut()).poll_close(cx);
         this.written(poll)
     }
 }
