@@ -107,6 +107,7 @@ where
         drain_listener: None,
         held,
         keepalive: None,
+        holding: false,
     };
     let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
@@ -161,6 +162,9 @@ pub struct WsReader<S> {
     held: Option<Arc<Held>>,
     /// Pings while quiet, and the dead-peer timeout (src/keepalive.rs).
     keepalive: Option<KeepAlive>,
+    /// Whether the last message handed out still counts in `held`: until the runtime asks
+    /// for the next.
+    holding: bool,
 }
 
 impl<S> std::fmt::Debug for WsReader<S> {
@@ -258,6 +262,12 @@ where
 
     /// Moves to the next frame; `Ok(false)` at the end of input.
     fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        // The runtime asks for more: it has decoded the last message and handled it (a
+        // notification), or holds it in its in-flight budget (a request). Only then: this is
+        // polled again and again while the next message arrives, which must stay counted.
+        if std::mem::take(&mut self.holding) {
+            self.handed_over();
+        }
         loop {
             if self.ended {
                 return Poll::Ready(Ok(false));
@@ -293,9 +303,9 @@ where
                 keepalive.received();
             }
             // What a message held is released once it is handed over: a text frame when the
-            // runtime has taken it (`poll_fill_buf`), so that a finished message counts while
-            // it waits; the others now. Control frames do not count: they may come between
-            // the fragments of a message.
+            // runtime asks for the next (above), so that a finished message counts while it
+            // waits and while the runtime decodes it; the others now. Control frames do not
+            // count: they may come between the fragments of a message.
             if let (Some(held), Message::Binary(_) | Message::Close(_)) = (&self.held, &message) {
                 held.message_done();
             }
@@ -323,6 +333,7 @@ where
                 continue;
             }
             self.pos = 0;
+            self.holding = true;
             self.frame = if text.iter().any(|&b| b == b'\n' || b == b'\r') {
                 let replaced = text
                     .iter()
@@ -351,7 +362,6 @@ where
                 Pending::Shared(_) | Pending::Owned(_) => {
                     this.frame = Pending::Newline;
                     this.pos = 0;
-                    this.handed_over();
                 }
                 Pending::Empty | Pending::Newline => {
                     this.frame = Pending::Empty;

@@ -252,12 +252,11 @@ impl Server {
         A: Agent,
         F: Fn(&ConnectionInfo) -> A + Send + Sync + 'static,
     {
-        // One budget for the requests in flight of every client, besides each connection's.
-        let everyone = acp_jsonrpc::ByteBudget::new(self.options.in_flight_budget);
-        self.shared.ops.set_in_flight_budget(everyone.clone());
+        // The requests in flight of every client draw on the server's ceiling, besides each
+        // connection's own budget.
         let options = options
             .with_max_line_length(self.options.max_message_size)
-            .with_shared_in_flight_budget(everyone);
+            .with_shared_in_flight_budget(self.shared.ceiling.clone());
         self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =

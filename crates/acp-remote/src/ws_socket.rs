@@ -7,9 +7,10 @@
 //!   workspace's rule: reading pauses only where the peer stops taking what we send.
 //! - **Unfinished messages are bounded across connections.** The bytes read since the last
 //!   message handed over (an unfinished frame, the fragments of a message, or a finished
-//!   message the runtime has not taken yet) are what a peer makes us hold. Each connection holds up to [`FREE_HELD`] of its
-//!   own; beyond that it draws on a pool the whole server shares ([`HeldPool`]), and a read
-//!   that finds the pool spent fails, which closes the connection with 1009.
+//!   message until the runtime asks for the next) are what a peer makes us hold. Each connection
+//!   holds up to [`FREE_HELD`] of its own; beyond that it draws on the server's memory
+//!   ceiling ([`HeldPool`]), at most its message limit, and a read that finds the ceiling
+//!   spent fails, which closes that connection with 1009.
 
 use std::io;
 use std::pin::Pin;
@@ -21,54 +22,47 @@ use futures_io::{AsyncRead, AsyncWrite};
 
 use crate::ws_pieces::Repiece;
 
-/// What one connection may hold of an unfinished message without drawing on the pool.
-pub(crate) const FREE_HELD: usize = 1 << 20;
+/// What one connection may hold of a message without drawing on the server's ceiling: a
+/// small buffer's worth.
+pub(crate) const FREE_HELD: usize = 64 * 1024;
 
-/// The bytes of unfinished messages that all of a server's WebSocket connections hold beyond
-/// [`FREE_HELD`] each.
+/// What all of a server's WebSocket connections hold of their messages beyond [`FREE_HELD`]
+/// each, drawn from the server's memory ceiling; one connection draws at most `share` (its
+/// message limit).
 #[derive(Debug)]
 pub(crate) struct HeldPool {
+    ceiling: acp_jsonrpc::ByteBudget,
+    share: usize,
+    /// Of the ceiling, what this pool holds now.
     used: AtomicUsize,
-    limit: usize,
 }
 
 impl HeldPool {
-    pub(crate) fn new(limit: usize) -> Arc<HeldPool> {
+    pub(crate) fn new(ceiling: acp_jsonrpc::ByteBudget, share: usize) -> Arc<HeldPool> {
         Arc::new(HeldPool {
+            ceiling,
+            share,
             used: AtomicUsize::new(0),
-            limit,
         })
     }
 
     fn try_take(&self, bytes: usize) -> bool {
-        let mut used = self.used.load(Ordering::SeqCst);
-        loop {
-            let Some(next) = used.checked_add(bytes).filter(|&n| n <= self.limit) else {
-                return false;
-            };
-            match self
-                .used
-                .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return true,
-                Err(now) => used = now,
-            }
+        if !self.ceiling.try_take(bytes) {
+            return false;
         }
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+        true
     }
 
     fn give_back(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::SeqCst);
+        self.ceiling.give_back(bytes);
     }
 
-    /// Bytes drawn from the pool now (for tests and the metrics).
+    /// Bytes drawn from the ceiling now (for tests and the metrics).
     #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::SeqCst)
-    }
-
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
     }
 }
 
@@ -100,8 +94,8 @@ impl Held {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A message was handed over (a text message once the runtime has taken it, a binary
-    /// one or a close when read): what was held is released. Control frames do not count:
+    /// A message was handed over (a text message once the runtime asks for the next, a
+    /// binary one or a close when read): what was held is released. Control frames do not count:
     /// they may come between the fragments of a message.
     pub(crate) fn message_done(&self) {
         let mut state = self.lock();
@@ -122,7 +116,7 @@ impl Held {
         };
         let need = state.read.saturating_sub(FREE_HELD);
         if need > state.charged {
-            if !pool.try_take(need - state.charged) {
+            if need > pool.share || !pool.try_take(need - state.charged) {
                 return false;
             }
             state.charged = need;
@@ -239,7 +233,8 @@ mod tests {
 
     #[test]
     fn the_pool_covers_what_each_connection_holds_beyond_its_own_share() {
-        let pool = HeldPool::new(3 << 20);
+        let ceiling = acp_jsonrpc::ByteBudget::new(3 << 20);
+        let pool = HeldPool::new(ceiling.clone(), 2 << 20);
         let a = Held::new(Some(pool.clone()));
         let b = Held::new(Some(pool.clone()));
         assert!(a.add(FREE_HELD));
@@ -251,7 +246,9 @@ mod tests {
         a.message_done();
         assert_eq!(pool.used(), 1 << 20);
         assert!(b.add(1));
+        // Beyond its share: refused, whatever the ceiling has left.
+        assert!(!b.add(2 << 20));
         drop(b);
-        assert_eq!(pool.used(), 0);
+        assert_eq!((pool.used(), ceiling.used()), (0, 0));
     }
 }

@@ -151,3 +151,67 @@ fn an_echoed_message_keeps_no_buffer_either_way() {
         );
     });
 }
+
+/// One ceiling for the whole server: 128 WebSockets each send 1 MiB of a 2 MiB frame and
+/// stop there, against a ceiling of 16 MiB. Each holds 64 KiB of its own; beyond that they
+/// draw on the ceiling, and those that find it spent are closed with 1009: the server holds
+/// the ceiling plus a small buffer per connection, not 128 × 1 MiB, and a legitimate client
+/// is served meanwhile.
+#[test]
+fn unfinished_messages_of_many_connections_stay_within_the_ceiling() {
+    let _measuring = measuring();
+    smol::block_on(async {
+        const CEILING: usize = 16 * MIB;
+        let (addr, _handle, _task) = serve(
+            ServerOptions::default()
+                .with_max_connections(160)
+                .with_max_message_size(8 * MIB)
+                .with_memory_ceiling(CEILING),
+        );
+        let project = Project::new("ceiling-unfinished");
+        let (agent, _driver) = connect_client(Connector::new(format!("ws://{addr}/acp"))).await;
+        full_turn(&agent, &project).await;
+        let before = resident();
+        let mut head = common::raw_ws::frame_head(true, 0x1, 2 * MIB);
+        head.extend(std::iter::repeat_n(b' ', MIB));
+        let mut open = Vec::new();
+        for _ in 0..128 {
+            let mut stream = raw_websocket(addr).await;
+            common::raw_ws::write_until_stalled(
+                &mut stream,
+                &head,
+                std::time::Duration::from_millis(300),
+            )
+            .await;
+            open.push(stream);
+        }
+        // Those the ceiling could not cover were closed with 1009; the others wait.
+        smol::Timer::after(std::time::Duration::from_secs(1)).await;
+        let mut closed = 0;
+        for stream in &mut open {
+            let code = futures_lite::future::or(common::raw_ws::close_code(stream), async {
+                smol::Timer::after(std::time::Duration::from_millis(200)).await;
+                Some(0)
+            })
+            .await;
+            if code == Some(1009) {
+                closed += 1;
+            }
+        }
+        // 16 MiB hold about 17 connections' 1 MiB (less its own 64 KiB each).
+        assert!(closed >= 96, "only {closed} of 128 were closed with 1009");
+        let held = resident().saturating_sub(before);
+        eprintln!(
+            "128 unfinished 1 MiB messages, ceiling 16 MiB: {} MiB held, {closed} closed with 1009",
+            held / MIB
+        );
+        // The ceiling, 64 KiB of each connection's own, and their small buffers.
+        assert!(
+            held < CEILING + 128 * 300 * 1024,
+            "the server holds {} MiB against its ceiling of 16 MiB",
+            held / MIB
+        );
+        let (agent, _driver) = connect_client(Connector::new(format!("ws://{addr}/acp"))).await;
+        full_turn(&agent, &project).await;
+    });
+}

@@ -9,29 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use acp_remote::ServerOptions;
-use common::raw_ws::{close_code, frame, raw_websocket};
+use common::raw_ws::{close_code, frame, raw_websocket, write_until_stalled};
 use common::{serve, within};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
 use smol::net::TcpStream;
-
-/// Writes `bytes`, or as much of them as the server takes before it stops reading for
-/// `patience`: how much was written.
-async fn write_until_stalled(stream: &mut TcpStream, bytes: &[u8], patience: Duration) -> usize {
-    let mut written = 0;
-    while written < bytes.len() {
-        let end = (written + 64 * 1024).min(bytes.len());
-        let write = async { Some(stream.write(&bytes[written..end]).await) };
-        let stall = async {
-            smol::Timer::after(patience).await;
-            None
-        };
-        match future::or(write, stall).await {
-            Some(Ok(n)) if n > 0 => written += n,
-            _ => break,
-        }
-    }
-    written
-}
 
 /// A client that pings and never reads: once the pongs fill the socket, the server stops
 /// reading, so that what it keeps (pongs, read buffers) stays bounded. Before, it read on and
@@ -84,14 +65,19 @@ fn an_oversized_message_is_closed_with_1009() {
 }
 
 /// Unfinished messages (frames or fragments that never end) are held by the server: each
-/// connection holds 1 MiB of its own, and beyond that all draw on one pool of the message
-/// limit. Three connections that each leave 3 MiB unfinished, against a 4 MiB limit: they
-/// would hold 9 MiB, the bound is 3 × 1 + 4 = 7, so at least one is closed with 1009 (before,
-/// each held its 3 MiB: ten 60 MiB messages held 615 MB).
+/// connection holds 64 KiB of its own, and beyond that all draw on the server's memory
+/// ceiling. Three connections that each leave 3 MiB unfinished, against a 4 MiB ceiling:
+/// they would hold 9 MiB, the bound is 3 × 64 KiB + 4 MiB, so at least one is closed with
+/// 1009 (before issue 24, each held its 3 MiB: ten 60 MiB messages held 615 MB). The same at
+/// 128 connections is `tests/ceiling.rs`.
 #[test]
 fn unfinished_messages_are_bounded_across_connections() {
     smol::block_on(async {
-        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_message_size(4 << 20));
+        let (addr, _handle, _task) = serve(
+            ServerOptions::default()
+                .with_max_message_size(4 << 20)
+                .with_memory_ceiling(4 << 20),
+        );
         let mut sockets = Vec::new();
         for _ in 0..3 {
             let mut stream = raw_websocket(addr).await;

@@ -73,6 +73,11 @@ struct ServeArgs {
     /// exits at once
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     drain_timeout: u64,
+    /// What all clients together may make the server hold of their messages beyond a small
+    /// buffer each, in bytes; a WebSocket whose message would go beyond is closed with 1009
+    /// [default: 256 MiB]
+    #[arg(long, value_name = "BYTES")]
+    memory_ceiling: Option<usize>,
     /// Streamable HTTP: bytes of sent SSE events each connection keeps for clients that
     /// resume with Last-Event-ID (0 keeps nothing) [default: 2 MiB]
     #[arg(long, value_name = "BYTES")]
@@ -194,6 +199,9 @@ fn serve(args: ServeArgs) -> Result<(), Failed> {
     }
     if let Some(timeout) = args.head_timeout {
         server_options = server_options.with_head_timeout(timeout);
+    }
+    if let Some(bytes) = args.memory_ceiling {
+        server_options = server_options.with_memory_ceiling(bytes);
     }
     if args.replay_bytes.is_some() || args.replay_age.is_some() {
         server_options = server_options.with_replay_window(

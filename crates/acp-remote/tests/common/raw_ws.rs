@@ -1,8 +1,9 @@
 //! WebSockets opened and framed by hand, as an attacker would shape them.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
 use smol::net::TcpStream;
 
 use super::{upgrade_request, within};
@@ -127,4 +128,27 @@ pub async fn next_message(
             Ok(n) => pending.extend_from_slice(&chunk[..n]),
         }
     }
+}
+
+/// Writes `bytes`, or as much of them as the server takes before it stops reading for
+/// `patience`: how much was written.
+pub async fn write_until_stalled(
+    stream: &mut TcpStream,
+    bytes: &[u8],
+    patience: Duration,
+) -> usize {
+    let mut written = 0;
+    while written < bytes.len() {
+        let end = (written + 64 * 1024).min(bytes.len());
+        let write = async { Some(stream.write(&bytes[written..end]).await) };
+        let stall = async {
+            smol::Timer::after(patience).await;
+            None
+        };
+        match future::or(write, stall).await {
+            Some(Ok(n)) if n > 0 => written += n,
+            _ => break,
+        }
+    }
+    written
 }
