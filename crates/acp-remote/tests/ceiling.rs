@@ -215,3 +215,69 @@ fn unfinished_messages_of_many_connections_stay_within_the_ceiling() {
         full_turn(&agent, &project).await;
     });
 }
+
+/// The turn-counting watch keeps 8 bytes per unanswered prompt, whatever its id: 128
+/// WebSockets each send 4 `session/prompt`s with 256 KiB ids (half of them escaped) to a
+/// handler that never answers. Before, each id was kept whole until answered: 128 MiB here,
+/// 605 MB for 10 prompts with 50 MiB ids in the issue.
+#[test]
+fn unanswered_prompts_with_long_ids_cost_a_hash_each() {
+    use futures_lite::AsyncBufReadExt;
+    let _measuring = measuring();
+    smol::block_on(async {
+        let server = acp_remote::Server::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            ServerOptions::default().with_max_connections(160),
+        )
+        .unwrap();
+        let addr = server.local_addr();
+        let _task = smol::spawn(server.serve(|connection| async move {
+            let mut reader = connection.reader;
+            let _writer = connection.writer;
+            loop {
+                let mut line = Vec::new();
+                if !matches!(reader.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+                    return;
+                }
+            }
+        }));
+        let prompts: Vec<Vec<u8>> = (0..4)
+            .map(|i| {
+                let id = if i % 2 == 0 {
+                    format!("{i}{}", "a".repeat(256 * 1024))
+                } else {
+                    format!("{i}{}", r"\u0061".repeat(256 * 1024 / 6))
+                };
+                frame(
+                    true,
+                    0x1,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":"{id}","method":"session/prompt","params":{{"sessionId":"s","prompt":[]}}}}"#
+                    )
+                    .as_bytes(),
+                )
+            })
+            .collect();
+        let before = resident();
+        let mut sockets = Vec::new();
+        for _ in 0..128 {
+            let mut stream = raw_websocket(addr).await;
+            for prompt in &prompts {
+                within("a prompt", stream.write_all(prompt)).await.unwrap();
+            }
+            stream.write_all(&frame(true, 0x9, b"p")).await.unwrap();
+            assert!(until_frame(&mut stream, 0xA).await.is_some(), "no pong");
+            sockets.push(stream);
+        }
+        let held = resident().saturating_sub(before);
+        eprintln!(
+            "512 unanswered prompts with 256 KiB ids: {} MiB",
+            held / MIB
+        );
+        assert!(
+            held < 48 * MIB,
+            "512 unanswered prompts with 256 KiB ids hold {} MiB",
+            held / MIB
+        );
+    });
+}

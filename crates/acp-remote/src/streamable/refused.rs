@@ -76,6 +76,8 @@ pub(crate) struct AnswerScan {
     id: Option<Vec<u8>>,
     /// A `result` or `error` member was seen.
     answer: bool,
+    /// Of those, a `result`.
+    success: bool,
     /// The decision: `Some` once [`State::Done`] with an answer's id.
     found: Option<String>,
 }
@@ -96,6 +98,7 @@ impl AnswerScan {
             value: Vec::new(),
             id: None,
             answer: false,
+            success: false,
             found: None,
         }
     }
@@ -108,6 +111,11 @@ impl AnswerScan {
     /// The raw id of the answer the body is, once decided so.
     pub(crate) fn answer_id(&self) -> Option<&str> {
         self.found.as_deref()
+    }
+
+    /// Whether the answer found is a success (it has `result`, not `error`).
+    pub(crate) fn is_success(&self) -> bool {
+        self.found.is_some() && self.success
     }
 
     /// Looks through the next piece of the body.
@@ -252,6 +260,7 @@ impl AnswerScan {
             b"method" | b"params" => return self.stop(),
             b"result" | b"error" => {
                 self.answer = true;
+                self.success = key == b"result";
                 if self.id.is_some() {
                     return self.decide();
                 }
