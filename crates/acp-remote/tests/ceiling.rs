@@ -281,3 +281,68 @@ fn unanswered_prompts_with_long_ids_cost_a_hash_each() {
         );
     });
 }
+
+/// The number of open connections `/healthz` reports.
+async fn open_connections(addr: std::net::SocketAddr) -> u64 {
+    let answer = common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let body = &answer[answer.find("\r\n\r\n").expect("a body") + 4..];
+    let json: serde_json::Value = serde_json::from_str(body.trim()).expect(body);
+    json["connections"].as_u64().expect(body)
+}
+
+/// Dead peers are noticed at once: 128 WebSockets that close their TCP connection without a
+/// close frame (half with FIN, half with RST), while the agent thinks, leave no connection
+/// behind within two seconds; before, they held their slots (and, with the bridge, their
+/// agent processes) for 30 s or more.
+#[test]
+fn websockets_closed_without_a_close_frame_are_noticed_at_once() {
+    smol::block_on(async {
+        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_connections(160));
+        let initialize = frame(
+            true,
+            0x1,
+            br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+        );
+        let mut sockets = Vec::new();
+        for _ in 0..128 {
+            let mut stream = raw_websocket(addr).await;
+            stream.write_all(&initialize).await.unwrap();
+            assert!(until_frame(&mut stream, 0x1).await.is_some(), "no answer");
+            sockets.push(stream);
+        }
+        assert_eq!(open_connections(addr).await, 128);
+        for (i, stream) in sockets.into_iter().enumerate() {
+            if i % 2 == 0 {
+                // RST: closed with a zero linger.
+                use std::os::fd::AsRawFd;
+                let linger = libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                };
+                // SAFETY: setsockopt on a socket this test owns, with a linger struct of the
+                // size given.
+                unsafe {
+                    libc::setsockopt(
+                        stream.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_LINGER,
+                        (&linger as *const libc::linger).cast(),
+                        std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                    );
+                }
+                drop(stream);
+            } else {
+                drop(stream);
+            }
+        }
+        let start = std::time::Instant::now();
+        while open_connections(addr).await > 0 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(2),
+                "{} connections still open 2 s after their peers left",
+                open_connections(addr).await
+            );
+            smol::Timer::after(std::time::Duration::from_millis(50)).await;
+        }
+    });
+}
