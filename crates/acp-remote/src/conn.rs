@@ -160,6 +160,9 @@ pub(crate) struct ServerCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) options: Arc<ServerOptions>,
     pub(crate) handler: Handler,
+    /// Whether the server listens on a loopback address (the operator's endpoints then
+    /// answer only requests that name a loopback host: `health.rs`).
+    pub(crate) loopback: bool,
 }
 
 pub(crate) fn lock_http(

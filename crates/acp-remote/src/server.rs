@@ -299,6 +299,7 @@ impl Server {
             shared: self.shared.clone(),
             options: self.options.clone(),
             handler,
+            loopback: self.local_addr.ip().is_loopback(),
         });
         // A Streamable HTTP client holds a few sockets per connection (its GET streams and
         // its POSTs); these bound them all.

@@ -284,7 +284,7 @@ fn unanswered_prompts_with_long_ids_cost_a_hash_each() {
 
 /// The number of open connections `/healthz` reports.
 async fn open_connections(addr: std::net::SocketAddr) -> u64 {
-    let answer = common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let answer = common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
     let body = &answer[answer.find("\r\n\r\n").expect("a body") + 4..];
     let json: serde_json::Value = serde_json::from_str(body.trim()).expect(body);
     json["connections"].as_u64().expect(body)
@@ -344,5 +344,26 @@ fn websockets_closed_without_a_close_frame_are_noticed_at_once() {
             );
             smol::Timer::after(std::time::Duration::from_millis(50)).await;
         }
+    });
+}
+
+/// The operator's endpoints check who asks as the rest of the server does: a browser Origin
+/// not allowed is refused (403), and on loopback a `Host` that is not a loopback name (a page
+/// that rebound its DNS name to 127.0.0.1) too; HTTP/1.0 health checks without `Host` pass.
+#[test]
+fn the_health_endpoint_checks_host_and_origin() {
+    smol::block_on(async {
+        let (addr, _handle, _task) = serve(ServerOptions::default());
+        let ask = |request: &'static str| common::raw_http(addr, request);
+        let rebound = ask("GET /healthz HTTP/1.1\r\nHost: evil.example:8765\r\n\r\n").await;
+        assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+        let page =
+            ask("GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: https://evil.example\r\n\r\n")
+                .await;
+        assert!(page.starts_with("HTTP/1.1 403"), "{page}");
+        let local = ask("GET /healthz HTTP/1.1\r\nHost: localhost:8765\r\n\r\n").await;
+        assert!(local.starts_with("HTTP/1.1 200"), "{local}");
+        let check = ask("GET /healthz HTTP/1.0\r\n\r\n").await;
+        assert!(check.contains(" 200 "), "{check}");
     });
 }

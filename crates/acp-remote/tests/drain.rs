@@ -48,7 +48,7 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
         });
         // The drain begins at once; its health answer says so.
         within("draining", async {
-            while !common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            while !common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 .await
                 .starts_with("HTTP/1.1 503")
             {
@@ -107,7 +107,8 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
         // Every refusal counted by its reason: three prompts, two connections; the turn runs.
         #[cfg(feature = "metrics")]
         {
-            let metrics = common::raw_http(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+            let metrics =
+                common::raw_http(addr, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
             assert!(
                 metrics.contains("acp_remote_refusals_total{reason=\"draining\"} 5"),
                 "{metrics}"
