@@ -367,3 +367,57 @@ fn the_health_endpoint_checks_host_and_origin() {
         assert!(check.contains(" 200 "), "{check}");
     });
 }
+
+/// Two large POSTs on one Streamable HTTP connection cannot wait for each other: each body is
+/// admitted whole (its length taken of the connection's budget before it is read) or refused
+/// 413 at once. Before, each took the budget piece by piece and both waited for the rest
+/// until the body timeout, and were dropped unanswered (9 runs in 10 in the issue).
+#[test]
+fn concurrent_large_posts_on_one_connection_are_answered_at_once() {
+    use common::http_client::post;
+    use futures_lite::AsyncReadExt;
+    /// A POST whose answer may come before its body is all sent: the status (0 if none).
+    async fn post_large(addr: std::net::SocketAddr, conn: &str, body: &str) -> u16 {
+        let mut stream = smol::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Acp-Connection-Id: {conn}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(body.as_bytes()).await;
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        let answer = String::from_utf8_lossy(&answer);
+        answer
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|status| status.parse().ok())
+            .unwrap_or(0)
+    }
+    smol::block_on(async {
+        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_message_size(8 * MIB));
+        let init = post(addr, &[], common::wire::INITIALIZE).await;
+        assert_eq!(init.status, 200);
+        let conn = init.header("acp-connection-id").unwrap().to_owned();
+        let body = String::from_utf8(padded_notification(6 * MIB)).unwrap();
+        for _ in 0..5 {
+            let started = std::time::Instant::now();
+            let statuses = within(
+                "two POSTs",
+                futures_lite::future::zip(
+                    post_large(addr, &conn, &body),
+                    post_large(addr, &conn, &body),
+                ),
+            )
+            .await;
+            let statuses = [statuses.0, statuses.1];
+            assert!(
+                statuses.iter().all(|s| [202, 413].contains(s)) && statuses.contains(&202),
+                "{statuses:?}"
+            );
+            // Well within the body timeout (10 s) that ended the wait before.
+            assert!(started.elapsed() < std::time::Duration::from_secs(8));
+        }
+    });
+}
