@@ -113,6 +113,15 @@ impl SeenIds {
     }
 }
 
+impl SeenIds {
+    /// Forgets `key`, if remembered.
+    fn forget(&mut self, key: &str) {
+        if self.ids.remove(key) {
+            self.order.retain(|k| k != key);
+        }
+    }
+}
+
 /// What became of a POSTed message that passed the checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Incoming {
@@ -312,7 +321,10 @@ impl HttpConn {
             // after a network error hid our 202. Its answer goes to its stream once.
             return Ok(Incoming::Retried);
         }
+        // An id longer than the remembered ones is not routed either (its answer goes to the
+        // connection's stream): what a connection remembers per id stays small.
         if let Some(key) = peek.id_key()
+            && key.len() <= MAX_SEEN_ID_LEN
             && routes.answers.len() < MAX_ROUTES
         {
             // As the TS SDK: the answer to `session/load` goes to the connection's stream.
@@ -404,10 +416,13 @@ impl HttpConn {
                 Some(session) => Route::Session(session),
                 None => Route::Connection,
             };
-            if let Some(key) = peek.id_key()
-                && routes.client_answers.len() < MAX_ROUTES
-            {
-                routes.client_answers.insert(key, route.clone());
+            if let Some(key) = peek.id_key() {
+                // JSON-RPC lets the agent use an id again once its request is answered: the
+                // client's answer to this one is new, not a retry of the last.
+                routes.seen.forget(&format!("a{key}"));
+                if routes.client_answers.len() < MAX_ROUTES {
+                    routes.client_answers.insert(key, route.clone());
+                }
             }
             route
         };

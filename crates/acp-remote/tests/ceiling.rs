@@ -421,3 +421,62 @@ fn concurrent_large_posts_on_one_connection_are_answered_at_once() {
         }
     });
 }
+
+/// An agent may use a request id again once the request is answered (JSON-RPC allows it):
+/// the client's answer to the second request is delivered, not taken for a retried POST of
+/// the first. Before, it was answered 202 and dropped, and the agent waited for ever.
+#[test]
+fn an_answer_to_a_reused_agent_id_is_delivered() {
+    use common::http_client::{Sse, post};
+    use futures_lite::AsyncBufReadExt;
+    smol::block_on(async {
+        let server =
+            acp_remote::Server::bind("127.0.0.1:0".parse().unwrap(), ServerOptions::default())
+                .unwrap();
+        let addr = server.local_addr();
+        let (answers, got) = smol::channel::unbounded::<String>();
+        let _task = smol::spawn(server.serve(move |connection| {
+            let answers = answers.clone();
+            async move {
+                let (mut reader, mut writer) = (connection.reader, connection.writer);
+                let mut line = String::new();
+                // `initialize`, answered; then the same request id twice, one after the other.
+                reader.read_line(&mut line).await.unwrap();
+                writer
+                    .write_all(
+                        b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}\n",
+                    )
+                    .await
+                    .unwrap();
+                writer.flush().await.unwrap();
+                for _ in 0..2 {
+                    writer
+                        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"x/ask\"}\n")
+                        .await
+                        .unwrap();
+                    writer.flush().await.unwrap();
+                    line.clear();
+                    if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    answers.send(line.trim().to_owned()).await.unwrap();
+                }
+            }
+        }));
+        let init = post(addr, &[], common::wire::INITIALIZE).await;
+        assert_eq!(init.status, 200);
+        let conn = init.header("acp-connection-id").unwrap().to_owned();
+        let headers = [("Acp-Connection-Id", conn.as_str())];
+        let mut stream = Sse::open(addr, &headers).await;
+        for n in 0..2 {
+            let request = within("the agent's request", stream.next()).await.unwrap();
+            assert_eq!(request["id"], 7);
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"n":{n}}}}}"#);
+            assert_eq!(post(addr, &headers, &answer).await.status, 202);
+            assert_eq!(
+                within("the answer delivered", got.recv()).await.unwrap(),
+                answer
+            );
+        }
+    });
+}
