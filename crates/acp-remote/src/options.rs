@@ -43,6 +43,7 @@ pub struct ServerOptions {
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_connections: usize,
     pub(crate) max_sockets_per_peer: Option<usize>,
+    pub(crate) peer_prefix: (u8, u8),
     pub(crate) shutdown_grace: Duration,
     pub(crate) stream_budget: usize,
     pub(crate) memory_ceiling: usize,
@@ -84,6 +85,7 @@ impl Default for ServerOptions {
             idle_timeout: Some(Duration::from_secs(600)),
             max_connections: 128,
             max_sockets_per_peer: None,
+            peer_prefix: (32, 64),
             shutdown_grace: Duration::from_secs(5),
             stream_budget: 16 << 20,
             memory_ceiling: DEFAULT_MEMORY_CEILING,
@@ -205,6 +207,22 @@ impl ServerOptions {
     /// every address, loopback included.
     pub fn with_max_sockets_per_peer(mut self, sockets: usize) -> Self {
         self.max_sockets_per_peer = Some(sockets);
+        self
+    }
+
+    /// How peers are told apart for [`with_max_sockets_per_peer`](Self::with_max_sockets_per_peer):
+    /// by the first `v4` bits of an IPv4 address and the first `v6` bits of an IPv6 one
+    /// (default 32 and 64: an IPv4 address, an IPv6 /64, which one host usually has whole).
+    /// Beyond the socket cap, an eighth of it more (at least 16) is kept for prefixes that
+    /// hold fewer than 4 sockets, so that a few prefixes that fill the cap cannot lock a new
+    /// client out.
+    ///
+    /// ```
+    /// let options = acp_remote::ServerOptions::default().with_peer_prefix(24, 48);
+    /// # let _ = options;
+    /// ```
+    pub fn with_peer_prefix(mut self, v4: u8, v6: u8) -> Self {
+        self.peer_prefix = (v4.min(32), v6.min(128));
         self
     }
 

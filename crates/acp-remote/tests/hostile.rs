@@ -267,6 +267,40 @@ fn slow_sockets_from_one_peer_do_not_lock_others_out() {
     });
 }
 
+/// A few addresses that fill the socket cap between them (loopback ones share the whole cap
+/// by default) cannot lock a new client out: beyond the cap, an eighth of it more is kept for
+/// prefixes holding fewer than 4 sockets. Before, 5 loopback addresses × 120 slow sockets
+/// locked a legitimate client out (issue 33).
+#[test]
+fn a_few_addresses_that_fill_the_cap_do_not_lock_a_new_client_out() {
+    smol::block_on(async {
+        // 16 connections: 64 sockets, and 16 more for prefixes that hold almost nothing.
+        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_connections(16));
+        let before = descriptors();
+        let mut slow = Vec::new();
+        for from in 2..7u8 {
+            for _ in 0..20 {
+                let mut stream = connect_from(std::net::Ipv4Addr::new(127, 0, 0, from), addr);
+                let _ = stream.write_all(b"P").await;
+                slow.push(stream);
+            }
+        }
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let held = descriptors() - before - slow.len();
+        assert!(held <= 64 + 16 + 16, "the server holds {held} descriptors");
+
+        let mut other = connect_from("127.0.0.9".parse().unwrap(), addr);
+        other
+            .write_all(b"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = within("an answer", other.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    });
+}
+
 /// A socket that sends nothing is dropped after 2 s, not after the whole head timeout.
 #[test]
 fn a_silent_socket_is_dropped_soon() {
