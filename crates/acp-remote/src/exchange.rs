@@ -99,6 +99,25 @@ pub(crate) trait ReadBody {
 /// is small, and it arrives before anything about the client is known.
 const MAX_INITIAL_BODY: usize = 1 << 20;
 
+/// An `initialize` body announced at most this long is taken without drawing on the
+/// server's pool of them: every client's own (a few hundred bytes) gets in however slow
+/// bodies hold the pool, and these cost at most this much per socket.
+const SMALL_INITIAL_BODY: usize = 16 * 1024;
+
+/// The budget an `initialize` body is read in: its own for a small one, the server's pool
+/// (16 MiB of them arriving at once) for a larger or unannounced one.
+fn initial_budget(head: &RequestHead, ctx: &ServerCtx) -> Arc<Budget> {
+    let small = head
+        .header("content-length")
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .is_some_and(|n| n <= SMALL_INITIAL_BODY);
+    if small {
+        Budget::new(SMALL_INITIAL_BODY)
+    } else {
+        ctx.shared.initial_bodies.clone()
+    }
+}
+
 /// Reads a POST's body within `limit` bytes, each piece counted against `budget` as it
 /// arrives (waiting for room while the budget is spent). Over the limit, what was read goes
 /// through `scan` (when given) before it is dropped.
@@ -267,7 +286,7 @@ async fn route(
                 Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget(), Some(conn)),
                 Ok(None) => (
                     MAX_INITIAL_BODY.min(options.max_message_size),
-                    ctx.shared.initial_bodies.clone(),
+                    initial_budget(head, ctx),
                     None,
                 ),
                 Err((status, text)) => {

@@ -480,3 +480,53 @@ fn an_answer_to_a_reused_agent_id_is_delivered() {
         }
     });
 }
+
+/// Slow `initialize` bodies cannot hold every new client out: 20 sockets announce 1 MiB
+/// bodies and send none of them, which takes the server's 16 MiB pool of such bodies (the
+/// ones beyond it are refused 413 at once). A client's own `initialize`, a few hundred bytes,
+/// does not draw on the pool and is answered at once. Before, each new Streamable HTTP
+/// client waited about 9 s behind 16 sockets renewing every 9.8 s.
+#[test]
+fn slow_initialize_bodies_do_not_hold_new_clients_out() {
+    use futures_lite::AsyncReadExt;
+    smol::block_on(async {
+        let (addr, _handle, _task) = serve(ServerOptions::default());
+        let mut slow = Vec::new();
+        for _ in 0..20 {
+            let mut stream = smol::net::TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(
+                    format!(
+                        "POST /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                         Content-Length: {}\r\n\r\n{{",
+                        MIB
+                    )
+                    .as_bytes(),
+                )
+                .await
+                .unwrap();
+            slow.push(stream);
+        }
+        // The ones the pool cannot take are answered at once.
+        let mut refused = 0;
+        for stream in &mut slow {
+            let mut buf = [0u8; 12];
+            let answer = futures_lite::future::or(
+                async { stream.read_exact(&mut buf).await.ok().map(|()| buf) },
+                async {
+                    smol::Timer::after(std::time::Duration::from_millis(200)).await;
+                    None
+                },
+            )
+            .await;
+            if answer.is_some_and(|b| b.starts_with(b"HTTP/1.1 413")) {
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, 4, "16 MiB take sixteen 1 MiB bodies");
+        let started = std::time::Instant::now();
+        let init = common::http_client::post(addr, &[], common::wire::INITIALIZE).await;
+        assert_eq!(init.status, 200);
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    });
+}
