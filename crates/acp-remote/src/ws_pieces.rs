@@ -90,6 +90,12 @@ impl<S> Repiece<S> {
         &mut self.inner
     }
 
+    /// Whether bytes already read from the socket wait here (a header to hand out, or bytes
+    /// read ahead): reading them needs nothing of the socket.
+    pub(crate) fn has_buffered(&self) -> bool {
+        self.out_at < self.out_len || self.ahead_at < self.ahead_len
+    }
+
     /// Fills `dst` with the next bytes of the socket: those read ahead first; a large `dst`
     /// straight from the socket (large payloads are not copied twice), a small one through the
     /// read-ahead buffer.

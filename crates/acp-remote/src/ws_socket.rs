@@ -189,7 +189,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for WsSocket<S> {
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.write_blocked {
+        // What was read already is handed on whatever the writes do (as the WebSocket
+        // library's own buffer is): only reading more from the socket pauses, and a frame
+        // already here could be the one that lets the writes go on.
+        if this.write_blocked && !this.inner.has_buffered() {
             // Woken by the write that unblocks (or by the socket becoming writable, through
             // the waker the blocked write registered).
             this.paused_reader = Some(cx.waker().clone());
