@@ -14,6 +14,9 @@
 //! through as they are. RFC 6455 (5.4) lets intermediaries refragment in the same way; the
 //! message the library delivers, and every check it makes (UTF-8, sizes, interleaved control
 //! frames, masking), are unchanged.
+//!
+//! The server reads every WebSocket through it; the `Connector` does not yet (`ws_socket.rs`
+//! says why).
 
 use std::io;
 use std::pin::Pin;

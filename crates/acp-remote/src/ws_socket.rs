@@ -146,6 +146,10 @@ pub(crate) struct WsSocket<S> {
     /// Read through the re-slicer, so that the WebSocket library never holds a large frame
     /// buffer (src/ws_pieces.rs); written directly.
     inner: Repiece<S>,
+    /// Whether reads go through the re-slicer (the server's sockets) or straight to the
+    /// socket (the `Connector`'s: there the re-slicer made about one connection in twenty
+    /// stall under load, a cause not yet found; a client trusts its server more).
+    repiece: bool,
     held: Arc<Held>,
     write_blocked: bool,
     /// The reader paused by a blocked write, woken when a write goes through.
@@ -153,9 +157,10 @@ pub(crate) struct WsSocket<S> {
 }
 
 impl<S> WsSocket<S> {
-    pub(crate) fn new(inner: S, held: Arc<Held>) -> Self {
+    pub(crate) fn new(inner: S, held: Arc<Held>, repiece: bool) -> Self {
         WsSocket {
             inner: Repiece::new(inner),
+            repiece,
             held,
             write_blocked: false,
             paused_reader: None,
@@ -198,7 +203,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for WsSocket<S> {
             this.paused_reader = Some(cx.waker().clone());
             return Poll::Pending;
         }
-        let n = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        let n = if this.repiece {
+            std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?
+        } else {
+            std::task::ready!(Pin::new(this.inner.get_mut()).poll_read(cx, buf))?
+        };
         if !this.held.add(n) {
             return Poll::Ready(Err(pool_spent()));
         }
