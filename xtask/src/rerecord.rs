@@ -31,7 +31,9 @@ codegen` (or any deliberate change of what goes on the wire):
      INSTA_UPDATE=always cargo test --no-fail-fast -p acp-rs-types -p acp-rs-test -p acp-rs-runtime
      --lib --bins --test ... (every test target but acp-runtime's `hostile`, a stress test
      of minutes that records nothing), then the same for acp-types and acp-runtime with
-     --features acp-rs-runtime/unstable (the unstable schema's snapshots, `@unstable` ones)
+     --features acp-rs-runtime/unstable (the unstable schema's snapshots, `@unstable` ones),
+     and with protocol v2's feature `unstable-protocol-v2` (alone, and with `unstable` for
+     acp-types)
 
   3. the doctests of those crates in both feature sets, only to name the ones that fail:
      their transcripts are inline (docs/testing.md, the READMEs, the crate docs), which insta
@@ -72,6 +74,18 @@ pub const FEATURE_SETS: &[FeatureSet] = &[
         label: "--features acp-rs-runtime/unstable",
         crates: &["acp-rs-types", "acp-rs-runtime"],
         features: &["acp-rs-runtime/unstable"],
+    },
+    // Protocol v2, kept out of `unstable`: acp-types' v2 wire snapshots and acp-runtime's
+    // router answers; with `unstable` too, v2's unstable superset (acp-types only).
+    FeatureSet {
+        label: "--features unstable-protocol-v2",
+        crates: &["acp-rs-types", "acp-rs-runtime"],
+        features: &["unstable-protocol-v2"],
+    },
+    FeatureSet {
+        label: "--features unstable-protocol-v2,unstable",
+        crates: &["acp-rs-types"],
+        features: &["unstable-protocol-v2", "unstable"],
     },
 ];
 

@@ -60,8 +60,19 @@ impl ByteBudget {
         self.inner.used.load(Ordering::Acquire)
     }
 
-    /// Takes `bytes` when they fit, or when nothing is held (see the type's docs).
-    pub(crate) fn try_take(&self, bytes: usize) -> bool {
+    /// Takes `bytes` when they fit, or when nothing is held (see the type's docs); `false`
+    /// otherwise, taking nothing. For holders other than a connection's requests (a server
+    /// that bounds its other buffers by the same budget); they give the bytes back with
+    /// [`give_back`](Self::give_back).
+    ///
+    /// ```
+    /// let budget = acp_jsonrpc::ByteBudget::new(100);
+    /// assert!(budget.try_take(60));
+    /// assert!(!budget.try_take(60));
+    /// budget.give_back(60);
+    /// assert_eq!(budget.used(), 0);
+    /// ```
+    pub fn try_take(&self, bytes: usize) -> bool {
         let mut used = self.used();
         loop {
             if used != 0 && used.saturating_add(bytes) > self.inner.limit {
@@ -79,7 +90,8 @@ impl ByteBudget {
         }
     }
 
-    fn give_back(&self, bytes: usize) {
+    /// Gives back `bytes` taken with [`try_take`](Self::try_take).
+    pub fn give_back(&self, bytes: usize) {
         self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
     }
 }

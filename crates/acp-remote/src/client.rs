@@ -339,7 +339,7 @@ impl Connector {
         }
         let stream = NetStream::connect(&host, port, tls.as_ref()).await?;
         // The client's one connection holds at most one message (the message limit).
-        let stream = WsSocket::new(stream, Held::new(None));
+        let stream = WsSocket::new(stream, Held::new(None), false);
         let config = websocket_config(self.max_message_size);
         let (ws, response) =
             async_tungstenite::client_async_with_config(request, stream, Some(config))

@@ -70,7 +70,10 @@ pub(crate) struct Shared {
     pub(crate) acp: AtomicUsize,
     /// The Streamable HTTP connections, by `Acp-Connection-Id`.
     pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
-    /// What WebSocket connections hold of unfinished messages beyond their own share.
+    /// The memory ceiling (`ServerOptions::with_memory_ceiling`): what the pools below and
+    /// the requests in flight of `serve_agent`'s clients hold, together.
+    pub(crate) ceiling: acp_jsonrpc::ByteBudget,
+    /// What WebSocket connections hold of their messages beyond a small buffer each.
     pub(crate) ws_held: Arc<HeldPool>,
     /// The bodies of POSTs that name no connection (`initialize`), all together, while they
     /// arrive.
@@ -85,6 +88,7 @@ const INITIAL_BODIES: usize = 16 << 20;
 
 impl Shared {
     pub(crate) fn new(options: &ServerOptions) -> Shared {
+        let ceiling = acp_jsonrpc::ByteBudget::new(options.memory_ceiling);
         Shared {
             stop_accepting: Latch::default(),
             drain: Arc::default(),
@@ -96,9 +100,9 @@ impl Shared {
             refusing: AtomicUsize::new(0),
             acp: AtomicUsize::new(0),
             http: Mutex::default(),
-            // One message of the limit, shared: a client may still send one whole message of
-            // the limit while the others hold their own share.
-            ws_held: HeldPool::new(options.max_message_size),
+            ceiling: ceiling.clone(),
+            // One connection draws at most one message of the limit.
+            ws_held: HeldPool::new(ceiling, options.max_message_size),
             initial_bodies: Budget::new(INITIAL_BODIES),
             ops: Arc::default(),
         }
@@ -156,6 +160,9 @@ pub(crate) struct ServerCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) options: Arc<ServerOptions>,
     pub(crate) handler: Handler,
+    /// Whether the server listens on a loopback address (the operator's endpoints then
+    /// answer only requests that name a loopback host: `health.rs`).
+    pub(crate) loopback: bool,
 }
 
 pub(crate) fn lock_http(

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use futures_lite::future;
 use smol::Timer;
 
+use crate::answer_scan::AnswerScan;
 use crate::conn::ServerCtx;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
 use crate::streamable::handlers::{self, TOO_LARGE};
 use crate::streamable::queue::{Budget, Reservation};
-use crate::streamable::refused::AnswerScan;
 use crate::streamable::reply::Reply;
 use crate::streamable::{HttpConn, Refusal};
 
@@ -79,6 +79,8 @@ pub(crate) enum BodyError {
     Refused(Refusal),
     /// Over the limit (413).
     TooLarge,
+    /// No room for it in the budget of bodies arriving ([`NO_ROOM`], 413 at once).
+    NoRoom,
     /// The peer went away, or was too slow: no answer.
     Gone,
 }
@@ -97,9 +99,36 @@ pub(crate) trait ReadBody {
 /// is small, and it arrives before anything about the client is known.
 const MAX_INITIAL_BODY: usize = 1 << 20;
 
+/// An `initialize` body announced at most this long is taken without drawing on the
+/// server's pool of them: every client's own (a few hundred bytes) gets in however slow
+/// bodies hold the pool, and these cost at most this much per socket.
+const SMALL_INITIAL_BODY: usize = 16 * 1024;
+
+/// The budget an `initialize` body is read in: its own for a small one, the server's pool
+/// (16 MiB of them arriving at once) for a larger or unannounced one.
+fn initial_budget(head: &RequestHead, ctx: &ServerCtx) -> Arc<Budget> {
+    let small = head
+        .header("content-length")
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .is_some_and(|n| n <= SMALL_INITIAL_BODY);
+    if small {
+        Budget::new(SMALL_INITIAL_BODY)
+    } else {
+        ctx.shared.initial_bodies.clone()
+    }
+}
+
 /// Reads a POST's body within `limit` bytes, each piece counted against `budget` as it
 /// arrives (waiting for room while the budget is spent). Over the limit, what was read goes
 /// through `scan` (when given) before it is dropped.
+/// A body refused because the bytes its connection may have arriving at once (or those of
+/// every `initialize` together) are taken by others: 413 at once, never a wait (the agent's
+/// request it answers, when it answers one, fails with this reason as for [`TOO_LARGE`]).
+const NO_ROOM: (u16, &str) = (
+    413,
+    "the bodies arriving for this connection hold its budget: send it again once they are in",
+);
+
 async fn read_body(
     head: &RequestHead,
     body: &mut impl ReadBody,
@@ -109,6 +138,19 @@ async fn read_body(
 ) -> Result<(Vec<u8>, Reservation), BodyError> {
     body.start(head).await?;
     let mut reserved = Reservation::new(budget.clone());
+    // A body is admitted whole or not at all, never waiting for room: two bodies that each
+    // held part of the budget while waiting for the rest would wait for each other. With a
+    // length, all of it is taken before a byte is read; without (chunks), each piece as it
+    // comes, and the first that does not fit refuses the body.
+    let announced = head
+        .header("content-length")
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .filter(|&n| n <= limit);
+    if let Some(length) = announced
+        && !reserved.try_take(length)
+    {
+        return Err(BodyError::NoRoom);
+    }
     let mut data = Vec::new();
     while let Some(piece) = body.next().await? {
         if data.len().saturating_add(piece.len()) > limit {
@@ -118,7 +160,14 @@ async fn read_body(
             }
             return Err(BodyError::TooLarge);
         }
-        reserved.take(piece.len()).await;
+        let covered = announced.is_some_and(|length| data.len() + piece.len() <= length);
+        if !covered && !reserved.try_take(piece.len()) {
+            if let Some(scan) = scan {
+                scan.feed(&data);
+                scan.feed(&piece);
+            }
+            return Err(BodyError::NoRoom);
+        }
         data.extend_from_slice(&piece);
     }
     Ok((data, reserved))
@@ -237,7 +286,7 @@ async fn route(
                 Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget(), Some(conn)),
                 Ok(None) => (
                     MAX_INITIAL_BODY.min(options.max_message_size),
-                    ctx.shared.initial_bodies.clone(),
+                    initial_budget(head, ctx),
                     None,
                 ),
                 Err((status, text)) => {
@@ -255,7 +304,7 @@ async fn route(
             let read = async {
                 let into = awaited.then_some(&mut scan);
                 let read = read_body(head, body, limit, &budget, into).await;
-                if matches!(read, Err(BodyError::TooLarge)) {
+                if matches!(read, Err(BodyError::TooLarge | BodyError::NoRoom)) {
                     over = true;
                     if awaited {
                         scan_rest(body, &mut scan, &budget).await;
@@ -274,6 +323,12 @@ async fn route(
                     handlers::post(&body, reserved, head, peer, ctx).await
                 }
                 Some(Err(BodyError::Refused((status, text)))) => Reply::text(status, text),
+                Some(Err(BodyError::NoRoom)) => {
+                    if let (Some(conn), Some(id)) = (&conn, scan.answer_id()) {
+                        conn.fail_answer(id, NO_ROOM.1).await;
+                    }
+                    Reply::text(NO_ROOM.0, NO_ROOM.1)
+                }
                 Some(Err(BodyError::TooLarge)) | None if over => {
                     if let (Some(conn), Some(id)) = (&conn, scan.answer_id()) {
                         conn.fail_answer(id, TOO_LARGE.1).await;

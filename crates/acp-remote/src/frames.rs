@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::protocol::CloseFrame;
-use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use async_tungstenite::tungstenite::protocol::frame::Frame;
+use async_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data as OpData, OpCode};
 use async_tungstenite::tungstenite::{self, Message};
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
@@ -25,6 +26,7 @@ use futures_util::Sink;
 use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
 use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter};
+use crate::ws_pieces::PIECE;
 use crate::ws_socket::Held;
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
@@ -105,10 +107,12 @@ where
         drain_listener: None,
         held,
         keepalive: None,
+        holding: false,
     };
     let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
         activity,
+        rest: None,
     }));
     (reader, writer)
 }
@@ -158,6 +162,9 @@ pub struct WsReader<S> {
     held: Option<Arc<Held>>,
     /// Pings while quiet, and the dead-peer timeout (src/keepalive.rs).
     keepalive: Option<KeepAlive>,
+    /// Whether the last message handed out still counts in `held`: until the runtime asks
+    /// for the next.
+    holding: bool,
 }
 
 impl<S> std::fmt::Debug for WsReader<S> {
@@ -221,6 +228,13 @@ where
         }
     }
 
+    /// The current message is no longer held here: its bytes leave [`Held`]'s count.
+    fn handed_over(&self) {
+        if let Some(held) = &self.held {
+            held.message_done();
+        }
+    }
+
     fn pending(&self) -> &[u8] {
         match &self.frame {
             Pending::Empty => &[],
@@ -248,6 +262,12 @@ where
 
     /// Moves to the next frame; `Ok(false)` at the end of input.
     fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        // The runtime asks for more: it has decoded the last message and handled it (a
+        // notification), or holds it in its in-flight budget (a request). Only then: this is
+        // polled again and again while the next message arrives, which must stay counted.
+        if std::mem::take(&mut self.holding) {
+            self.handed_over();
+        }
         loop {
             if self.ended {
                 return Poll::Ready(Ok(false));
@@ -282,9 +302,11 @@ where
             if let Some(keepalive) = &mut self.keepalive {
                 keepalive.received();
             }
-            if let (Some(held), Message::Text(_) | Message::Binary(_) | Message::Close(_)) =
-                (&self.held, &message)
-            {
+            // What a message held is released once it is handed over: a text frame when the
+            // runtime asks for the next (above), so that a finished message counts while it
+            // waits and while the runtime decodes it; the others now. Control frames do not
+            // count: they may come between the fragments of a message.
+            if let (Some(held), Message::Binary(_) | Message::Close(_)) = (&self.held, &message) {
                 held.message_done();
             }
             // The answers to our keep-alive pings keep a connection alive, not busy: the idle
@@ -307,9 +329,11 @@ where
                 }
             };
             if text.iter().all(u8::is_ascii_whitespace) {
+                self.handed_over();
                 continue;
             }
             self.pos = 0;
+            self.holding = true;
             self.frame = if text.iter().any(|&b| b == b'\n' || b == b'\r') {
                 let replaced = text
                     .iter()
@@ -422,10 +446,50 @@ where
     }
 }
 
-/// A WebSocket as the place lines go: one text frame each.
+/// A WebSocket as the place lines go: one text message each. A message longer than
+/// [`PIECE`] goes out as fragments of about that size, each queued once the last is written,
+/// so that the WebSocket library's write buffer never grows to a large message's size (it
+/// keeps its largest size for the connection's life).
 struct WsSink<S> {
     sender: Arc<Shared<S>>,
     activity: Option<Arc<Activity>>,
+    /// The fragments of a long message still to queue: the text, and how far it is sent.
+    rest: Option<(tungstenite::Bytes, usize)>,
+}
+
+impl<S> WsSink<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    /// Queues what is left of a long message, one fragment at a time.
+    fn poll_rest(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some((text, at)) = &mut self.rest {
+            let mut ws = self.sender.lock();
+            // Written out before the next is queued: what waits is one fragment.
+            ready!(Pin::new(&mut *ws).poll_flush(cx)).map_err(ws_error)?;
+            let mut end = (*at + PIECE).min(text.len());
+            // Fragments of a text message end between characters (receivers would accept a
+            // cut character, but need not be shown one).
+            while end < text.len() && (text[end] & 0xC0) == 0x80 {
+                end -= 1;
+            }
+            let opcode = if *at == 0 {
+                OpData::Text
+            } else {
+                OpData::Continue
+            };
+            let last = end == text.len();
+            let frame = Frame::message(text.slice(*at..end), OpCode::Data(opcode), last);
+            Pin::new(&mut *ws)
+                .start_send(Message::Frame(frame))
+                .map_err(ws_error)?;
+            *at = end;
+            if last {
+                self.rest = None;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl<S> LineSink for WsSink<S>
@@ -433,30 +497,40 @@ where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
 {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_rest(cx))?;
         Pin::new(&mut *self.sender.lock())
             .poll_ready(cx)
             .map_err(ws_error)
     }
 
-    fn start_send(&mut self, line: Vec<u8>, _: &mut Context<'_>) -> io::Result<()> {
+    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
         let text = String::from_utf8(line)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8"))?;
-        Pin::new(&mut *self.sender.lock())
-            .start_send(Message::text(text))
-            .map_err(ws_error)?;
         if let Some(activity) = &self.activity {
             activity.touch();
         }
-        Ok(())
+        if text.len() > PIECE {
+            self.rest = Some((tungstenite::Bytes::from(text.into_bytes()), 0));
+            // Queued as far as the socket takes it now; the rest on the next poll.
+            return match self.poll_rest(cx) {
+                Poll::Ready(result) => result,
+                Poll::Pending => Ok(()),
+            };
+        }
+        Pin::new(&mut *self.sender.lock())
+            .start_send(Message::text(text))
+            .map_err(ws_error)
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_rest(cx))?;
         Pin::new(&mut *self.sender.lock())
             .poll_flush(cx)
             .map_err(ws_error)
     }
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_rest(cx))?;
         let mut ws = self.sender.lock();
         ready!(Pin::new(&mut *ws).poll_flush(cx)).map_err(ws_error)?;
         Pin::new(&mut *ws).poll_close(cx).map_err(ws_error)

@@ -22,14 +22,23 @@ pub(crate) const METRICS_PATH: &str = "/metrics";
 /// for any other request.
 pub(crate) fn serve(head: &RequestHead, ctx: &ServerCtx) -> Option<Reply> {
     let path = head.path();
-    if path == HEALTH_PATH && path != ctx.options.path {
+    let ours = path == HEALTH_PATH;
+    #[cfg(feature = "metrics")]
+    let ours = ours || path == METRICS_PATH;
+    if !ours || path == ctx.options.path {
+        return None;
+    }
+    if let Some(refusal) = refused(head, ctx) {
+        return Some(refusal);
+    }
+    if path == HEALTH_PATH {
         if !matches!(head.method(), "GET" | "HEAD") {
             return Some(Reply::text(405, "method not allowed").with_header("Allow", "GET, HEAD"));
         }
         return Some(health(ctx));
     }
     #[cfg(feature = "metrics")]
-    if path == METRICS_PATH && path != ctx.options.path {
+    if path == METRICS_PATH {
         if !matches!(head.method(), "GET" | "HEAD") {
             return Some(Reply::text(405, "method not allowed").with_header("Allow", "GET, HEAD"));
         }
@@ -44,6 +53,46 @@ pub(crate) fn serve(head: &RequestHead, ctx: &ServerCtx) -> Option<Reply> {
         return Some(metrics(ctx));
     }
     None
+}
+
+/// Who may read the operator's endpoints: a browser only from an allowed Origin (403
+/// otherwise, as at the ACP endpoint), and, on a server that listens on loopback, only a
+/// request that names a loopback host (`localhost`, `127.0.0.1`, `[::1]`, with any port) or
+/// none (HTTP/1.0 health checks): a page that rebinds its own DNS name to 127.0.0.1 sends a
+/// same-origin GET without `Origin`, but with its own name as `Host` (403).
+fn refused(head: &RequestHead, ctx: &ServerCtx) -> Option<Reply> {
+    if !ctx.options.origin_allowed(head) {
+        return Some(Reply::text(403, "origin not allowed"));
+    }
+    if ctx.loopback
+        && head
+            .header("host")
+            .is_some_and(|host| !names_loopback(host))
+    {
+        return Some(Reply::text(
+            403,
+            "the Host header names no loopback address",
+        ));
+    }
+    None
+}
+
+/// Whether a `Host` value names this machine's loopback: `localhost`, an IPv4 address of
+/// 127.0.0.0/8 or `[::1]`, with or without a port.
+fn names_loopback(host: &str) -> bool {
+    let host = host.trim();
+    let name = if let Some(v6) = host.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((address, _)) => address,
+            None => return false,
+        }
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `{"status":"ok"}` (200), or `{"status":"draining"}` (503) once a drain or a shutdown began,
@@ -97,4 +146,30 @@ pub(crate) fn watched(
         info: connection.info,
     };
     (connection, open)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_hosts_are_told_apart_from_other_names() {
+        for host in [
+            "localhost",
+            "LOCALHOST:8765",
+            "127.0.0.1",
+            "127.0.0.2:80",
+            "[::1]:8765",
+        ] {
+            assert!(super::names_loopback(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:8765",
+            "10.0.0.1",
+            "[::2]",
+            "x",
+            "[::1",
+        ] {
+            assert!(!super::names_loopback(host), "{host}");
+        }
+    }
 }

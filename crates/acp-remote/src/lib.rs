@@ -124,6 +124,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod answer_scan;
 mod client;
 mod conn;
 mod exchange;
@@ -149,6 +150,7 @@ mod tls;
 mod transport;
 mod upgrade;
 mod watch;
+mod ws_pieces;
 mod ws_socket;
 
 pub use client::{
@@ -157,9 +159,7 @@ pub use client::{
 pub use conn::{ConnectionInfo, IncomingConnection};
 pub use frames::{WsReader, WsWriter, split};
 pub use http::RequestHead;
-pub use options::{
-    Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SERVER_IN_FLIGHT_BUDGET, ServerOptions,
-};
+pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MEMORY_CEILING, ServerOptions};
 pub use options::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE,
 };

@@ -11,7 +11,7 @@
 //! | `sessions` | gauge: created (or loaded) on open connections | |
 //! | `turns_running` | gauge: `session/prompt` requests not yet answered | |
 //! | `turns_total` | counter: prompts answered | |
-//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `sse_replay`, `websocket_partial_messages`, `initialize_bodies`, `requests_in_flight`) |
+//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `sse_replay`, `websocket_messages`, `initialize_bodies`, `requests_in_flight`, `memory_ceiling`: `websocket_messages` and `requests_in_flight` are what the server's memory ceiling holds, `memory_ceiling` their sum) |
 //! | `refusals_total` | counter | `reason` (`max_connections`, `draining`, `sockets`, `unauthenticated`, `origin`, `not_found`, `too_large`, `bad_request`) |
 //! | `draining` | gauge: 1 while draining | |
 
@@ -127,26 +127,30 @@ pub(crate) fn budgets(ctx: &ServerCtx) -> Vec<(&'static str, u64, u64)> {
         kept += conn.replay_used() as u64;
         kept_limit += conn.replay_limit() as u64;
     }
-    let mut out = vec![
+    vec![
         ("sse_queues", queued, queue_limit),
         ("sse_replay", kept, kept_limit),
         (
-            "websocket_partial_messages",
+            "websocket_messages",
             shared.ws_held.used() as u64,
-            shared.ws_held.limit() as u64,
+            shared.ceiling.limit() as u64,
         ),
         (
             "initialize_bodies",
             shared.initial_bodies.used() as u64,
             shared.initial_bodies.limit() as u64,
         ),
-    ];
-    if let Some(budget) = shared.ops.in_flight.get() {
-        out.push((
+        // What the ceiling holds beside the WebSocket messages: `serve_agent`'s requests in
+        // flight.
+        (
             "requests_in_flight",
-            budget.used() as u64,
-            budget.limit() as u64,
-        ));
-    }
-    out
+            shared.ceiling.used().saturating_sub(shared.ws_held.used()) as u64,
+            shared.ceiling.limit() as u64,
+        ),
+        (
+            "memory_ceiling",
+            shared.ceiling.used() as u64,
+            shared.ceiling.limit() as u64,
+        ),
+    ]
 }

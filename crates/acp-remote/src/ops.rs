@@ -5,8 +5,6 @@
 //! The counters are plain atomics, always kept (the drain needs the running turns); only the
 //! rendering in the Prometheus text format (`metrics.rs`) is behind the `metrics` feature.
 
-use std::sync::OnceLock;
-
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The transport of a connection.
@@ -107,8 +105,6 @@ pub(crate) struct Ops {
     /// Notified whenever a turn ends, or another busy request (for the drain).
     turn_ended: event_listener::Event,
     refusals: [AtomicU64; REASONS.len()],
-    /// The budget of the requests in flight of every client of `serve_agent`.
-    pub(crate) in_flight: OnceLock<acp_jsonrpc::ByteBudget>,
 }
 
 /// Counts a connection while it is open.
@@ -229,10 +225,6 @@ impl Ops {
 
     pub(crate) fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn set_in_flight_budget(&self, budget: acp_jsonrpc::ByteBudget) {
-        let _ = self.in_flight.set(budget);
     }
 }
 

@@ -43,9 +43,10 @@ pub struct ServerOptions {
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_connections: usize,
     pub(crate) max_sockets_per_peer: Option<usize>,
+    pub(crate) peer_prefix: (u8, u8),
     pub(crate) shutdown_grace: Duration,
     pub(crate) stream_budget: usize,
-    pub(crate) in_flight_budget: usize,
+    pub(crate) memory_ceiling: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authenticator: Option<Authenticator>,
     pub(crate) keepalive: Option<crate::keepalive::KeepAliveConfig>,
@@ -69,8 +70,9 @@ pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default of [`ServerOptions::with_sse_keep_alive`]: 15 s.
 pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Default of [`ServerOptions::with_in_flight_budget`]: 256 MiB over all clients.
-pub const DEFAULT_SERVER_IN_FLIGHT_BUDGET: usize = 256 * 1024 * 1024;
+/// Default of [`ServerOptions::with_memory_ceiling`]: 256 MiB for the whole server, which a
+/// machine of 1 GiB can give it.
+pub const DEFAULT_MEMORY_CEILING: usize = 256 * 1024 * 1024;
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -83,9 +85,10 @@ impl Default for ServerOptions {
             idle_timeout: Some(Duration::from_secs(600)),
             max_connections: 128,
             max_sockets_per_peer: None,
+            peer_prefix: (32, 64),
             shutdown_grace: Duration::from_secs(5),
             stream_budget: 16 << 20,
-            in_flight_budget: DEFAULT_SERVER_IN_FLIGHT_BUDGET,
+            memory_ceiling: DEFAULT_MEMORY_CEILING,
             allowed_origins: Vec::new(),
             authenticator: None,
             keepalive: Some(crate::keepalive::KeepAliveConfig::default()),
@@ -109,6 +112,7 @@ impl fmt::Debug for ServerOptions {
             .field("max_connections", &self.max_connections)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("stream_budget", &self.stream_budget)
+            .field("memory_ceiling", &self.memory_ceiling)
             .field("allowed_origins", &self.allowed_origins)
             .field("authenticated", &self.authenticator.is_some())
             .field("replay_bytes", &self.replay_bytes)
@@ -206,6 +210,22 @@ impl ServerOptions {
         self
     }
 
+    /// How peers are told apart for [`with_max_sockets_per_peer`](Self::with_max_sockets_per_peer):
+    /// by the first `v4` bits of an IPv4 address and the first `v6` bits of an IPv6 one
+    /// (default 32 and 64: an IPv4 address, an IPv6 /64, which one host usually has whole).
+    /// Beyond the socket cap, an eighth of it more (at least 16) is kept for prefixes that
+    /// hold fewer than 4 sockets, so that a few prefixes that fill the cap cannot lock a new
+    /// client out.
+    ///
+    /// ```
+    /// let options = acp_remote::ServerOptions::default().with_peer_prefix(24, 48);
+    /// # let _ = options;
+    /// ```
+    pub fn with_peer_prefix(mut self, v4: u8, v6: u8) -> Self {
+        self.peer_prefix = (v4.min(32), v6.min(128));
+        self
+    }
+
     /// How long connections have to finish at shutdown before they are dropped (default 5 s).
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -222,14 +242,29 @@ impl ServerOptions {
         self
     }
 
-    /// How many bytes the requests in flight of all clients of
-    /// [`Server::serve_agent`](crate::Server::serve_agent) may hold together (default
-    /// [`DEFAULT_SERVER_IN_FLIGHT_BUDGET`], 256 MiB), besides each connection's own budget
-    /// (`AgentOptions::with_in_flight_budget`, 64 MiB). A request that does not fit is
-    /// answered at once with `-32603`, data `"scope": "shared"`, and its connection reads on.
-    pub fn with_in_flight_budget(mut self, bytes: usize) -> Self {
-        self.in_flight_budget = bytes;
+    /// The server's memory ceiling: what all clients together may make it hold of their
+    /// messages beyond a small buffer each (default [`DEFAULT_MEMORY_CEILING`], 256 MiB). It
+    /// covers the WebSocket messages not yet handed to the handler (beyond 64 KiB a
+    /// connection) and, with [`Server::serve_agent`](crate::Server::serve_agent), the
+    /// requests in flight (besides each connection's own budget,
+    /// `AgentOptions::with_in_flight_budget`, 64 MiB). Shared fairly: one connection holds at
+    /// most one message of the limit of it. What goes beyond is refused, never waited for: a
+    /// WebSocket whose message does not fit is closed with 1009, a request that does not fit
+    /// is answered at once with `-32603` (data `"scope": "shared"`) and its connection reads
+    /// on. docs/limits.md has what it covers and the server's worst case.
+    ///
+    /// ```
+    /// let options = acp_remote::ServerOptions::default().with_memory_ceiling(64 << 20);
+    /// assert_eq!(options.memory_ceiling(), 64 << 20);
+    /// ```
+    pub fn with_memory_ceiling(mut self, bytes: usize) -> Self {
+        self.memory_ceiling = bytes;
         self
+    }
+
+    /// The server's memory ceiling, in bytes.
+    pub fn memory_ceiling(&self) -> usize {
+        self.memory_ceiling
     }
 
     /// Allows browsers on `origin` (exactly as browsers send it, e.g.

@@ -85,12 +85,13 @@ impl ShutdownHandle {
 const DRAIN_QUIET: Duration = Duration::from_secs(1);
 
 /// A TCP connection being served, held while it is open: one of the socket cap, and of its
-/// peer's share.
+/// peer prefix's share (the prefix is the second field).
 struct Socket(Arc<Shared>, IpAddr);
 
 impl Drop for Socket {
     fn drop(&mut self) {
         self.0.sockets.fetch_sub(1, Ordering::SeqCst);
+        // (Admitted sockets only: a refused one never became a `Socket`.)
         let mut peers = lock_peers(&self.0);
         if let Some(count) = peers.get_mut(&self.1) {
             *count -= 1;
@@ -102,7 +103,9 @@ impl Drop for Socket {
 }
 
 impl Socket {
-    /// A place for a socket from `peer`: within the cap, and within the peer's share of it.
+    /// A place for a socket from `peer`: within the cap, and within its prefix's share of it;
+    /// or, beyond the cap, in the headroom kept for prefixes that hold almost nothing, so
+    /// that a few addresses that fill the cap cannot lock everyone else out.
     fn admit(
         shared: &Arc<Shared>,
         peer: IpAddr,
@@ -110,27 +113,29 @@ impl Socket {
         options: &ServerOptions,
     ) -> Option<Socket> {
         let share = per_peer(peer, max_sockets, options);
+        let key = prefix_of(peer, options.peer_prefix);
         let mut peers = lock_peers(shared);
-        let count = peers.entry(peer).or_insert(0);
-        if *count >= share {
-            if *count == 0 {
-                peers.remove(&peer);
+        let count = peers.entry(key).or_insert(0);
+        let room = if *count < FAIR_FLOOR {
+            max_sockets + headroom(max_sockets)
+        } else {
+            max_sockets
+        };
+        if *count >= share || shared.sockets.fetch_add(1, Ordering::SeqCst) >= room {
+            if *count < share {
+                shared.sockets.fetch_sub(1, Ordering::SeqCst);
             }
-            return None;
-        }
-        if shared.sockets.fetch_add(1, Ordering::SeqCst) >= max_sockets {
-            shared.sockets.fetch_sub(1, Ordering::SeqCst);
             if *count == 0 {
-                peers.remove(&peer);
+                peers.remove(&key);
             }
             return None;
         }
         *count += 1;
-        Some(Socket(shared.clone(), peer))
+        Some(Socket(shared.clone(), key))
     }
 }
 
-/// One peer address's share of the socket cap: as set, or by default a quarter (at least 8)
+/// One peer prefix's share of the socket cap: as set, or by default a quarter (at least 8)
 /// beyond loopback, so that a few slow or idle sockets from one place cannot lock everyone
 /// else out (a Streamable HTTP client holds a socket per open stream plus its POSTs; a quarter
 /// of the default is 128). Loopback peers share the whole cap by default: a reverse proxy on
@@ -143,9 +148,51 @@ fn per_peer(peer: IpAddr, max_sockets: usize, options: &ServerOptions) -> usize 
     }
 }
 
+/// A prefix that holds fewer sockets than this is admitted beyond the cap (within the
+/// [`headroom`]): a client needs a socket or two (a Streamable HTTP one a few).
+const FAIR_FLOOR: usize = 4;
+
+/// The sockets admitted beyond the cap for prefixes under [`FAIR_FLOOR`]: an eighth of the
+/// cap, at least 16.
+fn headroom(max_sockets: usize) -> usize {
+    (max_sockets / 8).max(16)
+}
+
+/// The prefix that a peer's sockets are counted under: its IPv4 address cut to `v4` bits, its
+/// IPv6 address to `v6` (an IPv4 address mapped into IPv6 counts as IPv4). One host on IPv6
+/// usually has a whole /64, so counting by address would give it as many shares as it likes.
+fn prefix_of(peer: IpAddr, (v4, v6): (u8, u8)) -> IpAddr {
+    match peer {
+        IpAddr::V4(address) => IpAddr::V4(mask_v4(address, v4)),
+        IpAddr::V6(address) => match address.to_ipv4_mapped() {
+            Some(address) => IpAddr::V4(mask_v4(address, v4)),
+            None => {
+                let bits = u128::from(address);
+                let keep = u32::from(v6.min(128));
+                let mask = if keep == 0 {
+                    0
+                } else {
+                    u128::MAX << (128 - keep)
+                };
+                IpAddr::V6((bits & mask).into())
+            }
+        },
+    }
+}
+
+fn mask_v4(address: std::net::Ipv4Addr, bits: u8) -> std::net::Ipv4Addr {
+    let keep = u32::from(bits.min(32));
+    let mask = if keep == 0 {
+        0
+    } else {
+        u32::MAX << (32 - keep)
+    };
+    (u32::from(address) & mask).into()
+}
+
 /// Sockets refused at once (beyond the cap, or beyond their peer's share), each answered
 /// 503 and closed within a second; further ones are closed without an answer, so that the
-/// descriptors held never exceed the cap by more than this.
+/// descriptors held never exceed the cap and its headroom by more than this.
 const MAX_REFUSING: usize = 16;
 
 /// How long a new socket has to send its first byte (a request, or a TLS hello).
@@ -252,12 +299,11 @@ impl Server {
         A: Agent,
         F: Fn(&ConnectionInfo) -> A + Send + Sync + 'static,
     {
-        // One budget for the requests in flight of every client, besides each connection's.
-        let everyone = acp_jsonrpc::ByteBudget::new(self.options.in_flight_budget);
-        self.shared.ops.set_in_flight_budget(everyone.clone());
+        // The requests in flight of every client draw on the server's ceiling, besides each
+        // connection's own budget.
         let options = options
             .with_max_line_length(self.options.max_message_size)
-            .with_shared_in_flight_budget(everyone);
+            .with_shared_in_flight_budget(self.shared.ceiling.clone());
         self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =
@@ -300,6 +346,7 @@ impl Server {
             shared: self.shared.clone(),
             options: self.options.clone(),
             handler,
+            loopback: self.local_addr.ip().is_loopback(),
         });
         // A Streamable HTTP client holds a few sockets per connection (its GET streams and
         // its POSTs); these bound them all.
@@ -474,4 +521,26 @@ async fn run_socket(tcp: TcpStream, peer: SocketAddr, ctx: &Arc<ServerCtx>) {
     #[cfg(not(feature = "http2"))]
     let buf = Vec::new();
     http1::serve(stream, buf, peer, ctx).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_are_counted_by_prefix() {
+        let key = |peer: &str, prefix| prefix_of(peer.parse().unwrap(), prefix);
+        let defaults = (32, 64);
+        assert_eq!(
+            key("2001:db8:1:2:aaaa::1", defaults),
+            key("2001:db8:1:2:bbbb::9", defaults)
+        );
+        assert_ne!(
+            key("2001:db8:1:2::1", defaults),
+            key("2001:db8:1:3::1", defaults)
+        );
+        assert_ne!(key("10.0.0.1", defaults), key("10.0.0.2", defaults));
+        assert_eq!(key("10.0.0.1", (24, 48)), key("10.0.0.200", (24, 48)));
+        assert_eq!(key("::ffff:10.0.0.1", defaults), key("10.0.0.1", defaults));
+    }
 }

@@ -11,7 +11,6 @@ pub(crate) mod client;
 pub(crate) mod handlers;
 mod link;
 pub(crate) mod queue;
-pub(crate) mod refused;
 pub(crate) mod reply;
 mod sse;
 pub(crate) mod stream;
@@ -110,6 +109,15 @@ impl SeenIds {
             self.order.push_back(key.to_owned());
         }
         true
+    }
+}
+
+impl SeenIds {
+    /// Forgets `key`, if remembered.
+    fn forget(&mut self, key: &str) {
+        if self.ids.remove(key) {
+            self.order.retain(|k| k != key);
+        }
     }
 }
 
@@ -312,7 +320,10 @@ impl HttpConn {
             // after a network error hid our 202. Its answer goes to its stream once.
             return Ok(Incoming::Retried);
         }
+        // An id longer than the remembered ones is not routed either (its answer goes to the
+        // connection's stream): what a connection remembers per id stays small.
         if let Some(key) = peek.id_key()
+            && key.len() <= MAX_SEEN_ID_LEN
             && routes.answers.len() < MAX_ROUTES
         {
             // As the TS SDK: the answer to `session/load` goes to the connection's stream.
@@ -404,10 +415,13 @@ impl HttpConn {
                 Some(session) => Route::Session(session),
                 None => Route::Connection,
             };
-            if let Some(key) = peek.id_key()
-                && routes.client_answers.len() < MAX_ROUTES
-            {
-                routes.client_answers.insert(key, route.clone());
+            if let Some(key) = peek.id_key() {
+                // JSON-RPC lets the agent use an id again once its request is answered: the
+                // client's answer to this one is new, not a retry of the last.
+                routes.seen.forget(&format!("a{key}"));
+                if routes.client_answers.len() < MAX_ROUTES {
+                    routes.client_answers.insert(key, route.clone());
+                }
             }
             route
         };

@@ -68,7 +68,7 @@ pub(crate) async fn serve_websocket(
     let Accepted { slot, id } = accepted;
     let config = websocket_config(ctx.options.max_message_size);
     let held = Held::new(Some(ctx.shared.ws_held.clone()));
-    let stream = WsSocket::new(stream, held.clone());
+    let stream = WsSocket::new(stream, held.clone(), true);
     let ws =
         WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
     let ws = Arc::new(Shared::new(ws));

@@ -13,9 +13,15 @@
 //! while any is pending. A line the scan is unsure of (an escaped `method`, say) goes to
 //! serde_json, which no ordinary peer sends.
 //!
-//! A line is read only when it begins in one buffer the transport hands over (a WebSocket
-//! frame, a POSTed message, one write of the runtime or the bridge): that is how every line
-//! comes in practice, and it keeps this from copying anything.
+//! A line from the client comes whole in one buffer (a WebSocket frame, a POSTed message). A
+//! line to the client that ends in the write it begins in is read whole; one that goes on into
+//! later writes (the bridge copies an agent's output in pieces, so answers of 64 KiB or more
+//! come so) is scanned piece by piece as it is written, keeping only its top-level member
+//! names and an `id` of up to 1 KiB. Nothing is copied either way.
+//!
+//! What is remembered of a pending request is a keyed hash of its id as JSON-RPC compares
+//! ids (a string by its decoded text), 8 bytes whatever the id's length, so an id of 50 MiB
+//! costs what `1` does, and `"\u0061"` is answered by `"a"`.
 //!
 //! During a drain ([`ShutdownHandle::drain`](crate::ShutdownHandle::drain)) a new
 //! `session/prompt` is refused with [`DRAINING_CODE`]. Whatever the handler is, the refusal
@@ -36,11 +42,47 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::answer_scan::AnswerScan;
 use crate::ops::{Ops, Reason};
 
 /// How many requests of interest one connection may have unanswered and still be followed;
 /// beyond, new ones are not counted (the runtime bounds requests in flight well below).
 const MAX_PENDING: usize = 4096;
+
+/// The key under which an id is remembered: a keyed hash (SipHash with a key drawn once per
+/// process, so that a peer cannot make two ids collide) of the id as JSON-RPC compares it: a
+/// string by its decoded text (`"\u0061"` is `"a"`), anything else by its text. So a request
+/// is matched with its answer however either escapes the id, and what is kept per id is 8
+/// bytes, not the id.
+fn id_key(raw: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::LazyLock;
+    static KEY: LazyLock<std::collections::hash_map::RandomState> =
+        LazyLock::new(std::collections::hash_map::RandomState::new);
+    let raw = raw.trim();
+    let mut hasher = KEY.build_hasher();
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(text) if !text.contains('\\') => {
+            hasher.write_u8(b's');
+            hasher.write(text.as_bytes());
+        }
+        Some(_) => match serde_json::from_str::<String>(raw) {
+            Ok(text) => {
+                hasher.write_u8(b's');
+                hasher.write(text.as_bytes());
+            }
+            Err(_) => {
+                hasher.write_u8(b'?');
+                hasher.write(raw.as_bytes());
+            }
+        },
+        None => {
+            hasher.write_u8(b'n');
+            hasher.write(raw.as_bytes());
+        }
+    }
+    hasher.finish()
+}
 
 /// The methods that open a session on success.
 const SESSION_METHODS: &[&str] = &[
@@ -71,8 +113,9 @@ enum Kind {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Requests of the client not yet answered, by their id as sent.
-    pending: HashMap<Box<str>, Kind>,
+    /// Requests of the client not yet answered, by the key of their id ([`id_key`]): a few
+    /// bytes each, whatever the id's length.
+    pending: HashMap<u64, Kind>,
     turns: usize,
     sessions: usize,
 }
@@ -187,7 +230,7 @@ impl Watch {
             return;
         }
         // A repeated id is the client's mistake, answered by the runtime; counted once.
-        if state.pending.insert(id.into(), kind).is_none() {
+        if state.pending.insert(id_key(id), kind).is_none() {
             self.pending.store(state.pending.len(), Ordering::SeqCst);
             if kind == Kind::Refused {
                 self.refused.fetch_add(1, Ordering::SeqCst);
@@ -211,8 +254,15 @@ impl Watch {
         let (None, Some(id)) = (seen.method, seen.id) else {
             return None;
         };
+        self.answered(id, seen.has_result).then(|| refusal(id))
+    }
+
+    /// The client is sent the answer with `id` (raw), a success or not: the request it
+    /// answers is no longer pending. `true` when that was a refused prompt, whose answer is
+    /// to be replaced.
+    fn answered(&self, id: &str, success: bool) -> bool {
         let mut state = self.state();
-        let kind = state.pending.remove(id);
+        let kind = state.pending.remove(&id_key(id));
         self.pending.store(state.pending.len(), Ordering::SeqCst);
         if matches!(kind, Some(Kind::Prompt | Kind::Session)) {
             self.ops.busy_ended(1);
@@ -222,17 +272,17 @@ impl Watch {
                 state.turns -= 1;
                 self.ops.turns_ended(1, 0);
             }
-            Some(Kind::Session) if seen.has_result => {
+            Some(Kind::Session) if success => {
                 state.sessions += 1;
                 self.ops.sessions_changed(1, 0);
             }
             Some(Kind::Refused) => {
                 self.refused.fetch_sub(1, Ordering::SeqCst);
-                return Some(refusal(id));
+                return true;
             }
             _ => {}
         }
-        None
+        false
     }
 }
 
@@ -249,7 +299,7 @@ impl Watch {
         let (None, Some(id)) = (seen.method, seen.id) else {
             return false;
         };
-        self.state().pending.get(id) == Some(&Kind::Refused)
+        self.state().pending.get(&id_key(id)) == Some(&Kind::Refused)
     }
 }
 
@@ -330,6 +380,8 @@ pub(crate) struct WatchedWriter<W> {
     inner: W,
     watch: Arc<Watch>,
     start: bool,
+    /// The scan of a line begun in an earlier write, while it goes on.
+    scan: Option<AnswerScan>,
     /// A refusal taken in place of the handler's answer, not yet all written.
     instead: Option<(Vec<u8>, usize)>,
 }
@@ -353,6 +405,7 @@ pub(crate) fn watch<R, W>(
             inner: writer,
             watch,
             start: true,
+            scan: None,
             instead: None,
         },
     )
@@ -440,6 +493,49 @@ impl<R: AsyncBufRead + Unpin> AsyncRead for WatchedReader<R> {
     }
 }
 
+impl<W> WatchedWriter<W> {
+    /// Looks at what was written to the client: each line that ends in it is read whole; a
+    /// line that goes on into the next writes (the bridge copies an agent's output in pieces,
+    /// and answers of 64 KiB or more come so) is scanned as its pieces pass
+    /// ([`AnswerScan`]: its top-level member names and an `id` of up to 1 KiB, nothing else
+    /// kept), while anything is pending. Refused answers were taken before (`poll_write`).
+    fn follow(&mut self, written: &[u8]) {
+        let mut at = 0;
+        if !self.start {
+            let end = memchr::memchr(b'\n', written).unwrap_or(written.len());
+            if let Some(scan) = &mut self.scan {
+                scan.feed(&written[..end]);
+            }
+            if end == written.len() {
+                return;
+            }
+            if let Some(scan) = self.scan.take()
+                && let Some(id) = scan.answer_id()
+            {
+                self.watch.answered(id, scan.is_success());
+            }
+            self.start = true;
+            at = end + 1;
+        }
+        while at < written.len() {
+            let Some(end) = memchr::memchr(b'\n', &written[at..]).map(|i| at + i) else {
+                if self.watch.pending.load(Ordering::SeqCst) > 0 {
+                    let mut scan = AnswerScan::new();
+                    scan.feed(&written[at..]);
+                    self.scan = Some(scan);
+                }
+                self.start = false;
+                return;
+            };
+            if end > at {
+                // Not a refused answer: those were taken before it was written.
+                let _ = self.watch.outbound(&written[at..end]);
+            }
+            at = end + 1;
+        }
+    }
+}
+
 impl<W: AsyncWrite + Unpin> WatchedWriter<W> {
     /// Writes out what was taken in place of an answer.
     fn poll_instead(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -493,11 +589,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for WatchedWriter<W> {
             None => buf.len(),
         };
         let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &buf[..upto]))?;
-        pieces(&buf[..n], &mut this.start, |at, end| {
-            // Not a refused answer: those were taken above.
-            let _ = watch.outbound(&buf[at..end]);
-            true
-        });
+        this.follow(&buf[..n]);
         Poll::Ready(Ok(n))
     }
 
@@ -643,6 +735,57 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#
         );
         assert_eq!(watch_sessions(&ops), 1);
+    }
+
+    #[test]
+    fn an_id_is_matched_however_it_is_escaped_and_kept_as_a_hash() {
+        let ops = Arc::new(Ops::default());
+        let watch = Watch::new(ops.clone());
+        watch.inbound(br#"{"jsonrpc":"2.0","id":"\u0061b","method":"session/prompt","params":{}}"#);
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":"{}","method":"session/prompt","params":{{}}}}"#,
+            "x".repeat(1 << 20)
+        );
+        watch.inbound(long.as_bytes());
+        assert_eq!(ops.turns_running(), 2);
+        watch.outbound(br#"{"jsonrpc":"2.0","id":"ab","result":{"stopReason":"end_turn"}}"#);
+        assert_eq!(ops.turns_running(), 1);
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":"{}","result":{{"stopReason":"end_turn"}}}}"#,
+            "x".repeat(1 << 20)
+        );
+        watch.outbound(answer.as_bytes());
+        assert_eq!(ops.turns_running(), 0);
+        // Numbers are compared by their text, as the runtime echoes them.
+        watch.inbound(br#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{}}"#);
+        watch.outbound(br#"{"jsonrpc":"2.0","id":"7","result":{}}"#);
+        assert_eq!(ops.turns_running(), 1);
+        drop(watch);
+    }
+
+    #[test]
+    fn an_answer_written_in_pieces_is_seen() {
+        use futures_lite::AsyncWriteExt;
+        let ops = Arc::new(Ops::default());
+        let (_reader, mut writer) = watch(&b""[..], Vec::new(), ops.clone());
+        let watch = writer.watch.clone();
+        watch.inbound(br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}"#);
+        watch.inbound(br#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}"#);
+        let text = "y".repeat(200 * 1024);
+        let output = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"t\":\"{text}\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"result\":{{\"sessionId\":\"{text}\"}},\"id\":1}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"stopReason\":\"{text}\"}}}}\n"
+        );
+        // In pieces of 64 KiB, as the bridge copies an agent's stdout.
+        smol::block_on(async {
+            for piece in output.as_bytes().chunks(64 * 1024) {
+                writer.write_all(piece).await.unwrap();
+            }
+        });
+        assert_eq!(writer.inner.len(), output.len());
+        assert_eq!(ops.turns_running(), 0);
+        assert_eq!(ops.sessions_now(), 1);
     }
 
     fn watch_sessions(ops: &Ops) -> usize {

@@ -6,10 +6,11 @@
 //!   to the socket would block (the peer is not reading), nothing more is read, which is the
 //!   workspace's rule: reading pauses only where the peer stops taking what we send.
 //! - **Unfinished messages are bounded across connections.** The bytes read since the last
-//!   complete message (an unfinished frame, or the fragments of a message) are what a peer
-//!   makes us hold by never finishing it. Each connection holds up to [`FREE_HELD`] of its
-//!   own; beyond that it draws on a pool the whole server shares ([`HeldPool`]), and a read
-//!   that finds the pool spent fails, which closes the connection with 1009.
+//!   message handed over (an unfinished frame, the fragments of a message, or a finished
+//!   message until the runtime asks for the next) are what a peer makes us hold. Each connection
+//!   holds up to [`FREE_HELD`] of its own; beyond that it draws on the server's memory
+//!   ceiling ([`HeldPool`]), at most its message limit, and a read that finds the ceiling
+//!   spent fails, which closes that connection with 1009.
 
 use std::io;
 use std::pin::Pin;
@@ -19,54 +20,49 @@ use std::task::{Context, Poll, Waker};
 
 use futures_io::{AsyncRead, AsyncWrite};
 
-/// What one connection may hold of an unfinished message without drawing on the pool.
-pub(crate) const FREE_HELD: usize = 1 << 20;
+use crate::ws_pieces::Repiece;
 
-/// The bytes of unfinished messages that all of a server's WebSocket connections hold beyond
-/// [`FREE_HELD`] each.
+/// What one connection may hold of a message without drawing on the server's ceiling: a
+/// small buffer's worth.
+pub(crate) const FREE_HELD: usize = 64 * 1024;
+
+/// What all of a server's WebSocket connections hold of their messages beyond [`FREE_HELD`]
+/// each, drawn from the server's memory ceiling; one connection draws at most `share` (its
+/// message limit).
 #[derive(Debug)]
 pub(crate) struct HeldPool {
+    ceiling: acp_jsonrpc::ByteBudget,
+    share: usize,
+    /// Of the ceiling, what this pool holds now.
     used: AtomicUsize,
-    limit: usize,
 }
 
 impl HeldPool {
-    pub(crate) fn new(limit: usize) -> Arc<HeldPool> {
+    pub(crate) fn new(ceiling: acp_jsonrpc::ByteBudget, share: usize) -> Arc<HeldPool> {
         Arc::new(HeldPool {
+            ceiling,
+            share,
             used: AtomicUsize::new(0),
-            limit,
         })
     }
 
     fn try_take(&self, bytes: usize) -> bool {
-        let mut used = self.used.load(Ordering::SeqCst);
-        loop {
-            let Some(next) = used.checked_add(bytes).filter(|&n| n <= self.limit) else {
-                return false;
-            };
-            match self
-                .used
-                .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return true,
-                Err(now) => used = now,
-            }
+        if !self.ceiling.try_take(bytes) {
+            return false;
         }
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+        true
     }
 
     fn give_back(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::SeqCst);
+        self.ceiling.give_back(bytes);
     }
 
-    /// Bytes drawn from the pool now (for tests and the metrics).
+    /// Bytes drawn from the ceiling now (for tests and the metrics).
     #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::SeqCst)
-    }
-
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
     }
 }
 
@@ -98,8 +94,9 @@ impl Held {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A complete data message (or a close) was read: what was held is released. Control
-    /// frames do not count: they may come between the fragments of a message.
+    /// A message was handed over (a text message once the runtime asks for the next, a
+    /// binary one or a close when read): what was held is released. Control frames do not count:
+    /// they may come between the fragments of a message.
     pub(crate) fn message_done(&self) {
         let mut state = self.lock();
         state.read = 0;
@@ -119,7 +116,7 @@ impl Held {
         };
         let need = state.read.saturating_sub(FREE_HELD);
         if need > state.charged {
-            if !pool.try_take(need - state.charged) {
+            if need > pool.share || !pool.try_take(need - state.charged) {
                 return false;
             }
             state.charged = need;
@@ -146,7 +143,13 @@ pub(crate) fn pool_spent() -> io::Error {
 /// against [`Held`].
 #[derive(Debug)]
 pub(crate) struct WsSocket<S> {
-    inner: S,
+    /// Read through the re-slicer, so that the WebSocket library never holds a large frame
+    /// buffer (src/ws_pieces.rs); written directly.
+    inner: Repiece<S>,
+    /// Whether reads go through the re-slicer (the server's sockets) or straight to the
+    /// socket (the `Connector`'s: there the re-slicer made about one connection in twenty
+    /// stall under load, a cause not yet found; a client trusts its server more).
+    repiece: bool,
     held: Arc<Held>,
     write_blocked: bool,
     /// The reader paused by a blocked write, woken when a write goes through.
@@ -154,9 +157,10 @@ pub(crate) struct WsSocket<S> {
 }
 
 impl<S> WsSocket<S> {
-    pub(crate) fn new(inner: S, held: Arc<Held>) -> Self {
+    pub(crate) fn new(inner: S, held: Arc<Held>, repiece: bool) -> Self {
         WsSocket {
-            inner,
+            inner: Repiece::new(inner),
+            repiece,
             held,
             write_blocked: false,
             paused_reader: None,
@@ -164,7 +168,7 @@ impl<S> WsSocket<S> {
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
+        self.inner.get_mut()
     }
 
     fn wrote(&mut self) {
@@ -190,13 +194,20 @@ impl<S: AsyncRead + Unpin> AsyncRead for WsSocket<S> {
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.write_blocked {
+        // What was read already is handed on whatever the writes do (as the WebSocket
+        // library's own buffer is): only reading more from the socket pauses, and a frame
+        // already here could be the one that lets the writes go on.
+        if this.write_blocked && !this.inner.has_buffered() {
             // Woken by the write that unblocks (or by the socket becoming writable, through
             // the waker the blocked write registered).
             this.paused_reader = Some(cx.waker().clone());
             return Poll::Pending;
         }
-        let n = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        let n = if this.repiece {
+            std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?
+        } else {
+            std::task::ready!(Pin::new(this.inner.get_mut()).poll_read(cx, buf))?
+        };
         if !this.held.add(n) {
             return Poll::Ready(Err(pool_spent()));
         }
@@ -211,19 +222,19 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for WsSocket<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        let poll = Pin::new(this.inner.get_mut()).poll_write(cx, buf);
         this.written(poll)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_flush(cx);
+        let poll = Pin::new(this.inner.get_mut()).poll_flush(cx);
         this.written(poll)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_close(cx);
+        let poll = Pin::new(this.inner.get_mut()).poll_close(cx);
         this.written(poll)
     }
 }
@@ -234,7 +245,8 @@ mod tests {
 
     #[test]
     fn the_pool_covers_what_each_connection_holds_beyond_its_own_share() {
-        let pool = HeldPool::new(3 << 20);
+        let ceiling = acp_jsonrpc::ByteBudget::new(3 << 20);
+        let pool = HeldPool::new(ceiling.clone(), 2 << 20);
         let a = Held::new(Some(pool.clone()));
         let b = Held::new(Some(pool.clone()));
         assert!(a.add(FREE_HELD));
@@ -246,7 +258,9 @@ mod tests {
         a.message_done();
         assert_eq!(pool.used(), 1 << 20);
         assert!(b.add(1));
+        // Beyond its share: refused, whatever the ceiling has left.
+        assert!(!b.add(2 << 20));
         drop(b);
-        assert_eq!(pool.used(), 0);
+        assert_eq!((pool.used(), ceiling.used()), (0, 0));
     }
 }

@@ -323,7 +323,7 @@ fn a_draining_bridge_refuses_new_prompts_whatever_its_agent() {
         let health = outer_url.replacen("ws://", "", 1).replacen("/acp", "", 1);
         let addr = health.parse().unwrap();
         within("draining", async {
-            while !raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            while !raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 .await
                 .starts_with("HTTP/1.1 503")
             {

@@ -48,7 +48,7 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
         });
         // The drain begins at once; its health answer says so.
         within("draining", async {
-            while !common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            while !common::raw_http(addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 .await
                 .starts_with("HTTP/1.1 503")
             {
@@ -107,20 +107,29 @@ fn a_drain_refuses_new_prompts_and_connections_while_running_turns_finish() {
         // Every refusal counted by its reason: three prompts, two connections; the turn runs.
         #[cfg(feature = "metrics")]
         {
-            let metrics = common::raw_http(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+            let metrics =
+                common::raw_http(addr, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
             assert!(
                 metrics.contains("acp_remote_refusals_total{reason=\"draining\"} 5"),
                 "{metrics}"
             );
             assert!(metrics.contains("acp_remote_turns_running 1"), "{metrics}");
             // The Streamable HTTP connection's sent answers are kept for its resumptions.
-            let replay = |kind: &str| -> u64 {
-                let name = format!("acp_remote_budget_{kind}_bytes{{budget=\"sse_replay\"}} ");
+            let budget = |kind: &str, budget: &str| -> u64 {
+                let name = format!("acp_remote_budget_{kind}_bytes{{budget=\"{budget}\"}} ");
                 let at = metrics.find(&name).expect(&name) + name.len();
                 metrics[at..].lines().next().unwrap().parse().unwrap()
             };
-            assert!(replay("used") > 0, "{metrics}");
-            assert!(replay("used") <= replay("limit"), "{metrics}");
+            assert!(budget("used", "sse_replay") > 0, "{metrics}");
+            assert!(
+                budget("used", "sse_replay") <= budget("limit", "sse_replay"),
+                "{metrics}"
+            );
+            // The server's memory ceiling, whatever the handler (this one is `serve_agent`'s).
+            assert_eq!(
+                budget("limit", "memory_ceiling"),
+                acp_remote::DEFAULT_MEMORY_CEILING as u64
+            );
         }
 
         // The running turn was never disturbed: it finishes, and the drain with it.

@@ -9,102 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use acp_remote::ServerOptions;
-use common::{serve, upgrade_request, within};
+use common::raw_ws::{close_code, frame, raw_websocket, write_until_stalled};
+use common::{serve, within};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
 use smol::net::TcpStream;
-
-/// A WebSocket opened by hand, so that frames can be shaped as an attacker would.
-async fn raw_websocket(addr: SocketAddr) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(upgrade_request("/acp", "").as_bytes())
-        .await
-        .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = within("the 101", stream.read(&mut byte)).await.unwrap();
-        assert_eq!(n, 1, "the server closed during the upgrade");
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
-    stream
-}
-
-/// A client frame (masked with a zero key, which leaves the payload as it is).
-fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-    frame_head(fin, opcode, payload.len())
-        .into_iter()
-        .chain(payload.iter().copied())
-        .collect()
-}
-
-/// A client frame's head announcing `len` bytes of payload.
-fn frame_head(fin: bool, opcode: u8, len: usize) -> Vec<u8> {
-    let mut out = vec![(u8::from(fin) << 7) | opcode];
-    if len < 126 {
-        out.push(0x80 | len as u8);
-    } else if len <= 0xFFFF {
-        out.push(0x80 | 126);
-        out.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        out.push(0x80 | 127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    out.extend_from_slice(&[0, 0, 0, 0]);
-    out
-}
-
-/// Reads server frames until a close frame; its status code (`None` if the socket ends
-/// first).
-async fn close_code(stream: &mut TcpStream) -> Option<u16> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        // Complete frames first.
-        while buf.len() >= 2 {
-            let (len, at) = match buf[1] & 0x7F {
-                126 if buf.len() >= 4 => (u16::from_be_bytes([buf[2], buf[3]]) as usize, 4),
-                127 if buf.len() >= 10 => (
-                    u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize,
-                    10,
-                ),
-                126 | 127 => break,
-                n => (n as usize, 2),
-            };
-            if buf.len() < at + len {
-                break;
-            }
-            if buf[0] & 0x0F == 8 {
-                return (len >= 2).then(|| u16::from_be_bytes([buf[at], buf[at + 1]]));
-            }
-            buf.drain(..at + len);
-        }
-        match within("a close frame", stream.read(&mut chunk)).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
-/// Writes `bytes`, or as much of them as the server takes before it stops reading for
-/// `patience`: how much was written.
-async fn write_until_stalled(stream: &mut TcpStream, bytes: &[u8], patience: Duration) -> usize {
-    let mut written = 0;
-    while written < bytes.len() {
-        let end = (written + 64 * 1024).min(bytes.len());
-        let write = async { Some(stream.write(&bytes[written..end]).await) };
-        let stall = async {
-            smol::Timer::after(patience).await;
-            None
-        };
-        match future::or(write, stall).await {
-            Some(Ok(n)) if n > 0 => written += n,
-            _ => break,
-        }
-    }
-    written
-}
 
 /// A client that pings and never reads: once the pongs fill the socket, the server stops
 /// reading, so that what it keeps (pongs, read buffers) stays bounded. Before, it read on and
@@ -157,14 +65,19 @@ fn an_oversized_message_is_closed_with_1009() {
 }
 
 /// Unfinished messages (frames or fragments that never end) are held by the server: each
-/// connection holds 1 MiB of its own, and beyond that all draw on one pool of the message
-/// limit. Three connections that each leave 3 MiB unfinished, against a 4 MiB limit: they
-/// would hold 9 MiB, the bound is 3 × 1 + 4 = 7, so at least one is closed with 1009 (before,
-/// each held its 3 MiB: ten 60 MiB messages held 615 MB).
+/// connection holds 64 KiB of its own, and beyond that all draw on the server's memory
+/// ceiling. Three connections that each leave 3 MiB unfinished, against a 4 MiB ceiling:
+/// they would hold 9 MiB, the bound is 3 × 64 KiB + 4 MiB, so at least one is closed with
+/// 1009 (before issue 24, each held its 3 MiB: ten 60 MiB messages held 615 MB). The same at
+/// 128 connections is `tests/ceiling.rs`.
 #[test]
 fn unfinished_messages_are_bounded_across_connections() {
     smol::block_on(async {
-        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_message_size(4 << 20));
+        let (addr, _handle, _task) = serve(
+            ServerOptions::default()
+                .with_max_message_size(4 << 20)
+                .with_memory_ceiling(4 << 20),
+        );
         let mut sockets = Vec::new();
         for _ in 0..3 {
             let mut stream = raw_websocket(addr).await;
@@ -343,6 +256,40 @@ fn slow_sockets_from_one_peer_do_not_lock_others_out() {
 
         // Another peer is served (404 for another path: a real answer, not 503).
         let mut other = connect_from("127.0.0.2".parse().unwrap(), addr);
+        other
+            .write_all(b"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = within("an answer", other.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    });
+}
+
+/// A few addresses that fill the socket cap between them (loopback ones share the whole cap
+/// by default) cannot lock a new client out: beyond the cap, an eighth of it more is kept for
+/// prefixes holding fewer than 4 sockets. Before, 5 loopback addresses × 120 slow sockets
+/// locked a legitimate client out (issue 33).
+#[test]
+fn a_few_addresses_that_fill_the_cap_do_not_lock_a_new_client_out() {
+    smol::block_on(async {
+        // 16 connections: 64 sockets, and 16 more for prefixes that hold almost nothing.
+        let (addr, _handle, _task) = serve(ServerOptions::default().with_max_connections(16));
+        let before = descriptors();
+        let mut slow = Vec::new();
+        for from in 2..7u8 {
+            for _ in 0..20 {
+                let mut stream = connect_from(std::net::Ipv4Addr::new(127, 0, 0, from), addr);
+                let _ = stream.write_all(b"P").await;
+                slow.push(stream);
+            }
+        }
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let held = descriptors() - before - slow.len();
+        assert!(held <= 64 + 16 + 16, "the server holds {held} descriptors");
+
+        let mut other = connect_from("127.0.0.9".parse().unwrap(), addr);
         other
             .write_all(b"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .await

@@ -54,10 +54,14 @@ struct ServeArgs {
     /// At most N clients at once [default: 128]
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
-    /// At most N TCP connections from one address [default: a quarter of four times
-    /// --max-connections beyond loopback, none on it]
+    /// At most N TCP connections from one peer (see --peer-prefix) [default: a quarter of
+    /// four times --max-connections beyond loopback, none on it]
     #[arg(long, value_name = "N")]
     max_sockets_per_peer: Option<usize>,
+    /// Count peers by the first V4 bits of an IPv4 address and V6 bits of an IPv6 one,
+    /// as V4/V6 [default: 32/64]
+    #[arg(long, value_name = "V4/V6", value_parser = peer_prefix)]
+    peer_prefix: Option<(u8, u8)>,
     /// Close connections quiet for SECS (0 for never) [default: 600]
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<u64>,
@@ -76,6 +80,11 @@ struct ServeArgs {
     /// exits at once
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     drain_timeout: u64,
+    /// What all clients together may make the server hold of their messages beyond a small
+    /// buffer each, in bytes; a WebSocket whose message would go beyond is closed with 1009
+    /// [default: 256 MiB]
+    #[arg(long, value_name = "BYTES")]
+    memory_ceiling: Option<usize>,
     /// Streamable HTTP: bytes of sent SSE events each connection keeps for clients that
     /// resume with Last-Event-ID (0 keeps nothing) [default: 2 MiB]
     #[arg(long, value_name = "BYTES")]
@@ -212,12 +221,18 @@ fn serve(args: ServeArgs) -> Result<(), Failed> {
     if let Some(n) = args.max_sockets_per_peer {
         server_options = server_options.with_max_sockets_per_peer(n);
     }
+    if let Some((v4, v6)) = args.peer_prefix {
+        server_options = server_options.with_peer_prefix(v4, v6);
+    }
     if let Some(secs) = args.idle_timeout {
         let timeout = (secs > 0).then(|| Duration::from_secs(secs));
         server_options = server_options.with_idle_timeout(timeout);
     }
     if let Some(timeout) = args.head_timeout {
         server_options = server_options.with_head_timeout(timeout);
+    }
+    if let Some(bytes) = args.memory_ceiling {
+        server_options = server_options.with_memory_ceiling(bytes);
     }
     if args.replay_bytes.is_some() || args.replay_age.is_some() {
         server_options = server_options.with_replay_window(
@@ -353,6 +368,23 @@ async fn bridge(connection: IncomingConnection, command: AgentCommand) {
     future::or(downstream, upstream).await;
     let exit = process.shutdown().await;
     eprintln!("[{id}] closed ({exit})");
+}
+
+/// `--peer-prefix V4/V6`: prefix lengths of at most 32 and 128.
+fn peer_prefix(text: &str) -> Result<(u8, u8), String> {
+    let (v4, v6) = text
+        .split_once('/')
+        .ok_or_else(|| "expected V4/V6, such as 32/64".to_owned())?;
+    let v4: u8 = v4
+        .parse()
+        .map_err(|_| format!("not a prefix length: {v4}"))?;
+    let v6: u8 = v6
+        .parse()
+        .map_err(|_| format!("not a prefix length: {v6}"))?;
+    if v4 > 32 || v6 > 128 {
+        return Err("an IPv4 prefix is at most 32 bits, an IPv6 one at most 128".into());
+    }
+    Ok((v4, v6))
 }
 
 fn connect(args: ConnectArgs) -> Result<(), Failed> {

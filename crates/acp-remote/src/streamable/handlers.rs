@@ -124,7 +124,7 @@ async fn posted(
     let Ok(peek) = serde_json::from_slice::<Peek<'_>>(body) else {
         const INVALID: Refusal = (400, "invalid JSON");
         // An answer broken after its id still names the request of the agent it answers.
-        if let (Ok(conn), Some(id)) = (find(head, ctx), super::refused::answer_id(body)) {
+        if let (Ok(conn), Some(id)) = (find(head, ctx), crate::answer_scan::answer_id(body)) {
             conn.fail_answer(&id, INVALID.1).await;
         }
         return Err(INVALID);

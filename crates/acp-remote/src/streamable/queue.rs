@@ -93,6 +93,16 @@ impl Reservation {
         self.budget.take(bytes).await;
         self.taken += bytes;
     }
+
+    /// Takes `bytes` more if they fit now (or nothing is taken of the budget); `false`
+    /// otherwise, taking nothing.
+    pub(crate) fn try_take(&mut self, bytes: usize) -> bool {
+        if !self.budget.try_take(bytes) {
+            return false;
+        }
+        self.taken += bytes;
+        true
+    }
 }
 
 impl Drop for Reservation {

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod h2_client;
 pub mod http_client;
 pub mod proxy;
+pub mod raw_ws;
 pub mod wire;
 
 use std::net::SocketAddr;

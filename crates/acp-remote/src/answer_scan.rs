@@ -1,5 +1,7 @@
-//! Which request of the agent a refused POST was answering, read from its body as it streams
-//! in: a body refused as too large, of the wrong type or as invalid JSON is not parsed, yet the
+//! Which request of the agent a message answers, read from its bytes as they stream past,
+//! without parsing them: the turn-counting watch reads the agent's answers so, whatever their
+//! size and however they are cut, and a POST body refused as too large, of the wrong type or as
+//! invalid JSON is looked through so, because the
 //! agent's request it answers must fail rather than wait for ever. [`AnswerScan`] is a small
 //! state machine over the bytes: it keeps only which top-level member it is in and the raw
 //! value of `id` (at most [`MAX_ID`] bytes), never the body, so a refused body of any size is
@@ -76,6 +78,8 @@ pub(crate) struct AnswerScan {
     id: Option<Vec<u8>>,
     /// A `result` or `error` member was seen.
     answer: bool,
+    /// Of those, a `result`.
+    success: bool,
     /// The decision: `Some` once [`State::Done`] with an answer's id.
     found: Option<String>,
 }
@@ -96,6 +100,7 @@ impl AnswerScan {
             value: Vec::new(),
             id: None,
             answer: false,
+            success: false,
             found: None,
         }
     }
@@ -108,6 +113,11 @@ impl AnswerScan {
     /// The raw id of the answer the body is, once decided so.
     pub(crate) fn answer_id(&self) -> Option<&str> {
         self.found.as_deref()
+    }
+
+    /// Whether the answer found is a success (it has `result`, not `error`).
+    pub(crate) fn is_success(&self) -> bool {
+        self.found.is_some() && self.success
     }
 
     /// Looks through the next piece of the body.
@@ -252,6 +262,7 @@ impl AnswerScan {
             b"method" | b"params" => return self.stop(),
             b"result" | b"error" => {
                 self.answer = true;
+                self.success = key == b"result";
                 if self.id.is_some() {
                     return self.decide();
                 }
