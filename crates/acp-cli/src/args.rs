@@ -27,7 +27,8 @@ const USAGE: &str = "\
 acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
        acp [OPTIONS] -- URL
        acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]
-       acp completions SHELL";
+       acp completions SHELL
+       acp trace view FILE... [-o OUT.html]";
 
 const ABOUT: &str = "\
 acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
@@ -159,6 +160,10 @@ pub struct Args {
     /// {"dir":"client->agent"|"agent->client","msg":MESSAGE}
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Serve a live sequence diagram of the traffic while the session runs, on 127.0.0.1 at a
+    /// random port, with a random token in the URL (printed on stderr); it ends with the session
+    #[arg(long)]
+    pub trace_view: bool,
     /// The agent's program and arguments, or one URL; empty for the bundled demo agent
     #[arg(last = true, value_name = "AGENT_COMMAND")]
     pub agent: Vec<String>,
@@ -176,6 +181,25 @@ pub enum Command {
         /// The shell to complete for
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+    /// Transcripts (`--trace` files, acp-test and trace-proxy transcripts)
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+/// `acp trace ...`.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Write a self-contained HTML page that draws transcripts as a sequence diagram: lanes,
+    /// requests joined to their answers, turns, folded chunks, filters. Several files are the
+    /// hops of a proxy chain, client side first
+    View {
+        /// The transcript files (JSON Lines of {"dir":...,"msg":...})
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Where to write the page (default: the first FILE with the extension .html)
+        #[arg(short, long, value_name = "OUT.html")]
+        output: Option<PathBuf>,
     },
 }
 
