@@ -35,20 +35,38 @@ pub fn rows(records: Vec<record::Record>) -> Vec<model::Row> {
     records.into_iter().map(|r| analyzer.push(r)).collect()
 }
 
-/// The page for transcript files, one per hop in lane order (a single file: client and
-/// agent). `Err` says which file could not be read.
+/// The page for transcript files: acp-test transcripts, one per hop in lane order (a single
+/// file: client and agent), or one trace of the official conductor. `Err` says which file
+/// could not be read, or why the files do not go together.
 pub fn page_for_files(files: &[PathBuf]) -> Result<String, String> {
     let mut hops = Vec::with_capacity(files.len());
+    let mut named_lanes = None;
     for (hop, file) in files.iter().enumerate() {
         let text = std::fs::read_to_string(file)
             .map_err(|error| format!("cannot read {}: {error}", file.display()))?;
-        hops.push(record::parse(&text, hop));
+        let transcript = record::parse(&text, hop);
+        if let Some(lanes) = transcript.lanes {
+            if files.len() > 1 {
+                return Err(format!(
+                    "{} is a trace of the official conductor, which holds every hop: view it alone",
+                    file.display()
+                ));
+            }
+            named_lanes = Some(lanes);
+        }
+        hops.push(transcript.records);
     }
     let (records, timed) = record::merge(hops);
     let mut notes = Vec::new();
     if files.len() > 1 && !timed {
         notes.push(
             "These transcripts do not all have times (time_us), so they are shown one after the other, not interleaved."
+                .to_owned(),
+        );
+    }
+    if named_lanes.is_some() {
+        notes.push(
+            "A trace of the official conductor: each message is rebuilt from its event (id, method, params; a response's payload as result or error)."
                 .to_owned(),
         );
     }
@@ -59,7 +77,7 @@ pub fn page_for_files(files: &[PathBuf]) -> Result<String, String> {
         .join(" + ");
     let header = Header {
         title,
-        lanes: lane_names(files.len()),
+        lanes: named_lanes.unwrap_or_else(|| lane_names(files.len())),
         notes,
         events: None,
     };
@@ -95,3 +113,6 @@ fn display_name(path: &Path) -> String {
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
 }
+
+#[cfg(test)]
+mod tests;

@@ -79,12 +79,7 @@ impl Feed {
             Some(raw) => Payload::Json(raw),
             None => Payload::NotJson(String::from_utf8_lossy(line).into_owned()),
         };
-        let record = Record {
-            hop: 0,
-            dir,
-            time_us: Some(now_us()),
-            payload,
-        };
+        let record = Record::on_hop(0, dir, Some(now_us()), payload);
         let mut state = self.lock();
         let row = state.analyzer.push(record);
         let json = RowJson(&row).to_string();

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::record::{Dir, Payload, Record};
+use super::record::{Payload, Record};
 use super::summary;
 
 /// What kind of message a row is.
@@ -53,7 +53,7 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// The turn it belongs to: the row of the `session/prompt` request whose turn was running
-    /// in its session on its hop.
+    /// in its session between the same two lanes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
     /// For a response: the row of the request it answers.
@@ -90,8 +90,8 @@ struct Pending {
     time_us: Option<u64>,
 }
 
-/// What a run of streamed chunks has in common: hop, direction, session and chunk kind.
-type RunKey = (usize, Dir, Option<String>, String);
+/// What a run of streamed chunks has in common: lanes, session and chunk kind.
+type RunKey = (usize, usize, Option<String>, String);
 
 /// How many requests may wait for an answer before the oldest are forgotten (their answers
 /// then show as answering nothing). Bounds what a peer that never answers makes the live view
@@ -104,8 +104,10 @@ const PENDING_LIMIT: usize = 65_536;
 pub struct Analyzer {
     next: usize,
     first_time_us: Option<u64>,
-    pending: HashMap<(usize, Dir, String), Pending>,
-    turns: HashMap<(usize, String), usize>,
+    /// By sender lane, receiver lane and id.
+    pending: HashMap<(usize, usize, String), Pending>,
+    /// By the two lanes and the session: the row of the running prompt.
+    turns: HashMap<((usize, usize), String), usize>,
     run: Option<(RunKey, usize)>,
 }
 
@@ -119,14 +121,10 @@ impl Analyzer {
     pub fn push(&mut self, record: Record) -> Row {
         let i = self.next;
         self.next += 1;
-        let (hop, dir, time_us) = (record.hop, record.dir, record.time_us);
+        let (from, to, time_us) = (record.from, record.to, record.time_us);
         if self.first_time_us.is_none() {
             self.first_time_us = time_us;
         }
-        let (from, to) = match dir {
-            Dir::ToAgent => (hop, hop + 1),
-            Dir::ToClient => (hop + 1, hop),
-        };
         let t = match (time_us, self.first_time_us) {
             (Some(now), Some(first)) => Some(millis(now.saturating_sub(first))),
             _ => None,
@@ -172,12 +170,14 @@ impl Analyzer {
                 return row;
             }
         };
-        self.classify(&mut row, &msg, hop, dir, time_us);
-        self.fold(&mut row, hop, dir, &msg);
+        self.classify(&mut row, &msg, time_us);
+        self.fold(&mut row, &msg);
         row
     }
 
-    fn classify(&mut self, row: &mut Row, msg: &Value, hop: usize, dir: Dir, time_us: Option<u64>) {
+    fn classify(&mut self, row: &mut Row, msg: &Value, time_us: Option<u64>) {
+        // A session's turn runs between two lanes; the lane nearer the client first.
+        let link = (row.from.min(row.to), row.from.max(row.to));
         let Some(object) = msg.as_object() else {
             row.error = Some("not a JSON-RPC message".to_owned());
             row.summary = summary::clip(&msg.to_string());
@@ -205,15 +205,19 @@ impl Analyzer {
                 row.cancel = matches!(method, "session/cancel" | "$/cancel_request");
                 row.summary = summary::of_call(method, params);
                 if let Some(session) = &row.session {
-                    row.turn = self.turns.get(&(hop, session.clone())).copied();
+                    row.turn = self.turns.get(&(link, session.clone())).copied();
                     if method == "session/prompt" && row.kind == Kind::Request {
                         row.turn = Some(row.i);
-                        self.turns.insert((hop, session.clone()), row.i);
+                        if self.turns.len() >= PENDING_LIMIT {
+                            // Prompts that were never answered, in sessions without end.
+                            self.turns.clear();
+                        }
+                        self.turns.insert((link, session.clone()), row.i);
                     }
                 }
                 if let Some(id) = id {
                     self.remember(
-                        (hop, dir, id),
+                        (row.from, row.to, id),
                         Pending {
                             row: row.i,
                             method: method.to_owned(),
@@ -227,7 +231,7 @@ impl Analyzer {
             (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
                 row.kind = Kind::Response;
                 row.id = Some(id.clone());
-                let request = self.pending.remove(&(hop, opposite(dir), id.clone()));
+                let request = self.pending.remove(&(row.to, row.from, id.clone()));
                 let method = request.as_ref().map(|p| p.method.as_str());
                 if let Some(error) = object.get("error") {
                     let code = error.get("code").and_then(Value::as_i64);
@@ -254,9 +258,9 @@ impl Analyzer {
                         };
                         if request.method == "session/prompt"
                             && let Some(session) = &request.session
-                            && self.turns.get(&(hop, session.clone())) == Some(&request.row)
+                            && self.turns.get(&(link, session.clone())) == Some(&request.row)
                         {
-                            self.turns.remove(&(hop, session.clone()));
+                            self.turns.remove(&(link, session.clone()));
                         }
                         row.session = request.session;
                         row.turn = request.turn;
@@ -275,7 +279,7 @@ impl Analyzer {
     }
 
     /// Streamed text chunks of one kind, one after the other in one session, are one run.
-    fn fold(&mut self, row: &mut Row, hop: usize, dir: Dir, msg: &Value) {
+    fn fold(&mut self, row: &mut Row, msg: &Value) {
         let chunk = matches!(
             row.update.as_deref(),
             Some("agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk")
@@ -291,8 +295,8 @@ impl Analyzer {
         };
         row.text = Some(text.to_owned());
         let key = (
-            hop,
-            dir,
+            row.from,
+            row.to,
             row.session.clone(),
             row.update.clone().unwrap_or_default(),
         );
@@ -302,7 +306,7 @@ impl Analyzer {
         }
     }
 
-    fn remember(&mut self, key: (usize, Dir, String), pending: Pending) {
+    fn remember(&mut self, key: (usize, usize, String), pending: Pending) {
         if self.pending.len() >= PENDING_LIMIT {
             let oldest = self.next.saturating_sub(PENDING_LIMIT);
             self.pending.retain(|_, p| p.row >= oldest);
@@ -312,13 +316,6 @@ impl Analyzer {
         }
         // A second request with an id still in flight (a peer's bug) takes the id over.
         self.pending.insert(key, pending);
-    }
-}
-
-fn opposite(dir: Dir) -> Dir {
-    match dir {
-        Dir::ToAgent => Dir::ToClient,
-        Dir::ToClient => Dir::ToAgent,
     }
 }
 
