@@ -14,7 +14,7 @@ const { launch } = require("./browser");
       for (let run = 0; run < 5; run++) {
         const page = await context.newPage();
         await page.goto("file://" + path.resolve(file), { timeout: 120000 });
-        await page.waitForSelector("body[data-ready]", { timeout: 120000 });
+        await page.waitForSelector("body[data-ready]", { timeout: 120000, state: "attached" });
         info = await page.evaluate(() => ({ load: window.acpTrace.loadMs, html: window.acpTrace.htmlMs, parse: window.acpTrace.parseMs, ingest: window.acpTrace.ingestMs, draw: window.acpTrace.drawMs, rows: window.acpTrace.rows(), dom: document.querySelectorAll(".row").length }));
         if (process.env.DETAIL) console.log(JSON.stringify(info));
         times.push(info.load);

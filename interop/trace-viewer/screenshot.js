@@ -9,6 +9,8 @@ const { launch } = require("./browser");
   const { context, close } = await launch();
   try {
     const page = await context.newPage();
+    // Tall enough for the demo's turn whole (36 rows once its chunks are folded).
+    await page.setViewportSize({ width: 1400, height: Number(process.env.HEIGHT || 1080) });
     await page.goto("file://" + path.resolve(page_));
     await page.waitForSelector("body[data-ready]");
     if (process.env.SCROLL) await page.evaluate(() => { document.getElementById("scroller").scrollTop = 1e9; });

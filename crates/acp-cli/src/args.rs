@@ -157,7 +157,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
     /// Write the wire transcript to FILE, one JSON line per message:
-    /// {"dir":"client->agent"|"agent->client","msg":MESSAGE}
+    /// {"dir":"client->agent"|"agent->client","msg":MESSAGE,"time_us":MICROS}; `acp trace view
+    /// FILE` draws it
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Serve a live sequence diagram of the traffic while the session runs, on 127.0.0.1 at a

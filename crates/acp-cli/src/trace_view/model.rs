@@ -223,7 +223,7 @@ impl Analyzer {
                             method: method.to_owned(),
                             session: row.session.clone(),
                             turn: row.turn,
-                            time_us: time_us,
+                            time_us,
                         },
                     );
                 }

@@ -106,7 +106,7 @@ fn prompt_text(prompt: Option<&Value>) -> String {
 /// What a `session/update` says, without its tag.
 fn of_update(update: &Value) -> String {
     let tag = str_at(update, "/sessionUpdate").unwrap_or("?");
-    let detail = match tag {
+    match tag {
         "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" => {
             match str_at(update, "/content/type") {
                 Some("text") => str_at(update, "/content/text")
@@ -165,8 +165,7 @@ fn of_update(update: &Value) -> String {
             format!("{count} commands")
         }
         _ => String::new(),
-    };
-    detail
+    }
 }
 
 /// A result's summary, knowing the method of the request it answers when it was seen.

@@ -108,7 +108,8 @@ fn small() -> Vec<Record> {
 
 /// The JSON the page embeds (between its data markers), unescaped by a JSON parser.
 fn embedded(page: &str) -> serde_json::Value {
-    let start = page.find(r#"id="trace-data">"#).unwrap() + r#"id="trace-data">"#.len();
+    let marker = r#"id="trace-data" data-encoding="json">"#;
+    let start = page.find(marker).unwrap() + marker.len();
     let end = start + page[start..].find("</script>").unwrap();
     serde_json::from_str(&page[start..end]).unwrap()
 }
@@ -152,4 +153,63 @@ fn the_assets_cannot_end_their_elements() {
     for asset in [include_str!("viewer.js"), include_str!("viewer.css")] {
         assert!(!asset.contains("</script") && !asset.contains("</style"));
     }
+}
+
+#[test]
+fn base64_as_atob_reads_it() {
+    use super::page::base64;
+    assert_eq!(base64(b""), "");
+    assert_eq!(base64(b"f"), "Zg==");
+    assert_eq!(base64(b"fo"), "Zm8=");
+    assert_eq!(base64(b"foo"), "Zm9v");
+    assert_eq!(base64(b"foobar\xff"), "Zm9vYmFy/w==");
+}
+
+fn unbase64(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let value = |c: u8| ALPHABET.iter().position(|&a| a == c).unwrap() as u32;
+    let mut out = Vec::new();
+    for quad in text.as_bytes().chunks(4) {
+        let digits: Vec<u32> = quad
+            .iter()
+            .filter(|&&c| c != b'=')
+            .map(|&c| value(c))
+            .collect();
+        let n = digits
+            .iter()
+            .enumerate()
+            .fold(0, |n, (k, d)| n | d << (18 - 6 * k));
+        out.extend((0..digits.len() - 1).map(|k| (n >> (16 - 8 * k)) as u8));
+    }
+    out
+}
+
+#[test]
+fn a_large_transcript_is_embedded_compressed() {
+    use std::io::Read;
+    let mut records = Vec::new();
+    while records.len() < 20_000 {
+        records.extend(small());
+    }
+    let header = Header {
+        title: "large".to_owned(),
+        lanes: lane_names(1),
+        notes: Vec::new(),
+        events: None,
+    };
+    let page = render(&header, &rows(records));
+    let marker = r#"data-encoding="gzip-base64">"#;
+    let start = page.find(marker).expect("compressed") + marker.len();
+    let end = start + page[start..].find("</script>").unwrap();
+    assert_eq!(page.matches("</script").count(), 2);
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&unbase64(&page[start..end])[..])
+        .read_to_string(&mut json)
+        .unwrap();
+    let data: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(data["rows"].as_array().unwrap().len(), 20_000);
+    assert_eq!(
+        data["rows"][0]["msg"]["params"]["prompt"][0]["text"],
+        "hi </script><script>alert(1)</script> <!--"
+    );
 }

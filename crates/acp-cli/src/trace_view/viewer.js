@@ -3,9 +3,9 @@
 // indices that pass the filters and folds), so that 100,000 messages stay usable. The same
 // code runs the file (rows embedded) and the live view (rows arriving as server-sent events).
 "use strict";
-(function () {
+(async function () {
   const started = performance.now();
-  const data = JSON.parse(document.getElementById("trace-data").textContent);
+  const data = await embedded(document.getElementById("trace-data"));
   const parsed = performance.now();
   const ROW = 26;
   const OVERSCAN = 12;
@@ -367,6 +367,16 @@
     source.onerror = () => {
       if (status.className !== "ended") { status.className = ""; status.textContent = "reconnecting…"; }
     };
+  }
+
+  // The rows as page.rs embedded them: JSON, or (large transcripts) gzip in base64.
+  async function embedded(element) {
+    if (element.dataset.encoding !== "gzip-base64") return JSON.parse(element.textContent);
+    const binary = atob(element.textContent);
+    const bytes = new Uint8Array(binary.length);
+    for (let k = 0; k < binary.length; k++) bytes[k] = binary.charCodeAt(k);
+    const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(inflated).text());
   }
 
   // For the browser test and the load-time measurement (docs/performance.md).
