@@ -29,7 +29,8 @@ acp [OPTIONS] [-- AGENT_COMMAND [ARGS...]]
        acp [OPTIONS] -- URL
        acp [OPTIONS] --proxy PROXY_COMMAND... [-- AGENT_COMMAND [ARGS...]]
        acp agents [--registry FILE|URL] [--refresh]
-       acp completions SHELL";
+       acp completions SHELL
+       acp trace view FILE... [-o OUT.html]";
 
 const ABOUT: &str = "\
 acp: drive an Agent Client Protocol agent from the command line, the way an editor would.
@@ -171,12 +172,17 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
     /// Write the wire transcript to FILE, one JSON line per message:
-    /// {"dir":"client->agent"|"agent->client","msg":MESSAGE}
+    /// {"dir":"client->agent"|"agent->client","msg":MESSAGE,"time_us":MICROS}; `acp trace view
+    /// FILE` draws it
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// `--agent ID`, `--registry`, `--refresh`: an agent of the ACP agent registry.
     #[command(flatten)]
     pub registry: acp_registry::cli::RegistryArgs,
+    /// Serve a live sequence diagram of the traffic while the session runs, on 127.0.0.1 at a
+    /// random port, with a random token in the URL (printed on stderr); it ends with the session
+    #[arg(long)]
+    pub trace_view: bool,
     /// The agent's program and arguments, or one URL; empty for the bundled demo agent
     #[arg(last = true, value_name = "AGENT_COMMAND", conflicts_with = "agent_id")]
     pub agent: Vec<String>,
@@ -201,6 +207,25 @@ pub enum Command {
         /// Where the registry comes from.
         #[command(flatten)]
         options: acp_registry::cli::RegistryOptions,
+    },
+    /// Transcripts (`--trace` files, acp-test and trace-proxy transcripts)
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+/// `acp trace ...`.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Write a self-contained HTML page that draws transcripts as a sequence diagram: lanes,
+    /// requests joined to their answers, turns, folded chunks, filters. Several files are the
+    /// hops of a proxy chain, client side first
+    View {
+        /// The transcript files (JSON Lines of {"dir":...,"msg":...})
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Where to write the page (default: the first FILE with the extension .html)
+        #[arg(short, long, value_name = "OUT.html")]
+        output: Option<PathBuf>,
     },
 }
 

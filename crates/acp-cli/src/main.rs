@@ -17,6 +17,7 @@ mod render;
 mod setup;
 mod signal;
 mod trace;
+mod trace_view;
 
 // A symbolic link to acp-runtime's example agent (one source for both), which `cargo package`
 // packages as the file it points to.
@@ -81,6 +82,7 @@ fn main() {
             }
             Err(failed) => std::process::exit(registry_failure(failed)),
         },
+        Some(args::Command::Trace(command)) => std::process::exit(trace_view::run(command)),
         None => {}
     }
     if args.options && cfg!(not(feature = "unstable")) {
@@ -365,16 +367,15 @@ async fn run<C: Client>(
     interrupts: Interrupts,
 ) -> i32 {
     let json = args.json;
-    let mut connection = acp_jsonrpc::ConnectionOptions::default();
-    if let Some(path) = &args.trace {
-        match trace::Trace::create(path) {
-            Ok(trace) => connection = connection.with_observer(trace),
-            Err(error) => {
-                eprintln!("acp: --trace {}: {error}", path.display());
-                return exit::OTHER;
-            }
+    let connection = acp_jsonrpc::ConnectionOptions::default();
+    // Kept to the end of the run: dropping it ends the live view (`--trace-view`).
+    let (connection, _live_view) = match trace::install(args, connection) {
+        Ok(installed) => installed,
+        Err(message) => {
+            eprintln!("acp: {message}");
+            return exit::OTHER;
         }
-    }
+    };
     let terminals = render::Terminals::new();
     let options = ClientOptions::default()
         .with_info("acp", env!("CARGO_PKG_VERSION"))

@@ -1,13 +1,19 @@
-//! `--trace FILE`: the wire transcript, one JSON line per message, in the format of acp-test's
-//! `.jsonl` transcripts: `{"dir":"client->agent"|"agent->client","msg":MESSAGE}`. A line from
-//! the agent that is not JSON is kept as a string: `{"dir":"agent->client","raw":"..."}`.
+//! `--trace FILE` and `--trace-view`: what observes the wire. The file is the wire transcript,
+//! one JSON line per message, in the format of acp-test's `.jsonl` transcripts:
+//! `{"dir":"client->agent"|"agent->client","msg":MESSAGE,"time_us":MICROS}` (`time_us`:
+//! microseconds since the Unix epoch, which the trace viewer uses for the time between a
+//! request and its answer; acp-test ignores it). A line from the agent that is not JSON is
+//! kept as a string: `{"dir":"agent->client","raw":"...","time_us":MICROS}`.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use acp_jsonrpc::Observer;
+use acp_jsonrpc::{ConnectionOptions, Observer, Problem};
+
+use crate::args::Args;
+use crate::trace_view::{self, LiveView};
 
 pub struct Trace(Mutex<File>);
 
@@ -17,13 +23,14 @@ impl Trace {
     }
 
     fn write(&self, dir: &str, line: &[u8]) {
+        let time_us = trace_view::record::now_us();
         let record = match std::str::from_utf8(line)
             .ok()
             .filter(|text| serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok())
         {
-            Some(json) => format!("{{\"dir\":\"{dir}\",\"msg\":{json}}}\n"),
+            Some(json) => format!("{{\"dir\":\"{dir}\",\"msg\":{json},\"time_us\":{time_us}}}\n"),
             None => format!(
-                "{{\"dir\":\"{dir}\",\"raw\":{}}}\n",
+                "{{\"dir\":\"{dir}\",\"raw\":{},\"time_us\":{time_us}}}\n",
                 serde_json::Value::from(String::from_utf8_lossy(line).into_owned())
             ),
         };
@@ -40,4 +47,54 @@ impl Observer for Trace {
     fn outgoing(&self, line: &[u8]) {
         self.write("client->agent", line);
     }
+}
+
+/// Two observers, each seeing everything (`--trace` with `--trace-view`).
+struct Both(Arc<dyn Observer>, Arc<dyn Observer>);
+
+impl Observer for Both {
+    fn incoming(&self, line: &[u8]) {
+        self.0.incoming(line);
+        self.1.incoming(line);
+    }
+
+    fn outgoing(&self, line: &[u8]) {
+        self.0.outgoing(line);
+        self.1.outgoing(line);
+    }
+
+    fn problem(&self, problem: &Problem) {
+        self.0.problem(problem);
+        self.1.problem(problem);
+    }
+}
+
+/// Installs `--trace` and `--trace-view` on `connection`; the live view, if any, runs until
+/// it is dropped. `Err` is the message to print.
+pub fn install(
+    args: &Args,
+    connection: ConnectionOptions,
+) -> Result<(ConnectionOptions, Option<LiveView>), String> {
+    let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
+    if let Some(path) = &args.trace {
+        let trace = Trace::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        observers.push(Arc::new(trace));
+    }
+    let mut live = None;
+    if args.trace_view {
+        let title = match args.agent.as_slice() {
+            [] => "acp (demo agent)".to_owned(),
+            agent => format!("acp -- {}", agent.join(" ")),
+        };
+        let view = LiveView::start(&title).map_err(|e| format!("--trace-view: {e}"))?;
+        eprintln!("acp: trace view at {}", view.url());
+        observers.push(Arc::new(view.observer()));
+        live = Some(view);
+    }
+    let connection = match (observers.pop(), observers.pop()) {
+        (Some(one), None) => connection.with_shared_observer(one),
+        (Some(one), Some(other)) => connection.with_observer(Both(other, one)),
+        _ => connection,
+    };
+    Ok((connection, live))
 }

@@ -107,7 +107,7 @@
 //! | `unstable-models` (seed-era, turns on `acp-types/models` only) | `session/set_model`, `models` in session answers | `Agent::set_model`; `ClientHandle::offer_models`, `SessionClient::offer_models` | `Session::models`, `Session::set_model` (refused with [`Error::Invalid`] for a model the session did not advertise) | the session's `models` | `tests/models.rs` |
 //!
 //! Protocol v2 is its own feature, `unstable-protocol-v2`, kept out of `unstable` as upstream
-//! keeps `unstable_protocol_v2`: [`router`] serves v1 and v2 on one endpoint, picking the
+//! keeps `unstable_protocol_v2`: `router` serves v1 and v2 on one endpoint, picking the
 //! version per connection from `initialize` (acp-types' `v2` holds the types). The v2 agent and
 //! client sides are not written yet: the router's v2 side is a JSON-RPC handler
 //! (docs/protocol-v2.md).
