@@ -7,6 +7,7 @@
 //! `page` embeds rows in the page (`viewer.html`, `viewer.css`, `viewer.js`), `live` feeds a
 //! running connection's rows to `http`'s loopback server.
 
+mod feed;
 mod http;
 mod live;
 pub mod model;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::live::{Feed, Next};
+use super::feed::{Feed, Next};
 
 /// The largest request head read; a longer one is answered `431`.
 const MAX_HEAD: usize = 8 * 1024;
