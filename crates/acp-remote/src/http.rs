@@ -190,12 +190,12 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// A new connection id: 128 bits nobody can guess, shaped as a UUID (version 4 layout).
+/// 128 bits nobody can guess, as two words.
 ///
 /// Drawn from std's `RandomState`, whose SipHash keys come from the operating system's random
 /// source; a keyed SipHash of a counter is unpredictable without the keys, and this avoids a
 /// dependency on a random-number crate for sixteen bytes per connection.
-pub(crate) fn connection_id() -> String {
+fn unguessable_words() -> (u64, u64) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -205,7 +205,26 @@ pub(crate) fn connection_id() -> String {
         hasher.write_u64(salt);
         hasher.finish()
     };
-    let (hi, lo) = (word(1), word(2));
+    (word(1), word(2))
+}
+
+/// A secret of 128 bits nobody can guess, as 32 hexadecimal digits: for a token in a URL that
+/// only its owner may open (the server's connection ids are drawn the same way).
+///
+/// ```
+/// let token = acp_remote::secret_token();
+/// assert_eq!(token.len(), 32);
+/// assert_ne!(token, acp_remote::secret_token());
+/// ```
+pub fn secret_token() -> String {
+    let (hi, lo) = unguessable_words();
+    format!("{hi:016x}{lo:016x}")
+}
+
+/// A new connection id: 128 bits nobody can guess ([`secret_token`]'s), shaped as a UUID
+/// (version 4 layout).
+pub(crate) fn connection_id() -> String {
+    let (hi, lo) = unguessable_words();
     let hi = (hi & !0xF000) | 0x4000;
     let lo = (lo & !(0b11 << 62)) | (0b10 << 62);
     format!(

@@ -158,7 +158,7 @@ pub use client::{
 };
 pub use conn::{ConnectionInfo, IncomingConnection};
 pub use frames::{WsReader, WsWriter, split};
-pub use http::RequestHead;
+pub use http::{RequestHead, secret_token};
 pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MEMORY_CEILING, ServerOptions};
 pub use options::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE,

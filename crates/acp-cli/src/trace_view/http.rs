@@ -2,7 +2,6 @@
 //! two GET routes (`/` the page, `/events` the server-sent events) behind a random token in
 //! the query, `403` without it. Small on purpose (ARCHITECTURE.md says why not hyper).
 
-use std::hash::{BuildHasher, Hasher};
 use std::io::{BufWriter, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -28,23 +27,6 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     active: Arc<AtomicUsize>,
     accept: Option<JoinHandle<()>>,
-}
-
-/// 128 bits nobody can guess, in hex: std's `RandomState` is keyed from the operating
-/// system's random source, and a keyed SipHash of distinct inputs is unpredictable without
-/// the keys (acp-remote's connection ids are drawn the same way).
-pub fn new_token() -> String {
-    let word = |salt: u64| {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(salt);
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .elapsed()
-                .map_or(0, |d| d.as_nanos()),
-        );
-        hasher.finish()
-    };
-    format!("{:016x}{:016x}", word(1), word(2))
 }
 
 /// Serves `page` and `feed` on `127.0.0.1`, on a port the system picks.
@@ -319,12 +301,5 @@ mod tests {
         assert_eq!(parse_head("GET / HTTP/1.1").unwrap().token, None);
         assert!(parse_head("GET /").is_none());
         assert!(parse_head("GET / SPDY/3").is_none());
-    }
-
-    #[test]
-    fn tokens_differ_and_are_128_bits() {
-        let (a, b) = (new_token(), new_token());
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 32);
     }
 }

@@ -39,7 +39,7 @@ impl LiveView {
     /// Serves the live view of a client connection on a random loopback port.
     pub fn start(title: &str) -> std::io::Result<LiveView> {
         let feed = Arc::new(Feed::new());
-        let token = http::new_token();
+        let token = acp_remote::secret_token();
         let header = Header {
             title: title.to_owned(),
             lanes: super::lane_names(1),
