@@ -27,6 +27,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 mod args;
+mod chain;
 mod peers;
 mod report;
 mod runner;
@@ -35,6 +36,7 @@ mod tests;
 
 pub use args::Args;
 use args::Options;
+use chain::*;
 use peers::*;
 use report::*;
 use runner::*;
@@ -65,6 +67,13 @@ pub enum Source {
     /// Our bench agent behind `acp-conductor agent` with this many `acp-conductor
     /// pass-through` proxies in front of it: the cost of a conductor and of each hop.
     Chain(usize),
+    /// Our bench agent behind this many byte relays (`bench/peers` `relay`): the floor of as many
+    /// processes on the path, for `--chain`.
+    Relays(usize),
+    /// Our bench agent behind the official conductor (`agent-client-protocol-conductor` 5.0.0,
+    /// built from `interop/rust-sdk`) with this many pass-through proxies: ours, or the official
+    /// SDK's `Proxy.v1()` (`sdk_proxies`).
+    OfficialChain { proxies: usize, sdk_proxies: bool },
 }
 
 /// The bench clients, by implementation name.
@@ -88,7 +97,63 @@ pub const AGENTS: &[(&str, Source)] = &[
     // Proxy chains (docs/proxy.md), only with `--pair`: not in the default pairs.
     ("chain0", Source::Chain(0)),
     ("chain1", Source::Chain(1)),
+    ("chain2", Source::Chain(2)),
     ("chain3", Source::Chain(3)),
+    // The floor under a chain of N proxies: 2N + 1 byte relays (`--chain`).
+    ("relay1", Source::Relays(1)),
+    ("relay3", Source::Relays(3)),
+    ("relay5", Source::Relays(5)),
+    ("relay7", Source::Relays(7)),
+    // The official conductor with N of our pass-through proxies, or N of the official SDK's.
+    (
+        "official-chain0",
+        Source::OfficialChain {
+            proxies: 0,
+            sdk_proxies: false,
+        },
+    ),
+    (
+        "official-chain1",
+        Source::OfficialChain {
+            proxies: 1,
+            sdk_proxies: false,
+        },
+    ),
+    (
+        "official-chain2",
+        Source::OfficialChain {
+            proxies: 2,
+            sdk_proxies: false,
+        },
+    ),
+    (
+        "official-chain3",
+        Source::OfficialChain {
+            proxies: 3,
+            sdk_proxies: false,
+        },
+    ),
+    (
+        "official-chain1-sdk",
+        Source::OfficialChain {
+            proxies: 1,
+            sdk_proxies: true,
+        },
+    ),
+    (
+        "official-chain2-sdk",
+        Source::OfficialChain {
+            proxies: 2,
+            sdk_proxies: true,
+        },
+    ),
+    (
+        "official-chain3-sdk",
+        Source::OfficialChain {
+            proxies: 3,
+            sdk_proxies: true,
+        },
+    ),
 ];
 
 /// Cross-implementation pairs run by default, as (client, agent), after every
@@ -189,6 +254,7 @@ pub fn run(args: Args) -> Result<(), String> {
         // Fixed, whatever CARGO_TARGET_DIR says: the official peers' workspace
         // is separate and keeps its own build under the main `target/`.
         official_target: root.join("target").join("official"),
+        sdk_release: root.join("target").join("bench-rust-sdk"),
         ts_src: root.join("bench/official/ts"),
         ts_dir: root.join("target").join("official").join("ts"),
         root,
@@ -227,7 +293,7 @@ pub fn run(args: Args) -> Result<(), String> {
     }
 
     if o.build {
-        build(&mut layout, &mut notes)?;
+        build(&mut layout, &mut notes, !o.chains.is_empty())?;
     }
     if o.placements.iter().any(|p| p == "1cpu") && which("taskset").is_none() {
         return Err("taskset not found (needed for the 1cpu placement)".to_owned());
@@ -331,6 +397,17 @@ pub fn run(args: Args) -> Result<(), String> {
                 "Placement `{placement}`:\n\n{}",
                 markdown_table(&table_rows)
             );
+            if !o.chains.is_empty() {
+                let hops = hop_rows(scenario, &groups, &o.chains);
+                let table = text_table_with(HOP_HEADER, &hops);
+                println!("hops against the relay floor\n{table}");
+                let _ = writeln!(text, "hops against the relay floor\n{table}");
+                let _ = writeln!(
+                    md,
+                    "Hops, placement `{placement}`:\n\n{}",
+                    markdown_table_with(HOP_HEADER, &hops)
+                );
+            }
             for pair in &pairs_run {
                 let Some(g) = groups.get(&pair.name()) else {
                     continue;

@@ -21,6 +21,11 @@ pub struct Args {
     /// comma-separated
     #[arg(long = "pair", value_name = "P")]
     pairs: Vec<String>,
+    /// Proxy chains with N proxies (0 to 3; repeatable, or comma-separated): our conductor, the
+    /// official conductor with our pass-through proxies and with the official SDK's, each against
+    /// the floor of 2N + 1 byte relays, our pair direct beside them; with no --pair, only these
+    #[arg(long = "chain", value_name = "N", value_parser = chains)]
+    chains: Vec<Vec<usize>>,
     /// Only placement P: free or 1cpu (taskset -c 0); repeatable, or comma-separated
     #[arg(long = "placement", value_name = "P", value_parser = placements)]
     placements: Vec<Vec<String>>,
@@ -55,6 +60,8 @@ pub(crate) struct Options {
     pub(crate) scenarios: Vec<String>,
     pub(crate) pairs: Vec<String>,
     pub(crate) placements: Vec<String>,
+    /// Proxy counts for `--chain`, sorted, without repeats.
+    pub(crate) chains: Vec<usize>,
     pub(crate) timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) markdown: Option<PathBuf>,
@@ -73,6 +80,17 @@ fn placements(text: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// `--chain 0,1,3`: proxy counts the bench has peers for.
+fn chains(text: &str) -> Result<Vec<usize>, String> {
+    split(text)
+        .iter()
+        .map(|n| match n.parse::<usize>() {
+            Ok(n) if n <= MAX_CHAIN => Ok(n),
+            _ => Err(format!("{n:?} is not a proxy count from 0 to {MAX_CHAIN}")),
+        })
+        .collect()
+}
+
 /// A comma-separated list, trimmed, without empty entries.
 fn split(text: &str) -> Vec<String> {
     text.split(',')
@@ -89,6 +107,9 @@ impl Args {
         if placements.is_empty() {
             placements = PLACEMENTS.iter().map(|p| p.to_string()).collect();
         }
+        let mut chains: Vec<usize> = self.chains.concat();
+        chains.sort_unstable();
+        chains.dedup();
         let reps = self.reps.unwrap_or(if self.quick { 1 } else { 5 }).max(1);
         Options {
             reps: usize::try_from(reps).unwrap_or(usize::MAX),
@@ -96,6 +117,7 @@ impl Args {
             scenarios: self.scenarios.iter().flat_map(|s| split(s)).collect(),
             pairs: self.pairs.iter().flat_map(|p| split(p)).collect(),
             placements,
+            chains,
             timeout: Duration::from_secs(self.timeout),
             idle_timeout: Duration::from_secs(self.idle_timeout),
             markdown: self.markdown.clone(),

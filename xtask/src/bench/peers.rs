@@ -17,6 +17,8 @@ pub(super) struct Layout {
     pub(super) root: PathBuf,
     pub(super) main_bin: PathBuf,
     pub(super) official_target: PathBuf,
+    /// Where `interop/rust-sdk` (the official conductor and SDK proxy) is built in release.
+    pub(super) sdk_release: PathBuf,
     /// The TypeScript peers' sources.
     pub(super) ts_src: PathBuf,
     /// Where they run (under `target/`, with their `node_modules`).
@@ -54,6 +56,37 @@ impl Layout {
                     command.push(quoted(&agent[0]));
                     Ok(command)
                 }),
+            },
+            Source::Relays(relays) => match &self.ours_unavailable {
+                Some(why) => Err(why.clone()),
+                None => existing(self.main_bin.join("relay")).and_then(|relay| {
+                    let agent = existing(self.main_bin.join("acp-agent"))?;
+                    Ok(std::iter::repeat_n(relay[0].clone(), relays)
+                        .chain(agent)
+                        .collect())
+                }),
+            },
+            Source::OfficialChain {
+                proxies,
+                sdk_proxies,
+            } => match &self.ours_unavailable {
+                Some(why) => Err(why.clone()),
+                None => {
+                    let bin = self.sdk_release.join("target/release");
+                    existing(bin.join("sdk-conductor")).and_then(|conductor| {
+                        let agent = existing(self.main_bin.join("acp-agent"))?;
+                        let proxy = if sdk_proxies {
+                            existing(bin.join("sdk-pass-through"))?[0].clone()
+                        } else {
+                            let ours = existing(self.main_bin.join("acp-conductor"))?;
+                            format!("{} pass-through", ours[0])
+                        };
+                        let mut command = vec![conductor[0].clone(), "agent".to_owned()];
+                        command.extend(std::iter::repeat_n(proxy, proxies));
+                        command.extend(agent);
+                        Ok(command)
+                    })
+                }
             },
             Source::Official(bin) => existing(self.official_target.join("release").join(bin)),
             Source::Node(script) => match &self.node {
@@ -141,7 +174,11 @@ pub(super) fn which(program: &str) -> Option<String> {
 }
 
 /// Builds the peers, noting the optional parts that were skipped.
-pub(super) fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), String> {
+pub(super) fn build(
+    layout: &mut Layout,
+    notes: &mut Vec<String>,
+    official_chains: bool,
+) -> Result<(), String> {
     // The raw baseline first, without our runtime: it must build even while
     // the runtime does not.
     run_step(
@@ -187,6 +224,9 @@ pub(super) fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), 
         notes.push(format!("our runtime's peers skipped: {e}"));
         layout.ours_unavailable = Some(e);
     }
+    if official_chains && let Err(e) = build_sdk_chain(layout) {
+        notes.push(format!("the official conductor's chains skipped: {e}"));
+    }
     run_step(
         "building bench/official (release)",
         Command::new(cargo())
@@ -205,6 +245,40 @@ pub(super) fn build(layout: &mut Layout, notes: &mut Vec<String>) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Builds the official conductor and the official SDK's pass-through proxy (release) from
+/// `interop/rust-sdk`, copied to its own directory under `target/` as interop/rust-sdk.sh copies
+/// it, with the committed lockfile.
+fn build_sdk_chain(layout: &Layout) -> Result<(), String> {
+    let from = layout.root.join("interop/rust-sdk");
+    let to = &layout.sdk_release;
+    let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    fs::create_dir_all(to.join("src/bin")).map_err(|e| err(to, e))?;
+    for file in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "src/bin/sdk-conductor.rs",
+        "src/bin/sdk-pass-through.rs",
+    ] {
+        fs::copy(from.join(file), to.join(file)).map_err(|e| err(&from.join(file), e))?;
+    }
+    // Only the two binaries: the manifest's other peers are not copied.
+    run_step(
+        "building the official conductor and SDK proxy (interop/rust-sdk, release)",
+        Command::new(cargo())
+            .current_dir(to)
+            .env("CARGO_TARGET_DIR", to.join("target"))
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "--bin",
+                "sdk-conductor",
+                "--bin",
+                "sdk-pass-through",
+            ]),
+    )
 }
 
 /// Copies the TypeScript peers (package files and scripts) from the source
@@ -270,7 +344,9 @@ pub(super) fn select_pairs(
     let defaults = default_pairs();
     let mut wanted: Vec<(&'static str, &'static str)> = Vec::new();
     if o.pairs.is_empty() {
-        wanted = defaults;
+        if o.chains.is_empty() {
+            wanted = defaults;
+        }
     } else {
         let client_name = |n: &str| CLIENTS.iter().find(|(c, _)| *c == n).map(|(c, _)| *c);
         let agent_name = |n: &str| AGENTS.iter().find(|(a, _)| *a == n).map(|(a, _)| *a);
@@ -295,6 +371,11 @@ pub(super) fn select_pairs(
                     wanted.push(m);
                 }
             }
+        }
+    }
+    for pair in chain_pairs(&o.chains) {
+        if !o.chains.is_empty() && !wanted.contains(&pair) {
+            wanted.push(pair);
         }
     }
     let peer = |list: &[(&'static str, Source)], name: &str| {

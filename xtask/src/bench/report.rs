@@ -137,7 +137,11 @@ pub(super) fn rows(
 }
 
 pub(super) fn text_table(rows: &[Row]) -> String {
-    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
+    text_table_with(HEADER, rows)
+}
+
+pub(super) fn text_table_with(header: &[&str], rows: &[Row]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (w, c) in widths.iter_mut().zip(&r.cells) {
             *w = (*w).max(c.chars().count());
@@ -155,7 +159,7 @@ pub(super) fn text_table(rows: &[Row]) -> String {
         }
         s.trim_end().to_owned() + "\n"
     };
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
     let mut out = line(&header);
     for r in rows {
         out += &line(&r.cells);
@@ -164,10 +168,14 @@ pub(super) fn text_table(rows: &[Row]) -> String {
 }
 
 pub(super) fn markdown_table(rows: &[Row]) -> String {
-    let mut out = format!("| {} |\n", HEADER.join(" | "));
+    markdown_table_with(HEADER, rows)
+}
+
+pub(super) fn markdown_table_with(header: &[&str], rows: &[Row]) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
     out += &format!(
         "|{}\n",
-        HEADER
+        header
             .iter()
             .enumerate()
             .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })

@@ -34,3 +34,13 @@ fn medians() {
 fn default_pairs_start_with_the_baseline() {
     assert_eq!(default_pairs()[0], BASELINE);
 }
+
+#[test]
+fn every_chain_path_is_a_bench_agent() {
+    for n in 0..=MAX_CHAIN {
+        let pairs = chain_pairs(&[n]);
+        assert_eq!(pairs[0], ("ours", "ours"));
+        let relays = format!("relay{}", 2 * n + 1);
+        assert!(pairs.iter().any(|(_, a)| *a == relays), "{pairs:?}");
+    }
+}
