@@ -350,3 +350,59 @@ fn a_draining_bridge_refuses_new_prompts_whatever_its_agent() {
         assert_eq!(response.stop_reason, acp_types::StopReason::Cancelled);
     });
 }
+
+/// A client that goes away mid-turn, with a close frame or by dropping its TCP connection:
+/// before the agent's input ends, the bridge sends it `session/cancel` for each session whose
+/// prompt was not answered, and for no other (the agent here is `sh -c 'cat > FILE'`, which
+/// answers nothing, so both prompts' sessions are cancelled; an answered turn is the unit
+/// tests' case).
+#[test]
+fn a_client_gone_mid_turn_has_its_turns_cancelled_before_the_agent_input_ends() {
+    for close_frame in [false, true] {
+        let dir = std::env::temp_dir().join(format!(
+            "acp-bridge-cancel-{}-{close_frame}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("stdin.jsonl");
+        let script = format!("cat > '{}'", log.display());
+        let (_serve, url) = bridge_serve(&["sh", "-c", &script]);
+        smol::block_on(async {
+            let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
+            let stream = smol::net::TcpStream::connect(addr).await.unwrap();
+            let (mut ws, _) = async_tungstenite::client_async(url.as_str(), stream)
+                .await
+                .unwrap();
+            for (id, session) in [("1", "s-1"), ("\"two\"", "s-2"), ("3", "s-1")] {
+                let prompt = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"hi"}}]}}}}"#
+                );
+                ws.send(Message::text(prompt)).await.unwrap();
+            }
+            if close_frame {
+                ws.close(None).await.unwrap();
+            } else {
+                drop(ws);
+            }
+        });
+        let lines = smol::block_on(within("the agent's input to end with the cancels", async {
+            loop {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                if text.matches("session/cancel").count() == 2 {
+                    return text;
+                }
+                smol::Timer::after(std::time::Duration::from_millis(20)).await;
+            }
+        }));
+        let lines: Vec<&str> = lines.lines().collect();
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert_eq!(
+            &lines[3..],
+            [
+                r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s-1"}}"#,
+                r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s-2"}}"#,
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

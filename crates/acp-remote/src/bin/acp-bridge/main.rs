@@ -14,8 +14,11 @@
 //! that only knows how to run a command reaches a remote agent. In both directions a line is
 //! one text frame: a partial line is never sent as a message.
 
+mod running;
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use acp_remote::{Connector, IncomingConnection, Server, ServerOptions};
@@ -354,13 +357,33 @@ async fn bridge(connection: IncomingConnection, command: AgentCommand) {
     };
     let reader = connection.reader;
     let mut writer = connection.writer.with_max_line(MAX_LINE);
+    let turns = Mutex::new(running::RunningTurns::default());
+    let seen = |chunk: &[u8], from_agent: bool| {
+        let mut turns = turns
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if from_agent {
+            turns.agent_sent(chunk);
+        } else {
+            turns.client_sent(chunk);
+        }
+    };
     let downstream = async {
-        let _ = copy_lines(stdout, &mut writer).await;
+        let _ = copy_lines(stdout, &mut writer, |chunk| seen(chunk, true)).await;
         let _ = writer.close().await;
     };
-    let upstream = async move {
-        let _ = copy_lines(reader, &mut stdin).await;
-        // The client is gone: the agent sees the end of its input, and has a moment to finish.
+    let upstream = async {
+        let _ = copy_lines(reader, &mut stdin, |chunk| seen(chunk, false)).await;
+        // The client is gone: its turns still running are cancelled, then the agent sees the
+        // end of its input, and has a moment to finish.
+        let cancels = turns
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .cancels();
+        if !cancels.is_empty() {
+            let _ = stdin.write_all(&cancels).await;
+            let _ = stdin.flush().await;
+        }
         let _ = stdin.close().await;
         drop(stdin);
         smol::Timer::after(DRAIN_GRACE).await;
@@ -412,21 +435,23 @@ fn connect(args: ConnectArgs) -> Result<(), Failed> {
         let remote = connector.connect().await?;
         let mut writer = remote.writer;
         let upstream = async {
-            let _ = copy_lines(stdin, &mut writer).await;
+            let _ = copy_lines(stdin, &mut writer, |_| {}).await;
             let _ = writer.close().await;
             smol::Timer::after(DRAIN_GRACE).await;
             Ok(())
         };
-        future::or(copy_lines(remote.reader, stdout), upstream).await
+        future::or(copy_lines(remote.reader, stdout, |_| {}), upstream).await
     })
 }
 
 /// Copies `reader` to `writer`, flushing whenever a line was completed, so that a message goes
 /// out as soon as its newline arrived (`io::copy` flushes only at the end). A WebSocket writer
 /// sends each complete line as a frame and keeps the partial rest.
+/// `seen` is shown every piece copied.
 async fn copy_lines(
     mut reader: impl futures_lite::AsyncBufRead + Unpin,
     writer: impl AsyncWrite + Unpin,
+    mut seen: impl FnMut(&[u8]),
 ) -> Result<(), Failed> {
     let mut writer = BufWriter::new(writer);
     loop {
@@ -437,6 +462,7 @@ async fn copy_lines(
         }
         let len = chunk.len();
         let line_ended = chunk.contains(&b'\n');
+        seen(chunk);
         writer.write_all(chunk).await?;
         reader.consume(len);
         if line_ended {
