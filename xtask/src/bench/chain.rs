@@ -17,6 +17,8 @@ pub(super) const HOP_HEADER: &[&str] = &[
     "µs/op",
     "× floor (2N+1 relays)",
     "× direct",
+    "CPU all ms",
+    "CPU × floor",
 ];
 
 /// What runs for one proxy count: (agent name, what it is), the floor first.
@@ -69,11 +71,17 @@ pub(super) fn hop_rows(
         (Some(p), Some(b)) if b > 0.0 => format!("{:.2}", p / b),
         _ => "–".to_owned(),
     };
+    let cpu = |agent: &str| {
+        groups
+            .get(&format!("ours/{agent}"))
+            .and_then(|g| g.median_of(|m| m.all_cpu_ms))
+    };
     let direct = prompt("ours");
     let mut rows = Vec::new();
     for &n in chains {
         let paths = paths(n);
         let floor = prompt(&paths[0].0);
+        let floor_cpu = cpu(&paths[0].0);
         for (agent, what) in &paths {
             let g = groups.get(&format!("ours/{agent}"));
             let p = prompt(agent);
@@ -90,6 +98,8 @@ pub(super) fn hop_rows(
                     per_op,
                     ratio(p, floor),
                     ratio(p, direct),
+                    fmt_ms(cpu(agent)),
+                    ratio(cpu(agent), floor_cpu),
                 ],
             });
         }

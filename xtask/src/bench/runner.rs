@@ -24,6 +24,10 @@ pub(super) struct Measurement {
     pub(super) total_ms: f64,
     pub(super) client: Option<Rusage>,
     pub(super) agent: Option<Rusage>,
+    /// CPU (user + sys) of every process of the run, the client and all it started (agents,
+    /// conductors, proxies, relays) as they were waited for: the part of this process's
+    /// children's time that the run added.
+    pub(super) all_cpu_ms: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -61,6 +65,7 @@ impl Runner {
         let (Ok(out), Ok(err)) = files else {
             return Outcome::Failed("cannot create output files".to_owned());
         };
+        let children_cpu_before = children_cpu_ms();
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             .env("BENCH_RUSAGE_OUT", &rusage_path)
@@ -115,6 +120,9 @@ impl Runner {
             }
         };
         let _ = waiter.join();
+        let all_cpu_ms = children_cpu_before
+            .zip(children_cpu_ms())
+            .map(|(before, after)| after - before);
         let stderr_tail = || tail(&fs::read_to_string(&err_path).unwrap_or_default(), 3);
         if let Some(reason) = hang {
             return Outcome::Hang(reason);
@@ -149,6 +157,7 @@ impl Runner {
         let mut m = Measurement {
             prompt_ms,
             total_ms,
+            all_cpu_ms,
             ..Measurement::default()
         };
         for l in fs::read_to_string(&rusage_path).unwrap_or_default().lines() {
@@ -241,6 +250,18 @@ pub(super) fn read_stat(pid: u32) -> Option<Stat> {
         ppid: f.get(1)?.parse().ok()?,
         ticks: f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
     })
+}
+
+/// The CPU time of this process's children that have ended and been waited for (and of what
+/// they waited for in turn), in ms: `cutime` + `cstime` of /proc/self/stat, in clock ticks of
+/// 10 ms (`getconf CLK_TCK` is 100 on Linux).
+pub(super) fn children_cpu_ms() -> Option<f64> {
+    let s = fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3: cutime is field 16, cstime 17.
+    let ticks = f.get(13)?.parse::<u64>().ok()? + f.get(14)?.parse::<u64>().ok()?;
+    Some(ticks as f64 * 10.0)
 }
 
 pub(super) fn tree_cpu_ticks(tree: &[u32]) -> (usize, u64) {
