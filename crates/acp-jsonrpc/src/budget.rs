@@ -5,6 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use event_listener::{Event, EventListener};
+
 /// The default of [`ConnectionOptions::with_in_flight_budget`](crate::ConnectionOptions::with_in_flight_budget):
 /// 64 MiB, the default longest line, so that any one request the connection reads fits.
 pub const DEFAULT_IN_FLIGHT_BUDGET: usize = 64 * 1024 * 1024;
@@ -37,6 +43,9 @@ pub struct ByteBudget {
 struct Inner {
     limit: usize,
     used: AtomicUsize,
+    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters (a notify with
+    /// nobody listening is one atomic read).
+    freed: Event,
 }
 
 impl ByteBudget {
@@ -46,6 +55,7 @@ impl ByteBudget {
             inner: Arc::new(Inner {
                 limit,
                 used: AtomicUsize::new(0),
+                freed: Event::new(),
             }),
         }
     }
@@ -90,11 +100,59 @@ impl ByteBudget {
         }
     }
 
-    /// Gives back `bytes` taken with [`try_take`](Self::try_take).
+    /// Takes `bytes`, waiting until they fit (or nothing is held): for a holder that must
+    /// wait rather than be refused (a queue's writer). Dropping the future takes nothing.
+    ///
+    /// ```
+    /// let budget = acp_jsonrpc::ByteBudget::new(100);
+    /// futures_lite::future::block_on(budget.take(100));
+    /// assert_eq!(budget.used(), 100);
+    /// ```
+    pub async fn take(&self, bytes: usize) {
+        loop {
+            // Listening first, then trying: a give_back in between is not missed.
+            let freed = self.inner.freed.listen();
+            if self.try_take(bytes) {
+                return;
+            }
+            freed.await;
+        }
+    }
+
+    /// For a hand-written `poll` that takes as [`take`](Self::take) does: after a failed
+    /// [`try_take`](Self::try_take), call this and try again when it is ready. The first call
+    /// registers `listener` and is ready at once (so that bytes given back meanwhile are not
+    /// missed); the next is ready once bytes were given back or [`wake_waiters`](Self::wake_waiters)
+    /// was called.
+    pub fn poll_freed(&self, listener: &mut BudgetListener, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut listener.0 {
+            None => listener.0 = Some(self.inner.freed.listen()),
+            Some(registered) => {
+                ready!(Pin::new(registered).poll(cx));
+                listener.0 = None;
+            }
+        }
+        Poll::Ready(())
+    }
+
+    /// Wakes every waiter for room, to look again: for a holder whose own state changed in a
+    /// way its waiters must see (a queue closed while its writers wait for room).
+    pub fn wake_waiters(&self) {
+        self.inner.freed.notify(usize::MAX);
+    }
+
+    /// Gives back `bytes` taken with [`try_take`](Self::try_take) or [`take`](Self::take),
+    /// waking whoever waits in [`take`](Self::take).
     pub fn give_back(&self, bytes: usize) {
         self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
+        self.inner.freed.notify(usize::MAX);
     }
 }
+
+/// Where a hand-written `poll` keeps its registration between calls to
+/// [`ByteBudget::poll_freed`]: start with `BudgetListener::default()`.
+#[derive(Debug, Default)]
+pub struct BudgetListener(Option<EventListener>);
 
 impl std::fmt::Debug for ByteBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

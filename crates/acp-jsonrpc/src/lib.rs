@@ -221,6 +221,7 @@ mod handler;
 mod handoff;
 mod id;
 pub mod json;
+mod latch;
 mod line_reader;
 pub mod memory;
 mod message;
@@ -230,7 +231,7 @@ mod shared;
 mod task_set;
 mod trace;
 
-pub use budget::{BudgetScope, ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
+pub use budget::{BudgetListener, BudgetScope, ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 pub use connect::Connection;
 pub use connection::{
     ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture, RequestFuture,
@@ -239,6 +240,7 @@ pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, Respons
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
 pub use handoff::Handoff;
 pub use id::RequestId;
+pub use latch::{Latch, LatchListener};
 pub use line_reader::{
     DEFAULT_MAX_LINE_LENGTH, LineEvent, LineReader, strip_byte_order_mark, write_message,
 };

@@ -15,12 +15,12 @@ use smol::Timer;
 
 use crate::frames::Activity;
 use crate::http::RequestHead;
-use crate::latch::Latch;
 use crate::options::ServerOptions;
 use crate::streamable::HttpConn;
-use crate::streamable::queue::Budget;
 use crate::transport::{ConnectionReader, ConnectionWriter};
 use crate::ws_socket::HeldPool;
+use acp_jsonrpc::ByteBudget;
+use acp_jsonrpc::Latch;
 
 /// One client's connection as the server accepted it: what a
 /// [`Server::serve`](crate::Server::serve) handler gets. Its reader and writer carry one
@@ -77,7 +77,7 @@ pub(crate) struct Shared {
     pub(crate) ws_held: Arc<HeldPool>,
     /// The bodies of POSTs that name no connection (`initialize`), all together, while they
     /// arrive.
-    pub(crate) initial_bodies: Arc<Budget>,
+    pub(crate) initial_bodies: ByteBudget,
     /// The operator's counters (src/ops.rs).
     pub(crate) ops: Arc<crate::ops::Ops>,
 }
@@ -103,7 +103,7 @@ impl Shared {
             ceiling: ceiling.clone(),
             // One connection draws at most one message of the limit.
             ws_held: HeldPool::new(ceiling, options.max_message_size),
-            initial_bodies: Budget::new(INITIAL_BODIES),
+            initial_bodies: ByteBudget::new(INITIAL_BODIES),
             ops: Arc::default(),
         }
     }

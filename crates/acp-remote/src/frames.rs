@@ -24,10 +24,10 @@ use futures_lite::Stream;
 use futures_util::Sink;
 
 use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
-use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter};
 use crate::ws_pieces::PIECE;
 use crate::ws_socket::Held;
+use acp_jsonrpc::Latch;
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
 #[derive(Debug)]
@@ -104,7 +104,7 @@ where
         ended: false,
         activity: activity.clone(),
         drain,
-        drain_listener: None,
+        drain_listener: acp_jsonrpc::LatchListener::default(),
         held,
         keepalive: None,
         holding: false,
@@ -157,7 +157,7 @@ pub struct WsReader<S> {
     /// The server's shutdown: once set, the reader reports the end of input, so that the
     /// runtime finishes what it is handling and closes.
     drain: Option<Arc<Latch>>,
-    drain_listener: Option<event_listener::EventListener>,
+    drain_listener: acp_jsonrpc::LatchListener,
     /// What the socket holds of an unfinished message, released at each complete one.
     held: Option<Arc<Held>>,
     /// Pings while quiet, and the dead-peer timeout (src/keepalive.rs).

@@ -135,7 +135,6 @@ mod http1;
 #[cfg(feature = "http2")]
 mod http2;
 mod keepalive;
-mod latch;
 mod lines;
 #[cfg(feature = "metrics")]
 mod metrics;

@@ -22,14 +22,14 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use event_listener::EventListener;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::frames::Activity;
-use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter, to_line};
-use queue::{Budget, ByteQueue, Inbound, QueueReader};
+use acp_jsonrpc::Latch;
+use acp_jsonrpc::{BudgetListener, ByteBudget};
+use queue::{ByteQueue, Inbound, QueueReader};
 use stream::{Replay, SseStream};
 
 /// Most session streams one connection keeps; messages of further sessions go to the
@@ -67,7 +67,7 @@ pub(crate) struct HttpConn {
     inbound: ByteQueue,
     initial: Arc<ByteQueue>,
     connection_stream: Arc<SseStream>,
-    budget: Arc<Budget>,
+    budget: ByteBudget,
     replay: Arc<Replay>,
     routes: Mutex<Routes>,
     pub(crate) activity: Arc<Activity>,
@@ -196,13 +196,13 @@ impl HttpConn {
         inbound_budget: usize,
         limits: StreamLimits,
     ) -> Arc<HttpConn> {
-        let budget = Budget::new(limits.budget);
+        let budget = ByteBudget::new(limits.budget);
         let replay = Replay::new(limits.replay_bytes, limits.replay_age);
         Arc::new(HttpConn {
             id,
             authorization,
-            inbound: ByteQueue::new(Budget::new(inbound_budget)),
-            initial: Arc::new(ByteQueue::new(Budget::new(usize::MAX))),
+            inbound: ByteQueue::new(ByteBudget::new(inbound_budget)),
+            initial: Arc::new(ByteQueue::new(ByteBudget::new(usize::MAX))),
             connection_stream: Arc::new(SseStream::new(budget.clone(), replay.clone())),
             budget,
             replay,
@@ -214,13 +214,13 @@ impl HttpConn {
 
     /// The budget of the messages waiting for the client's streams (for the metrics).
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn stream_budget(&self) -> &Arc<Budget> {
+    pub(crate) fn stream_budget(&self) -> &ByteBudget {
         &self.budget
     }
 
     /// The budget of the POSTed messages waiting for the runtime: a POST's body counts
     /// against it while it arrives.
-    pub(crate) fn inbound_budget(&self) -> Arc<Budget> {
+    pub(crate) fn inbound_budget(&self) -> ByteBudget {
         self.inbound.budget().clone()
     }
 
@@ -479,7 +479,7 @@ pub(crate) fn http_writer(conn: Arc<HttpConn>) -> HttpWriter {
     LineWriter::new(StreamSink {
         conn,
         pending: None,
-        listener: None,
+        listener: BudgetListener::default(),
     })
 }
 
@@ -506,7 +506,7 @@ pub(crate) struct StreamSink {
     conn: Arc<HttpConn>,
     /// A routed line waiting for room in its stream's queue.
     pending: Option<(Target, Option<Vec<u8>>)>,
-    listener: Option<EventListener>,
+    listener: BudgetListener,
 }
 
 impl StreamSink {

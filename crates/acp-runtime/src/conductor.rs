@@ -78,7 +78,7 @@ use chain::Shared;
 use lifetime::WatchedInput;
 use route::HopDispatch;
 
-use crate::latch::Latch;
+use acp_jsonrpc::Latch;
 
 /// How long requests in flight get to be answered once a component failed, before the
 /// conductor closes its client connection: the default of

@@ -166,7 +166,6 @@ pub mod client;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod conductor;
 mod error;
-mod latch;
 pub mod prelude;
 #[cfg(feature = "unstable-proxy-chains")]
 pub mod proxy;

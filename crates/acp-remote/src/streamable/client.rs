@@ -25,18 +25,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use event_listener::EventListener;
 use futures_lite::future;
 
 use super::link::Link;
-use super::queue::{Budget, ByteQueue, Inbound, QueueReader};
+use super::queue::{ByteQueue, Inbound, QueueReader};
 use super::sse;
 #[cfg(doc)]
 use super::wire::Reconnect;
 use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
-use crate::latch::Latch;
 use crate::lines::{LineSink, LineWriter, to_line};
+use acp_jsonrpc::Latch;
+use acp_jsonrpc::{BudgetListener, ByteBudget};
 
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -111,8 +111,8 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
     let shared = Arc::new(Shared {
         link: Link::new(endpoint),
         connection_id: Mutex::new(None),
-        inbound: ByteQueue::new(Budget::new(budget)),
-        outbound: ByteQueue::new(Budget::new(budget)),
+        inbound: ByteQueue::new(ByteBudget::new(budget)),
+        outbound: ByteQueue::new(ByteBudget::new(budget)),
         streams: Mutex::default(),
         asked_in: Mutex::default(),
         cookies: Mutex::default(),
@@ -130,7 +130,7 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
     let writer = LineWriter::new(PostSink {
         shared,
         pending: None,
-        listener: None,
+        listener: BudgetListener::default(),
     });
     (reader, writer)
 }
@@ -428,7 +428,7 @@ pub(crate) type HttpClientWriter = LineWriter<PostSink>;
 pub(crate) struct PostSink {
     shared: Arc<Shared>,
     pending: Option<Vec<u8>>,
-    listener: Option<EventListener>,
+    listener: BudgetListener,
 }
 
 impl LineSink for PostSink {

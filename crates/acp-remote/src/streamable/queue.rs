@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
+use acp_jsonrpc::{BudgetListener, ByteBudget};
 use event_listener::{Event, EventListener};
 use futures_io::{AsyncBufRead, AsyncRead};
 
@@ -14,77 +15,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Bytes that several queues share: a connection's SSE streams together hold at most this
-/// much (plus one message).
-#[derive(Debug)]
-pub(crate) struct Budget {
-    used: Mutex<usize>,
-    limit: usize,
-    /// Woken when bytes are given back.
-    freed: Event,
-}
-
-impl Budget {
-    pub(crate) fn new(limit: usize) -> Arc<Budget> {
-        Arc::new(Budget {
-            used: Mutex::new(0),
-            limit,
-            freed: Event::new(),
-        })
-    }
-
-    /// Bytes taken now (for the metrics).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn used(&self) -> usize {
-        *lock(&self.used)
-    }
-
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Takes `bytes` if they fit, or if nothing is taken at all (one message larger than the
-    /// whole budget still goes through, alone).
-    fn try_take(&self, bytes: usize) -> bool {
-        let mut used = lock(&self.used);
-        if *used == 0 || *used + bytes <= self.limit {
-            *used += bytes;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn give_back(&self, bytes: usize) {
-        let mut used = lock(&self.used);
-        *used = used.saturating_sub(bytes);
-        drop(used);
-        self.freed.notify(usize::MAX);
-    }
-
-    /// Takes `bytes`, waiting for room (see [`try_take`](Self::try_take)).
-    async fn take(&self, bytes: usize) {
-        loop {
-            let listener = self.freed.listen();
-            if self.try_take(bytes) {
-                return;
-            }
-            listener.await;
-        }
-    }
-}
-
-/// Bytes taken from a [`Budget`] for something still arriving (a POST's body), given back
+/// Bytes taken from a [`ByteBudget`] for something still arriving (a POST's body), given back
 /// when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
-    budget: Arc<Budget>,
+    budget: ByteBudget,
     taken: usize,
 }
 
 impl Reservation {
-    pub(crate) fn new(budget: Arc<Budget>) -> Reservation {
+    pub(crate) fn new(budget: ByteBudget) -> Reservation {
         Reservation { budget, taken: 0 }
     }
 
@@ -111,13 +51,13 @@ impl Drop for Reservation {
     }
 }
 
-/// A queue of messages whose bytes count against a [`Budget`]: a push waits while the budget
+/// A queue of messages whose bytes count against a [`ByteBudget`]: a push waits while the budget
 /// is spent, a pop waits while the queue is empty. Closing wakes everyone: pushes fail, pops
 /// drain what is left and then end.
 #[derive(Debug)]
 pub(crate) struct ByteQueue {
     state: Mutex<State>,
-    budget: Arc<Budget>,
+    budget: ByteBudget,
     /// Woken when a message is pushed or the queue is closed.
     pushed: Event,
 }
@@ -129,7 +69,7 @@ struct State {
 }
 
 impl ByteQueue {
-    pub(crate) fn new(budget: Arc<Budget>) -> Self {
+    pub(crate) fn new(budget: ByteBudget) -> Self {
         ByteQueue {
             state: Mutex::default(),
             budget,
@@ -137,14 +77,14 @@ impl ByteQueue {
         }
     }
 
-    pub(crate) fn budget(&self) -> &Arc<Budget> {
+    pub(crate) fn budget(&self) -> &ByteBudget {
         &self.budget
     }
 
     /// Pushes `message` once there is room; `Err` with it if the queue is closed.
     pub(crate) async fn push(&self, message: Vec<u8>) -> Result<(), Vec<u8>> {
         let mut message = Some(message);
-        let mut listener = None;
+        let mut listener = BudgetListener::default();
         std::future::poll_fn(|cx| self.poll_push(&mut message, &mut listener, cx)).await
     }
 
@@ -152,7 +92,7 @@ impl ByteQueue {
     pub(crate) fn poll_push(
         &self,
         message: &mut Option<Vec<u8>>,
-        listener: &mut Option<EventListener>,
+        listener: &mut BudgetListener,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), Vec<u8>>> {
         loop {
@@ -175,13 +115,7 @@ impl ByteQueue {
                 return Poll::Ready(Ok(()));
             }
             *message = Some(m);
-            match listener {
-                None => *listener = Some(self.budget.freed.listen()),
-                Some(l) => {
-                    ready!(Pin::new(l).poll(cx));
-                    *listener = None;
-                }
-            }
+            ready!(self.budget.poll_freed(listener, cx));
         }
     }
 
@@ -249,7 +183,7 @@ impl ByteQueue {
     pub(crate) fn close(&self) {
         lock(&self.state).closed = true;
         self.pushed.notify(usize::MAX);
-        self.budget.freed.notify(usize::MAX);
+        self.budget.wake_waiters();
     }
 
     /// Ends the queue and drops what it holds.
@@ -271,7 +205,7 @@ mod tests {
     #[test]
     fn bounded_in_bytes_with_one_oversized_message_alone() {
         smol::block_on(async {
-            let budget = Budget::new(10);
+            let budget = ByteBudget::new(10);
             let queue = ByteQueue::new(budget.clone());
             let other = ByteQueue::new(budget);
             queue.push(vec![0; 8]).await.unwrap();

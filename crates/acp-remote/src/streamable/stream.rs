@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use event_listener::{Event, EventListener};
 
-use super::queue::{Budget, ByteQueue};
+use super::queue::ByteQueue;
+use acp_jsonrpc::ByteBudget;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -174,7 +175,7 @@ pub(crate) fn render(out: &mut Vec<u8>, id: u64, message: &[u8]) {
 }
 
 impl SseStream {
-    pub(crate) fn new(budget: Arc<Budget>, replay: Arc<Replay>) -> SseStream {
+    pub(crate) fn new(budget: ByteBudget, replay: Arc<Replay>) -> SseStream {
         SseStream {
             pending: ByteQueue::new(budget),
             window: Mutex::default(),
@@ -340,7 +341,7 @@ mod tests {
     use super::*;
 
     fn stream(replay: &Arc<Replay>) -> Arc<SseStream> {
-        Arc::new(SseStream::new(Budget::new(1 << 20), replay.clone()))
+        Arc::new(SseStream::new(ByteBudget::new(1 << 20), replay.clone()))
     }
 
     fn events(batch: Batch) -> (String, u64) {

@@ -12,9 +12,9 @@ use super::handler::Agent;
 use super::session::{ClientHandle, SessionClient, Turn};
 use super::state::{AgentState, InitState, Negotiated, SessionEntry, SessionSlot};
 use crate::error::{Error, Result};
-use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules::{self, Breach};
+use acp_jsonrpc::Latch;
 
 pub(super) struct AgentDispatch<A> {
     pub(super) agent: Arc<A>,

@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use super::file_content;
 use super::state::AgentState;
 use crate::error::{Error, Result};
-use crate::latch::Latch;
 use crate::rules;
+use acp_jsonrpc::Latch;
 
 /// The agent's handle on its client: capabilities, and every call an agent makes.
 ///

@@ -12,8 +12,8 @@ use acp_types::*;
 
 use super::options::AgentOptions;
 use crate::error::{Error, Result};
-use crate::latch::Latch;
 use crate::rules;
+use acp_jsonrpc::Latch;
 
 pub(super) struct AgentState {
     pub(super) rpc: std::sync::OnceLock<ConnectionHandle>,

@@ -15,7 +15,7 @@ use super::handler::Client;
 use super::options::ClientOptions;
 use super::state::{ClientState, Opening, ReleaseTerminalsWhenDone};
 use super::updates::Routes;
-use crate::latch::Latch;
+use acp_jsonrpc::Latch;
 
 /// Connects `client` to an agent over a reader and a writer. Returns the handle to the agent
 /// and the connection's driver, which must be polled (on any executor) for anything to happen;

@@ -22,9 +22,9 @@ use super::text_chunk;
 use super::unstable_state::CURSOR_BUDGET;
 use super::updates::{Arrived, Routed, update_cost};
 use crate::error::{Error, Result, codes};
-use crate::latch::Latch;
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules::{self, Breach};
+use acp_jsonrpc::Latch;
 
 pub(super) struct ClientDispatch<C> {
     pub(super) client: Arc<C>,

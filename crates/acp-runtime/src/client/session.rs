@@ -16,9 +16,9 @@ use super::state::SessionShared;
 use super::subagents;
 use super::tool_calls::ToolCallState;
 use super::updates::{Popped, UpdateQueue};
-use crate::latch::Latch;
 use crate::rules;
 use acp_host::fs::FsRoots;
+use acp_jsonrpc::Latch;
 
 /// The modes and config options an answer advertised.
 type Advertised = (Option<SessionModeState>, Option<Vec<SessionConfigOption>>);

@@ -14,9 +14,9 @@ use super::options::ClientOptions;
 use super::tool_calls::ToolCalls;
 use super::unstable_state::UnstableState;
 use super::updates::{Routes, UpdateQueue};
-use crate::latch::Latch;
 use crate::process::ExitStatus;
 use acp_host::fs::FsRoots;
+use acp_jsonrpc::Latch;
 
 /// Releases every terminal of every session when the connection's driver finishes or is
 /// dropped, and ends the sessions' update streams.

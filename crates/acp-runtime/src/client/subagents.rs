@@ -27,9 +27,9 @@ use super::family::{Family, Retired, Subagent};
 use super::state::{ClientState, SessionShared};
 use super::updates::{Popped, Routes, UpdateQueue};
 use crate::error::Result;
-use crate::latch::Latch;
 use crate::rules;
 use acp_host::fs::FsRoots;
+use acp_jsonrpc::Latch;
 
 /// How many subagents not followed a connection remembers (to tell their updates on the
 /// session they were announced on); the updates of any further one are handled as those of

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use futures_lite::{AsyncBufRead, AsyncRead};
 
-use crate::latch::Latch;
+use acp_jsonrpc::Latch;
 
 /// The client's reader, setting `ended` once it reports the end of its input (or fails).
 pub(crate) struct WatchedInput<R> {
