@@ -40,8 +40,11 @@ use crate::error::{Error, codes};
 
 #[cfg(feature = "unstable-proxy-chains")]
 mod proxy;
+mod setup;
 pub(crate) mod unstable;
 mod version;
+
+pub(crate) use setup::SessionSetup;
 
 #[cfg(feature = "unstable-proxy-chains")]
 pub(crate) use proxy::*;

@@ -13,7 +13,7 @@ use super::session::{ClientHandle, SessionClient, Turn};
 use super::state::{AgentState, InitState, Negotiated, SessionEntry, SessionSlot};
 use crate::error::{Error, Result};
 use crate::reply::{Reply, raw, raw_json};
-use crate::rules::{self, Breach};
+use crate::rules::{self, Breach, SessionSetup};
 use acp_jsonrpc::Latch;
 
 pub(super) struct AgentDispatch<A> {
@@ -133,32 +133,15 @@ impl<A: Agent> AgentDispatch<A> {
             }
             ClientRequest::Logout(request) => raw(self.agent.logout(request, &client).await?),
             ClientRequest::SessionNew(request) => {
-                let (entry, _slot) = set_up(
-                    (&self.state, None),
-                    &request.cwd,
-                    request.additional_directories.as_deref(),
-                    &request.mcp_servers,
-                    request.system_prompt.as_ref(),
-                    &caps,
-                )?;
-                #[cfg(feature = "unstable-session-options")]
-                initial_options(&request.config_options)?;
+                let (entry, _slot) = set_up((&self.state, None), &request, &caps)?;
                 let response = self.agent.new_session(request, &client).await?;
                 let advertised = (&response.modes, &response.config_options);
                 self.register_new(&response.session_id, entry, advertised, &client_caps)?;
                 self.session_answer(&response.session_id.clone(), response)
             }
             ClientRequest::SessionLoad(request) => {
-                let (entry, _slot) = set_up(
-                    (&self.state, Some(&request.session_id)),
-                    &request.cwd,
-                    request.additional_directories.as_deref(),
-                    &request.mcp_servers,
-                    request.system_prompt.as_ref(),
-                    &caps,
-                )?;
-                #[cfg(feature = "unstable-session-options")]
-                initial_options(&request.config_options)?;
+                let (entry, _slot) =
+                    set_up((&self.state, Some(&request.session_id)), &request, &caps)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -168,17 +151,8 @@ impl<A: Agent> AgentDispatch<A> {
                 self.session_answer(&id, response)
             }
             ClientRequest::SessionResume(request) => {
-                let servers = request.mcp_servers.clone().unwrap_or_default();
-                let (entry, _slot) = set_up(
-                    (&self.state, Some(&request.session_id)),
-                    &request.cwd,
-                    request.additional_directories.as_deref(),
-                    &servers,
-                    request.system_prompt.as_ref(),
-                    &caps,
-                )?;
-                #[cfg(feature = "unstable-session-options")]
-                initial_options(&request.config_options)?;
+                let (entry, _slot) =
+                    set_up((&self.state, Some(&request.session_id)), &request, &caps)?;
                 let id = request.session_id.clone();
                 let response = self
                     .reopen(id.clone(), entry, &client_caps, |session| {
@@ -284,17 +258,7 @@ impl<A: Agent> AgentDispatch<A> {
             }
             #[cfg(feature = "unstable-session-fork")]
             ClientRequest::SessionFork(request) => {
-                let servers = request.mcp_servers.clone().unwrap_or_default();
-                let (entry, _slot) = set_up(
-                    (&self.state, None),
-                    &request.cwd,
-                    request.additional_directories.as_deref(),
-                    &servers,
-                    request.system_prompt.as_ref(),
-                    &caps,
-                )?;
-                #[cfg(feature = "unstable-session-options")]
-                initial_options(&request.config_options)?;
+                let (entry, _slot) = set_up((&self.state, None), &request, &caps)?;
                 #[cfg(feature = "unstable-session-cursors")]
                 self.check_fork_cursor(&request)?;
                 let source = self.session(&request.session_id);
@@ -435,18 +399,21 @@ impl SessionAnswer for ResumeSessionResponse {
 /// starts from, with the slot that counts it until it is registered.
 fn set_up(
     (state, reopening): (&Arc<AgentState>, Option<&SessionId>),
-    cwd: &str,
-    additional: Option<&[String]>,
-    servers: &[McpServer],
-    system_prompt: Option<&SystemPrompt>,
+    request: &impl SessionSetup,
     caps: &AgentCapabilities,
 ) -> Result<(SessionEntry, SessionSlot)> {
     let answer = |breach: Breach| breach.answer("agent");
+    let (cwd, additional) = (request.cwd(), request.additional_directories());
+    let (servers, system_prompt) = (request.mcp_servers(), request.system_prompt());
     rules::absolute_cwd(cwd, additional).map_err(answer)?;
     rules::mcp_servers(servers, caps).map_err(answer)?;
     rules::system_prompt(system_prompt, caps).map_err(answer)?;
     let entry = SessionEntry::new(cwd, additional, servers, system_prompt);
     let slot = state.reserve(&entry, reopening)?;
+    // `configOptions`, checked with the slot held as before: duplicate ids are refused with
+    // `-32602` (the spec's one refusal); ids and values the agent does not know reach it.
+    #[cfg(feature = "unstable-session-options")]
+    rules::unstable::distinct_config_ids(request.config_options()).map_err(answer)?;
     Ok((entry, slot))
 }
 
@@ -598,11 +565,4 @@ pub(super) fn cancelled(result: &Result<PromptResponse>) -> PromptResponse {
     #[cfg(not(feature = "unstable-end-turn-usage"))]
     let _ = result;
     response
-}
-
-/// `configOptions` of a setup request, on arrival: duplicate ids are refused with `-32602`
-/// (the spec's one refusal); ids and values the agent does not know reach it, to ignore.
-#[cfg(feature = "unstable-session-options")]
-pub(super) fn initial_options(options: &Option<Vec<InitialSessionConfigOption>>) -> Result<()> {
-    rules::unstable::distinct_config_ids(options.as_deref()).map_err(|b| b.answer("agent"))
 }

@@ -16,7 +16,7 @@ use super::state::SessionShared;
 use super::subagents;
 use super::tool_calls::ToolCallState;
 use super::updates::{Popped, UpdateQueue};
-use crate::rules;
+use crate::rules::{self, SessionSetup};
 use acp_host::fs::FsRoots;
 use acp_jsonrpc::Latch;
 
@@ -63,14 +63,7 @@ impl AgentHandle {
     /// # Ok(()) }
     /// ```
     pub async fn new_session_with(&self, request: NewSessionRequest) -> Result<Session> {
-        self.check_session_setup(
-            &request.cwd,
-            request.additional_directories.as_deref(),
-            &request.mcp_servers,
-            request.system_prompt.as_ref(),
-        )?;
-        #[cfg(feature = "unstable-session-options")]
-        self.check_initial_options(request.config_options.as_deref())?;
+        self.check_session_setup(&request)?;
         let opening = self.state.begin_opening();
         let (response, answer): (NewSessionResponse, _) =
             self.request_keeping_answer(&request).await?;
@@ -93,14 +86,7 @@ impl AgentHandle {
         &self,
         request: LoadSessionRequest,
     ) -> Result<(Session, LoadSessionResponse)> {
-        self.check_session_setup(
-            &request.cwd,
-            request.additional_directories.as_deref(),
-            &request.mcp_servers,
-            request.system_prompt.as_ref(),
-        )?;
-        #[cfg(feature = "unstable-session-options")]
-        self.check_initial_options(request.config_options.as_deref())?;
+        self.check_session_setup(&request)?;
         let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
         self.reopen(&request, &request.session_id, cwd, dirs, |r| {
             (r.modes.clone(), r.config_options.clone())
@@ -113,14 +99,7 @@ impl AgentHandle {
         &self,
         request: ResumeSessionRequest,
     ) -> Result<(Session, ResumeSessionResponse)> {
-        self.check_session_setup(
-            &request.cwd,
-            request.additional_directories.as_deref(),
-            request.mcp_servers.as_deref().unwrap_or_default(),
-            request.system_prompt.as_ref(),
-        )?;
-        #[cfg(feature = "unstable-session-options")]
-        self.check_initial_options(request.config_options.as_deref())?;
+        self.check_session_setup(&request)?;
         let (cwd, dirs) = (&request.cwd, request.additional_directories.as_deref());
         self.reopen(&request, &request.session_id, cwd, dirs, |r| {
             (r.modes.clone(), r.config_options.clone())
@@ -179,17 +158,17 @@ impl AgentHandle {
         }
     }
 
-    pub(super) fn check_session_setup(
-        &self,
-        cwd: &str,
-        additional: Option<&[String]>,
-        servers: &[McpServer],
-        system_prompt: Option<&SystemPrompt>,
-    ) -> Result<()> {
+    /// The rules on a setup request (`session/new`, `load`, `resume`, `fork`) before it is
+    /// sent: an absolute `cwd`, MCP transports and a system prompt the agent advertised.
+    pub(super) fn check_session_setup(&self, request: &impl SessionSetup) -> Result<()> {
+        let (cwd, additional) = (request.cwd(), request.additional_directories());
         rules::absolute_cwd(cwd, additional).map_err(rules::Breach::refused)?;
         let caps = self.initialized("session/new")?.agent_capabilities;
-        rules::mcp_servers(servers, &caps).map_err(rules::Breach::refused)?;
-        rules::system_prompt(system_prompt, &caps).map_err(rules::Breach::refused)
+        rules::mcp_servers(request.mcp_servers(), &caps).map_err(rules::Breach::refused)?;
+        rules::system_prompt(request.system_prompt(), &caps).map_err(rules::Breach::refused)?;
+        #[cfg(feature = "unstable-session-options")]
+        self.check_initial_options(request.config_options())?;
+        Ok(())
     }
 
     /// The system prompt modes the agent takes on `session/new`, `load`, `resume` (and

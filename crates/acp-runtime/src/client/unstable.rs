@@ -40,15 +40,7 @@ impl AgentHandle {
     /// a new session from the context of `request.session_id`. The answer opens a
     /// [`Session`] that streams and prompts like one from `session/new`.
     pub async fn fork_session(&self, request: ForkSessionRequest) -> Result<Session> {
-        let servers = request.mcp_servers.clone().unwrap_or_default();
-        self.check_session_setup(
-            &request.cwd,
-            request.additional_directories.as_deref(),
-            &servers,
-            request.system_prompt.as_ref(),
-        )?;
-        #[cfg(feature = "unstable-session-options")]
-        self.check_initial_options(request.config_options.as_deref())?;
+        self.check_session_setup(&request)?;
         #[cfg(feature = "unstable-session-cursors")]
         self.check_fork_cursor(&request)?;
         let opening = self.state.begin_opening();
