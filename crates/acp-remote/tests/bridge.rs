@@ -133,11 +133,7 @@ fn chain(scheme: fn(&str) -> String, connect_flags: &[&str]) -> usize {
 fn frames_survive_a_process_pipe_one_to_one() {
     smol::block_on(async {
         let (_serve, url) = bridge_serve(&["cat"]);
-        let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
-        let stream = smol::net::TcpStream::connect(addr).await.unwrap();
-        let (ws, response) = async_tungstenite::client_async(url.as_str(), stream)
-            .await
-            .unwrap();
+        let (ws, response) = websocket(&url).await;
         assert!(response.headers().contains_key("acp-connection-id"));
         let mut sent: Vec<String> = (0..300usize)
             // Sizes from a few bytes to ~200 KiB: larger than a pipe's buffer.
@@ -368,11 +364,7 @@ fn a_client_gone_mid_turn_has_its_turns_cancelled_before_the_agent_input_ends() 
         let script = format!("cat > '{}'", log.display());
         let (_serve, url) = bridge_serve(&["sh", "-c", &script]);
         smol::block_on(async {
-            let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
-            let stream = smol::net::TcpStream::connect(addr).await.unwrap();
-            let (mut ws, _) = async_tungstenite::client_async(url.as_str(), stream)
-                .await
-                .unwrap();
+            let (mut ws, _) = websocket(&url).await;
             for (id, session) in [("1", "s-1"), ("\"two\"", "s-2"), ("3", "s-1")] {
                 let prompt = format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"hi"}}]}}}}"#

@@ -2,11 +2,14 @@
 //! npx entry, with a stand-in `npx` on PATH that runs `cat`), resolved once at startup.
 #![cfg(unix)]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 use async_tungstenite::tungstenite::Message;
+use common::websocket;
 use futures_lite::StreamExt;
 
 const BRIDGE: &str = env!("CARGO_BIN_EXE_acp-bridge");
@@ -59,11 +62,7 @@ fn serve_runs_a_registry_agent() {
         .to_owned();
     std::thread::spawn(move || for _ in stderr.lines() {});
     smol::block_on(async {
-        let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
-        let stream = smol::net::TcpStream::connect(addr).await.unwrap();
-        let (mut ws, _) = async_tungstenite::client_async(url.as_str(), stream)
-            .await
-            .unwrap();
+        let (mut ws, _) = websocket(&url).await;
         ws.send(Message::text("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"))
             .await
             .unwrap();

@@ -189,11 +189,7 @@ fn tokens_are_required_when_set_and_for_public_binds() {
 fn binary_frames_are_ignored_and_raw_newlines_stay_inside_one_message() {
     smol::block_on(async {
         let (url, shutdown, server) = start(ServerOptions::default());
-        let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
-        let stream = smol::net::TcpStream::connect(addr).await.unwrap();
-        let (mut ws, _) = async_tungstenite::client_async(url.as_str(), stream)
-            .await
-            .unwrap();
+        let (mut ws, _) = websocket(&url).await;
         ws.send(Message::binary(
             b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\"}".to_vec(),
         ))

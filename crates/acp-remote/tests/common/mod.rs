@@ -185,3 +185,17 @@ pub fn upgrade_request(path: &str, extra: &str) -> String {
          Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{extra}\r\n"
     )
 }
+
+/// A WebSocket client (async-tungstenite) on `url` (`ws://HOST:PORT/acp`), for tests that
+/// send and read whole messages without the runtime's client; returns the upgrade's response
+/// with it.
+pub async fn websocket(
+    url: &str,
+) -> (
+    async_tungstenite::WebSocketStream<smol::net::TcpStream>,
+    async_tungstenite::tungstenite::handshake::client::Response,
+) {
+    let addr = url.trim_start_matches("ws://").trim_end_matches("/acp");
+    let stream = smol::net::TcpStream::connect(addr).await.unwrap();
+    async_tungstenite::client_async(url, stream).await.unwrap()
+}
