@@ -3,8 +3,10 @@
 //! of them before its input ends, so that it stops acting for nobody (issue 33).
 //!
 //! A `session/prompt` from the client starts a turn; the agent's answer with the same id ends
-//! it. Lines are read with acp-jsonrpc's envelope scan; only a prompt's line is decoded further,
-//! for its `sessionId`. What is kept is bounded: at most [`MAX_TURNS`] turns, ids and session
+//! it. A line is scanned only if it can matter: from the client, one that names
+//! `session/prompt`; from the agent, while turns run, one without a `"method"` member name
+//! (an answer, not one of the turn's many updates). Those are read with acp-jsonrpc's envelope
+//! scan, and only a prompt's line is decoded further, for its `sessionId`. What is kept is bounded: at most [`MAX_TURNS`] turns, ids and session
 //! ids of at most [`MAX_ID`] bytes, and a line split across reads is reassembled only up to
 //! [`MAX_CARRY`] bytes. Every shortcut errs toward one cancel too many: an answer the bridge
 //! does not see leaves its turn counted, and a `session/cancel` for a session that is idle is
@@ -13,6 +15,7 @@
 use std::collections::HashMap;
 
 use acp_jsonrpc::json::envelope;
+use memchr::memmem;
 use serde::Deserialize;
 
 /// Turns followed per connection; a prompt beyond is not followed (its turn ends as before:
@@ -86,6 +89,10 @@ impl RunningTurns {
     pub(crate) fn client_sent(&mut self, chunk: &[u8]) {
         let turns = &mut self.turns;
         self.from_client.feed(chunk, |line| {
+            // The envelope scan reads no escaped `method`, so a prompt always names it so.
+            if memmem::find(line, b"session/prompt").is_none() {
+                return;
+            }
             let Some(text) = std::str::from_utf8(line).ok() else {
                 return;
             };
@@ -117,6 +124,11 @@ impl RunningTurns {
         }
         let turns = &mut self.turns;
         self.from_agent.feed(chunk, |line| {
+            // Updates and the agent's own requests are most lines of a turn; an answer whose
+            // result holds a `"method"` name is skipped too, leaving its turn to be cancelled.
+            if memmem::find(line, b"\"method\"").is_some() {
+                return;
+            }
             let Some(text) = std::str::from_utf8(line).ok() else {
                 return;
             };
@@ -171,6 +183,18 @@ mod tests {
         assert_eq!(
             String::from_utf8(turns.cancels()).unwrap(),
             "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"b\"}}\n"
+        );
+    }
+
+    #[test]
+    fn an_answer_naming_a_method_errs_toward_a_cancel() {
+        let mut turns = RunningTurns::default();
+        turns.client_sent(prompt("1", "a").as_bytes());
+        turns.agent_sent(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"_meta\":{\"method\":1}}}\n");
+        assert!(
+            String::from_utf8(turns.cancels())
+                .unwrap()
+                .contains("\"a\"")
         );
     }
 
