@@ -109,6 +109,10 @@ impl ByteBudget {
     /// assert_eq!(budget.used(), 100);
     /// ```
     pub async fn take(&self, bytes: usize) {
+        // Most takes fit at once: no listener (an allocation) for them.
+        if self.try_take(bytes) {
+            return;
+        }
         loop {
             // Listening first, then trying: a give_back in between is not missed.
             let freed = self.inner.freed.listen();
