@@ -373,9 +373,11 @@ pub(super) fn select_pairs(
             }
         }
     }
-    for pair in chain_pairs(&o.chains) {
-        if !o.chains.is_empty() && !wanted.contains(&pair) {
-            wanted.push(pair);
+    if !o.chains.is_empty() {
+        for pair in chain_pairs(&o.chains) {
+            if !wanted.contains(&pair) {
+                wanted.push(pair);
+            }
         }
     }
     let peer = |list: &[(&'static str, Source)], name: &str| {
