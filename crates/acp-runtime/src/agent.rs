@@ -73,6 +73,8 @@ mod session;
 mod state;
 mod terminal;
 mod unstable;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod v2;
 
 use dispatch::AgentDispatch;
 pub use handler::Agent;

@@ -3,7 +3,8 @@
 //!
 //! ```no_run
 //! use acp_runtime::prelude::*;
-//! use acp_runtime::acp_jsonrpc::{Handler, IncomingRequest, Responder};
+//! use acp_runtime::agent::v2;
+//! use acp_runtime::acp_types::v2 as wire;
 //!
 //! struct MyAgent;
 //! impl Agent for MyAgent {
@@ -15,11 +16,13 @@
 //!     }
 //! }
 //!
-//! /// A v2 side: any JSON-RPC handler (the typed v2 agent comes later).
 //! struct MyV2;
-//! impl Handler for MyV2 {
-//!     async fn request(&self, request: IncomingRequest, responder: Responder) {
-//!         responder.respond_error(request.method_not_found())
+//! impl v2::Agent for MyV2 {
+//!     async fn new_session(&self, _: wire::NewSessionRequest, _: &v2::Client) -> Result<wire::NewSessionResponse> {
+//!         Ok(wire::NewSessionResponse::new("s1"))
+//!     }
+//!     async fn prompt(&self, _: wire::PromptRequest, _: v2::Turn) -> Result<wire::IdleStateUpdateKind> {
+//!         Ok(wire::IdleStateUpdateKind::EndTurn)
 //!     }
 //! }
 //!
@@ -51,8 +54,8 @@
 mod downgrade;
 
 use acp_jsonrpc::{
-    Connection, ConnectionError, ConnectionOptions, Handler, Handoff, LineEvent, LineReader,
-    Message, RequestId, Response, ResponseError, strip_byte_order_mark, write_message,
+    ConnectionError, Handoff, LineEvent, LineReader, Message, RequestId, Response, ResponseError,
+    strip_byte_order_mark, write_message,
 };
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
@@ -65,18 +68,18 @@ pub fn router() -> Router<Absent, Absent> {
         v1: Absent,
         v2: Absent,
         v1_options: AgentOptions::default(),
-        v2_options: ConnectionOptions::default(),
+        v2_options: AgentOptions::default(),
     }
 }
 
 /// Serves each connection with the side its `initialize` asks for: `V1` is an [`Agent`] (or
-/// [`Absent`]), `V2` a JSON-RPC [`Handler`] (or [`Absent`]). See the [module docs](self).
+/// [`Absent`]), `V2` a [`v2::Agent`](agent::v2::Agent) (or [`Absent`]). See the [module docs](self).
 #[derive(Debug)]
 pub struct Router<V1, V2> {
     v1: V1,
     v2: V2,
     v1_options: AgentOptions,
-    v2_options: ConnectionOptions,
+    v2_options: AgentOptions,
 }
 
 /// A side the router does not have.
@@ -95,11 +98,12 @@ impl<V1, V2> Router<V1, V2> {
         }
     }
 
-    /// Serves version 2 with `handler`, on a connection that refuses `null` request ids.
-    pub fn with_v2<H: Handler>(self, handler: H) -> Router<V1, H> {
+    /// Serves version 2 with `agent`, as [`agent::v2::serve`] does (on a connection that
+    /// refuses `null` request ids).
+    pub fn with_v2<A: agent::v2::Agent>(self, agent: A) -> Router<V1, A> {
         Router {
             v1: self.v1,
-            v2: handler,
+            v2: agent,
             v1_options: self.v1_options,
             v2_options: self.v2_options,
         }
@@ -113,7 +117,7 @@ impl<V1, V2> Router<V1, V2> {
 
     /// The options of the v2 side's connections (`null` request ids are refused whatever they
     /// say).
-    pub fn with_v2_options(mut self, options: ConnectionOptions) -> Self {
+    pub fn with_v2_options(mut self, options: AgentOptions) -> Self {
         self.v2_options = options;
         self
     }
@@ -170,10 +174,7 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
         let reader = Handoff::new(vec![first], rest).with_partial(&partial);
         match side {
             Side::V1 => self.v1.serve(reader, writer, self.v1_options).await,
-            Side::V2 => {
-                let options = self.v2_options.with_null_request_ids_refused(true);
-                self.v2.serve(reader, writer, options).await
-            }
+            Side::V2 => self.v2.serve(reader, writer, self.v2_options).await,
         }
     }
 }
@@ -276,7 +277,7 @@ impl V1Side for Absent {
     }
 }
 
-/// What can serve the v2 side: a JSON-RPC [`Handler`], or [`Absent`].
+/// What can serve the v2 side: a [`v2::Agent`](agent::v2::Agent), or [`Absent`].
 pub trait V2Side: Send + 'static {
     /// Whether there is a v2 side.
     #[doc(hidden)]
@@ -287,38 +288,33 @@ pub trait V2Side: Send + 'static {
         self,
         reader: Handoff<R>,
         writer: W,
-        options: ConnectionOptions,
+        options: AgentOptions,
     ) -> impl Future<Output = Result<(), ConnectionError>> + Send
     where
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static;
 }
 
-impl<H: Handler> V2Side for H {
+impl<A: agent::v2::Agent> V2Side for A {
     const PRESENT: bool = true;
     fn serve<R, W>(
         self,
         reader: Handoff<R>,
         writer: W,
-        options: ConnectionOptions,
+        options: AgentOptions,
     ) -> impl Future<Output = Result<(), ConnectionError>> + Send
     where
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (_handle, driver) = Connection::new(reader, writer, self, options);
+        let (_client, driver) = agent::v2::serve(self, reader, writer, options);
         driver
     }
 }
 
 impl V2Side for Absent {
     const PRESENT: bool = false;
-    async fn serve<R, W>(
-        self,
-        _: Handoff<R>,
-        _: W,
-        _: ConnectionOptions,
-    ) -> Result<(), ConnectionError>
+    async fn serve<R, W>(self, _: Handoff<R>, _: W, _: AgentOptions) -> Result<(), ConnectionError>
     where
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,

@@ -1,11 +1,11 @@
 //! The agent-side version router (feature `unstable-protocol-v2`), over real pipes: each rule
-//! of `acp_runtime::router` with the exact lines answered (insta), a v1 agent and a v2 side
-//! that is a bare JSON-RPC handler echoing what reached it.
+//! of `acp_runtime::router` with the exact lines answered (insta), a v1 agent and a v2 agent
+//! that shows the `initialize` that reached it.
 #![cfg(feature = "unstable-protocol-v2")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use acp_runtime::acp_jsonrpc::{Handler, IncomingRequest, LineEvent, LineReader, Responder};
+use acp_runtime::acp_jsonrpc::{LineEvent, LineReader};
+use acp_runtime::acp_types::v2 as wire;
+use acp_runtime::agent::v2;
 use acp_runtime::prelude::*;
 use futures_lite::future;
 use futures_lite::io::BufReader;
@@ -64,23 +64,37 @@ impl Agent for ShowsCapabilities {
     }
 }
 
-/// A v2 side: answers every request with the method, how many requests it has seen, and the
-/// params that reached it.
+/// A v2 agent that names the client it met in its answer's `info`, and shows the request as it
+/// decoded it in `info.title`.
 #[derive(Default)]
-struct V2Echo {
-    seen: AtomicUsize,
-}
+struct V2Echo;
 
-impl Handler for V2Echo {
-    async fn request(&self, request: IncomingRequest, responder: Responder) {
-        let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
-        let params = request.raw_params().map_or("null", |p| p.get());
-        let answer = format!(
-            r#"{{"v2":{n},"method":"{}","params":{params}}}"#,
-            request.method()
-        );
-        let answer = serde_json::value::RawValue::from_string(answer).unwrap();
-        responder.respond_raw(Ok(&answer));
+impl v2::Agent for V2Echo {
+    async fn initialize(
+        &self,
+        request: wire::InitializeRequest,
+        _: &v2::Client,
+    ) -> Result<wire::InitializeResponse> {
+        let seen = serde_json::to_string(&request).unwrap();
+        let info = wire::Implementation::new(format!("v2 met {}", request.info.name), "1.0");
+        Ok(wire::InitializeResponse::new(
+            wire::ProtocolVersion::V2,
+            info.with_title(seen),
+        ))
+    }
+    async fn new_session(
+        &self,
+        _: wire::NewSessionRequest,
+        _: &v2::Client,
+    ) -> Result<wire::NewSessionResponse> {
+        Ok(wire::NewSessionResponse::new("s1"))
+    }
+    async fn prompt(
+        &self,
+        _: wire::PromptRequest,
+        _: v2::Turn,
+    ) -> Result<wire::IdleStateUpdateKind> {
+        Ok(wire::IdleStateUpdateKind::EndTurn)
     }
 }
 
@@ -127,7 +141,7 @@ const INIT_V2: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":
 fn both() -> acp_runtime::router::Router<V1Agent, V2Echo> {
     acp_runtime::router::router()
         .with_v1(V1Agent)
-        .with_v2(V2Echo::default())
+        .with_v2(V2Echo)
 }
 
 #[test]
@@ -175,10 +189,10 @@ fn two_and_above_go_to_v2_rewritten_to_2() {
         ],
     );
     insta::assert_snapshot!(out);
+    assert!(out.contains(r#"\"protocolVersion\":2"#), "{out}");
     let out = exchange(both(), &[INIT_V2]);
-    // Exactly as sent: a request for 2 is not rewritten.
-    let params = &INIT_V2[INIT_V2.find(r#""params":"#).unwrap() + 9..INIT_V2.len() - 1];
-    assert!(out.contains(params), "{out}");
+    assert!(out.contains(r#""protocolVersion":2"#), "{out}");
+    assert!(out.contains("v2 met ed"), "{out}");
 }
 
 #[test]
@@ -210,7 +224,7 @@ fn below_2_goes_to_v1_unchanged_and_answers_as_serve_does() {
 
 #[test]
 fn a_v2_only_router_answers_below_2_with_32022_and_stays_open() {
-    let router = acp_runtime::router::router().with_v2(V2Echo::default());
+    let router = acp_runtime::router::router().with_v2(V2Echo);
     let out = exchange(router, &[INIT_V1, INIT_V2]);
     insta::assert_snapshot!(out);
     let first = &lines(&out)[0];
@@ -256,13 +270,13 @@ fn a_repeated_initialize_goes_to_the_chosen_side_and_is_never_rerouted() {
         &[INIT_V1, &INIT_V2.replace(r#""id":1"#, r#""id":2"#)],
     );
     insta::assert_snapshot!("repeated_on_v1", out);
-    // v2 chosen: the v2 side gets the second (a v1 one), and counts it as its second request.
+    // v2 chosen: the v2 side answers the second (a v1 one) `-32600` too.
     let out = exchange(
         both(),
         &[INIT_V2, &INIT_V1.replace(r#""id":1"#, r#""id":2"#)],
     );
     insta::assert_snapshot!("repeated_on_v2", out);
-    assert!(out.contains(r#""v2":2,"method":"initialize""#), "{out}");
+    assert!(lines(&out)[1].contains("-32600"), "{out}");
 }
 
 #[test]
