@@ -84,6 +84,8 @@ mod traffic;
 mod unstable;
 mod unstable_state;
 mod updates;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod v2;
 
 pub use connect::connect;
 pub use dropped::{DROP_REPORTS_KEPT, DropReason, DroppedUpdates, UnopenedUpdate};

@@ -1,0 +1,389 @@
+//! The client side of protocol v2 (feature `unstable-protocol-v2`): connect to a v2 agent,
+//! prompt it, and know when each prompt's work is over; [`Conversation`] rebuilds whole
+//! messages, tool calls, plans and terminals from the updates.
+//!
+//! On v2 a prompt's answer only says it was accepted (`{messageId}`); the work is reported in
+//! `session/update`s and ends with `state_update` `idle`. [`Agent::prompt`] returns a
+//! [`PromptTurn`] once the prompt is accepted; [`PromptTurn::finished`] resolves with the stop
+//! reason of the `idle` that follows the echo of that prompt's user message. A prompt gets an
+//! `idempotencyKey` drawn by the runtime when it has none: send the same request again after a
+//! lost answer and the agent answers the first `messageId` without running it twice.
+//!
+//! Updates reach [`Client::session_update`] in the order the agent sent them; permission
+//! requests reach [`Client::request_permission`] (the default answers `cancelled`: a client
+//! that does not ask the user never approves).
+//!
+//! ```no_run
+//! use acp_runtime::client::v2::{self, Conversation};
+//! use acp_runtime::acp_types::v2::*;
+//!
+//! struct Show;
+//! impl v2::Client for Show {
+//!     async fn session_update(&self, update: UpdateSessionNotification) {
+//!         println!("{:?}", update.update);
+//!     }
+//! }
+//!
+//! # async fn run(reader: impl futures_lite::AsyncBufRead + Unpin + Send + 'static,
+//! #              writer: impl futures_lite::AsyncWrite + Unpin + Send + 'static) -> acp_runtime::Result<()> {
+//! let (agent, driver) = v2::connect(Show, reader, writer, Default::default());
+//! smol::spawn(driver).detach();
+//! agent.initialize(InitializeRequest::new(ProtocolVersion::V2, Implementation::new("me", "1"))).await?;
+//! let session = agent.new_session(NewSessionRequest::new("/work")).await?;
+//! let turn = agent.prompt(PromptRequest::new(session.session_id, vec![ContentBlock::from("hi")])).await?;
+//! println!("stopped: {:?}", turn.finished().await?);
+//! # Ok(()) }
+//! ```
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use acp_jsonrpc::{
+    Connection, ConnectionHandle, ConnectionOptions, Handler, IncomingNotification,
+    IncomingRequest, Latch, Responder,
+};
+use acp_types::v2::*;
+
+use crate::error::{Error, Result};
+
+mod conversation;
+
+pub use conversation::{Author, Changed, Conversation, Message, State, Terminal, ToolCall};
+
+/// How many finished turns a session remembers for a [`PromptTurn`] not yet waited on.
+pub const FINISHED_TURNS_KEPT: usize = 64;
+
+/// What a v2 client implements: the answers to the agent's requests and the updates.
+pub trait Client: Send + Sync + 'static {
+    /// Answers `session/request_permission`. The default answers `cancelled`.
+    fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> impl Future<Output = Result<RequestPermissionResponse>> + Send {
+        let _ = request;
+        async {
+            Ok(RequestPermissionResponse::new(
+                RequestPermissionOutcome::Cancelled(CancelledPermissionOutcome::new()),
+            ))
+        }
+    }
+
+    /// Gets each `session/update`, in order.
+    fn session_update(
+        &self,
+        notification: UpdateSessionNotification,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = notification;
+        async {}
+    }
+}
+
+/// Where each session's prompts are: which echoed user messages are still working, and the
+/// stop reasons of the last finished ones.
+#[derive(Default)]
+struct Turns {
+    sessions: std::collections::HashMap<SessionId, SessionTurns>,
+    /// Set (and replaced) on every change a [`PromptTurn`] may be waiting for.
+    changed: Latch,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct SessionTurns {
+    /// User messages echoed since the last `idle`.
+    open: Vec<MessageId>,
+    finished: VecDeque<(MessageId, IdleStateUpdateKind)>,
+}
+
+impl Turns {
+    fn bump(&mut self) {
+        std::mem::replace(&mut self.changed, Latch::new()).set();
+    }
+
+    fn observe(&mut self, session: &SessionId, update: &SessionUpdate) {
+        let echoed = match update {
+            SessionUpdate::UserMessage(message) => Some(&message.message_id),
+            SessionUpdate::UserMessageChunk(chunk) => Some(&chunk.message_id),
+            _ => None,
+        };
+        if let Some(id) = echoed {
+            let turns = self.sessions.entry(session.clone()).or_default();
+            if !turns.open.contains(id) && turns.open.len() < FINISHED_TURNS_KEPT {
+                turns.open.push(id.clone());
+            }
+        }
+        if let SessionUpdate::StateUpdate(StateUpdate::Idle(idle)) = update
+            && let Some(turns) = self.sessions.get_mut(session)
+        {
+            for id in turns.open.drain(..) {
+                if turns.finished.len() == FINISHED_TURNS_KEPT {
+                    turns.finished.pop_front();
+                }
+                turns.finished.push_back((id, idle.kind.clone()));
+            }
+            self.bump();
+        }
+    }
+}
+
+struct Shared {
+    turns: Mutex<Turns>,
+}
+
+/// Ends every [`PromptTurn`] wait when the connection goes away.
+struct ConnectionEnd(Arc<Shared>);
+
+impl Drop for ConnectionEnd {
+    fn drop(&mut self) {
+        let mut turns = self.0.turns.lock().unwrap();
+        turns.closed = true;
+        turns.bump();
+    }
+}
+
+struct Dispatch<C> {
+    client: Arc<C>,
+    shared: Arc<Shared>,
+    _end: Arc<ConnectionEnd>,
+}
+
+impl<C: Client> Handler for Dispatch<C> {
+    fn request(
+        &self,
+        request: IncomingRequest,
+        responder: Responder,
+    ) -> impl Future<Output = ()> + Send {
+        let client = self.client.clone();
+        async move {
+            match AgentRequest::decode(request.method(), request.raw_params()) {
+                Ok(AgentRequest::SessionRequestPermission(params)) => responder.respond(
+                    client
+                        .request_permission(params)
+                        .await
+                        .map_err(|e| e.to_response()),
+                ),
+                Ok(other) => responder
+                    .respond_error(acp_jsonrpc::ResponseError::method_not_found(other.method())),
+                Err(error) => responder.respond_error(crate::rules::decode_error(error)),
+            }
+        }
+    }
+
+    fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
+        let decoded = AgentNotification::decode(notification.method(), notification.raw_params());
+        let client = self.client.clone();
+        let shared = self.shared.clone();
+        async move {
+            match decoded {
+                Ok(AgentNotification::SessionUpdate(update)) => {
+                    shared
+                        .turns
+                        .lock()
+                        .unwrap()
+                        .observe(&update.session_id, &update.update);
+                    client.session_update(update).await;
+                }
+                Ok(other) => notification
+                    .report_unhandled(format_args!("no handler for `{}`", other.method())),
+                Err(error) => notification.report_unhandled(error),
+            }
+        }
+    }
+}
+
+/// Connects `client` to a v2 agent over a reader and a writer. Returns the handle on the agent
+/// and the connection's driver, which must be polled for anything to happen.
+pub fn connect<C: Client, R, W>(
+    client: C,
+    reader: R,
+    writer: W,
+    options: ConnectionOptions,
+) -> (
+    Agent,
+    impl Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send + use<C, R, W>,
+)
+where
+    R: futures_lite::AsyncBufRead + Unpin + Send + 'static,
+    W: futures_lite::AsyncWrite + Unpin + Send + 'static,
+{
+    let shared = Arc::new(Shared {
+        turns: Mutex::new(Turns::default()),
+    });
+    let dispatch = Dispatch {
+        client: Arc::new(client),
+        shared: shared.clone(),
+        _end: Arc::new(ConnectionEnd(shared.clone())),
+    };
+    let options = options.with_null_request_ids_refused(true);
+    let (rpc, driver) = Connection::new(reader, writer, dispatch, options);
+    (Agent { rpc, shared }, driver)
+}
+
+/// The client's handle on a v2 agent. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    rpc: ConnectionHandle,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// `initialize`. An agent that answers another version than 2 is refused
+    /// ([`Error::UnsupportedProtocolVersion`]).
+    pub async fn initialize(&self, request: InitializeRequest) -> Result<InitializeResponse> {
+        let response: InitializeResponse = self.call("initialize", &request).await?;
+        if response.protocol_version != ProtocolVersion::V2 {
+            return Err(Error::UnsupportedProtocolVersion {
+                offered: response.protocol_version.0,
+                supported: &[2],
+            });
+        }
+        Ok(response)
+    }
+
+    /// `session/new`.
+    pub async fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse> {
+        self.call("session/new", &request).await
+    }
+
+    /// `session/resume` (with `replayFrom`, the replayed updates reach
+    /// [`Client::session_update`], then `replay_complete`, before this resolves).
+    pub async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<ResumeSessionResponse> {
+        self.call("session/resume", &request).await
+    }
+
+    /// `session/list`.
+    pub async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse> {
+        self.call("session/list", &request).await
+    }
+
+    /// `session/close`: answered once the session's work has ended.
+    pub async fn close_session(
+        &self,
+        request: CloseSessionRequest,
+    ) -> Result<CloseSessionResponse> {
+        self.call("session/close", &request).await
+    }
+
+    /// `tool_call/cancel`.
+    pub async fn cancel_tool_call(
+        &self,
+        request: CancelToolCallRequest,
+    ) -> Result<CancelToolCallResponse> {
+        self.call("tool_call/cancel", &request).await
+    }
+
+    /// `session/cancel`: the session's work ends `idle` with `stopReason: cancelled`.
+    pub async fn cancel(&self, session: &SessionId) -> Result<()> {
+        self.rpc
+            .notify(
+                "session/cancel",
+                &CancelSessionNotification::new(session.clone()),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `session/prompt`, with an `idempotencyKey` drawn here when the request has none (send
+    /// the returned request's key again to retry). Resolves once the agent accepted the prompt.
+    pub async fn prompt(&self, mut request: PromptRequest) -> Result<PromptTurn> {
+        if request.idempotency_key.is_none() {
+            request.idempotency_key = Some(new_idempotency_key());
+        }
+        let response: PromptResponse = self.call("session/prompt", &request).await?;
+        Ok(PromptTurn {
+            session: request.session_id,
+            message: response.message_id,
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// The JSON-RPC connection, for raw calls.
+    pub fn connection(&self) -> &ConnectionHandle {
+        &self.rpc
+    }
+
+    /// Closes the connection: what is queued is written, then the agent's input is closed.
+    pub fn close(&self) {
+        self.rpc.close();
+    }
+
+    async fn call<P: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<T> {
+        Ok(self.rpc.request::<T, P>(method, params).await?)
+    }
+}
+
+/// A new idempotency key, unique within this process (`key_<counter>_<random>`).
+pub fn new_idempotency_key() -> IdempotencyKey {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id();
+    IdempotencyKey::new(format!("key_{n}_{nonce:08x}"))
+}
+
+/// An accepted prompt: its user message, and the end of its work.
+#[derive(Clone)]
+pub struct PromptTurn {
+    session: SessionId,
+    message: MessageId,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for PromptTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptTurn")
+            .field("session", &self.session)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl PromptTurn {
+    /// The `messageId` of the prompt's user message.
+    pub fn message_id(&self) -> &MessageId {
+        &self.message
+    }
+
+    /// Resolves with the stop reason of the `idle` that ends this prompt's work (the first
+    /// after the echo of its user message), or [`Error::ConnectionClosed`].
+    pub async fn finished(&self) -> Result<IdleStateUpdateKind> {
+        loop {
+            let changed = {
+                let turns = self.shared.turns.lock().unwrap();
+                let done = turns.sessions.get(&self.session).and_then(|s| {
+                    s.finished
+                        .iter()
+                        .find(|(id, _)| *id == self.message)
+                        .map(|(_, kind)| kind.clone())
+                });
+                if let Some(kind) = done {
+                    return Ok(kind);
+                }
+                if turns.closed {
+                    return Err(Error::ConnectionClosed);
+                }
+                turns.changed.clone()
+            };
+            changed.wait().await;
+        }
+    }
+}
