@@ -427,4 +427,11 @@ if [[ "${INTEROP_RUST_SDK:-1}" != 0 ]]; then
     say "the official Rust SDK (interop/rust-sdk.sh)"
     bash "$pins/rust-sdk.sh" || rust_sdk=$?
 fi
-((failed == 0 && rust_sdk == 0))
+# Protocol v2 against the official Rust SDK's own v2 examples, both ways (interop/rust-sdk-v2.sh;
+# about 2 CPU minutes to build them). INTEROP_RUST_SDK=0 skips it too.
+rust_sdk_v2=0
+if [[ "${INTEROP_RUST_SDK:-1}" != 0 ]]; then
+    say "protocol v2 with the official Rust SDK (interop/rust-sdk-v2.sh)"
+    bash "$pins/rust-sdk-v2.sh" || rust_sdk_v2=$?
+fi
+((failed == 0 && rust_sdk == 0 && rust_sdk_v2 == 0))
