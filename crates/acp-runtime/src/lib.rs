@@ -108,9 +108,8 @@
 //!
 //! Protocol v2 is its own feature, `unstable-protocol-v2`, kept out of `unstable` as upstream
 //! keeps `unstable_protocol_v2`: `router` serves v1 and v2 on one endpoint, picking the
-//! version per connection from `initialize` (acp-types' `v2` holds the types). The v2 agent and
-//! client sides are not written yet: the router's v2 side is a JSON-RPC handler
-//! (docs/protocol-v2.md).
+//! version per connection from `initialize` (acp-types' `v2` holds the types); `agent::v2` and
+//! `client::v2` are v2's agent and client sides, with v2's prompt lifecycle (docs/protocol-v2.md).
 //!
 //! An update kind the client did not advertise is refused by the agent's runtime before it
 //! is sent, and reported (not dropped) by the client's runtime when a peer sends it anyway.
