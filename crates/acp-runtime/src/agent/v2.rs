@@ -45,11 +45,9 @@
 //! ```
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_jsonrpc::Connection;
-use acp_types::v2::{MessageId, SessionId};
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
 mod dispatch;
@@ -60,7 +58,7 @@ mod sessions;
 
 pub use handler::Agent;
 pub use history::{DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_SESSIONS, History, Retained};
-pub use session::{Client, Session, Turn};
+pub use session::{Client, Session, Turn, new_message_id};
 pub use sessions::{MAX_HELD_PROMPTS, MAX_IDEMPOTENCY_KEYS};
 
 use super::AgentOptions;
@@ -103,20 +101,4 @@ where
     let (rpc, driver) = Connection::new(reader, writer, dispatch, connection);
     shared.rpc.set(rpc).expect("set once");
     (Client { shared }, driver)
-}
-
-/// A new message id, unique within this process (`msg_<counter>_<random>`).
-pub fn new_message_id() -> MessageId {
-    static COUNTER: AtomicU64 = AtomicU64::new(1);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ std::process::id();
-    MessageId::new(format!("msg_{n}_{nonce:08x}"))
-}
-
-/// `-32002` for a session this side does not serve, as v1 answers it.
-fn unknown_session(id: &SessionId) -> crate::Error {
-    crate::rules::unknown_session(&acp_types::SessionId::new(id.0.clone()))
 }

@@ -11,8 +11,8 @@ use acp_types::v2::*;
 use acp_types::{Meta, Patch};
 
 use super::handler::Agent;
-use super::session::{Client, Session, Shared, Turn};
-use super::sessions::{Claim, Next};
+use super::session::{Client, Session, Shared, Turn, new_message_id};
+use super::sessions::{Claim, Next, unknown_session};
 use crate::error::{Error, Result};
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules;
@@ -270,7 +270,7 @@ impl<A: Agent> Dispatch<A> {
     /// The session's handle, or `-32002` for a session this connection does not serve.
     fn known(&self, id: &SessionId) -> Result<Session> {
         if !self.shared.sessions.contains(id) {
-            return Err(super::unknown_session(id));
+            return Err(unknown_session(id));
         }
         Ok(self.client().session(id.clone()))
     }
@@ -377,7 +377,7 @@ impl<A: Agent> Dispatch<A> {
             shared: &self.shared,
             session: &id,
         };
-        let message = super::new_message_id();
+        let message = new_message_id();
         key_claim.accept(&message);
         responder.respond_ok(&PromptResponse::new(message.clone()));
         let session = self.client().session(id.clone());
@@ -430,7 +430,7 @@ impl<A: Agent> Dispatch<A> {
     ) -> Result<std::result::Result<KeyClaim<'a>, MessageId>> {
         let Some(key) = key else {
             if !self.shared.sessions.contains(id) {
-                return Err(super::unknown_session(id));
+                return Err(unknown_session(id));
             }
             return Ok(Ok(KeyClaim {
                 shared: &self.shared,

@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 
 use super::history::History;
 use super::session::{Client, Session, Turn};
+use super::sessions::unknown_session;
 use crate::error::{Error, Result};
 
 /// What a v2 agent implements. Only [`new_session`](Agent::new_session) and
@@ -94,7 +95,7 @@ pub trait Agent: Send + Sync + 'static {
             if known {
                 Ok(ResumeSessionResponse::new())
             } else {
-                Err(super::unknown_session(&id))
+                Err(unknown_session(&id))
             }
         }
     }

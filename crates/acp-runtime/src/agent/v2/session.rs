@@ -177,7 +177,7 @@ impl Turn {
     fn current(slot: &Mutex<Option<MessageId>>) -> MessageId {
         slot.lock()
             .unwrap()
-            .get_or_insert_with(super::new_message_id)
+            .get_or_insert_with(new_message_id)
             .clone()
     }
 
@@ -290,4 +290,15 @@ impl std::fmt::Debug for Turn {
             .field("cancelled", &self.is_cancelled())
             .finish_non_exhaustive()
     }
+}
+
+/// A new message id, unique within this process (`msg_<counter>_<random>`).
+pub fn new_message_id() -> MessageId {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id();
+    MessageId::new(format!("msg_{n}_{nonce:08x}"))
 }

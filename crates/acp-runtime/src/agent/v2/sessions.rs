@@ -145,7 +145,7 @@ impl Sessions {
     fn with<T>(&self, id: &SessionId, f: impl FnOnce(&mut Entry) -> Result<T>) -> Result<T> {
         match self.map.lock().unwrap().get_mut(id) {
             Some(entry) => f(entry),
-            None => Err(super::unknown_session(id)),
+            None => Err(unknown_session(id)),
         }
     }
 
@@ -311,4 +311,9 @@ impl Sessions {
             bump(entry);
         }
     }
+}
+
+/// `-32002` for a session this side does not serve, as v1 answers it.
+pub(super) fn unknown_session(id: &SessionId) -> Error {
+    rules::unknown_session(&acp_types::SessionId::new(id.0.clone()))
 }
