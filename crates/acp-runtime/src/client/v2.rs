@@ -101,28 +101,46 @@ impl Turns {
         std::mem::replace(&mut self.changed, Latch::new()).set();
     }
 
-    fn observe(&mut self, session: &SessionId, update: &SessionUpdate) {
-        let echoed = match update {
-            SessionUpdate::UserMessage(message) => Some(&message.message_id),
-            SessionUpdate::UserMessageChunk(chunk) => Some(&chunk.message_id),
-            _ => None,
-        };
-        if let Some(id) = echoed {
-            let turns = self.sessions.entry(session.clone()).or_default();
-            if !turns.open.contains(id) && turns.open.len() < FINISHED_TURNS_KEPT {
-                turns.open.push(id.clone());
+    fn observe(&mut self, session: &SessionId, observed: Observed) {
+        match observed {
+            Observed::Echo(id) => {
+                let turns = self.sessions.entry(session.clone()).or_default();
+                if !turns.open.contains(&id) && turns.open.len() < FINISHED_TURNS_KEPT {
+                    turns.open.push(id);
+                }
+            }
+            Observed::Idle(kind) => {
+                if let Some(turns) = self.sessions.get_mut(session) {
+                    for id in turns.open.drain(..) {
+                        if turns.finished.len() == FINISHED_TURNS_KEPT {
+                            turns.finished.pop_front();
+                        }
+                        turns.finished.push_back((id, kind.clone()));
+                    }
+                    self.bump();
+                }
             }
         }
-        if let SessionUpdate::StateUpdate(StateUpdate::Idle(idle)) = update
-            && let Some(turns) = self.sessions.get_mut(session)
-        {
-            for id in turns.open.drain(..) {
-                if turns.finished.len() == FINISHED_TURNS_KEPT {
-                    turns.finished.pop_front();
-                }
-                turns.finished.push_back((id, idle.kind.clone()));
+    }
+}
+
+/// What a turn's end is read from: the echo of a prompt's user message, and `idle`.
+enum Observed {
+    Echo(MessageId),
+    Idle(IdleStateUpdateKind),
+}
+
+impl Observed {
+    fn of(update: &SessionUpdate) -> Option<Self> {
+        match update {
+            SessionUpdate::UserMessage(message) => Some(Observed::Echo(message.message_id.clone())),
+            SessionUpdate::UserMessageChunk(chunk) => {
+                Some(Observed::Echo(chunk.message_id.clone()))
             }
-            self.bump();
+            SessionUpdate::StateUpdate(StateUpdate::Idle(idle)) => {
+                Some(Observed::Idle(idle.kind.clone()))
+            }
+            _ => None,
         }
     }
 }
@@ -177,12 +195,14 @@ impl<C: Client> Handler for Dispatch<C> {
         async move {
             match decoded {
                 Ok(AgentNotification::SessionUpdate(update)) => {
-                    shared
-                        .turns
-                        .lock()
-                        .unwrap()
-                        .observe(&update.session_id, &update.update);
+                    // The application sees the update first: a `PromptTurn` ends only after
+                    // its `idle` (and everything before it) reached `Client::session_update`.
+                    let session = update.session_id.clone();
+                    let observed = Observed::of(&update.update);
                     client.session_update(update).await;
+                    if let Some(observed) = observed {
+                        shared.turns.lock().unwrap().observe(&session, observed);
+                    }
                 }
                 Ok(other) => notification
                     .report_unhandled(format_args!("no handler for `{}`", other.method())),
