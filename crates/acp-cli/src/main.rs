@@ -22,6 +22,8 @@ mod trace_view;
 // A symbolic link to acp-runtime's example agent (one source for both), which `cargo package`
 // packages as the file it points to.
 mod demo_agent;
+#[cfg(feature = "unstable-protocol-v2")]
+mod demo_agent_v2;
 
 use std::future::Future;
 use std::io::IsTerminal;

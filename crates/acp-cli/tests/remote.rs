@@ -5,6 +5,9 @@
 mod common;
 #[path = "../src/demo_agent.rs"]
 mod demo_agent;
+#[cfg(feature = "unstable-protocol-v2")]
+#[path = "../src/demo_agent_v2.rs"]
+mod demo_agent_v2;
 
 use std::process::{Command, Output, Stdio};
 

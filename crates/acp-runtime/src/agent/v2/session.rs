@@ -220,6 +220,24 @@ impl Turn {
         self.session.update(update).await
     }
 
+    /// Sends a display terminal upsert (`terminal_update`: command, cwd, exit status, ...).
+    pub async fn terminal(&self, update: TerminalUpdate) -> Result<()> {
+        self.session
+            .update(SessionUpdate::TerminalUpdate(update))
+            .await
+    }
+
+    /// Appends `bytes` to a display terminal's output (`terminal_output_chunk`, base64 on the
+    /// wire: any bytes, a character split between two calls included).
+    pub async fn terminal_output(&self, terminal: &TerminalId, bytes: &[u8]) -> Result<()> {
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        let chunk = TerminalOutputChunk::new(terminal.clone(), data);
+        self.session
+            .update(SessionUpdate::TerminalOutputChunk(chunk))
+            .await
+    }
+
     /// Asks the client for permission: reports `requires_action` while the request waits and
     /// `running` again after. Resolves `cancelled` at once when the turn is cancelled.
     pub async fn request_permission(
