@@ -377,6 +377,7 @@ fn entity_cancels_bad_ids_and_wrong_versions_get_precise_errors() {
         r#"{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"relative"}}"#,
         r#"{"jsonrpc":"2.0","id":8,"method":"session/prompt","params":{"sessionId":"s1","prompt":[],"idempotencyKey":""}}"#,
         r#"{"jsonrpc":"2.0","id":9,"method":"session/list","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":10,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"see"},{"type":"image","data":"AA==","mimeType":"image/png"}]}}"#,
     ] {
         peer.send(line);
         lines.push(peer.read());

@@ -254,6 +254,7 @@ impl<A: Agent> Dispatch<A> {
                 raw(self.agent.cancel_terminal(request, &session).await?)
             }
             ClientRequest::SessionPrompt(request) => {
+                prompt_content(&request.prompt, &caps)?;
                 let responder = responder.take().expect("one prompt per request");
                 self.prompt(request, responder).await;
                 Ok(Box::new(|_| {}))
@@ -533,4 +534,28 @@ impl<A: Agent> Handler for Dispatch<A> {
             }
         }
     }
+}
+
+/// A prompt's content must be of the kinds the agent advertised (`session.prompt`: `image`,
+/// `audio`, `embeddedContext`; text and resource links always): `-32602` naming the first
+/// that is not, before the prompt waits or reaches the agent.
+fn prompt_content(prompt: &[ContentBlock], caps: &AgentCapabilities) -> Result<()> {
+    let offered = caps.session.as_ref().and_then(|s| s.prompt.as_ref());
+    for (index, block) in prompt.iter().enumerate() {
+        let (kind, advertised) = match block {
+            ContentBlock::Image(_) => ("image", offered.is_some_and(|p| p.image.is_some())),
+            ContentBlock::Audio(_) => ("audio", offered.is_some_and(|p| p.audio.is_some())),
+            ContentBlock::Resource(_) => (
+                "resource",
+                offered.is_some_and(|p| p.embedded_context.is_some()),
+            ),
+            _ => continue,
+        };
+        if !advertised {
+            return Err(Error::invalid_params(format!(
+                "prompt[{index}] is {kind} content, which this agent does not advertise (session.prompt)"
+            )));
+        }
+    }
+    Ok(())
 }
