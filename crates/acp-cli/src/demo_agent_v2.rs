@@ -8,6 +8,21 @@ use acp_runtime::Result;
 use acp_runtime::acp_types::v2::*;
 use acp_runtime::agent::v2::{self, History, Turn};
 
+/// Serves the demo agent on stdin and stdout through the version router: v1 and v2, each
+/// with its demo; the exit status as [`demo_agent::serve_stdio`](crate::demo_agent::serve_stdio)
+/// gives it.
+#[allow(
+    dead_code,
+    reason = "not every file that includes this module serves on stdio"
+)]
+pub fn serve_stdio() -> i32 {
+    let served = acp_runtime::router::router()
+        .with_v1(crate::demo_agent::DemoAgent)
+        .with_v2(DemoAgentV2::default())
+        .serve_stdio();
+    crate::demo_agent::exit_status(served)
+}
+
 /// The v2 demo agent; its history serves `session/resume` with `replayFrom`.
 #[derive(Default)]
 pub struct DemoAgentV2 {

@@ -64,6 +64,10 @@ mod exit {
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if raw.first().map(String::as_str) == Some(SERVE_DEMO_AGENT) {
+        // With protocol v2, both versions through the router: a v2 client gets the v2 demo.
+        #[cfg(feature = "unstable-protocol-v2")]
+        std::process::exit(demo_agent_v2::serve_stdio());
+        #[cfg(not(feature = "unstable-protocol-v2"))]
         std::process::exit(demo_agent::serve_stdio());
     }
     #[cfg(feature = "unstable")]

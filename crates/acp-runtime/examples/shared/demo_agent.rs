@@ -23,14 +23,12 @@ pub struct DemoAgent;
     reason = "not every file that includes this module serves on stdio"
 )]
 pub fn serve_stdio() -> i32 {
-    // With protocol v2, both versions through the router: a v2 client gets the v2 demo.
-    #[cfg(feature = "unstable-protocol-v2")]
-    let served = acp_runtime::router::router()
-        .with_v1(DemoAgent)
-        .with_v2(crate::demo_agent_v2::DemoAgentV2::default())
-        .serve_stdio();
-    #[cfg(not(feature = "unstable-protocol-v2"))]
-    let served = agent::serve_stdio(DemoAgent);
+    exit_status(agent::serve_stdio(DemoAgent))
+}
+
+/// The process's exit status for how serving ended (see [`serve_stdio`]).
+#[allow(dead_code, reason = "used by `serve_stdio` and the v2 demo's")]
+pub fn exit_status(served: std::io::Result<()>) -> i32 {
     match served {
         Ok(()) => 0,
         Err(error) if client_went_away(&error) => 0,
