@@ -4,7 +4,7 @@
 //! ```no_run
 //! use acp_runtime::prelude::*;
 //! use acp_runtime::agent::v2;
-//! use acp_runtime::acp_types::v2 as wire;
+//! use acp_runtime::prelude::v2 as wire;
 //!
 //! struct MyAgent;
 //! impl Agent for MyAgent {

@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use acp_runtime::agent::v2::{self, Turn};
-//! use acp_runtime::acp_types::v2::{IdleStateUpdateKind, NewSessionRequest, NewSessionResponse, PromptRequest};
+//! use acp_runtime::prelude::v2::{IdleStateUpdateKind, NewSessionRequest, NewSessionResponse, PromptRequest};
 //! use acp_runtime::Result;
 //!
 //! struct Echo;

@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! use acp_runtime::client::v2::{self, Conversation};
-//! use acp_runtime::acp_types::v2::*;
+//! use acp_runtime::prelude::v2::*;
 //!
 //! struct Show;
 //! impl v2::Client for Show {

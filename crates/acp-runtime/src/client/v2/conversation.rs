@@ -106,7 +106,7 @@ pub enum Changed {
 ///
 /// ```
 /// use acp_runtime::client::v2::{Conversation, Author};
-/// use acp_runtime::acp_types::v2::*;
+/// use acp_runtime::prelude::v2::*;
 ///
 /// let mut chat = Conversation::default();
 /// let id = MessageId::new("m1");
