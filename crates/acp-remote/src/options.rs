@@ -54,6 +54,8 @@ pub struct ServerOptions {
     pub(crate) tls: Option<crate::TlsServerConfig>,
     pub(crate) replay_bytes: usize,
     pub(crate) replay_age: Duration,
+    pub(crate) replay_events: usize,
+    pub(crate) durable_transport: bool,
     pub(crate) sse_keep_alive: Duration,
 }
 
@@ -63,6 +65,10 @@ pub const DEFAULT_REPLAY_BYTES: usize = 2 << 20;
 
 /// Default age of [`ServerOptions::with_replay_window`]: 5 minutes.
 pub const DEFAULT_REPLAY_AGE: Duration = Duration::from_secs(300);
+
+/// Default events of [`ServerOptions::with_replay_events`]: 4096 per Streamable HTTP
+/// connection, all its streams together.
+pub const DEFAULT_REPLAY_EVENTS: usize = 4096;
 
 /// Default of [`ServerOptions::with_head_timeout`]: 5 s.
 pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -96,6 +102,8 @@ impl Default for ServerOptions {
             tls: None,
             replay_bytes: DEFAULT_REPLAY_BYTES,
             replay_age: DEFAULT_REPLAY_AGE,
+            replay_events: DEFAULT_REPLAY_EVENTS,
+            durable_transport: false,
             sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
         }
     }
@@ -117,6 +125,8 @@ impl fmt::Debug for ServerOptions {
             .field("authenticated", &self.authenticator.is_some())
             .field("replay_bytes", &self.replay_bytes)
             .field("replay_age", &self.replay_age)
+            .field("replay_events", &self.replay_events)
+            .field("durable_transport", &self.durable_transport)
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("keepalive", &self.keepalive)
             .finish()
@@ -321,6 +331,38 @@ impl ServerOptions {
         self.replay_bytes = bytes;
         self.replay_age = age;
         self
+    }
+
+    /// At most this many events kept in a connection's replay window besides its bytes
+    /// (default [`DEFAULT_REPLAY_EVENTS`], 4096; the oldest given up first): the number a
+    /// durable-transport client is told at `initialize` as `retentionMessages`.
+    pub fn with_replay_events(mut self, events: usize) -> Self {
+        self.replay_events = events;
+        self
+    }
+
+    /// Serves the durable-transport proposal (upstream agent-client-protocol PR #2208, open:
+    /// off by default) to Streamable HTTP clients that ask for it at `initialize` with
+    /// `params.clientCapabilities.transport.resumable`: each message on their SSE streams
+    /// carries its event id in `_meta["acp/cursor"]` too, and the `initialize` answer
+    /// advertises the replay window as `agentCapabilities.transport.resumable
+    /// {retentionMessages, retentionSeconds}`. Clients that do not ask get today's wire.
+    ///
+    /// ```
+    /// use acp_remote::ServerOptions;
+    ///
+    /// let options = ServerOptions::default().with_durable_transport(true);
+    /// assert!(options.durable_transport());
+    /// ```
+    pub fn with_durable_transport(mut self, enabled: bool) -> Self {
+        self.durable_transport = enabled;
+        self
+    }
+
+    /// Whether the durable-transport proposal is served (see
+    /// [`with_durable_transport`](Self::with_durable_transport)).
+    pub fn durable_transport(&self) -> bool {
+        self.durable_transport
     }
 
     /// How long an SSE stream may stay quiet before it gets a `: keepalive` comment (default

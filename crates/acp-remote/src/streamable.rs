@@ -135,7 +135,10 @@ pub(crate) enum Incoming {
 pub(crate) struct StreamLimits {
     pub(crate) budget: usize,
     pub(crate) replay_bytes: usize,
+    pub(crate) replay_events: usize,
     pub(crate) replay_age: std::time::Duration,
+    /// The client asked for cursors in `_meta` (the durable transport, allowed by the server).
+    pub(crate) cursors: bool,
 }
 
 /// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
@@ -197,7 +200,12 @@ impl HttpConn {
         limits: StreamLimits,
     ) -> Arc<HttpConn> {
         let budget = ByteBudget::new(limits.budget);
-        let replay = Replay::new(limits.replay_bytes, limits.replay_age);
+        let replay = Replay::new(
+            limits.replay_bytes,
+            limits.replay_events,
+            limits.replay_age,
+            limits.cursors,
+        );
         Arc::new(HttpConn {
             id,
             authorization,

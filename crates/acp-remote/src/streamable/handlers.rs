@@ -165,6 +165,7 @@ async fn initialize(
 ) -> Result<Posted, Refusal> {
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
     let id = connection_id();
+    let durable = ctx.options.durable_transport && crate::cursor::asks_for_resumable(body);
     let conn = HttpConn::new(
         id.clone(),
         head.header("authorization").map(str::to_owned),
@@ -172,7 +173,9 @@ async fn initialize(
         StreamLimits {
             budget: ctx.options.stream_budget,
             replay_bytes: ctx.options.replay_bytes,
+            replay_events: ctx.options.replay_events,
             replay_age: ctx.options.replay_age,
+            cursors: durable,
         },
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
@@ -215,6 +218,14 @@ async fn initialize(
         None
     };
     match future::or(answered, ended).await {
+        Some(answer) if durable => {
+            let retention = crate::cursor::Retention {
+                messages: ctx.options.replay_events,
+                seconds: ctx.options.replay_age.as_secs(),
+            };
+            let answer = crate::cursor::advertise(&answer, retention);
+            Ok(Posted::Initialized { id, answer })
+        }
         Some(answer) => Ok(Posted::Initialized { id, answer }),
         None => {
             conn.abort();

@@ -25,12 +25,19 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// What one connection keeps of the events its streams sent: at most `limit` bytes of
-/// messages (the oldest event of any stream given up first) and nothing older than `age`.
+/// messages and `max_events` events (the oldest event of any stream given up first) and
+/// nothing older than `age`.
 #[derive(Debug)]
 pub(crate) struct Replay {
     limit: usize,
+    max_events: usize,
     age: Duration,
+    /// The client asked for the durable transport: each message sent carries its event id
+    /// in `_meta["acp/cursor"]` too (see [`crate::cursor`]).
+    cursors: bool,
     used: AtomicUsize,
+    /// Events kept now, all streams together.
+    events: AtomicUsize,
     /// Stamps events in the order they were sent, across the connection's streams.
     order: AtomicU64,
     /// One trim at a time.
@@ -38,11 +45,19 @@ pub(crate) struct Replay {
 }
 
 impl Replay {
-    pub(crate) fn new(limit: usize, age: Duration) -> Arc<Replay> {
+    pub(crate) fn new(
+        limit: usize,
+        max_events: usize,
+        age: Duration,
+        cursors: bool,
+    ) -> Arc<Replay> {
         Arc::new(Replay {
             limit,
+            max_events,
             age,
+            cursors,
             used: AtomicUsize::new(0),
+            events: AtomicUsize::new(0),
             order: AtomicU64::new(0),
             trimming: Mutex::new(()),
         })
@@ -66,18 +81,22 @@ impl Replay {
         let _one = lock(&self.trimming);
         if let Some(cutoff) = Instant::now().checked_sub(self.age) {
             for stream in streams {
-                let freed = stream.forget_older(cutoff);
+                let (freed, events) = stream.forget_older(cutoff);
                 self.used.fetch_sub(freed, Ordering::SeqCst);
+                self.events.fetch_sub(events, Ordering::SeqCst);
             }
         }
-        while self.used.load(Ordering::SeqCst) > self.limit {
+        while self.used.load(Ordering::SeqCst) > self.limit
+            || self.events.load(Ordering::SeqCst) > self.max_events
+        {
             let oldest = streams
                 .iter()
                 .filter_map(|s| s.oldest_order().map(|order| (order, s)))
                 .min_by_key(|(order, _)| *order);
             let Some((_, stream)) = oldest else { break };
-            let freed = stream.forget_oldest();
+            let (freed, events) = stream.forget_oldest();
             self.used.fetch_sub(freed, Ordering::SeqCst);
+            self.events.fetch_sub(events, Ordering::SeqCst);
         }
     }
 }
@@ -266,10 +285,17 @@ impl SseStream {
                     }
                     w.last_id += 1;
                     let id = w.last_id;
+                    if self.replay.cursors {
+                        // Kept stamped: a replay sends the very bytes, cursor included.
+                        if let Some(stamped) = crate::cursor::stamp(&message, &id.to_string()) {
+                            message = stamped;
+                        }
+                    }
                     render(&mut out, id, &message);
                     self.replay
                         .used
                         .fetch_add(message.len() + KEPT_OVERHEAD, Ordering::SeqCst);
+                    self.replay.events.fetch_add(1, Ordering::SeqCst);
                     w.kept.push_back(Kept {
                         id,
                         order: self.replay.order.fetch_add(1, Ordering::SeqCst),
@@ -300,38 +326,41 @@ impl SseStream {
         lock(&self.window).kept.front().map(|k| k.order)
     }
 
-    fn forget_oldest(&self) -> usize {
+    /// Gives up the oldest event kept: the bytes and the events (0 or 1) freed.
+    fn forget_oldest(&self) -> (usize, usize) {
         let mut w = lock(&self.window);
         let freed = w
             .kept
             .pop_front()
-            .map_or(0, |k| k.message.len() + KEPT_OVERHEAD);
+            .map_or((0, 0), |k| (k.message.len() + KEPT_OVERHEAD, 1));
         w.shrink();
         freed
     }
 
-    fn forget_older(&self, cutoff: Instant) -> usize {
+    /// Gives up the events sent before `cutoff`: the bytes and the events freed.
+    fn forget_older(&self, cutoff: Instant) -> (usize, usize) {
         let mut w = lock(&self.window);
-        let mut freed = 0;
+        let (mut freed, mut events) = (0, 0);
         while w.kept.front().is_some_and(|k| k.at < cutoff) {
-            freed += w
-                .kept
-                .pop_front()
-                .map_or(0, |k| k.message.len() + KEPT_OVERHEAD);
+            if let Some(kept) = w.kept.pop_front() {
+                freed += kept.message.len() + KEPT_OVERHEAD;
+                events += 1;
+            }
         }
         w.shrink();
-        freed
+        (freed, events)
     }
 
     /// Drops what the stream keeps (the connection is gone).
     pub(crate) fn abort(&self) {
         self.pending.abort();
-        let freed: usize = lock(&self.window)
-            .kept
-            .drain(..)
-            .map(|k| k.message.len() + KEPT_OVERHEAD)
-            .sum();
+        let (mut freed, mut events) = (0, 0);
+        for kept in lock(&self.window).kept.drain(..) {
+            freed += kept.message.len() + KEPT_OVERHEAD;
+            events += 1;
+        }
         self.replay.used.fetch_sub(freed, Ordering::SeqCst);
+        self.replay.events.fetch_sub(events, Ordering::SeqCst);
         self.taken_over.notify(usize::MAX);
     }
 }
@@ -354,7 +383,7 @@ mod tests {
     #[test]
     fn resumes_exactly_after_the_last_event_id() {
         smol::block_on(async {
-            let replay = Replay::new(1 << 20, Duration::from_secs(60));
+            let replay = Replay::new(1 << 20, usize::MAX, Duration::from_secs(60), false);
             let s = stream(&replay);
             for m in ["a", "b", "c"] {
                 s.pending.push(m.as_bytes().to_vec()).await.unwrap();
@@ -384,7 +413,12 @@ mod tests {
     #[test]
     fn the_oldest_event_of_the_connection_goes_first() {
         smol::block_on(async {
-            let replay = Replay::new(2 * (1 + KEPT_OVERHEAD), Duration::from_secs(60));
+            let replay = Replay::new(
+                2 * (1 + KEPT_OVERHEAD),
+                usize::MAX,
+                Duration::from_secs(60),
+                false,
+            );
             let (a, b) = (stream(&replay), stream(&replay));
             let (ra, rb) = (a.attach(None).unwrap(), b.attach(None).unwrap());
             a.pending.push(b"1".to_vec()).await.unwrap();
@@ -402,7 +436,7 @@ mod tests {
             assert!(a.attach(Some(1)).is_ok(), "nothing missed, nothing needed");
             assert!(b.attach(Some(0)).is_ok());
             // Too old now: everything goes.
-            let replay = Replay::new(1 << 20, Duration::ZERO);
+            let replay = Replay::new(1 << 20, usize::MAX, Duration::ZERO, false);
             let c = stream(&replay);
             let rc = c.attach(None).unwrap();
             c.pending.push(b"x".to_vec()).await.unwrap();
@@ -412,6 +446,43 @@ mod tests {
             assert_eq!(replay.used(), 0);
             assert_eq!(
                 c.attach(Some(0)).unwrap_err(),
+                AttachError::Passed { first_kept: 2 }
+            );
+        });
+    }
+
+    #[test]
+    fn cursors_are_kept_with_the_event_and_events_are_bounded_in_number() {
+        smol::block_on(async {
+            let replay = Replay::new(1 << 20, 2, Duration::from_secs(60), true);
+            let s = stream(&replay);
+            let r = s.attach(None).unwrap();
+            for m in [
+                r#"{"method":"a","params":{}}"#,
+                r#"{"id":1,"result":null}"#,
+                r#"{"method":"c","params":{"x":1}}"#,
+            ] {
+                s.pending.push(m.as_bytes().to_vec()).await.unwrap();
+            }
+            let (text, _) = events(s.take_batch(r.reader, 0, 1024));
+            insta::assert_snapshot!(text, @r#"
+            id: 1
+            data: {"method":"a","params":{"_meta":{"acp/cursor":"1"}}}
+
+            id: 2
+            data: {"id":1,"result":null}
+
+            id: 3
+            data: {"method":"c","params":{"_meta":{"acp/cursor":"3"},"x":1}}
+            "#);
+            replay.trim(std::slice::from_ref(&s));
+            assert_eq!(replay.events.load(Ordering::SeqCst), 2, "the event cap");
+            // A resumption gets the very bytes, cursors included.
+            let again = s.attach(Some(1)).unwrap();
+            let (replayed, _) = events(s.take_batch(again.reader, 1, 1024));
+            assert!(text.ends_with(&replayed), "{replayed}");
+            assert_eq!(
+                s.attach(Some(0)).unwrap_err(),
                 AttachError::Passed { first_kept: 2 }
             );
         });
