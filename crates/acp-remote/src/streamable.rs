@@ -279,6 +279,11 @@ impl HttpConn {
         self.replay.used()
     }
 
+    /// Whether the client asked for the durable transport (see [`crate::cursor`]).
+    pub(crate) fn durable(&self) -> bool {
+        self.replay.cursors()
+    }
+
     /// The bytes the replay window keeps at most.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn replay_limit(&self) -> usize {

@@ -78,3 +78,29 @@ fn a_client_that_does_not_ask_gets_todays_wire() {
         assert!(!text.contains("acp/cursor"), "{text}");
     });
 }
+
+/// Events no longer kept: a durable-transport client is refused with the proposal's `409`
+/// (and the same JSON-RPC error as the `410` others get), never a stream with a gap.
+#[test]
+fn a_passed_window_is_a_409_for_a_durable_client() {
+    smol::block_on(async {
+        let options = ServerOptions::default()
+            .with_durable_transport(true)
+            .with_replay_events(0);
+        let (addr, _shutdown, _task) = serve(options);
+        let init = post(addr, &[], DURABLE_INITIALIZE).await;
+        let conn = init.header("acp-connection-id").unwrap().to_owned();
+        let c = [("Acp-Connection-Id", conn.as_str())];
+        let mut first = Sse::open(addr, &c).await;
+        for id in 7..9 {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"unknown/x"}}"#);
+            assert_eq!(post(addr, &c, &body).await.status, 202);
+        }
+        // The reader trims the window after sending (to no events at all).
+        text_until(&mut first, "\"id\":8").await;
+        let mut h = c.to_vec();
+        h.push(("Last-Event-ID", "0"));
+        let refused = Sse::open(addr, &h).await;
+        assert_eq!(refused.status, 409);
+    });
+}

@@ -240,7 +240,8 @@ async fn initialize(
 /// budget. With `Last-Event-ID` the GET resumes the stream after that event, taking it over
 /// from a reader the server still has (MCP's rule: the client knows that one is dead): 400
 /// for an id that is not one of the stream's, 410 with a JSON-RPC error when the events
-/// after it are no longer kept.
+/// after it are no longer kept (409, the durable-transport proposal's refusal, to a client
+/// that asked for that transport).
 pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
     let accepts = head
         .header("accept")
@@ -264,6 +265,7 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
         return refused((404, "too many session streams"));
     };
     let keep_alive = ctx.options.sse_keep_alive;
+    let refusal_status = if conn.durable() { 409 } else { 410 };
     let events = match EventStream::attach(conn, stream, resume, ctx.shared.clone(), keep_alive) {
         Ok(events) => events,
         Err(AttachError::Busy) => return refused((409, "this stream already has a reader")),
@@ -272,7 +274,7 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
         }
         Err(AttachError::Passed { first_kept }) => {
             let asked = resume.unwrap_or_default();
-            return window_passed(asked, first_kept, &ctx.options);
+            return window_passed(asked, first_kept, &ctx.options, refusal_status);
         }
     };
     Reply {
@@ -287,10 +289,15 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
 }
 
 /// The answer to a resumption after `asked` when the oldest event kept is `first_kept`:
-/// `410 Gone`, and a JSON-RPC error (no id: it answers no request) that says which events are
+/// `status` (`410 Gone`; `409` for a durable-transport client, whose proposal says so), and a JSON-RPC error (no id: it answers no request) that says which events are
 /// lost and the window's bounds. The client cannot continue the stream without a gap; ours
 /// ends the connection with this message.
-pub(crate) fn window_passed(asked: u64, first_kept: u64, options: &ServerOptions) -> Reply {
+pub(crate) fn window_passed(
+    asked: u64,
+    first_kept: u64,
+    options: &ServerOptions,
+    status: u16,
+) -> Reply {
     let error = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
@@ -310,7 +317,7 @@ pub(crate) fn window_passed(asked: u64, first_kept: u64, options: &ServerOptions
         },
     });
     Reply {
-        status: 410,
+        status,
         headers: Vec::new(),
         body: ReplyBody::Json(error.to_string().into_bytes()),
     }

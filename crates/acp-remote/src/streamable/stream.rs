@@ -69,6 +69,12 @@ impl Replay {
         self.used.load(Ordering::SeqCst)
     }
 
+    /// Whether messages are stamped with their cursor (the client asked for the durable
+    /// transport).
+    pub(crate) fn cursors(&self) -> bool {
+        self.cursors
+    }
+
     /// The bytes the window keeps at most (once trimmed: see `docs/limits.md`).
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn limit(&self) -> usize {
