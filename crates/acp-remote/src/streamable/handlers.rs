@@ -164,7 +164,7 @@ async fn initialize(
     ctx: &ServerCtx,
 ) -> Result<Posted, Refusal> {
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
-    let id = connection_id();
+    let id = connection_id(ctx.options.instance.as_ref());
     let durable = ctx.options.durable_transport && crate::cursor::asks_for_resumable(body);
     let conn = HttpConn::new(
         id.clone(),
