@@ -40,12 +40,12 @@ fn offset(outer: &str, inner: &RawValue) -> usize {
 /// Inserts `member` (`"key":value`) as the first member of the object starting at `at`.
 fn insert_member(message: &str, at: usize, empty: bool, member: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(message.len() + member.len() + 1);
-    out.extend_from_slice(message[..=at].as_bytes());
+    out.extend_from_slice(&message.as_bytes()[..=at]);
     out.extend_from_slice(member.as_bytes());
     if !empty {
         out.push(b',');
     }
-    out.extend_from_slice(message[at + 1..].as_bytes());
+    out.extend_from_slice(&message.as_bytes()[at + 1..]);
     out
 }
 
