@@ -110,6 +110,32 @@ pub(crate) fn asks_for_resumable(initialize: &[u8]) -> bool {
         .is_some_and(|v| !v.is_null() && *v != serde_json::Value::Bool(false))
 }
 
+/// An `initialize` request with `params.clientCapabilities.transport.resumable` set to `{}`
+/// (what [`asks_for_resumable`] looks for); a message that is not such a request is
+/// returned unchanged.
+pub(crate) fn ask_for_resumable(initialize: &[u8]) -> Vec<u8> {
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(initialize) else {
+        return initialize.to_vec();
+    };
+    let Some(params) = value.get_mut("params").and_then(|p| p.as_object_mut()) else {
+        return initialize.to_vec();
+    };
+    let capabilities = params
+        .entry("clientCapabilities")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(capabilities) = capabilities.as_object_mut() else {
+        return initialize.to_vec();
+    };
+    let transport = capabilities
+        .entry("transport")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(transport) = transport.as_object_mut() else {
+        return initialize.to_vec();
+    };
+    transport.insert("resumable".into(), serde_json::json!({}));
+    serde_json::to_vec(&value).unwrap_or_else(|_| initialize.to_vec())
+}
+
 /// What a server keeps for resumptions, as advertised at `initialize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Retention {
