@@ -251,6 +251,23 @@ fn the_instance_and_durable_flags_of_serve_take_effect() {
     });
 }
 
+/// `connect --durable-transport` asks the server for the proposal in the `initialize` it
+/// passes on: the server's answer (passed back) advertises the retention.
+#[test]
+fn connect_asks_for_the_durable_transport() {
+    smol::block_on(async {
+        let (addr, _, _task) = serve(ServerOptions::default().with_durable_transport(true));
+        let inner_url = format!("http://{addr}/acp");
+        let (_serve, url) =
+            bridge_serve_with(&[], &[BRIDGE, "connect", &inner_url, "--durable-transport"]);
+        let outer: std::net::SocketAddr = url.split('/').nth(2).unwrap().parse().unwrap();
+        let init = http_client::post(outer, &[], wire::INITIALIZE).await;
+        assert_eq!(init.status, 200, "{init:?}");
+        let resumable = &init.json()["result"]["agentCapabilities"]["transport"]["resumable"];
+        assert_eq!(resumable["retentionMessages"], 4096, "{init:?}");
+    });
+}
+
 /// `--head-timeout`: a head left unfinished is cut after 0.3 s, not the default 5 s.
 #[test]
 fn the_head_timeout_flag_takes_effect() {

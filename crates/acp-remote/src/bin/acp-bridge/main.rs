@@ -8,6 +8,7 @@
 //!     (-- AGENT [ARGS...] | --agent ID [--registry FILE|URL] [--refresh])
 //! acp-bridge connect ws://HOST:PORT/acp|http://HOST:PORT/acp [--token T] [--header 'N: v']...
 //!     [--http2-prior-knowledge] [--reconnect-attempts N] [--reconnect-within SECS]
+//!     [--durable-transport]
 //! ```
 //!
 //! `serve` starts one agent process per WebSocket client and pipes the connection through
@@ -150,6 +151,10 @@ struct ConnectArgs {
     /// [default: 30]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     reconnect_within: Option<Duration>,
+    /// Streamable HTTP: ask the server for the durable-transport proposal at initialize
+    /// (cursors in _meta; a refused resumption is a 409)
+    #[arg(long)]
+    durable_transport: bool,
 }
 
 /// A duration in seconds, fractions allowed: `15`, `0.25`.
@@ -447,6 +452,9 @@ fn connect(args: ConnectArgs) -> Result<(), Failed> {
         args.reconnect_within
             .unwrap_or(acp_remote::DEFAULT_RECONNECT_WITHIN),
     );
+    if args.durable_transport {
+        connector = connector.with_durable_transport();
+    }
     if let Some(token) = token {
         connector = connector.with_bearer_token(token);
     }
