@@ -131,7 +131,7 @@ pub(crate) enum Incoming {
 }
 
 /// The bounds of a connection's streams, from the server's options.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct StreamLimits {
     pub(crate) budget: usize,
     pub(crate) replay_bytes: usize,
@@ -139,6 +139,8 @@ pub(crate) struct StreamLimits {
     pub(crate) replay_age: std::time::Duration,
     /// The client asked for cursors in `_meta` (the durable transport, allowed by the server).
     pub(crate) cursors: bool,
+    /// The server's memory ceiling, which the replay window's bytes are drawn from.
+    pub(crate) ceiling: ByteBudget,
 }
 
 /// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
@@ -205,6 +207,7 @@ impl HttpConn {
             limits.replay_events,
             limits.replay_age,
             limits.cursors,
+            limits.ceiling,
         );
         Arc::new(HttpConn {
             id,

@@ -176,6 +176,7 @@ async fn initialize(
             replay_events: ctx.options.replay_events,
             replay_age: ctx.options.replay_age,
             cursors: durable,
+            ceiling: ctx.shared.ceiling.clone(),
         },
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());

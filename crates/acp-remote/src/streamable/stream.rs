@@ -38,6 +38,9 @@ pub(crate) struct Replay {
     used: AtomicUsize,
     /// Events kept now, all streams together.
     events: AtomicUsize,
+    /// The server's memory ceiling, which the kept bytes are drawn from too (`used` is this
+    /// connection's share of it, for its own bound).
+    ceiling: ByteBudget,
     /// Stamps events in the order they were sent, across the connection's streams.
     order: AtomicU64,
     /// One trim at a time.
@@ -50,6 +53,7 @@ impl Replay {
         max_events: usize,
         age: Duration,
         cursors: bool,
+        ceiling: ByteBudget,
     ) -> Arc<Replay> {
         Arc::new(Replay {
             limit,
@@ -58,6 +62,7 @@ impl Replay {
             cursors,
             used: AtomicUsize::new(0),
             events: AtomicUsize::new(0),
+            ceiling,
             order: AtomicU64::new(0),
             trimming: Mutex::new(()),
         })
@@ -81,6 +86,23 @@ impl Replay {
         self.limit
     }
 
+    /// Counts an event of `bytes` in, if the server's memory ceiling has room for it.
+    fn keep(&self, bytes: usize) -> bool {
+        if !self.ceiling.try_take(bytes) {
+            return false;
+        }
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+        self.events.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// Counts `events` of `bytes` out.
+    fn forget(&self, bytes: usize, events: usize) {
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+        self.events.fetch_sub(events, Ordering::SeqCst);
+        self.ceiling.give_back(bytes);
+    }
+
     /// Gives up events of `streams` (all of one connection's) until the bounds hold: first
     /// those older than the age, then the oldest sent, whichever stream sent it.
     pub(crate) fn trim(&self, streams: &[Arc<SseStream>]) {
@@ -88,8 +110,7 @@ impl Replay {
         if let Some(cutoff) = Instant::now().checked_sub(self.age) {
             for stream in streams {
                 let (freed, events) = stream.forget_older(cutoff);
-                self.used.fetch_sub(freed, Ordering::SeqCst);
-                self.events.fetch_sub(events, Ordering::SeqCst);
+                self.forget(freed, events);
             }
         }
         while self.used.load(Ordering::SeqCst) > self.limit
@@ -101,8 +122,7 @@ impl Replay {
                 .min_by_key(|(order, _)| *order);
             let Some((_, stream)) = oldest else { break };
             let (freed, events) = stream.forget_oldest();
-            self.used.fetch_sub(freed, Ordering::SeqCst);
-            self.events.fetch_sub(events, Ordering::SeqCst);
+            self.forget(freed, events);
         }
     }
 }
@@ -298,16 +318,24 @@ impl SseStream {
                         }
                     }
                     render(&mut out, id, &message);
-                    self.replay
-                        .used
-                        .fetch_add(message.len() + KEPT_OVERHEAD, Ordering::SeqCst);
-                    self.replay.events.fetch_add(1, Ordering::SeqCst);
-                    w.kept.push_back(Kept {
-                        id,
-                        order: self.replay.order.fetch_add(1, Ordering::SeqCst),
-                        at: Instant::now(),
-                        message,
-                    });
+                    if self.replay.keep(message.len() + KEPT_OVERHEAD) {
+                        w.kept.push_back(Kept {
+                            id,
+                            order: self.replay.order.fetch_add(1, Ordering::SeqCst),
+                            at: Instant::now(),
+                            message,
+                        });
+                    } else {
+                        // The server's memory ceiling has no room to keep it: the stream's
+                        // older events go too (kept ids stay consecutive), and a resumption
+                        // before this event is refused, never served with a gap.
+                        let (mut freed, mut events) = (0, 0);
+                        for kept in w.kept.drain(..) {
+                            freed += kept.message.len() + KEPT_OVERHEAD;
+                            events += 1;
+                        }
+                        self.replay.forget(freed, events);
+                    }
                 }
                 Ok(None) => break,
                 Err(()) if out.is_empty() => return Batch::Ended,
@@ -365,8 +393,7 @@ impl SseStream {
             freed += kept.message.len() + KEPT_OVERHEAD;
             events += 1;
         }
-        self.replay.used.fetch_sub(freed, Ordering::SeqCst);
-        self.replay.events.fetch_sub(events, Ordering::SeqCst);
+        self.replay.forget(freed, events);
         self.taken_over.notify(usize::MAX);
     }
 }
@@ -389,7 +416,13 @@ mod tests {
     #[test]
     fn resumes_exactly_after_the_last_event_id() {
         smol::block_on(async {
-            let replay = Replay::new(1 << 20, usize::MAX, Duration::from_secs(60), false);
+            let replay = Replay::new(
+                1 << 20,
+                usize::MAX,
+                Duration::from_secs(60),
+                false,
+                ByteBudget::new(usize::MAX),
+            );
             let s = stream(&replay);
             for m in ["a", "b", "c"] {
                 s.pending.push(m.as_bytes().to_vec()).await.unwrap();
@@ -424,6 +457,7 @@ mod tests {
                 usize::MAX,
                 Duration::from_secs(60),
                 false,
+                ByteBudget::new(usize::MAX),
             );
             let (a, b) = (stream(&replay), stream(&replay));
             let (ra, rb) = (a.attach(None).unwrap(), b.attach(None).unwrap());
@@ -442,7 +476,13 @@ mod tests {
             assert!(a.attach(Some(1)).is_ok(), "nothing missed, nothing needed");
             assert!(b.attach(Some(0)).is_ok());
             // Too old now: everything goes.
-            let replay = Replay::new(1 << 20, usize::MAX, Duration::ZERO, false);
+            let replay = Replay::new(
+                1 << 20,
+                usize::MAX,
+                Duration::ZERO,
+                false,
+                ByteBudget::new(usize::MAX),
+            );
             let c = stream(&replay);
             let rc = c.attach(None).unwrap();
             c.pending.push(b"x".to_vec()).await.unwrap();
@@ -460,7 +500,13 @@ mod tests {
     #[test]
     fn cursors_are_kept_with_the_event_and_events_are_bounded_in_number() {
         smol::block_on(async {
-            let replay = Replay::new(1 << 20, 2, Duration::from_secs(60), true);
+            let replay = Replay::new(
+                1 << 20,
+                2,
+                Duration::from_secs(60),
+                true,
+                ByteBudget::new(usize::MAX),
+            );
             let s = stream(&replay);
             let r = s.attach(None).unwrap();
             for m in [
@@ -491,6 +537,42 @@ mod tests {
                 s.attach(Some(0)).unwrap_err(),
                 AttachError::Passed { first_kept: 2 }
             );
+        });
+    }
+
+    #[test]
+    fn the_window_draws_on_the_memory_ceiling_and_gives_up_what_does_not_fit() {
+        smol::block_on(async {
+            let ceiling = ByteBudget::new(2 * (1 + KEPT_OVERHEAD));
+            let replay = Replay::new(
+                1 << 20,
+                usize::MAX,
+                Duration::from_secs(60),
+                false,
+                ceiling.clone(),
+            );
+            let s = stream(&replay);
+            let r = s.attach(None).unwrap();
+            for m in ["a", "b"] {
+                s.pending.push(m.as_bytes().to_vec()).await.unwrap();
+            }
+            events(s.take_batch(r.reader, 0, 64));
+            assert_eq!(ceiling.used(), 2 * (1 + KEPT_OVERHEAD));
+            // No room for the third: sent, not kept, and the older ones go with it.
+            s.pending.push(b"c".to_vec()).await.unwrap();
+            let (text, _) = events(s.take_batch(r.reader, 2, 64));
+            assert_eq!(text, "id: 3\ndata: c\n\n");
+            assert_eq!((ceiling.used(), replay.used()), (0, 0));
+            assert_eq!(
+                s.attach(Some(1)).unwrap_err(),
+                AttachError::Passed { first_kept: 4 }
+            );
+            let again = s.attach(Some(3)).unwrap();
+            s.pending.push(b"d".to_vec()).await.unwrap();
+            events(s.take_batch(again.reader, 3, 64));
+            assert_eq!(ceiling.used(), 1 + KEPT_OVERHEAD);
+            s.abort();
+            assert_eq!(ceiling.used(), 0, "what the connection kept is given back");
         });
     }
 }
