@@ -241,7 +241,7 @@ async fn post_all(shared: &Arc<Shared>) {
         let sent = loop {
             match shared
                 .link
-                .send(&mut poster, "POST", &headers, &message)
+                .send(&mut poster, "POST", &headers, message)
                 .await
             {
                 Err(error)
