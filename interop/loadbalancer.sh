@@ -4,7 +4,9 @@
 #   1. every turn completes, the clients spread over the three;
 #   2. one instance killed (SIGKILL) mid-run: its clients get an error, the others never notice;
 #   3. one instance drained (SIGTERM): its running turns finish, clients that arrive meanwhile
-#      land on the others, and it exits within its drain deadline.
+#      land on the others, and it exits within its drain deadline;
+#   4. HAProxy itself restarted mid-run: every Streamable HTTP client resumes on its own
+#      instance, routed by the instance named in its connection id (no balancer state).
 # Skipped (exit 0, with a message) when haproxy is not installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,7 @@ port() { echo $((base + $1)); }
 # start NAME INDEX: one bridge serving the fleet agent (turns of 20 chunks, 50 ms apart).
 declare -A bridge_pid
 start() {
-  FLEET_BACKEND=$1 "$bridge" serve --listen "127.0.0.1:$(port "$2")" --drain-timeout 20 \
+  FLEET_BACKEND=$1 "$bridge" serve --listen "127.0.0.1:$(port "$2")" --drain-timeout 20 --instance "$1" \
     -- "$fleet" agent --chunks 20 --delay-ms 50 2>"$work/$1.log" &
   bridge_pid[$1]=$!
   pids+=($!)
@@ -46,15 +48,23 @@ start() {
 }
 start s1 1; start s2 2; start s3 3
 
-servers=$(printf '    server s%d 127.0.0.1:%d\n' 1 "$(port 1)" 2 "$(port 2)" 3 "$(port 3)")
+# Each server's line and the rule that routes its connection ids (`sN.<token>`) to it.
+servers=$(for i in 1 2 3; do
+  printf '    server s%d 127.0.0.1:%d\n    use-server s%d if { req.hdr(acp-connection-id) -m beg s%d. }\n' \
+    "$i" "$(port "$i")" "$i" "$i"
+done)
 # The recipe is shared with the load example; a quick health check notices a killed server.
 awk -v lb="$lb" -v servers="$servers" '
   $0 == "@SERVERS@" { print servers; next }
   { gsub(/@LB@/, lb); gsub(/@MAXCONN@/, "4096"); gsub(/@CHECK_INTER@/, "500ms"); print }
 ' crates/acp-remote/examples/load/haproxy.cfg >"$work/haproxy.cfg"
-haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
-pids+=($!)
-sleep 1
+start_haproxy() {
+  haproxy -f "$work/haproxy.cfg" -db >>"$work/haproxy.log" 2>&1 &
+  haproxy_pid=$!
+  pids+=($!)
+  sleep 1
+}
+start_haproxy
 
 clients() { "$fleet" clients "127.0.0.1:$lb" "$@"; }
 
@@ -99,4 +109,15 @@ if grep -q ' s3 ' "$work/run3b.txt"; then echo "FAIL: a new client reached the d
 echo "s3 exited with $s3_status, ${drained}s after SIGTERM; its log:"
 grep -E 'acp-bridge: (draining|every|drain|stopped)' "$work/s3.log"
 [[ $s3_status -eq 0 ]] || { echo "FAIL: s3 exited with $s3_status"; exit 1; }
-echo "loadbalancer: 3 passed, 0 failed"
+echo "== 4. HAProxy killed (SIGKILL) and restarted two seconds into a run of 60 Streamable HTTP clients (on s1 and s2), 4 turns each"
+clients --clients 60 --turns 4 --http-only >"$work/run4.txt" &
+run=$!
+sleep 2
+kill -9 "$haproxy_pid"
+start_haproxy
+# Every client resumes its cut streams and retries its POSTs through the new balancer, which
+# knows nothing of them: the connection id alone routes each to its own instance.
+wait "$run" || { echo "FAIL: clients did not survive the balancer's restart"; grep failed "$work/run4.txt"; exit 1; }
+grep -E '^(backend|60 clients)' "$work/run4.txt"
+[[ $(grep -c '^backend' "$work/run4.txt") -ge 2 ]] || { echo "FAIL: the clients did not spread over s1 and s2"; exit 1; }
+echo "loadbalancer: 4 passed, 0 failed"

@@ -4,8 +4,9 @@
 //! fleet agent [--chunks K] [--delay-ms D]
 //!     a stdio agent for `acp-bridge serve`: each turn first says which backend it runs on
 //!     ($FLEET_BACKEND), then streams K chunks (default 20), D ms apart (default 50)
-//! fleet clients HOST:PORT [--clients N] [--turns T] [--token TOKEN]
-//!     N clients at once (default 100), alternately WebSocket and Streamable HTTP, each with
+//! fleet clients HOST:PORT [--clients N] [--turns T] [--token TOKEN] [--http-only]
+//!     N clients at once (default 100), alternately WebSocket and Streamable HTTP (only the
+//!     latter with --http-only), each with
 //!     its own connection, one session and T turns (default 3) one after the other; prints
 //!     one line per client (`client I TRANSPORT BACKEND ok|failed: ERROR`) and a summary line
 //!     per backend
@@ -156,13 +157,14 @@ async fn turns_on_a_connection(
 fn clients(args: &[String]) -> bool {
     let mut args = args.iter();
     let host = args.next().expect("HOST:PORT").clone();
-    let (mut n, mut turns, mut token) = (100usize, 3usize, None);
+    let (mut n, mut turns, mut token, mut http_only) = (100usize, 3usize, None, false);
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("a value").clone();
         match arg.as_str() {
             "--clients" => n = value().parse().expect("a number of clients"),
             "--turns" => turns = value().parse().expect("a number of turns"),
             "--token" => token = Some(value()),
+            "--http-only" => http_only = true,
             other => panic!("unknown option {other}"),
         }
     }
@@ -170,7 +172,7 @@ fn clients(args: &[String]) -> bool {
     let outcomes: Vec<Outcome> = smol::block_on(async {
         let tasks: Vec<_> = (0..n)
             .map(|i| {
-                let (scheme, transport) = if i % 2 == 0 {
+                let (scheme, transport) = if i % 2 == 0 && !http_only {
                     ("ws", "websocket")
                 } else {
                     ("http", "streamable-http")
@@ -249,7 +251,7 @@ fn main() -> std::process::ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: fleet agent [--chunks K] [--delay-ms D] | fleet clients HOST:PORT [--clients N] [--turns T] [--token T]"
+                "usage: fleet agent [--chunks K] [--delay-ms D] | fleet clients HOST:PORT [--clients N] [--turns T] [--token T] [--http-only]"
             );
             std::process::ExitCode::from(2)
         }

@@ -131,6 +131,7 @@ pub struct Connector {
     #[cfg(feature = "http2")]
     http2_prior_knowledge: bool,
     reconnect: Reconnect,
+    durable: bool,
 }
 
 /// Default `attempts` of [`Connector::with_reconnect`]: 8.
@@ -158,7 +159,25 @@ impl Connector {
             #[cfg(feature = "http2")]
             http2_prior_knowledge: false,
             reconnect: DEFAULT_RECONNECT,
+            durable: false,
         }
+    }
+
+    /// Asks a Streamable HTTP server for upstream's open durable-transport proposal (see
+    /// docs/remote.md) in the `initialize` it sends: a server that serves it stamps each
+    /// message with its cursor and refuses a resumption it cannot serve exactly with `409`,
+    /// which ends the connection with the server's reason as a `410` does. Resuming works as
+    /// without it. No effect on WebSocket URLs.
+    ///
+    /// ```
+    /// use acp_remote::Connector;
+    ///
+    /// let connector = Connector::new("http://127.0.0.1:8765/acp").with_durable_transport();
+    /// # let _ = connector;
+    /// ```
+    pub fn with_durable_transport(mut self) -> Self {
+        self.durable = true;
+        self
     }
 
     /// How a Streamable HTTP connection (`http://`, `https://`) gets over a network error:
@@ -318,6 +337,7 @@ impl Connector {
                     max_message_size: self.max_message_size,
                     tls,
                     reconnect: self.reconnect,
+                    durable: self.durable,
                     #[cfg(feature = "http2")]
                     http2_prior_knowledge: self.http2_prior_knowledge,
                 };

@@ -222,8 +222,17 @@ pub fn secret_token() -> String {
 }
 
 /// A new connection id: 128 bits nobody can guess ([`secret_token`]'s), shaped as a UUID
-/// (version 4 layout).
-pub(crate) fn connection_id() -> String {
+/// (version 4 layout), after `<instance>.` when the server names its instance (so that a
+/// balancer routes the connection's requests without remembering where it went).
+pub(crate) fn connection_id(instance: Option<&crate::InstanceName>) -> String {
+    let uuid = uuid_shaped_token();
+    match instance {
+        Some(instance) => format!("{}.{uuid}", instance.as_str()),
+        None => uuid,
+    }
+}
+
+fn uuid_shaped_token() -> String {
     let (hi, lo) = unguessable_words();
     let hi = (hi & !0xF000) | 0x4000;
     let lo = (lo & !(0b11 << 62)) | (0b10 << 62);
@@ -251,11 +260,14 @@ mod tests {
 
     #[test]
     fn connection_ids_are_uuid_shaped_and_distinct() {
-        let a = connection_id();
-        let b = connection_id();
+        let a = connection_id(None);
+        let b = connection_id(None);
         assert_ne!(a, b);
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
+        let named = crate::InstanceName::new("eu-1").unwrap();
+        let c = connection_id(Some(&named));
+        assert_eq!((&c[..5], c.len()), ("eu-1.", 41));
     }
 
     #[test]

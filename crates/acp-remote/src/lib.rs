@@ -127,6 +127,7 @@
 mod answer_scan;
 mod client;
 mod conn;
+mod cursor;
 mod exchange;
 mod frames;
 mod health;
@@ -160,7 +161,8 @@ pub use frames::{WsReader, WsWriter, split};
 pub use http::{RequestHead, secret_token};
 pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MEMORY_CEILING, ServerOptions};
 pub use options::{
-    DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_SSE_KEEP_ALIVE,
+    DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_EVENTS,
+    DEFAULT_SSE_KEEP_ALIVE, InstanceName, InvalidInstanceName,
 };
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]

@@ -54,7 +54,60 @@ pub struct ServerOptions {
     pub(crate) tls: Option<crate::TlsServerConfig>,
     pub(crate) replay_bytes: usize,
     pub(crate) replay_age: Duration,
+    pub(crate) replay_events: usize,
+    pub(crate) durable_transport: bool,
+    pub(crate) instance: Option<InstanceName>,
     pub(crate) sse_keep_alive: Duration,
+}
+
+/// The name of one server instance behind a load balancer, put in front of its connection
+/// ids (`<instance>.<token>`): 1 to 32 ASCII letters, digits, `-` and `_`, so that it cannot
+/// be confused with the `.` after it nor need escaping in a header or a balancer's rule.
+///
+/// ```
+/// use acp_remote::InstanceName;
+///
+/// assert_eq!(InstanceName::new("s1").unwrap().as_str(), "s1");
+/// assert!(InstanceName::new("a.b").is_err());
+/// assert!(InstanceName::new("").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceName(String);
+
+/// Why a string is not an [`InstanceName`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidInstanceName(String);
+
+impl fmt::Display for InvalidInstanceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "instance name {:?} is not 1 to 32 ASCII letters, digits, '-' or '_'",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidInstanceName {}
+
+impl InstanceName {
+    /// Checks `name` (see the type's docs).
+    pub fn new(name: &str) -> Result<InstanceName, InvalidInstanceName> {
+        let fits = (1..=32).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if fits {
+            Ok(InstanceName(name.to_owned()))
+        } else {
+            Err(InvalidInstanceName(name.to_owned()))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// Default bytes of [`ServerOptions::with_replay_window`]: 2 MiB per Streamable HTTP
@@ -63,6 +116,10 @@ pub const DEFAULT_REPLAY_BYTES: usize = 2 << 20;
 
 /// Default age of [`ServerOptions::with_replay_window`]: 5 minutes.
 pub const DEFAULT_REPLAY_AGE: Duration = Duration::from_secs(300);
+
+/// Default events of [`ServerOptions::with_replay_events`]: 4096 per Streamable HTTP
+/// connection, all its streams together.
+pub const DEFAULT_REPLAY_EVENTS: usize = 4096;
 
 /// Default of [`ServerOptions::with_head_timeout`]: 5 s.
 pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -96,6 +153,9 @@ impl Default for ServerOptions {
             tls: None,
             replay_bytes: DEFAULT_REPLAY_BYTES,
             replay_age: DEFAULT_REPLAY_AGE,
+            replay_events: DEFAULT_REPLAY_EVENTS,
+            durable_transport: false,
+            instance: None,
             sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
         }
     }
@@ -117,6 +177,9 @@ impl fmt::Debug for ServerOptions {
             .field("authenticated", &self.authenticator.is_some())
             .field("replay_bytes", &self.replay_bytes)
             .field("replay_age", &self.replay_age)
+            .field("replay_events", &self.replay_events)
+            .field("durable_transport", &self.durable_transport)
+            .field("instance", &self.instance)
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("keepalive", &self.keepalive)
             .finish()
@@ -321,6 +384,59 @@ impl ServerOptions {
         self.replay_bytes = bytes;
         self.replay_age = age;
         self
+    }
+
+    /// At most this many events kept in a connection's replay window besides its bytes
+    /// (default [`DEFAULT_REPLAY_EVENTS`], 4096; the oldest given up first): the number a
+    /// durable-transport client is told at `initialize` as `retentionMessages`.
+    pub fn with_replay_events(mut self, events: usize) -> Self {
+        self.replay_events = events;
+        self
+    }
+
+    /// Serves the durable-transport proposal (upstream agent-client-protocol PR #2208, open:
+    /// off by default) to Streamable HTTP clients that ask for it at `initialize` with
+    /// `params.clientCapabilities.transport.resumable`: each message on their SSE streams
+    /// carries its event id in `_meta["acp/cursor"]` too, and the `initialize` answer
+    /// advertises the replay window as `agentCapabilities.transport.resumable
+    /// {retentionMessages, retentionSeconds}`. Clients that do not ask get today's wire.
+    ///
+    /// ```
+    /// use acp_remote::ServerOptions;
+    ///
+    /// let options = ServerOptions::default().with_durable_transport(true);
+    /// assert!(options.durable_transport());
+    /// ```
+    pub fn with_durable_transport(mut self, enabled: bool) -> Self {
+        self.durable_transport = enabled;
+        self
+    }
+
+    /// Whether the durable-transport proposal is served (see
+    /// [`with_durable_transport`](Self::with_durable_transport)).
+    pub fn durable_transport(&self) -> bool {
+        self.durable_transport
+    }
+
+    /// Names this server among the instances behind one load balancer: its connection ids
+    /// become `<instance>.<token>`, so that the balancer can send every later request of a
+    /// connection (a POST, a resumed SSE stream) to the instance that holds it from the id
+    /// alone, without a table that a restart empties (docs/deploy.md has the HAProxy rules).
+    ///
+    /// ```
+    /// use acp_remote::{InstanceName, ServerOptions};
+    ///
+    /// let options = ServerOptions::default().with_instance(InstanceName::new("s1").unwrap());
+    /// assert_eq!(options.instance().map(InstanceName::as_str), Some("s1"));
+    /// ```
+    pub fn with_instance(mut self, instance: InstanceName) -> Self {
+        self.instance = Some(instance);
+        self
+    }
+
+    /// The instance name put in front of connection ids, if any.
+    pub fn instance(&self) -> Option<&InstanceName> {
+        self.instance.as_ref()
     }
 
     /// How long an SSE stream may stay quiet before it gets a `: keepalive` comment (default

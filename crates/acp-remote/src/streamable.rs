@@ -131,11 +131,16 @@ pub(crate) enum Incoming {
 }
 
 /// The bounds of a connection's streams, from the server's options.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct StreamLimits {
     pub(crate) budget: usize,
     pub(crate) replay_bytes: usize,
+    pub(crate) replay_events: usize,
     pub(crate) replay_age: std::time::Duration,
+    /// The client asked for cursors in `_meta` (the durable transport, allowed by the server).
+    pub(crate) cursors: bool,
+    /// The server's memory ceiling, which the replay window's bytes are drawn from.
+    pub(crate) ceiling: ByteBudget,
 }
 
 /// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
@@ -197,7 +202,13 @@ impl HttpConn {
         limits: StreamLimits,
     ) -> Arc<HttpConn> {
         let budget = ByteBudget::new(limits.budget);
-        let replay = Replay::new(limits.replay_bytes, limits.replay_age);
+        let replay = Replay::new(
+            limits.replay_bytes,
+            limits.replay_events,
+            limits.replay_age,
+            limits.cursors,
+            limits.ceiling,
+        );
         Arc::new(HttpConn {
             id,
             authorization,
@@ -269,6 +280,11 @@ impl HttpConn {
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn replay_used(&self) -> usize {
         self.replay.used()
+    }
+
+    /// Whether the client asked for the durable transport (see [`crate::cursor`]).
+    pub(crate) fn durable(&self) -> bool {
+        self.replay.cursors()
     }
 
     /// The bytes the replay window keeps at most.

@@ -46,7 +46,7 @@ pub(crate) fn accept(head: &RequestHead, ctx: &ServerCtx) -> Result<(Reply, Acce
     })?;
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections)
         .map_err(|why| Reply::text(503, why).with_header("Retry-After", "1"))?;
-    let id = connection_id();
+    let id = connection_id(ctx.options.instance.as_ref());
     let switching = Reply::text(101, "")
         .with_header("Upgrade", "websocket")
         .with_header("Connection", "Upgrade")

@@ -229,6 +229,45 @@ fn the_stream_flags_of_serve_take_effect() {
     });
 }
 
+/// `--instance` and `--durable-transport` reach the server: connection ids start with the
+/// instance's name, and a client that asks for the durable transport is told the retention.
+#[test]
+fn the_instance_and_durable_flags_of_serve_take_effect() {
+    smol::block_on(async {
+        let (addr, _, _task) = serve(ServerOptions::default());
+        let inner_url = format!("ws://{addr}/acp");
+        let (_serve, url) = bridge_serve_with(
+            &["--instance", "eu-1", "--durable-transport"],
+            &[BRIDGE, "connect", &inner_url],
+        );
+        let outer: std::net::SocketAddr = url.split('/').nth(2).unwrap().parse().unwrap();
+        let asks = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"transport":{"resumable":{}}}}}"#;
+        let init = http_client::post(outer, &[], asks).await;
+        assert_eq!(init.status, 200, "{init:?}");
+        let conn = init.header("acp-connection-id").unwrap();
+        assert!(conn.starts_with("eu-1."), "{conn}");
+        let resumable = &init.json()["result"]["agentCapabilities"]["transport"]["resumable"];
+        assert_eq!(resumable["retentionSeconds"], 300, "{resumable}");
+    });
+}
+
+/// `connect --durable-transport` asks the server for the proposal in the `initialize` it
+/// passes on: the server's answer (passed back) advertises the retention.
+#[test]
+fn connect_asks_for_the_durable_transport() {
+    smol::block_on(async {
+        let (addr, _, _task) = serve(ServerOptions::default().with_durable_transport(true));
+        let inner_url = format!("http://{addr}/acp");
+        let (_serve, url) =
+            bridge_serve_with(&[], &[BRIDGE, "connect", &inner_url, "--durable-transport"]);
+        let outer: std::net::SocketAddr = url.split('/').nth(2).unwrap().parse().unwrap();
+        let init = http_client::post(outer, &[], wire::INITIALIZE).await;
+        assert_eq!(init.status, 200, "{init:?}");
+        let resumable = &init.json()["result"]["agentCapabilities"]["transport"]["resumable"];
+        assert_eq!(resumable["retentionMessages"], 4096, "{init:?}");
+    });
+}
+
 /// `--head-timeout`: a head left unfinished is cut after 0.3 s, not the default 5 s.
 #[test]
 fn the_head_timeout_flag_takes_effect() {
@@ -254,6 +293,7 @@ fn usage_errors_exit_2() {
     for flags in [
         &["serve", "--sse-keep-alive", "-1", "--", "cat"][..],
         &["serve", "--replay-age", "soon", "--", "cat"],
+        &["serve", "--instance", "a.b", "--", "cat"],
         &[
             "connect",
             "http://127.0.0.1:1/acp",

@@ -201,11 +201,27 @@ async fn numbered_turn(session: &Session, round: usize) {
 
 #[test]
 fn cut_streams_resume_with_every_update_once_in_order() {
+    cut_streams_resume(false);
+}
+
+/// The same with the durable-transport proposal on both sides: every message carries its
+/// cursor in `_meta` too, and the client reads them all as before.
+#[test]
+fn cut_streams_resume_the_same_on_the_durable_transport() {
+    cut_streams_resume(true);
+}
+
+fn cut_streams_resume(durable: bool) {
     smol::block_on(async {
-        let (addr, prompts) = serve_streamer(ServerOptions::default());
+        let options = ServerOptions::default().with_durable_transport(durable);
+        let (addr, prompts) = serve_streamer(options);
         let (proxy, cutter) = cutting_proxy(addr).await;
         let project = Project::new("resume-cuts");
-        let (agent, driver) = connect_client(Connector::new(format!("http://{proxy}/acp"))).await;
+        let mut connector = Connector::new(format!("http://{proxy}/acp"));
+        if durable {
+            connector = connector.with_durable_transport();
+        }
+        let (agent, driver) = connect_client(connector).await;
         within("initialize", agent.initialize()).await.unwrap();
         let session = within("session/new", agent.new_session(&project.0))
             .await
@@ -449,12 +465,28 @@ fn keep_alive_comments_on_an_idle_stream() {
 /// reason (a window of 0 keeps nothing: a stream cut inside an event cannot resume).
 #[test]
 fn a_passed_window_ends_the_client_connection_with_the_reason() {
+    passed_window_ends_the_connection(false);
+}
+
+/// The same on the durable transport, whose refusal is `409`.
+#[test]
+fn a_refused_durable_resumption_ends_the_client_connection_with_the_reason() {
+    passed_window_ends_the_connection(true);
+}
+
+fn passed_window_ends_the_connection(durable: bool) {
     smol::block_on(async {
-        let options = ServerOptions::default().with_replay_window(0, Duration::from_secs(300));
+        let options = ServerOptions::default()
+            .with_replay_window(0, Duration::from_secs(300))
+            .with_durable_transport(durable);
         let (addr, _) = serve_streamer(options);
         let (proxy, cutter) = cutting_proxy(addr).await;
         let project = Project::new("resume-gone");
-        let (agent, driver) = connect_client(Connector::new(format!("http://{proxy}/acp"))).await;
+        let mut connector = Connector::new(format!("http://{proxy}/acp"));
+        if durable {
+            connector = connector.with_durable_transport();
+        }
+        let (agent, driver) = connect_client(connector).await;
         within("initialize", agent.initialize()).await.unwrap();
         let session = within("session/new", agent.new_session(&project.0))
             .await
@@ -479,7 +511,9 @@ fn a_passed_window_ends_the_client_connection_with_the_reason() {
         let error = within("the turn's failure", outcome).await.unwrap_err();
         let ended = within("the client driver", driver).await.unwrap_err();
         let text = format!("{error} / {ended}");
-        assert!(text.contains("could not resume (HTTP 410)"), "{text}");
+        let status = if durable { 409 } else { 410 };
+        let expected = format!("could not resume (HTTP {status})");
+        assert!(text.contains(&expected), "{text}");
         assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1);
     });
 }

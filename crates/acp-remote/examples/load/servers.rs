@@ -133,6 +133,7 @@ impl Fleet {
             let child = Command::new(&bridge)
                 .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
                 .args(["--max-connections", &clients.to_string()])
+                .args(["--instance", &format!("s{i}")])
                 .args(["--drain-timeout", "5", "--"])
                 .arg(&me)
                 .args([agent_arg, &chunks.to_string()])
@@ -143,7 +144,9 @@ impl Fleet {
                 .expect("acp-bridge serve");
             bridges.push(child);
             wait_healthy(port, "acp-bridge serve", &mut bridges);
-            lines.push_str(&format!("    server s{i} 127.0.0.1:{port}\n"));
+            lines.push_str(&format!(
+                "    server s{i} 127.0.0.1:{port}\n    use-server s{i} if {{ req.hdr(acp-connection-id) -m beg s{i}. }}\n"
+            ));
         }
         let started_kib = bridges
             .iter()

@@ -207,6 +207,13 @@ async fn post_all(shared: &Arc<Shared>) {
             continue;
         };
         let initialize = peek.is_initialize() && lock(&shared.connection_id).is_none();
+        let asked;
+        let message = if initialize && shared.link.endpoint.durable {
+            asked = crate::cursor::ask_for_resumable(&message);
+            &asked[..]
+        } else {
+            &message[..]
+        };
         let session = match peek.method.as_deref() {
             Some(_) => session_of(peek.params),
             None => peek
@@ -234,7 +241,7 @@ async fn post_all(shared: &Arc<Shared>) {
         let sent = loop {
             match shared
                 .link
-                .send(&mut poster, "POST", &headers, &message)
+                .send(&mut poster, "POST", &headers, message)
                 .await
             {
                 Err(error)
@@ -303,7 +310,8 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
     loop {
         let mut headers = shared.headers(session.as_deref());
         headers.push(("Accept".into(), "text/event-stream".into()));
-        if again && shared.resumable.load(Ordering::SeqCst) {
+        let resuming = again && shared.resumable.load(Ordering::SeqCst);
+        if resuming {
             // Also when no answer came: the server may have begun the stream (and kept a
             // reader that it will only find dead later). `0` is "nothing received": this
             // client is the stream's only reader, and the first starts at 0.
@@ -325,7 +333,9 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                         opened = true;
                         read_events(shared, &mut body, &mut last_id, &mut retry).await
                     }
-                    410 => {
+                    // A resumption refused: `410`, or the durable-transport proposal's `409`
+                    // (a GET with `Last-Event-ID` is never refused as a second reader).
+                    410 | 409 if status == 410 || resuming => {
                         let mut text = Vec::new();
                         while let Some(Ok(piece)) = body.try_next().await {
                             text.extend_from_slice(&piece);
@@ -333,7 +343,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                                 break;
                             }
                         }
-                        shared.fail(gone_reason(&text));
+                        shared.fail(gone_reason(status, &text));
                         return;
                     }
                     _ => Ended::Over,
@@ -348,12 +358,12 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
 
 /// What the connection fails with when a stream cannot resume: the message of the server's
 /// JSON-RPC error, or its body.
-fn gone_reason(body: &[u8]) -> String {
+fn gone_reason(status: u16, body: &[u8]) -> String {
     let message = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
-    format!("an SSE stream could not resume (HTTP 410): {message}")
+    format!("an SSE stream could not resume (HTTP {status}): {message}")
 }
 
 /// Reads the events of one GET until it ends.

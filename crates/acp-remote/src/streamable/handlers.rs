@@ -164,7 +164,8 @@ async fn initialize(
     ctx: &ServerCtx,
 ) -> Result<Posted, Refusal> {
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
-    let id = connection_id();
+    let id = connection_id(ctx.options.instance.as_ref());
+    let durable = ctx.options.durable_transport && crate::cursor::asks_for_resumable(body);
     let conn = HttpConn::new(
         id.clone(),
         head.header("authorization").map(str::to_owned),
@@ -172,7 +173,10 @@ async fn initialize(
         StreamLimits {
             budget: ctx.options.stream_budget,
             replay_bytes: ctx.options.replay_bytes,
+            replay_events: ctx.options.replay_events,
             replay_age: ctx.options.replay_age,
+            cursors: durable,
+            ceiling: ctx.shared.ceiling.clone(),
         },
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
@@ -215,6 +219,14 @@ async fn initialize(
         None
     };
     match future::or(answered, ended).await {
+        Some(answer) if durable => {
+            let retention = crate::cursor::Retention {
+                messages: ctx.options.replay_events,
+                seconds: ctx.options.replay_age.as_secs(),
+            };
+            let answer = crate::cursor::advertise(&answer, retention);
+            Ok(Posted::Initialized { id, answer })
+        }
         Some(answer) => Ok(Posted::Initialized { id, answer }),
         None => {
             conn.abort();
@@ -229,7 +241,8 @@ async fn initialize(
 /// budget. With `Last-Event-ID` the GET resumes the stream after that event, taking it over
 /// from a reader the server still has (MCP's rule: the client knows that one is dead): 400
 /// for an id that is not one of the stream's, 410 with a JSON-RPC error when the events
-/// after it are no longer kept.
+/// after it are no longer kept (409, the durable-transport proposal's refusal, to a client
+/// that asked for that transport).
 pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
     let accepts = head
         .header("accept")
@@ -253,6 +266,7 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
         return refused((404, "too many session streams"));
     };
     let keep_alive = ctx.options.sse_keep_alive;
+    let refusal_status = if conn.durable() { 409 } else { 410 };
     let events = match EventStream::attach(conn, stream, resume, ctx.shared.clone(), keep_alive) {
         Ok(events) => events,
         Err(AttachError::Busy) => return refused((409, "this stream already has a reader")),
@@ -261,7 +275,7 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
         }
         Err(AttachError::Passed { first_kept }) => {
             let asked = resume.unwrap_or_default();
-            return window_passed(asked, first_kept, &ctx.options);
+            return window_passed(asked, first_kept, &ctx.options, refusal_status);
         }
     };
     Reply {
@@ -276,10 +290,15 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
 }
 
 /// The answer to a resumption after `asked` when the oldest event kept is `first_kept`:
-/// `410 Gone`, and a JSON-RPC error (no id: it answers no request) that says which events are
+/// `status` (`410 Gone`; `409` for a durable-transport client, whose proposal says so), and a JSON-RPC error (no id: it answers no request) that says which events are
 /// lost and the window's bounds. The client cannot continue the stream without a gap; ours
 /// ends the connection with this message.
-pub(crate) fn window_passed(asked: u64, first_kept: u64, options: &ServerOptions) -> Reply {
+pub(crate) fn window_passed(
+    asked: u64,
+    first_kept: u64,
+    options: &ServerOptions,
+    status: u16,
+) -> Reply {
     let error = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
@@ -299,7 +318,7 @@ pub(crate) fn window_passed(asked: u64, first_kept: u64, options: &ServerOptions
         },
     });
     Reply {
-        status: 410,
+        status,
         headers: Vec::new(),
         body: ReplyBody::Json(error.to_string().into_bytes()),
     }

@@ -25,12 +25,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// What one connection keeps of the events its streams sent: at most `limit` bytes of
-/// messages (the oldest event of any stream given up first) and nothing older than `age`.
+/// messages and `max_events` events (the oldest event of any stream given up first) and
+/// nothing older than `age`.
 #[derive(Debug)]
 pub(crate) struct Replay {
     limit: usize,
+    max_events: usize,
     age: Duration,
+    /// The client asked for the durable transport: each message sent carries its event id
+    /// in `_meta["acp/cursor"]` too (see [`crate::cursor`]).
+    cursors: bool,
     used: AtomicUsize,
+    /// Events kept now, all streams together.
+    events: AtomicUsize,
+    /// The server's memory ceiling, which the kept bytes are drawn from too (`used` is this
+    /// connection's share of it, for its own bound).
+    ceiling: ByteBudget,
     /// Stamps events in the order they were sent, across the connection's streams.
     order: AtomicU64,
     /// One trim at a time.
@@ -38,11 +48,21 @@ pub(crate) struct Replay {
 }
 
 impl Replay {
-    pub(crate) fn new(limit: usize, age: Duration) -> Arc<Replay> {
+    pub(crate) fn new(
+        limit: usize,
+        max_events: usize,
+        age: Duration,
+        cursors: bool,
+        ceiling: ByteBudget,
+    ) -> Arc<Replay> {
         Arc::new(Replay {
             limit,
+            max_events,
             age,
+            cursors,
             used: AtomicUsize::new(0),
+            events: AtomicUsize::new(0),
+            ceiling,
             order: AtomicU64::new(0),
             trimming: Mutex::new(()),
         })
@@ -54,10 +74,33 @@ impl Replay {
         self.used.load(Ordering::SeqCst)
     }
 
+    /// Whether messages are stamped with their cursor (the client asked for the durable
+    /// transport).
+    pub(crate) fn cursors(&self) -> bool {
+        self.cursors
+    }
+
     /// The bytes the window keeps at most (once trimmed: see `docs/limits.md`).
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Counts an event of `bytes` in, if the server's memory ceiling has room for it.
+    fn keep(&self, bytes: usize) -> bool {
+        if !self.ceiling.try_take(bytes) {
+            return false;
+        }
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+        self.events.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// Counts `events` of `bytes` out.
+    fn forget(&self, bytes: usize, events: usize) {
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+        self.events.fetch_sub(events, Ordering::SeqCst);
+        self.ceiling.give_back(bytes);
     }
 
     /// Gives up events of `streams` (all of one connection's) until the bounds hold: first
@@ -66,18 +109,20 @@ impl Replay {
         let _one = lock(&self.trimming);
         if let Some(cutoff) = Instant::now().checked_sub(self.age) {
             for stream in streams {
-                let freed = stream.forget_older(cutoff);
-                self.used.fetch_sub(freed, Ordering::SeqCst);
+                let (freed, events) = stream.forget_older(cutoff);
+                self.forget(freed, events);
             }
         }
-        while self.used.load(Ordering::SeqCst) > self.limit {
+        while self.used.load(Ordering::SeqCst) > self.limit
+            || self.events.load(Ordering::SeqCst) > self.max_events
+        {
             let oldest = streams
                 .iter()
                 .filter_map(|s| s.oldest_order().map(|order| (order, s)))
                 .min_by_key(|(order, _)| *order);
             let Some((_, stream)) = oldest else { break };
-            let freed = stream.forget_oldest();
-            self.used.fetch_sub(freed, Ordering::SeqCst);
+            let (freed, events) = stream.forget_oldest();
+            self.forget(freed, events);
         }
     }
 }
@@ -266,16 +311,31 @@ impl SseStream {
                     }
                     w.last_id += 1;
                     let id = w.last_id;
+                    if self.replay.cursors {
+                        // Kept stamped: a replay sends the very bytes, cursor included.
+                        if let Some(stamped) = crate::cursor::stamp(&message, &id.to_string()) {
+                            message = stamped;
+                        }
+                    }
                     render(&mut out, id, &message);
-                    self.replay
-                        .used
-                        .fetch_add(message.len() + KEPT_OVERHEAD, Ordering::SeqCst);
-                    w.kept.push_back(Kept {
-                        id,
-                        order: self.replay.order.fetch_add(1, Ordering::SeqCst),
-                        at: Instant::now(),
-                        message,
-                    });
+                    if self.replay.keep(message.len() + KEPT_OVERHEAD) {
+                        w.kept.push_back(Kept {
+                            id,
+                            order: self.replay.order.fetch_add(1, Ordering::SeqCst),
+                            at: Instant::now(),
+                            message,
+                        });
+                    } else {
+                        // The server's memory ceiling has no room to keep it: the stream's
+                        // older events go too (kept ids stay consecutive), and a resumption
+                        // before this event is refused, never served with a gap.
+                        let (mut freed, mut events) = (0, 0);
+                        for kept in w.kept.drain(..) {
+                            freed += kept.message.len() + KEPT_OVERHEAD;
+                            events += 1;
+                        }
+                        self.replay.forget(freed, events);
+                    }
                 }
                 Ok(None) => break,
                 Err(()) if out.is_empty() => return Batch::Ended,
@@ -300,38 +360,40 @@ impl SseStream {
         lock(&self.window).kept.front().map(|k| k.order)
     }
 
-    fn forget_oldest(&self) -> usize {
+    /// Gives up the oldest event kept: the bytes and the events (0 or 1) freed.
+    fn forget_oldest(&self) -> (usize, usize) {
         let mut w = lock(&self.window);
         let freed = w
             .kept
             .pop_front()
-            .map_or(0, |k| k.message.len() + KEPT_OVERHEAD);
+            .map_or((0, 0), |k| (k.message.len() + KEPT_OVERHEAD, 1));
         w.shrink();
         freed
     }
 
-    fn forget_older(&self, cutoff: Instant) -> usize {
+    /// Gives up the events sent before `cutoff`: the bytes and the events freed.
+    fn forget_older(&self, cutoff: Instant) -> (usize, usize) {
         let mut w = lock(&self.window);
-        let mut freed = 0;
+        let (mut freed, mut events) = (0, 0);
         while w.kept.front().is_some_and(|k| k.at < cutoff) {
-            freed += w
-                .kept
-                .pop_front()
-                .map_or(0, |k| k.message.len() + KEPT_OVERHEAD);
+            if let Some(kept) = w.kept.pop_front() {
+                freed += kept.message.len() + KEPT_OVERHEAD;
+                events += 1;
+            }
         }
         w.shrink();
-        freed
+        (freed, events)
     }
 
     /// Drops what the stream keeps (the connection is gone).
     pub(crate) fn abort(&self) {
         self.pending.abort();
-        let freed: usize = lock(&self.window)
-            .kept
-            .drain(..)
-            .map(|k| k.message.len() + KEPT_OVERHEAD)
-            .sum();
-        self.replay.used.fetch_sub(freed, Ordering::SeqCst);
+        let (mut freed, mut events) = (0, 0);
+        for kept in lock(&self.window).kept.drain(..) {
+            freed += kept.message.len() + KEPT_OVERHEAD;
+            events += 1;
+        }
+        self.replay.forget(freed, events);
         self.taken_over.notify(usize::MAX);
     }
 }
@@ -354,7 +416,13 @@ mod tests {
     #[test]
     fn resumes_exactly_after_the_last_event_id() {
         smol::block_on(async {
-            let replay = Replay::new(1 << 20, Duration::from_secs(60));
+            let replay = Replay::new(
+                1 << 20,
+                usize::MAX,
+                Duration::from_secs(60),
+                false,
+                ByteBudget::new(usize::MAX),
+            );
             let s = stream(&replay);
             for m in ["a", "b", "c"] {
                 s.pending.push(m.as_bytes().to_vec()).await.unwrap();
@@ -384,7 +452,13 @@ mod tests {
     #[test]
     fn the_oldest_event_of_the_connection_goes_first() {
         smol::block_on(async {
-            let replay = Replay::new(2 * (1 + KEPT_OVERHEAD), Duration::from_secs(60));
+            let replay = Replay::new(
+                2 * (1 + KEPT_OVERHEAD),
+                usize::MAX,
+                Duration::from_secs(60),
+                false,
+                ByteBudget::new(usize::MAX),
+            );
             let (a, b) = (stream(&replay), stream(&replay));
             let (ra, rb) = (a.attach(None).unwrap(), b.attach(None).unwrap());
             a.pending.push(b"1".to_vec()).await.unwrap();
@@ -402,7 +476,13 @@ mod tests {
             assert!(a.attach(Some(1)).is_ok(), "nothing missed, nothing needed");
             assert!(b.attach(Some(0)).is_ok());
             // Too old now: everything goes.
-            let replay = Replay::new(1 << 20, Duration::ZERO);
+            let replay = Replay::new(
+                1 << 20,
+                usize::MAX,
+                Duration::ZERO,
+                false,
+                ByteBudget::new(usize::MAX),
+            );
             let c = stream(&replay);
             let rc = c.attach(None).unwrap();
             c.pending.push(b"x".to_vec()).await.unwrap();
@@ -414,6 +494,85 @@ mod tests {
                 c.attach(Some(0)).unwrap_err(),
                 AttachError::Passed { first_kept: 2 }
             );
+        });
+    }
+
+    #[test]
+    fn cursors_are_kept_with_the_event_and_events_are_bounded_in_number() {
+        smol::block_on(async {
+            let replay = Replay::new(
+                1 << 20,
+                2,
+                Duration::from_secs(60),
+                true,
+                ByteBudget::new(usize::MAX),
+            );
+            let s = stream(&replay);
+            let r = s.attach(None).unwrap();
+            for m in [
+                r#"{"method":"a","params":{}}"#,
+                r#"{"id":1,"result":null}"#,
+                r#"{"method":"c","params":{"x":1}}"#,
+            ] {
+                s.pending.push(m.as_bytes().to_vec()).await.unwrap();
+            }
+            let (text, _) = events(s.take_batch(r.reader, 0, 1024));
+            insta::assert_snapshot!(text, @r#"
+            id: 1
+            data: {"method":"a","params":{"_meta":{"acp/cursor":"1"}}}
+
+            id: 2
+            data: {"id":1,"result":null}
+
+            id: 3
+            data: {"method":"c","params":{"_meta":{"acp/cursor":"3"},"x":1}}
+            "#);
+            replay.trim(std::slice::from_ref(&s));
+            assert_eq!(replay.events.load(Ordering::SeqCst), 2, "the event cap");
+            // A resumption gets the very bytes, cursors included.
+            let again = s.attach(Some(1)).unwrap();
+            let (replayed, _) = events(s.take_batch(again.reader, 1, 1024));
+            assert!(text.ends_with(&replayed), "{replayed}");
+            assert_eq!(
+                s.attach(Some(0)).unwrap_err(),
+                AttachError::Passed { first_kept: 2 }
+            );
+        });
+    }
+
+    #[test]
+    fn the_window_draws_on_the_memory_ceiling_and_gives_up_what_does_not_fit() {
+        smol::block_on(async {
+            let ceiling = ByteBudget::new(2 * (1 + KEPT_OVERHEAD));
+            let replay = Replay::new(
+                1 << 20,
+                usize::MAX,
+                Duration::from_secs(60),
+                false,
+                ceiling.clone(),
+            );
+            let s = stream(&replay);
+            let r = s.attach(None).unwrap();
+            for m in ["a", "b"] {
+                s.pending.push(m.as_bytes().to_vec()).await.unwrap();
+            }
+            events(s.take_batch(r.reader, 0, 64));
+            assert_eq!(ceiling.used(), 2 * (1 + KEPT_OVERHEAD));
+            // No room for the third: sent, not kept, and the older ones go with it.
+            s.pending.push(b"c".to_vec()).await.unwrap();
+            let (text, _) = events(s.take_batch(r.reader, 2, 64));
+            assert_eq!(text, "id: 3\ndata: c\n\n");
+            assert_eq!((ceiling.used(), replay.used()), (0, 0));
+            assert_eq!(
+                s.attach(Some(1)).unwrap_err(),
+                AttachError::Passed { first_kept: 4 }
+            );
+            let again = s.attach(Some(3)).unwrap();
+            s.pending.push(b"d".to_vec()).await.unwrap();
+            events(s.take_batch(again.reader, 3, 64));
+            assert_eq!(ceiling.used(), 1 + KEPT_OVERHEAD);
+            s.abort();
+            assert_eq!(ceiling.used(), 0, "what the connection kept is given back");
         });
     }
 }

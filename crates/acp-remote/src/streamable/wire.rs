@@ -31,6 +31,8 @@ pub(crate) struct Endpoint {
     pub(crate) tls: Option<crate::tls::ClientTls>,
     /// How a cut SSE stream is resumed and a POST that met a network error sent again.
     pub(crate) reconnect: Reconnect,
+    /// Ask for the durable-transport proposal at `initialize`.
+    pub(crate) durable: bool,
     /// h2c on `http://` URLs: the server is known to speak HTTP/2 in the clear.
     #[cfg(feature = "http2")]
     pub(crate) http2_prior_knowledge: bool,

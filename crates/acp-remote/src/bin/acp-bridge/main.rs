@@ -4,9 +4,11 @@
 //! ```text
 //! acp-bridge serve [--listen ADDR] [--token T] [--allow-origin ORIGIN]...
 //!     [--replay-bytes BYTES] [--replay-age SECS] [--sse-keep-alive SECS]
+//!     [--instance NAME] [--durable-transport]
 //!     (-- AGENT [ARGS...] | --agent ID [--registry FILE|URL] [--refresh])
 //! acp-bridge connect ws://HOST:PORT/acp|http://HOST:PORT/acp [--token T] [--header 'N: v']...
 //!     [--http2-prior-knowledge] [--reconnect-attempts N] [--reconnect-within SECS]
+//!     [--durable-transport]
 //! ```
 //!
 //! `serve` starts one agent process per WebSocket client and pipes the connection through
@@ -96,6 +98,14 @@ struct ServeArgs {
     /// allowed) [default: 300]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     replay_age: Option<Duration>,
+    /// This server's name among the instances behind one load balancer: connection ids
+    /// start with 'NAME.', which the balancer routes by (docs/deploy.md)
+    #[arg(long, value_name = "NAME", value_parser = instance_name)]
+    instance: Option<acp_remote::InstanceName>,
+    /// Streamable HTTP: serve the durable-transport proposal (cursors in _meta, retention
+    /// advertised at initialize) to clients that ask for it at initialize
+    #[arg(long)]
+    durable_transport: bool,
     /// Streamable HTTP: a ': keepalive' comment on an SSE stream quiet for SECS (fractions
     /// allowed) [default: 15]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
@@ -141,6 +151,10 @@ struct ConnectArgs {
     /// [default: 30]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     reconnect_within: Option<Duration>,
+    /// Streamable HTTP: ask the server for the durable-transport proposal at initialize
+    /// (cursors in _meta; a refused resumption is a 409)
+    #[arg(long)]
+    durable_transport: bool,
 }
 
 /// A duration in seconds, fractions allowed: `15`, `0.25`.
@@ -149,6 +163,11 @@ fn seconds(text: &str) -> Result<Duration, String> {
         .ok()
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
         .ok_or_else(|| format!("seconds (such as 15 or 0.25), not {text:?}"))
+}
+
+/// `--instance NAME`.
+fn instance_name(text: &str) -> Result<acp_remote::InstanceName, String> {
+    acp_remote::InstanceName::new(text).map_err(|e| e.to_string())
 }
 
 /// `--header 'NAME: VALUE'`.
@@ -243,6 +262,12 @@ fn serve(args: ServeArgs) -> Result<(), Failed> {
                 .unwrap_or(acp_remote::DEFAULT_REPLAY_BYTES),
             args.replay_age.unwrap_or(acp_remote::DEFAULT_REPLAY_AGE),
         );
+    }
+    if let Some(instance) = args.instance.clone() {
+        server_options = server_options.with_instance(instance);
+    }
+    if args.durable_transport {
+        server_options = server_options.with_durable_transport(true);
     }
     if let Some(interval) = args.sse_keep_alive {
         server_options = server_options.with_sse_keep_alive(interval);
@@ -427,6 +452,9 @@ fn connect(args: ConnectArgs) -> Result<(), Failed> {
         args.reconnect_within
             .unwrap_or(acp_remote::DEFAULT_RECONNECT_WITHIN),
     );
+    if args.durable_transport {
+        connector = connector.with_durable_transport();
+    }
     if let Some(token) = token {
         connector = connector.with_bearer_token(token);
     }
