@@ -83,9 +83,25 @@ impl ByteBudget {
     /// assert_eq!(budget.used(), 0);
     /// ```
     pub fn try_take(&self, bytes: usize) -> bool {
+        self.try_take_below(bytes, self.inner.limit)
+    }
+
+    /// Takes `bytes` when the budget then holds at most `cap` (or when nothing is held);
+    /// `false` otherwise, taking nothing. For a holder that must leave part of the budget to
+    /// others (a server keeping a reserve for new clients): `cap` below
+    /// [`limit`](Self::limit) keeps `limit - cap` out of its reach.
+    ///
+    /// ```
+    /// let budget = acp_jsonrpc::ByteBudget::new(100);
+    /// assert!(budget.try_take_below(60, 75));
+    /// assert!(!budget.try_take_below(20, 75));
+    /// assert!(budget.try_take(20));
+    /// ```
+    pub fn try_take_below(&self, bytes: usize, cap: usize) -> bool {
+        let cap = cap.min(self.inner.limit);
         let mut used = self.used();
         loop {
-            if used != 0 && used.saturating_add(bytes) > self.inner.limit {
+            if used != 0 && used.saturating_add(bytes) > cap {
                 return false;
             }
             match self.inner.used.compare_exchange_weak(

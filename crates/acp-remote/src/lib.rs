@@ -144,6 +144,7 @@ mod options;
 mod rt;
 mod served;
 mod server;
+mod share;
 mod streamable;
 mod tls;
 mod transport;

@@ -303,7 +303,7 @@ impl Server {
         // connection's own budget.
         let options = options
             .with_max_line_length(self.options.max_message_size)
-            .with_shared_in_flight_budget(self.shared.ceiling.clone());
+            .with_shared_in_flight_budget(self.shared.ceiling.budget().clone());
         self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =

@@ -174,6 +174,7 @@ async fn initialize(
             replay_bytes: ctx.options.replay_bytes,
             replay_age: ctx.options.replay_age,
         },
+        &ctx.shared.ceiling,
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
     let connection = IncomingConnection {

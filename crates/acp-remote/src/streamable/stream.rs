@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use event_listener::{Event, EventListener};
 
 use super::queue::ByteQueue;
-use acp_jsonrpc::ByteBudget;
+use crate::share::Share;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -175,7 +175,7 @@ pub(crate) fn render(out: &mut Vec<u8>, id: u64, message: &[u8]) {
 }
 
 impl SseStream {
-    pub(crate) fn new(budget: ByteBudget, replay: Arc<Replay>) -> SseStream {
+    pub(crate) fn new(budget: Share, replay: Arc<Replay>) -> SseStream {
         SseStream {
             pending: ByteQueue::new(budget),
             window: Mutex::default(),
@@ -341,7 +341,7 @@ mod tests {
     use super::*;
 
     fn stream(replay: &Arc<Replay>) -> Arc<SseStream> {
-        Arc::new(SseStream::new(ByteBudget::new(1 << 20), replay.clone()))
+        Arc::new(SseStream::new(Share::alone(1 << 20), replay.clone()))
     }
 
     fn events(batch: Batch) -> (String, u64) {

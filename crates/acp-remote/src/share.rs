@@ -1,0 +1,210 @@
+//! The server's memory ceiling as the Streamable HTTP side draws on it: one [`Ceiling`] per
+//! server (its budget is the one `ServerOptions::with_memory_ceiling` sets, shared with the
+//! WebSocket messages and the requests in flight), and a [`Share`] per holder (a
+//! connection's stream queues, its POST bodies, the `initialize` bodies), which takes from
+//! its own budget and from the ceiling together.
+//!
+//! The share rule: a holder takes from the ceiling only while the ceiling then holds at most
+//! its limit minus a reserve (an eighth of it); the reserve is for holders that hold little
+//! (at most [`Ceiling::guaranteed`] after the take), so that a new connection and a small
+//! message still pass however much the others hold, and no connection can take it all.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use acp_jsonrpc::{BudgetListener, ByteBudget};
+
+/// What a [`Share`] holds, for the metrics (one count per kind, all connections together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Messages waiting for a client's SSE streams.
+    SseQueues,
+    /// POST bodies arriving, and POSTed messages waiting for the runtime.
+    PostBodies,
+    /// The bodies of `initialize` POSTs arriving.
+    InitializeBodies,
+}
+
+const KINDS: usize = 3;
+
+/// The server's memory ceiling, with what each kind of [`Share`] holds of it.
+#[derive(Debug)]
+pub(crate) struct Ceiling {
+    budget: ByteBudget,
+    /// What only holders holding little may take: the last eighth.
+    reserve: usize,
+    /// What a holder may hold and still take from the reserve.
+    guaranteed: usize,
+    held: [AtomicUsize; KINDS],
+}
+
+/// The least a holder can always take of the reserve: a small message's worth.
+const MIN_GUARANTEED: usize = 64 * 1024;
+
+impl Ceiling {
+    /// The ceiling over `budget`, for a server of at most `max_connections` connections.
+    pub(crate) fn new(budget: ByteBudget, max_connections: usize) -> Arc<Ceiling> {
+        let reserve = budget.limit() / 8;
+        // Two holders per connection (stream queues, POST bodies) share the reserve.
+        let guaranteed = (reserve / (2 * max_connections.max(1))).max(MIN_GUARANTEED);
+        Arc::new(Ceiling {
+            budget,
+            reserve,
+            guaranteed,
+            held: Default::default(),
+        })
+    }
+
+    /// The one budget (also the WebSocket messages' and the requests in flight's).
+    pub(crate) fn budget(&self) -> &ByteBudget {
+        &self.budget
+    }
+
+    /// What a holder may hold and still take from the reserve.
+    #[cfg(test)]
+    pub(crate) fn guaranteed(&self) -> usize {
+        self.guaranteed
+    }
+
+    /// Bytes the shares of `kind` hold now, all together.
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) fn held(&self, kind: Kind) -> usize {
+        self.held[kind as usize].load(Ordering::Acquire)
+    }
+
+    fn try_take(&self, kind: Kind, bytes: usize, holder_after: usize) -> bool {
+        let cap = if holder_after <= self.guaranteed {
+            self.budget.limit()
+        } else {
+            self.budget.limit() - self.reserve
+        };
+        if !self.budget.try_take_below(bytes, cap) {
+            return false;
+        }
+        self.held[kind as usize].fetch_add(bytes, Ordering::AcqRel);
+        true
+    }
+
+    fn give_back(&self, kind: Kind, bytes: usize) {
+        self.held[kind as usize].fetch_sub(bytes, Ordering::AcqRel);
+        self.budget.give_back(bytes);
+    }
+}
+
+/// A holder's budget: its own limit, and (on a server) its part of the [`Ceiling`] under the
+/// share rule. A clone is the same share.
+#[derive(Debug, Clone)]
+pub(crate) struct Share {
+    own: ByteBudget,
+    ceiling: Option<(Arc<Ceiling>, Kind)>,
+}
+
+impl Share {
+    /// A share of `limit` bytes of its own, drawn from `ceiling` too.
+    pub(crate) fn new(limit: usize, ceiling: &Arc<Ceiling>, kind: Kind) -> Share {
+        Share {
+            own: ByteBudget::new(limit),
+            ceiling: Some((ceiling.clone(), kind)),
+        }
+    }
+
+    /// A budget of `limit` bytes drawing on no ceiling (a client's queues, tests).
+    pub(crate) fn alone(limit: usize) -> Share {
+        Share {
+            own: ByteBudget::new(limit),
+            ceiling: None,
+        }
+    }
+
+    /// Takes `bytes` when its own budget and the ceiling (under the share rule) both have
+    /// room; `false` otherwise, taking nothing.
+    pub(crate) fn try_take(&self, bytes: usize) -> bool {
+        if !self.own.try_take(bytes) {
+            return false;
+        }
+        if let Some((ceiling, kind)) = &self.ceiling
+            && !ceiling.try_take(*kind, bytes, self.own.used())
+        {
+            self.own.give_back(bytes);
+            return false;
+        }
+        true
+    }
+
+    /// Takes `bytes`, waiting for room.
+    pub(crate) async fn take(&self, bytes: usize) {
+        let mut listener = BudgetListener::default();
+        std::future::poll_fn(|cx| {
+            while !self.try_take(bytes) {
+                std::task::ready!(self.poll_freed(&mut listener, cx));
+            }
+            Poll::Ready(())
+        })
+        .await
+    }
+
+    /// As [`ByteBudget::poll_freed`]: ready once bytes were given back to the budget that may
+    /// have refused a take (the ceiling's event covers its own too: every give-back of a
+    /// share reaches the ceiling).
+    pub(crate) fn poll_freed(
+        &self,
+        listener: &mut BudgetListener,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        match &self.ceiling {
+            Some((ceiling, _)) => ceiling.budget.poll_freed(listener, cx),
+            None => self.own.poll_freed(listener, cx),
+        }
+    }
+
+    /// Wakes whoever waits for room, to look again.
+    pub(crate) fn wake_waiters(&self) {
+        match &self.ceiling {
+            Some((ceiling, _)) => ceiling.budget.wake_waiters(),
+            None => self.own.wake_waiters(),
+        }
+    }
+
+    /// Gives back `bytes` taken.
+    pub(crate) fn give_back(&self, bytes: usize) {
+        // Own first: a waiter woken by the ceiling's give-back then finds both freed.
+        self.own.give_back(bytes);
+        if let Some((ceiling, kind)) = &self.ceiling {
+            ceiling.give_back(*kind, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reserve_is_kept_for_holders_that_hold_little() {
+        // 8 MiB ceiling: 1 MiB reserve; 2 connections: guaranteed 256 KiB.
+        let ceiling = Ceiling::new(ByteBudget::new(8 << 20), 2);
+        assert_eq!(ceiling.guaranteed(), 256 << 10);
+        let greedy = Share::new(64 << 20, &ceiling, Kind::SseQueues);
+        assert!(greedy.try_take(7 << 20));
+        // Beyond the general part: refused to the holder of much, whatever its own budget.
+        assert!(!greedy.try_take(1));
+        let newcomer = Share::new(64 << 20, &ceiling, Kind::PostBodies);
+        assert!(newcomer.try_take(200 << 10));
+        assert!(!newcomer.try_take(100 << 10));
+        assert_eq!(ceiling.held(Kind::SseQueues), 7 << 20);
+        assert_eq!(ceiling.held(Kind::PostBodies), 200 << 10);
+        greedy.give_back(7 << 20);
+        newcomer.give_back(200 << 10);
+        assert_eq!(ceiling.budget().used(), 0);
+    }
+
+    #[test]
+    fn its_own_limit_holds_besides_the_ceiling() {
+        let ceiling = Ceiling::new(ByteBudget::new(8 << 20), 2);
+        let share = Share::new(1 << 20, &ceiling, Kind::SseQueues);
+        assert!(share.try_take(1 << 20));
+        assert!(!share.try_take(1));
+        assert_eq!(ceiling.budget().used(), 1 << 20);
+    }
+}
