@@ -105,7 +105,7 @@ impl Shared {
             http: Mutex::default(),
             ceiling: ceiling.clone(),
             // One connection draws at most one message of the limit.
-            ws_held: HeldPool::new(ceiling.budget().clone(), options.max_message_size),
+            ws_held: HeldPool::new(ceiling.clone(), options.max_message_size),
             initial_bodies: Share::new(INITIAL_BODIES, &ceiling, Kind::InitializeBodies),
             ops: Arc::default(),
         }

@@ -132,7 +132,7 @@ pub(crate) fn budgets(ctx: &ServerCtx) -> Vec<(&'static str, u64, u64)> {
         ("sse_queues", ceiling.held(Kind::SseQueues)),
         ("post_bodies", ceiling.held(Kind::PostBodies)),
         ("initialize_bodies", ceiling.held(Kind::InitializeBodies)),
-        ("websocket_messages", shared.ws_held.used()),
+        ("websocket_messages", ceiling.held(Kind::WebSocketMessages)),
     ];
     let named: usize = parts.iter().map(|(_, n)| n).sum();
     let mut budgets: Vec<_> = parts

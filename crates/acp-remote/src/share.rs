@@ -24,9 +24,12 @@ pub(crate) enum Kind {
     PostBodies,
     /// The bodies of `initialize` POSTs arriving.
     InitializeBodies,
+    /// WebSocket messages not yet handed over, beyond a small buffer per connection
+    /// (src/ws_socket.rs).
+    WebSocketMessages,
 }
 
-const KINDS: usize = 3;
+const KINDS: usize = 4;
 
 /// The server's memory ceiling, with what each kind of [`Share`] holds of it.
 #[derive(Debug)]
@@ -73,7 +76,9 @@ impl Ceiling {
         self.held[kind as usize].load(Ordering::Acquire)
     }
 
-    fn try_take(&self, kind: Kind, bytes: usize, holder_after: usize) -> bool {
+    /// Takes `bytes` for a holder of `kind` that then holds `holder_after`, under the share
+    /// rule; `false` otherwise, taking nothing.
+    pub(crate) fn try_take(&self, kind: Kind, bytes: usize, holder_after: usize) -> bool {
         let cap = if holder_after <= self.guaranteed {
             self.budget.limit()
         } else {
@@ -86,7 +91,8 @@ impl Ceiling {
         true
     }
 
-    fn give_back(&self, kind: Kind, bytes: usize) {
+    /// Gives back `bytes` a holder of `kind` took.
+    pub(crate) fn give_back(&self, kind: Kind, bytes: usize) {
         self.held[kind as usize].fetch_sub(bytes, Ordering::AcqRel);
         self.budget.give_back(bytes);
     }
