@@ -6,8 +6,9 @@
 //!
 //! The share rule: a holder takes from the ceiling only while the ceiling then holds at most
 //! its limit minus a reserve (an eighth of it); the reserve is for holders that hold little
-//! (at most [`Ceiling::guaranteed`] after the take), so that a new connection and a small
-//! message still pass however much the others hold, and no connection can take it all.
+//! (after the take, at most the reserve divided by the number of holders there can be: two
+//! per connection and the `initialize` pool), so that a new connection and a small message
+//! still pass however much the others hold, and no connection can take it all.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,15 +43,14 @@ pub(crate) struct Ceiling {
     held: [AtomicUsize; KINDS],
 }
 
-/// The least a holder can always take of the reserve: a small message's worth.
-const MIN_GUARANTEED: usize = 64 * 1024;
-
 impl Ceiling {
     /// The ceiling over `budget`, for a server of at most `max_connections` connections.
     pub(crate) fn new(budget: ByteBudget, max_connections: usize) -> Arc<Ceiling> {
         let reserve = budget.limit() / 8;
-        // Two holders per connection (stream queues, POST bodies) share the reserve.
-        let guaranteed = (reserve / (2 * max_connections.max(1))).max(MIN_GUARANTEED);
+        // At most two holders per connection (stream queues and POST bodies, or a
+        // WebSocket's messages) and the `initialize` pool share the reserve: each can always
+        // take its part of it, whatever the others hold.
+        let guaranteed = reserve / (2 * max_connections + 1);
         Arc::new(Ceiling {
             budget,
             reserve,
@@ -188,9 +188,9 @@ mod tests {
 
     #[test]
     fn the_reserve_is_kept_for_holders_that_hold_little() {
-        // 8 MiB ceiling: 1 MiB reserve; 2 connections: guaranteed 256 KiB.
+        // 8 MiB ceiling: 1 MiB reserve; 2 connections: 5 holders, 204.8 KiB each.
         let ceiling = Ceiling::new(ByteBudget::new(8 << 20), 2);
-        assert_eq!(ceiling.guaranteed(), 256 << 10);
+        assert_eq!(ceiling.guaranteed(), (1 << 20) / 5);
         let greedy = Share::new(64 << 20, &ceiling, Kind::SseQueues);
         assert!(greedy.try_take(7 << 20));
         // Beyond the general part: refused to the holder of much, whatever its own budget.
