@@ -122,11 +122,12 @@ fn initial_budget(head: &RequestHead, ctx: &ServerCtx) -> Share {
 /// arrives (waiting for room while the budget is spent). Over the limit, what was read goes
 /// through `scan` (when given) before it is dropped.
 /// A body refused because the bytes its connection may have arriving at once (or those of
-/// every `initialize` together) are taken by others: 413 at once, never a wait (the agent's
-/// request it answers, when it answers one, fails with this reason as for [`TOO_LARGE`]).
+/// every `initialize` together, or the server's memory ceiling under its share rule) are
+/// taken by others: 413 at once, never a wait (the agent's request it answers, when it
+/// answers one, fails with this reason as for [`TOO_LARGE`]).
 const NO_ROOM: (u16, &str) = (
     413,
-    "the bodies arriving for this connection hold its budget: send it again once they are in",
+    "no room for this body now (its connection's bodies or the server's memory ceiling): send it again later",
 );
 
 async fn read_body(
