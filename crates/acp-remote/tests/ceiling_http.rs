@@ -155,6 +155,21 @@ fn sse_queues_of_connections_that_never_read_stay_within_the_ceiling() {
             "128 connections that never read hold {} MiB",
             held / MIB
         );
+        // The ceiling's gauges: the queues hold most of it, never more than it.
+        #[cfg(feature = "metrics")]
+        {
+            let metrics =
+                common::raw_http(addr, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
+            let budget = |kind: &str, budget: &str| -> usize {
+                let name = format!("acp_remote_budget_{kind}_bytes{{budget=\"{budget}\"}} ");
+                let at = metrics.find(&name).expect(&name) + name.len();
+                metrics[at..].lines().next().unwrap().parse().unwrap()
+            };
+            assert_eq!(budget("limit", "memory_ceiling"), CEILING, "{metrics}");
+            assert_eq!(budget("limit", "sse_queues"), CEILING, "{metrics}");
+            assert!(budget("used", "sse_queues") > CEILING / 2, "{metrics}");
+            assert!(budget("used", "memory_ceiling") <= CEILING, "{metrics}");
+        }
         legitimate_client(addr).await;
     });
 }
