@@ -88,10 +88,7 @@ const INITIAL_BODIES: usize = 16 << 20;
 
 impl Shared {
     pub(crate) fn new(options: &ServerOptions) -> Shared {
-        let ceiling = Ceiling::new(
-            acp_jsonrpc::ByteBudget::new(options.memory_ceiling),
-            options.max_connections,
-        );
+        let ceiling = Ceiling::new(options.memory_ceiling, options.max_connections);
         Shared {
             stop_accepting: Latch::default(),
             drain: Arc::default(),

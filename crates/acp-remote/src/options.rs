@@ -252,7 +252,7 @@ impl ServerOptions {
     /// (besides each connection's own budget, `AgentOptions::with_in_flight_budget`, 64 MiB).
     ///
     /// Shared fairly: the last eighth is kept for holders that hold little (at most that
-    /// eighth divided by twice the connection limit plus one, 128 KiB at the defaults), so a
+    /// eighth divided by three times the connection limit plus one, 85 KiB at the defaults), so a
     /// new connection and small messages pass whatever the others hold; a WebSocket holds at
     /// most one message of the limit. What does not fit is refused to the connection that
     /// asked, never taken from the others: a WebSocket message closes its connection with

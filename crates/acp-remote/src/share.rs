@@ -6,7 +6,7 @@
 //!
 //! The share rule: a holder takes from the ceiling only while the ceiling then holds at most
 //! its limit minus a reserve (an eighth of it); the reserve is for holders that hold little
-//! (after the take, at most the reserve divided by the number of holders there can be: two
+//! (after the take, at most the reserve divided by the number of holders there can be: three
 //! per connection and the `initialize` pool), so that a new connection and a small message
 //! still pass however much the others hold, and no connection can take it all.
 
@@ -35,26 +35,21 @@ const KINDS: usize = 4;
 /// The server's memory ceiling, with what each kind of [`Share`] holds of it.
 #[derive(Debug)]
 pub(crate) struct Ceiling {
+    /// The one budget, with its reserve (`ByteBudget::with_reserve`).
     budget: ByteBudget,
-    /// What only holders holding little may take: the last eighth.
-    reserve: usize,
-    /// What a holder may hold and still take from the reserve.
-    guaranteed: usize,
     held: [AtomicUsize; KINDS],
 }
 
 impl Ceiling {
-    /// The ceiling over `budget`, for a server of at most `max_connections` connections.
-    pub(crate) fn new(budget: ByteBudget, max_connections: usize) -> Arc<Ceiling> {
-        let reserve = budget.limit() / 8;
-        // At most two holders per connection (stream queues and POST bodies, or a
-        // WebSocket's messages) and the `initialize` pool share the reserve: each can always
-        // take its part of it, whatever the others hold.
-        let guaranteed = reserve / (2 * max_connections + 1);
+    /// A ceiling of `limit` bytes, for a server of at most `max_connections` connections.
+    pub(crate) fn new(limit: usize, max_connections: usize) -> Arc<Ceiling> {
+        let reserve = limit / 8;
+        // At most three holders per connection (stream queues, POST bodies and requests in
+        // flight, or a WebSocket's messages and requests) and the `initialize` pool share the
+        // reserve: each can always take its part of it, whatever the others hold.
+        let guaranteed = reserve / (3 * max_connections + 1);
         Arc::new(Ceiling {
-            budget,
-            reserve,
-            guaranteed,
+            budget: ByteBudget::with_reserve(limit, reserve, guaranteed),
             held: Default::default(),
         })
     }
@@ -62,12 +57,6 @@ impl Ceiling {
     /// The one budget (also the WebSocket messages' and the requests in flight's).
     pub(crate) fn budget(&self) -> &ByteBudget {
         &self.budget
-    }
-
-    /// What a holder may hold and still take from the reserve.
-    #[cfg(test)]
-    pub(crate) fn guaranteed(&self) -> usize {
-        self.guaranteed
     }
 
     /// Bytes the shares of `kind` hold now, all together.
@@ -79,12 +68,7 @@ impl Ceiling {
     /// Takes `bytes` for a holder of `kind` that then holds `holder_after`, under the share
     /// rule; `false` otherwise, taking nothing.
     pub(crate) fn try_take(&self, kind: Kind, bytes: usize, holder_after: usize) -> bool {
-        let cap = if holder_after <= self.guaranteed {
-            self.budget.limit()
-        } else {
-            self.budget.limit() - self.reserve
-        };
-        if !self.budget.try_take_below(bytes, cap) {
+        if !self.budget.try_take_as(bytes, holder_after) {
             return false;
         }
         self.held[kind as usize].fetch_add(bytes, Ordering::AcqRel);
@@ -188,26 +172,25 @@ mod tests {
 
     #[test]
     fn the_reserve_is_kept_for_holders_that_hold_little() {
-        // 8 MiB ceiling: 1 MiB reserve; 2 connections: 5 holders, 204.8 KiB each.
-        let ceiling = Ceiling::new(ByteBudget::new(8 << 20), 2);
-        assert_eq!(ceiling.guaranteed(), (1 << 20) / 5);
+        // 8 MiB ceiling: 1 MiB reserve; 2 connections: 7 holders, 146 KiB each.
+        let ceiling = Ceiling::new(8 << 20, 2);
         let greedy = Share::new(64 << 20, &ceiling, Kind::SseQueues);
         assert!(greedy.try_take(7 << 20));
         // Beyond the general part: refused to the holder of much, whatever its own budget.
         assert!(!greedy.try_take(1));
         let newcomer = Share::new(64 << 20, &ceiling, Kind::PostBodies);
-        assert!(newcomer.try_take(200 << 10));
+        assert!(newcomer.try_take(100 << 10));
         assert!(!newcomer.try_take(100 << 10));
         assert_eq!(ceiling.held(Kind::SseQueues), 7 << 20);
-        assert_eq!(ceiling.held(Kind::PostBodies), 200 << 10);
+        assert_eq!(ceiling.held(Kind::PostBodies), 100 << 10);
         greedy.give_back(7 << 20);
-        newcomer.give_back(200 << 10);
+        newcomer.give_back(100 << 10);
         assert_eq!(ceiling.budget().used(), 0);
     }
 
     #[test]
     fn its_own_limit_holds_besides_the_ceiling() {
-        let ceiling = Ceiling::new(ByteBudget::new(8 << 20), 2);
+        let ceiling = Ceiling::new(8 << 20, 2);
         let share = Share::new(1 << 20, &ceiling, Kind::SseQueues);
         assert!(share.try_take(1 << 20));
         assert!(!share.try_take(1));

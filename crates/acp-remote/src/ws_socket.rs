@@ -237,8 +237,8 @@ mod tests {
 
     #[test]
     fn the_pool_covers_what_each_connection_holds_beyond_its_own_share() {
-        // 4 MiB: the last 512 KiB kept for holders drawing at most a third of it.
-        let ceiling = Ceiling::new(acp_jsonrpc::ByteBudget::new(4 << 20), 1);
+        // 4 MiB: the last 512 KiB kept for holders drawing at most a quarter of it.
+        let ceiling = Ceiling::new(4 << 20, 1);
         let pool = HeldPool::new(ceiling.clone(), 2 << 20);
         let a = Held::new(Some(pool.clone()));
         let b = Held::new(Some(pool.clone()));
