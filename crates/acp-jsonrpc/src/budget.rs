@@ -46,6 +46,10 @@ struct Inner {
     /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters (a notify with
     /// nobody listening is one atomic read).
     freed: Event,
+    /// Of the limit, what only holders holding at most `guaranteed` may take
+    /// ([`ByteBudget::with_reserve`]).
+    reserve: usize,
+    guaranteed: usize,
 }
 
 impl ByteBudget {
@@ -56,8 +60,49 @@ impl ByteBudget {
                 limit,
                 used: AtomicUsize::new(0),
                 freed: Event::new(),
+                reserve: 0,
+                guaranteed: 0,
             }),
         }
+    }
+
+    /// A budget of `limit` bytes whose last `reserve` bytes are kept for holders that hold
+    /// little: [`try_take_as`](Self::try_take_as) gives them only to a holder that then holds
+    /// at most `guaranteed`. With `guaranteed` at most `reserve` divided by the number of
+    /// holders there can be, each can always hold that much, whatever the others hold: a
+    /// server's share rule, so that no client can take it all. (Plain
+    /// [`try_take`](Self::try_take) ignores the reserve.)
+    ///
+    /// ```
+    /// let budget = acp_jsonrpc::ByteBudget::with_reserve(100, 20, 10);
+    /// assert!(budget.try_take_as(80, 80));
+    /// // The reserve: not for a holder of 81 bytes, but for one of 10.
+    /// assert!(!budget.try_take_as(1, 81));
+    /// assert!(budget.try_take_as(10, 10));
+    /// ```
+    pub fn with_reserve(limit: usize, reserve: usize, guaranteed: usize) -> Self {
+        ByteBudget {
+            inner: Arc::new(Inner {
+                limit,
+                used: AtomicUsize::new(0),
+                freed: Event::new(),
+                reserve: reserve.min(limit),
+                guaranteed,
+            }),
+        }
+    }
+
+    /// Takes `bytes` for a holder that then holds `holder_after` of it (the bytes included),
+    /// under the reserve's rule ([`with_reserve`](Self::with_reserve)): beyond `limit -
+    /// reserve` only for a holder holding at most `guaranteed`; `false` otherwise, taking
+    /// nothing. Without a reserve, as [`try_take`](Self::try_take).
+    pub fn try_take_as(&self, bytes: usize, holder_after: usize) -> bool {
+        let cap = if holder_after <= self.inner.guaranteed {
+            self.inner.limit
+        } else {
+            self.inner.limit - self.inner.reserve
+        };
+        self.try_take_below(bytes, cap)
     }
 
     /// Its size in bytes.
@@ -83,9 +128,15 @@ impl ByteBudget {
     /// assert_eq!(budget.used(), 0);
     /// ```
     pub fn try_take(&self, bytes: usize) -> bool {
+        self.try_take_below(bytes, self.inner.limit)
+    }
+
+    /// Takes `bytes` when the budget then holds at most `cap` (or when nothing is held).
+    fn try_take_below(&self, bytes: usize, cap: usize) -> bool {
+        let cap = cap.min(self.inner.limit);
         let mut used = self.used();
         loop {
-            if used != 0 && used.saturating_add(bytes) > self.inner.limit {
+            if used != 0 && used.saturating_add(bytes) > cap {
                 return false;
             }
             match self.inner.used.compare_exchange_weak(
@@ -213,7 +264,8 @@ impl Charge {
         };
         match shared {
             None => Ok(charge),
-            Some(shared) if shared.try_take(bytes) => {
+            // The shared budget's reserve, if it has one, is for connections holding little.
+            Some(shared) if shared.try_take_as(bytes, own.used()) => {
                 charge.shared = Some(shared.clone());
                 Ok(charge)
             }
@@ -253,6 +305,20 @@ mod tests {
         );
         drop((a, b));
         assert_eq!((own.used(), other.used(), shared.used()), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_connection_holding_much_is_kept_out_of_the_shared_reserve() {
+        let shared = ByteBudget::with_reserve(150, 50, 20);
+        let (big, small) = (ByteBudget::new(200), ByteBudget::new(200));
+        let held = Charge::take(100, &big, Some(&shared)).ok().unwrap();
+        assert_eq!(
+            Charge::take(10, &big, Some(&shared)).err(),
+            Some((BudgetScope::Shared, 150))
+        );
+        let little = Charge::take(20, &small, Some(&shared)).ok().unwrap();
+        drop((held, little));
+        assert_eq!(shared.used(), 0);
     }
 
     #[test]

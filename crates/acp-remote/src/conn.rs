@@ -16,10 +16,10 @@ use smol::Timer;
 use crate::frames::Activity;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
+use crate::share::{Ceiling, Kind, Share};
 use crate::streamable::HttpConn;
 use crate::transport::{ConnectionReader, ConnectionWriter};
 use crate::ws_socket::HeldPool;
-use acp_jsonrpc::ByteBudget;
 use acp_jsonrpc::Latch;
 
 /// One client's connection as the server accepted it: what a
@@ -72,12 +72,12 @@ pub(crate) struct Shared {
     pub(crate) http: Mutex<HashMap<String, Arc<HttpConn>>>,
     /// The memory ceiling (`ServerOptions::with_memory_ceiling`): what the pools below and
     /// the requests in flight of `serve_agent`'s clients hold, together.
-    pub(crate) ceiling: acp_jsonrpc::ByteBudget,
+    pub(crate) ceiling: Arc<Ceiling>,
     /// What WebSocket connections hold of their messages beyond a small buffer each.
     pub(crate) ws_held: Arc<HeldPool>,
     /// The bodies of POSTs that name no connection (`initialize`), all together, while they
     /// arrive.
-    pub(crate) initial_bodies: ByteBudget,
+    pub(crate) initial_bodies: Share,
     /// The operator's counters (src/ops.rs).
     pub(crate) ops: Arc<crate::ops::Ops>,
 }
@@ -88,7 +88,7 @@ const INITIAL_BODIES: usize = 16 << 20;
 
 impl Shared {
     pub(crate) fn new(options: &ServerOptions) -> Shared {
-        let ceiling = acp_jsonrpc::ByteBudget::new(options.memory_ceiling);
+        let ceiling = Ceiling::new(options.memory_ceiling, options.max_connections);
         Shared {
             stop_accepting: Latch::default(),
             drain: Arc::default(),
@@ -102,8 +102,8 @@ impl Shared {
             http: Mutex::default(),
             ceiling: ceiling.clone(),
             // One connection draws at most one message of the limit.
-            ws_held: HeldPool::new(ceiling, options.max_message_size),
-            initial_bodies: ByteBudget::new(INITIAL_BODIES),
+            ws_held: HeldPool::new(ceiling.clone(), options.max_message_size),
+            initial_bodies: Share::new(INITIAL_BODIES, &ceiling, Kind::InitializeBodies),
             ops: Arc::default(),
         }
     }

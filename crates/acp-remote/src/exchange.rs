@@ -13,11 +13,11 @@ use crate::answer_scan::AnswerScan;
 use crate::conn::ServerCtx;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
+use crate::share::Share;
 use crate::streamable::handlers::{self, TOO_LARGE};
 use crate::streamable::queue::Reservation;
 use crate::streamable::reply::Reply;
 use crate::streamable::{HttpConn, Refusal};
-use acp_jsonrpc::ByteBudget;
 
 /// The methods of the endpoint, as `Allow` and `Access-Control-Allow-Methods` list them.
 const METHODS: &str = "GET, POST, DELETE";
@@ -106,13 +106,13 @@ const SMALL_INITIAL_BODY: usize = 16 * 1024;
 
 /// The budget an `initialize` body is read in: its own for a small one, the server's pool
 /// (16 MiB of them arriving at once) for a larger or unannounced one.
-fn initial_budget(head: &RequestHead, ctx: &ServerCtx) -> ByteBudget {
+fn initial_budget(head: &RequestHead, ctx: &ServerCtx) -> Share {
     let small = head
         .header("content-length")
         .and_then(|n| n.trim().parse::<usize>().ok())
         .is_some_and(|n| n <= SMALL_INITIAL_BODY);
     if small {
-        ByteBudget::new(SMALL_INITIAL_BODY)
+        Share::alone(SMALL_INITIAL_BODY)
     } else {
         ctx.shared.initial_bodies.clone()
     }
@@ -122,18 +122,19 @@ fn initial_budget(head: &RequestHead, ctx: &ServerCtx) -> ByteBudget {
 /// arrives (waiting for room while the budget is spent). Over the limit, what was read goes
 /// through `scan` (when given) before it is dropped.
 /// A body refused because the bytes its connection may have arriving at once (or those of
-/// every `initialize` together) are taken by others: 413 at once, never a wait (the agent's
-/// request it answers, when it answers one, fails with this reason as for [`TOO_LARGE`]).
+/// every `initialize` together, or the server's memory ceiling under its share rule) are
+/// taken by others: 413 at once, never a wait (the agent's request it answers, when it
+/// answers one, fails with this reason as for [`TOO_LARGE`]).
 const NO_ROOM: (u16, &str) = (
     413,
-    "the bodies arriving for this connection hold its budget: send it again once they are in",
+    "no room for this body now (its connection's bodies or the server's memory ceiling): send it again later",
 );
 
 async fn read_body(
     head: &RequestHead,
     body: &mut impl ReadBody,
     limit: usize,
-    budget: &ByteBudget,
+    budget: &Share,
     scan: Option<&mut AnswerScan>,
 ) -> Result<(Vec<u8>, Reservation), BodyError> {
     body.start(head).await?;
@@ -176,7 +177,7 @@ async fn read_body(
 /// Reads the rest of a refused body through `scan` until it decides or the body ends: one
 /// piece at a time, counted in `budget` while it is looked at and then dropped, so that a
 /// refused body of any size costs one piece of memory.
-async fn scan_rest(body: &mut impl ReadBody, scan: &mut AnswerScan, budget: &ByteBudget) {
+async fn scan_rest(body: &mut impl ReadBody, scan: &mut AnswerScan, budget: &Share) {
     while !scan.is_decided() {
         let Ok(Some(piece)) = body.next().await else {
             return;

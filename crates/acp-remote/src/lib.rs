@@ -145,6 +145,7 @@ mod options;
 mod rt;
 mod served;
 mod server;
+mod share;
 mod streamable;
 mod tls;
 mod transport;

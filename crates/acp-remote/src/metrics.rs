@@ -11,7 +11,7 @@
 //! | `sessions` | gauge: created (or loaded) on open connections | |
 //! | `turns_running` | gauge: `session/prompt` requests not yet answered | |
 //! | `turns_total` | counter: prompts answered | |
-//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `sse_replay`, `websocket_messages`, `initialize_bodies`, `requests_in_flight`, `memory_ceiling`: `websocket_messages` and `requests_in_flight` are what the server's memory ceiling holds, `memory_ceiling` their sum) |
+//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `post_bodies`, `initialize_bodies`, `websocket_messages`, `requests_in_flight`: what each holds of the server's memory ceiling, whose size is their limit; `memory_ceiling`: their sum; `sse_replay`: the connections' replay windows, beside the ceiling) |
 //! | `refusals_total` | counter | `reason` (`max_connections`, `draining`, `sockets`, `unauthenticated`, `origin`, `not_found`, `too_large`, `bad_request`) |
 //! | `draining` | gauge: 1 while draining | |
 
@@ -22,6 +22,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::conn::{ServerCtx, lock_http};
+use crate::share::Kind;
 
 type Labels = Vec<(String, String)>;
 
@@ -82,12 +83,12 @@ pub(crate) fn render(ctx: &ServerCtx) -> String {
     }
     registry.register(
         "budget_used_bytes",
-        "Bytes held against each server-wide budget (sse_queues, sse_replay: all connections' together)",
+        "Bytes held against each server-wide budget (all but sse_replay are parts of memory_ceiling)",
         used,
     );
     registry.register(
         "budget_limit_bytes",
-        "The size of each budget (sse_queues, sse_replay: the sum of the connections' budgets)",
+        "The size of each budget (the memory ceiling's for its parts; sse_replay: the sum of the connections' windows)",
         limit,
     );
 
@@ -114,43 +115,38 @@ pub(crate) fn render(ctx: &ServerCtx) -> String {
 }
 
 /// The bytes held against each server-wide budget now, and the budget: (name, used, limit).
-/// The Streamable HTTP stream queues and replay windows are one budget per connection each,
-/// summed.
+/// Everything but `sse_replay` is held of the server's memory ceiling: each kind's part
+/// (with the ceiling's size as its limit), then `memory_ceiling`, their sum. `sse_replay`
+/// is one window per connection, summed.
 pub(crate) fn budgets(ctx: &ServerCtx) -> Vec<(&'static str, u64, u64)> {
     let shared = &ctx.shared;
-    let (mut queued, mut queue_limit) = (0u64, 0u64);
     let (mut kept, mut kept_limit) = (0u64, 0u64);
     for conn in lock_http(shared).values() {
-        let budget = conn.stream_budget();
-        queued += budget.used() as u64;
-        queue_limit += budget.limit() as u64;
         kept += conn.replay_used() as u64;
         kept_limit += conn.replay_limit() as u64;
     }
-    vec![
-        ("sse_queues", queued, queue_limit),
-        ("sse_replay", kept, kept_limit),
-        (
-            "websocket_messages",
-            shared.ws_held.used() as u64,
-            shared.ceiling.limit() as u64,
-        ),
-        (
-            "initialize_bodies",
-            shared.initial_bodies.used() as u64,
-            shared.initial_bodies.limit() as u64,
-        ),
-        // What the ceiling holds beside the WebSocket messages: `serve_agent`'s requests in
-        // flight.
-        (
-            "requests_in_flight",
-            shared.ceiling.used().saturating_sub(shared.ws_held.used()) as u64,
-            shared.ceiling.limit() as u64,
-        ),
-        (
-            "memory_ceiling",
-            shared.ceiling.used() as u64,
-            shared.ceiling.limit() as u64,
-        ),
-    ]
+    let ceiling = &shared.ceiling;
+    let total = ceiling.budget().used();
+    let limit = ceiling.budget().limit() as u64;
+    let parts = [
+        ("sse_queues", ceiling.held(Kind::SseQueues)),
+        ("post_bodies", ceiling.held(Kind::PostBodies)),
+        ("initialize_bodies", ceiling.held(Kind::InitializeBodies)),
+        ("websocket_messages", ceiling.held(Kind::WebSocketMessages)),
+    ];
+    let named: usize = parts.iter().map(|(_, n)| n).sum();
+    let mut budgets: Vec<_> = parts
+        .into_iter()
+        .map(|(name, used)| (name, used as u64, limit))
+        .collect();
+    // What the ceiling holds beside the kinds above: the requests in flight of
+    // `serve_agent`'s clients.
+    budgets.push((
+        "requests_in_flight",
+        total.saturating_sub(named) as u64,
+        limit,
+    ));
+    budgets.push(("memory_ceiling", total as u64, limit));
+    budgets.push(("sse_replay", kept, kept_limit));
+    budgets
 }

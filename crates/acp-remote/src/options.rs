@@ -305,16 +305,24 @@ impl ServerOptions {
         self
     }
 
-    /// The server's memory ceiling: what all clients together may make it hold of their
-    /// messages beyond a small buffer each (default [`DEFAULT_MEMORY_CEILING`], 256 MiB). It
-    /// covers the WebSocket messages not yet handed to the handler (beyond 64 KiB a
-    /// connection) and, with [`Server::serve_agent`](crate::Server::serve_agent), the
-    /// requests in flight (besides each connection's own budget,
-    /// `AgentOptions::with_in_flight_budget`, 64 MiB). Shared fairly: one connection holds at
-    /// most one message of the limit of it. What goes beyond is refused, never waited for: a
-    /// WebSocket whose message does not fit is closed with 1009, a request that does not fit
-    /// is answered at once with `-32603` (data `"scope": "shared"`) and its connection reads
-    /// on. docs/limits.md has what it covers and the server's worst case.
+    /// The server's memory ceiling: the one budget for what all clients together may make it
+    /// hold of their messages beyond a small buffer each (default [`DEFAULT_MEMORY_CEILING`],
+    /// 256 MiB). It covers the WebSocket messages not yet handed to the handler (beyond 64 KiB
+    /// a connection); the Streamable HTTP connections' SSE queues, POST bodies arriving and
+    /// POSTed messages waiting, and the `initialize` bodies arriving; and, with
+    /// [`Server::serve_agent`](crate::Server::serve_agent) (or a handler given
+    /// [`Server::memory_ceiling`](crate::Server::memory_ceiling)), the requests in flight
+    /// (besides each connection's own budget, `AgentOptions::with_in_flight_budget`, 64 MiB).
+    ///
+    /// Shared fairly: the last eighth is kept for holders that hold little (at most that
+    /// eighth divided by three times the connection limit plus one, 85 KiB at the defaults), so a
+    /// new connection and small messages pass whatever the others hold; a WebSocket holds at
+    /// most one message of the limit. What does not fit is refused to the connection that
+    /// asked, never taken from the others: a WebSocket message closes its connection with
+    /// 1009, a POST body is answered 413 at once, a request in flight `-32603` (data
+    /// `"scope": "shared"`), and a message for an SSE stream waits (the agent's output to that
+    /// client waits, as for a client that does not read). docs/limits.md has the server's
+    /// worst case.
     ///
     /// ```
     /// let options = acp_remote::ServerOptions::default().with_memory_ceiling(64 << 20);

@@ -269,6 +269,31 @@ impl Server {
         self.local_addr
     }
 
+    /// The server's memory ceiling (`ServerOptions::with_memory_ceiling`): the one budget
+    /// its WebSocket messages, Streamable HTTP queues and bodies draw on. A
+    /// [`serve`](Self::serve) handler that runs JSON-RPC itself hands it to
+    /// `with_shared_in_flight_budget` (as [`serve_agent`](Self::serve_agent) does), so that its
+    /// clients' requests in flight count in it too, and in the `/metrics` gauge
+    /// `budget_used_bytes{budget="requests_in_flight"}`.
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// use acp_remote::{Server, ServerOptions};
+    ///
+    /// let options = ServerOptions::default().with_memory_ceiling(64 << 20);
+    /// let server = Server::bind("127.0.0.1:0".parse().unwrap(), options)?;
+    /// let ceiling = server.memory_ceiling();
+    /// assert_eq!(ceiling.limit(), 64 << 20);
+    /// let agent_options = acp_runtime::agent::AgentOptions::default()
+    ///     .with_shared_in_flight_budget(ceiling);
+    /// # let _ = agent_options;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn memory_ceiling(&self) -> acp_jsonrpc::ByteBudget {
+        self.shared.ceiling.budget().clone()
+    }
+
     /// The `ws://` (`wss://` with TLS) URL clients connect to.
     pub fn url(&self) -> String {
         let scheme = if self.options.has_tls() { "wss" } else { "ws" };
@@ -303,7 +328,7 @@ impl Server {
         // connection's own budget.
         let options = options
             .with_max_line_length(self.options.max_message_size)
-            .with_shared_in_flight_budget(self.shared.ceiling.clone());
+            .with_shared_in_flight_budget(self.memory_ceiling());
         self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =

@@ -27,8 +27,9 @@ use serde_json::value::RawValue;
 
 use crate::frames::Activity;
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::share::{Ceiling, Kind, Share};
+use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
-use acp_jsonrpc::{BudgetListener, ByteBudget};
 use queue::{ByteQueue, Inbound, QueueReader};
 use stream::{Replay, SseStream};
 
@@ -67,7 +68,7 @@ pub(crate) struct HttpConn {
     inbound: ByteQueue,
     initial: Arc<ByteQueue>,
     connection_stream: Arc<SseStream>,
-    budget: ByteBudget,
+    budget: Share,
     replay: Arc<Replay>,
     routes: Mutex<Routes>,
     pub(crate) activity: Arc<Activity>,
@@ -139,8 +140,6 @@ pub(crate) struct StreamLimits {
     pub(crate) replay_age: std::time::Duration,
     /// The client asked for cursors in `_meta` (the durable transport, allowed by the server).
     pub(crate) cursors: bool,
-    /// The server's memory ceiling, which the replay window's bytes are drawn from.
-    pub(crate) ceiling: ByteBudget,
 }
 
 /// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
@@ -200,20 +199,23 @@ impl HttpConn {
         authorization: Option<String>,
         inbound_budget: usize,
         limits: StreamLimits,
+        ceiling: &Arc<Ceiling>,
     ) -> Arc<HttpConn> {
-        let budget = ByteBudget::new(limits.budget);
+        let budget = Share::new(limits.budget, ceiling, Kind::SseQueues);
+        // The replay window's bytes come out of the same ceiling, best effort (an event that
+        // does not fit is sent but not kept).
         let replay = Replay::new(
             limits.replay_bytes,
             limits.replay_events,
             limits.replay_age,
             limits.cursors,
-            limits.ceiling,
+            ceiling.budget().clone(),
         );
         Arc::new(HttpConn {
             id,
             authorization,
-            inbound: ByteQueue::new(ByteBudget::new(inbound_budget)),
-            initial: Arc::new(ByteQueue::new(ByteBudget::new(usize::MAX))),
+            inbound: ByteQueue::new(Share::new(inbound_budget, ceiling, Kind::PostBodies)),
+            initial: Arc::new(ByteQueue::new(Share::alone(usize::MAX))),
             connection_stream: Arc::new(SseStream::new(budget.clone(), replay.clone())),
             budget,
             replay,
@@ -223,15 +225,9 @@ impl HttpConn {
         })
     }
 
-    /// The budget of the messages waiting for the client's streams (for the metrics).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn stream_budget(&self) -> &ByteBudget {
-        &self.budget
-    }
-
     /// The budget of the POSTed messages waiting for the runtime: a POST's body counts
     /// against it while it arrives.
-    pub(crate) fn inbound_budget(&self) -> ByteBudget {
+    pub(crate) fn inbound_budget(&self) -> Share {
         self.inbound.budget().clone()
     }
 

@@ -14,12 +14,12 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use futures_io::{AsyncRead, AsyncWrite};
 
+use crate::share::{Ceiling, Kind};
 use crate::ws_pieces::Repiece;
 
 /// What one connection may hold of a message without drawing on the server's ceiling: a
@@ -31,38 +31,30 @@ pub(crate) const FREE_HELD: usize = 64 * 1024;
 /// message limit).
 #[derive(Debug)]
 pub(crate) struct HeldPool {
-    ceiling: acp_jsonrpc::ByteBudget,
+    ceiling: Arc<Ceiling>,
     share: usize,
-    /// Of the ceiling, what this pool holds now.
-    used: AtomicUsize,
 }
 
 impl HeldPool {
-    pub(crate) fn new(ceiling: acp_jsonrpc::ByteBudget, share: usize) -> Arc<HeldPool> {
-        Arc::new(HeldPool {
-            ceiling,
-            share,
-            used: AtomicUsize::new(0),
-        })
+    pub(crate) fn new(ceiling: Arc<Ceiling>, share: usize) -> Arc<HeldPool> {
+        Arc::new(HeldPool { ceiling, share })
     }
 
-    fn try_take(&self, bytes: usize) -> bool {
-        if !self.ceiling.try_take(bytes) {
-            return false;
-        }
-        self.used.fetch_add(bytes, Ordering::SeqCst);
-        true
+    /// Takes `bytes` for a connection that then draws `holder_after` (the share rule:
+    /// src/share.rs).
+    fn try_take(&self, bytes: usize, holder_after: usize) -> bool {
+        self.ceiling
+            .try_take(Kind::WebSocketMessages, bytes, holder_after)
     }
 
     fn give_back(&self, bytes: usize) {
-        self.used.fetch_sub(bytes, Ordering::SeqCst);
-        self.ceiling.give_back(bytes);
+        self.ceiling.give_back(Kind::WebSocketMessages, bytes);
     }
 
-    /// Bytes drawn from the ceiling now (for tests and the metrics).
-    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    /// Bytes drawn from the ceiling now.
+    #[cfg(test)]
     pub(crate) fn used(&self) -> usize {
-        self.used.load(Ordering::SeqCst)
+        self.ceiling.held(Kind::WebSocketMessages)
     }
 }
 
@@ -116,7 +108,7 @@ impl Held {
         };
         let need = state.read.saturating_sub(FREE_HELD);
         if need > state.charged {
-            if need > pool.share || !pool.try_take(need - state.charged) {
+            if need > pool.share || !pool.try_take(need - state.charged, need) {
                 return false;
             }
             state.charged = need;
@@ -245,22 +237,28 @@ mod tests {
 
     #[test]
     fn the_pool_covers_what_each_connection_holds_beyond_its_own_share() {
-        let ceiling = acp_jsonrpc::ByteBudget::new(3 << 20);
+        // 4 MiB: the last 512 KiB kept for holders drawing at most a quarter of it.
+        let ceiling = Ceiling::new(4 << 20, 1);
         let pool = HeldPool::new(ceiling.clone(), 2 << 20);
         let a = Held::new(Some(pool.clone()));
         let b = Held::new(Some(pool.clone()));
+        let small = Held::new(Some(pool.clone()));
         assert!(a.add(FREE_HELD));
         assert_eq!(pool.used(), 0);
         assert!(a.add(2 << 20));
         assert_eq!(pool.used(), 2 << 20);
-        assert!(b.add(FREE_HELD + (1 << 20)));
+        assert!(b.add(FREE_HELD + (3 << 19)));
+        // The general part is spent: refused to a connection drawing much...
         assert!(!b.add(1));
+        // ...not to one drawing little.
+        assert!(small.add(FREE_HELD + (128 << 10)));
+        small.message_done();
         a.message_done();
-        assert_eq!(pool.used(), 1 << 20);
+        assert_eq!(pool.used(), 3 << 19);
         assert!(b.add(1));
         // Beyond its share: refused, whatever the ceiling has left.
         assert!(!b.add(2 << 20));
         drop(b);
-        assert_eq!((pool.used(), ceiling.used()), (0, 0));
+        assert_eq!((pool.used(), ceiling.budget().used()), (0, 0));
     }
 }

@@ -8,25 +8,8 @@ mod common;
 
 use acp_remote::{Connector, ServerOptions};
 use common::raw_ws::{frame, next_message, raw_websocket, until_frame};
-use common::{Project, connect_client, full_turn, serve, within};
+use common::{Project, connect_client, full_turn, resident, serve, within};
 use futures_lite::AsyncWriteExt;
-
-/// The process's resident memory, in bytes, once the allocator has given back what is free
-/// (glibc keeps freed memory in its arenas; trimming shows what is still in use).
-fn resident() -> usize {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator; it takes no pointer.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: usize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
 
 const MIB: usize = 1 << 20;
 

@@ -35,8 +35,9 @@ use super::wire::Reconnect;
 use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::share::Share;
+use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
-use acp_jsonrpc::{BudgetListener, ByteBudget};
 
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -111,8 +112,8 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
     let shared = Arc::new(Shared {
         link: Link::new(endpoint),
         connection_id: Mutex::new(None),
-        inbound: ByteQueue::new(ByteBudget::new(budget)),
-        outbound: ByteQueue::new(ByteBudget::new(budget)),
+        inbound: ByteQueue::new(Share::alone(budget)),
+        outbound: ByteQueue::new(Share::alone(budget)),
         streams: Mutex::default(),
         asked_in: Mutex::default(),
         cookies: Mutex::default(),

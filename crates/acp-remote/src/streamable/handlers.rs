@@ -176,8 +176,8 @@ async fn initialize(
             replay_events: ctx.options.replay_events,
             replay_age: ctx.options.replay_age,
             cursors: durable,
-            ceiling: ctx.shared.ceiling.clone(),
         },
+        &ctx.shared.ceiling,
     );
     lock_http(&ctx.shared).insert(id.clone(), conn.clone());
     let connection = IncomingConnection {

@@ -6,7 +6,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use acp_jsonrpc::{BudgetListener, ByteBudget};
+use acp_jsonrpc::BudgetListener;
+
+use crate::share::Share;
 use event_listener::{Event, EventListener};
 use futures_io::{AsyncBufRead, AsyncRead};
 
@@ -15,16 +17,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Bytes taken from a [`ByteBudget`] for something still arriving (a POST's body), given back
+/// Bytes taken from a [`Share`] for something still arriving (a POST's body), given back
 /// when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
-    budget: ByteBudget,
+    budget: Share,
     taken: usize,
 }
 
 impl Reservation {
-    pub(crate) fn new(budget: ByteBudget) -> Reservation {
+    pub(crate) fn new(budget: Share) -> Reservation {
         Reservation { budget, taken: 0 }
     }
 
@@ -51,13 +53,13 @@ impl Drop for Reservation {
     }
 }
 
-/// A queue of messages whose bytes count against a [`ByteBudget`]: a push waits while the budget
+/// A queue of messages whose bytes count against a [`Share`]: a push waits while the budget
 /// is spent, a pop waits while the queue is empty. Closing wakes everyone: pushes fail, pops
 /// drain what is left and then end.
 #[derive(Debug)]
 pub(crate) struct ByteQueue {
     state: Mutex<State>,
-    budget: ByteBudget,
+    budget: Share,
     /// Woken when a message is pushed or the queue is closed.
     pushed: Event,
 }
@@ -69,7 +71,7 @@ struct State {
 }
 
 impl ByteQueue {
-    pub(crate) fn new(budget: ByteBudget) -> Self {
+    pub(crate) fn new(budget: Share) -> Self {
         ByteQueue {
             state: Mutex::default(),
             budget,
@@ -77,7 +79,7 @@ impl ByteQueue {
         }
     }
 
-    pub(crate) fn budget(&self) -> &ByteBudget {
+    pub(crate) fn budget(&self) -> &Share {
         &self.budget
     }
 
@@ -205,7 +207,7 @@ mod tests {
     #[test]
     fn bounded_in_bytes_with_one_oversized_message_alone() {
         smol::block_on(async {
-            let budget = ByteBudget::new(10);
+            let budget = Share::alone(10);
             let queue = ByteQueue::new(budget.clone());
             let other = ByteQueue::new(budget);
             queue.push(vec![0; 8]).await.unwrap();

@@ -15,10 +15,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use acp_jsonrpc::ByteBudget;
 use event_listener::{Event, EventListener};
 
 use super::queue::ByteQueue;
-use acp_jsonrpc::ByteBudget;
+use crate::share::Share;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -220,7 +221,7 @@ pub(crate) fn render(out: &mut Vec<u8>, id: u64, message: &[u8]) {
 }
 
 impl SseStream {
-    pub(crate) fn new(budget: ByteBudget, replay: Arc<Replay>) -> SseStream {
+    pub(crate) fn new(budget: Share, replay: Arc<Replay>) -> SseStream {
         SseStream {
             pending: ByteQueue::new(budget),
             window: Mutex::default(),
@@ -403,7 +404,7 @@ mod tests {
     use super::*;
 
     fn stream(replay: &Arc<Replay>) -> Arc<SseStream> {
-        Arc::new(SseStream::new(ByteBudget::new(1 << 20), replay.clone()))
+        Arc::new(SseStream::new(Share::alone(1 << 20), replay.clone()))
     }
 
     fn events(batch: Batch) -> (String, u64) {

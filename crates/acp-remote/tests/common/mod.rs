@@ -199,3 +199,20 @@ pub async fn websocket(
     let stream = smol::net::TcpStream::connect(addr).await.unwrap();
     async_tungstenite::client_async(url, stream).await.unwrap()
 }
+
+/// The process's resident memory, in bytes, once the allocator has given back what is free
+/// (glibc keeps freed memory in its arenas; trimming shows what is still in use).
+pub fn resident() -> usize {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator; it takes no pointer.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}

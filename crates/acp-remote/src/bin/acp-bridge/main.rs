@@ -86,8 +86,9 @@ struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     drain_timeout: u64,
     /// What all clients together may make the server hold of their messages beyond a small
-    /// buffer each, in bytes; a WebSocket whose message would go beyond is closed with 1009
-    /// [default: 256 MiB]
+    /// buffer each, in bytes (WebSocket messages, Streamable HTTP queues and POST bodies,
+    /// requests in flight); what would go beyond is refused to the connection that asked
+    /// (1009, 413, -32603) [default: 256 MiB]
     #[arg(long, value_name = "BYTES")]
     memory_ceiling: Option<usize>,
     /// Streamable HTTP: bytes of sent SSE events each connection keeps for clients that

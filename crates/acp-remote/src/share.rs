@@ -1,0 +1,199 @@
+//! The server's memory ceiling as the Streamable HTTP side draws on it: one [`Ceiling`] per
+//! server (its budget is the one `ServerOptions::with_memory_ceiling` sets, shared with the
+//! WebSocket messages and the requests in flight), and a [`Share`] per holder (a
+//! connection's stream queues, its POST bodies, the `initialize` bodies), which takes from
+//! its own budget and from the ceiling together.
+//!
+//! The share rule: a holder takes from the ceiling only while the ceiling then holds at most
+//! its limit minus a reserve (an eighth of it); the reserve is for holders that hold little
+//! (after the take, at most the reserve divided by the number of holders there can be: three
+//! per connection and the `initialize` pool), so that a new connection and a small message
+//! still pass however much the others hold, and no connection can take it all.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use acp_jsonrpc::{BudgetListener, ByteBudget};
+
+/// What a [`Share`] holds, for the metrics (one count per kind, all connections together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Messages waiting for a client's SSE streams.
+    SseQueues,
+    /// POST bodies arriving, and POSTed messages waiting for the runtime.
+    PostBodies,
+    /// The bodies of `initialize` POSTs arriving.
+    InitializeBodies,
+    /// WebSocket messages not yet handed over, beyond a small buffer per connection
+    /// (src/ws_socket.rs).
+    WebSocketMessages,
+}
+
+const KINDS: usize = 4;
+
+/// The server's memory ceiling, with what each kind of [`Share`] holds of it.
+#[derive(Debug)]
+pub(crate) struct Ceiling {
+    /// The one budget, with its reserve (`ByteBudget::with_reserve`).
+    budget: ByteBudget,
+    held: [AtomicUsize; KINDS],
+}
+
+impl Ceiling {
+    /// A ceiling of `limit` bytes, for a server of at most `max_connections` connections.
+    pub(crate) fn new(limit: usize, max_connections: usize) -> Arc<Ceiling> {
+        let reserve = limit / 8;
+        // At most three holders per connection (stream queues, POST bodies and requests in
+        // flight, or a WebSocket's messages and requests) and the `initialize` pool share the
+        // reserve: each can always take its part of it, whatever the others hold.
+        let guaranteed = reserve / (3 * max_connections + 1);
+        Arc::new(Ceiling {
+            budget: ByteBudget::with_reserve(limit, reserve, guaranteed),
+            held: Default::default(),
+        })
+    }
+
+    /// The one budget (also the WebSocket messages' and the requests in flight's).
+    pub(crate) fn budget(&self) -> &ByteBudget {
+        &self.budget
+    }
+
+    /// Bytes the shares of `kind` hold now, all together.
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) fn held(&self, kind: Kind) -> usize {
+        self.held[kind as usize].load(Ordering::Acquire)
+    }
+
+    /// Takes `bytes` for a holder of `kind` that then holds `holder_after`, under the share
+    /// rule; `false` otherwise, taking nothing.
+    pub(crate) fn try_take(&self, kind: Kind, bytes: usize, holder_after: usize) -> bool {
+        if !self.budget.try_take_as(bytes, holder_after) {
+            return false;
+        }
+        self.held[kind as usize].fetch_add(bytes, Ordering::AcqRel);
+        true
+    }
+
+    /// Gives back `bytes` a holder of `kind` took.
+    pub(crate) fn give_back(&self, kind: Kind, bytes: usize) {
+        self.held[kind as usize].fetch_sub(bytes, Ordering::AcqRel);
+        self.budget.give_back(bytes);
+    }
+}
+
+/// A holder's budget: its own limit, and (on a server) its part of the [`Ceiling`] under the
+/// share rule. A clone is the same share.
+#[derive(Debug, Clone)]
+pub(crate) struct Share {
+    own: ByteBudget,
+    ceiling: Option<(Arc<Ceiling>, Kind)>,
+}
+
+impl Share {
+    /// A share of `limit` bytes of its own, drawn from `ceiling` too.
+    pub(crate) fn new(limit: usize, ceiling: &Arc<Ceiling>, kind: Kind) -> Share {
+        Share {
+            own: ByteBudget::new(limit),
+            ceiling: Some((ceiling.clone(), kind)),
+        }
+    }
+
+    /// A budget of `limit` bytes drawing on no ceiling (a client's queues, tests).
+    pub(crate) fn alone(limit: usize) -> Share {
+        Share {
+            own: ByteBudget::new(limit),
+            ceiling: None,
+        }
+    }
+
+    /// Takes `bytes` when its own budget and the ceiling (under the share rule) both have
+    /// room; `false` otherwise, taking nothing.
+    pub(crate) fn try_take(&self, bytes: usize) -> bool {
+        if !self.own.try_take(bytes) {
+            return false;
+        }
+        if let Some((ceiling, kind)) = &self.ceiling
+            && !ceiling.try_take(*kind, bytes, self.own.used())
+        {
+            self.own.give_back(bytes);
+            return false;
+        }
+        true
+    }
+
+    /// Takes `bytes`, waiting for room.
+    pub(crate) async fn take(&self, bytes: usize) {
+        let mut listener = BudgetListener::default();
+        std::future::poll_fn(|cx| {
+            while !self.try_take(bytes) {
+                std::task::ready!(self.poll_freed(&mut listener, cx));
+            }
+            Poll::Ready(())
+        })
+        .await
+    }
+
+    /// As [`ByteBudget::poll_freed`]: ready once bytes were given back to the budget that may
+    /// have refused a take (the ceiling's event covers its own too: every give-back of a
+    /// share reaches the ceiling).
+    pub(crate) fn poll_freed(
+        &self,
+        listener: &mut BudgetListener,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        match &self.ceiling {
+            Some((ceiling, _)) => ceiling.budget.poll_freed(listener, cx),
+            None => self.own.poll_freed(listener, cx),
+        }
+    }
+
+    /// Wakes whoever waits for room, to look again.
+    pub(crate) fn wake_waiters(&self) {
+        match &self.ceiling {
+            Some((ceiling, _)) => ceiling.budget.wake_waiters(),
+            None => self.own.wake_waiters(),
+        }
+    }
+
+    /// Gives back `bytes` taken.
+    pub(crate) fn give_back(&self, bytes: usize) {
+        // Own first: a waiter woken by the ceiling's give-back then finds both freed.
+        self.own.give_back(bytes);
+        if let Some((ceiling, kind)) = &self.ceiling {
+            ceiling.give_back(*kind, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reserve_is_kept_for_holders_that_hold_little() {
+        // 8 MiB ceiling: 1 MiB reserve; 2 connections: 7 holders, 146 KiB each.
+        let ceiling = Ceiling::new(8 << 20, 2);
+        let greedy = Share::new(64 << 20, &ceiling, Kind::SseQueues);
+        assert!(greedy.try_take(7 << 20));
+        // Beyond the general part: refused to the holder of much, whatever its own budget.
+        assert!(!greedy.try_take(1));
+        let newcomer = Share::new(64 << 20, &ceiling, Kind::PostBodies);
+        assert!(newcomer.try_take(100 << 10));
+        assert!(!newcomer.try_take(100 << 10));
+        assert_eq!(ceiling.held(Kind::SseQueues), 7 << 20);
+        assert_eq!(ceiling.held(Kind::PostBodies), 100 << 10);
+        greedy.give_back(7 << 20);
+        newcomer.give_back(100 << 10);
+        assert_eq!(ceiling.budget().used(), 0);
+    }
+
+    #[test]
+    fn its_own_limit_holds_besides_the_ceiling() {
+        let ceiling = Ceiling::new(8 << 20, 2);
+        let share = Share::new(1 << 20, &ceiling, Kind::SseQueues);
+        assert!(share.try_take(1 << 20));
+        assert!(!share.try_take(1));
+        assert_eq!(ceiling.budget().used(), 1 << 20);
+    }
+}
