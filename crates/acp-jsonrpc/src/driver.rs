@@ -266,10 +266,7 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
-            // Written: the buffer goes back to the pool (which keeps only small ones), so
-            // that a large message does not keep its size here until the next write.
-            let written = std::mem::take(&mut self.write_buffer);
-            self.shared.recycle(written);
+            self.shared.release_written(&mut self.write_buffer);
             self.written = 0;
 
             let closed = match self.shared.take_queued(&mut self.write_buffer, cx) {

@@ -264,6 +264,18 @@ impl Shared {
             .unwrap_or_else(|| Vec::with_capacity(NEW_BUFFER_CAPACITY))
     }
 
+    /// Empties the writer's buffer once it is written out. A small one stays where it is (the
+    /// next chunk taken swaps it into the pool, with no extra trip through the pool's lock on
+    /// the path of every write); a large one goes back now, so that a connection does not
+    /// keep a large message's size until its next write.
+    pub(crate) fn release_written(&self, buffer: &mut Vec<u8>) {
+        if buffer.capacity() > POOLED_BUFFER_MAX_CAPACITY {
+            self.recycle(std::mem::take(buffer));
+        } else {
+            buffer.clear();
+        }
+    }
+
     pub(crate) fn recycle(&self, mut buffer: Vec<u8>) {
         let large = buffer.capacity() > POOLED_BUFFER_MAX_CAPACITY;
         if buffer.capacity() > POOLED_LARGE_BUFFER_MAX_CAPACITY || buffer.capacity() == 0 {

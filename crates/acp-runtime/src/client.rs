@@ -61,7 +61,6 @@ mod handler;
 mod models;
 mod options;
 mod session;
-mod session_map;
 mod session_tree;
 mod spawned;
 mod state;

@@ -172,6 +172,7 @@ mod reply;
 #[cfg(feature = "unstable-protocol-v2")]
 pub mod router;
 mod rules;
+mod session_map;
 mod shape_reader;
 pub mod stdio;
 

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::task::Poll;
 
 use acp_jsonrpc::{ConnectionHandle, RequestError};
 use acp_types::*;
@@ -548,6 +549,11 @@ impl SessionClient {
 /// dropped, which sends `$/cancel_request` for a request that went out (its late answer is
 /// then dropped by the connection) and sends nothing for one that did not. `cancelled` gives
 /// the result in its place.
+///
+/// The flag is read before and after each poll of `call`, and the latch is waited on only
+/// while `call` is pending: a call that is ready at once registers nothing, and the wait is
+/// registered once per call, not once per poll (this is on the path of every call a turn
+/// makes, docs/performance.md).
 async fn for_turn<T>(
     turn: Option<&Latch>,
     call: impl Future<Output = Result<T>>,
@@ -556,12 +562,20 @@ async fn for_turn<T>(
     let Some(turn) = turn else {
         return call.await;
     };
-    let overtaken = async {
-        turn.wait().await;
-        cancelled()
-    };
-    // `or` polls its first future first: that is the tie-break.
-    futures_lite::future::or(overtaken, call).await
+    let mut call = std::pin::pin!(call);
+    let mut overtaken = std::pin::pin!(turn.wait());
+    let answer = std::future::poll_fn(|cx| {
+        if turn.is_set() {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(answer) = call.as_mut().poll(cx) {
+            // Set while `call` was polled: the cancellation still wins.
+            return Poll::Ready((!turn.is_set()).then_some(answer));
+        }
+        overtaken.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    answer.unwrap_or_else(cancelled)
 }
 
 /// What a call that the turn's cancellation overtook fails with: the answer a client gives

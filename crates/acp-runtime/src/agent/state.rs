@@ -3,7 +3,6 @@
 //! running turn), with the slots that count sessions being opened against the connection's
 //! limits.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -13,20 +12,21 @@ use acp_types::*;
 use super::options::AgentOptions;
 use crate::error::{Error, Result};
 use crate::rules;
+use crate::session_map::SessionMap;
 use acp_jsonrpc::Latch;
 
 pub(super) struct AgentState {
     pub(super) rpc: std::sync::OnceLock<ConnectionHandle>,
     pub(super) options: AgentOptions,
     pub(super) init: Mutex<InitState>,
-    pub(super) sessions: Mutex<HashMap<SessionId, SessionEntry>>,
+    pub(super) sessions: Mutex<SessionMap<SessionEntry>>,
     /// Sessions being opened (their request is with the agent), counted against the limits
     /// until they are registered: see [`AgentState::reserve`].
     opening: Mutex<Opening>,
     /// The models offered for each session (feature `unstable-models`).
     #[cfg(feature = "unstable-models")]
     /// Kept beside the registry: `new_session` offers them before its session is registered.
-    pub(super) models: Mutex<HashMap<SessionId, acp_types::models::SessionModelState>>,
+    pub(super) models: Mutex<SessionMap<acp_types::models::SessionModelState>>,
 }
 
 #[derive(Default)]
@@ -72,7 +72,7 @@ pub(super) struct SessionEntry {
     cost: usize,
     /// The cursors the agent announced for the session (feature `unstable-session-cursors`).
     #[cfg(feature = "unstable-session-cursors")]
-    pub(super) cursors: HashMap<CursorId, AnnouncedCursor>,
+    pub(super) cursors: std::collections::HashMap<CursorId, AnnouncedCursor>,
 }
 
 /// What an entry costs beside its directories and servers: the map's entry, the id, the
@@ -150,7 +150,7 @@ impl SessionEntry {
             plans: Vec::new(),
             turn: None,
             #[cfg(feature = "unstable-session-cursors")]
-            cursors: HashMap::new(),
+            cursors: std::collections::HashMap::new(),
         }
     }
 
@@ -172,7 +172,7 @@ impl AgentState {
             rpc: std::sync::OnceLock::new(),
             options,
             init: Mutex::new(InitState::NotStarted),
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(SessionMap::default()),
             opening: Mutex::new(Opening::default()),
             #[cfg(feature = "unstable-models")]
             models: Default::default(),

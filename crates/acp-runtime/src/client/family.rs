@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use acp_types::*;
 
-use super::session_map::SessionMap;
 use super::updates::Pool;
+use crate::session_map::SessionMap;
 use acp_host::fs::FsRoots;
 
 /// Default of [`ClientOptions::with_max_subagents`](super::ClientOptions::with_max_subagents).

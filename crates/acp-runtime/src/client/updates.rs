@@ -20,8 +20,8 @@ use acp_types::{SessionId, SessionNotification, SessionUpdate};
 use event_listener::Event;
 use serde_json::value::RawValue;
 
-use super::session_map::SessionMap;
 use crate::error::Error;
+use crate::session_map::SessionMap;
 
 /// Default of [`ClientOptions::with_session_update_budget`](super::ClientOptions::with_session_update_budget).
 pub const DEFAULT_SESSION_UPDATE_BUDGET: usize = 16 * 1024 * 1024;
