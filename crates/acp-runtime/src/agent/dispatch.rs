@@ -207,7 +207,10 @@ impl<A: Agent> AgentDispatch<A> {
                     cancel: cancel.clone(),
                 };
                 let turn = Turn {
-                    session: self.session(&id),
+                    session: SessionClient {
+                        turn: Some(cancel.clone()),
+                        ..self.session(&id)
+                    },
                     cancel: cancel.clone(),
                     cwd,
                 };

@@ -66,6 +66,7 @@ impl ClientHandle {
         SessionClient {
             id: session_id.into(),
             client: self.clone(),
+            turn: None,
         }
     }
 
@@ -175,6 +176,9 @@ impl ClientHandle {
 pub struct SessionClient {
     pub(super) id: SessionId,
     pub(super) client: ClientHandle,
+    /// The cancellation signal of the turn this view was made for (a [`Turn`]'s), read
+    /// instead of the session registry while it is not set: see [`running_turn`](Self::running_turn).
+    pub(super) turn: Option<Latch>,
 }
 
 impl SessionClient {
@@ -529,7 +533,16 @@ impl SessionClient {
     }
 
     /// The cancellation signal of the session's running turn, if one runs.
+    ///
+    /// A turn's own view knows its signal: a turn is in the registry from before its view is
+    /// made until just before its signal is set (the runtime removes it, then sets it), so
+    /// while the signal is not set it is the one the registry holds, and the lookup (a lock
+    /// and a hash on every call of a turn, docs/performance.md) is skipped. Once it is set,
+    /// the registry says whether another turn runs, as for any other view.
     fn running_turn(&self) -> Option<Latch> {
+        if let Some(turn) = self.turn.as_ref().filter(|turn| !turn.is_set()) {
+            return Some(turn.clone());
+        }
         self.client
             .state
             .read_session(&self.id, |entry| entry.turn.clone())
