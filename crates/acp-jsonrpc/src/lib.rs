@@ -230,6 +230,7 @@ mod oneshot;
 mod shared;
 mod task_set;
 mod trace;
+pub mod transcript;
 
 pub use budget::{BudgetListener, BudgetScope, ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 pub use connect::Connection;
