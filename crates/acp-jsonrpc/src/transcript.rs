@@ -221,18 +221,24 @@ pub fn compact_message(message: &Value) -> String {
 /// What a written line carries.
 #[derive(Clone, Debug)]
 pub enum LineMessage<'a> {
-    /// JSON text, written as is (the caller has checked that it is JSON).
+    /// JSON text, written as is (the caller has checked that it is JSON and holds no newline,
+    /// as a line of the wire never does: the reader splits lines on it).
     Json(&'a str),
     /// A line of the peer that was not JSON, written as the string `raw`.
     NotJson(Cow<'a, str>),
 }
 
 impl<'a> LineMessage<'a> {
-    /// The line `wire` as it came: [`Json`](Self::Json) when it is JSON text, else
+    /// The line `wire` as it came: [`Json`](Self::Json) when it is JSON text (without its
+    /// surrounding whitespace), else
     /// [`NotJson`](Self::NotJson) (lossily decoded).
     pub fn of_wire(wire: &'a [u8]) -> LineMessage<'a> {
         match std::str::from_utf8(wire) {
-            Ok(text) if serde_json::from_str::<&RawValue>(text).is_ok() => LineMessage::Json(text),
+            // Trimmed: JSON's surrounding whitespace may hold a newline, which would split the
+            // line.
+            Ok(text) if serde_json::from_str::<&RawValue>(text).is_ok() => {
+                LineMessage::Json(text.trim())
+            }
             _ => LineMessage::NotJson(String::from_utf8_lossy(wire)),
         }
     }
