@@ -1,5 +1,6 @@
 //! `--trace FILE` and `--trace-view`: what observes the wire. The file is the wire transcript,
-//! one JSON line per message, in the format of acp-test's `.jsonl` transcripts:
+//! one JSON line per message, in the transcript format (`acp_jsonrpc::transcript`, which
+//! writes it; acp-test reads it):
 //! `{"dir":"client->agent"|"agent->client","msg":MESSAGE,"time_us":MICROS}` (`time_us`:
 //! microseconds since the Unix epoch, which the trace viewer uses for the time between a
 //! request and its answer; acp-test ignores it). A line from the agent that is not JSON is
@@ -10,6 +11,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use acp_jsonrpc::transcript::{self, Direction, LineMessage};
 use acp_jsonrpc::{ConnectionOptions, Observer, Problem};
 
 use crate::args::Args;
@@ -22,18 +24,9 @@ impl Trace {
         Ok(Trace(Mutex::new(File::create(path)?)))
     }
 
-    fn write(&self, dir: &str, line: &[u8]) {
+    fn write(&self, dir: Direction, line: &[u8]) {
         let time_us = trace_view::record::now_us();
-        let record = match std::str::from_utf8(line)
-            .ok()
-            .filter(|text| serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok())
-        {
-            Some(json) => format!("{{\"dir\":\"{dir}\",\"msg\":{json},\"time_us\":{time_us}}}\n"),
-            None => format!(
-                "{{\"dir\":\"{dir}\",\"raw\":{},\"time_us\":{time_us}}}\n",
-                serde_json::Value::from(String::from_utf8_lossy(line).into_owned())
-            ),
-        };
+        let record = transcript::write_line(dir, LineMessage::of_wire(line), Some(time_us));
         // One write per message, so that lines never interleave.
         let _ = self.0.lock().unwrap().write_all(record.as_bytes());
     }
@@ -41,11 +34,11 @@ impl Trace {
 
 impl Observer for Trace {
     fn incoming(&self, line: &[u8]) {
-        self.write("agent->client", line);
+        self.write(Direction::AgentToClient, line);
     }
 
     fn outgoing(&self, line: &[u8]) {
-        self.write("client->agent", line);
+        self.write(Direction::ClientToAgent, line);
     }
 }
 

@@ -1,6 +1,6 @@
 //! The trace proxy: forwards everything, and writes the logical traffic of its hop (what its
-//! predecessor and its successor said to each other through it) as an acp-test transcript,
-//! one `{"dir", "msg"}` line per message, as it happens.
+//! predecessor and its successor said to each other through it) as a transcript
+//! (`acp_jsonrpc::transcript`), one `{"dir", "msg"}` line per message, as it happens.
 //!
 //! It records the predecessor's side of the proxy's connection, where the messages are not
 //! wrapped: what came from the predecessor is `client->agent`, what went to it
@@ -15,7 +15,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use acp_jsonrpc::Observer;
-use acp_test::{Direction, Entry};
+use acp_jsonrpc::transcript::{Direction, Entry};
 use serde_json::{Map, Value};
 
 /// Writes a hop's logical traffic; install it as the proxy connection's observer.
@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 /// trace.incoming(br#"{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}"#);
 /// trace.outgoing(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#);
 /// let text = String::from_utf8(trace.into_inner()).unwrap();
-/// assert!(text.starts_with(r#"{"dir":"client->agent","msg":{"id":0,"jsonrpc":"2.0","method":"initialize""#));
+/// assert!(text.starts_with(r#"{"dir":"client->agent","msg":{"jsonrpc":"2.0","id":0,"method":"initialize""#));
 /// assert!(text.lines().nth(1).unwrap().starts_with(r#"{"dir":"agent->client""#));
 /// ```
 pub struct TraceWriter<W: Write + Send> {
@@ -100,10 +100,10 @@ impl<W: Write + Send> TraceWriter<W> {
         if state.failed {
             return;
         }
-        let entry = Entry::new(dir, Value::Object(msg));
-        let written = serde_json::to_writer(&mut state.out, &entry)
-            .map_err(std::io::Error::other)
-            .and_then(|()| state.out.write_all(b"\n"))
+        let line = Entry::new(dir, Value::Object(msg)).to_line();
+        let written = state
+            .out
+            .write_all(line.as_bytes())
             .and_then(|()| state.out.flush());
         if let Err(error) = written {
             // The proxy goes on forwarding: a full disk must not break the chain.

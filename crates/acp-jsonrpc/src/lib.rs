@@ -230,6 +230,7 @@ mod oneshot;
 mod shared;
 mod task_set;
 mod trace;
+pub mod transcript;
 
 pub use budget::{BudgetListener, BudgetScope, ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 pub use connect::Connection;
@@ -247,3 +248,8 @@ pub use line_reader::{
 pub use message::{DecodeError, DecodeErrorKind, Message, Notification, Request, Response};
 pub use observer::{Observer, Problem};
 pub use shared::CANCEL_REQUEST_METHOD;
+
+/// The README's examples, compiled as doctests so that they keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

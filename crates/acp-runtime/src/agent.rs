@@ -28,7 +28,7 @@
 //!   any other client.
 //! - A client's `systemPrompt` on `session/new`, load or resume must be in a mode this agent
 //!   advertises ([`AgentOptions::with_system_prompt`]); the session shows it
-//!   ([`SessionClient::system_prompt`]).
+//!   ([`SessionSnapshot::system_prompt`]).
 //!
 //! The rules live in one place, shared with the client side: `src/rules.rs`.
 //!
@@ -70,6 +70,7 @@ mod models;
 mod options;
 mod plan;
 mod session;
+mod snapshot;
 mod state;
 mod terminal;
 mod unstable;
@@ -80,6 +81,7 @@ use dispatch::AgentDispatch;
 pub use handler::Agent;
 pub use options::{AgentOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_BUDGET};
 pub use session::{ClientHandle, SessionClient, Turn};
+pub use snapshot::SessionSnapshot;
 use state::AgentState;
 pub use terminal::{CommandResult, Terminal};
 

@@ -91,9 +91,10 @@ impl Agent for McpUser {
 
     async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
         let text = request.prompt[0].as_text().unwrap_or_default().to_owned();
-        let mut servers: Vec<String> = turn
+        let session = turn.snapshot().expect("a known session");
+        let mut servers: Vec<String> = session
             .mcp_servers()
-            .into_iter()
+            .iter()
             .filter_map(|server| match server {
                 McpServer::Acp(acp) => Some(acp.server_id.to_string()),
                 _ => None,

@@ -85,7 +85,10 @@ impl Agent for Plain {
         request: SetSessionConfigOptionRequest,
         session: SessionClient,
     ) -> Result<SetSessionConfigOptionResponse> {
-        let options = session.config_options().unwrap_or_default();
+        let options = session
+            .snapshot()
+            .and_then(|s| s.config_options().map(<[_]>::to_vec))
+            .unwrap_or_default();
         Ok(SetSessionConfigOptionResponse::new(
             agent::apply_config_value(options, &request),
         ))

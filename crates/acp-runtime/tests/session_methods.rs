@@ -57,7 +57,7 @@ impl Agent for Keeper {
         self.log.lock().unwrap().push(format!(
             "resume {} in {}",
             request.session_id,
-            session.cwd().unwrap().display()
+            session.snapshot().unwrap().cwd().display()
         ));
         Ok(ResumeSessionResponse::new())
     }

@@ -68,10 +68,10 @@ impl Agent for Recorder {
         _: LoadSessionRequest,
         session: SessionClient,
     ) -> Result<LoadSessionResponse> {
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("load: {}", shown(session.system_prompt())));
+        self.0.lock().unwrap().push(format!(
+            "load: {}",
+            shown(session.snapshot().and_then(|s| s.system_prompt().cloned()))
+        ));
         Ok(LoadSessionResponse::new())
     }
 
@@ -80,16 +80,19 @@ impl Agent for Recorder {
         _: ResumeSessionRequest,
         session: SessionClient,
     ) -> Result<ResumeSessionResponse> {
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("resume: {}", shown(session.system_prompt())));
+        self.0.lock().unwrap().push(format!(
+            "resume: {}",
+            shown(session.snapshot().and_then(|s| s.system_prompt().cloned()))
+        ));
         Ok(ResumeSessionResponse::new())
     }
 
     async fn prompt(&self, _: PromptRequest, turn: Turn) -> Result<PromptResponse> {
-        turn.message(format!("system prompt: {}", shown(turn.system_prompt())))
-            .await?;
+        turn.message(format!(
+            "system prompt: {}",
+            shown(turn.snapshot().and_then(|s| s.system_prompt().cloned()))
+        ))
+        .await?;
         Ok(StopReason::EndTurn.into())
     }
 }

@@ -83,7 +83,7 @@ impl Agent for Everything {
         self.note(format!(
             "fork of {} (known: {})",
             request.session_id,
-            source.cwd().is_some()
+            source.snapshot().is_some()
         ));
         Ok(ForkSessionResponse::new(agent::new_session_id()))
     }

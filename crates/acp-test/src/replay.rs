@@ -19,9 +19,10 @@ use crate::normalize::{
 };
 use crate::pair::TempDir;
 use crate::transcript::{
-    Direction, Entry, Transcript, TranscriptError, compact_message, parse_line, pretty_message,
+    Direction, Entry, Transcript, TranscriptError, compact_message, pretty_message,
 };
 use crate::wait::within;
+use acp_jsonrpc::transcript::wire_message;
 
 /// How long a replay waits for each message by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -491,7 +492,7 @@ impl<R: AsyncBufRead + Unpin, W: AsyncWrite + Unpin> Player<'_, R, W> {
                 Some(Ok(_)) => {
                     let trimmed = line.trim();
                     if !trimmed.is_empty() {
-                        return Ok(Some(parse_line(trimmed.as_bytes())));
+                        return Ok(Some(wire_message(trimmed.as_bytes())));
                     }
                 }
             }

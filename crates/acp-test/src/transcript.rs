@@ -1,164 +1,18 @@
 //! Transcripts: every message of a connection, in order, with its direction; JSON Lines on
-//! disk, one readable line per message in snapshots.
+//! disk (the format and its line reader and writer are `acp_jsonrpc::transcript`), one
+//! readable line per message in snapshots.
 
 use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_jsonrpc::{ConnectionOptions, Observer};
-use serde::{Deserialize, Serialize};
+use acp_jsonrpc::{ConnectionOptions, Observer, transcript};
 use serde_json::Value;
 
-/// Which way a message travelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Direction {
-    /// Sent by the client, read by the agent (`"client->agent"` in JSON Lines).
-    #[serde(rename = "client->agent")]
-    ClientToAgent,
-    /// Sent by the agent, read by the client (`"agent->client"` in JSON Lines).
-    #[serde(rename = "agent->client")]
-    AgentToClient,
-}
-
-impl Direction {
-    /// The other direction.
-    pub fn reverse(self) -> Direction {
-        match self {
-            Direction::ClientToAgent => Direction::AgentToClient,
-            Direction::AgentToClient => Direction::ClientToAgent,
-        }
-    }
-
-    /// `client → agent` or `agent → client`, as snapshots show it.
-    pub fn arrow(self) -> &'static str {
-        match self {
-            Direction::ClientToAgent => "client → agent",
-            Direction::AgentToClient => "agent → client",
-        }
-    }
-
-    /// `client->agent` or `agent->client`, as JSON Lines spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::ClientToAgent => "client->agent",
-            Direction::AgentToClient => "agent->client",
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.arrow())
-    }
-}
-
-/// One message of a transcript: `{"dir": "client->agent", "msg": {...}}` in JSON Lines.
-///
-/// `msg` is the JSON-RPC message as sent. A line that was not JSON (a stray log line) is kept
-/// as a JSON string.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    /// Which way it travelled.
-    pub dir: Direction,
-    /// The message.
-    pub msg: Value,
-}
-
-/// What kind of JSON-RPC message an [`Entry`] holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MessageKind {
-    /// Has a `method` and an `id`.
-    Request,
-    /// Has a `method` and no `id`.
-    Notification,
-    /// Has an `id` and a `result` or an `error`, no `method`.
-    Response,
-    /// Anything else (not JSON, not an object, malformed).
-    Other,
-}
-
-impl Entry {
-    /// An entry.
-    pub fn new(dir: Direction, msg: Value) -> Entry {
-        Entry { dir, msg }
-    }
-
-    /// The method of a request or notification.
-    pub fn method(&self) -> Option<&str> {
-        self.msg.get("method").and_then(Value::as_str)
-    }
-
-    /// The `id` of a request or response.
-    pub fn id(&self) -> Option<&Value> {
-        self.msg.get("id")
-    }
-
-    /// The `params` of a request or notification.
-    pub fn params(&self) -> Option<&Value> {
-        self.msg.get("params")
-    }
-
-    /// Request, notification, response, or something else.
-    pub fn kind(&self) -> MessageKind {
-        let Some(object) = self.msg.as_object() else {
-            return MessageKind::Other;
-        };
-        match (object.get("method"), object.contains_key("id")) {
-            (Some(Value::String(_)), true) => MessageKind::Request,
-            (Some(Value::String(_)), false) => MessageKind::Notification,
-            (None, true) if object.contains_key("result") || object.contains_key("error") => {
-                MessageKind::Response
-            }
-            _ => MessageKind::Other,
-        }
-    }
-
-    /// For a `session/update` notification, its `sessionUpdate` tag (`agent_message_chunk`,
-    /// `tool_call`, ...).
-    pub fn session_update(&self) -> Option<&str> {
-        if self.method() != Some("session/update") {
-            return None;
-        }
-        self.msg
-            .pointer("/params/update/sessionUpdate")
-            .and_then(Value::as_str)
-    }
-
-    /// The entry as one line: `client → agent  {"jsonrpc":"2.0","id":...}`, with the
-    /// envelope's members first (`jsonrpc`, `id`, `method`, then `params`, `result` or
-    /// `error`).
-    pub fn render(&self) -> String {
-        format!("{}  {}", self.dir.arrow(), compact_message(&self.msg))
-    }
-}
-
-impl fmt::Display for Entry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.render())
-    }
-}
+pub use acp_jsonrpc::transcript::{Direction, Entry, MessageKind, compact_message};
 
 const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-
-/// One line of JSON with the JSON-RPC envelope's members first, the rest sorted.
-pub(crate) fn compact_message(message: &Value) -> String {
-    let Some(object) = message.as_object() else {
-        return message.to_string();
-    };
-    let mut parts = Vec::with_capacity(object.len());
-    for key in ENVELOPE {
-        if let Some(value) = object.get(key) {
-            parts.push(format!("{}:{value}", Value::from(key)));
-        }
-    }
-    for (key, value) in object {
-        if !ENVELOPE.contains(&key.as_str()) {
-            parts.push(format!("{}:{value}", Value::from(key.as_str())));
-        }
-    }
-    format!("{{{}}}", parts.join(","))
-}
 
 /// Pretty JSON with the JSON-RPC envelope's members first.
 pub(crate) fn pretty_message(message: &Value) -> String {
@@ -246,11 +100,10 @@ impl Transcript {
     pub fn parse(jsonl: &str) -> Result<Transcript, TranscriptError> {
         let mut entries = Vec::new();
         for (index, line) in jsonl.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with("//") {
+            if transcript::is_comment(line) {
                 continue;
             }
-            let entry = serde_json::from_str(line).map_err(|error| TranscriptError::Line {
+            let entry = Entry::parse_line(line).map_err(|error| TranscriptError::Line {
                 line: index + 1,
                 error: error.to_string(),
             })?;
@@ -273,15 +126,7 @@ impl Transcript {
     /// with the JSON-RPC envelope's members first (`jsonrpc`, `id`, `method`, then `params`,
     /// `result` or `error`).
     pub fn to_jsonl(&self) -> String {
-        let mut out = String::new();
-        for entry in &self.entries {
-            out.push_str(&format!(
-                "{{\"dir\":\"{}\",\"msg\":{}}}\n",
-                entry.dir.as_str(),
-                compact_message(&entry.msg)
-            ));
-        }
-        out
+        self.entries.iter().map(Entry::to_line).collect()
     }
 
     /// Writes [`to_jsonl`](Self::to_jsonl) to `path`, creating its directory.
@@ -425,12 +270,6 @@ impl Extend<Entry> for Transcript {
     }
 }
 
-/// Parses one line of the wire; a line that is not JSON is kept as a JSON string.
-pub(crate) fn parse_line(line: &[u8]) -> Value {
-    serde_json::from_slice(line)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(line).into_owned()))
-}
-
 /// An [`Observer`] that records a connection's traffic into a [`Transcript`].
 ///
 /// Install it on one end of a connection ([`connection_options`](Self::connection_options));
@@ -505,7 +344,7 @@ impl Recorder {
     }
 
     fn record(&self, dir: Direction, line: &[u8]) {
-        let entry = Entry::new(dir, parse_line(line));
+        let entry = Entry::from_wire(dir, line);
         self.entries.lock().unwrap().push(entry);
     }
 }

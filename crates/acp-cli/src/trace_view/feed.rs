@@ -10,7 +10,8 @@ use serde_json::value::RawValue;
 
 use super::model::Analyzer;
 use super::page::RowJson;
-use super::record::{Dir, Payload, Record, now_us};
+use super::record::{Payload, Record, now_us};
+use acp_jsonrpc::transcript::Direction;
 
 /// How many bytes of rows the live view keeps for viewers that connect (or reconnect) late;
 /// beyond it the oldest rows go, and a viewer that still needed them is told how many it
@@ -71,7 +72,7 @@ impl Feed {
     }
 
     /// Adds one line of the connection, as it passed in `dir`.
-    pub fn push(&self, dir: Dir, line: &[u8]) {
+    pub fn push(&self, dir: Direction, line: &[u8]) {
         let payload = match std::str::from_utf8(line)
             .ok()
             .and_then(|text| RawValue::from_string(text.to_owned()).ok())

@@ -9,7 +9,7 @@ use acp_jsonrpc::Observer;
 use super::feed::Feed;
 use super::http::{self, Server};
 use super::page::{Header, render};
-use super::record::Dir;
+use acp_jsonrpc::transcript::Direction;
 
 /// Feeds a connection's lines to the live view; install it as the client connection's
 /// observer (what it reads came from the agent).
@@ -17,11 +17,11 @@ pub struct FeedObserver(Arc<Feed>);
 
 impl Observer for FeedObserver {
     fn incoming(&self, line: &[u8]) {
-        self.0.push(Dir::ToClient, line);
+        self.0.push(Direction::AgentToClient, line);
     }
 
     fn outgoing(&self, line: &[u8]) {
-        self.0.push(Dir::ToAgent, line);
+        self.0.push(Direction::ClientToAgent, line);
     }
 }
 

@@ -1,22 +1,13 @@
 //! Transcript lines as the viewer reads them, as messages between lanes. Two formats:
-//! acp-test's `{"dir","msg"}` records (with `acp --trace`'s `time_us`, and `raw` for a line of
+//! the transcript format's `{"dir","msg"}` records (read by `acp_jsonrpc::transcript`) (with `acp --trace`'s `time_us`, and `raw` for a line of
 //! the peer that was not JSON), one file per hop; and the official conductor's `--trace`
 //! events (`{"type":"request"|"response"|"notification","ts","from","to",...}`, documented in
 //! the official Rust SDK's book, `md/trace-viewer.md`), whose lanes are named in the events.
 //! Read leniently: a line that is no record becomes one that says so.
 
-use serde::Deserialize;
+use acp_jsonrpc::transcript::{self, Direction};
 use serde_json::Value;
 use serde_json::value::RawValue;
-
-/// Which way a message travelled on an acp-test transcript's hop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dir {
-    /// From the client's side of the hop to the agent's side (`client->agent`).
-    ToAgent,
-    /// From the agent's side to the client's side (`agent->client`).
-    ToClient,
-}
 
 /// One message, from one lane to another.
 #[derive(Debug)]
@@ -34,10 +25,10 @@ pub struct Record {
 
 impl Record {
     /// A message of hop `hop` (between lanes `hop` and `hop + 1`).
-    pub fn on_hop(hop: usize, dir: Dir, time_us: Option<u64>, payload: Payload) -> Record {
+    pub fn on_hop(hop: usize, dir: Direction, time_us: Option<u64>, payload: Payload) -> Record {
         let (from, to) = match dir {
-            Dir::ToAgent => (hop, hop + 1),
-            Dir::ToClient => (hop + 1, hop),
+            Direction::ClientToAgent => (hop, hop + 1),
+            Direction::AgentToClient => (hop + 1, hop),
         };
         Record {
             from,
@@ -68,17 +59,6 @@ pub struct Transcript {
     pub records: Vec<Record>,
 }
 
-#[derive(Deserialize)]
-struct Line {
-    dir: String,
-    #[serde(default)]
-    msg: Option<Box<RawValue>>,
-    #[serde(default)]
-    raw: Option<String>,
-    #[serde(default)]
-    time_us: Option<u64>,
-}
-
 /// Reads one transcript's text; `hop` places an acp-test transcript between lanes `hop` and
 /// `hop + 1`. Blank lines and `//` comments are skipped, as acp-test's `Transcript::parse`
 /// skips them. A file whose first record is a conductor event is read as the conductor's.
@@ -87,7 +67,7 @@ pub fn parse(text: &str, hop: usize) -> Transcript {
         text.lines()
             .enumerate()
             .map(|(index, line)| (index + 1, line.trim()))
-            .filter(|(_, line)| !line.is_empty() && !line.starts_with("//"))
+            .filter(|(_, line)| !transcript::is_comment(line))
     };
     let conductor = lines()
         .next()
@@ -117,14 +97,10 @@ fn not_a_record(line: usize, text: &str, from: usize, to: usize) -> Record {
 }
 
 fn parse_line(text: &str, line: usize, hop: usize) -> Record {
-    let Ok(parsed) = serde_json::from_str::<Line>(text) else {
+    let Ok(parsed) = transcript::read_line(text) else {
         return not_a_record(line, text, hop + 1, hop);
     };
-    let dir = match parsed.dir.as_str() {
-        "client->agent" => Dir::ToAgent,
-        "agent->client" => Dir::ToClient,
-        _ => return not_a_record(line, text, hop + 1, hop),
-    };
+    let dir = parsed.dir;
     let payload = match (parsed.msg, parsed.raw) {
         (Some(msg), _) => Payload::Json(msg),
         (None, Some(raw)) => Payload::NotJson(raw),
@@ -308,7 +284,12 @@ mod tests {
     #[test]
     fn merge_by_time_only_when_all_are_timed() {
         let at = |hop, t: Option<u64>| {
-            Record::on_hop(hop, Dir::ToAgent, t, Payload::NotJson(String::new()))
+            Record::on_hop(
+                hop,
+                Direction::ClientToAgent,
+                t,
+                Payload::NotJson(String::new()),
+            )
         };
         let (merged, timed) = merge(vec![
             vec![at(0, Some(1)), at(0, Some(5))],

@@ -2,8 +2,9 @@
 //! shape pinned, a message that says `</script>` kept inside its string.
 
 use super::model::Row;
-use super::record::{self, Dir, Payload, Record};
+use super::record::{self, Payload, Record};
 use super::{Header, lane_names, render, rows};
+use acp_jsonrpc::transcript::Direction;
 use serde_json::value::RawValue;
 
 /// One line per row: what the page draws, without the payload.
@@ -64,42 +65,42 @@ fn small() -> Vec<Record> {
     vec![
         at(
             0,
-            Dir::ToAgent,
+            Direction::ClientToAgent,
             r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi </script><script>alert(1)</script> <!--"}]}}"#,
         ),
         at(
             2,
-            Dir::ToClient,
+            Direction::AgentToClient,
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hel"}}}}"#,
         ),
         at(
             3,
-            Dir::ToClient,
+            Direction::AgentToClient,
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lo"}}}}"#,
         ),
         at(
             5,
-            Dir::ToClient,
+            Direction::AgentToClient,
             r#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/x"}}"#,
         ),
         at(
             6,
-            Dir::ToAgent,
+            Direction::ClientToAgent,
             r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32002,"message":"Resource not found"}}"#,
         ),
         at(
             9,
-            Dir::ToAgent,
+            Direction::ClientToAgent,
             r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
         ),
         at(
             10,
-            Dir::ToClient,
+            Direction::AgentToClient,
             r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"cancelled"}}"#,
         ),
         Record::on_hop(
             0,
-            Dir::ToClient,
+            Direction::AgentToClient,
             None,
             Payload::NotJson("panic: </script>".to_owned()),
         ),

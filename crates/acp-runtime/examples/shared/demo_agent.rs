@@ -252,7 +252,8 @@ impl Agent for DemoAgent {
         };
         // The system prompt the client gave (checked by the runtime against the modes
         // advertised above): a real agent would put it into its model's instructions.
-        let instructions = match turn.system_prompt() {
+        let session = turn.snapshot();
+        let instructions = match session.as_ref().and_then(|s| s.system_prompt()) {
             Some(prompt) => {
                 let text: String = prompt
                     .content

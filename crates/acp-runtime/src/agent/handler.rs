@@ -22,8 +22,8 @@ use crate::rules::apply_config_value;
 /// | one prompt turn | [`Turn`] (a [`SessionClient`] with the turn's cancellation) | `prompt` |
 ///
 /// A [`SessionClient`] streams updates and calls the client for its session, and shows what
-/// the runtime knows of it: [`cwd`](SessionClient::cwd), additional directories, MCP
-/// servers, modes, config options and the client's capabilities.
+/// the runtime knows of it in one [`snapshot`](SessionClient::snapshot): cwd, additional
+/// directories, MCP servers, system prompt, modes and config options.
 pub trait Agent: Send + Sync + 'static {
     /// Answers `initialize`: the capabilities, auth methods and info of this agent. The runtime
     /// fills in the negotiated `protocolVersion` afterwards (and `agentInfo` from
@@ -160,7 +160,13 @@ pub trait Agent: Send + Sync + 'static {
         request: SetSessionConfigOptionRequest,
         session: SessionClient,
     ) -> impl Future<Output = Result<SetSessionConfigOptionResponse>> + Send {
-        let current = session.config_options().unwrap_or_default();
+        // Only the options, not a whole snapshot.
+        let current = session
+            .client
+            .state
+            .read_session(&session.id, |s| s.config_options.clone())
+            .flatten()
+            .unwrap_or_default();
         async move {
             Ok(SetSessionConfigOptionResponse::new(apply_config_value(
                 current, &request,

@@ -66,7 +66,7 @@ impl AgentOptions {
     /// Advertises `sessionCapabilities.systemPrompt` (`{}`: the `append` mode), unless the
     /// agent's [`Agent::initialize`](super::Agent::initialize) sets it itself. The client's
     /// system prompt then reaches the agent's session
-    /// ([`SessionClient::system_prompt`](super::SessionClient::system_prompt)); one in a mode
+    /// ([`SessionSnapshot::system_prompt`](super::SessionSnapshot::system_prompt)); one in a mode
     /// not advertised is answered `-32602` before the agent sees the request.
     ///
     /// ```

@@ -12,6 +12,7 @@ use acp_types::*;
 use serde_json::value::RawValue;
 
 use super::file_content;
+use super::snapshot::SessionSnapshot;
 use super::state::AgentState;
 use crate::error::{Error, Result};
 use crate::rules;
@@ -192,65 +193,15 @@ impl SessionClient {
         &self.client
     }
 
-    /// The session's working directory, as the client set it (`None` for a session the
-    /// runtime does not know: closed, or not created through this connection). Inside a
-    /// prompt turn, [`Turn::cwd`] has it without the `Option`.
-    pub fn cwd(&self) -> Option<PathBuf> {
-        self.client.state.read_session(&self.id, |s| s.cwd.clone())
-    }
-
-    /// The directories beside [`cwd`](Self::cwd) the session may work in.
-    pub fn additional_directories(&self) -> Vec<PathBuf> {
+    /// The session as the runtime knows it now: what it was set up with, its modes and config
+    /// options (`None` for a session the runtime does not know: closed, or not created
+    /// through this connection). One copy; read it through its borrowed getters. Inside a
+    /// prompt turn, [`Turn::cwd`] has the working directory without the copy. The client's
+    /// capabilities are the connection's: [`ClientHandle::capabilities`].
+    pub fn snapshot(&self) -> Option<SessionSnapshot> {
         self.client
             .state
-            .read_session(&self.id, |s| s.additional_directories.clone())
-            .unwrap_or_default()
-    }
-
-    /// The MCP servers the client asked the session to connect to.
-    pub fn mcp_servers(&self) -> Vec<McpServer> {
-        self.client
-            .state
-            .read_session(&self.id, |s| s.mcp_servers.clone())
-            .unwrap_or_default()
-    }
-
-    /// The system prompt the client gave when it created, loaded or resumed the session (or
-    /// forked it), checked against what this agent advertises (see
-    /// [`AgentOptions::with_system_prompt`](super::AgentOptions::with_system_prompt)): its
-    /// mode is `append` or, when advertised, `override`, and its content is text. `None` when
-    /// the client gave none: the agent uses its own instructions.
-    pub fn system_prompt(&self) -> Option<SystemPrompt> {
-        self.client
-            .state
-            .read_session(&self.id, |s| s.system_prompt.clone())
-            .flatten()
-    }
-
-    /// The session's modes and the current one, as advertised and switched since.
-    pub fn modes(&self) -> Option<SessionModeState> {
-        self.client
-            .state
-            .read_session(&self.id, |s| s.modes.clone())
-            .flatten()
-    }
-
-    /// The session's current mode.
-    pub fn current_mode_id(&self) -> Option<SessionModeId> {
-        self.modes().map(|m| m.current_mode_id)
-    }
-
-    /// The session's config options with their current values, as advertised and set since.
-    pub fn config_options(&self) -> Option<Vec<SessionConfigOption>> {
-        self.client
-            .state
-            .read_session(&self.id, |s| s.config_options.clone())
-            .flatten()
-    }
-
-    /// The client's capabilities (the same for every session of the connection).
-    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.client.capabilities()
+            .read_session(&self.id, SessionSnapshot::of)
     }
 
     /// Sends any session update. Like every update helper here, it serializes the update
@@ -677,7 +628,7 @@ impl Turn {
     }
 
     /// The session's working directory, as the client set it when it created, loaded or
-    /// resumed the session. Unlike [`SessionClient::cwd`], always there: a turn runs in a
+    /// resumed the session. Unlike [`SessionClient::snapshot`], always there: a turn runs in a
     /// session that exists (it stays readable if the session is closed during the turn).
     ///
     /// ```

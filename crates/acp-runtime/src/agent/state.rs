@@ -131,7 +131,7 @@ impl SessionEntry {
             .map(String::len)
             .sum();
         SessionEntry {
-            // The system prompt is kept for the session's life too (`SessionClient::system_prompt`).
+            // The system prompt is kept for the session's life too (`SessionSnapshot::system_prompt`).
             cost: ENTRY_OVERHEAD
                 + cwd.len()
                 + directories
