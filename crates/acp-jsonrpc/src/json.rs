@@ -29,11 +29,14 @@
 //! skip whitespace with the same loop.
 
 mod envelope;
+mod raw;
 mod read;
 mod scan;
 mod write;
 
 pub use envelope::{Envelope, envelope};
+pub(crate) use raw::borrowed_raw;
+pub use raw::inner_message;
 pub(crate) use read::{present_borrowed, present_owned, skip_ws};
 pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};
