@@ -21,6 +21,11 @@
 //! assert_eq!(value, "two\nlines");
 //! ```
 //!
+//! For routers: [`envelope`] reads a message's (or an embedded message's) `method` and borrows
+//! its `params` ([`Envelope::raw_params`]) without decoding them, and [`inner_message`] splices
+//! `{"method":…,"params":…}` around raw params without reading them again, as acp-runtime's
+//! conductor and pass-through proxy do for `proxy/successor`.
+//!
 //! Inside the crate: the compact writer for outgoing messages (`write`: byte for byte what
 //! `serde_json::to_writer` writes), the one-pass scan of an incoming message's envelope
 //! (`scan`), and the serde helpers that keep a present `null` member apart from an absent one.

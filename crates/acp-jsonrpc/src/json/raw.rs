@@ -48,12 +48,16 @@ pub fn inner_message(method: &str, params: Option<&RawValue>) -> Box<RawValue> {
 
 fn spliced(method: &str, params: Option<&RawValue>) -> String {
     let params = params.map(RawValue::get);
-    let mut head = Vec::with_capacity(32 + method.len());
+    // One allocation of the exact size (unless the method needs escapes), which the boxed
+    // `RawValue` then keeps without shrinking: `{"method":"…"` + `,"params":…` + `}`.
+    let exact = 12 + method.len() + params.map_or(0, |params| 10 + params.len()) + 1;
+    let mut head = Vec::with_capacity(exact);
     head.extend_from_slice(br#"{"method":"#);
     write_str(&mut head, method);
-    let mut text = String::with_capacity(head.len() + params.map_or(0, |p| p.len() + 10) + 1);
-    // The head is ASCII punctuation around a string the writer escaped from a `&str`.
-    text.push_str(&String::from_utf8_lossy(&head));
+    // The head is ASCII punctuation around a string the writer escaped from a `&str`: it is
+    // always UTF-8 (checking its few bytes is cheaper than the lossy walk).
+    let mut text = String::from_utf8(head)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
     if let Some(params) = params {
         text.push_str(r#","params":"#);
         text.push_str(params);
