@@ -89,6 +89,24 @@ mod tests {
     }
 
     #[test]
+    fn what_the_scan_leaves_to_serde_reads_as_serde_reads_it() {
+        // An escaped method: decoded.
+        let escaped =
+            RawValue::from_string(r#"{"method":"session\/update","params":[1]}"#.into()).unwrap();
+        let opened = open(Some(&escaped)).unwrap();
+        assert_eq!(
+            (&*opened.method, opened.params.unwrap().get()),
+            ("session/update", "[1]")
+        );
+        // A repeated member: serde_json's error.
+        let twice = RawValue::from_string(r#"{"method":"a","method":"b"}"#.into()).unwrap();
+        assert_eq!(open(Some(&twice)).unwrap_err().code.0, -32602);
+        // An escaped nested envelope is still nested.
+        let nested = RawValue::from_string(r#"{"method":"proxy\/successor"}"#.into()).unwrap();
+        assert_eq!(open(Some(&nested)).unwrap_err().code.0, -32600);
+    }
+
+    #[test]
     fn nested_and_malformed_envelopes_are_refused() {
         let nested = RawValue::from_string(r#"{"method":"proxy/successor"}"#.into()).unwrap();
         assert_eq!(open(Some(&nested)).unwrap_err().code.0, -32600);
