@@ -365,6 +365,14 @@ impl HopDispatch {
         } else {
             rpc.notify_raw(to.method, params)
         };
+        let mut queued = std::pin::pin!(queued);
+        // Most of the time there is room at once: nothing more to let go of or copy.
+        if let Some(sent) = futures_lite::future::poll_once(queued.as_mut()).await {
+            if let Err(error) = sent {
+                report(format!("`{method}` could not be forwarded: {error}"));
+            }
+            return;
+        }
         // Dropped before waiting for room (its bytes are queued): what a failure report
         // needs is kept apart.
         let from = notification.connection().clone();
