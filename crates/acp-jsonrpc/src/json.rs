@@ -21,6 +21,11 @@
 //! assert_eq!(value, "two\nlines");
 //! ```
 //!
+//! For routers: [`envelope`] reads a message's (or an embedded message's) `method` and borrows
+//! its `params` ([`Envelope::raw_params`]) without decoding them, and [`inner_message`] splices
+//! `{"method":…,"params":…}` around raw params without reading them again, as acp-runtime's
+//! conductor and pass-through proxy do for `proxy/successor`.
+//!
 //! Inside the crate: the compact writer for outgoing messages (`write`: byte for byte what
 //! `serde_json::to_writer` writes), the one-pass scan of an incoming message's envelope
 //! (`scan`), and the serde helpers that keep a present `null` member apart from an absent one.
@@ -29,11 +34,14 @@
 //! skip whitespace with the same loop.
 
 mod envelope;
+mod raw;
 mod read;
 mod scan;
 mod write;
 
 pub use envelope::{Envelope, envelope};
+pub(crate) use raw::borrowed_raw;
+pub use raw::inner_message;
 pub(crate) use read::{present_borrowed, present_owned, skip_ws};
 pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};

@@ -1,7 +1,10 @@
-//! The envelope of a message for layers that only watch the traffic: the `id`, the `method`,
-//! and whether there is a `result` or an `error`, read by the same one-pass scan that decodes
-//! incoming messages, with nothing decoded or copied.
+//! The envelope of a message for layers that only watch or route the traffic: the `id`, the
+//! `method`, the `params`, and whether there is a `result` or an `error`, read by the same
+//! one-pass scan that decodes incoming messages, with nothing decoded or copied.
 
+use serde_json::value::RawValue;
+
+use super::raw::borrowed_raw;
 use super::scan::{members, plain_string};
 
 /// The envelope of one JSON-RPC message, read without decoding it: what a layer that only
@@ -23,10 +26,21 @@ pub struct Envelope<'a> {
     pub id: Option<&'a str>,
     /// The `method` member's value.
     pub method: Option<&'a str>,
+    /// The `params` member as its raw JSON text (`null` included); [`Envelope::raw_params`]
+    /// lends it as a `RawValue`, for a router to pass on without reading it again.
+    pub params: Option<&'a str>,
     /// Whether the message has a `result` member.
     pub has_result: bool,
     /// Whether the message has an `error` member.
     pub has_error: bool,
+}
+
+impl<'a> Envelope<'a> {
+    /// The `params` member as a `RawValue`, borrowed from the line: the scan validated it, so
+    /// it is not read again. `None` when absent.
+    pub fn raw_params(&self) -> Option<&'a RawValue> {
+        self.params.and_then(borrowed_raw)
+    }
 }
 
 /// Reads the envelope of `line` (one JSON object, whitespace around it allowed) in one
@@ -44,6 +58,7 @@ pub fn envelope(line: &str) -> Option<Envelope<'_>> {
     Some(Envelope {
         id: members.id,
         method,
+        params: members.params,
         has_result: members.result.is_some(),
         has_error: members.error.is_some(),
     })
@@ -62,6 +77,8 @@ mod tests {
             #[serde(borrow, default)]
             method: Option<std::borrow::Cow<'a, str>>,
             #[serde(borrow, default)]
+            params: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow, default)]
             result: Option<&'a serde_json::value::RawValue>,
         }
         for line in [
@@ -74,6 +91,11 @@ mod tests {
             let peek: Peek = serde_json::from_str(line).unwrap();
             assert_eq!(seen.id, peek.id.map(|r| r.get()), "{line}");
             assert_eq!(seen.method, peek.method.as_deref(), "{line}");
+            assert_eq!(
+                seen.raw_params().map(RawValue::get),
+                peek.params.map(RawValue::get),
+                "{line}"
+            );
             assert_eq!(seen.has_result, peek.result.is_some(), "{line}");
         }
         // A null member is there all the same (serde's `Option` reads it as none).

@@ -95,6 +95,8 @@ pub(crate) struct Hop {
 
 pub(crate) struct Chain {
     pub(crate) hops: Vec<Hop>,
+    /// Each hop's `is_proxy`, as the routing rule takes them (read for every message).
+    pub(crate) is_proxy: Vec<bool>,
     /// How far the client's `initialize` got.
     pub(crate) handshake: Handshake,
 }
@@ -290,7 +292,12 @@ impl Shared {
             self.executor.spawn(driver).detach();
         }
         let handshake = Handshake::new(hops.len());
-        Ok(Arc::new(Chain { hops, handshake }))
+        let is_proxy = hops.iter().map(|hop| hop.is_proxy).collect();
+        Ok(Arc::new(Chain {
+            hops,
+            is_proxy,
+            handshake,
+        }))
     }
 
     /// Why component `index` is gone, with its exit status and stderr tail when it is a

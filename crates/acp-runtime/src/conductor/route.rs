@@ -26,12 +26,13 @@ pub(crate) struct HopDispatch {
     order: Arc<Order>,
 }
 
-/// Where a message goes, and as what.
+/// Where a message goes, and as what (its method borrowed from the message: routing
+/// allocates nothing).
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Destination {
+pub(crate) struct Destination<'a> {
     /// `None` for the client, else the component.
     pub(crate) hop: Option<usize>,
-    pub(crate) method: String,
+    pub(crate) method: &'a str,
     /// Whether it goes wrapped in `proxy/successor` (to a proxy, from its successor).
     pub(crate) wrapped: bool,
 }
@@ -41,27 +42,27 @@ pub(crate) struct Destination {
 /// whose last component is a proxy is a conductor in proxy mode: the client is then its
 /// predecessor, whose `proxy/successor` messages come from the conductor's successor (they go
 /// to the last proxy), and the last proxy's go back to the client, wrapped.
-pub(crate) fn destination(
+pub(crate) fn destination<'a>(
     from: Option<usize>,
-    method: &str,
-    inner: Option<&str>,
+    method: &'a str,
+    inner: Option<&'a str>,
     is_proxy: &[bool],
-) -> Result<Destination, ResponseError> {
+) -> Result<Destination<'a>, ResponseError> {
     let last = is_proxy.len().saturating_sub(1);
     let proxy_mode = is_proxy.last() == Some(&true);
-    let downstream = |hop: usize, method: &str| Destination {
+    let downstream = |hop: usize, method: &'a str| Destination {
         hop: Some(hop),
         method: if method == INITIALIZE && is_proxy.get(hop) == Some(&true) {
-            PROXY_INITIALIZE.to_owned()
+            PROXY_INITIALIZE
         } else {
-            method.to_owned()
+            method
         },
         wrapped: false,
     };
     match from {
         None if method == PROXY_SUCCESSOR && proxy_mode => Ok(Destination {
             hop: Some(last),
-            method: inner.unwrap_or_default().to_owned(),
+            method: inner.unwrap_or_default(),
             wrapped: true,
         }),
         None if method == PROXY_SUCCESSOR => Err(rules::envelope_from_endpoint("the client")),
@@ -71,7 +72,7 @@ pub(crate) fn destination(
             if hop >= last && proxy_mode {
                 return Ok(Destination {
                     hop: None,
-                    method: inner.unwrap_or_default().to_owned(),
+                    method: inner.unwrap_or_default(),
                     wrapped: true,
                 });
             }
@@ -83,12 +84,12 @@ pub(crate) fn destination(
         }
         Some(0) => Ok(Destination {
             hop: None,
-            method: method.to_owned(),
+            method,
             wrapped: false,
         }),
         Some(hop) => Ok(Destination {
             hop: Some(hop - 1),
-            method: method.to_owned(),
+            method,
             wrapped: true,
         }),
     }
@@ -214,10 +215,6 @@ fn negotiated(params: Option<&RawValue>) -> Result<Option<Box<RawValue>>, Respon
         .map_err(ResponseError::internal_error)
 }
 
-fn is_proxy(chain: &Chain) -> Vec<bool> {
-    chain.hops.iter().map(|hop| hop.is_proxy).collect()
-}
-
 /// The handshake slot of a message going to `to`, when it is an `initialize` (or
 /// `proxy/initialize`) to a component, or to the conductor's successor through the client.
 fn handshake_slot(to: &Destination) -> Option<Option<usize>> {
@@ -247,7 +244,7 @@ impl HopDispatch {
             _ => None,
         };
         let inner = envelope.as_ref().map(|envelope| &*envelope.method);
-        let to = destination(self.hop, method, inner, &is_proxy(&chain))?;
+        let to = destination(self.hop, method, inner, &chain.is_proxy)?;
         let mut params = match &envelope {
             Some(envelope) => envelope.params,
             None => request.raw_params(),
@@ -266,11 +263,12 @@ impl HopDispatch {
             chain.handshake.sent(slot);
         }
         let sent = if to.wrapped {
-            let envelope = wrap(&to.method, params);
+            let envelope = wrap(to.method, params);
             rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
         } else {
-            rpc.send_request_raw(&to.method, params).await
+            rpc.send_request_raw(to.method, params).await
         };
+        let next_hop = to.hop;
         drop(ticket);
         drop(envelope);
         drop(request);
@@ -286,7 +284,7 @@ impl HopDispatch {
                 }
                 Ok(result)
             }
-            Err(error) => Err(self.gone(&chain, to.hop, error).await),
+            Err(error) => Err(self.gone(&chain, next_hop, error).await),
         }
     }
 
@@ -335,18 +333,12 @@ impl HopDispatch {
     async fn forward_notification(&self, notification: IncomingNotification) {
         let ticket = self.order.ticket();
         let _forwarding = self.shared.forwarding();
-        let method = notification.method().to_owned();
-        let from = notification.connection().clone();
-        let report = |reason: String| {
-            from.report(acp_jsonrpc::Problem::UnhandledNotification {
-                method: method.clone(),
-                reason,
-            });
-        };
+        let method = notification.method();
+        let report = |reason: String| notification.report_unhandled(reason);
         let Some(Ok(chain)) = self.shared.chain.get() else {
             return report(format!("`{method}` before `initialize` is dropped"));
         };
-        let envelope = match method.as_str() {
+        let envelope = match method {
             PROXY_SUCCESSOR if self.opens_envelopes() => match open(notification.raw_params()) {
                 Ok(envelope) => Some(envelope),
                 Err(error) => return report(error.message),
@@ -354,7 +346,7 @@ impl HopDispatch {
             _ => None,
         };
         let inner = envelope.as_ref().map(|envelope| &*envelope.method);
-        let to = match destination(self.hop, &method, inner, &is_proxy(chain)) {
+        let to = match destination(self.hop, method, inner, &chain.is_proxy) {
             Ok(to) => to,
             Err(error) => return report(error.message),
         };
@@ -369,14 +361,29 @@ impl HopDispatch {
         // The copy for the next hop is made here; the message it came from is let go before
         // waiting for room on that hop.
         let queued = if to.wrapped {
-            rpc.notify_raw(PROXY_SUCCESSOR, Some(&wrap(&to.method, params)))
+            rpc.notify_raw(PROXY_SUCCESSOR, Some(&wrap(to.method, params)))
         } else {
-            rpc.notify_raw(&to.method, params)
+            rpc.notify_raw(to.method, params)
         };
+        let mut queued = std::pin::pin!(queued);
+        // Most of the time there is room at once: nothing more to let go of or copy.
+        if let Some(sent) = futures_lite::future::poll_once(queued.as_mut()).await {
+            if let Err(error) = sent {
+                report(format!("`{method}` could not be forwarded: {error}"));
+            }
+            return;
+        }
+        // Dropped before waiting for room (its bytes are queued): what a failure report
+        // needs is kept apart.
+        let from = notification.connection().clone();
+        let method = method.to_owned();
         drop(envelope);
         drop(notification);
         if let Err(error) = queued.await {
-            report(format!("`{method}` could not be forwarded: {error}"));
+            from.report(acp_jsonrpc::Problem::UnhandledNotification {
+                reason: format!("`{method}` could not be forwarded: {error}"),
+                method,
+            });
         }
     }
 }
@@ -402,10 +409,10 @@ impl Handler for HopDispatch {
 mod tests {
     use super::*;
 
-    fn to(hop: Option<usize>, method: &str, wrapped: bool) -> Destination {
+    fn to(hop: Option<usize>, method: &str, wrapped: bool) -> Destination<'_> {
         Destination {
             hop,
-            method: method.to_owned(),
+            method,
             wrapped,
         }
     }

@@ -1,6 +1,7 @@
 //! The proxy's side of its connection to the conductor: which neighbour each message came
 //! from, its hook or the default forward, and the rules of `proxy/initialize`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use acp_jsonrpc::{
@@ -21,33 +22,34 @@ pub(crate) struct ProxyDispatch {
     pub(crate) order: Arc<Order>,
 }
 
-/// A message's method, params and sender once any envelope is opened.
-struct Routed {
+/// A message's method, params and sender once any envelope is opened, borrowed from the
+/// message: only a hook, which takes its params, gets a copy.
+struct Routed<'a> {
     from: From,
-    method: String,
-    params: Option<Box<RawValue>>,
+    method: Cow<'a, str>,
+    params: Option<&'a RawValue>,
 }
 
-fn route(method: &str, params: Option<&RawValue>) -> Result<Routed, ResponseError> {
+fn route<'a>(method: &'a str, params: Option<&'a RawValue>) -> Result<Routed<'a>, ResponseError> {
     match method {
         PROXY_SUCCESSOR => {
             let envelope = open(params)?;
             Ok(Routed {
                 from: From::Agent,
-                method: envelope.method.into_owned(),
-                params: envelope.params.map(ToOwned::to_owned),
+                method: envelope.method,
+                params: envelope.params,
             })
         }
         PROXY_INITIALIZE => Ok(Routed {
             from: From::Client,
-            method: INITIALIZE.to_owned(),
-            params: params.map(ToOwned::to_owned),
+            method: Cow::Borrowed(INITIALIZE),
+            params,
         }),
         INITIALIZE => Err(rules::proxy_initialized_as_agent()),
         _ => Ok(Routed {
             from: From::Client,
-            method: method.to_owned(),
-            params: params.map(ToOwned::to_owned),
+            method: Cow::Borrowed(method),
+            params,
         }),
     }
 }
@@ -72,28 +74,21 @@ impl ProxyDispatch {
         &self,
         ticket: Ticket,
         rpc: &ConnectionHandle,
-        routed: Routed,
+        routed: Routed<'_>,
     ) -> Result<Box<RawValue>, ResponseError> {
         ticket.turn().await;
-        if let Some(hook) = self
-            .proxy
-            .requests
-            .get(&(routed.from, routed.method.as_str()))
-        {
+        if let Some(hook) = self.proxy.requests.get(&(routed.from, &*routed.method)) {
             drop(ticket);
-            return hook(self.context(rpc), routed.params)
+            return hook(self.context(rpc), routed.params.map(ToOwned::to_owned))
                 .await
                 .map_err(|error| error.to_response());
         }
         let pending = match routed.from {
             From::Client => {
-                let envelope = wrap(&routed.method, routed.params.as_deref());
+                let envelope = wrap(&routed.method, routed.params);
                 rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
             }
-            From::Agent => {
-                rpc.send_request_raw(&routed.method, routed.params.as_deref())
-                    .await
-            }
+            From::Agent => rpc.send_request_raw(&routed.method, routed.params).await,
         };
         drop(ticket);
         let result = pending.map_err(to_response)?.await.map_err(to_response)?;
@@ -143,19 +138,16 @@ impl Handler for ProxyDispatch {
         let sent = if let Some(hook) = self
             .proxy
             .notifications
-            .get(&(routed.from, routed.method.as_str()))
+            .get(&(routed.from, &*routed.method))
         {
-            hook(self.context(&rpc), routed.params).await
+            hook(self.context(&rpc), routed.params.map(ToOwned::to_owned)).await
         } else {
             let sent = match routed.from {
                 From::Client => {
-                    let envelope = wrap(&routed.method, routed.params.as_deref());
+                    let envelope = wrap(&routed.method, routed.params);
                     rpc.notify_raw(PROXY_SUCCESSOR, Some(&envelope)).await
                 }
-                From::Agent => {
-                    rpc.notify_raw(&routed.method, routed.params.as_deref())
-                        .await
-                }
+                From::Agent => rpc.notify_raw(&routed.method, routed.params).await,
             };
             sent.map_err(crate::Error::from)
         };

@@ -1,10 +1,11 @@
-//! The `proxy/successor` envelope on the wire: reading one without copying its params, and
-//! writing one around a message. Shared by the proxy role and the conductor.
+//! The `proxy/successor` envelope on the wire: reading one without copying its params (the
+//! message scan of acp-jsonrpc, serde_json only for what the scan leaves to it), and splicing
+//! one around a message. Shared by the proxy role and the conductor.
 
 use std::borrow::Cow;
 
 use acp_jsonrpc::ResponseError;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// `proxy/initialize`: `initialize`, sent by a conductor to a component that has a successor.
@@ -25,30 +26,39 @@ pub(crate) struct Envelope<'a> {
     pub(crate) params: Option<&'a RawValue>,
 }
 
-#[derive(Serialize)]
-struct Outgoing<'a> {
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a RawValue>,
-}
-
 /// Reads the envelope in `params`; a malformed one is `-32602`, a nested one `-32600`
 /// ([`crate::rules::nested_envelope`]).
 pub(crate) fn open(params: Option<&RawValue>) -> Result<Envelope<'_>, ResponseError> {
     let raw = params.map_or("null", RawValue::get);
-    let envelope: Envelope<'_> = serde_json::from_str(raw).map_err(|error| {
-        ResponseError::invalid_params(format_args!("a `{PROXY_SUCCESSOR}` envelope: {error}"))
-    })?;
+    let envelope = match acp_jsonrpc::json::envelope(raw) {
+        // What serde_json reads too: a present `null` is no params, other members are ignored.
+        Some(scanned) if scanned.method.is_some() && scanned.params.is_none() => Envelope {
+            method: Cow::Borrowed(scanned.method.unwrap_or_default()),
+            params: None,
+        },
+        Some(scanned) if scanned.method.is_some() && scanned.raw_params().is_some() => Envelope {
+            method: Cow::Borrowed(scanned.method.unwrap_or_default()),
+            params: scanned.raw_params().filter(|params| params.get() != "null"),
+        },
+        // Missing or escaped `method`, repeated members, not an object: serde_json reads it
+        // and words the error.
+        _ => read_with_serde(raw)?,
+    };
     if envelope.method == PROXY_SUCCESSOR {
         return Err(crate::rules::nested_envelope());
     }
     Ok(envelope)
 }
 
-/// The params of a `proxy/successor` carrying `method` with `params`.
+fn read_with_serde(raw: &str) -> Result<Envelope<'_>, ResponseError> {
+    serde_json::from_str(raw).map_err(|error| {
+        ResponseError::invalid_params(format_args!("a `{PROXY_SUCCESSOR}` envelope: {error}"))
+    })
+}
+
+/// The params of a `proxy/successor` carrying `method` with `params`, spliced.
 pub(crate) fn wrap(method: &str, params: Option<&RawValue>) -> Box<RawValue> {
-    serde_json::value::to_raw_value(&Outgoing { method, params })
-        .unwrap_or_else(|_| unreachable!("a string and raw JSON always serialize"))
+    acp_jsonrpc::json::inner_message(method, params)
 }
 
 #[cfg(test)]
@@ -76,6 +86,24 @@ mod tests {
         assert!(open(Some(&a)).unwrap().params.is_none());
         assert!(open(Some(&b)).unwrap().params.is_none());
         assert_eq!(wrap("m", None).get(), r#"{"method":"m"}"#);
+    }
+
+    #[test]
+    fn what_the_scan_leaves_to_serde_reads_as_serde_reads_it() {
+        // An escaped method: decoded.
+        let escaped =
+            RawValue::from_string(r#"{"method":"session\/update","params":[1]}"#.into()).unwrap();
+        let opened = open(Some(&escaped)).unwrap();
+        assert_eq!(
+            (&*opened.method, opened.params.unwrap().get()),
+            ("session/update", "[1]")
+        );
+        // A repeated member: serde_json's error.
+        let twice = RawValue::from_string(r#"{"method":"a","method":"b"}"#.into()).unwrap();
+        assert_eq!(open(Some(&twice)).unwrap_err().code.0, -32602);
+        // An escaped nested envelope is still nested.
+        let nested = RawValue::from_string(r#"{"method":"proxy\/successor"}"#.into()).unwrap();
+        assert_eq!(open(Some(&nested)).unwrap_err().code.0, -32600);
     }
 
     #[test]
