@@ -56,7 +56,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use acp_jsonrpc::Connection;
 use acp_types::SessionId;
@@ -91,13 +90,7 @@ pub use crate::rules::{
 
 /// A new session id, unique within this process (`sess_<counter>_<random>`).
 pub fn new_session_id() -> SessionId {
-    static COUNTER: AtomicU64 = AtomicU64::new(1);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ std::process::id();
-    SessionId::new(format!("sess_{n}_{nonce:08x}"))
+    SessionId::new(crate::unique_id::unique_id("sess"))
 }
 
 /// Serves `agent` over a reader and a writer. Returns the agent's handle on its client and the

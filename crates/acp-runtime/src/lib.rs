@@ -175,6 +175,7 @@ mod rules;
 mod session_map;
 mod shape_reader;
 pub mod stdio;
+mod unique_id;
 
 pub use error::{Error, Result, codes};
 

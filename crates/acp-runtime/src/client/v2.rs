@@ -351,13 +351,7 @@ impl Agent {
 
 /// A new idempotency key, unique within this process (`key_<counter>_<random>`).
 pub fn new_idempotency_key() -> IdempotencyKey {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ std::process::id();
-    IdempotencyKey::new(format!("key_{n}_{nonce:08x}"))
+    IdempotencyKey::new(crate::unique_id::unique_id("key"))
 }
 
 /// An accepted prompt: its user message, and the end of its work.

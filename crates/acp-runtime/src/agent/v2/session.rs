@@ -312,11 +312,5 @@ impl std::fmt::Debug for Turn {
 
 /// A new message id, unique within this process (`msg_<counter>_<random>`).
 pub fn new_message_id() -> MessageId {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ std::process::id();
-    MessageId::new(format!("msg_{n}_{nonce:08x}"))
+    MessageId::new(crate::unique_id::unique_id("msg"))
 }
