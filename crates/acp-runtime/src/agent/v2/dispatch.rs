@@ -356,24 +356,28 @@ impl<A: Agent> Dispatch<A> {
             Ok(line) => line,
             Err(error) => return responder.respond_error(error.to_response()),
         };
-        let in_line = InLine {
-            shared: &self.shared,
-            session: &id,
-            ticket,
-        };
-        let (cancel, cwd) = loop {
-            match self.shared.sessions.next(&id, ticket, &withdraw) {
-                Next::Start(cancel, cwd) => break (cancel, cwd),
-                Next::Withdrawn => {
-                    return responder
-                        .respond_error(acp_jsonrpc::ResponseError::request_cancelled());
-                }
-                Next::Wait(changed, withdrawn) => {
-                    futures_lite::future::or(changed.wait(), withdrawn.wait()).await;
+        let (cancel, cwd) = {
+            // Takes the prompt out of line if its request is dropped while it waits (`next`
+            // has already done so when the prompt starts or is withdrawn: leaving is then a
+            // no-op).
+            let _in_line = InLine {
+                shared: &self.shared,
+                session: &id,
+                ticket,
+            };
+            loop {
+                match self.shared.sessions.next(&id, ticket, &withdraw) {
+                    Next::Start(cancel, cwd) => break (cancel, cwd),
+                    Next::Withdrawn => {
+                        return responder
+                            .respond_error(acp_jsonrpc::ResponseError::request_cancelled());
+                    }
+                    Next::Wait(changed, withdrawn) => {
+                        futures_lite::future::or(changed.wait(), withdrawn.wait()).await;
+                    }
                 }
             }
         };
-        std::mem::forget(in_line);
         let _running = TurnRunning {
             shared: &self.shared,
             session: &id,
