@@ -63,6 +63,7 @@ use futures_lite::{AsyncBufRead, AsyncWrite};
 
 mod dispatch;
 mod file_content;
+mod gate;
 mod handler;
 #[cfg(feature = "unstable-models")]
 mod models;

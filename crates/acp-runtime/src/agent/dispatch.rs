@@ -5,12 +5,13 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder, ResponseError};
+use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Responder};
 use acp_types::*;
 
+use super::gate::{self, Gate, InitState};
 use super::handler::Agent;
 use super::session::{ClientHandle, SessionClient, Turn};
-use super::state::{AgentState, InitState, Negotiated, SessionEntry, SessionSlot};
+use super::state::{AgentState, Negotiated, SessionEntry, SessionSlot};
 use crate::error::{Error, Result};
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules::{self, Breach, SessionSetup};
@@ -42,34 +43,7 @@ impl Drop for TurnRunning {
     }
 }
 
-/// What the initialization gate decided for one request, at arrival.
-enum Gate {
-    Initialize(Latch),
-    Go,
-    WaitFor(Latch),
-    Refuse(ResponseError),
-}
-
 impl<A: Agent> AgentDispatch<A> {
-    /// Runs when the request arrives, before any later message is read, so that the order of
-    /// arrival decides (no race between `initialize` and what is pipelined behind it).
-    fn gate(&self, method: &str) -> Gate {
-        let mut init = self.state.init.lock().unwrap();
-        match (&*init, method) {
-            (InitState::NotStarted, "initialize") => {
-                let latch = Latch::new();
-                *init = InitState::Initializing(latch.clone());
-                Gate::Initialize(latch)
-            }
-            (_, "initialize") => Gate::Refuse(rules::repeated_initialize()),
-            (InitState::NotStarted, _) => Gate::Refuse(rules::not_initialized(format!(
-                "`{method}` before `initialize`: the client must call `initialize` first"
-            ))),
-            (InitState::Initializing(latch), _) => Gate::WaitFor(latch.clone()),
-            (InitState::Ready(_), _) => Gate::Go,
-        }
-    }
-
     fn client(&self) -> ClientHandle {
         ClientHandle {
             rpc: self.state.rpc.get().expect("set at start").clone(),
@@ -433,7 +407,7 @@ impl<A: Agent> Handler for AgentDispatch<A> {
         request: IncomingRequest,
         responder: Responder,
     ) -> impl Future<Output = ()> + Send {
-        let gate = self.gate(request.method());
+        let gate = gate::arrive(&self.state.init, request.method());
         let dispatch = AgentDispatch {
             agent: self.agent.clone(),
             state: self.state.clone(),

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use acp_jsonrpc::ConnectionHandle;
 use acp_types::*;
 
+use super::gate::InitState;
 use super::options::AgentOptions;
 use crate::error::{Error, Result};
 use crate::rules;
@@ -18,7 +19,7 @@ use acp_jsonrpc::Latch;
 pub(super) struct AgentState {
     pub(super) rpc: std::sync::OnceLock<ConnectionHandle>,
     pub(super) options: AgentOptions,
-    pub(super) init: Mutex<InitState>,
+    pub(super) init: Mutex<InitState<Box<Negotiated>>>,
     pub(super) sessions: Mutex<SessionMap<SessionEntry>>,
     /// Sessions being opened (their request is with the agent), counted against the limits
     /// until they are registered: see [`AgentState::reserve`].
@@ -27,14 +28,6 @@ pub(super) struct AgentState {
     #[cfg(feature = "unstable-models")]
     /// Kept beside the registry: `new_session` offers them before its session is registered.
     pub(super) models: Mutex<SessionMap<acp_types::models::SessionModelState>>,
-}
-
-#[derive(Default)]
-pub(super) enum InitState {
-    #[default]
-    NotStarted,
-    Initializing(Latch),
-    Ready(Box<Negotiated>),
 }
 
 pub(super) struct Negotiated {

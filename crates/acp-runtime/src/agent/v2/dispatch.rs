@@ -13,6 +13,7 @@ use acp_types::{Meta, Patch};
 use super::handler::Agent;
 use super::session::{Client, Session, Shared, Turn, new_message_id};
 use super::sessions::{Claim, Next, unknown_session};
+use crate::agent::gate::{self, Gate, InitState};
 use crate::error::{Error, Result};
 use crate::reply::{Reply, raw, raw_json};
 use crate::rules;
@@ -45,17 +46,9 @@ impl<'a> Setup<'a> {
 pub(super) struct Dispatch<A> {
     pub(super) agent: Arc<A>,
     pub(super) shared: Arc<Shared>,
-    pub(super) init: Arc<Mutex<Init>>,
+    pub(super) init: Arc<Mutex<InitState<Box<AgentCapabilities>>>>,
     /// Cancels every turn when the connection (which owns the dispatch) is dropped.
     pub(super) _end: Arc<ConnectionEnd>,
-}
-
-#[derive(Default)]
-pub(super) enum Init {
-    #[default]
-    NotStarted,
-    Initializing(Latch),
-    Ready(Box<AgentCapabilities>),
 }
 
 pub(super) struct ConnectionEnd(pub(super) Arc<Shared>);
@@ -64,13 +57,6 @@ impl Drop for ConnectionEnd {
     fn drop(&mut self) {
         self.0.sessions.cancel_all();
     }
-}
-
-enum Gate {
-    Initialize(Latch),
-    Go,
-    WaitFor(Latch),
-    Refuse(acp_jsonrpc::ResponseError),
 }
 
 /// Ends a turn when dropped: also when the connection goes away mid-turn.
@@ -124,23 +110,6 @@ impl Drop for KeyClaim<'_> {
 }
 
 impl<A: Agent> Dispatch<A> {
-    fn gate(&self, method: &str) -> Gate {
-        let mut init = self.init.lock().unwrap();
-        match (&*init, method) {
-            (Init::NotStarted, "initialize") => {
-                let latch = Latch::new();
-                *init = Init::Initializing(latch.clone());
-                Gate::Initialize(latch)
-            }
-            (_, "initialize") => Gate::Refuse(rules::repeated_initialize()),
-            (Init::NotStarted, _) => Gate::Refuse(rules::not_initialized(format!(
-                "`{method}` before `initialize`: the client must call `initialize` first"
-            ))),
-            (Init::Initializing(latch), _) => Gate::WaitFor(latch.clone()),
-            (Init::Ready(_), _) => Gate::Go,
-        }
-    }
-
     fn client(&self) -> Client {
         Client {
             shared: self.shared.clone(),
@@ -149,7 +118,7 @@ impl<A: Agent> Dispatch<A> {
 
     fn capabilities(&self) -> AgentCapabilities {
         match &*self.init.lock().unwrap() {
-            Init::Ready(caps) => (**caps).clone(),
+            InitState::Ready(caps) => (**caps).clone(),
             _ => AgentCapabilities::new(),
         }
     }
@@ -166,11 +135,11 @@ impl<A: Agent> Dispatch<A> {
         let mut init = self.init.lock().unwrap();
         let result = result.map(|mut response| {
             response.protocol_version = ProtocolVersion::V2;
-            *init = Init::Ready(Box::new(response.capabilities.clone()));
+            *init = InitState::Ready(Box::new(response.capabilities.clone()));
             response
         });
         if result.is_err() {
-            *init = Init::NotStarted;
+            *init = InitState::NotStarted;
         }
         drop(init);
         done.set();
@@ -465,7 +434,7 @@ impl<A: Agent> Handler for Dispatch<A> {
         request: IncomingRequest,
         responder: Responder,
     ) -> impl Future<Output = ()> + Send {
-        let gate = self.gate(request.method());
+        let gate = gate::arrive(&self.init, request.method());
         let dispatch = Dispatch {
             agent: self.agent.clone(),
             shared: self.shared.clone(),
@@ -483,7 +452,7 @@ impl<A: Agent> Handler for Dispatch<A> {
                         }
                         Ok(_) => unreachable!("the gate saw `initialize`"),
                         Err(error) => {
-                            *dispatch.init.lock().unwrap() = Init::NotStarted;
+                            *dispatch.init.lock().unwrap() = InitState::NotStarted;
                             done.set();
                             return responder.respond_error(rules::decode_error(error));
                         }
@@ -496,7 +465,7 @@ impl<A: Agent> Handler for Dispatch<A> {
                 Gate::WaitFor(latch) => latch.wait().await,
                 Gate::Go => {}
             }
-            if !matches!(&*dispatch.init.lock().unwrap(), Init::Ready(_)) {
+            if !matches!(&*dispatch.init.lock().unwrap(), InitState::Ready(_)) {
                 return responder.respond_error(rules::not_initialized(format!(
                     "`{}` before a successful `initialize`",
                     request.method()
