@@ -197,10 +197,11 @@ impl<C: Client> Handler for Dispatch<C> {
                 Ok(AgentNotification::SessionUpdate(update)) => {
                     // The application sees the update first: a `PromptTurn` ends only after
                     // its `idle` (and everything before it) reached `Client::session_update`.
-                    let session = update.session_id.clone();
-                    let observed = Observed::of(&update.update);
+                    // Only an echo or an idle is read for the turns (no copy of the rest).
+                    let observed = Observed::of(&update.update)
+                        .map(|observed| (update.session_id.clone(), observed));
                     client.session_update(update).await;
-                    if let Some(observed) = observed {
+                    if let Some((session, observed)) = observed {
                         shared.turns.lock().unwrap().observe(&session, observed);
                     }
                 }

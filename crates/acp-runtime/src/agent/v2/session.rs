@@ -86,21 +86,31 @@ impl Session {
     /// `state_update` (which describes the live connection, not the conversation).
     pub async fn update(&self, update: impl Into<SessionUpdate>) -> Result<()> {
         let update = update.into();
-        let recorded = !matches!(update, SessionUpdate::StateUpdate(_));
+        let history = match (&update, &self.client.shared.history) {
+            (SessionUpdate::StateUpdate(_), _) | (_, None) => None,
+            (_, Some(history)) => Some(history),
+        };
+        let Some(history) = history else {
+            // Unrecorded (the common case): serialized once, straight into the frame.
+            return self.send(&update).await;
+        };
         let raw = serde_json::value::to_raw_value(&update).map_err(crate::Error::internal)?;
-        if recorded && let Some(history) = &self.client.shared.history {
-            history.record(&self.id, raw.clone());
-        }
-        self.send_raw(&raw).await
+        history.record(&self.id, raw.clone());
+        self.send(&raw).await
     }
 
     /// Sends an update already serialized (a replayed one), unrecorded.
     pub(super) async fn send_raw(&self, update: &RawValue) -> Result<()> {
+        self.send(update).await
+    }
+
+    /// Sends `update` as this session's `session/update`.
+    async fn send<U: serde::Serialize + ?Sized>(&self, update: &U) -> Result<()> {
         #[derive(serde::Serialize)]
-        struct Params<'a> {
+        struct Params<'a, U: ?Sized> {
             #[serde(rename = "sessionId")]
             session_id: &'a SessionId,
-            update: &'a RawValue,
+            update: &'a U,
         }
         let params = Params {
             session_id: &self.id,
