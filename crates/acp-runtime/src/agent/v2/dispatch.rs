@@ -146,18 +146,8 @@ impl<A: Agent> Dispatch<A> {
         raw(result?)
     }
 
-    async fn handle(
-        &self,
-        request: ClientRequest,
-        responder: &mut Option<Responder>,
-    ) -> Result<Reply> {
-        let caps = self.capabilities();
+    async fn handle(&self, request: ClientRequest, caps: AgentCapabilities) -> Result<Reply> {
         let client = self.client();
-        let method = request.method().to_owned();
-        let sessions_served = caps.session.is_some();
-        if method.starts_with("session/") && !sessions_served {
-            return Err(Error::method_not_found(&method));
-        }
         match request {
             ClientRequest::Initialize(_) => unreachable!("handled by the gate"),
             ClientRequest::AuthLogin(request) => raw(self.agent.login(request, &client).await?),
@@ -222,12 +212,7 @@ impl<A: Agent> Dispatch<A> {
                 let session = self.known(&request.session_id)?;
                 raw(self.agent.cancel_terminal(request, &session).await?)
             }
-            ClientRequest::SessionPrompt(request) => {
-                prompt_content(&request.prompt, &caps)?;
-                let responder = responder.take().expect("one prompt per request");
-                self.prompt(request, responder).await;
-                Ok(Box::new(|_| {}))
-            }
+            ClientRequest::SessionPrompt(_) => unreachable!("answered by `prompt`"),
             ClientRequest::Extension(call) => raw_json(
                 self.agent
                     .ext_method(&call.method, Some(&call.params), &client)
@@ -475,13 +460,24 @@ impl<A: Agent> Handler for Dispatch<A> {
                 Ok(call) => call,
                 Err(error) => return responder.respond_error(rules::decode_error(error)),
             };
-            let mut responder = Some(responder);
-            let result = dispatch.handle(call, &mut responder).await;
-            if let Some(responder) = responder {
-                match result {
-                    Ok(reply) => reply(responder),
-                    Err(error) => responder.respond_error(error.to_response()),
+            let caps = dispatch.capabilities();
+            let result = match call {
+                // The session methods are served only by an agent that advertised `session`.
+                call if call.method().starts_with("session/") && caps.session.is_none() => {
+                    Err(Error::method_not_found(call.method()))
                 }
+                // A prompt is answered when it is accepted, and its turn runs on after that.
+                ClientRequest::SessionPrompt(request) => {
+                    match prompt_content(&request.prompt, &caps) {
+                        Ok(()) => return dispatch.prompt(request, responder).await,
+                        Err(error) => Err(error),
+                    }
+                }
+                call => dispatch.handle(call, caps).await,
+            };
+            match result {
+                Ok(reply) => reply(responder),
+                Err(error) => responder.respond_error(error.to_response()),
             }
         }
     }
