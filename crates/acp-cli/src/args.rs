@@ -160,6 +160,11 @@ pub struct Args {
     /// expanded); repeatable. Not with a URL
     #[arg(long = "proxy", value_name = "COMMAND")]
     pub proxies: Vec<String>,
+    /// The protocol version to speak: 1, 2 (a published draft; needs acp built with the
+    /// `unstable-protocol-v2` feature) or auto (2 first, then 1 on a fresh start of the agent
+    /// when it answers 1). Version 2 reaches an agent command, not a URL or a proxy chain
+    #[arg(long, value_name = "1|2|auto", default_value = "1", value_parser = ["1", "2", "auto"])]
+    pub protocol: String,
     /// Print every update as one JSON line on stdout (see below)
     #[arg(long)]
     pub json: bool,
@@ -241,6 +246,27 @@ impl Args {
     /// Whether the bundled demo agent runs: neither an agent command nor `--agent`.
     pub fn runs_demo(&self) -> bool {
         self.agent.is_empty() && self.registry.agent_id.is_none()
+    }
+
+    /// What `--protocol 2|auto` cannot be combined with yet (`remote`: the agent is a URL).
+    pub fn protocol_conflict(&self, remote: bool) -> Option<String> {
+        let protocol = &self.protocol;
+        if remote || !self.proxies.is_empty() {
+            return Some(format!(
+                "--protocol {protocol} reaches an agent command for now, not a URL or a proxy chain"
+            ));
+        }
+        let v1_only = [
+            (self.mode.is_some(), "--mode"),
+            (self.model.is_some(), "--model"),
+            (!self.config.is_empty(), "--config"),
+            (self.system_prompt.is_some(), "--system-prompt"),
+            (self.options, "--options"),
+        ];
+        let (_, flag) = v1_only.iter().find(|(given, _)| *given)?;
+        Some(format!(
+            "{flag} is not available with --protocol {protocol} yet (acp sends it on protocol 1 only)"
+        ))
     }
 
     /// `--yes`, `--ask` or `--reject`, if one was given (clap's group lets only one through).

@@ -9,6 +9,7 @@ mod args;
 mod ask;
 #[cfg(feature = "unstable")]
 mod chain;
+mod control;
 mod diff;
 mod input;
 mod registry;
@@ -18,12 +19,15 @@ mod setup;
 mod signal;
 mod trace;
 mod trace_view;
+mod workdir;
 
 // A symbolic link to acp-runtime's example agent (one source for both), which `cargo package`
 // packages as the file it points to.
 mod demo_agent;
 #[cfg(feature = "unstable-protocol-v2")]
 mod demo_agent_v2;
+#[cfg(feature = "unstable-protocol-v2")]
+mod v2;
 
 use std::future::Future;
 use std::io::IsTerminal;
@@ -43,8 +47,10 @@ use acp_types::*;
 
 use args::{Args, Policy};
 use ask::Ask;
+use control::{Control, RunningTurn, watch_interrupts};
 use render::Renderer;
 use signal::Interrupts;
+use workdir::{Scratch, resolve_cwd};
 
 /// The hidden flag with which `acp` re-runs itself as the bundled demo agent.
 const SERVE_DEMO_AGENT: &str = "--serve-demo-agent";
@@ -103,6 +109,18 @@ fn main() {
         );
         std::process::exit(exit::USAGE);
     }
+    if args.protocol != "1" {
+        if cfg!(not(feature = "unstable-protocol-v2")) {
+            eprintln!(
+                "acp: --protocol {} speaks protocol v2, a published draft: this acp was built without the `unstable-protocol-v2` feature (cargo install acp-rs-cli --features unstable-protocol-v2)",
+                args.protocol
+            );
+            std::process::exit(exit::USAGE);
+        }
+        if let Some(problem) = args.protocol_conflict(remote::url(&args.agent).is_some()) {
+            args::usage_error(&problem).exit();
+        }
+    }
     if !args.proxies.is_empty() && remote::url(&args.agent).is_some() {
         args::usage_error("--proxy needs an agent command to start, not a URL").exit();
     }
@@ -146,29 +164,6 @@ impl Failure {
         );
         failure.report_exit = matches!(error, Error::ConnectionClosed);
         failure
-    }
-}
-
-/// The demo's scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    /// A fresh directory holding the `notes.txt` the demo agent summarizes.
-    fn create() -> std::io::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let scratch = Scratch(dir);
-        std::fs::write(
-            scratch.0.join("notes.txt"),
-            "buy milk\nship the release\ncall Ada\n",
-        )?;
-        Ok(scratch)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -275,82 +270,11 @@ fn run_main(mut args: Args) -> i32 {
     };
     smol::block_on(async {
         match policy {
-            Policy::Yes => run(AutoAllow, &args, cwd, target, interrupts).await,
-            Policy::Ask => run(Ask, &args, cwd, target, interrupts).await,
-            Policy::Reject => run(AutoReject, &args, cwd, target, interrupts).await,
+            Policy::Yes => run(AutoAllow, policy, &args, cwd, target, interrupts).await,
+            Policy::Ask => run(Ask, policy, &args, cwd, target, interrupts).await,
+            Policy::Reject => run(AutoReject, policy, &args, cwd, target, interrupts).await,
         }
     })
-}
-
-fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
-    let here = std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?;
-    let cwd = match cwd {
-        Some(dir) => here.join(dir),
-        None => here,
-    };
-    std::fs::canonicalize(&cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))
-}
-
-/// What the Ctrl-C watcher needs: the running turn's session, the agent and its process.
-struct Control {
-    agent: AgentHandle,
-    turn: Mutex<Option<RunningTurn>>,
-    process: Mutex<Option<AgentProcess>>,
-    /// Set by the watcher when it shuts the agent down to quit: it then owns the exit.
-    quitting: AtomicBool,
-}
-
-/// The turn that runs, and whether a Ctrl-C already cancelled it (the next one quits).
-struct RunningTurn {
-    session: Session,
-    cancelled: bool,
-}
-
-impl Control {
-    /// Shuts the agent down (once) and prints how it ended.
-    async fn shutdown(&self, quiet: bool) {
-        self.agent.close();
-        let process = self.process.lock().unwrap().take();
-        if let Some(process) = process {
-            let exit = process.shutdown().await;
-            if !quiet {
-                eprintln!("agent exited: {exit}");
-            }
-        }
-    }
-
-    /// The session of the running turn, to cancel, if no Ctrl-C cancelled it yet; marks it
-    /// cancelled.
-    fn turn_to_cancel(&self) -> Option<Session> {
-        let mut turn = self.turn.lock().unwrap();
-        let turn = turn.as_mut().filter(|turn| !turn.cancelled)?;
-        turn.cancelled = true;
-        Some(turn.session.clone())
-    }
-}
-
-/// Watches for Ctrl-C: the first while a turn runs cancels it; the next during the same turn
-/// (or one while no turn runs) shuts the agent down and exits with 130. Nothing here waits
-/// for the permission prompt: it holds no lock while it waits for an answer.
-async fn watch_interrupts(control: Arc<Control>, mut interrupts: Interrupts) {
-    loop {
-        interrupts.next().await;
-        match control.turn_to_cancel() {
-            Some(session) => {
-                eprintln!("\nacp: cancelling the turn (Ctrl-C again to quit)");
-                smol::spawn(async move {
-                    let _ = session.cancel().await;
-                })
-                .detach();
-            }
-            None => {
-                control.quitting.store(true, Ordering::SeqCst);
-                eprintln!("\nacp: interrupted, shutting the agent down");
-                control.shutdown(false).await;
-                std::process::exit(exit::CANCELLED);
-            }
-        }
-    }
 }
 
 /// Where the agent is: a command to start, or a remote agent's URL.
@@ -366,7 +290,9 @@ enum Target {
 type Driver = Pin<Box<dyn Future<Output = Result<(), acp_jsonrpc::ConnectionError>> + Send>>;
 
 async fn run<C: Client>(
-    policy: C,
+    client: C,
+    // The v1 client above answers by it; with `--protocol 2`, the v2 client too.
+    #[cfg_attr(not(feature = "unstable-protocol-v2"), allow(unused_variables))] policy: Policy,
     args: &Args,
     cwd: PathBuf,
     target: Target,
@@ -391,15 +317,58 @@ async fn run<C: Client>(
         .with_connection_options(connection);
     #[cfg(feature = "unstable")]
     let mut conductor = None;
+    // With --protocol 2 or auto, `initialize` is sent by the connector, which learns the
+    // version from it.
+    #[allow(unused_mut)]
+    let mut initialized = None;
     let (agent, driver, process): (AgentHandle, Driver, Option<AgentProcess>) = match target {
-        Target::Command(command) => match client::spawn(policy, command, options) {
+        #[cfg(feature = "unstable-protocol-v2")]
+        Target::Command(command) if args.protocol != "1" => {
+            use acp_runtime::client::connector::{self, Connected};
+            let protocol = args.protocol.parse().unwrap_or_default();
+            let (v2_client, updates) = v2::client(policy);
+            match connector::spawn(protocol, client, v2_client, command, options).await {
+                Ok(Connected::V1 {
+                    agent,
+                    init,
+                    driver,
+                    keep,
+                }) => {
+                    initialized = Some(*init);
+                    (agent, driver, Some(keep))
+                }
+                Ok(Connected::V2 {
+                    agent,
+                    init,
+                    driver,
+                    keep,
+                }) => {
+                    let connection = v2::Connection {
+                        agent,
+                        init: *init,
+                        driver,
+                        process: keep,
+                        updates,
+                    };
+                    return v2::run(connection, args, &cwd, interrupts).await;
+                }
+                Err(error) => {
+                    eprintln!(
+                        "acp: starting the agent (protocol {}): {error}",
+                        args.protocol
+                    );
+                    return exit::AGENT_GONE;
+                }
+            }
+        }
+        Target::Command(command) => match client::spawn(client, command, options) {
             Ok((agent, driver, process)) => (agent, Box::pin(driver), Some(process)),
             Err(error) => {
                 eprintln!("acp: starting the agent: {error}");
                 return exit::AGENT_GONE;
             }
         },
-        Target::Remote(connector) => match remote::connect(&connector, policy, options).await {
+        Target::Remote(connector) => match remote::connect(&connector, client, options).await {
             Ok((agent, driver)) => (agent, Box::pin(driver), None),
             Err(message) => {
                 eprintln!("acp: {message}");
@@ -408,7 +377,7 @@ async fn run<C: Client>(
         },
         #[cfg(feature = "unstable")]
         Target::Chain(components) => {
-            let (agent, driver, task) = chain::start(components, policy, options);
+            let (agent, driver, task) = chain::start(components, client, options);
             conductor = Some(task);
             (agent, Box::pin(driver), None)
         }
@@ -423,7 +392,16 @@ async fn run<C: Client>(
     let watcher = smol::spawn(watch_interrupts(control.clone(), interrupts));
 
     let mut out = Renderer::new(json, !json && color(std::io::stdout()));
-    let result = session_and_turns(&agent, args, &cwd, &control, &mut out, terminals).await;
+    let result = session_and_turns(
+        &agent,
+        initialized,
+        args,
+        &cwd,
+        &control,
+        &mut out,
+        terminals,
+    )
+    .await;
     if control.quitting.load(Ordering::SeqCst) {
         // The run failed because the watcher is shutting the agent down; it exits with 130.
         futures_lite::future::pending::<()>().await;
@@ -496,18 +474,24 @@ async fn run<C: Client>(
 
 async fn session_and_turns(
     agent: &AgentHandle,
+    initialized: Option<InitializeResponse>,
     args: &Args,
     cwd: &std::path::Path,
     control: &Control,
     out: &mut Renderer,
     terminals: render::Terminals,
 ) -> Result<i32, Failure> {
-    let init = agent.initialize().await.map_err(|error| {
-        match remote::url(&args.agent).and_then(|url| remote::initialize_unreachable(url, &error)) {
-            Some(message) => Failure::new(exit::AGENT_GONE, message),
-            None => Failure::call("initialize", error),
-        }
-    })?;
+    let init = match initialized {
+        Some(init) => init,
+        None => agent.initialize().await.map_err(|error| {
+            match remote::url(&args.agent)
+                .and_then(|url| remote::initialize_unreachable(url, &error))
+            {
+                Some(message) => Failure::new(exit::AGENT_GONE, message),
+                None => Failure::call("initialize", error),
+            }
+        })?,
+    };
     let name = init
         .agent_info
         .as_ref()

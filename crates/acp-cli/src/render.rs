@@ -12,6 +12,8 @@ pub mod errors;
 pub mod status;
 pub mod text;
 pub mod tree;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod v2;
 
 use text::{Subagents, content_text};
 use tree::Prefixed;

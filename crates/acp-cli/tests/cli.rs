@@ -642,6 +642,18 @@ fn options_needs_the_unstable_feature() {
     assert!(stderr.contains("`unstable` feature"), "{stderr}");
 }
 
+#[cfg(not(feature = "unstable-protocol-v2"))]
+#[test]
+fn protocol_2_needs_the_protocol_v2_feature() {
+    let out = acp(&["--protocol", "2"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`unstable-protocol-v2` feature"),
+        "{stderr}"
+    );
+}
+
 #[cfg(feature = "unstable")]
 mod session_options {
     use super::*;

@@ -121,3 +121,140 @@ fn a_v2_client_gets_the_demo_turn_through_the_router() {
     served.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+mod common;
+
+use common::sh::{acp, cwd_arg, run_sh_agent};
+use common::{scratch, text};
+
+/// The lines of a run without what changes between runs: the scratch directory.
+fn steady(output: &str, dir: &std::path::Path) -> String {
+    output.replace(&dir.display().to_string(), "[DIR]")
+}
+
+#[test]
+fn acp_protocol_2_runs_the_demo_turn_over_v2() {
+    let dir = scratch("v2");
+    let out = acp(&[
+        "--protocol",
+        "2",
+        "--yes",
+        "--prompt",
+        "Summarize my notes",
+        "--cwd",
+        &cwd_arg(&dir),
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("(protocol 2)"), "{stderr}");
+    insta::assert_snapshot!(steady(&stdout, &dir));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn acp_protocol_auto_speaks_v2_to_the_routed_demo_and_json_names_each_update() {
+    let dir = scratch("v2json");
+    let out = acp(&[
+        "--protocol",
+        "auto",
+        "--json",
+        "--reject",
+        "--prompt",
+        "Summarize my notes",
+        "--cwd",
+        &cwd_arg(&dir),
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for line in stdout.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(
+            value.get("update").is_some() || value.get("stopReason").is_some(),
+            "{line}"
+        );
+    }
+    // Rejected: the permission asked before the terminal was refused.
+    assert!(stdout.contains(r#""status":"failed""#), "{stdout}");
+    assert!(
+        stdout.ends_with("{\"stopReason\":\"end_turn\"}\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn acp_protocol_auto_falls_back_to_1_on_a_v1_agent() {
+    let out = run_sh_agent(
+        &["--protocol", "auto"],
+        r#"*'"method":"session/new"'*) reply '{"sessionId":"s1"}' ;;
+    *'"method":"session/prompt"'*) update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hello from v1"}}'; reply '{"stopReason":"end_turn"}' ;;"#,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("(protocol 1)"), "{stderr}");
+    assert!(stdout.contains("hello from v1"), "{stdout}");
+}
+
+#[test]
+fn acp_protocol_2_on_a_v1_agent_exits_5_saying_which_version_it_speaks() {
+    let out = run_sh_agent(&["--protocol", "2"], "");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("the agent speaks protocol version 1, this client speaks [2]"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn acp_protocol_2_refuses_the_flags_it_cannot_send_yet() {
+    let out = acp(&["--protocol", "2", "--mode", "plan", "--prompt", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--mode is not available with --protocol 2"));
+    let out = acp(&["--protocol", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A v2 agent in `sh` that holds one stored session and replays it on `session/resume`.
+const V2_REPLAYING_AGENT: &str = r#"
+reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$1"; }
+update() { printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old","update":%s}}\n' "$1"; }
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"jsonrpc":"2.0","id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      reply '{"protocolVersion":2,"info":{"name":"sh-v2","version":"1"},"capabilities":{"session":{"resume":{}}}}' ;;
+    *'"method":"session/resume"'*'"replayFrom":{"type":"start"}'*)
+      update '{"sessionUpdate":"user_message","messageId":"u1","content":[{"type":"text","text":"earlier question"}]}'
+      update '{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"earlier answer"}}'
+      update '{"sessionUpdate":"replay_complete"}'
+      reply '{}' ;;
+    *'"method":"session/resume"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"replayFrom missing"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[test]
+fn acp_load_on_v2_resumes_replaying_from_the_start() {
+    let dir = scratch("v2load");
+    let cwd = cwd_arg(&dir);
+    let out = acp(&[
+        "--protocol",
+        "2",
+        "--load",
+        "old",
+        "--cwd",
+        &cwd,
+        "--",
+        "sh",
+        "-c",
+        V2_REPLAYING_AGENT,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout,
+        "user: earlier question\nearlier answer\n[replay complete]\n"
+    );
+    assert!(stderr.contains("session old resumed in"), "{stderr}");
+}

@@ -52,6 +52,8 @@
 //! ```
 
 mod connect;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod connector;
 mod dispatch;
 mod dropped;
 mod family;

@@ -179,7 +179,7 @@ impl WorkDone {
 
 /// Fails pending calls with the agent's exit status and stderr tail once it exits, called by
 /// the process's supervision thread when it records the exit (no thread of its own).
-fn watch_exit(agent: &AgentHandle, process: &AgentProcess) {
+pub(super) fn watch_exit(agent: &AgentHandle, process: &AgentProcess) {
     agent.state.spawned.store(true, Ordering::Release);
     let watcher = agent.clone();
     process

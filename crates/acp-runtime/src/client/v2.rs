@@ -257,15 +257,24 @@ impl std::fmt::Debug for Agent {
 impl Agent {
     /// `initialize`. An agent that answers another version than 2 is refused
     /// ([`Error::UnsupportedProtocolVersion`]).
+    ///
+    /// The answer's version is read before its shape: a v1 agent answers version 1 with a v1
+    /// body, which is that error, not a decoding failure.
     pub async fn initialize(&self, request: InitializeRequest) -> Result<InitializeResponse> {
-        let response: InitializeResponse = self.call("initialize", &request).await?;
-        if response.protocol_version != ProtocolVersion::V2 {
+        let response: serde_json::Value = self.call("initialize", &request).await?;
+        let offered = response.get("protocolVersion").and_then(|v| v.as_u64());
+        if offered != Some(u64::from(ProtocolVersion::V2.0)) {
             return Err(Error::UnsupportedProtocolVersion {
-                offered: response.protocol_version.0,
+                offered: offered.and_then(|v| u16::try_from(v).ok()).unwrap_or(0),
                 supported: &[2],
             });
         }
-        Ok(response)
+        serde_json::from_value(response).map_err(Error::Decode)
+    }
+
+    /// `auth/login` with one of the methods the agent advertised at `initialize`.
+    pub async fn login(&self, request: LoginAuthRequest) -> Result<LoginAuthResponse> {
+        self.call("auth/login", &request).await
     }
 
     /// `session/new`.
