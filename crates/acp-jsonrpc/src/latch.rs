@@ -5,9 +5,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, ready};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker, ready};
 
 use event_listener::{Event, EventListener};
 
@@ -35,6 +35,16 @@ pub struct Latch {
 struct Inner {
     set: AtomicBool,
     event: Event,
+    /// The tasks of the [`Waiter`]s waiting, woken by [`Latch::set`] beside `event`'s.
+    slots: Mutex<Slots>,
+}
+
+/// The tasks that [`Waiter`]s registered: one slot per waiter until it is dropped, then reused
+/// by the next, so the latch keeps as many as there are waiters at once.
+#[derive(Debug, Default)]
+struct Slots {
+    wakers: Vec<Option<Waker>>,
+    free: Vec<usize>,
 }
 
 /// Where a hand-written `poll` keeps its registration between calls to
@@ -52,6 +62,16 @@ impl Latch {
     pub fn set(&self) {
         self.inner.set.store(true, Ordering::SeqCst);
         self.inner.event.notify(usize::MAX);
+        // Taken out of their slots (which stay their waiters' until dropped), woken outside
+        // the lock.
+        let wakers: Vec<Waker> = lock(&self.inner.slots)
+            .wakers
+            .iter_mut()
+            .filter_map(Option::take)
+            .collect();
+        for waker in wakers {
+            waker.wake();
+        }
     }
 
     /// Whether the latch was set.
@@ -83,6 +103,96 @@ impl Latch {
             }
         }
     }
+}
+
+impl Latch {
+    /// A waiter to poll by hand, for a future that waits on the latch beside other work many
+    /// times over (each call of a turn raced against the turn's cancellation). It registers its
+    /// task in a slot of the latch that the next waiter reuses, where [`wait`](Self::wait) and
+    /// [`poll_wait`](Self::poll_wait) allocate a listener each time: this is on the path of
+    /// every call an agent's turn makes (docs/performance.md). Dropping it frees the slot.
+    ///
+    /// ```
+    /// use std::task::{Context, Poll};
+    /// use acp_jsonrpc::Latch;
+    ///
+    /// let latch = Latch::new();
+    /// let mut waiter = latch.waiter();
+    /// let mut cx = Context::from_waker(std::task::Waker::noop());
+    /// assert!(waiter.poll(&mut cx).is_pending());
+    /// latch.set();
+    /// assert_eq!(waiter.poll(&mut cx), Poll::Ready(()));
+    /// ```
+    pub fn waiter(&self) -> Waiter<'_> {
+        Waiter {
+            latch: self,
+            slot: None,
+        }
+    }
+}
+
+/// A registration with a [`Latch`] kept between polls ([`Latch::waiter`]); removed when
+/// dropped.
+#[derive(Debug)]
+pub struct Waiter<'a> {
+    latch: &'a Latch,
+    slot: Option<usize>,
+}
+
+impl Waiter<'_> {
+    /// Ready once the latch is set; otherwise `cx`'s task is woken when it is.
+    pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.latch.is_set() {
+            return Poll::Ready(());
+        }
+        {
+            let mut slots = lock(&self.latch.inner.slots);
+            match self.slot {
+                // Emptied by `set`: the flag read below is true.
+                Some(slot) => {
+                    if let Some(waker) = &mut slots.wakers[slot] {
+                        waker.clone_from(cx.waker());
+                    }
+                }
+                None => {
+                    let waker = Some(cx.waker().clone());
+                    let slot = match slots.free.pop() {
+                        Some(slot) => {
+                            slots.wakers[slot] = waker;
+                            slot
+                        }
+                        None => {
+                            slots.wakers.push(waker);
+                            slots.wakers.len() - 1
+                        }
+                    };
+                    self.slot = Some(slot);
+                }
+            }
+        }
+        // Set between the first read and the registration: `set` may have taken the wakers
+        // before this one was in its slot.
+        if self.latch.is_set() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            let mut slots = lock(&self.latch.inner.slots);
+            slots.wakers[slot] = None;
+            slots.free.push(slot);
+        }
+    }
+}
+
+/// The slots stay consistent whatever panicked while they were held (each write is whole).
+fn lock(mutex: &Mutex<Slots>) -> MutexGuard<'_, Slots> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -117,5 +227,81 @@ mod tests {
         assert!(latch.poll_wait(&mut listener, &mut cx).is_pending());
         latch.set();
         assert!(latch.poll_wait(&mut listener, &mut cx).is_ready());
+    }
+
+    /// Counts its wake-ups.
+    struct Counter(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counter() -> (Arc<Counter>, Waker) {
+        let counter = Arc::new(Counter(std::sync::atomic::AtomicUsize::new(0)));
+        (counter.clone(), Waker::from(counter))
+    }
+
+    #[test]
+    fn a_waiter_is_woken_once_by_set_then_ready() {
+        let latch = Latch::new();
+        let (count, waker) = counter();
+        let mut cx = Context::from_waker(&waker);
+        let mut waiter = latch.waiter();
+        assert!(waiter.poll(&mut cx).is_pending());
+        // Polled again by the same task: still one registration, woken once.
+        assert!(waiter.poll(&mut cx).is_pending());
+        latch.set();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(waiter.poll(&mut cx).is_ready());
+        drop(waiter);
+        assert!(latch.waiter().poll(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn dropped_waiters_give_their_slots_back_and_are_not_woken() {
+        let latch = Latch::new();
+        let (dropped, dropped_waker) = counter();
+        for _ in 0..100 {
+            let mut waiter = latch.waiter();
+            assert!(
+                waiter
+                    .poll(&mut Context::from_waker(&dropped_waker))
+                    .is_pending()
+            );
+        }
+        assert_eq!(lock(&latch.inner.slots).wakers.len(), 1);
+        let (kept, kept_waker) = counter();
+        let mut waiter = latch.waiter();
+        assert!(
+            waiter
+                .poll(&mut Context::from_waker(&kept_waker))
+                .is_pending()
+        );
+        latch.set();
+        assert_eq!(dropped.0.load(Ordering::SeqCst), 0);
+        assert_eq!(kept.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_set_from_another_thread_is_never_missed_by_a_waiter() {
+        for _ in 0..200 {
+            let latch = Latch::new();
+            let setter = {
+                let latch = latch.clone();
+                std::thread::spawn(move || latch.set())
+            };
+            let (count, waker) = counter();
+            let mut cx = Context::from_waker(&waker);
+            let mut waiter = latch.waiter();
+            let first = waiter.poll(&mut cx);
+            setter.join().unwrap();
+            // Pending only if registered in time for `set` to wake it.
+            if first.is_pending() {
+                assert_eq!(count.0.load(Ordering::SeqCst), 1);
+            }
+            assert!(waiter.poll(&mut cx).is_ready());
+        }
     }
 }

@@ -241,7 +241,7 @@ pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, Respons
 pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
 pub use handoff::Handoff;
 pub use id::RequestId;
-pub use latch::{Latch, LatchListener};
+pub use latch::{Latch, LatchListener, Waiter};
 pub use line_reader::{
     DEFAULT_MAX_LINE_LENGTH, LineEvent, LineReader, strip_byte_order_mark, write_message,
 };

@@ -515,9 +515,9 @@ impl SessionClient {
 /// the result in its place.
 ///
 /// The flag is read before and after each poll of `call`, and the latch is waited on only
-/// while `call` is pending: a call that is ready at once registers nothing, and the wait is
-/// registered once per call, not once per poll (this is on the path of every call a turn
-/// makes, docs/performance.md).
+/// while `call` is pending, through a [`Latch::waiter`]: a call that is ready at once registers
+/// nothing, a pending one takes a slot in the latch once, with no allocation (this is on the
+/// path of every call a turn makes, docs/performance.md).
 async fn for_turn<T>(
     turn: Option<&Latch>,
     call: impl Future<Output = Result<T>>,
@@ -527,7 +527,7 @@ async fn for_turn<T>(
         return call.await;
     };
     let mut call = std::pin::pin!(call);
-    let mut overtaken = std::pin::pin!(turn.wait());
+    let mut overtaken = turn.waiter();
     let answer = std::future::poll_fn(|cx| {
         if turn.is_set() {
             return Poll::Ready(None);
@@ -536,7 +536,7 @@ async fn for_turn<T>(
             // Set while `call` was polled: the cancellation still wins.
             return Poll::Ready((!turn.is_set()).then_some(answer));
         }
-        overtaken.as_mut().poll(cx).map(|()| None)
+        overtaken.poll(cx).map(|()| None)
     })
     .await;
     answer.unwrap_or_else(cancelled)
