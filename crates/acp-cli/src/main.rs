@@ -117,7 +117,7 @@ fn main() {
             );
             std::process::exit(exit::USAGE);
         }
-        if let Some(problem) = args.protocol_conflict(remote::url(&args.agent).is_some()) {
+        if let Some(problem) = args.protocol_conflict() {
             args::usage_error(&problem).exit();
         }
     }
@@ -347,7 +347,7 @@ async fn run<C: Client>(
                         agent,
                         init: *init,
                         driver,
-                        process: keep,
+                        process: Some(keep),
                         updates,
                     };
                     return v2::run(connection, args, &cwd, interrupts).await;
@@ -356,6 +356,50 @@ async fn run<C: Client>(
                     eprintln!(
                         "acp: starting the agent (protocol {}): {error}",
                         args.protocol
+                    );
+                    return exit::AGENT_GONE;
+                }
+            }
+        }
+        #[cfg(feature = "unstable-protocol-v2")]
+        Target::Remote(connector) if args.protocol != "1" => {
+            use acp_runtime::client::connector::{self, Connected};
+            let protocol = args.protocol.parse().unwrap_or_default();
+            let (v2_client, updates) = v2::client(policy);
+            let open = || async {
+                let remote = connector.connect().await?;
+                Ok((remote.reader, remote.writer, ()))
+            };
+            match connector::connect_with_protocol(protocol, client, v2_client, open, options).await
+            {
+                Ok(Connected::V1 {
+                    agent,
+                    init,
+                    driver,
+                    ..
+                }) => {
+                    initialized = Some(*init);
+                    (agent, driver, None)
+                }
+                Ok(Connected::V2 {
+                    agent,
+                    init,
+                    driver,
+                    ..
+                }) => {
+                    let connection = v2::Connection {
+                        agent,
+                        init: *init,
+                        driver,
+                        process: None,
+                        updates,
+                    };
+                    return v2::run(connection, args, &cwd, interrupts).await;
+                }
+                Err(error) => {
+                    eprintln!(
+                        "acp: {}",
+                        remote::unreachable(connector.url(), &error.to_string())
                     );
                     return exit::AGENT_GONE;
                 }

@@ -113,6 +113,12 @@ pub fn initialize_unreachable(url: &str, error: &Error) -> Option<String> {
     })
 }
 
+/// What to print when `url` could not be reached (or refused the connection) for `why`.
+#[cfg(feature = "unstable-protocol-v2")]
+pub fn unreachable(url: &str, why: &str) -> String {
+    unreachable_message(url, why, None)
+}
+
 fn unreachable_message(url: &str, why: &str, status: Option<u16>) -> String {
     let hint = match status {
         Some(401) => format!(" (a missing or wrong token: --token, or {TOKEN_ENV})"),

@@ -118,7 +118,8 @@ pub struct Connection {
     pub agent: v2::Agent,
     pub init: InitializeResponse,
     pub driver: acp_runtime::client::connector::Driver,
-    pub process: AgentProcess,
+    /// The agent's process, when acp started it (none for a URL).
+    pub process: Option<AgentProcess>,
     pub updates: async_channel::Receiver<UpdateSessionNotification>,
 }
 
@@ -188,15 +189,17 @@ pub async fn run(
         Ok(())
     };
     let _ = future::or(driver, grace).await;
-    let exit = process.shutdown().await;
-    if code == exit::AGENT_GONE && !exit.stderr_tail.is_empty() {
-        eprintln!("agent exited: {exit}");
-        eprintln!(
-            "agent stderr (last lines):\n{}",
-            exit.stderr_tail.trim_end()
-        );
-    } else if !args.json && code != exit::AGENT_GONE {
-        eprintln!("agent exited: {exit}");
+    if let Some(process) = process {
+        let exit = process.shutdown().await;
+        if code == exit::AGENT_GONE && !exit.stderr_tail.is_empty() {
+            eprintln!("agent exited: {exit}");
+            eprintln!(
+                "agent stderr (last lines):\n{}",
+                exit.stderr_tail.trim_end()
+            );
+        } else if !args.json && code != exit::AGENT_GONE {
+            eprintln!("agent exited: {exit}");
+        }
     }
     code
 }

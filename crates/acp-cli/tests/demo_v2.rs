@@ -258,3 +258,89 @@ fn acp_load_on_v2_resumes_replaying_from_the_start() {
     );
     assert!(stderr.contains("session old resumed in"), "{stderr}");
 }
+
+/// The demo agent's two versions through the router, served by `acp_remote::Server` on
+/// 127.0.0.1 (no token); shut down when dropped.
+struct RoutedServer {
+    addr: std::net::SocketAddr,
+    shutdown: acp_remote::ShutdownHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RoutedServer {
+    fn start() -> Self {
+        let server = acp_remote::Server::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            acp_remote::ServerOptions::default(),
+        )
+        .unwrap();
+        let addr = server.local_addr();
+        let shutdown = server.shutdown_handle();
+        let thread = std::thread::spawn(move || {
+            smol::block_on(server.serve(|connection: acp_remote::IncomingConnection| async move {
+                let router = acp_runtime::router::router()
+                    .with_v1(demo_agent::DemoAgent)
+                    .with_v2(demo_agent_v2::DemoAgentV2::default());
+                let _ = router.serve(connection.reader, connection.writer).await;
+            }))
+            .unwrap();
+        });
+        RoutedServer {
+            addr,
+            shutdown,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for RoutedServer {
+    fn drop(&mut self) {
+        self.shutdown.shutdown();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn acp_protocol_auto_speaks_v2_to_a_routed_agent_over_websocket_and_streamable_http() {
+    let server = RoutedServer::start();
+    for scheme in ["ws", "http"] {
+        let dir = scratch("v2remote");
+        let url = format!("{scheme}://{}/acp", server.addr);
+        let out = acp(&[
+            "--protocol",
+            "auto",
+            "--yes",
+            "--prompt",
+            "Summarize my notes",
+            "--cwd",
+            &cwd_arg(&dir),
+            "--",
+            &url,
+        ]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{scheme}: {stdout}\n{stderr}");
+        assert!(stderr.contains("(protocol 2)"), "{scheme}: {stderr}");
+        assert!(
+            stdout.contains("Done. notes.txt has 3 lines, and the directory has 1 entries."),
+            "{scheme}: {stdout}"
+        );
+        // The same agent, asked for 1: the v1 demo turn.
+        let out = acp(&[
+            "--protocol",
+            "1",
+            "--yes",
+            "--prompt",
+            "Summarize my notes",
+            "--cwd",
+            &cwd_arg(&dir),
+            "--",
+            &url,
+        ]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{scheme}: {stderr}");
+        assert!(stderr.contains("(protocol 1)"), "{scheme}: {stderr}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -106,13 +106,13 @@ fn both(reader: Reader, writer: Writer) {
 
 fn connect(
     protocol: Protocol,
-    open: impl FnMut() -> Result<(Reader, Writer, ())>,
+    mut open: impl FnMut() -> Result<(Reader, Writer, ())>,
 ) -> Result<Connected<()>> {
     future::block_on(connector::connect_with_protocol(
         protocol,
         AutoAllow,
         Quiet,
-        open,
+        || std::future::ready(open()),
         ClientOptions::default().with_info("tester", "1"),
     ))
 }

@@ -133,29 +133,30 @@ impl<K> fmt::Debug for Connected<K> {
     }
 }
 
-/// Opens a connection with `open` (called a second time when [`Protocol::Auto`] falls back to
-/// v1) and initializes it in `protocol`: `v1` answers the agent's requests on a v1 connection,
+/// Opens a connection with `open` (an async closure, called a second time when
+/// [`Protocol::Auto`] falls back to v1; a remote transport's connect, say) and initializes it in `protocol`: `v1` answers the agent's requests on a v1 connection,
 /// `v2` on a v2 one. The v2 `initialize` carries `options`' client info; its capabilities are
 /// v2's defaults (v2 has no `fs` or `terminal` methods).
 ///
 /// An agent that answers neither version is [`Error::UnsupportedProtocolVersion`]; a failure
 /// of the v2 probe other than "I speak v1" is returned as it is, without a fallback.
-pub async fn connect_with_protocol<C1, C2, R, W, K>(
+pub async fn connect_with_protocol<C1, C2, R, W, K, Opening>(
     protocol: Protocol,
     v1: C1,
     v2: C2,
-    mut open: impl FnMut() -> Result<(R, W, K)>,
+    mut open: impl FnMut() -> Opening,
     options: ClientOptions,
 ) -> Result<Connected<K>>
 where
     C1: Client,
     C2: v2::Client,
+    Opening: Future<Output = Result<(R, W, K)>>,
     R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
     K: Send + 'static,
 {
     if protocol != Protocol::V1 {
-        let (reader, writer, keep) = open()?;
+        let (reader, writer, keep) = open().await?;
         let (agent, driver) = v2::connect(v2, reader, writer, options.connection.clone());
         let mut driver: Driver = Box::pin(driver);
         match while_driving(&mut driver, agent.initialize(v2_initialize(&options))).await {
@@ -177,7 +178,7 @@ where
             Err(error) => return Err(error),
         }
     }
-    let (reader, writer, keep) = open()?;
+    let (reader, writer, keep) = open().await?;
     let (agent, driver) = connect(v1, reader, writer, options);
     let mut driver: Driver = Box::pin(driver);
     let init = while_driving(&mut driver, agent.initialize()).await?;
@@ -200,13 +201,16 @@ pub async fn spawn<C1: Client, C2: v2::Client>(
     options: ClientOptions,
 ) -> Result<Connected<AgentProcess>> {
     let open = || {
-        let mut process = command
+        let started = command
             .spawn()
-            .map_err(|e| Error::Internal(e.to_string()))?;
-        let (reader, writer) = process
-            .take_stdio()
-            .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
-        Ok((reader, writer, process))
+            .map_err(|e| Error::Internal(e.to_string()))
+            .and_then(|mut process| {
+                let (reader, writer) = process
+                    .take_stdio()
+                    .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
+                Ok((reader, writer, process))
+            });
+        std::future::ready(started)
     };
     let connected = connect_with_protocol(protocol, v1, v2, open, options).await?;
     if let Connected::V1 { agent, keep, .. } = &connected {
