@@ -79,7 +79,7 @@ pub trait Agent: Send + Sync + 'static {
 
     /// Reattaches a session. The runtime replays the retained [`History`] after this returns
     /// (when the client asked with `replayFrom` and [`history`](Agent::history) is set), then
-    /// sends `replay_complete`, then the answer. The default accepts a session this
+    /// sends `replay_complete`, then the current `state_update`, then the answer. The default accepts a session this
     /// connection or the history knows, and answers `-32002` for any other.
     fn resume_session(
         &self,
