@@ -1,7 +1,7 @@
 //! A protocol v2 agent on raw stdio with one selectable misbehaviour, for the conformance
 //! checker's v2 tests: `broken-agent-v2 --bug NAME`. Without `--bug` it keeps v2's rules
 //! (every `v2.*` check passes); each bug breaks one, so that every v2 check can be seen
-//! failing (tests/v2.rs).
+//! failing (tests/v2.rs). `--list` lists the bugs.
 //!
 //! Hand-written JSON over `stdin.lines()`, single-threaded, no protocol library in the way: a
 //! library would not let it misbehave. It serves v2 only (version 1 is `-32022`). A turn is
@@ -391,6 +391,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let bug = match args.as_slice() {
         [] => String::new(),
+        [flag] if flag == "--list" => {
+            for (name, what) in BUGS {
+                println!("{name:<26} {what}");
+            }
+            return;
+        }
         [flag, name] if flag == "--bug" && BUGS.iter().any(|(b, _)| b == name) => name.clone(),
         _ => {
             eprintln!("usage: broken-agent-v2 [--bug NAME]; bugs:");

@@ -5,8 +5,14 @@
 //! Sessions remember their history in memory, so `session/load` can replay it; they offer two
 //! modes and a model selector. It advertises `session/list`, `session/resume` (no replay),
 //! `session/close`, `session/delete` and `logout`.
+//!
+//! With the feature `unstable-protocol-v2`, a client asking for version 2 gets the v2 side
+//! (`v2.rs`) through acp-runtime's version router.
 
 #![forbid(unsafe_code)]
+
+#[cfg(feature = "unstable-protocol-v2")]
+mod v2;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -264,5 +270,12 @@ impl Agent for ReferenceAgent {
 fn main() -> std::io::Result<()> {
     // A system prompt in `append` mode only: the runtime answers any other mode -32602.
     let options = agent::AgentOptions::default().with_system_prompt();
+    #[cfg(feature = "unstable-protocol-v2")]
+    return acp_runtime::router::router()
+        .with_v1(ReferenceAgent::default())
+        .with_v1_options(options)
+        .with_v2(v2::ReferenceAgentV2::default())
+        .serve_stdio();
+    #[cfg(not(feature = "unstable-protocol-v2"))]
     agent::serve_stdio_with(ReferenceAgent::default(), options)
 }
