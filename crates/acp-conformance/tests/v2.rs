@@ -1,6 +1,6 @@
 //! Protocol v2 (`--protocol 2`): every v2 check passes against the reference agent (its v2
-//! side on acp-runtime, through the version router) and against `broken-agent-v2` without a
-//! bug; each bug of `broken-agent-v2` fails the checks about the rule it breaks.
+//! side on acp-runtime, through the version router: `--router`) and against `broken-agent-v2`
+//! without a bug; each bug of `broken-agent-v2` fails the checks about the rule it breaks.
 
 #![cfg(feature = "unstable-protocol-v2")]
 
@@ -30,7 +30,7 @@ fn every_v2_check_passes_against_the_broken_agent_without_a_bug() {
 
 #[test]
 fn every_v2_check_passes_against_the_reference_agent_but_the_refusal_it_has_no_reason_for() {
-    let report = check_v2(&[REFERENCE], &[]);
+    let report = check_v2(&[REFERENCE, "--router"], &[]);
     let not_passed = not_passed(&report);
     // It serves v1 too (the router), so no version is below the ones it supports.
     assert_eq!(not_passed.len(), 1, "{not_passed:#?}");
@@ -38,6 +38,20 @@ fn every_v2_check_passes_against_the_reference_agent_but_the_refusal_it_has_no_r
         &report.get("v2.init.unsupported").unwrap().verdict,
         Verdict::Skipped { reason } if reason.contains("serves version 1 too")
     ));
+}
+
+#[test]
+fn through_the_router_the_v1_checks_pass_but_a_v1_initialize_asking_above_2() {
+    let report = common::check(&[REFERENCE, "--router"], &[]);
+    let not_passed = not_passed(&report);
+    assert_eq!(not_passed.len(), 1, "{not_passed:#?}");
+    // The router takes every request for 2 or above to the v2 side, which refuses v1's
+    // params (no `info`): what upstream's router rules prescribe, at odds with v1's rule that
+    // an agent answers its latest version to any version it does not support.
+    match &report.get("init.version.future").unwrap().verdict {
+        Verdict::Fail { reason, .. } => assert!(reason.contains("-32602"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Runs `fails` and `context` against `broken-agent-v2` with `bug`: every check in `fails`
