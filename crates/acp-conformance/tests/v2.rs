@@ -92,21 +92,21 @@ bugs! {
     echo_version: "echo-version" fails ["v2.init.version.future"] given ["v2.init.version"];
     above_request: "above-request" fails ["v2.init.unsupported"] given ["v2.init.version"];
     unsupported_without_data: "unsupported-without-data" fails ["v2.init.unsupported"];
-    null_id_served: "null-id-served" fails ["v2.rpc.null_id"] given ["rpc.response_ids"];
+    null_id_served: "null-id-served" fails ["v2.rpc.null_id"] given ["v2.rpc.response_ids"];
     no_session_list: "no-session-list" fails ["v2.session.baseline"];
     no_echo: "no-echo" fails ["v2.prompt.lifecycle"] given ["v2.updates.upsert"];
     no_running: "no-running" fails ["v2.prompt.lifecycle"];
     retry_runs_again: "retry-runs-again" fails ["v2.prompt.idempotency"] given ["v2.prompt.lifecycle"];
-    status_null: "status-null" fails ["v2.updates.upsert"] given ["v2.prompt.lifecycle", "schema.agent_messages"];
-    terminal_lossy: "terminal-lossy" fails ["v2.updates.terminal_output"] given ["schema.agent_messages"];
+    status_null: "status-null" fails ["v2.updates.upsert"] given ["v2.prompt.lifecycle", "v2.schema.agent_messages"];
+    terminal_lossy: "terminal-lossy" fails ["v2.updates.terminal_output"] given ["v2.schema.agent_messages"];
     terminal_base64_split: "terminal-base64-split" fails ["v2.updates.terminal_output"];
     replay_after_answer: "replay-after-answer" fails ["v2.session.resume.replay", "v2.session.resume.state"];
     replay_new_ids: "replay-new-ids" fails ["v2.session.resume.replay"] given ["v2.session.resume.state"];
     replay_without_cursor: "replay-without-cursor" fails ["v2.session.resume.replay"] given ["v2.session.resume.state"];
     resume_no_state: "resume-no-state" fails ["v2.session.resume.state"] given ["v2.session.resume.replay"];
-    duplicate_response: "duplicate-response" fails ["rpc.response_ids"] given ["v2.session.baseline"];
-    bad_update: "bad-update" fails ["schema.agent_messages"] given ["v2.session.baseline"];
-    stdout_log: "stdout-log" fails ["transport.stdout_clean"] given ["v2.init.version"];
+    duplicate_response: "duplicate-response" fails ["v2.rpc.response_ids"] given ["v2.session.baseline"];
+    bad_update: "bad-update" fails ["v2.schema.agent_messages"] given ["v2.session.baseline"];
+    stdout_log: "stdout-log" fails ["v2.transport.stdout_clean"] given ["v2.init.version"];
 }
 
 #[test]

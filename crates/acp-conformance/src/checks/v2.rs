@@ -102,21 +102,21 @@ pub(super) static CHECKS: &[Check] = &[
         session::resume_state,
     ),
     check(
-        "rpc.response_ids",
+        "v2.rpc.response_ids",
         Must,
         "v2 overview.mdx › JSON-RPC",
         "Every response the agent sends carries the id of a request the client sent, and every request is answered once.",
         rpc::response_ids,
     ),
     check(
-        "schema.agent_messages",
+        "v2.schema.agent_messages",
         Must,
         "schema.json (v2)",
         "Every request and notification the agent sends is a v2 method (or a `_` extension) with params that match v2's schema, naming sessions that exist.",
         transport::agent_messages,
     ),
     check(
-        "transport.stdout_clean",
+        "v2.transport.stdout_clean",
         Must,
         "transports.mdx › stdio",
         "The agent writes nothing to stdout but JSON-RPC messages, one per line, in UTF-8.",
@@ -137,7 +137,8 @@ pub(super) struct Turn {
     /// Everything else the agent sent until the turn ended, and during the grace period after
     /// (its requests already answered).
     pub events: Events,
-    /// Whether an `idle` state update for the session came (after the prompt was sent).
+    /// Whether the turn ended: an `idle` state update for the session after `running` or
+    /// `requires_action`, or one with a stop reason (see [`turn_end`]).
     pub idle: bool,
     /// Why the turn did not end, when it did not.
     pub missing: Option<String>,
@@ -211,6 +212,25 @@ pub(super) fn state(update: &Value) -> Option<&str> {
         .flatten()
 }
 
+/// Whether an `idle` update says that foreground work ended: it carries a stop reason.
+pub(super) fn ends_work(update: &Value) -> bool {
+    update.get("stopReason").is_some_and(|r| !r.is_null())
+}
+
+/// The index, among `updates`, of the `idle` that ends the turn: the first after `running` or
+/// `requires_action`, or the first with a stop reason.
+pub(super) fn turn_end(updates: &[&Value]) -> Option<usize> {
+    let mut active = false;
+    updates.iter().position(|u| match state(u) {
+        Some("running" | "requires_action") => {
+            active = true;
+            false
+        }
+        Some("idle") => active || ends_work(u),
+        _ => false,
+    })
+}
+
 /// The `session/prompt` params of a text prompt, with an idempotency key if given.
 pub(super) fn prompt_params(session: &str, text: &str, key: Option<&str>) -> Value {
     let mut params = json!({
@@ -252,6 +272,9 @@ pub(super) fn run_turn(
         idle: false,
         missing: None,
     };
+    // Whether foreground work was reported since the prompt was sent: the `idle` after it
+    // ends the turn (an `idle` before it is a snapshot of the state the prompt found).
+    let mut active = false;
     loop {
         let done = match &turn.response {
             Some(Ok(_)) => turn.idle || until == Until::Answer,
@@ -302,9 +325,13 @@ pub(super) fn run_turn(
                 if let Some((s, "state_update")) = event.session_update()
                     && s == session
                     && let Event::Notification { params, .. } = &event
-                    && params.pointer("/update/state").and_then(Value::as_str) == Some("idle")
+                    && let Some(update) = params.get("update")
                 {
-                    turn.idle = true;
+                    match state(update) {
+                        Some("running" | "requires_action") => active = true,
+                        Some("idle") if active || ends_work(update) => turn.idle = true,
+                        _ => {}
+                    }
                 }
                 turn.events.push(event);
             }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::super::Ctx;
-use super::{Turn, Until, kind, ordinary, session, state, text_turn, updates};
+use super::{Turn, Until, kind, ordinary, session, state, text_turn, turn_end, updates};
 use crate::report::Verdict;
 
 /// The key of the checker's idempotent prompt: 1 to 255 characters, as v2 allows.
@@ -56,21 +56,22 @@ pub(in crate::checks) fn lifecycle(ctx: &mut Ctx<'_>) -> Verdict {
             "no `user_message` echoed the prompt with messageId `{message_id}`"
         ));
     }
-    let states: Vec<&str> = updates(&turn.events, &session).filter_map(state).collect();
-    let idle_at = states.iter().position(|s| *s == "idle");
-    let active_before_idle = idle_at.is_some_and(|at| {
-        states[..at]
-            .iter()
-            .any(|s| matches!(*s, "running" | "requires_action"))
-    });
-    match idle_at {
+    let updates: Vec<&Value> = updates(&turn.events, &session).collect();
+    let states: Vec<&str> = updates.iter().filter_map(|u| state(u)).collect();
+    match turn_end(&updates) {
         None => problems.push(format!(
-            "the turn never reported `idle` ({})",
-            turn.missing.as_deref().unwrap_or("states seen: none")
+            "the turn never ended `idle` ({}; states: {states:?})",
+            turn.missing.as_deref().unwrap_or("no idle after `running`")
         )),
-        Some(_) if !active_before_idle => problems.push(format!(
-            "foreground work was not reported `running` or `requires_action` before `idle` (states: {states:?})"
-        )),
+        Some(end)
+            if !updates[..end]
+                .iter()
+                .any(|u| matches!(state(u), Some("running" | "requires_action"))) =>
+        {
+            problems.push(format!(
+                "foreground work was not reported `running` or `requires_action` before the `idle` that ended it (states: {states:?})"
+            ));
+        }
         Some(_) => {}
     }
     if problems.is_empty() {
