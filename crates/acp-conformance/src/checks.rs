@@ -252,7 +252,17 @@ impl<'a> Ctx<'a> {
             self.opts.timeout,
         );
         match &call.response {
-            Some(Ok(result)) if result.is_object() => {}
+            Some(Ok(result)) if result.is_object() => {
+                // A v2 run of an agent that does not speak v2 (a v1 agent answers 1) judges
+                // nothing: the v2 rules are not the ones it claims to keep.
+                let answered = result.get("protocolVersion");
+                if self.opts.protocol == Protocol::V2 && answered != Some(&Value::from(2)) {
+                    return Err(Verdict::skipped(format!(
+                        "the agent answered protocolVersion {} to a version 2 `initialize`: it does not speak v2",
+                        answered.map_or("(none)".to_owned(), Value::to_string)
+                    )));
+                }
+            }
             _ => {
                 return Err(Verdict::inconclusive(format!(
                     "`initialize` did not succeed: {}",

@@ -74,7 +74,7 @@ pub(in crate::checks) fn version(ctx: &mut Ctx<'_>) -> Verdict {
 
 /// Whether the agent speaks v2 at all (it answered the first `initialize` with 2), or the
 /// verdict that a check of v2 cannot proceed.
-fn speaks_v2(ctx: &mut Ctx<'_>) -> Result<(), Verdict> {
+pub(super) fn speaks_v2(ctx: &mut Ctx<'_>) -> Result<(), Verdict> {
     let answered = ctx
         .handshake()
         .result()

@@ -44,6 +44,9 @@ fn refusal(method: &str, call: &Call, conn: &Conn) -> Option<String> {
 }
 
 pub(in crate::checks) fn baseline(ctx: &mut Ctx<'_>) -> Verdict {
+    if let Err(verdict) = super::init::speaks_v2(ctx) {
+        return verdict;
+    }
     let advertised = ctx
         .handshake()
         .result()
