@@ -97,6 +97,7 @@ bugs! {
     no_echo: "no-echo" fails ["v2.prompt.lifecycle"] given ["v2.updates.upsert"];
     no_running: "no-running" fails ["v2.prompt.lifecycle"];
     retry_runs_again: "retry-runs-again" fails ["v2.prompt.idempotency"] given ["v2.prompt.lifecycle"];
+    cancel_ignored: "cancel-ignored" fails ["v2.prompt.cancel"] given ["v2.prompt.lifecycle"];
     status_null: "status-null" fails ["v2.updates.upsert"] given ["v2.prompt.lifecycle", "v2.schema.agent_messages"];
     terminal_lossy: "terminal-lossy" fails ["v2.updates.terminal_output"] given ["v2.schema.agent_messages"];
     terminal_base64_split: "terminal-base64-split" fails ["v2.updates.terminal_output"];

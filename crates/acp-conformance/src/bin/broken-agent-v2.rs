@@ -4,11 +4,13 @@
 //! failing (tests/v2.rs). `--list` lists the bugs.
 //!
 //! Hand-written JSON over `stdin.lines()`, single-threaded, no protocol library in the way: a
-//! library would not let it misbehave. It serves v2 only (version 1 is `-32022`). A turn is
-//! sent whole as soon as the prompt is accepted: the `{messageId}` answer, the `user_message`
-//! echo, `running`, a thought, a tool call upserted from `pending` to `completed`, a display
-//! terminal whose output `✓ done` is split inside the `✓` between two chunks, the reply, and
-//! `idle` `end_turn`. Sessions keep that history for `session/resume` with `replayFrom`.
+//! library would not let it misbehave. It serves v2 only (version 1 is `-32022`). A turn: the
+//! `{messageId}` answer, `running`, the `user_message` echo, a thought, a tool call `pending`,
+//! then a permission request (`requires_action`); once answered, `running`, the tool call
+//! upserted to `completed`, a display terminal whose output `✓ done` is split inside the `✓`
+//! between two chunks, the reply, and `idle` `end_turn` (or, cancelled meanwhile, the tool
+//! call `failed` and `idle` `cancelled`). Sessions keep that history for `session/resume` with
+//! `replayFrom`.
 
 #![forbid(unsafe_code)]
 
@@ -39,6 +41,10 @@ const BUGS: &[(&str, &str)] = &[
     ),
     ("no-echo", "never echoes the user message"),
     ("no-running", "goes `idle` without reporting `running`"),
+    (
+        "cancel-ignored",
+        "ends a turn cancelled during its permission request `end_turn`",
+    ),
     (
         "retry-runs-again",
         "ignores `idempotencyKey`: a retry runs a new turn",
@@ -87,11 +93,24 @@ struct Session {
     keys: HashMap<String, String>,
 }
 
+/// A turn waiting for the answer to its permission request.
+struct Waiting {
+    /// The request's id.
+    request: String,
+    session: String,
+    /// Whether `session/cancel` came meanwhile.
+    cancelled: bool,
+    /// The turn's updates after the permission.
+    rest: Vec<Value>,
+}
+
 struct Agent {
     bug: String,
     sessions: HashMap<String, Session>,
     next_session: u64,
     next_message: u64,
+    next_request: u64,
+    waiting: Option<Waiting>,
 }
 
 fn send(message: &Value) {
@@ -155,11 +174,26 @@ impl Agent {
             return;
         };
         let Some(method) = message.get("method").and_then(Value::as_str) else {
-            return; // a response to nothing this agent asked: ignored
+            // The answer to the waiting turn's permission request; anything else is ignored.
+            if let Some(waiting) = &self.waiting
+                && message.get("id").and_then(Value::as_str) == Some(waiting.request.as_str())
+            {
+                let outcome = message
+                    .pointer("/result/outcome/outcome")
+                    .and_then(Value::as_str);
+                self.permission_answered(outcome);
+            }
+            return;
         };
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = message.get("id") else {
-            return; // notifications (`session/cancel`, extensions): the turns are already over
+            if method == "session/cancel"
+                && let Some(waiting) = &mut self.waiting
+                && params.get("sessionId").and_then(Value::as_str) == Some(waiting.session.as_str())
+            {
+                waiting.cancelled = true;
+            }
+            return; // other notifications (extensions): ignored
         };
         if id.is_null() && !self.bug("null-id-served") {
             error(id, -32600, "a request id must not be null");
@@ -291,6 +325,8 @@ impl Agent {
         }
         turn.push(json!({ "sessionUpdate": "agent_thought_chunk", "messageId": thought, "content": { "type": "text", "text": "Looking." } }));
         turn.push(json!({ "sessionUpdate": "tool_call_update", "toolCallId": "t1", "title": "Check", "kind": "execute", "status": "pending" }));
+        // What comes after the permission request.
+        let asked = turn.len();
         turn.push(json!({ "sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress" }));
         turn.push(json!({ "sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed" }));
         if self.bug("status-null") {
@@ -318,25 +354,73 @@ impl Agent {
             chunk.as_object_mut().map(|c| c.remove("messageId"));
         }
         turn.push(chunk);
-        let running = !self.bug("no-running");
-        let state = self.sessions.get_mut(&session).expect("checked above");
+        let rest = turn.split_off(asked);
         if let Some(key) = key {
+            let state = self.sessions.get_mut(&session).expect("checked above");
             state.keys.insert(key, user.clone());
         }
-        if running {
-            update(
-                &session,
-                json!({ "sessionUpdate": "state_update", "state": "running" }),
-            );
+        self.state(&session, "running", None);
+        self.send_history(&session, turn);
+        self.next_request += 1;
+        let request = format!("perm-{}", self.next_request);
+        send(&json!({
+            "jsonrpc": "2.0",
+            "id": request,
+            "method": "session/request_permission",
+            "params": {
+                "sessionId": session,
+                "title": "Run the check?",
+                "options": [{ "optionId": "allow", "name": "Allow", "kind": "allow_once" }],
+            },
+        }));
+        self.state(&session, "requires_action", None);
+        self.waiting = Some(Waiting {
+            request,
+            session,
+            cancelled: false,
+            rest,
+        });
+    }
+
+    /// Sends a `state_update` (`running` and `requires_action` not with `no-running`).
+    fn state(&self, session: &str, state: &str, stop_reason: Option<&str>) {
+        if state != "idle" && self.bug("no-running") {
+            return;
         }
-        for entry in turn {
-            update(&session, entry.clone());
-            state.history.push(entry);
+        let mut update_ = json!({ "sessionUpdate": "state_update", "state": state });
+        if let Some(reason) = stop_reason {
+            update_["stopReason"] = reason.into();
         }
-        update(
-            &session,
-            json!({ "sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn" }),
-        );
+        update(session, update_);
+    }
+
+    /// Sends updates of `session` and keeps them for replay.
+    fn send_history(&mut self, session: &str, entries: Vec<Value>) {
+        for entry in entries {
+            update(session, entry.clone());
+            if let Some(state) = self.sessions.get_mut(session) {
+                state.history.push(entry);
+            }
+        }
+    }
+
+    /// The client answered the permission request of the waiting turn: the turn goes on, or
+    /// ends `cancelled` when it was cancelled meanwhile or the answer says so.
+    fn permission_answered(&mut self, outcome: Option<&str>) {
+        let Some(waiting) = self.waiting.take() else {
+            return;
+        };
+        let session = waiting.session;
+        self.state(&session, "running", None);
+        let cancelled = waiting.cancelled || outcome == Some("cancelled");
+        if cancelled && !self.bug("cancel-ignored") {
+            let failed = json!({ "sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed" });
+            self.send_history(&session, vec![failed]);
+            self.state(&session, "idle", Some("cancelled"));
+        } else {
+            self.send_history(&session, waiting.rest);
+            self.state(&session, "idle", Some("end_turn"));
+        }
     }
 
     fn resume(&mut self, id: &Value, params: &Value) {
@@ -411,6 +495,8 @@ fn main() {
         sessions: HashMap::new(),
         next_session: 0,
         next_message: 0,
+        next_request: 0,
+        waiting: None,
     };
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::list::{Check, check};
 use super::{Ctx, rpc, transport};
-use crate::client::{Caps, RpcError};
+use crate::client::{Caps, Permission, RpcError};
 use crate::report::Level::Must;
 use crate::report::Verdict;
 use crate::wire::{Conn, Event, Events, received, sent};
@@ -72,6 +72,13 @@ pub(super) static CHECKS: &[Check] = &[
         "schema.json (v2) › PromptRequest.idempotencyKey",
         "A retry with the `idempotencyKey` of an accepted prompt returns the original `messageId` without inserting another message or running another turn.",
         prompt::idempotency,
+    ),
+    check(
+        "v2.prompt.cancel",
+        Must,
+        "schema.json (v2) › IdleStateUpdateKind (cancelled); v2 prompt-lifecycle.mdx › Cancellation",
+        "After `session/cancel`, the turn ends `idle` with stopReason `cancelled`, even when a permission request was pending (which the client answers `cancelled`).",
+        prompt::cancel,
     ),
     check(
         "v2.updates.upsert",
@@ -142,6 +149,8 @@ pub(super) struct Turn {
     pub idle: bool,
     /// Why the turn did not end, when it did not.
     pub missing: Option<String>,
+    /// The `session/cancel` sent at the permission request, if one came.
+    pub cancel: Option<String>,
 }
 
 impl Turn {
@@ -248,6 +257,9 @@ pub(super) fn prompt_params(session: &str, text: &str, key: Option<&str>) -> Val
 pub(super) enum Until {
     /// Until the prompt is answered and the session reports `idle`.
     Idle,
+    /// The same, sending `session/cancel` when the agent asks permission (before answering it
+    /// `cancelled`, as a client that cancelled must).
+    IdleCancelledAtPermission,
     /// Until the prompt is answered (a retry, which runs nothing).
     Answer,
 }
@@ -271,6 +283,7 @@ pub(super) fn run_turn(
         events: Events::default(),
         idle: false,
         missing: None,
+        cancel: None,
     };
     // Whether foreground work was reported since the prompt was sent: the `idle` after it
     // ends the turn (an `idle` before it is a snapshot of the state the prompt found).
@@ -300,6 +313,14 @@ pub(super) fn run_turn(
                 params,
                 raw,
             } => {
+                if until == Until::IdleCancelledAtPermission
+                    && turn.cancel.is_none()
+                    && method == "session/request_permission"
+                {
+                    let cancel = conn.notify("session/cancel", json!({ "sessionId": session }));
+                    conn.client.permission = Permission::Cancelled;
+                    turn.cancel = Some(cancel);
+                }
                 conn.answer(&id, &method, &params);
                 turn.events.push(Event::Request {
                     id,

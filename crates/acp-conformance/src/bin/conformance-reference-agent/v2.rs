@@ -2,16 +2,18 @@
 //! `acp_runtime::agent::v2` and served beside the v1 side through the version router: every
 //! `v2.*` check passes against it.
 //!
-//! A turn thinks aloud, upserts a tool call from `pending` through `in_progress` to
-//! `completed` (each update naming only what changed), shows a display terminal whose output
-//! `✓ checked` is sent in two chunks split inside the `✓`, and answers. The history is
+//! A turn thinks aloud, upserts a tool call `pending`, asks permission to run it, then upserts
+//! it through `in_progress` to `completed` (each update naming only what changed), shows a
+//! display terminal whose output `✓ checked` is sent in two chunks split inside the `✓`, and
+//! answers. The history is
 //! retained for `session/resume` with `replayFrom`.
 
 use acp_runtime::Result;
 use acp_runtime::agent::v2::{self, History, Turn};
 use acp_types::v2::{
-    IdleStateUpdateKind, NewSessionRequest, NewSessionResponse, PromptRequest, TerminalId,
-    TerminalUpdate, ToolCallStatus, ToolCallUpdate, ToolKind,
+    IdleStateUpdateKind, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    TerminalId, TerminalUpdate, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 
 /// The v2 agent.
@@ -44,6 +46,22 @@ impl v2::Agent for ReferenceAgentV2 {
                 .with_status(ToolCallStatus::Pending),
         )
         .await?;
+        let options = vec![PermissionOption::new(
+            "allow",
+            "Allow",
+            PermissionOptionKind::AllowOnce,
+        )];
+        let ask =
+            RequestPermissionRequest::new(turn.session().id().clone(), "Run the check?", options);
+        // A cancelled turn resolves the request `cancelled` and ends `idle` `cancelled`.
+        if !matches!(
+            turn.request_permission(ask).await?,
+            RequestPermissionOutcome::Selected(_)
+        ) {
+            turn.tool_call(ToolCallUpdate::new("check-1").with_status(ToolCallStatus::Failed))
+                .await?;
+            return Ok(IdleStateUpdateKind::Cancelled);
+        }
         turn.tool_call(ToolCallUpdate::new("check-1").with_status(ToolCallStatus::InProgress))
             .await?;
         let terminal = TerminalId::new("check");

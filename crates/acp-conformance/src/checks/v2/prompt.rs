@@ -1,10 +1,13 @@
-//! v2's prompt lifecycle: acceptance with a `messageId`, the echo, the foreground states, and
-//! idempotent retries.
+//! v2's prompt lifecycle: acceptance with a `messageId`, the echo, the foreground states,
+//! idempotent retries, and cancellation.
 
 use serde_json::Value;
 
 use super::super::Ctx;
-use super::{Turn, Until, kind, ordinary, session, state, text_turn, turn_end, updates};
+use super::{
+    Turn, Until, kind, ordinary, prompt_params, run_turn, session, state, text_turn, turn_end,
+    updates,
+};
 use crate::report::Verdict;
 
 /// The key of the checker's idempotent prompt: 1 to 255 characters, as v2 allows.
@@ -153,4 +156,66 @@ pub(in crate::checks) fn idempotency(ctx: &mut Ctx<'_>) -> Verdict {
         );
     }
     Verdict::Pass
+}
+
+pub(in crate::checks) fn cancel(ctx: &mut Ctx<'_>) -> Verdict {
+    let (mut conn, session) = match session(ctx, "v2.prompt.cancel") {
+        Ok(connected) => connected,
+        Err(verdict) => return verdict,
+    };
+    let params = prompt_params(&session, &ctx.opts.prompt, None);
+    let limits = (ctx.opts.turn_timeout, ctx.opts.grace);
+    let turn = run_turn(
+        &mut conn,
+        &session,
+        params,
+        Until::IdleCancelledAtPermission,
+        limits,
+    );
+    let mut evidence = turn.evidence();
+    match &turn.response {
+        Some(Ok(_)) => {}
+        Some(Err(e)) if e.code == Some(-32000) => return ctx.auth_required(),
+        other => {
+            return Verdict::inconclusive(format!(
+                "the prompt was not accepted: {}",
+                match other {
+                    Some(Err(e)) => e.to_string(),
+                    _ => turn.missing.clone().unwrap_or_else(|| "no response".into()),
+                }
+            ));
+        }
+    }
+    let Some(cancel) = &turn.cancel else {
+        return Verdict::inconclusive(
+            "the turn asked no permission, so there was no moment at which the agent provably reads `session/cancel` before it ends",
+        );
+    };
+    evidence.insert(
+        2,
+        format!(
+            "{} (sent at the permission request, which was then answered `cancelled`)",
+            crate::wire::sent(cancel)
+        ),
+    );
+    let updates: Vec<&Value> = updates(&turn.events, &session).collect();
+    // The agent waited for the permission answer, sent after `session/cancel`: it read the
+    // cancellation before its turn could end.
+    match turn_end(&updates).map(|end| updates[end].get("stopReason")) {
+        Some(Some(reason)) if reason == "cancelled" => Verdict::Pass,
+        Some(reason) => Verdict::fail(
+            format!(
+                "the cancelled turn ended `idle` with stopReason {}, not `cancelled`",
+                reason.map_or("(none)".to_owned(), Value::to_string)
+            ),
+            evidence,
+        ),
+        None => Verdict::fail(
+            format!(
+                "the cancelled turn never ended `idle` ({})",
+                turn.missing.as_deref().unwrap_or("no idle")
+            ),
+            evidence,
+        ),
+    }
 }
