@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Conformance verdicts of ACP agents published by others: runs `acp-conformance` against the
 # TypeScript SDK's and the Python SDK's example agents, as installed by interop/run.sh under
-# target/interop/, and compares each agent's verdicts with the file pinned for it in
-# fixtures/conformance/. See docs/conformance.md.
+# target/interop/, and (`--protocol 2`) against the official Rust SDK's `simple_agent_v2`, as
+# built by interop/rust-sdk-v2.sh, and our own v2 agents (acp-runtime's example `agent_v2`,
+# the demo agent `acp --serve-demo-agent`), and compares each agent's verdicts with the file
+# pinned for it in fixtures/conformance/. See docs/conformance.md.
 #
 #   bash interop/conformance.sh                        # compare; exit 1 on any difference
 #   CONFORMANCE_UPDATE=1 bash interop/conformance.sh   # re-pin the verdicts instead
 #
-# Runs interop/run.sh first when the installs are missing or older than the pins. Builds
-# acp-conformance (honouring CARGO_TARGET_DIR). Reports and tables go to
+# Runs interop/run.sh first when the installs are missing or older than the pins, and
+# interop/rust-sdk-v2.sh when the SDK's v2 example is missing (interop/run.sh runs it too, so
+# in CI the SDK is built once). Builds acp-conformance with protocol v2 (honouring
+# CARGO_TARGET_DIR). Reports and tables go to
 # target/interop/conformance/<agent>.{json,txt}. Needs cargo, node, python3.
 set -euo pipefail
 
@@ -42,27 +46,38 @@ if ! cmp -s "$pins/package-lock.json" "$work/npm/package-lock.json" ||
     bash "$pins/run.sh" >&2
 fi
 
-say "cargo build -p acp-rs-conformance"
-(cd "$repo" && cargo build --quiet -p acp-rs-conformance)
+sdk_v2_agent="$work/sdk-v2/target/debug/examples/simple_agent_v2"
+if [[ ! -x "$sdk_v2_agent" ]]; then
+    say "building the Rust SDK's v2 examples (bash interop/rust-sdk-v2.sh)"
+    bash "$pins/rust-sdk-v2.sh" >&2
+fi
+
+say "cargo build: acp-conformance, and our v2 agents (feature unstable-protocol-v2)"
+(cd "$repo" && cargo build --quiet -p acp-rs-conformance --features unstable-protocol-v2)
+(cd "$repo" && cargo build --quiet -p acp-rs-runtime --features unstable-protocol-v2 --example agent_v2)
+(cd "$repo" && cargo build --quiet -p acp-rs-cli --features unstable-protocol-v2 --bin acp)
 checker="$target/debug/acp-conformance"
 
 # --- one run per agent, in parallel (the agents mostly wait) -----------------------------------
 rm -rf "$out"
 mkdir -p "$out" "$fixtures"
-names=() descriptions=() pids=()
+names=() descriptions=() protocols=() pids=()
 
-# agent NAME DESCRIPTION COMMAND...: checks one agent in the background.
+# [protocol=2] agent NAME DESCRIPTION COMMAND...: checks one agent in the background, with the
+# checks of protocol version $protocol (default 1).
 agent() {
     local name="$1" description="$2"
     shift 2
     names+=("$name")
     descriptions+=("$description")
+    protocols+=("${protocol:-1}")
     local expect=(--expect "$fixtures/$name.json")
     if [[ -n "$update" ]]; then
         expect=()
     fi
-    say "$name: $*"
-    (cd "$work" && "$checker" --color never --json "$out/$name.json" "${expect[@]}" -- "$@") \
+    say "$name (protocol ${protocol:-1}): $*"
+    (cd "$work" && "$checker" --protocol "${protocol:-1}" --color never \
+        --json "$out/$name.json" "${expect[@]}" -- "$@") \
         >"$out/$name.txt" 2>"$out/$name.stderr" &
     pids+=($!)
 }
@@ -76,6 +91,15 @@ agent python-example-agent \
 agent python-echo-agent \
     "Python SDK echo agent: PyPI agent-client-protocol $py_sdk_version, sdist examples/echo_agent.py" \
     "$python" "$py_examples/echo_agent.py"
+protocol=2 agent rust-sdk-simple-agent-v2 \
+    "Rust SDK v2 example agent: crates.io agent-client-protocol 5.2.0 (feature unstable_protocol_v2), examples/simple_agent_v2.rs" \
+    "$sdk_v2_agent"
+protocol=2 agent acp-rs-agent-v2 \
+    "acp-rs: acp-runtime's example agent_v2 (v1 and v2 through the version router)" \
+    "$target/debug/examples/agent_v2"
+protocol=2 agent acp-rs-demo-agent-v2 \
+    "acp-rs: the demo agent, acp --serve-demo-agent (v1 and v2 through the version router)" \
+    "$target/debug/acp" --serve-demo-agent
 
 # summarize REPORT: one line of counts from a JSON report.
 summarize() {
@@ -101,12 +125,12 @@ for i in "${!names[@]}"; do
             cat "$out/$name.stderr" >&2
             continue
         fi
-        python3 - "$out/$name.json" "$fixtures/$name.json" "${descriptions[$i]}" <<'PY'
+        python3 - "$out/$name.json" "$fixtures/$name.json" "${descriptions[$i]}" "${protocols[$i]}" <<'PY'
 import json, sys
-report, pinned, description = sys.argv[1:]
+report, pinned, description, protocol = sys.argv[1:]
 verdicts = json.load(open(report))["verdicts"]
 with open(pinned, "w") as f:
-    json.dump({"agent": description, "verdicts": verdicts}, f, indent=2)
+    json.dump({"agent": description, "protocol": int(protocol), "verdicts": verdicts}, f, indent=2)
     f.write("\n")
 PY
         rows+=("$name|pinned|$summary")
@@ -122,10 +146,10 @@ PY
     fi
 done
 
-printf '\n| %-22s | %-9s | %s |\n' "agent" "verdicts" "summary"
-printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..24})" "-----------" "---------"
+printf '\n| %-26s | %-9s | %s |\n' "agent" "verdicts" "summary"
+printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..28})" "-----------" "---------"
 for row in "${rows[@]}"; do
     IFS='|' read -r n r s <<<"$row"
-    printf '| %-22s | %-9s | %s |\n' "$n" "$r" "$s"
+    printf '| %-26s | %-9s | %s |\n' "$n" "$r" "$s"
 done
 ((failed == 0))

@@ -15,6 +15,8 @@ mod rpc;
 mod session;
 mod system_prompt;
 mod transport;
+#[cfg(feature = "unstable-protocol-v2")]
+mod v2;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -26,7 +28,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::client::{Caps, RpcError};
-use crate::options::Options;
+use crate::options::{Options, Protocol};
 use crate::report::{AgentSummary, CheckResult, Level, Report, Verdict};
 use crate::turn::{Action, Trigger, TurnResult, run_turn};
 use crate::wire::{Call, Conn, ConnLog, Sink};
@@ -45,12 +47,30 @@ pub struct CheckInfo {
     pub requirement: &'static str,
 }
 
-/// Every check, in the order they run.
+/// Every check of protocol version 1, in the order they run.
 pub fn checks() -> Vec<CheckInfo> {
     CHECKS.iter().map(|c| c.info).collect()
 }
 
-/// The first `initialize` exchange (version 1, every client capability), cached.
+/// Every check of `protocol`, in the order they run (none for v2 when the crate is built
+/// without the feature `unstable-protocol-v2`).
+pub fn checks_for(protocol: Protocol) -> Vec<CheckInfo> {
+    list_for(protocol).iter().map(|c| c.info).collect()
+}
+
+/// The checks a run of `protocol` runs.
+fn list_for(protocol: Protocol) -> &'static [list::Check] {
+    match protocol {
+        Protocol::V1 => CHECKS,
+        #[cfg(feature = "unstable-protocol-v2")]
+        Protocol::V2 => v2::CHECKS,
+        #[cfg(not(feature = "unstable-protocol-v2"))]
+        Protocol::V2 => &[],
+    }
+}
+
+/// The first `initialize` exchange (the run's protocol version, every client capability),
+/// cached.
 #[derive(Clone, Debug)]
 pub(crate) struct Handshake {
     /// Set when the agent could not be started at all.
@@ -115,6 +135,12 @@ pub(crate) struct Ctx<'a> {
     handshake: Option<Handshake>,
     basic: Option<Result<BasicRun, Verdict>>,
     notifications: Option<Result<rpc::NotificationRun, Verdict>>,
+    /// The ordinary v2 turn, once run: its session and the turn.
+    #[cfg(feature = "unstable-protocol-v2")]
+    v2_ordinary: Option<Result<(String, v2::Turn), Verdict>>,
+    /// The v2 resume scenario, once run.
+    #[cfg(feature = "unstable-protocol-v2")]
+    v2_resume: Option<Result<v2::ResumeRun, Verdict>>,
 }
 
 const NOTES: &str = "buy milk\nship the release\ncall Ada\n";
@@ -153,6 +179,10 @@ impl<'a> Ctx<'a> {
             handshake: None,
             basic: None,
             notifications: None,
+            #[cfg(feature = "unstable-protocol-v2")]
+            v2_ordinary: None,
+            #[cfg(feature = "unstable-protocol-v2")]
+            v2_resume: None,
         })
     }
 
@@ -174,7 +204,32 @@ impl<'a> Ctx<'a> {
         .map_err(|e| Verdict::inconclusive(format!("could not start the agent: {e}")))
     }
 
-    /// The `initialize` params the checker sends.
+    /// The `initialize` params of the run's protocol, asking for `version`.
+    pub fn init_params_of(&self, version: Value, caps: Caps) -> Value {
+        match self.opts.protocol {
+            Protocol::V1 => Self::init_params(version, caps),
+            // v2 clients have no file system or terminal methods to advertise.
+            Protocol::V2 => json!({
+                "protocolVersion": version,
+                "info": {
+                    "name": "acp-conformance",
+                    "title": "ACP conformance checker",
+                    "version": env!("CARGO_PKG_VERSION"),
+                },
+                "capabilities": {},
+            }),
+        }
+    }
+
+    /// The version the run asks for in every ordinary `initialize`.
+    fn run_version(&self) -> Value {
+        match self.opts.protocol {
+            Protocol::V1 => 1.into(),
+            Protocol::V2 => 2.into(),
+        }
+    }
+
+    /// The version-1 `initialize` params the checker sends.
     pub fn init_params(version: Value, caps: Caps) -> Value {
         json!({
             "protocolVersion": version,
@@ -187,17 +242,27 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// Starts an agent, initializes it with protocol version 1 and `caps`, and authenticates
-    /// when `--auth` was given.
+    /// Starts an agent, initializes it with the run's protocol version (1 or 2) and `caps`,
+    /// and authenticates when `--auth` was given.
     pub fn connect(&mut self, label: &str, caps: Caps) -> Result<Conn, Verdict> {
         let mut conn = self.spawn(label, caps)?;
         let call = conn.call(
             "initialize",
-            Self::init_params(1.into(), caps),
+            self.init_params_of(self.run_version(), caps),
             self.opts.timeout,
         );
         match &call.response {
-            Some(Ok(result)) if result.is_object() => {}
+            Some(Ok(result)) if result.is_object() => {
+                // A v2 run of an agent that does not speak v2 (a v1 agent answers 1) judges
+                // nothing: the v2 rules are not the ones it claims to keep.
+                let answered = result.get("protocolVersion");
+                if self.opts.protocol == Protocol::V2 && answered != Some(&Value::from(2)) {
+                    return Err(Verdict::skipped(format!(
+                        "the agent answered protocolVersion {} to a version 2 `initialize`: it does not speak v2",
+                        answered.map_or("(none)".to_owned(), Value::to_string)
+                    )));
+                }
+            }
             _ => {
                 return Err(Verdict::inconclusive(format!(
                     "`initialize` did not succeed: {}",
@@ -206,14 +271,18 @@ impl<'a> Ctx<'a> {
             }
         }
         if let Some(method) = &self.opts.auth {
+            let authenticate = match self.opts.protocol {
+                Protocol::V1 => "authenticate",
+                Protocol::V2 => "auth/login",
+            };
             let call = conn.call(
-                "authenticate",
+                authenticate,
                 json!({ "methodId": method }),
                 self.opts.timeout,
             );
             if !matches!(call.response, Some(Ok(_))) {
                 return Err(Verdict::inconclusive(format!(
-                    "`authenticate` with `{method}` did not succeed: {}",
+                    "`{authenticate}` with `{method}` did not succeed: {}",
                     describe(&call.response, &conn)
                 )));
             }
@@ -337,7 +406,7 @@ impl<'a> Ctx<'a> {
             Ok(mut conn) => {
                 let call = conn.call(
                     "initialize",
-                    Self::init_params(1.into(), Caps::ALL),
+                    self.init_params_of(self.run_version(), Caps::ALL),
                     self.opts.timeout,
                 );
                 Handshake {
@@ -350,17 +419,22 @@ impl<'a> Ctx<'a> {
             }
         };
         if let Some(result) = h.result() {
+            // v2 renamed `agentInfo` and `agentCapabilities`.
+            let (info, capabilities) = match self.opts.protocol {
+                Protocol::V1 => ("agentInfo", "agentCapabilities"),
+                Protocol::V2 => ("info", "capabilities"),
+            };
             let s = &mut self.summary;
             s.name = result
-                .pointer("/agentInfo/name")
+                .pointer(&format!("/{info}/name"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             s.version = result
-                .pointer("/agentInfo/version")
+                .pointer(&format!("/{info}/version"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             s.protocol_version = result.get("protocolVersion").cloned();
-            s.capabilities = result.get("agentCapabilities").cloned();
+            s.capabilities = result.get(capabilities).cloned();
             s.auth_methods = result
                 .get("authMethods")
                 .and_then(Value::as_array)
@@ -490,13 +564,22 @@ pub fn run_with(
         return Err("no agent command".to_owned());
     }
     let started = Instant::now();
+    if options.protocol == Protocol::V2 && cfg!(not(feature = "unstable-protocol-v2")) {
+        return Err(
+            "this acp-conformance was built without protocol v2 (feature unstable-protocol-v2)"
+                .to_owned(),
+        );
+    }
     let mut ctx = Ctx::new(options)?;
     // The first handshake fills in the summary and tells whether the agent starts at all.
     if let Some(error) = ctx.handshake().spawn_error {
         return Err(error);
     }
     let mut report = Report::default();
-    for check in CHECKS.iter().filter(|c| options.selects(c.info.id)) {
+    for check in list_for(options.protocol)
+        .iter()
+        .filter(|c| options.selects(c.info.id))
+    {
         let start = Instant::now();
         let verdict = if start >= ctx.run_deadline {
             Verdict::inconclusive(format!(

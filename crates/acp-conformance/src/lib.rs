@@ -31,6 +31,6 @@ mod report;
 mod turn;
 mod wire;
 
-pub use checks::{CheckInfo, checks, run, run_with};
-pub use options::{DEFAULT_PROMPT, Options};
+pub use checks::{CheckInfo, checks, checks_for, run, run_with};
+pub use options::{DEFAULT_PROMPT, Options, Protocol};
 pub use report::{AgentSummary, CheckResult, Level, Report, Summary, Verdict};

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use acp_conformance::{DEFAULT_PROMPT, Options, checks, run_with};
+use acp_conformance::{DEFAULT_PROMPT, Options, Protocol, checks_for, run_with};
 use clap::{Parser, ValueEnum};
 
 /// Checks an ACP agent against the Agent Client Protocol's rules.
@@ -74,7 +74,11 @@ struct Cli {
     /// Print the checker's peak memory use to stderr at the end
     #[arg(long)]
     report_peak_rss: bool,
-    /// List the checks and exit
+    /// The protocol version to check: 1, or 2 (a draft; needs a checker built with the
+    /// feature `unstable-protocol-v2`)
+    #[arg(long, value_name = "VERSION", default_value = "1", value_parser = protocol)]
+    protocol: Protocol,
+    /// List the checks (of `--protocol`) and exit
     #[arg(long)]
     list: bool,
     /// The agent's command and its arguments (options of the checker come before it, or
@@ -112,6 +116,19 @@ fn seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--protocol 1|2`.
+fn protocol(text: &str) -> Result<Protocol, String> {
+    match text {
+        "1" => Ok(Protocol::V1),
+        "2" if cfg!(feature = "unstable-protocol-v2") => Ok(Protocol::V2),
+        "2" => Err(
+            "this acp-conformance was built without protocol v2 (feature unstable-protocol-v2)"
+                .to_owned(),
+        ),
+        _ => Err(format!("1 or 2, not `{text}`")),
+    }
+}
+
 /// `--env NAME=VALUE`.
 fn env_var(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
@@ -145,6 +162,7 @@ impl Cli {
         options.skip = ids(&self.skip);
         options.trace = self.trace;
         options.max_line_bytes = usize::from(self.max_line_mib) * 1024 * 1024;
+        options.protocol = self.protocol;
         options
     }
 }
@@ -153,7 +171,7 @@ fn main() -> ExitCode {
     // Usage errors exit with 2, `--help` and `--version` with 0 (clap's own statuses).
     let cli = Cli::parse();
     if cli.list {
-        for c in checks() {
+        for c in checks_for(cli.protocol) {
             println!(
                 "{:<32} {:<6} {}\n{:<39} {}",
                 c.id,
@@ -319,9 +337,16 @@ mod tests {
             &["--max-line-mib", "1025", "agent"],
             &["--env", "novalue", "agent"],
             &["--color", "sometimes", "agent"],
+            &["--protocol", "3", "agent"],
         ] {
             assert!(parse(args).is_err(), "{args:?}");
         }
         assert!(parse(&["--list"]).unwrap().list);
+        assert_eq!(parse(&["agent"]).unwrap().options().protocol, Protocol::V1);
+        let v2 = parse(&["--protocol", "2", "agent"]);
+        assert_eq!(
+            v2.map(|cli| cli.options().protocol).ok(),
+            cfg!(feature = "unstable-protocol-v2").then_some(Protocol::V2)
+        );
     }
 }

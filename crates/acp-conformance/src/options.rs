@@ -8,6 +8,22 @@ use std::time::Duration;
 /// The default prompt text of every prompt turn.
 pub const DEFAULT_PROMPT: &str = "Say hello.";
 
+/// The protocol version a run checks the agent against.
+///
+/// Chosen by the user (`--protocol`), not negotiated: an agent serving both versions through a
+/// router has two sets of rules, and a run judges one of them. Checking v2 needs the crate
+/// feature `unstable-protocol-v2`; without it a v2 run is refused before it starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// Protocol version 1: the checks of `docs/conformance.md`.
+    #[default]
+    V1,
+    /// Protocol version 2 (a published draft): the `v2.*` checks, every `initialize` asking for
+    /// version 2.
+    V2,
+}
+
 /// Everything a run needs.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -42,6 +58,8 @@ pub struct Options {
     /// [`DEFAULT_RUN_TIMEOUT`](crate::limits::DEFAULT_RUN_TIMEOUT), 30 minutes): every wait
     /// ends by then, and the checks not started are reported inconclusive.
     pub run_timeout: Duration,
+    /// The protocol version checked (default [`Protocol::V1`]).
+    pub protocol: Protocol,
 }
 
 impl Options {
@@ -61,6 +79,7 @@ impl Options {
             trace: false,
             max_line_bytes: crate::limits::DEFAULT_MAX_LINE_BYTES,
             run_timeout: crate::limits::DEFAULT_RUN_TIMEOUT,
+            protocol: Protocol::V1,
         }
     }
 

@@ -125,13 +125,14 @@ pub struct CheckResult {
 pub struct AgentSummary {
     /// The command line that was run.
     pub command: Vec<String>,
-    /// `agentInfo.name`, if given.
+    /// `agentInfo.name` (v2: `info.name`), if given.
     pub name: Option<String>,
-    /// `agentInfo.version`, if given.
+    /// `agentInfo.version` (v2: `info.version`), if given.
     pub version: Option<String>,
-    /// The protocol version it answered to a version 1 `initialize`.
+    /// The protocol version it answered to the run's first `initialize` (asking for 1, or 2
+    /// with `--protocol 2`).
     pub protocol_version: Option<Value>,
-    /// `agentCapabilities` as sent.
+    /// `agentCapabilities` (v2: `capabilities`) as sent.
     pub capabilities: Option<Value>,
     /// The ids of the advertised `authMethods`.
     pub auth_methods: Vec<String>,
@@ -300,7 +301,7 @@ impl Report {
         let identity = match (&a.name, &a.version) {
             (Some(n), Some(v)) => format!("{n} {v}"),
             (Some(n), None) => n.clone(),
-            _ => "(no agentInfo)".to_owned(),
+            _ => "(no name given)".to_owned(),
         };
         let protocol = a
             .protocol_version

@@ -78,6 +78,9 @@ pub(crate) struct Conn {
     trace: bool,
     pub eof: bool,
     pub grace: Duration,
+    /// Whether the connection speaks protocol v2: the agent's messages are judged by v2's
+    /// schema.
+    pub v2: bool,
 }
 
 /// `d` in seconds, for messages: `1`, `0.5`.
@@ -146,6 +149,7 @@ impl Conn {
             trace: options.trace,
             eof: false,
             grace: options.grace,
+            v2: options.protocol == crate::options::Protocol::V2,
         })
     }
 

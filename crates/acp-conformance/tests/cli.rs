@@ -24,6 +24,26 @@ fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 #[test]
+fn protocol_2_lists_and_runs_the_v2_checks_when_built_in() {
+    let list = run(&["--protocol", "2", "--list"]);
+    if cfg!(feature = "unstable-protocol-v2") {
+        assert!(list.status.success());
+        let text = String::from_utf8(list.stdout).unwrap();
+        let v2 = acp_conformance::checks_for(acp_conformance::Protocol::V2);
+        assert!(!v2.is_empty());
+        for check in v2 {
+            assert!(text.contains(check.id), "{} not listed", check.id);
+        }
+        assert!(!text.contains("init.version.same"), "{text}");
+    } else {
+        // A usage error, saying why.
+        assert_eq!(list.status.code(), Some(2));
+        let stderr = String::from_utf8(list.stderr).unwrap();
+        assert!(stderr.contains("feature unstable-protocol-v2"), "{stderr}");
+    }
+}
+
+#[test]
 fn list_help_and_version() {
     let list = run(&["--list"]);
     assert!(list.status.success());

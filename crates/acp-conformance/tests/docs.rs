@@ -16,6 +16,37 @@ fn ids() -> BTreeSet<&'static str> {
     acp_conformance::checks().iter().map(|c| c.id).collect()
 }
 
+/// The ids of protocol v2's checks (none without the feature `unstable-protocol-v2`).
+fn v2_ids() -> BTreeSet<&'static str> {
+    acp_conformance::checks_for(acp_conformance::Protocol::V2)
+        .iter()
+        .map(|c| c.id)
+        .collect()
+}
+
+#[cfg(feature = "unstable-protocol-v2")]
+#[test]
+fn the_documentation_lists_every_v2_check_with_its_level_and_spec_reference() {
+    let doc = std::fs::read_to_string(repo().join("docs/conformance.md")).unwrap();
+    let checks = acp_conformance::checks_for(acp_conformance::Protocol::V2);
+    assert_eq!(v2_ids().len(), checks.len(), "duplicate ids");
+    for check in checks {
+        assert!(check.id.starts_with("v2."), "{}", check.id);
+        assert!(ids().is_disjoint(&v2_ids()));
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", check.id)))
+            .unwrap_or_else(|| panic!("docs/conformance.md has no row for {}", check.id));
+        assert!(
+            row.contains(&format!("| {} | {} |", check.level.as_str(), check.spec)),
+            "the row of {} does not give level {} and spec `{}`",
+            check.id,
+            check.level.as_str(),
+            check.spec
+        );
+    }
+}
+
 #[test]
 fn the_documentation_lists_every_check_with_its_level_and_spec_reference() {
     let doc = std::fs::read_to_string(repo().join("docs/conformance.md")).unwrap();
@@ -54,9 +85,16 @@ fn the_pinned_verdicts_cover_exactly_the_checks() {
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let verdicts = pinned["verdicts"].as_object().expect("a verdicts object");
         let pinned_ids: BTreeSet<&str> = verdicts.keys().map(String::as_str).collect();
+        let expected = match pinned["protocol"].as_u64() {
+            None | Some(1) => ids(),
+            Some(2) if cfg!(feature = "unstable-protocol-v2") => v2_ids(),
+            // Without protocol v2 built in, there is no list to compare a v2 pin with.
+            Some(2) => pinned_ids.clone(),
+            Some(other) => panic!("{}: protocol {other}", path.display()),
+        };
         assert_eq!(
             pinned_ids,
-            ids(),
+            expected,
             "{} must be re-pinned (CONFORMANCE_UPDATE=1 bash interop/conformance.sh)",
             path.display()
         );
@@ -69,5 +107,8 @@ fn the_pinned_verdicts_cover_exactly_the_checks() {
         }
         files += 1;
     }
-    assert_eq!(files, 3, "one pinned file per SDK example agent");
+    assert_eq!(
+        files, 6,
+        "one pinned file per SDK example agent (three v1, one v2) and per v2 agent of ours (two)"
+    );
 }

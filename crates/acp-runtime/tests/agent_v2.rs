@@ -347,8 +347,14 @@ fn resume_with_replay_from_start_replays_the_history_then_replay_complete_then_a
     };
     assert_eq!(updates(&live).len(), 5);
     assert_eq!(updates(&replayed).len(), 5);
-    // Without replayFrom: no replay, no replay_complete.
+    // The current state comes after the replay and before the answer.
+    assert!(replayed[replayed.len() - 2].contains(r#""state_update","state":"idle"}"#));
+    // Without replayFrom: no replay, no replay_complete; the current state all the same.
     second.send(r#"{"jsonrpc":"2.0","id":3,"method":"session/resume","params":{"sessionId":"s1","cwd":"/work"}}"#);
+    assert_eq!(
+        second.read(),
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"idle"}}}"#
+    );
     assert_eq!(second.read(), r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
     // An unknown session: -32002.
     second.send(r#"{"jsonrpc":"2.0","id":4,"method":"session/resume","params":{"sessionId":"nope","cwd":"/work"}}"#);

@@ -10,7 +10,7 @@ pub(crate) struct Check {
     pub(super) run: fn(&mut Ctx<'_>) -> Verdict,
 }
 
-const fn check(
+pub(super) const fn check(
     id: &'static str,
     level: Level,
     spec: &'static str,

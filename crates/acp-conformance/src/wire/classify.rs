@@ -38,10 +38,16 @@ impl Conn {
         let params = value.get("params").cloned().unwrap_or(Value::Null);
         match message {
             Message::Request(request) => {
-                let problem = match AgentRequest::decode(&request.method, request.params.as_deref())
-                {
-                    Err(error) => Some(error.to_string()),
-                    Ok(_) => request_problem(&request.method, &params),
+                let decoded = if self.v2 {
+                    v2_schema::request(&request.method, request.params.as_deref())
+                } else {
+                    AgentRequest::decode(&request.method, request.params.as_deref())
+                        .map(|_| ())
+                        .map_err(|error| error.to_string())
+                };
+                let problem = match decoded {
+                    Err(error) => Some(error),
+                    Ok(()) => request_problem(&request.method, &params),
                 };
                 if let Some(session) = params.get("sessionId").and_then(Value::as_str)
                     && !request.method.starts_with('_')
@@ -65,7 +71,17 @@ impl Conn {
             }
             Message::Notification(notification) => {
                 let method = notification.method;
-                let problem = if method == "session/update" {
+                let problem = if self.v2 {
+                    match v2_schema::notification(&method, &params, notification.params.as_deref())
+                    {
+                        Ok(Some(session)) => {
+                            self.name_session(&session, &raw);
+                            None
+                        }
+                        Ok(None) => None,
+                        Err(problem) => Some(problem),
+                    }
+                } else if method == "session/update" {
                     let (decoded, dropped) = collect_dropped(|| {
                         serde_json::from_value::<SessionNotification>(params.clone())
                     });
@@ -214,5 +230,68 @@ fn idless_response(bytes: &[u8]) -> Option<Result<Value, RpcError>> {
         (Some(error), _) => Some(Err(RpcError::from_value(error.clone()))),
         (None, Some(result)) => Some(Ok(result.clone())),
         (None, None) => None,
+    }
+}
+
+/// Judging the agent's messages by protocol v2's schema (on a `--protocol 2` run).
+#[cfg(feature = "unstable-protocol-v2")]
+mod v2_schema {
+    use acp_types::de::collect_dropped;
+    use acp_types::v2::{AgentNotification, AgentRequest, UpdateSessionNotification};
+    use serde_json::Value;
+    use serde_json::value::RawValue;
+
+    /// What is wrong with an agent request, if anything.
+    pub(super) fn request(method: &str, params: Option<&RawValue>) -> Result<(), String> {
+        AgentRequest::decode(method, params)
+            .map(|_| ())
+            .map_err(|error| error.to_string())
+    }
+
+    /// What is wrong with an agent notification, if anything; the session a `session/update`
+    /// names.
+    pub(super) fn notification(
+        method: &str,
+        params: &Value,
+        raw_params: Option<&RawValue>,
+    ) -> Result<Option<String>, String> {
+        if method != "session/update" {
+            return AgentNotification::decode(method, raw_params)
+                .map(|_| None)
+                .map_err(|error| error.to_string());
+        }
+        let (decoded, dropped) =
+            collect_dropped(|| serde_json::from_value::<UpdateSessionNotification>(params.clone()));
+        match decoded {
+            Err(error) => Err(format!("does not match the v2 schema: {error}")),
+            Ok(_) if !dropped.is_empty() => Err(format!(
+                "values that do not match the v2 schema: {}",
+                dropped
+                    .iter()
+                    .map(|d| d.value.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Ok(note) => Ok(Some(note.session_id.0)),
+        }
+    }
+}
+
+/// Without protocol v2 built in, no connection speaks it.
+#[cfg(not(feature = "unstable-protocol-v2"))]
+mod v2_schema {
+    use serde_json::Value;
+    use serde_json::value::RawValue;
+
+    pub(super) fn request(_: &str, _: Option<&RawValue>) -> Result<(), String> {
+        Err("protocol v2 is not built in".to_owned())
+    }
+
+    pub(super) fn notification(
+        _: &str,
+        _: &Value,
+        _: Option<&RawValue>,
+    ) -> Result<Option<String>, String> {
+        Err("protocol v2 is not built in".to_owned())
     }
 }

@@ -18,7 +18,8 @@
 //! - Messages carry agent-made `messageId`s ([`Turn::say`] streams one message's chunks), and
 //!   an error from [`Agent::prompt`] ends the turn `idle` with `stopReason: error`.
 //! - `session/resume` with `replayFrom: {"type": "start"}` replays the [`History`] the agent
-//!   retains, then `replay_complete`, then the answer.
+//!   retains, then `replay_complete`, then a `state_update` with the session's current state
+//!   (sent with or without replay), then the answer.
 //! - Requests with a `null` id are refused (`-32600`), as v2 requires; `initialize` asking for
 //!   a version below 2 gets `-32022` with `{requested, supported: [2]}`.
 //!

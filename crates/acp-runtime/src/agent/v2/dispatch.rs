@@ -294,6 +294,15 @@ impl<A: Agent> Dispatch<A> {
                 .update(SessionUpdate::ReplayComplete(complete))
                 .await?;
         }
+        // The current state after any replay and before the answer, with or without replay
+        // (v2's current-state synchronization): `running` while a turn of this connection
+        // runs, `idle` otherwise.
+        let current = if self.shared.sessions.running(&id) {
+            StateUpdate::Running(RunningStateUpdate::new())
+        } else {
+            StateUpdate::Idle(IdleStateUpdate::new(IdleStateUpdateKindNone::new()))
+        };
+        session.state(current).await?;
         raw(response)
     }
 

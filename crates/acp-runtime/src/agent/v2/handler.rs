@@ -79,8 +79,9 @@ pub trait Agent: Send + Sync + 'static {
 
     /// Reattaches a session. The runtime replays the retained [`History`] after this returns
     /// (when the client asked with `replayFrom` and [`history`](Agent::history) is set), then
-    /// sends `replay_complete`, then the answer. The default accepts a session this
-    /// connection or the history knows, and answers `-32002` for any other.
+    /// sends `replay_complete`, then the session's current `state_update` (also without
+    /// replay), then the answer. The default accepts a session this connection or the history
+    /// knows, and answers `-32002` for any other.
     fn resume_session(
         &self,
         request: ResumeSessionRequest,

@@ -5,8 +5,17 @@
 //! Sessions remember their history in memory, so `session/load` can replay it; they offer two
 //! modes and a model selector. It advertises `session/list`, `session/resume` (no replay),
 //! `session/close`, `session/delete` and `logout`.
+//!
+//! With the feature `unstable-protocol-v2` and `--router`, it serves v1 and v2 through
+//! acp-runtime's version router: a client asking for version 2 or above gets the v2 side
+//! (`v2.rs`). Without `--router` it is the v1 agent alone (through the router, a v1
+//! `initialize` asking for a version above 2 reaches the v2 side, which refuses its v1 params:
+//! `init.version.future` fails, see docs/conformance.md).
 
 #![forbid(unsafe_code)]
+
+#[cfg(feature = "unstable-protocol-v2")]
+mod v2;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -264,5 +273,13 @@ impl Agent for ReferenceAgent {
 fn main() -> std::io::Result<()> {
     // A system prompt in `append` mode only: the runtime answers any other mode -32602.
     let options = agent::AgentOptions::default().with_system_prompt();
+    #[cfg(feature = "unstable-protocol-v2")]
+    if std::env::args().nth(1).as_deref() == Some("--router") {
+        return acp_runtime::router::router()
+            .with_v1(ReferenceAgent::default())
+            .with_v1_options(options)
+            .with_v2(v2::ReferenceAgentV2::default())
+            .serve_stdio();
+    }
     agent::serve_stdio_with(ReferenceAgent::default(), options)
 }
