@@ -277,12 +277,14 @@ impl RoutedServer {
         let addr = server.local_addr();
         let shutdown = server.shutdown_handle();
         let thread = std::thread::spawn(move || {
-            smol::block_on(server.serve(|connection: acp_remote::IncomingConnection| async move {
-                let router = acp_runtime::router::router()
-                    .with_v1(demo_agent::DemoAgent)
-                    .with_v2(demo_agent_v2::DemoAgentV2::default());
-                let _ = router.serve(connection.reader, connection.writer).await;
-            }))
+            smol::block_on(
+                server.serve(|connection: acp_remote::IncomingConnection| async move {
+                    let router = acp_runtime::router::router()
+                        .with_v1(demo_agent::DemoAgent)
+                        .with_v2(demo_agent_v2::DemoAgentV2::default());
+                    let _ = router.serve(connection.reader, connection.writer).await;
+                }),
+            )
             .unwrap();
         });
         RoutedServer {

@@ -93,10 +93,12 @@ mod scripted_agent;
 mod scripted_client;
 mod subagent_step;
 mod transcript;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod v2;
 mod wait;
 
 pub use normalize::{Normalizer, is_timestamp};
-pub use pair::{Pair, TempDir, connect, connect_scripted, spawn_agent};
+pub use pair::{AgentSide, Pair, TempDir, connect, connect_scripted, spawn_agent};
 pub use replay::{DEFAULT_TIMEOUT, Replay, ReplayError};
 pub use scripted_agent::{AgentEvent, PermissionStep, ScriptedAgent, Step, TerminalStep};
 pub use scripted_client::{ClientCall, FakeCommand, PermissionAnswer, ScriptedClient};

@@ -28,7 +28,8 @@ type Hook = Arc<dyn Fn(&mut Value) + Send + Sync>;
 /// | session and terminal ids of at least 6 characters inside other strings (error messages) | any string | as above |
 /// | directories given to [`path`](Self::path) / [`temp_dir`](Self::temp_dir) | inside any string | `<tmp>` (or yours) |
 /// | ISO-8601 date-times (`2025-01-31T12:00:00Z`, with fractions or offsets) | whole strings | `<timestamp>` |
-/// | implementation versions | `version` of `clientInfo` and `agentInfo` | `<version>` |
+/// | implementation versions | `version` of `clientInfo` and `agentInfo` (and v2's `info`) | `<version>` |
+/// | protocol v2's message ids and idempotency keys, only when asked ([`message_ids`](Self::message_ids)) | every `messageId` and `idempotencyKey` member | `<message:1>`, `<key:1>`, ... |
 ///
 /// Then the redaction hooks run on each message, in the order they were added.
 ///
@@ -55,6 +56,7 @@ pub struct Normalizer {
     session_ids: bool,
     terminal_ids: bool,
     tool_call_ids: bool,
+    message_ids: bool,
     timestamps: bool,
     versions: bool,
     paths: Vec<(String, String)>,
@@ -74,6 +76,7 @@ impl fmt::Debug for Normalizer {
             .field("session_ids", &self.session_ids)
             .field("terminal_ids", &self.terminal_ids)
             .field("tool_call_ids", &self.tool_call_ids)
+            .field("message_ids", &self.message_ids)
             .field("timestamps", &self.timestamps)
             .field("versions", &self.versions)
             .field("paths", &self.paths)
@@ -96,6 +99,8 @@ impl Normalizer {
             session_ids: true,
             terminal_ids: true,
             tool_call_ids: true,
+            // Off: v1's own `messageId`s (a subagent's session messages) are pinned as sent.
+            message_ids: false,
             timestamps: true,
             versions: true,
             paths: Vec::new(),
@@ -110,6 +115,7 @@ impl Normalizer {
             session_ids: false,
             terminal_ids: false,
             tool_call_ids: false,
+            message_ids: false,
             timestamps: false,
             versions: false,
             paths: Vec::new(),
@@ -126,6 +132,13 @@ impl Normalizer {
     /// Whether session ids become `<session:N>`.
     pub fn session_ids(mut self, on: bool) -> Normalizer {
         self.session_ids = on;
+        self
+    }
+
+    /// Whether protocol v2's `messageId`s and `idempotencyKey`s become `<message:N>` and
+    /// `<key:N>` (drawn at random by the runtime; on for [`crate::v2::connect`]'s pairs).
+    pub fn message_ids(mut self, on: bool) -> Normalizer {
+        self.message_ids = on;
         self
     }
 
@@ -292,7 +305,9 @@ impl Normalizer {
                         }
                         "terminalId" => (self.terminal_ids, &mut state.terminals, "terminal"),
                         "toolCallId" => (self.tool_call_ids, &mut state.tool_calls, "tool-call"),
-                        "clientInfo" | "agentInfo" => {
+                        "messageId" => (self.message_ids, &mut state.messages, "message"),
+                        "idempotencyKey" => (self.message_ids, &mut state.keys, "key"),
+                        "clientInfo" | "agentInfo" | "info" => {
                             if self.versions
                                 && let Some(version) = member.get_mut("version")
                                 && version.is_string()
@@ -493,6 +508,8 @@ pub(crate) struct State {
     pub(crate) sessions: Ids,
     pub(crate) terminals: Ids,
     pub(crate) tool_calls: Ids,
+    pub(crate) messages: Ids,
+    pub(crate) keys: Ids,
 }
 
 impl State {

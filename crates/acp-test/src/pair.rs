@@ -18,7 +18,7 @@ use crate::wait::within;
 /// How long [`Pair::finish`] waits for each side to shut down.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Driver = smol::Task<Result<(), ConnectionError>>;
+pub(crate) type Driver = smol::Task<Result<(), ConnectionError>>;
 
 /// A recorded connection between a client (this runtime's, driven through
 /// [`agent`](Self::agent)) and an agent: in memory ([`connect`], [`connect_scripted`]) or a
@@ -28,13 +28,49 @@ type Driver = smol::Task<Result<(), ConnectionError>>;
 ///
 /// The connection drivers run on smol's global executor, so the test may block on its own
 /// future (`smol::block_on`) or run on any executor.
-pub struct Pair {
-    agent: AgentHandle,
+///
+/// `H` is the client's handle: v1's [`AgentHandle`], or with the feature
+/// `unstable-protocol-v2` v2's `client::v2::Agent` ([`crate::v2::connect`]).
+pub struct Pair<H: AgentSide = AgentHandle> {
+    agent: H,
     recorder: Recorder,
     normalizer: Normalizer,
     client_driver: Option<Driver>,
     agent_driver: Option<Driver>,
     process: Option<AgentProcess>,
+}
+
+/// The client's handle on the agent that a [`Pair`] holds, and closes when it finishes.
+pub trait AgentSide: std::fmt::Debug {
+    /// Closes the client's connection: what is queued is written, then the agent's input
+    /// ends.
+    fn close(&self);
+}
+
+impl AgentSide for AgentHandle {
+    fn close(&self) {
+        AgentHandle::close(self);
+    }
+}
+
+impl<H: AgentSide> Pair<H> {
+    /// A pair of `agent`, recorded by `recorder`, with the drivers of both ends.
+    pub(crate) fn in_memory(
+        agent: H,
+        recorder: Recorder,
+        normalizer: Normalizer,
+        client_driver: Driver,
+        agent_driver: Driver,
+    ) -> Self {
+        Pair {
+            agent,
+            recorder,
+            normalizer,
+            client_driver: Some(client_driver),
+            agent_driver: Some(agent_driver),
+            process: None,
+        }
+    }
 }
 
 /// Connects `client` (with `options`) to `agent` over an in-memory pipe and records the
@@ -102,9 +138,9 @@ pub fn spawn_agent<C: Client>(
     })
 }
 
-impl Pair {
+impl<H: AgentSide> Pair<H> {
     /// The client's handle on the agent: initialize, open sessions, prompt.
-    pub fn agent(&self) -> &AgentHandle {
+    pub fn agent(&self) -> &H {
         &self.agent
     }
 
@@ -115,13 +151,13 @@ impl Pair {
 
     /// The normalizer [`transcript`](Self::transcript) and [`finish`](Self::finish) apply
     /// (default: [`Normalizer::new`]).
-    pub fn with_normalizer(mut self, normalizer: Normalizer) -> Pair {
+    pub fn with_normalizer(mut self, normalizer: Normalizer) -> Self {
         self.normalizer = normalizer;
         self
     }
 
     /// Adds `dir` as the `<tmp>` directory of the normalizer.
-    pub fn with_temp_dir(mut self, dir: impl AsRef<Path>) -> Pair {
+    pub fn with_temp_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.normalizer = self.normalizer.temp_dir(dir);
         self
     }
@@ -180,7 +216,7 @@ async fn wait_for_driver(
     }
 }
 
-impl std::fmt::Debug for Pair {
+impl<H: AgentSide> std::fmt::Debug for Pair<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pair")
             .field("agent", &self.agent)
