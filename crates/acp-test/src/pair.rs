@@ -98,14 +98,13 @@ pub fn connect<A: Agent, C: Client>(agent: A, client: C, options: ClientOptions)
     );
     let (handle, client_driver) =
         client::connect(client, client_end.reader, client_end.writer, options);
-    Pair {
-        agent: handle,
+    Pair::in_memory(
+        handle,
         recorder,
-        normalizer: Normalizer::new(),
-        client_driver: Some(smol::spawn(client_driver)),
-        agent_driver: Some(smol::spawn(agent_driver)),
-        process: None,
-    }
+        Normalizer::new(),
+        smol::spawn(client_driver),
+        smol::spawn(agent_driver),
+    )
 }
 
 /// [`connect`] with a [`ScriptedClient`] and the options it advertises
