@@ -45,3 +45,31 @@ pub async fn line() -> Option<String> {
     let line = lines().recv().await.ok()?;
     Some(line.trim_end_matches(['\n', '\r']).to_owned())
 }
+
+/// Where the prompts come from: the `--prompt`s given, in order, or else stdin's lines (blank
+/// ones skipped).
+pub struct Prompts<'a> {
+    given: Option<std::slice::Iter<'a, String>>,
+}
+
+impl<'a> Prompts<'a> {
+    /// The prompts `given`, or stdin's lines when none were given.
+    pub fn new(given: &'a [String]) -> Self {
+        Prompts {
+            given: (!given.is_empty()).then(|| given.iter()),
+        }
+    }
+
+    /// The next prompt; `None` once the given ones or stdin are used up.
+    pub async fn next(&mut self) -> Option<String> {
+        match &mut self.given {
+            Some(given) => given.next().cloned(),
+            None => loop {
+                match line().await {
+                    Some(line) if line.trim().is_empty() => continue,
+                    other => return other,
+                }
+            },
+        }
+    }
+}

@@ -677,20 +677,8 @@ async fn session_and_turns(
         note(args.json, &format!("config: {id}={value}"));
     }
 
-    let mut given = args.prompts.iter();
-    loop {
-        let prompt = if args.prompts.is_empty() {
-            match input::line().await {
-                Some(line) if line.trim().is_empty() => continue,
-                Some(line) => line,
-                None => break,
-            }
-        } else {
-            match given.next() {
-                Some(prompt) => prompt.clone(),
-                None => break,
-            }
-        };
+    let mut prompts = input::Prompts::new(&args.prompts);
+    while let Some(prompt) = prompts.next().await {
         out.prompt(&prompt);
         *control.turn.lock().unwrap() = Some(RunningTurn {
             session: session.clone(),

@@ -258,20 +258,8 @@ async fn session_and_turns(
             created.session_id
         }
     };
-    let mut given = args.prompts.iter();
-    loop {
-        let prompt = if args.prompts.is_empty() {
-            match input::line().await {
-                Some(line) if line.trim().is_empty() => continue,
-                Some(line) => line,
-                None => break,
-            }
-        } else {
-            match given.next() {
-                Some(prompt) => prompt.clone(),
-                None => break,
-            }
-        };
+    let mut prompts = input::Prompts::new(&args.prompts);
+    while let Some(prompt) = prompts.next().await {
         out.prompt(&prompt);
         *running.lock().unwrap() = Some((session.clone(), false));
         let reason = turn(agent, &session, prompt, updates, out, &mut ends).await;

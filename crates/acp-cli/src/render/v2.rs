@@ -12,6 +12,7 @@ use acp_runtime::acp_types::v2::*;
 use acp_runtime::client::v2::{Changed, Conversation};
 
 use super::text::truncate;
+use super::{BOLD, CYAN, DIM, RESET};
 
 /// What was printed last without a newline.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -38,11 +39,6 @@ pub struct Renderer {
     at_line_start: bool,
     out: std::io::Stdout,
 }
-
-const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
-const CYAN: &str = "\x1b[36m";
-const RESET: &str = "\x1b[0m";
 
 impl Renderer {
     pub fn new(json: bool, color: bool) -> Self {
