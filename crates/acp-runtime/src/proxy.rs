@@ -49,7 +49,7 @@ use std::sync::Arc;
 use acp_jsonrpc::{Connection, ConnectionError, ConnectionOptions};
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
-mod context;
+pub(crate) mod context;
 mod dispatch;
 pub(crate) mod envelope;
 mod hooks;
