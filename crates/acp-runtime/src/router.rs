@@ -254,7 +254,7 @@ fn route(
     sides: Sides,
 ) -> Result<(Side, Option<Vec<u8>>), ResponseError> {
     let params = request.params.as_deref().map_or("{}", |p| p.get());
-    let requested = downgrade::requested_version(params)?;
+    let requested = downgrade::requested_version(params, &request.method)?;
     let side = rules::select(requested, sides.v1, sides.v2)?;
     let params = match side {
         Side::V2 if requested > 2 => Some(downgrade::with_version(params, 2)?),

@@ -68,5 +68,5 @@ pub(crate) fn conductor_version(requested: ProtocolVersion) -> ProtocolVersion {
 /// of its own, so the next hop would not see it): the answer to one.
 #[cfg(feature = "unstable-protocol-v2")]
 pub(crate) fn null_request_id() -> ResponseError {
-    ResponseError::invalid_request("a request id must not be null on protocol v2")
+    ResponseError::null_request_id()
 }
