@@ -31,7 +31,7 @@
 //! back from the agent through every proxy. With protocol v2 (feature `unstable-protocol-v2`)
 //! a request for 2 or more is forwarded at 2, each proxy negotiates its `proxy/initialize` as
 //! an agent of its version would (a v1-only proxy answers a v2 chain as v1: see
-//! [`crate::router::proxy_router`]), and while the chain speaks v2 a request with a `null` id
+//! `router::proxy_router`), and once the chain answered version 2 a request with a `null` id
 //! on any of its connections is answered `-32600`. A handshake that is not answered within the
 //! initialize timeout ([`Conductor::with_initialize_timeout`]) is an error naming the
 //! component that holds it up, and brings the chain down as a failed component does.

@@ -124,9 +124,8 @@ pub(crate) struct Shared {
     /// Messages being forwarded, and the event of that count reaching zero.
     forwarding: AtomicUsize,
     forwarding_done: Event,
-    /// Whether the chain speaks protocol v2: from the client's `initialize` asking for it
-    /// until the chain's answer names another version. Its connections then refuse `null`
-    /// request ids.
+    /// Whether the chain speaks protocol v2: the chain's answer to the client's `initialize`
+    /// named it. Its connections then refuse `null` request ids.
     #[cfg(feature = "unstable-protocol-v2")]
     pub(crate) speaks_v2: std::sync::atomic::AtomicBool,
 }

@@ -259,8 +259,11 @@ impl HopDispatch {
             let version;
             (version, selected) = negotiated(params)?;
             params = selected.as_deref();
+            // A v2 `initialize` is a v2 request: its id is not `null`.
             #[cfg(feature = "unstable-protocol-v2")]
-            self.chain_speaks(version, request.id().is_null())?;
+            if version.0 >= 2 && request.id().is_null() {
+                return Err(rules::null_request_id());
+            }
             #[cfg(not(feature = "unstable-protocol-v2"))]
             let _ = version;
         }
@@ -292,8 +295,9 @@ impl HopDispatch {
                 if let Some(slot) = slot {
                     chain.handshake.answered(slot);
                 }
-                // A proxy of the chain may have answered a lower version (a v1-only proxy
-                // answers a v2 chain as v1): the chain speaks what it answered.
+                // The chain speaks what it answered, which may be lower than the client
+                // asked (a v1-only proxy answers a v2 chain as v1); a refused (repeated)
+                // `initialize` changes nothing.
                 #[cfg(feature = "unstable-protocol-v2")]
                 if starts_chain {
                     let answered = crate::proxy::context::answered_version(&result);
@@ -304,18 +308,6 @@ impl HopDispatch {
             }
             Err(error) => Err(self.gone(&chain, next_hop, error).await),
         }
-    }
-
-    /// The version the client's `initialize` selected: on v2 its id must not be `null`, and
-    /// from then on the chain's connections refuse `null` request ids.
-    #[cfg(feature = "unstable-protocol-v2")]
-    fn chain_speaks(&self, version: ProtocolVersion, null_id: bool) -> Result<(), ResponseError> {
-        let v2 = version.0 >= 2;
-        if v2 && null_id {
-            return Err(rules::null_request_id());
-        }
-        self.shared.speaks_v2.store(v2, Ordering::Release);
-        Ok(())
     }
 
     /// The chain's answer to the client's `initialize`, or, past the initialize timeout, the

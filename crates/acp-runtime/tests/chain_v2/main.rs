@@ -496,6 +496,12 @@ fn a_v2_chain_refuses_null_request_ids() {
         r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#,
         1,
     ));
+    // A repeated `initialize` for v1 is refused (by the agent) and changes nothing.
+    seen.extend(client.send(&INIT_V1.replace(r#""id":0"#, r#""id":2"#), 1));
+    seen.extend(client.send(
+        r#"{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/work"}}"#,
+        1,
+    ));
     let _ = client.close();
     insta::assert_snapshot!("v2_null_ids_client_side", seen.join("\n"));
 }
