@@ -52,17 +52,16 @@
 //! router's cost is reading the first line before handing it over (docs/performance.md).
 
 mod downgrade;
+mod first_frame;
 #[cfg(feature = "unstable-proxy-chains")]
 mod proxy;
 
-use acp_jsonrpc::{
-    ConnectionError, Handoff, LineEvent, LineReader, Message, RequestId, Response, ResponseError,
-    strip_byte_order_mark, write_message,
-};
+use acp_jsonrpc::{ConnectionError, Handoff};
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
 use crate::agent::{self, Agent, AgentOptions};
-use crate::rules::{self, ServedVersion as Side};
+use crate::rules::ServedVersion as Side;
+use first_frame::{INITIALIZE, Sides, first_initialize};
 
 #[cfg(feature = "unstable-proxy-chains")]
 pub use proxy::{ProxyRouter, proxy_router};
@@ -155,73 +154,6 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
     }
 }
 
-/// Which sides a router has.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Sides {
-    pub(crate) v1: bool,
-    pub(crate) v2: bool,
-}
-
-/// The method that picks the version on an agent's connection.
-const INITIALIZE: &str = "initialize";
-
-/// The router's rules before the hand-over, for an agent (`method` is `initialize`) or a proxy
-/// (`proxy/initialize`): reads lines until a `method` request that a side of `sides` serves,
-/// answering every line before it as [`Router::serve`] says, and gives the side with the
-/// connection's reader, the first line handed back (rewritten when the version or shape
-/// changes). `None` when the peer closed its output first.
-pub(crate) async fn first_initialize<R, W>(
-    reader: R,
-    writer: &mut W,
-    method: &str,
-    sides: Sides,
-    max_line_length: usize,
-) -> Result<Option<(Side, Handoff<R>)>, ConnectionError>
-where
-    R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut lines = LineReader::with_max_line_length(reader, max_line_length);
-    let (side, first) = loop {
-        let line = match lines.read_line().await.map_err(ConnectionError::Read)? {
-            None => return Ok(None),
-            // A connection answers nothing to a line it did not keep: its id was not read.
-            Some(LineEvent::TooLong { .. }) => continue,
-            Some(LineEvent::Line(line)) => strip_byte_order_mark(line).unwrap_or(line),
-        };
-        if line.is_empty() {
-            continue;
-        }
-        let answer = match Message::from_slice(line) {
-            Err(error) => error.reply().cloned(),
-            Ok(Message::Notification(_) | Message::Response(_)) => None,
-            Ok(Message::Request(request)) if request.method != method => Some(refuse(
-                request.id,
-                ResponseError::invalid_request(format_args!(
-                    "`{}` before `{method}`: the first request must be `{method}`",
-                    acp_jsonrpc::excerpt(&request.method)
-                )),
-            )),
-            Ok(Message::Request(request)) => match route(&request, sides) {
-                // Unchanged: the line as the peer wrote it.
-                Ok((side, None)) => break (side, line.to_vec()),
-                Ok((side, Some(rewritten))) => break (side, rewritten),
-                Err(error) => Some(refuse(request.id, error)),
-            },
-        };
-        if let Some(answer) = answer {
-            write_message(writer, &Message::Response(answer))
-                .await
-                .map_err(ConnectionError::Write)?;
-        }
-    };
-    let (rest, partial) = lines.into_parts();
-    Ok(Some((
-        side,
-        Handoff::new(vec![first], rest).with_partial(&partial),
-    )))
-}
-
 impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
     /// Serves one connection on this process's stdin and stdout, as
     /// [`agent::serve_stdio`] does for a v1 agent (the same I/O
@@ -238,38 +170,6 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
         let (reader, writer) = crate::stdio::stdio()?;
         smol::block_on(self.serve(reader, writer)).map_err(std::io::Error::other)
     }
-}
-
-fn refuse(id: RequestId, error: ResponseError) -> Response {
-    Response {
-        id,
-        result: Err(error),
-    }
-}
-
-/// The side for an `initialize` (or `proxy/initialize`: the same params), and the line to hand it when the request must be rewritten
-/// for the chosen version (`None`: as sent).
-fn route(
-    request: &acp_jsonrpc::Request,
-    sides: Sides,
-) -> Result<(Side, Option<Vec<u8>>), ResponseError> {
-    let params = request.params.as_deref().map_or("{}", |p| p.get());
-    let requested = downgrade::requested_version(params, &request.method)?;
-    let side = rules::select(requested, sides.v1, sides.v2)?;
-    let params = match side {
-        Side::V2 if requested > 2 => Some(downgrade::with_version(params, 2)?),
-        Side::V1 if requested >= 2 => Some(downgrade::to_v1(params)?),
-        _ => None,
-    };
-    let line = params.map(|params| {
-        let rewritten = acp_jsonrpc::Request {
-            id: request.id.clone(),
-            method: request.method.clone(),
-            params: Some(params),
-        };
-        Message::Request(rewritten).to_json().into_bytes()
-    });
-    Ok((side, line))
 }
 
 /// What can serve the v1 side: an [`Agent`], or [`Absent`].

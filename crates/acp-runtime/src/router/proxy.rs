@@ -5,8 +5,9 @@
 use acp_jsonrpc::{ConnectionError, ConnectionOptions};
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
-use super::{Side, Sides, first_initialize};
+use super::first_frame::{Sides, first_initialize};
 use crate::proxy::{self, Proxy};
+use crate::rules::ServedVersion as Side;
 
 /// The method that picks the version on a proxy's connection.
 const PROXY_INITIALIZE: &str = "proxy/initialize";
