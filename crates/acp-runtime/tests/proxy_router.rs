@@ -1,7 +1,8 @@
 //! The proxy-side version router (features `unstable-protocol-v2` and `unstable-proxy-chains`),
 //! over real pipes with the test as the conductor: each rule of `router::proxy_router` with
 //! the exact lines exchanged (insta). The v1 side answers `session/new` with session
-//! `from-v1`, the v2 side with `from-v2`, so the lines show which side has the connection.
+//! `from-v1`, the v2 side with `from-v2`, so the lines show which side has the connection. A
+//! proptest checks the rules before `proxy/initialize` for any lines and versions.
 #![cfg(all(feature = "unstable-protocol-v2", feature = "unstable-proxy-chains"))]
 
 use std::io::{BufRead, BufReader, Write};
@@ -11,6 +12,7 @@ use acp_runtime::acp_types::v2 as wire;
 use acp_runtime::prelude::*;
 use acp_runtime::proxy::{Proxy, ProxyContext};
 use acp_runtime::router::{ProxyRouter, proxy_router};
+use proptest::prelude::*;
 use serde_json::Value;
 use smol::Unblock;
 
@@ -222,4 +224,93 @@ fn the_v2_side_refuses_null_request_ids() {
     conductor.send(&NEW_SESSION.replace(r#""id":9"#, r#""id":null"#));
     conductor.read();
     insta::assert_snapshot!(conductor.close());
+}
+
+/// A line a conductor may send before `proxy/initialize`.
+#[derive(Clone, Debug)]
+enum Early {
+    Malformed,
+    Notification,
+    Response,
+    /// Another request, a plain `initialize` among them.
+    Request(&'static str),
+    /// `proxy/initialize` with a `protocolVersion` that is not a number.
+    BadVersion,
+}
+
+fn early() -> impl Strategy<Value = Early> {
+    prop_oneof![
+        Just(Early::Malformed),
+        Just(Early::Notification),
+        Just(Early::Response),
+        Just(Early::Request("initialize")),
+        Just(Early::Request("session/new")),
+        Just(Early::BadVersion),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Whatever comes first, each request before `proxy/initialize` is answered once, in
+    /// order, under its id (a malformed line under `null`), the rest is ignored; then the
+    /// `proxy/initialize` goes to the side `rules::select` picks, with the version that side
+    /// speaks, or is refused with `-32022` naming the sides there are.
+    #[test]
+    fn lines_before_proxy_initialize_are_answered_once_then_the_version_is_routed(
+        lines in proptest::collection::vec(early(), 0..8),
+        requested in 0u32..5,
+        sides in prop_oneof![Just((true, false)), Just((false, true)), Just((true, true))],
+    ) {
+        let mut router = proxy_router();
+        if sides.0 {
+            router = router.with_v1(v1_proxy());
+        }
+        if sides.1 {
+            router = router.with_v2(v2_proxy());
+        }
+        let mut conductor = serve(router);
+        let mut expected = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            let id = 100 + index;
+            match line {
+                Early::Malformed => {
+                    conductor.send("{\"jsonrpc\":");
+                    expected.push(Value::Null);
+                }
+                Early::Notification => conductor.send(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#),
+                Early::Response => conductor.send(r#"{"jsonrpc":"2.0","id":7,"result":null}"#),
+                Early::Request(method) => {
+                    conductor.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"protocolVersion":1}}}}"#));
+                    expected.push(id.into());
+                }
+                Early::BadVersion => {
+                    conductor.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"proxy/initialize","params":{{}}}}"#));
+                    expected.push(id.into());
+                }
+            }
+        }
+        for id in &expected {
+            let answer = conductor.read();
+            prop_assert_eq!(&answer["id"], id);
+            prop_assert!(answer["error"]["code"].is_i64(), "{}", answer);
+        }
+        conductor.send(&proxy_initialize(1, requested));
+        let v2 = sides.1 && requested >= 2;
+        if v2 || sides.0 {
+            let forwarded = conductor.read();
+            prop_assert_eq!(&forwarded["method"], "proxy/successor");
+            let version = match (v2, requested) {
+                (true, _) => 2,
+                (false, requested) if requested >= 2 => 1,
+                (false, requested) => requested,
+            };
+            prop_assert_eq!(&forwarded["params"]["params"]["protocolVersion"], &Value::from(version));
+        } else {
+            let answer = conductor.read();
+            prop_assert_eq!(&answer["error"]["code"], -32022);
+            prop_assert_eq!(&answer["error"]["data"]["supported"], &serde_json::json!([2]));
+        }
+        conductor.close();
+    }
 }
