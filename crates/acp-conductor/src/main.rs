@@ -28,7 +28,7 @@ use acp_jsonrpc::ConnectionOptions;
 use acp_runtime::conductor::command_line;
 use acp_runtime::conductor::{Component, Conductor};
 use acp_runtime::prelude::ToolKind;
-use acp_runtime::proxy::{self, Proxy};
+use acp_runtime::proxy::Proxy;
 use clap::Parser;
 
 /// Runs a proxy chain as one agent, or one of the built-in proxies.
@@ -107,13 +107,14 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli {
         Cli::Agent(args) => conduct(args, false),
         Cli::Proxy(args) => conduct(args, true),
-        Cli::PassThrough => serve(Proxy::pass_through(), ConnectionOptions::default()),
+        Cli::PassThrough => serve(Proxy::pass_through(), true, ConnectionOptions::default()),
         Cli::TraceProxy { file: path } => {
             let file = std::fs::File::create(&path)
                 .map_err(|error| format!("cannot create `{}`: {error}", path.display()))?;
             let trace = TraceWriter::new(std::io::BufWriter::new(file));
             serve(
                 Proxy::pass_through(),
+                true,
                 ConnectionOptions::default().with_observer(trace),
             )
         }
@@ -122,7 +123,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 allow: allow.into_iter().collect(),
                 reject: reject.into_iter().collect(),
             };
-            serve(policy.proxy(), ConnectionOptions::default())
+            // Its hook reads v1's permission requests: a v1 proxy.
+            serve(policy.proxy(), false, ConnectionOptions::default())
         }
     }
 }
@@ -183,8 +185,25 @@ fn seconds(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("seconds (such as 2 or 0.25), not {text:?}"))
 }
 
-fn serve(proxy: Proxy, options: ConnectionOptions) -> Result<(), String> {
+/// Serves a built-in proxy on stdin/stdout. With protocol v2 (feature
+/// `unstable-protocol-v2`) through the proxy router: as v1, and as v2 too when `speaks_v2`
+/// (a proxy without hooks reads no message's params, so it forwards either version); a
+/// v1-only proxy answers a v2 chain's `proxy/initialize` as v1, as upstream's `Proxy.v1()`
+/// does. Without the feature the proxy forwards whatever version the chain speaks.
+#[cfg(feature = "unstable-protocol-v2")]
+fn serve(proxy: Proxy, speaks_v2: bool, options: ConnectionOptions) -> Result<(), String> {
+    let router = acp_runtime::router::proxy_router().with_options(options);
+    let router = if speaks_v2 {
+        router.with_v1(proxy.clone()).with_v2(proxy)
+    } else {
+        router.with_v1(proxy)
+    };
+    router.serve_stdio().map_err(|error| error.to_string())
+}
+
+#[cfg(not(feature = "unstable-protocol-v2"))]
+fn serve(proxy: Proxy, _speaks_v2: bool, options: ConnectionOptions) -> Result<(), String> {
     let (reader, writer) = acp_runtime::stdio::stdio().map_err(|error| error.to_string())?;
-    let (_cx, driver) = proxy::serve(proxy, reader, writer, options);
+    let (_cx, driver) = acp_runtime::proxy::serve(proxy, reader, writer, options);
     smol::block_on(driver).map_err(|error| error.to_string())
 }

@@ -454,7 +454,7 @@ where
 
     fn accept_request(&mut self, request: Request, length: usize, trace: IncomingTrace) {
         if self.refuse_null_ids && request.id.is_null() {
-            let error = ResponseError::invalid_request("a request id must not be null");
+            let error = ResponseError::null_request_id();
             self.shared.reply_error(&request.id, &error);
             self.shared.report(Problem::NullRequestId {
                 method: request.method,

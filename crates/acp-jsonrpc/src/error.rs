@@ -124,6 +124,13 @@ impl ResponseError {
         Self::from_code(ErrorCode::INVALID_REQUEST).with_detail(detail)
     }
 
+    /// `-32600 Invalid Request` for a request whose id is `null`, on a connection that refuses
+    /// them ([`ConnectionOptions::with_null_request_ids_refused`](crate::ConnectionOptions::with_null_request_ids_refused),
+    /// ACP v2), or wherever the same rule is kept (a v2 proxy chain's conductor).
+    pub fn null_request_id() -> Self {
+        Self::invalid_request("a request id must not be null")
+    }
+
     /// `-32601 Method not found`, with `{"method": method}` as data (an [`excerpt`] of it:
     /// the name is the peer's).
     pub fn method_not_found(method: &str) -> Self {

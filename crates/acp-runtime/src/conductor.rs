@@ -28,7 +28,11 @@
 //! notifications are dropped). The conductor selects the version as an agent would (the
 //! client's when this runtime speaks it, else the latest) and forwards `initialize`
 //! unchanged when it is the client's; every proxy may lower it further, and the answer comes
-//! back from the agent through every proxy. A handshake that is not answered within the
+//! back from the agent through every proxy. With protocol v2 (feature `unstable-protocol-v2`)
+//! a request for 2 or more is forwarded at 2, each proxy negotiates its `proxy/initialize` as
+//! an agent of its version would (a v1-only proxy answers a v2 chain as v1: see
+//! `router::proxy_router`), and once the chain answered version 2 a request with a `null` id
+//! on any of its connections is answered `-32600`. A handshake that is not answered within the
 //! initialize timeout ([`Conductor::with_initialize_timeout`]) is an error naming the
 //! component that holds it up, and brings the chain down as a failed component does.
 //!

@@ -22,6 +22,11 @@
 //! - Memory is bounded as on any connection (docs/limits.md): forwarded answers reserve room
 //!   in the reply budget, forwarded messages wait for room in the outgoing queue.
 //!
+//! A proxy served with [`serve`] forwards whatever protocol version its chain speaks; its hooks
+//! decode the messages of one version. With protocol v2 (feature `unstable-protocol-v2`),
+//! `router::proxy_router()` serves a proxy whose hooks take v1's messages as v1-only (a v2
+//! chain is answered as v1), one whose hooks take v2's as v2-only, or one of each.
+//!
 //! ```
 //! use acp_runtime::prelude::*;
 //! use acp_runtime::proxy::{self, Proxy, ProxyContext};
@@ -49,7 +54,7 @@ use std::sync::Arc;
 use acp_jsonrpc::{Connection, ConnectionError, ConnectionOptions};
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
-mod context;
+pub(crate) mod context;
 mod dispatch;
 pub(crate) mod envelope;
 mod hooks;

@@ -52,15 +52,19 @@
 //! router's cost is reading the first line before handing it over (docs/performance.md).
 
 mod downgrade;
+mod first_frame;
+#[cfg(feature = "unstable-proxy-chains")]
+mod proxy;
 
-use acp_jsonrpc::{
-    ConnectionError, Handoff, LineEvent, LineReader, Message, RequestId, Response, ResponseError,
-    strip_byte_order_mark, write_message,
-};
+use acp_jsonrpc::{ConnectionError, Handoff};
 use futures_lite::{AsyncBufRead, AsyncWrite};
 
 use crate::agent::{self, Agent, AgentOptions};
-use crate::rules::{self, ServedVersion as Side};
+use crate::rules::ServedVersion as Side;
+use first_frame::{INITIALIZE, Sides, first_initialize};
+
+#[cfg(feature = "unstable-proxy-chains")]
+pub use proxy::{ProxyRouter, proxy_router};
 
 /// A router with no side yet; add them with [`Router::with_v1`] and [`Router::with_v2`].
 pub fn router() -> Router<Absent, Absent> {
@@ -134,44 +138,15 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let max_line_length = self.v1_options.connection().max_line_length();
-        let mut lines = LineReader::with_max_line_length(reader, max_line_length);
-        let (side, first) = loop {
-            let line = match lines.read_line().await.map_err(ConnectionError::Read)? {
-                None => return Ok(()),
-                // A connection answers nothing to a line it did not keep: its id was not read.
-                Some(LineEvent::TooLong { .. }) => continue,
-                Some(LineEvent::Line(line)) => strip_byte_order_mark(line).unwrap_or(line),
-            };
-            if line.is_empty() {
-                continue;
-            }
-            let answer = match Message::from_slice(line) {
-                Err(error) => error.reply().cloned(),
-                Ok(Message::Notification(_) | Message::Response(_)) => None,
-                Ok(Message::Request(request)) if request.method != "initialize" => Some(refuse(
-                    request.id,
-                    ResponseError::invalid_request(format_args!(
-                        "`{}` before `initialize`: the first request must be `initialize`",
-                        acp_jsonrpc::excerpt(&request.method)
-                    )),
-                )),
-                Ok(Message::Request(request)) => {
-                    match route(&request, V1::PRESENT, V2::PRESENT) {
-                        // Unchanged: the line as the client wrote it.
-                        Ok((side, None)) => break (side, line.to_vec()),
-                        Ok((side, Some(rewritten))) => break (side, rewritten),
-                        Err(error) => Some(refuse(request.id, error)),
-                    }
-                }
-            };
-            if let Some(answer) = answer {
-                write_message(&mut writer, &Message::Response(answer))
-                    .await
-                    .map_err(ConnectionError::Write)?;
-            }
+        let sides = Sides {
+            v1: V1::PRESENT,
+            v2: V2::PRESENT,
         };
-        let (rest, partial) = lines.into_parts();
-        let reader = Handoff::new(vec![first], rest).with_partial(&partial);
+        let Some((side, reader)) =
+            first_initialize(reader, &mut writer, INITIALIZE, sides, max_line_length).await?
+        else {
+            return Ok(());
+        };
         match side {
             Side::V1 => self.v1.serve(reader, writer, self.v1_options).await,
             Side::V2 => self.v2.serve(reader, writer, self.v2_options).await,
@@ -195,39 +170,6 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
         let (reader, writer) = crate::stdio::stdio()?;
         smol::block_on(self.serve(reader, writer)).map_err(std::io::Error::other)
     }
-}
-
-fn refuse(id: RequestId, error: ResponseError) -> Response {
-    Response {
-        id,
-        result: Err(error),
-    }
-}
-
-/// The side for an `initialize`, and the line to hand it when the request must be rewritten
-/// for the chosen version (`None`: as sent).
-fn route(
-    request: &acp_jsonrpc::Request,
-    v1: bool,
-    v2: bool,
-) -> Result<(Side, Option<Vec<u8>>), ResponseError> {
-    let params = request.params.as_deref().map_or("{}", |p| p.get());
-    let requested = downgrade::requested_version(params)?;
-    let side = rules::select(requested, v1, v2)?;
-    let params = match side {
-        Side::V2 if requested > 2 => Some(downgrade::with_version(params, 2)?),
-        Side::V1 if requested >= 2 => Some(downgrade::to_v1(params)?),
-        _ => None,
-    };
-    let line = params.map(|params| {
-        let rewritten = acp_jsonrpc::Request {
-            id: request.id.clone(),
-            method: request.method.clone(),
-            params: Some(params),
-        };
-        Message::Request(rewritten).to_json().into_bytes()
-    });
-    Ok((side, line))
 }
 
 /// What can serve the v1 side: an [`Agent`], or [`Absent`].

@@ -2,7 +2,8 @@
 //! trace proxy in front of an agent (this very binary, in agent mode), 100,000 streamed
 //! updates in order, a component crash mid-turn, a SIGKILLed conductor, a client that goes
 //! away mid-turn or mid-handshake, a component that never answers its `initialize`, and the
-//! conductor's memory for large messages.
+//! conductor's memory for large messages; with `unstable-protocol-v2`, v2 through the built-in
+//! proxies (v2.rs).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -10,6 +11,9 @@ use std::time::{Duration, Instant};
 use acp_jsonrpc::transcript;
 use acp_runtime::prelude::*;
 use acp_runtime::process::AgentCommand;
+
+#[cfg(feature = "unstable-protocol-v2")]
+mod v2;
 
 const MODE: &str = "ACP_CHAIN_TEST_AGENT";
 const MARKER: &str = "ACP_CHAIN_TEST_RUN";
@@ -576,6 +580,10 @@ fn main() {
         if std::env::args().nth(1).as_deref() == Some(DEAF) {
             deaf();
         }
+        #[cfg(feature = "unstable-protocol-v2")]
+        if std::env::args().nth(1).as_deref() == Some(v2::V2_AGENT) {
+            return v2::serve_v2_agent();
+        }
         agent::serve_stdio(TestAgent).unwrap();
         return;
     }
@@ -618,6 +626,14 @@ fn main() {
             large_messages_stay_within_a_byte_bound,
         ),
     ];
+    #[cfg(feature = "unstable-protocol-v2")]
+    let tests = {
+        let v2: (&str, fn()) = (
+            "the_built_in_proxies_forward_v2_or_answer_it_as_v1",
+            v2::the_built_in_proxies_forward_v2_or_answer_it_as_v1,
+        );
+        tests.into_iter().chain([v2])
+    };
     for (name, test) in tests {
         if filter.as_deref().is_none_or(|f| name.contains(f)) {
             println!("test {name}");

@@ -124,6 +124,10 @@ pub(crate) struct Shared {
     /// Messages being forwarded, and the event of that count reaching zero.
     forwarding: AtomicUsize,
     forwarding_done: Event,
+    /// Whether the chain speaks protocol v2: the chain's answer to the client's `initialize`
+    /// named it. Its connections then refuse `null` request ids.
+    #[cfg(feature = "unstable-protocol-v2")]
+    pub(crate) speaks_v2: std::sync::atomic::AtomicBool,
 }
 
 /// A message being forwarded, counted from its handler's start to its end (or its drop,
@@ -158,6 +162,8 @@ impl Shared {
             stopping: std::sync::atomic::AtomicBool::new(false),
             forwarding: AtomicUsize::new(0),
             forwarding_done: Event::new(),
+            #[cfg(feature = "unstable-protocol-v2")]
+            speaks_v2: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -3,6 +3,8 @@
 //! on the next hop and its answer comes back verbatim under the old one.
 
 use std::sync::Arc;
+#[cfg(feature = "unstable-protocol-v2")]
+use std::sync::atomic::Ordering;
 
 use acp_jsonrpc::{
     ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RequestError, Responder,
@@ -191,9 +193,12 @@ fn failure(description: String) -> ResponseError {
     ResponseError::new(acp_jsonrpc::ErrorCode::INTERNAL_ERROR, description)
 }
 
-/// The client's `initialize` params with the version the conductor selected: unchanged when
-/// it speaks the client's version (so members it does not know survive), else rewritten.
-fn negotiated(params: Option<&RawValue>) -> Result<Option<Box<RawValue>>, ResponseError> {
+/// The version the conductor selected for the client's `initialize`, and its params with that
+/// version: unchanged when it is the client's (so members it does not know survive), else
+/// rewritten.
+fn negotiated(
+    params: Option<&RawValue>,
+) -> Result<(ProtocolVersion, Option<Box<RawValue>>), ResponseError> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Requested {
@@ -205,13 +210,13 @@ fn negotiated(params: Option<&RawValue>) -> Result<Option<Box<RawValue>>, Respon
     })?;
     let selected = rules::conductor_version(requested.protocol_version);
     if selected == requested.protocol_version {
-        return Ok(params.map(ToOwned::to_owned));
+        return Ok((selected, params.map(ToOwned::to_owned)));
     }
     let mut object: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(raw).map_err(ResponseError::invalid_params)?;
     object.insert("protocolVersion".to_owned(), selected.0.into());
     serde_json::value::to_raw_value(&object)
-        .map(Some)
+        .map(|params| (selected, Some(params)))
         .map_err(ResponseError::internal_error)
 }
 
@@ -251,8 +256,16 @@ impl HopDispatch {
         };
         let selected;
         if starts_chain {
-            selected = negotiated(params)?;
+            let version;
+            (version, selected) = negotiated(params)?;
             params = selected.as_deref();
+            // A v2 `initialize` is a v2 request: its id is not `null`.
+            #[cfg(feature = "unstable-protocol-v2")]
+            if version.0 >= 2 && request.id().is_null() {
+                return Err(rules::null_request_id());
+            }
+            #[cfg(not(feature = "unstable-protocol-v2"))]
+            let _ = version;
         }
         let Some(rpc) = self.connection(&chain, to.hop) else {
             return Err(ResponseError::internal_error("no connection to route to"));
@@ -281,6 +294,15 @@ impl HopDispatch {
             Ok(result) => {
                 if let Some(slot) = slot {
                     chain.handshake.answered(slot);
+                }
+                // The chain speaks what it answered, which may be lower than the client
+                // asked (a v1-only proxy answers a v2 chain as v1); a refused (repeated)
+                // `initialize` changes nothing.
+                #[cfg(feature = "unstable-protocol-v2")]
+                if starts_chain {
+                    let answered = crate::proxy::context::answered_version(&result);
+                    let v2 = answered.is_some_and(|version| version.0 >= 2);
+                    self.shared.speaks_v2.store(v2, Ordering::Release);
                 }
                 Ok(result)
             }
@@ -390,6 +412,10 @@ impl HopDispatch {
 
 impl Handler for HopDispatch {
     async fn request(&self, request: IncomingRequest, mut responder: Responder) {
+        #[cfg(feature = "unstable-protocol-v2")]
+        if request.id().is_null() && self.shared.speaks_v2.load(Ordering::Acquire) {
+            return responder.respond_error(rules::null_request_id());
+        }
         match self.forward_request(request).await {
             Ok(result) => {
                 // Answers pass through whole: wait for room in the reply budget first.

@@ -1,6 +1,6 @@
 //! The router's reading and rewriting of `initialize` params: the requested version, and the
 //! params of a v2 request in the shape of the version it is served with. Only the `initialize`
-//! line of a connection ever comes here.
+//! (or `proxy/initialize`: the same params) line of a connection ever comes here.
 
 use acp_jsonrpc::ResponseError;
 use serde_json::value::RawValue;
@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 /// `protocolVersion` of `initialize` params; `-32602` when absent or not a version number
 /// (an integer from 0 to 65535).
-pub(super) fn requested_version(params: &str) -> Result<u16, ResponseError> {
+pub(super) fn requested_version(params: &str, method: &str) -> Result<u16, ResponseError> {
     #[derive(serde::Deserialize)]
     struct Version {
         #[serde(rename = "protocolVersion")]
@@ -17,9 +17,9 @@ pub(super) fn requested_version(params: &str) -> Result<u16, ResponseError> {
     serde_json::from_str::<Version>(params)
         .map(|v| v.protocol_version)
         .map_err(|_| {
-            ResponseError::invalid_params(
-                "`initialize.protocolVersion` must be a protocol version number (0 to 65535)",
-            )
+            ResponseError::invalid_params(format_args!(
+                "`{method}.protocolVersion` must be a protocol version number (0 to 65535)"
+            ))
         })
 }
 

@@ -49,8 +49,24 @@ pub(crate) fn proxy_initialize_answer(
     }
 }
 
-/// Proxy chains: the conductor's version for the chain, from the client's `initialize`: the
-/// client's when this runtime speaks it, else the latest (as an agent negotiates).
+/// Proxy chains: the conductor's version for the chain, from the client's `initialize`: with
+/// protocol v2 (feature `unstable-protocol-v2`), 2 for a request for 2 or more (the highest
+/// version at or below it, as a router with both sides selects); otherwise the client's when
+/// this runtime speaks it, else the latest (as a v1 agent negotiates). Each proxy then
+/// negotiates its `proxy/initialize` as an agent of its version would: a v1-only proxy
+/// answers a v2 chain as v1.
 pub(crate) fn conductor_version(requested: ProtocolVersion) -> ProtocolVersion {
+    #[cfg(feature = "unstable-protocol-v2")]
+    if requested.0 >= 2 {
+        return ProtocolVersion(2);
+    }
     negotiate(requested)
+}
+
+/// Proxy chains with protocol v2: on a chain that speaks v2, a request id is never `null`,
+/// on any of the conductor's connections (the conductor gives every forwarded request an id
+/// of its own, so the next hop would not see it): the answer to one.
+#[cfg(feature = "unstable-protocol-v2")]
+pub(crate) fn null_request_id() -> ResponseError {
+    ResponseError::null_request_id()
 }
