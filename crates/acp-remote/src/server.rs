@@ -324,11 +324,12 @@ impl Server {
         A: Agent,
         F: Fn(&ConnectionInfo) -> A + Send + Sync + 'static,
     {
-        // The requests in flight of every client draw on the server's ceiling, besides each
-        // connection's own budget.
+        // The requests in flight of every client, and the answers waiting for it, draw on the
+        // server's ceiling, besides each connection's own budgets.
         let options = options
             .with_max_line_length(self.options.max_message_size)
-            .with_shared_in_flight_budget(self.memory_ceiling());
+            .with_shared_in_flight_budget(self.memory_ceiling())
+            .with_shared_reply_budget(self.memory_ceiling());
         self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =

@@ -30,7 +30,7 @@ use crate::lines::{LineSink, LineWriter, to_line};
 use crate::share::{Ceiling, Kind, Share};
 use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
-use queue::{ByteQueue, Inbound, QueueReader};
+use queue::{ByteQueue, Inbound, QueueReader, Unpushed};
 use stream::{Replay, SseStream};
 
 /// Most session streams one connection keeps; messages of further sessions go to the
@@ -192,6 +192,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Why a POST is refused: status and text.
 pub(crate) type Refusal = (u16, &'static str);
+
+/// A POSTed message the server's memory ceiling has no room for, for this connection under
+/// the share rule: refused at once, as a body that does not fit is.
+pub(crate) const OVER_SHARE: Refusal = (
+    413,
+    "no room for this message now (this connection's share of the server's memory ceiling): send it again later",
+);
 
 impl HttpConn {
     pub(crate) fn new(
@@ -392,10 +399,24 @@ impl HttpConn {
         }
     }
 
-    /// Queues a POSTed message for the runtime (waits while its queue is full).
-    pub(crate) async fn push_incoming(&self, message: &[u8]) -> Result<(), ()> {
+    /// Queues a POSTed message for the runtime (waits while its queue is full): refused 404
+    /// once the connection ended, 413 when the server's memory ceiling has no room for this
+    /// connection under the share rule.
+    pub(crate) async fn push_incoming(&self, message: &[u8]) -> Result<(), Refusal> {
         self.activity.touch();
-        self.inbound.push(to_line(message)).await.map_err(drop)
+        match self.inbound.push(to_line(message)).await {
+            Ok(()) => Ok(()),
+            Err(Unpushed::Closed) => Err((404, "the connection has ended")),
+            Err(Unpushed::OverShare) => Err(OVER_SHARE),
+        }
+    }
+
+    /// Ends the connection because a message for one of its streams did not fit in its share
+    /// of the server's memory ceiling: its agent is ended and its streams dropped, as for a
+    /// `DELETE`, and its requests are answered 404 from now on (docs/remote.md).
+    fn end_over_share(&self) {
+        self.end_input();
+        self.ended.set();
     }
 
     /// The answer to `initialize`, once the runtime wrote it.
@@ -465,7 +486,9 @@ impl HttpConn {
     /// Drops everything: the connection is gone.
     pub(crate) fn abort(&self) {
         self.inbound.abort();
-        self.initial.abort();
+        // The `initialize` answer, if written, stays for the POST that waits for it (a
+        // connection can be ended over its share right after answering it).
+        self.initial.close();
         self.connection_stream.abort();
         for stream in lock(&self.routes).sessions.values() {
             stream.abort();
@@ -492,6 +515,7 @@ pub(crate) fn http_writer(conn: Arc<HttpConn>) -> HttpWriter {
         conn,
         pending: None,
         listener: BudgetListener::default(),
+        over_share: false,
     })
 }
 
@@ -519,45 +543,65 @@ pub(crate) struct StreamSink {
     /// A routed line waiting for room in its stream's queue.
     pending: Option<(Target, Option<Vec<u8>>)>,
     listener: BudgetListener,
+    /// A line did not fit in the connection's share of the ceiling: the connection is ended.
+    over_share: bool,
 }
 
 impl StreamSink {
     /// Waits until the routed line is queued (or its queue is gone: the stream was dropped,
-    /// and so is the line).
-    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// and so is the line). A line the server's memory ceiling has no room for, for this
+    /// connection under the share rule, ends the connection (never waiting on the others):
+    /// the runtime's writes fail from then on.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Some((target, message)) = &mut self.pending {
-            let _ = ready!(target.queue().poll_push(message, &mut self.listener, cx));
+            let pushed = ready!(target.queue().poll_push(message, &mut self.listener, cx));
             self.pending = None;
+            if let Err(Unpushed::OverShare) = pushed {
+                self.over_share = true;
+                self.conn.end_over_share();
+                return Poll::Ready(Err(over_share()));
+            }
             self.conn.activity.touch();
         }
-        Poll::Ready(())
+        Poll::Ready(Ok(()))
     }
 }
 
 impl LineSink for StreamSink {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_pending(cx));
-        Poll::Ready(Ok(()))
+        if self.over_share {
+            return Poll::Ready(Err(over_share()));
+        }
+        self.poll_pending(cx)
     }
 
     fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
         let queue = self.conn.route_outgoing(&line);
         self.pending = Some((queue, Some(line)));
         // Queued now if there is room; otherwise the next write or flush waits for it.
-        let _ = self.poll_pending(cx);
-        Ok(())
+        match self.poll_pending(cx) {
+            Poll::Ready(Err(error)) => Err(error),
+            _ => Ok(()),
+        }
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_pending(cx));
-        Poll::Ready(Ok(()))
+        self.poll_pending(cx)
     }
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_pending(cx));
+        let pending = ready!(self.poll_pending(cx));
         self.conn.finish_streams();
-        Poll::Ready(Ok(()))
+        Poll::Ready(pending)
     }
+}
+
+/// The error the runtime's writes meet on a connection ended over its share.
+fn over_share() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        "the connection was ended: its streams' messages did not fit in its share of the server's memory ceiling",
+    )
 }
 
 impl Drop for StreamSink {

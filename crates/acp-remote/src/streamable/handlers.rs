@@ -148,9 +148,7 @@ async fn posted(
         // same 202 the first one got.
         return Ok(Posted::Accepted);
     }
-    conn.push_incoming(body)
-        .await
-        .map_err(|()| (404, "the connection has ended"))?;
+    conn.push_incoming(body).await?;
     Ok(Posted::Accepted)
 }
 

@@ -175,6 +175,14 @@ impl AgentOptions {
         self
     }
 
+    /// Makes the answers waiting to be written to the client draw from `budget` too, shared
+    /// with other connections: a server gives one to all its clients (see
+    /// [`ConnectionOptions::with_shared_reply_budget`]).
+    pub fn with_shared_reply_budget(mut self, budget: acp_jsonrpc::ByteBudget) -> Self {
+        self.connection = self.connection.with_shared_reply_budget(budget);
+        self
+    }
+
     /// Every option of the underlying JSON-RPC connection at once (replaces the observer
     /// and limits set before).
     pub fn with_connection_options(mut self, options: ConnectionOptions) -> Self {
