@@ -6,7 +6,7 @@
 //!
 //! The share rule: a holder takes from the ceiling only while the ceiling then holds at most
 //! its limit minus a reserve (an eighth of it); the reserve is for holders that hold little
-//! (after the take, at most the reserve divided by the number of holders there can be: three
+//! (after the take, at most the reserve divided by the number of holders there can be: five
 //! per connection and the `initialize` pool), so that a new connection and a small message
 //! still pass however much the others hold, and no connection can take it all.
 //!
@@ -36,6 +36,9 @@ pub(crate) enum Kind {
 
 const KINDS: usize = 4;
 
+/// The most holders of the ceiling one connection has (see [`Ceiling::new`]).
+const HOLDERS_PER_CONNECTION: usize = 5;
+
 /// The server's memory ceiling, with what each kind of [`Share`] holds of it.
 #[derive(Debug)]
 pub(crate) struct Ceiling {
@@ -48,10 +51,11 @@ impl Ceiling {
     /// A ceiling of `limit` bytes, for a server of at most `max_connections` connections.
     pub(crate) fn new(limit: usize, max_connections: usize) -> Arc<Ceiling> {
         let reserve = limit / 8;
-        // At most three holders per connection (stream queues, POST bodies and requests in
-        // flight, or a WebSocket's messages and requests) and the `initialize` pool share the
-        // reserve: each can always take its part of it, whatever the others hold.
-        let guaranteed = reserve / (3 * max_connections + 1);
+        // At most five holders per connection (stream queues, POST bodies, or a WebSocket's
+        // messages; and the runtime's requests in flight, answers waiting and sessions) and
+        // the `initialize` pool share the reserve: each can always take its part of it,
+        // whatever the others hold.
+        let guaranteed = reserve / (HOLDERS_PER_CONNECTION * max_connections + 1);
         Arc::new(Ceiling {
             budget: ByteBudget::with_reserve(limit, reserve, guaranteed),
             held: Default::default(),
@@ -185,19 +189,19 @@ mod tests {
 
     #[test]
     fn the_reserve_is_kept_for_holders_that_hold_little() {
-        // 8 MiB ceiling: 1 MiB reserve; 2 connections: 7 holders, 146 KiB each.
+        // 8 MiB ceiling: 1 MiB reserve; 2 connections: 11 holders, 93 KiB each.
         let ceiling = Ceiling::new(8 << 20, 2);
         let greedy = Share::new(64 << 20, &ceiling, Kind::SseQueues);
         assert_eq!(greedy.try_take(7 << 20), Ok(()));
         // Beyond the general part: refused to the holder of much, whatever its own budget.
         assert_eq!(greedy.try_take(1), Err(Refused::OverShare));
         let newcomer = Share::new(64 << 20, &ceiling, Kind::PostBodies);
-        assert_eq!(newcomer.try_take(100 << 10), Ok(()));
-        assert_eq!(newcomer.try_take(100 << 10), Err(Refused::OverShare));
+        assert_eq!(newcomer.try_take(80 << 10), Ok(()));
+        assert_eq!(newcomer.try_take(80 << 10), Err(Refused::OverShare));
         assert_eq!(ceiling.held(Kind::SseQueues), 7 << 20);
-        assert_eq!(ceiling.held(Kind::PostBodies), 100 << 10);
+        assert_eq!(ceiling.held(Kind::PostBodies), 80 << 10);
         greedy.give_back(7 << 20);
-        newcomer.give_back(100 << 10);
+        newcomer.give_back(80 << 10);
         assert_eq!(ceiling.budget().used(), 0);
     }
 
