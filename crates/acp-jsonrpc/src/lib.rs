@@ -220,6 +220,7 @@ pub mod fuzzing;
 mod handler;
 mod handoff;
 mod id;
+mod id_map;
 pub mod json;
 mod latch;
 mod line_reader;

@@ -377,6 +377,23 @@ impl HttpConn {
         Ok(Incoming::New)
     }
 
+    /// Forgets a message [`accept_incoming`](Self::accept_incoming) took that was then not
+    /// queued for the agent (refused `413`), so that the client's retry of it is taken as
+    /// new rather than answered as a duplicate and never delivered.
+    pub(crate) fn withdraw_incoming(&self, peek: &Peek<'_>) {
+        let Some(key) = peek.id_key() else {
+            return;
+        };
+        let mut routes = lock(&self.routes);
+        if peek.method.is_some() {
+            let key = id_key(CLIENT_REQUEST, &key);
+            routes.seen.forget(key);
+            routes.answers.remove(&key);
+        } else {
+            routes.seen.forget(id_key(CLIENT_ANSWER, &key));
+        }
+    }
+
     /// A POSTed answer to a request of the agent that is refused (not JSON-RPC 2.0): the
     /// agent's request fails with the reason instead of waiting for an answer that will not
     /// come. Nothing for other messages, or ids not pending.
@@ -677,5 +694,37 @@ mod tests {
             routes.answers.values().collect::<Vec<_>>()[..],
             [Route::Connection]
         ));
+    }
+
+    #[test]
+    fn a_message_refused_for_want_of_room_is_new_when_sent_again() {
+        let limits = StreamLimits {
+            budget: 1 << 20,
+            replay_bytes: 1 << 20,
+            replay_events: 16,
+            replay_age: std::time::Duration::from_secs(60),
+            cursors: false,
+        };
+        // 8 MiB: its general part (7 MiB) taken by another holder.
+        let ceiling = Ceiling::new(8 << 20, 1);
+        let greedy = Share::new(16 << 20, &ceiling, Kind::SseQueues);
+        assert_eq!(greedy.try_take(7 << 20), Ok(()));
+        let conn = HttpConn::new("c".into(), None, 4 << 20, limits, &ceiling);
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"x/big","params":"{}"}}"#,
+            "a".repeat(1 << 20)
+        );
+        let peek: Peek<'_> = serde_json::from_str(&request).unwrap();
+        assert_eq!(conn.accept_incoming(&peek, None), Ok(Incoming::New));
+        let pushed = smol::block_on(conn.push_incoming(request.as_bytes()));
+        assert_eq!(pushed, Err(OVER_SHARE));
+        conn.withdraw_incoming(&peek);
+        greedy.give_back(7 << 20);
+        // Sent again: new, and queued for the agent this time.
+        assert_eq!(conn.accept_incoming(&peek, None), Ok(Incoming::New));
+        assert_eq!(
+            smol::block_on(conn.push_incoming(request.as_bytes())),
+            Ok(())
+        );
     }
 }
