@@ -105,6 +105,13 @@ impl ByteBudget {
         self.try_take_below(bytes, cap)
     }
 
+    /// Whether the budget holds so much that only holders holding little get more: its
+    /// reserve is being drawn on (without one, its last eighth).
+    pub(crate) fn is_nearly_full(&self) -> bool {
+        let reserve = self.inner.reserve.max(self.inner.limit / 8);
+        self.used() >= self.inner.limit - reserve
+    }
+
     /// Its size in bytes.
     pub fn limit(&self) -> usize {
         self.inner.limit

@@ -32,6 +32,7 @@ pub struct ConnectionOptions {
     pub(crate) reply_budget: usize,
     pub(crate) in_flight_budget: usize,
     pub(crate) shared_in_flight_budget: Option<ByteBudget>,
+    pub(crate) shared_reply_budget: Option<ByteBudget>,
     pub(crate) observer: SharedObserver,
     pub(crate) refuse_null_ids: bool,
 }
@@ -48,6 +49,7 @@ impl Default for ConnectionOptions {
             reply_budget: DEFAULT_REPLY_BUDGET,
             in_flight_budget: DEFAULT_IN_FLIGHT_BUDGET,
             shared_in_flight_budget: None,
+            shared_reply_budget: None,
             observer: None,
             refuse_null_ids: false,
         }
@@ -148,6 +150,29 @@ impl ConnectionOptions {
         self
     }
 
+    /// Makes the responses waiting for the writer draw from `budget` too, besides this
+    /// connection's own reply budget ([`with_reply_budget`](Self::with_reply_budget)): give
+    /// the same [`ByteBudget`] to several connections (a server's, one per client) to bound
+    /// what all of them queue for peers that do not read. A response is still never refused:
+    /// one that does not fit in the shared budget (under its reserve's rule, see
+    /// [`ByteBudget::with_reserve`], for a connection that then queues that much) is queued
+    /// beside it, and the driver reads nothing more from the peer until the writer has taken
+    /// every such response, so that a connection over its share only waits on its own peer.
+    ///
+    /// ```
+    /// use acp_jsonrpc::{ByteBudget, ConnectionOptions};
+    ///
+    /// let server = ByteBudget::new(256 << 20);
+    /// let options = ConnectionOptions::default()
+    ///     .with_shared_in_flight_budget(server.clone())
+    ///     .with_shared_reply_budget(server);
+    /// # let _ = options;
+    /// ```
+    pub fn with_shared_reply_budget(mut self, budget: ByteBudget) -> Self {
+        self.shared_reply_budget = Some(budget);
+        self
+    }
+
     /// Lets `observer` see every line read and written and every problem.
     pub fn with_observer(self, observer: impl Observer) -> Self {
         self.with_shared_observer(Arc::new(observer))
@@ -170,6 +195,7 @@ impl fmt::Debug for ConnectionOptions {
             .field("reply_budget", &self.reply_budget)
             .field("in_flight_budget", &self.in_flight_budget)
             .field("shared_in_flight_budget", &self.shared_in_flight_budget)
+            .field("shared_reply_budget", &self.shared_reply_budget)
             .field("observer", &self.observer.is_some())
             .finish()
     }

@@ -209,7 +209,7 @@ where
     ) -> (ConnectionHandle, Self) {
         let shared = Shared::new(
             options.outgoing_capacity,
-            options.reply_budget,
+            (options.reply_budget, options.shared_reply_budget),
             (options.in_flight_budget, options.shared_in_flight_budget),
             options.observer,
         );
@@ -393,7 +393,12 @@ where
                     // buffered, let that happen before reading again: the
                     // read would most likely find the pipe empty, and after
                     // the write the transport can go straight to waiting.
-                    if expects_a_write && self.reader.input_exhausted() {
+                    // So too while the server's shared reply budget is nearly full: each
+                    // answer then decides whether reading goes on, one request at a time.
+                    if expects_a_write
+                        && (self.reader.input_exhausted()
+                            || self.shared.shared_replies_nearly_full())
+                    {
                         break;
                     }
                 }

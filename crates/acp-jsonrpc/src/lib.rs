@@ -124,7 +124,7 @@
 //! | the bytes those requests hold (their size on the wire), [`ConnectionOptions::with_in_flight_budget`], and optionally a [`ByteBudget`] shared with other connections, [`ConnectionOptions::with_shared_in_flight_budget`] | 64 MiB | a further request is answered at once with `-32603` [`ResponseError::too_many_request_bytes`] and reported as [`Problem::InFlightBudgetExceeded`]; reading goes on. One request larger than the budget passes while nothing else is in flight |
 //! | notifications being handled | 1 | reading waits for the handler: that is the ordering guarantee |
 //! | our requests and notifications waiting for the writer, [`ConnectionOptions::with_outgoing_capacity`] | 1024 × 256 B = 256 KiB | [`ConnectionHandle::notify`] and [`ConnectionHandle::request`] wait for room; a message larger than the whole budget goes out alone |
-//! | our responses waiting for the writer, [`ConnectionOptions::with_reply_budget`] | 32 MiB | the driver reads nothing more from the peer until the writer catches up; [`Responder::reserve`] waits for room. A response itself is never refused |
+//! | our responses waiting for the writer, [`ConnectionOptions::with_reply_budget`], and optionally a [`ByteBudget`] shared with other connections, [`ConnectionOptions::with_shared_reply_budget`] | 32 MiB | the driver reads nothing more from the peer until the writer catches up (or has taken every response the shared budget had no room for); [`Responder::reserve`] waits for room. A response itself is never refused |
 //!
 //! So everything queued for the peer is bounded in bytes: requests and
 //! notifications by the outgoing budget (senders wait), responses by the
@@ -220,6 +220,7 @@ pub mod fuzzing;
 mod handler;
 mod handoff;
 mod id;
+mod id_map;
 pub mod json;
 mod latch;
 mod line_reader;

@@ -2,8 +2,7 @@
 //! (one byte buffer that messages are appended to and the writer swaps out whole), its byte
 //! budgets, and the maps of requests in flight both ways.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
@@ -11,6 +10,7 @@ use std::task::{Context, Waker};
 use serde_json::value::RawValue;
 
 use crate::budget::{BudgetScope, ByteBudget, Charge};
+use crate::id_map::IdMap;
 use crate::message::{encode_error, encode_notification};
 use crate::observer::SharedObserver;
 use crate::trace::{ConnectionTrace, IncomingTrace};
@@ -56,6 +56,11 @@ struct OutgoingQueue {
     /// Bytes of the queued responses (replies are never refused, so this may
     /// exceed the reply budget; the driver then stops reading).
     reply_bytes: usize,
+    /// Of `reply_bytes`, those taken from the shared reply budget (given back as the writer
+    /// takes them), and those queued beside it because it had no room for this connection
+    /// (the driver reads nothing while there are any).
+    charged_reply_bytes: usize,
+    uncharged_reply_bytes: usize,
     /// Room of the reply budget held by responders for answers not sent yet
     /// ([`Responder::reserve`](crate::Responder::reserve)).
     reserved_bytes: usize,
@@ -97,57 +102,6 @@ struct PendingRequests {
     refused: bool,
 }
 
-/// A map keyed by request ids, hashed with [`IdHasher`].
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
-/// A multiply-rotate hash (the one rustc uses internally) for request ids:
-/// SipHash cost more than the rest of the map operations together. Flooding
-/// attacks do not apply: both maps hold at most the in-flight limits' worth
-/// of entries.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl IdHasher {
-    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().unwrap()));
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.add(u64::from_le_bytes(tail) ^ rest.len() as u64);
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.add(n as u64);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Per incoming request: what its responder must know when it is dropped.
 #[derive(Default)]
 pub(crate) struct RequestState {
@@ -173,9 +127,14 @@ pub(crate) struct Shared {
     /// on close.
     reply_room: event_listener::Event,
     reply_budget: usize,
+    /// The reply budget this connection shares with others, if any
+    /// ([`ConnectionOptions::with_shared_reply_budget`](crate::ConnectionOptions::with_shared_reply_budget)).
+    shared_replies: Option<ByteBudget>,
     /// A copy of the queue's `reply_bytes`, which the driver checks before
     /// every line it reads without taking the lock.
     queued_reply_bytes: AtomicUsize,
+    /// A copy of the queue's `uncharged_reply_bytes`, for the same check.
+    uncharged_reply_bytes: AtomicUsize,
     next_id: AtomicI64,
     pending: Mutex<PendingRequests>,
     incoming: Mutex<IdMap<RequestId, Arc<RequestState>>>,
@@ -213,7 +172,7 @@ const NEW_BUFFER_CAPACITY: usize = 256;
 impl Shared {
     pub(crate) fn new(
         outgoing_capacity: usize,
-        reply_budget: usize,
+        (reply_budget, shared_replies): (usize, Option<ByteBudget>),
         (in_flight, shared_in_flight): (usize, Option<ByteBudget>),
         observer: SharedObserver,
     ) -> Arc<Shared> {
@@ -223,6 +182,8 @@ impl Shared {
                 metered_cost: 0,
                 metered_messages: 0,
                 reply_bytes: 0,
+                charged_reply_bytes: 0,
+                uncharged_reply_bytes: 0,
                 reserved_bytes: 0,
                 reservers: VecDeque::new(),
                 next_reserver: 0,
@@ -233,7 +194,9 @@ impl Shared {
             outgoing_capacity: outgoing_capacity.max(1),
             reply_room: event_listener::Event::new(),
             reply_budget,
+            shared_replies,
             queued_reply_bytes: AtomicUsize::new(0),
+            uncharged_reply_bytes: AtomicUsize::new(0),
             next_id: AtomicI64::new(0),
             pending: Mutex::new(PendingRequests {
                 waiters: IdMap::default(),
@@ -343,6 +306,16 @@ impl Shared {
             queue.reply_bytes += reply_bytes;
             self.queued_reply_bytes
                 .store(queue.reply_bytes, Ordering::Release);
+            if let Some(shared) = &self.shared_replies {
+                let after = queue.charged_reply_bytes + reply_bytes;
+                if shared.try_take_as(reply_bytes, after) {
+                    queue.charged_reply_bytes = after;
+                } else {
+                    queue.uncharged_reply_bytes += reply_bytes;
+                    self.uncharged_reply_bytes
+                        .store(queue.uncharged_reply_bytes, Ordering::Release);
+                }
+            }
         }
         let large = bytes.len() >= LARGE_MESSAGE;
         let spare = match queue.chunks.back_mut() {
@@ -432,12 +405,28 @@ impl Shared {
         };
         queue.metered_cost -= chunk.metered_cost;
         queue.metered_messages -= chunk.metered_messages;
+        let mut uncharge = 0;
         if chunk.reply_bytes != 0 {
             queue.reply_bytes -= chunk.reply_bytes;
             self.queued_reply_bytes
                 .store(queue.reply_bytes, Ordering::Release);
+            if self.shared_replies.is_some() {
+                // What was queued beside the shared budget goes first: reading resumes as
+                // soon as the peer has taken that much.
+                let beside = chunk.reply_bytes.min(queue.uncharged_reply_bytes);
+                queue.uncharged_reply_bytes -= beside;
+                self.uncharged_reply_bytes
+                    .store(queue.uncharged_reply_bytes, Ordering::Release);
+                uncharge = (chunk.reply_bytes - beside).min(queue.charged_reply_bytes);
+                queue.charged_reply_bytes -= uncharge;
+            }
         }
         drop(queue);
+        if let Some(shared) = &self.shared_replies
+            && uncharge != 0
+        {
+            shared.give_back(uncharge);
+        }
         let written = std::mem::replace(buffer, chunk.bytes);
         self.recycle(written);
         if chunk.reply_bytes != 0 {
@@ -483,6 +472,16 @@ impl Shared {
     /// more of its requests would only grow memory.
     pub(crate) fn replies_over_budget(&self) -> bool {
         self.queued_reply_bytes() > self.reply_budget
+            || self.uncharged_reply_bytes.load(Ordering::Acquire) != 0
+    }
+
+    /// Whether the shared reply budget is nearly full, so that each request's answer is best
+    /// seen (charged, or pausing the reading) before the next request is read: a batch of
+    /// requests read at once would otherwise all be answered beside it.
+    pub(crate) fn shared_replies_nearly_full(&self) -> bool {
+        self.shared_replies
+            .as_ref()
+            .is_some_and(ByteBudget::is_nearly_full)
     }
 
     pub(crate) fn reserved_reply_bytes(&self) -> usize {
@@ -724,6 +723,19 @@ impl Shared {
         self.space.notify(usize::MAX);
         self.reply_room.notify(usize::MAX);
         self.refuse_requests();
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Responses never written (the connection ended first) give back what they hold of
+        // the shared reply budget.
+        let queue = self.outgoing.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = &self.shared_replies
+            && queue.charged_reply_bytes != 0
+        {
+            shared.give_back(queue.charged_reply_bytes);
+        }
     }
 }
 

@@ -417,6 +417,44 @@ fn unread_replies_over_the_budget_pause_reading() {
     });
 }
 
+/// A reply budget shared by two connections (a server's): answers one peer does not read
+/// take it until the next does not fit, which is queued beside it and pauses that
+/// connection's reading (never the other's); once its peer reads, every request gets its
+/// answer and the shared budget is given back whole.
+#[test]
+fn a_shared_reply_budget_pauses_only_the_connection_over_it() {
+    run(async {
+        const KIB: usize = 1024;
+        let everyone = ByteBudget::new(1024 * KIB);
+        let options = || ConnectionOptions::default().with_shared_reply_budget(everyone.clone());
+        let greedy = Large::default();
+        let (_first, mut a, _da) = connect(greedy.clone(), options());
+        let other = Large::default();
+        let (_second, mut b, _db) = connect(other.clone(), options());
+
+        // The writer takes the first answer; the second is queued in the shared budget; the
+        // third does not fit beside it and pauses reading.
+        send_lines(&mut a, (0..3).map(|id| sized(id, "unreserved", 512 * KIB))).await;
+        eventually(|| greedy.unreserved.load(Ordering::SeqCst) == 3).await;
+        assert!(everyone.used() <= 1024 * KIB, "{}", everyone.used());
+        send_lines(&mut a, (100..110).map(|id| request(id, "ping"))).await;
+        Timer::after(Duration::from_millis(100)).await;
+        assert_eq!(
+            greedy.pings.load(Ordering::SeqCst),
+            0,
+            "read while over its share"
+        );
+
+        // The other connection is served meanwhile.
+        send_lines(&mut b, [request(1, "ping")]).await;
+        expect_answers(&mut b, [1]).await;
+
+        expect_answers(&mut a, (0..3).chain(100..110)).await;
+        assert_eq!(greedy.pings.load(Ordering::SeqCst), 10);
+        eventually(|| everyone.used() == 0).await;
+    });
+}
+
 /// An answer larger than the whole budget still goes out: its reservation is
 /// granted once nothing else is queued or reserved.
 #[test]

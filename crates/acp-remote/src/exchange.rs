@@ -175,15 +175,20 @@ async fn read_body(
 }
 
 /// Reads the rest of a refused body through `scan` until it decides or the body ends: one
-/// piece at a time, counted in `budget` while it is looked at and then dropped, so that a
-/// refused body of any size costs one piece of memory.
+/// piece at a time, counted in `budget` while it is looked at and then dropped (a piece the
+/// ceiling refuses ends the scan), so that a refused body of any size costs one piece of
+/// memory.
 async fn scan_rest(body: &mut impl ReadBody, scan: &mut AnswerScan, budget: &Share) {
     while !scan.is_decided() {
         let Ok(Some(piece)) = body.next().await else {
             return;
         };
         let mut reserved = Reservation::new(budget.clone());
-        reserved.take(piece.len()).await;
+        // Over its share of the ceiling: the rest is not looked at, and the agent's request
+        // waits as for an answer never sent.
+        if !reserved.take(piece.len()).await {
+            return;
+        }
         scan.feed(&piece);
     }
 }

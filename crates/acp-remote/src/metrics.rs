@@ -11,7 +11,7 @@
 //! | `sessions` | gauge: created (or loaded) on open connections | |
 //! | `turns_running` | gauge: `session/prompt` requests not yet answered | |
 //! | `turns_total` | counter: prompts answered | |
-//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `post_bodies`, `initialize_bodies`, `websocket_messages`, `requests_in_flight`: what each holds of the server's memory ceiling, whose size is their limit; `memory_ceiling`: their sum; `sse_replay`: the connections' replay windows, beside the ceiling) |
+//! | `budget_used_bytes`, `budget_limit_bytes` | gauges | `budget` (`sse_queues`, `post_bodies`, `initialize_bodies`, `websocket_messages`, `runtime` (`serve_agent`'s requests in flight, answers waiting and sessions): what each holds of the server's memory ceiling, whose size is their limit; `memory_ceiling`: their sum; `sse_replay`: the connections' replay windows, beside the ceiling) |
 //! | `refusals_total` | counter | `reason` (`max_connections`, `draining`, `sockets`, `unauthenticated`, `origin`, `not_found`, `too_large`, `bad_request`) |
 //! | `draining` | gauge: 1 while draining | |
 
@@ -139,13 +139,9 @@ pub(crate) fn budgets(ctx: &ServerCtx) -> Vec<(&'static str, u64, u64)> {
         .into_iter()
         .map(|(name, used)| (name, used as u64, limit))
         .collect();
-    // What the ceiling holds beside the kinds above: the requests in flight of
-    // `serve_agent`'s clients.
-    budgets.push((
-        "requests_in_flight",
-        total.saturating_sub(named) as u64,
-        limit,
-    ));
+    // What the ceiling holds beside the kinds above: what the runtime holds for
+    // `serve_agent`'s clients (requests in flight, answers waiting, sessions).
+    budgets.push(("runtime", total.saturating_sub(named) as u64, limit));
     budgets.push(("memory_ceiling", total as u64, limit));
     budgets.push(("sse_replay", kept, kept_limit));
     budgets

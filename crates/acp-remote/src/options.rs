@@ -311,18 +311,19 @@ impl ServerOptions {
     /// a connection); the Streamable HTTP connections' SSE queues, POST bodies arriving and
     /// POSTed messages waiting, and the `initialize` bodies arriving; and, with
     /// [`Server::serve_agent`](crate::Server::serve_agent) (or a handler given
-    /// [`Server::memory_ceiling`](crate::Server::memory_ceiling)), the requests in flight
-    /// (besides each connection's own budget, `AgentOptions::with_in_flight_budget`, 64 MiB).
+    /// [`Server::memory_ceiling`](crate::Server::memory_ceiling)), the requests in flight,
+    /// the answers waiting for the clients and what their sessions keep (besides each
+    /// connection's own budgets).
     ///
     /// Shared fairly: the last eighth is kept for holders that hold little (at most that
-    /// eighth divided by three times the connection limit plus one, 85 KiB at the defaults), so a
+    /// eighth divided by five times the connection limit plus one, 51 KiB at the defaults), so a
     /// new connection and small messages pass whatever the others hold; a WebSocket holds at
     /// most one message of the limit. What does not fit is refused to the connection that
     /// asked, never taken from the others: a WebSocket message closes its connection with
     /// 1009, a POST body is answered 413 at once, a request in flight `-32603` (data
-    /// `"scope": "shared"`), and a message for an SSE stream waits (the agent's output to that
-    /// client waits, as for a client that does not read). docs/limits.md has the server's
-    /// worst case.
+    /// `"scope": "shared"`), an answer pauses its connection's reading until its peer takes
+    /// it, and a message for an SSE stream ends its Streamable HTTP connection. docs/limits.md
+    /// has the server's worst case.
     ///
     /// ```
     /// let options = acp_remote::ServerOptions::default().with_memory_ceiling(64 << 20);

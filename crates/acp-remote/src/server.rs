@@ -272,9 +272,10 @@ impl Server {
     /// The server's memory ceiling (`ServerOptions::with_memory_ceiling`): the one budget
     /// its WebSocket messages, Streamable HTTP queues and bodies draw on. A
     /// [`serve`](Self::serve) handler that runs JSON-RPC itself hands it to
-    /// `with_shared_in_flight_budget` (as [`serve_agent`](Self::serve_agent) does), so that its
-    /// clients' requests in flight count in it too, and in the `/metrics` gauge
-    /// `budget_used_bytes{budget="requests_in_flight"}`.
+    /// `with_shared_in_flight_budget`, `with_shared_reply_budget` and (an agent)
+    /// `with_shared_session_budget`, as [`serve_agent`](Self::serve_agent) does, so that its
+    /// clients' requests in flight, the answers waiting for them and their sessions count in
+    /// it too, and in the `/metrics` gauge `budget_used_bytes{budget="runtime"}`.
     ///
     /// ```
     /// # fn main() -> std::io::Result<()> {
@@ -324,11 +325,13 @@ impl Server {
         A: Agent,
         F: Fn(&ConnectionInfo) -> A + Send + Sync + 'static,
     {
-        // The requests in flight of every client draw on the server's ceiling, besides each
-        // connection's own budget.
+        // The requests in flight of every client, the answers waiting for it and what its
+        // sessions keep draw on the server's ceiling, besides each connection's own budgets.
         let options = options
             .with_max_line_length(self.options.max_message_size)
-            .with_shared_in_flight_budget(self.memory_ceiling());
+            .with_shared_in_flight_budget(self.memory_ceiling())
+            .with_shared_reply_budget(self.memory_ceiling())
+            .with_shared_session_budget(self.memory_ceiling());
         self.serve(move |connection: IncomingConnection| {
             let agent = factory(&connection.info);
             let (client, driver) =

@@ -30,7 +30,7 @@ use crate::lines::{LineSink, LineWriter, to_line};
 use crate::share::{Ceiling, Kind, Share};
 use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
-use queue::{ByteQueue, Inbound, QueueReader};
+use queue::{ByteQueue, Inbound, QueueReader, Unpushed};
 use stream::{Replay, SseStream};
 
 /// Most session streams one connection keeps; messages of further sessions go to the
@@ -45,8 +45,32 @@ const MAX_ROUTES: usize = 4096;
 /// agent twice; the oldest is forgotten first.
 pub(crate) const MAX_SEEN_IDS: usize = 4096;
 
-/// Ids longer than this (as JSON text) are not remembered: 4096 of them stay within 1 MiB.
-pub(crate) const MAX_SEEN_ID_LEN: usize = 256;
+/// The longest session id an answer's route keeps (longer: the answer goes to the
+/// connection's stream), so that 4096 routes stay near 1 MiB whatever the client sends.
+const MAX_ROUTED_SESSION_LEN: usize = 256;
+
+/// A request id as a connection remembers it: a keyed hash of its JSON text (8 bytes, however
+/// long the id), with a tag for the side whose id it is. The key is the process's own, so a
+/// client cannot make two ids collide on purpose.
+type IdKey = u64;
+
+fn id_key(tag: u8, text: &str) -> IdKey {
+    use std::hash::{BuildHasher, Hasher};
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let mut hasher = KEYS
+        .get_or_init(std::collections::hash_map::RandomState::new)
+        .build_hasher();
+    hasher.write_u8(tag);
+    hasher.write(text.trim().as_bytes());
+    hasher.finish()
+}
+
+/// The tags of [`id_key`]: the client's requests, its answers to the agent's requests, and
+/// the agent's requests.
+const CLIENT_REQUEST: u8 = b'r';
+const CLIENT_ANSWER: u8 = b'a';
+const AGENT_REQUEST: u8 = b'q';
 
 /// Where a message for the client goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +104,9 @@ pub(crate) struct HttpConn {
 struct Routes {
     sessions: HashMap<String, Arc<SseStream>>,
     /// Our answers to the client's requests: where each goes, by request id.
-    answers: HashMap<String, Route>,
+    answers: HashMap<IdKey, Route>,
     /// The agent's requests to the client: the session their answers must name.
-    client_answers: HashMap<String, Route>,
+    client_answers: HashMap<IdKey, Route>,
     /// The ids of the messages accepted lately: a POST carrying one again is a retry.
     seen: SeenIds,
 }
@@ -90,34 +114,29 @@ struct Routes {
 /// A bounded set of ids, the oldest forgotten first.
 #[derive(Debug, Default)]
 struct SeenIds {
-    ids: HashSet<String>,
-    order: VecDeque<String>,
+    ids: HashSet<IdKey>,
+    order: VecDeque<IdKey>,
 }
 
 impl SeenIds {
     /// Remembers `key`; `false` if it was remembered already.
-    fn insert(&mut self, key: &str) -> bool {
-        if self.ids.contains(key) {
+    fn insert(&mut self, key: IdKey) -> bool {
+        if !self.ids.insert(key) {
             return false;
         }
-        if key.len() <= MAX_SEEN_ID_LEN {
-            if self.order.len() >= MAX_SEEN_IDS
-                && let Some(oldest) = self.order.pop_front()
-            {
-                self.ids.remove(&oldest);
-            }
-            self.ids.insert(key.to_owned());
-            self.order.push_back(key.to_owned());
+        if self.order.len() >= MAX_SEEN_IDS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.ids.remove(&oldest);
         }
+        self.order.push_back(key);
         true
     }
-}
 
-impl SeenIds {
     /// Forgets `key`, if remembered.
-    fn forget(&mut self, key: &str) {
-        if self.ids.remove(key) {
-            self.order.retain(|k| k != key);
+    fn forget(&mut self, key: IdKey) {
+        if self.ids.remove(&key) {
+            self.order.retain(|k| *k != key);
         }
     }
 }
@@ -192,6 +211,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Why a POST is refused: status and text.
 pub(crate) type Refusal = (u16, &'static str);
+
+/// A POSTed message the server's memory ceiling has no room for, for this connection under
+/// the share rule: refused at once, as a body that does not fit is.
+pub(crate) const OVER_SHARE: Refusal = (
+    413,
+    "no room for this message now (this connection's share of the server's memory ceiling): send it again later",
+);
 
 impl HttpConn {
     pub(crate) fn new(
@@ -307,11 +333,11 @@ impl HttpConn {
             let Some(key) = peek.id_key() else {
                 return Err((400, "a JSON-RPC message without a method or an id"));
             };
-            // Answers and requests have ids of their own sides: `a` marks an answer's.
-            if !routes.seen.insert(&format!("a{key}")) {
+            // Answers and requests have ids of their own sides.
+            if !routes.seen.insert(id_key(CLIENT_ANSWER, &key)) {
                 return Ok(Incoming::Retried);
             }
-            routes.client_answers.remove(&key);
+            routes.client_answers.remove(&id_key(AGENT_REQUEST, &key));
             return Ok(Incoming::New);
         };
         let params_session = session_of(peek.params);
@@ -325,27 +351,47 @@ impl HttpConn {
             return Err((400, "missing Acp-Session-Id"));
         }
         if let Some(key) = peek.id_key()
-            && !routes.seen.insert(&format!("r{key}"))
+            && !routes.seen.insert(id_key(CLIENT_REQUEST, &key))
         {
             // JSON-RPC ids are the client's to keep unique (MCP's Streamable HTTP forbids
             // reusing one within a session): the same id again is the same request, sent again
             // after a network error hid our 202. Its answer goes to its stream once.
             return Ok(Incoming::Retried);
         }
-        // An id longer than the remembered ones is not routed either (its answer goes to the
-        // connection's stream): what a connection remembers per id stays small.
         if let Some(key) = peek.id_key()
-            && key.len() <= MAX_SEEN_ID_LEN
             && routes.answers.len() < MAX_ROUTES
         {
-            // As the TS SDK: the answer to `session/load` goes to the connection's stream.
+            // As the TS SDK: the answer to `session/load` goes to the connection's stream. So
+            // does one naming a session id longer than any agent's: what a connection
+            // remembers per request stays small.
             let route = match session {
-                Some(session) if method != "session/load" => Route::Session(session),
+                Some(session)
+                    if method != "session/load" && session.len() <= MAX_ROUTED_SESSION_LEN =>
+                {
+                    Route::Session(session)
+                }
                 _ => Route::Connection,
             };
-            routes.answers.insert(key, route);
+            routes.answers.insert(id_key(CLIENT_REQUEST, &key), route);
         }
         Ok(Incoming::New)
+    }
+
+    /// Forgets a message [`accept_incoming`](Self::accept_incoming) took that was then not
+    /// queued for the agent (refused `413`), so that the client's retry of it is taken as
+    /// new rather than answered as a duplicate and never delivered.
+    pub(crate) fn withdraw_incoming(&self, peek: &Peek<'_>) {
+        let Some(key) = peek.id_key() else {
+            return;
+        };
+        let mut routes = lock(&self.routes);
+        if peek.method.is_some() {
+            let key = id_key(CLIENT_REQUEST, &key);
+            routes.seen.forget(key);
+            routes.answers.remove(&key);
+        } else {
+            routes.seen.forget(id_key(CLIENT_ANSWER, &key));
+        }
     }
 
     /// A POSTed answer to a request of the agent that is refused (not JSON-RPC 2.0): the
@@ -370,7 +416,11 @@ impl HttpConn {
     /// its answer was refused; `true` if it was pending.
     pub(crate) async fn fail_answer(&self, id: &str, reason: &str) -> bool {
         let key = id.trim();
-        if lock(&self.routes).client_answers.remove(key).is_none() {
+        if lock(&self.routes)
+            .client_answers
+            .remove(&id_key(AGENT_REQUEST, key))
+            .is_none()
+        {
             return false;
         }
         let error = serde_json::json!({
@@ -388,14 +438,30 @@ impl HttpConn {
     /// Remembers that the answer to `initialize` with this id is the POST's body.
     pub(crate) fn expect_initial(&self, peek: &Peek<'_>) {
         if let Some(key) = peek.id_key() {
-            lock(&self.routes).answers.insert(key, Route::Initial);
+            lock(&self.routes)
+                .answers
+                .insert(id_key(CLIENT_REQUEST, &key), Route::Initial);
         }
     }
 
-    /// Queues a POSTed message for the runtime (waits while its queue is full).
-    pub(crate) async fn push_incoming(&self, message: &[u8]) -> Result<(), ()> {
+    /// Queues a POSTed message for the runtime (waits while its queue is full): refused 404
+    /// once the connection ended, 413 when the server's memory ceiling has no room for this
+    /// connection under the share rule.
+    pub(crate) async fn push_incoming(&self, message: &[u8]) -> Result<(), Refusal> {
         self.activity.touch();
-        self.inbound.push(to_line(message)).await.map_err(drop)
+        match self.inbound.push(to_line(message)).await {
+            Ok(()) => Ok(()),
+            Err(Unpushed::Closed) => Err((404, "the connection has ended")),
+            Err(Unpushed::OverShare) => Err(OVER_SHARE),
+        }
+    }
+
+    /// Ends the connection because a message for one of its streams did not fit in its share
+    /// of the server's memory ceiling: its agent is ended and its streams dropped, as for a
+    /// `DELETE`, and its requests are answered 404 from now on (docs/remote.md).
+    fn end_over_share(&self) {
+        self.end_input();
+        self.ended.set();
     }
 
     /// The answer to `initialize`, once the runtime wrote it.
@@ -414,7 +480,7 @@ impl HttpConn {
         let route = if peek.method.is_none() {
             let route = peek
                 .id_key()
-                .and_then(|key| routes.answers.remove(&key))
+                .and_then(|key| routes.answers.remove(&id_key(CLIENT_REQUEST, &key)))
                 .unwrap_or(Route::Connection);
             // A `session/new` (or load, resume, fork) answer: its session's stream exists from
             // now on, so that a GET for it finds what is sent before it opens.
@@ -430,9 +496,11 @@ impl HttpConn {
             if let Some(key) = peek.id_key() {
                 // JSON-RPC lets the agent use an id again once its request is answered: the
                 // client's answer to this one is new, not a retry of the last.
-                routes.seen.forget(&format!("a{key}"));
+                routes.seen.forget(id_key(CLIENT_ANSWER, &key));
                 if routes.client_answers.len() < MAX_ROUTES {
-                    routes.client_answers.insert(key, route.clone());
+                    routes
+                        .client_answers
+                        .insert(id_key(AGENT_REQUEST, &key), route.clone());
                 }
             }
             route
@@ -465,7 +533,9 @@ impl HttpConn {
     /// Drops everything: the connection is gone.
     pub(crate) fn abort(&self) {
         self.inbound.abort();
-        self.initial.abort();
+        // The `initialize` answer, if written, stays for the POST that waits for it (a
+        // connection can be ended over its share right after answering it).
+        self.initial.close();
         self.connection_stream.abort();
         for stream in lock(&self.routes).sessions.values() {
             stream.abort();
@@ -492,6 +562,7 @@ pub(crate) fn http_writer(conn: Arc<HttpConn>) -> HttpWriter {
         conn,
         pending: None,
         listener: BudgetListener::default(),
+        over_share: false,
     })
 }
 
@@ -519,50 +590,141 @@ pub(crate) struct StreamSink {
     /// A routed line waiting for room in its stream's queue.
     pending: Option<(Target, Option<Vec<u8>>)>,
     listener: BudgetListener,
+    /// A line did not fit in the connection's share of the ceiling: the connection is ended.
+    over_share: bool,
 }
 
 impl StreamSink {
     /// Waits until the routed line is queued (or its queue is gone: the stream was dropped,
-    /// and so is the line).
-    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// and so is the line). A line the server's memory ceiling has no room for, for this
+    /// connection under the share rule, ends the connection (never waiting on the others):
+    /// the runtime's writes fail from then on.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Some((target, message)) = &mut self.pending {
-            let _ = ready!(target.queue().poll_push(message, &mut self.listener, cx));
+            let pushed = ready!(target.queue().poll_push(message, &mut self.listener, cx));
             self.pending = None;
+            if let Err(Unpushed::OverShare) = pushed {
+                self.over_share = true;
+                self.conn.end_over_share();
+                return Poll::Ready(Err(over_share()));
+            }
             self.conn.activity.touch();
         }
-        Poll::Ready(())
+        Poll::Ready(Ok(()))
     }
 }
 
 impl LineSink for StreamSink {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_pending(cx));
-        Poll::Ready(Ok(()))
+        if self.over_share {
+            return Poll::Ready(Err(over_share()));
+        }
+        self.poll_pending(cx)
     }
 
     fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
         let queue = self.conn.route_outgoing(&line);
         self.pending = Some((queue, Some(line)));
         // Queued now if there is room; otherwise the next write or flush waits for it.
-        let _ = self.poll_pending(cx);
-        Ok(())
+        match self.poll_pending(cx) {
+            Poll::Ready(Err(error)) => Err(error),
+            _ => Ok(()),
+        }
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_pending(cx));
-        Poll::Ready(Ok(()))
+        self.poll_pending(cx)
     }
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_pending(cx));
+        let pending = ready!(self.poll_pending(cx));
         self.conn.finish_streams();
-        Poll::Ready(Ok(()))
+        Poll::Ready(pending)
     }
+}
+
+/// The error the runtime's writes meet on a connection ended over its share.
+fn over_share() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        "the connection was ended: its streams' messages did not fit in its share of the server's memory ceiling",
+    )
 }
 
 impl Drop for StreamSink {
     fn drop(&mut self) {
         // However the runtime ends, the client's GET streams end after what they hold.
         self.conn.finish_streams();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_connection_remembers_per_request_is_small_whatever_its_ids() {
+        let limits = StreamLimits {
+            budget: 1 << 20,
+            replay_bytes: 1 << 20,
+            replay_events: 16,
+            replay_age: std::time::Duration::from_secs(60),
+            cursors: false,
+        };
+        let conn = HttpConn::new(
+            "c".into(),
+            None,
+            1 << 20,
+            limits,
+            &Ceiling::new(32 << 20, 4),
+        );
+        let (id, session) = ("a".repeat(64 << 10), "s".repeat(64 << 10));
+        let prompt = format!(
+            r#"{{"jsonrpc":"2.0","id":"{id}","method":"session/prompt","params":{{"sessionId":"{session}","prompt":[]}}}}"#
+        );
+        let peek: Peek<'_> = serde_json::from_str(&prompt).unwrap();
+        assert_eq!(conn.accept_incoming(&peek, None), Ok(Incoming::New));
+        // A retry is recognised however long its id: what is kept is its hash.
+        assert_eq!(conn.accept_incoming(&peek, None), Ok(Incoming::Retried));
+        let routes = lock(&conn.routes);
+        assert_eq!(routes.seen.order.len(), 1);
+        // A session id longer than any agent's is not kept: the answer goes to the
+        // connection's stream.
+        assert!(matches!(
+            routes.answers.values().collect::<Vec<_>>()[..],
+            [Route::Connection]
+        ));
+    }
+
+    #[test]
+    fn a_message_refused_for_want_of_room_is_new_when_sent_again() {
+        let limits = StreamLimits {
+            budget: 1 << 20,
+            replay_bytes: 1 << 20,
+            replay_events: 16,
+            replay_age: std::time::Duration::from_secs(60),
+            cursors: false,
+        };
+        // 8 MiB: its general part (7 MiB) taken by another holder.
+        let ceiling = Ceiling::new(8 << 20, 1);
+        let greedy = Share::new(16 << 20, &ceiling, Kind::SseQueues);
+        assert_eq!(greedy.try_take(7 << 20), Ok(()));
+        let conn = HttpConn::new("c".into(), None, 4 << 20, limits, &ceiling);
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"x/big","params":"{}"}}"#,
+            "a".repeat(1 << 20)
+        );
+        let peek: Peek<'_> = serde_json::from_str(&request).unwrap();
+        assert_eq!(conn.accept_incoming(&peek, None), Ok(Incoming::New));
+        let pushed = smol::block_on(conn.push_incoming(request.as_bytes()));
+        assert_eq!(pushed, Err(OVER_SHARE));
+        conn.withdraw_incoming(&peek);
+        greedy.give_back(7 << 20);
+        // Sent again: new, and queued for the agent this time.
+        assert_eq!(conn.accept_incoming(&peek, None), Ok(Incoming::New));
+        assert_eq!(
+            smol::block_on(conn.push_incoming(request.as_bytes())),
+            Ok(())
+        );
     }
 }

@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn the_pool_covers_what_each_connection_holds_beyond_its_own_share() {
-        // 4 MiB: the last 512 KiB kept for holders drawing at most a quarter of it.
+        // 4 MiB: the last 512 KiB kept for holders drawing at most a sixth of it.
         let ceiling = Ceiling::new(4 << 20, 1);
         let pool = HeldPool::new(ceiling.clone(), 2 << 20);
         let a = Held::new(Some(pool.clone()));
@@ -251,7 +251,7 @@ mod tests {
         // The general part is spent: refused to a connection drawing much...
         assert!(!b.add(1));
         // ...not to one drawing little.
-        assert!(small.add(FREE_HELD + (128 << 10)));
+        assert!(small.add(FREE_HELD + (64 << 10)));
         small.message_done();
         a.message_done();
         assert_eq!(pool.used(), 3 << 19);

@@ -134,8 +134,9 @@ async fn settled() -> usize {
 /// 128 connections whose handlers each write 2 MiB that the client never reads (it opens no
 /// stream): before, each connection's queue held its own 2 MiB (up to its 16 MiB budget; 256
 /// MiB here, 2.19 GB in the issue at 128 × 16 MiB). Now the queues draw on the one ceiling:
-/// the flooding handlers wait once the ceiling's general part is taken, and the reserve
-/// still carries a new client's small messages.
+/// once its general part is taken, a connection whose message does not fit under the share
+/// rule is ended (its handler's writes fail, its requests are answered 404), never waiting on
+/// the others, and the reserve still carries a new client's small messages.
 #[test]
 fn sse_queues_of_connections_that_never_read_stay_within_the_ceiling() {
     let _measuring = measuring();
@@ -143,11 +144,27 @@ fn sse_queues_of_connections_that_never_read_stay_within_the_ceiling() {
         let (addr, _handle, _task) = serve_flooding();
         legitimate_client(addr).await;
         let before = resident();
+        let mut flooding = Vec::new();
         for _ in 0..128 {
-            initialize(addr, &[("X-Flood", "1")]).await;
+            flooding.push(initialize(addr, &[("X-Flood", "1")]).await);
         }
         let held = settled().await.saturating_sub(before);
         eprintln!("128 connections that never read: {} MiB", held / MIB);
+        // 2 MiB each in the ceiling's general part (28 MiB): at most 14 connections keep
+        // theirs; every other one went over its share with its first 64 KiB message and was
+        // ended.
+        let mut ended = 0;
+        for conn in &flooding {
+            let c = [("Acp-Connection-Id", conn.as_str())];
+            let posted = post(addr, &c, r#"{"jsonrpc":"2.0","method":"x/ping"}"#).await;
+            match posted.status {
+                404 => ended += 1,
+                202 => {}
+                other => panic!("{other}: {posted:?}"),
+            }
+        }
+        eprintln!("of which ended over their share: {ended}");
+        assert!(ended >= 100, "only {ended} of 128 ended over their share");
         // The ceiling, plus the message each flooding handler is writing (64 KiB) and each
         // connection's own small state.
         assert!(

@@ -488,3 +488,53 @@ fn a_prompt_cancelled_by_cancel_request_frees_the_session() {
         assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
     });
 }
+
+/// Sessions of connections that share a session budget (a server's memory ceiling): what
+/// one keeps, the other cannot take; a closed session, and a connection that ended, give
+/// theirs back.
+#[test]
+fn a_shared_session_budget_bounds_connections_together() {
+    smol::block_on(async {
+        let shared = acp_jsonrpc::ByteBudget::new(4096);
+        let start_sharing = || {
+            let (peer, endpoint) = RawPeer::new();
+            let options = agent::AgentOptions::default().with_shared_session_budget(shared.clone());
+            let (_client, driver) =
+                agent::serve(TestAgent, endpoint.reader, endpoint.writer, options);
+            smol::spawn(driver).detach();
+            peer
+        };
+        let mut first = start_sharing();
+        first.initialize(json!({})).await;
+        // A session with no servers costs 512 bytes and its cwd's 4 and `[]`'s 2: 7 fit.
+        let mut sessions = Vec::new();
+        for id in 1..=7 {
+            sessions.push(new_session(&mut first, id).await);
+        }
+        let empty = json!({"cwd": "/tmp", "mcpServers": []});
+        let refused = first.request(8, "session/new", empty.clone()).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let mut second = start_sharing();
+        second.initialize(json!({})).await;
+        let refused = second.request(1, "session/new", empty.clone()).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let closed = first
+            .request(9, "session/close", json!({"sessionId": sessions[0]}))
+            .await;
+        assert!(closed["result"].is_object(), "{closed}");
+        new_session(&mut second, 2).await;
+        assert_eq!(shared.used(), 7 * 518);
+        drop(first);
+        for _ in 0..200 {
+            if shared.used() == 518 {
+                break;
+            }
+            smol::Timer::after(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            shared.used(),
+            518,
+            "the ended connection's sessions are given back"
+        );
+    });
+}

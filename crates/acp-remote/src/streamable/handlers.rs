@@ -148,9 +148,11 @@ async fn posted(
         // same 202 the first one got.
         return Ok(Posted::Accepted);
     }
-    conn.push_incoming(body)
-        .await
-        .map_err(|()| (404, "the connection has ended"))?;
+    if let Err(refusal) = conn.push_incoming(body).await {
+        // Refused after all (413: no room now): a retry of it is new, not a duplicate.
+        conn.withdraw_incoming(&peek);
+        return Err(refusal);
+    }
     Ok(Posted::Accepted)
 }
 

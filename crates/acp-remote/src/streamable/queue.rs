@@ -8,7 +8,7 @@ use std::task::{Context, Poll, ready};
 
 use acp_jsonrpc::BudgetListener;
 
-use crate::share::Share;
+use crate::share::{Refused, Share};
 use event_listener::{Event, EventListener};
 use futures_io::{AsyncBufRead, AsyncRead};
 
@@ -30,16 +30,20 @@ impl Reservation {
         Reservation { budget, taken: 0 }
     }
 
-    /// Takes `bytes` more, waiting for room.
-    pub(crate) async fn take(&mut self, bytes: usize) {
-        self.budget.take(bytes).await;
+    /// Takes `bytes` more, waiting while its own budget is spent; `false` when the ceiling
+    /// refuses them (the connection is over its share), taking nothing.
+    pub(crate) async fn take(&mut self, bytes: usize) -> bool {
+        if !self.budget.take(bytes).await {
+            return false;
+        }
         self.taken += bytes;
+        true
     }
 
     /// Takes `bytes` more if they fit now (or nothing is taken of the budget); `false`
     /// otherwise, taking nothing.
     pub(crate) fn try_take(&mut self, bytes: usize) -> bool {
-        if !self.budget.try_take(bytes) {
+        if self.budget.try_take(bytes).is_err() {
             return false;
         }
         self.taken += bytes;
@@ -53,15 +57,26 @@ impl Drop for Reservation {
     }
 }
 
-/// A queue of messages whose bytes count against a [`Share`]: a push waits while the budget
-/// is spent, a pop waits while the queue is empty. Closing wakes everyone: pushes fail, pops
-/// drain what is left and then end.
+/// A queue of messages whose bytes count against a [`Share`]: a push waits while its own
+/// budget is spent and fails when the ceiling refuses it (the connection is over its share),
+/// a pop waits while the queue is empty. Closing wakes everyone: pushes fail, pops drain what
+/// is left and then end.
 #[derive(Debug)]
 pub(crate) struct ByteQueue {
     state: Mutex<State>,
     budget: Share,
     /// Woken when a message is pushed or the queue is closed.
     pushed: Event,
+}
+
+/// Why a message was not pushed (it is dropped).
+#[derive(Debug)]
+pub(crate) enum Unpushed {
+    /// The queue is closed.
+    Closed,
+    /// The server's memory ceiling has no room for this connection under the share rule
+    /// ([`Refused::OverShare`]).
+    OverShare,
 }
 
 #[derive(Debug, Default)]
@@ -83,38 +98,43 @@ impl ByteQueue {
         &self.budget
     }
 
-    /// Pushes `message` once there is room; `Err` with it if the queue is closed.
-    pub(crate) async fn push(&self, message: Vec<u8>) -> Result<(), Vec<u8>> {
+    /// Pushes `message` once its own budget has room; `Err` (dropping it) if the queue is
+    /// closed or the connection over its share of the ceiling.
+    pub(crate) async fn push(&self, message: Vec<u8>) -> Result<(), Unpushed> {
         let mut message = Some(message);
         let mut listener = BudgetListener::default();
         std::future::poll_fn(|cx| self.poll_push(&mut message, &mut listener, cx)).await
     }
 
-    /// Pushes what `message` holds once there is room, leaving it `None`.
+    /// Pushes what `message` holds once its own budget has room, leaving it `None`.
     pub(crate) fn poll_push(
         &self,
         message: &mut Option<Vec<u8>>,
         listener: &mut BudgetListener,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<(), Vec<u8>>> {
+    ) -> Poll<Result<(), Unpushed>> {
         loop {
             let Some(m) = message.take() else {
                 return Poll::Ready(Ok(()));
             };
             if lock(&self.state).closed {
-                return Poll::Ready(Err(m));
+                return Poll::Ready(Err(Unpushed::Closed));
             }
-            if self.budget.try_take(m.len()) {
-                let mut state = lock(&self.state);
-                if state.closed {
+            match self.budget.try_take(m.len()) {
+                Ok(()) => {
+                    let mut state = lock(&self.state);
+                    if state.closed {
+                        drop(state);
+                        self.budget.give_back(m.len());
+                        return Poll::Ready(Err(Unpushed::Closed));
+                    }
+                    state.messages.push_back(m);
                     drop(state);
-                    self.budget.give_back(m.len());
-                    return Poll::Ready(Err(m));
+                    self.pushed.notify(usize::MAX);
+                    return Poll::Ready(Ok(()));
                 }
-                state.messages.push_back(m);
-                drop(state);
-                self.pushed.notify(usize::MAX);
-                return Poll::Ready(Ok(()));
+                Err(Refused::OverShare) => return Poll::Ready(Err(Unpushed::OverShare)),
+                Err(Refused::Own) => {}
             }
             *message = Some(m);
             ready!(self.budget.poll_freed(listener, cx));

@@ -1,7 +1,9 @@
 //! A small agent for the remote tests, independent of the runtime's demo agent: a turn that
 //! streams a thought, reads `notes.txt` through the client, asks permission, writes
 //! `summary.txt` through the client and answers in chunks; a prompt of "wait" waits for the
-//! client's cancellation instead.
+//! client's cancellation instead. The extension request `_test/pad` is answered with a
+//! result of about `{"bytes": N}` bytes, for the tests of what answers a peer does not read
+//! cost.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -68,5 +70,19 @@ impl Agent for TestAgent {
             turn.message(chunk.to_owned()).await?;
         }
         Ok(StopReason::EndTurn.into())
+    }
+
+    async fn ext_method(
+        &self,
+        call: ExtensionCall,
+        _client: &ClientHandle,
+    ) -> Result<Box<serde_json::value::RawValue>> {
+        if call.method != "_test/pad" {
+            return Err(acp_runtime::Error::method_not_found(&call.method));
+        }
+        let asked: serde_json::Value = serde_json::from_str(call.params.get()).unwrap_or_default();
+        let bytes = asked["bytes"].as_u64().unwrap_or(0).min(1 << 20) as usize;
+        let result = format!(r#"{{"pad":"{}"}}"#, "a".repeat(bytes));
+        Ok(serde_json::value::RawValue::from_string(result).expect("valid JSON"))
     }
 }

@@ -30,6 +30,7 @@ pub struct AgentOptions {
     connection: ConnectionOptions,
     pub(super) max_sessions: usize,
     pub(super) session_budget: usize,
+    pub(super) shared_session_budget: Option<acp_jsonrpc::ByteBudget>,
 }
 
 /// Default of [`AgentOptions::with_max_sessions`]: 1024 sessions per connection.
@@ -46,6 +47,7 @@ impl Default for AgentOptions {
             connection: ConnectionOptions::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_budget: DEFAULT_SESSION_BUDGET,
+            shared_session_budget: None,
         }
     }
 }
@@ -160,6 +162,23 @@ impl AgentOptions {
         self
     }
 
+    /// Makes what the sessions of this connection keep draw on `budget` too, shared with
+    /// other connections (a server's memory ceiling, under its reserve's rule: see
+    /// `acp_jsonrpc::ByteBudget::with_reserve`): a session that does not fit is refused
+    /// like one beyond [`with_session_budget`](Self::with_session_budget), before the
+    /// [`Agent`](super::Agent) is called. (The v1 side's sessions; v2's keep their own
+    /// budget only.)
+    ///
+    /// ```
+    /// let server = acp_jsonrpc::ByteBudget::new(256 << 20);
+    /// let options = acp_runtime::agent::AgentOptions::default().with_shared_session_budget(server);
+    /// # let _ = options;
+    /// ```
+    pub fn with_shared_session_budget(mut self, budget: acp_jsonrpc::ByteBudget) -> Self {
+        self.shared_session_budget = Some(budget);
+        self
+    }
+
     /// How many bytes the client's requests in flight may hold together (see
     /// [`ConnectionOptions::with_in_flight_budget`]).
     pub fn with_in_flight_budget(mut self, bytes: usize) -> Self {
@@ -172,6 +191,14 @@ impl AgentOptions {
     /// [`ConnectionOptions::with_shared_in_flight_budget`]).
     pub fn with_shared_in_flight_budget(mut self, budget: acp_jsonrpc::ByteBudget) -> Self {
         self.connection = self.connection.with_shared_in_flight_budget(budget);
+        self
+    }
+
+    /// Makes the answers waiting to be written to the client draw from `budget` too, shared
+    /// with other connections: a server gives one to all its clients (see
+    /// [`ConnectionOptions::with_shared_reply_budget`]).
+    pub fn with_shared_reply_budget(mut self, budget: acp_jsonrpc::ByteBudget) -> Self {
+        self.connection = self.connection.with_shared_reply_budget(budget);
         self
     }
 
@@ -202,6 +229,7 @@ impl std::fmt::Debug for AgentOptions {
             .field("info", &self.info)
             .field("max_sessions", &self.max_sessions)
             .field("session_budget", &self.session_budget)
+            .field("shared_session_budget", &self.shared_session_budget)
             .field("system_prompt", &self.system_prompt)
             .finish_non_exhaustive()
     }

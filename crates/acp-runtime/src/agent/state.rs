@@ -12,7 +12,7 @@ use acp_types::*;
 use super::gate::InitState;
 use super::options::AgentOptions;
 use crate::error::{Error, Result};
-use crate::rules;
+use crate::rules::{self, Breach};
 use crate::session_map::SessionMap;
 use acp_jsonrpc::Latch;
 
@@ -93,6 +93,10 @@ fn encoded_len(value: &impl serde::Serialize) -> usize {
 struct Opening {
     sessions: usize,
     bytes: usize,
+    /// What the sessions (kept and being opened) hold of the shared session budget
+    /// ([`AgentOptions::with_shared_session_budget`]): taken as they are reserved, given back
+    /// as they are forgotten or fail to open, and when the connection ends.
+    charged: usize,
 }
 
 /// A session being opened, counted against the connection's limits until it drops (after
@@ -104,9 +108,24 @@ pub(super) struct SessionSlot {
 impl Drop for SessionSlot {
     fn drop(&mut self) {
         if let Some((state, bytes)) = self.state.take() {
+            let sessions = state.sessions.lock().unwrap();
             let mut opening = state.opening.lock().unwrap();
             opening.sessions -= 1;
             opening.bytes -= bytes;
+            // A session that failed to open gives back its part of the shared budget.
+            state.give_back_unkept(&sessions, &mut opening);
+        }
+    }
+}
+
+impl Drop for AgentState {
+    fn drop(&mut self) {
+        // The connection is gone: its sessions give back their part of the shared budget.
+        let opening = self.opening.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = &self.options.shared_session_budget
+            && opening.charged != 0
+        {
+            shared.give_back(opening.charged);
         }
     }
 }
@@ -198,6 +217,22 @@ impl AgentState {
             (kept, entry.cost, self.options.session_budget),
         )
         .map_err(|breach| breach.answer("agent"))?;
+        if let Some(shared) = &self.options.shared_session_budget {
+            let wanted = kept + entry.cost;
+            if wanted > opening.charged {
+                let more = wanted - opening.charged;
+                if !shared.try_take_as(more, wanted) {
+                    return Err(Breach::Invalid(format!(
+                        "the server's sessions keep too many bytes ({} of its {}) for one more of {} bytes on this connection; close one first",
+                        shared.used(),
+                        shared.limit(),
+                        entry.cost
+                    ))
+                    .answer("agent"));
+                }
+                opening.charged = wanted;
+            }
+        }
         opening.sessions += 1;
         opening.bytes += entry.cost;
         Ok(SessionSlot {
@@ -262,9 +297,27 @@ impl AgentState {
         self.sessions.lock().unwrap().get(id).map(f)
     }
 
+    /// Gives back what the shared session budget holds for sessions no longer kept nor being
+    /// opened. Called with both locks held, in the order `reserve` takes them.
+    fn give_back_unkept(&self, sessions: &SessionMap<SessionEntry>, opening: &mut Opening) {
+        let Some(shared) = &self.options.shared_session_budget else {
+            return;
+        };
+        let kept = sessions.values().map(|e| e.cost).sum::<usize>() + opening.bytes;
+        if opening.charged > kept {
+            shared.give_back(opening.charged - kept);
+            opening.charged = kept;
+        }
+    }
+
     /// Forgets a session, cancelling its running turn.
     pub(super) fn forget(&self, id: &SessionId) {
-        let removed = self.sessions.lock().unwrap().remove(id);
+        let removed = {
+            let mut sessions = self.sessions.lock().unwrap();
+            let removed = sessions.remove(id);
+            self.give_back_unkept(&sessions, &mut self.opening.lock().unwrap());
+            removed
+        };
         #[cfg(feature = "unstable-models")]
         self.models.lock().unwrap().remove(id);
         if let Some(turn) = removed.and_then(|entry| entry.turn) {

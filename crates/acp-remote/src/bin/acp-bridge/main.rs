@@ -88,7 +88,8 @@ struct ServeArgs {
     /// What all clients together may make the server hold of their messages beyond a small
     /// buffer each, in bytes (WebSocket messages, Streamable HTTP queues and POST bodies,
     /// requests in flight); what would go beyond is refused to the connection that asked
-    /// (1009, 413, -32603) [default: 256 MiB]
+    /// (1009, 413, -32603; a Streamable HTTP connection whose stream message does not fit is
+    /// ended) [default: 256 MiB]
     #[arg(long, value_name = "BYTES")]
     memory_ceiling: Option<usize>,
     /// Streamable HTTP: bytes of sent SSE events each connection keeps for clients that
