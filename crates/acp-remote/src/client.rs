@@ -21,9 +21,10 @@ use crate::streamable::{
     self,
     wire::{Endpoint, Reconnect},
 };
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner, WsStream};
 use crate::upgrade::websocket_config;
 use crate::ws_socket::{Held, WsSocket};
+use async_tungstenite::WebSocketStream;
 
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -163,11 +164,15 @@ impl Connector {
         }
     }
 
-    /// Asks a Streamable HTTP server for upstream's open durable-transport proposal (see
-    /// docs/remote.md) in the `initialize` it sends: a server that serves it stamps each
-    /// message with its cursor and refuses a resumption it cannot serve exactly with `409`,
-    /// which ends the connection with the server's reason as a `410` does. Resuming works as
-    /// without it. No effect on WebSocket URLs.
+    /// Asks the server for upstream's open durable-transport proposal (see docs/remote.md)
+    /// in the `initialize` it sends: a server that serves it stamps each message with its
+    /// cursor. Over Streamable HTTP, resuming works as without it, and a resumption the
+    /// server cannot serve exactly is refused with `409`. Over WebSocket, a dropped
+    /// WebSocket no longer ends the connection: a new one resumes it with `stream/resume`
+    /// (within [`with_reconnect`](Self::with_reconnect)'s bounds), gets what it missed, and
+    /// sends again what the server did not get; one that heard nothing for five keep-alive
+    /// intervals is taken for dropped. A refused resumption ends the connection with the
+    /// server's reason.
     ///
     /// ```
     /// use acp_remote::Connector;
@@ -187,7 +192,8 @@ impl Connector {
     /// window (this crate's) sends exactly the events the client missed; a POST is sent
     /// again, and such a server does not run a request twice. Each event or answer received
     /// starts the count again. `attempts` 0 turns it off: a cut stream ends the connection.
-    /// No effect on WebSocket URLs.
+    /// On WebSocket URLs, the same bounds for resuming a durable connection
+    /// ([`with_durable_transport`](Self::with_durable_transport)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -306,7 +312,7 @@ impl Connector {
             url: self.url.clone(),
             reason,
         };
-        let mut request = self
+        let request = self
             .url
             .as_str()
             .into_client_request()
@@ -350,6 +356,82 @@ impl Connector {
             }
             _ => return Err(url_error("not a ws:// or http:// URL".into())),
         }
+        let (ws, connection_id) = self.websocket(request, &host, port, tls.as_ref()).await?;
+        if self.durable {
+            let (reader, writer) = crate::ws_durable_client::open(
+                self.clone(),
+                ws,
+                connection_id.clone(),
+                self.keepalive,
+                self.reconnect,
+                self.max_message_size,
+            );
+            return Ok(Remote {
+                reader: ConnectionReader(ReaderInner::DurableWs(reader)),
+                writer: ConnectionWriter(WriterInner::DurableWs(writer)),
+                connection_id,
+            });
+        }
+        let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
+        let reader = reader.with_keepalive(self.keepalive);
+        Ok(Remote {
+            reader: ConnectionReader(ReaderInner::Ws(reader)),
+            writer: ConnectionWriter(WriterInner::Ws(writer)),
+            connection_id,
+        })
+    }
+
+    /// Opens another WebSocket to the connector's `ws://` URL (a durable connection
+    /// resuming), within the connector's timeout; the `Acp-Connection-Id` of the answer.
+    pub(crate) async fn open_websocket(
+        &self,
+    ) -> Result<(WebSocketStream<WsStream>, Option<String>), ConnectError> {
+        let attempt = async {
+            let url_error = |reason: String| ConnectError::Url {
+                url: self.url.clone(),
+                reason,
+            };
+            let request = self
+                .url
+                .as_str()
+                .into_client_request()
+                .map_err(|e| url_error(e.to_string()))?;
+            let uri = request.uri().clone();
+            let host = uri
+                .host()
+                .ok_or_else(|| url_error("no host".into()))?
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
+            let secure = matches!(uri.scheme_str(), Some("wss"));
+            let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+            let tls = if secure {
+                Some(self.tls_for(url_error)?)
+            } else {
+                None
+            };
+            self.websocket(request, &host, port, tls.as_ref()).await
+        };
+        let timeout = async {
+            Timer::after(self.timeout).await;
+            Err(ConnectError::Timeout(self.timeout))
+        };
+        future::or(attempt, timeout).await
+    }
+
+    /// The WebSocket upgrade of `request` to `host:port`: the socket, and the
+    /// `Acp-Connection-Id` of the answer.
+    async fn websocket(
+        &self,
+        mut request: http::Request<()>,
+        host: &str,
+        port: u16,
+        tls: Option<&ClientTls>,
+    ) -> Result<(WebSocketStream<WsStream>, Option<String>), ConnectError> {
+        let url_error = |reason: String| ConnectError::Url {
+            url: self.url.clone(),
+            reason,
+        };
         for (name, value) in &self.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
@@ -357,7 +439,7 @@ impl Connector {
                 .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
             request.headers_mut().append(name, value);
         }
-        let stream = NetStream::connect(&host, port, tls.as_ref()).await?;
+        let stream = NetStream::connect(host, port, tls).await?;
         // The client's one connection holds at most one message (the message limit).
         let stream = WsSocket::new(stream, Held::new(None), false);
         let config = websocket_config(self.max_message_size);
@@ -383,13 +465,7 @@ impl Connector {
             .get("acp-connection-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
-        let reader = reader.with_keepalive(self.keepalive);
-        Ok(Remote {
-            reader: ConnectionReader(ReaderInner::Ws(reader)),
-            writer: ConnectionWriter(WriterInner::Ws(writer)),
-            connection_id,
-        })
+        Ok((ws, connection_id))
     }
 
     /// Opens a connection and runs `client` on it: [`connect`](Self::connect), then the

@@ -99,6 +99,36 @@ pub(crate) fn stamp(message: &[u8], cursor: &str) -> Option<Vec<u8>> {
     }
 }
 
+/// The cursor a server stamped into `message` (`_meta["acp/cursor"]` where [`stamp`] puts
+/// it), if it is one of ours: an event id, as a decimal string.
+pub(crate) fn read_cursor(message: &[u8]) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Holder<'a> {
+        #[serde(borrow, rename = "_meta", default)]
+        meta: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        data: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "acp/cursor")]
+        cursor: Option<String>,
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(message).ok()?;
+    let holder = envelope.params.or(envelope.result).or(envelope.error)?;
+    let holder: Holder<'_> = serde_json::from_str(holder.get()).ok()?;
+    let meta = match (holder.meta, holder.data) {
+        (Some(meta), _) => meta,
+        (None, Some(data)) => serde_json::from_str::<Holder<'_>>(data.get()).ok()?.meta?,
+        (None, None) => return None,
+    };
+    let cursor = serde_json::from_str::<Meta>(meta.get()).ok()?.cursor?;
+    if cursor.is_empty() || !cursor.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    cursor.parse().ok()
+}
+
 /// Whether an `initialize` request asks for the durable transport: its
 /// `params.clientCapabilities.transport.resumable` is present and not `false`/`null`.
 pub(crate) fn asks_for_resumable(initialize: &[u8]) -> bool {
@@ -216,6 +246,29 @@ mod tests {
             None
         );
         assert_eq!(stamp(b"not json", "7"), None);
+    }
+
+    #[test]
+    fn cursors_are_read_back_from_where_they_were_stamped() {
+        for message in [
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"no","data":{"a":1}}}"#,
+        ] {
+            assert_eq!(
+                read_cursor(&stamp(message.as_bytes(), "7").unwrap()),
+                Some(7)
+            );
+        }
+        assert_eq!(
+            read_cursor(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            None
+        );
+        assert_eq!(
+            read_cursor(br#"{"id":1,"result":{"_meta":{"acp/cursor":"x7"}}}"#),
+            None
+        );
     }
 
     #[test]

@@ -108,6 +108,7 @@ where
         held,
         keepalive: None,
         holding: false,
+        closed_by_peer: false,
     };
     let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
@@ -165,6 +166,8 @@ pub struct WsReader<S> {
     /// Whether the last message handed out still counts in `held`: until the runtime asks
     /// for the next.
     holding: bool,
+    /// The peer sent a close frame (rather than vanishing): it meant to end.
+    closed_by_peer: bool,
 }
 
 impl<S> std::fmt::Debug for WsReader<S> {
@@ -181,6 +184,13 @@ impl<S> WsReader<S> {
     pub(crate) fn with_keepalive(mut self, config: Option<KeepAliveConfig>) -> Self {
         self.keepalive = config.map(KeepAlive::new);
         self
+    }
+
+    /// Whether the input ended with the peer's close frame (not a dropped socket, an error,
+    /// or the server's drain): a durable-transport connection then ends rather than waits
+    /// for a resumption.
+    pub(crate) fn closed_by_peer(&self) -> bool {
+        self.closed_by_peer
     }
 }
 
@@ -320,6 +330,7 @@ where
                 Message::Text(text) => tungstenite::Bytes::from(text),
                 Message::Close(_) => {
                     self.ended = true;
+                    self.closed_by_peer = true;
                     continue;
                 }
                 // Binary frames carry nothing for us (the transport is text frames only);

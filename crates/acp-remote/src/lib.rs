@@ -125,6 +125,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer_scan;
+mod carried;
 mod client;
 mod conn;
 mod cursor;
@@ -151,6 +152,8 @@ mod tls;
 mod transport;
 mod upgrade;
 mod watch;
+mod ws_durable;
+mod ws_durable_client;
 mod ws_pieces;
 mod ws_socket;
 

@@ -16,6 +16,7 @@ use crate::ws_socket::WsSocket;
 pub(crate) type WsStream = WsSocket<NetStream>;
 use crate::streamable::client::{HttpClientReader, HttpClientWriter};
 use crate::streamable::{HttpReader, HttpWriter};
+use crate::ws_durable_client::{DurableWsReader, DurableWsWriter};
 
 /// One peer's messages, one line each, whichever transport carries them: on a server, the
 /// client's WebSocket text frames or Streamable HTTP `POST`s; on a client ([`Remote`]), the
@@ -31,6 +32,8 @@ pub(crate) enum ReaderInner {
     Ws(WsReader<WsStream>),
     Http(HttpReader),
     HttpClient(HttpClientReader),
+    /// A client's WebSockets carrying one durable-transport connection.
+    DurableWs(DurableWsReader),
     /// A server's connection, its turns and sessions counted (src/watch.rs).
     Watched(Box<WatchedReader<ConnectionReader>>),
 }
@@ -46,6 +49,7 @@ pub(crate) enum WriterInner {
     Ws(WsWriter<WsStream>),
     Http(HttpWriter),
     HttpClient(HttpClientWriter),
+    DurableWs(DurableWsWriter),
     Watched(Box<WatchedWriter<ConnectionWriter>>),
 }
 
@@ -58,6 +62,7 @@ impl ConnectionWriter {
             WriterInner::Ws(w) => WriterInner::Ws(w.with_max_line(bytes)),
             WriterInner::Http(w) => WriterInner::Http(w.with_max_line(bytes)),
             WriterInner::HttpClient(w) => WriterInner::HttpClient(w.with_max_line(bytes)),
+            WriterInner::DurableWs(w) => WriterInner::DurableWs(w.with_max_line(bytes)),
             WriterInner::Watched(w) => {
                 WriterInner::Watched(Box::new(w.map(|w| w.with_max_line(bytes))))
             }
@@ -75,6 +80,7 @@ impl AsyncRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::Http(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::HttpClient(r) => Pin::new(r).poll_read(cx, buf),
+            ReaderInner::DurableWs(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_read(cx, buf),
         }
     }
@@ -86,6 +92,7 @@ impl AsyncBufRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::Http(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::HttpClient(r) => Pin::new(r).poll_fill_buf(cx),
+            ReaderInner::DurableWs(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_fill_buf(cx),
         }
     }
@@ -95,6 +102,7 @@ impl AsyncBufRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).consume(amt),
             ReaderInner::Http(r) => Pin::new(r).consume(amt),
             ReaderInner::HttpClient(r) => Pin::new(r).consume(amt),
+            ReaderInner::DurableWs(r) => Pin::new(r).consume(amt),
             ReaderInner::Watched(r) => Pin::new(r.as_mut()).consume(amt),
         }
     }
@@ -110,6 +118,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::Http(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::HttpClient(w) => Pin::new(w).poll_write(cx, buf),
+            WriterInner::DurableWs(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_write(cx, buf),
         }
     }
@@ -119,6 +128,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_flush(cx),
             WriterInner::Http(w) => Pin::new(w).poll_flush(cx),
             WriterInner::HttpClient(w) => Pin::new(w).poll_flush(cx),
+            WriterInner::DurableWs(w) => Pin::new(w).poll_flush(cx),
             WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_flush(cx),
         }
     }
@@ -128,6 +138,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_close(cx),
             WriterInner::Http(w) => Pin::new(w).poll_close(cx),
             WriterInner::HttpClient(w) => Pin::new(w).poll_close(cx),
+            WriterInner::DurableWs(w) => Pin::new(w).poll_close(cx),
             WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_close(cx),
         }
     }

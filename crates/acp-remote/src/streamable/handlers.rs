@@ -40,7 +40,8 @@ fn find(head: &RequestHead, ctx: &ServerCtx) -> Result<Arc<HttpConn>, Refusal> {
         .header(CONNECTION_ID)
         .ok_or((400, "missing Acp-Connection-Id"))?;
     let conn = lock_http(&ctx.shared).get(id.trim()).cloned();
-    conn.filter(|c| c.authorizes(head.header("authorization")))
+    // A connection carried by WebSockets is not reachable by HTTP requests.
+    conn.filter(|c| c.carried.is_none() && c.authorizes(head.header("authorization")))
         .ok_or((404, "unknown Acp-Connection-Id"))
 }
 
@@ -178,36 +179,9 @@ async fn initialize(
             cursors: durable,
         },
         &ctx.shared.ceiling,
+        None,
     );
-    lock_http(&ctx.shared).insert(id.clone(), conn.clone());
-    let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
-        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
-        info: ConnectionInfo {
-            id: id.clone(),
-            peer,
-            request: head.clone(),
-        },
-    };
-    let live = Live::new(&ctx.shared);
-    let work = (ctx.handler)(connection);
-    let (shared, task_conn, idle) = (ctx.shared.clone(), conn.clone(), ctx.options.idle_timeout);
-    smol::spawn(async move {
-        let _live = live;
-        let _slot = slot;
-        let ended = async {
-            task_conn.ended.wait().await;
-        };
-        let idle = idle_watch(&task_conn.activity, idle);
-        future::or(
-            work,
-            future::or(idle, future::or(ended, shared.stop.wait())),
-        )
-        .await;
-        lock_http(&shared).remove(&task_conn.id);
-        task_conn.abort();
-    })
-    .detach();
+    start(&conn, slot, head, peer, ctx);
 
     conn.expect_initial(peek);
     let answered = async {
@@ -233,6 +207,47 @@ async fn initialize(
             Err((500, "the agent ended without answering initialize"))
         }
     }
+}
+
+/// Registers `conn` (by its id) and runs the server's handler on it in a task of its own,
+/// until the handler ends, the connection goes idle, is ended (`DELETE`, or its WebSocket
+/// closed) or the server stops; the connection is then dropped.
+pub(crate) fn start(
+    conn: &Arc<HttpConn>,
+    slot: AcpSlot,
+    head: &RequestHead,
+    peer: SocketAddr,
+    ctx: &ServerCtx,
+) {
+    lock_http(&ctx.shared).insert(conn.id.clone(), conn.clone());
+    let connection = IncomingConnection {
+        reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
+        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
+        info: ConnectionInfo {
+            id: conn.id.clone(),
+            peer,
+            request: head.clone(),
+        },
+    };
+    let live = Live::new(&ctx.shared);
+    let work = (ctx.handler)(connection);
+    let (shared, task_conn, idle) = (ctx.shared.clone(), conn.clone(), ctx.options.idle_timeout);
+    smol::spawn(async move {
+        let _live = live;
+        let _slot = slot;
+        let ended = async {
+            task_conn.ended.wait().await;
+        };
+        let idle = idle_watch(&task_conn.activity, idle);
+        future::or(
+            work,
+            future::or(idle, future::or(ended, shared.stop.wait())),
+        )
+        .await;
+        lock_http(&shared).remove(&task_conn.id);
+        task_conn.abort();
+    })
+    .detach();
 }
 
 /// `GET /acp` (no upgrade): the connection's SSE stream, or a session's with
