@@ -304,10 +304,38 @@ impl Connector {
             Timer::after(self.timeout).await;
             Err(ConnectError::Timeout(self.timeout))
         };
-        future::or(self.connect_now(), timeout).await
+        let remote = future::or(self.connect_transport(), timeout).await?;
+        if !self.durable {
+            return Ok(remote);
+        }
+        // A refused resumption is taken up on a new connection with `session/resume`.
+        let connector = self.clone();
+        let reconnect: crate::fallback::Reconnect = Arc::new(move || {
+            let connector = connector.clone();
+            Box::pin(async move {
+                let remote = connector
+                    .connect_transport()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok((remote.reader, remote.writer))
+            })
+        });
+        let (reader, writer) = crate::fallback::wrap(
+            reconnect,
+            remote.reader,
+            remote.writer,
+            self.max_message_size,
+        );
+        Ok(Remote {
+            reader: ConnectionReader(ReaderInner::Piped(reader)),
+            writer: ConnectionWriter(WriterInner::Piped(writer)),
+            connection_id: remote.connection_id,
+        })
     }
 
-    async fn connect_now(&self) -> Result<Remote, ConnectError> {
+    /// Opens a connection by the URL's transport (without the fallback of
+    /// [`connect`](Self::connect)).
+    pub(crate) async fn connect_transport(&self) -> Result<Remote, ConnectError> {
         let url_error = |reason: String| ConnectError::Url {
             url: self.url.clone(),
             reason,
@@ -358,8 +386,19 @@ impl Connector {
         }
         let (ws, connection_id) = self.websocket(request, &host, port, tls.as_ref()).await?;
         if self.durable {
+            let connector = self.clone();
+            let reopen: crate::ws_durable_client::Reopen = Arc::new(move || {
+                let connector = connector.clone();
+                Box::pin(async move {
+                    let (ws, _) = connector
+                        .open_websocket()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    Ok(ws)
+                })
+            });
             let (reader, writer) = crate::ws_durable_client::open(
-                self.clone(),
+                reopen,
                 ws,
                 connection_id.clone(),
                 self.keepalive,
@@ -367,8 +406,8 @@ impl Connector {
                 self.max_message_size,
             );
             return Ok(Remote {
-                reader: ConnectionReader(ReaderInner::DurableWs(reader)),
-                writer: ConnectionWriter(WriterInner::DurableWs(writer)),
+                reader: ConnectionReader(ReaderInner::Piped(reader)),
+                writer: ConnectionWriter(WriterInner::Piped(writer)),
                 connection_id,
             });
         }

@@ -11,22 +11,19 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, ready};
+use std::sync::Arc;
 
 use async_tungstenite::WebSocketStream;
 use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
 use serde_json::{Value, json};
 
-use crate::client::Connector;
 use crate::frames::{Shared as WsShared, WsReader, WsWriter, split_with};
 use crate::keepalive::KeepAliveConfig;
-use crate::lines::{LineSink, LineWriter, to_line};
-use crate::share::Share;
-use crate::streamable::queue::{ByteQueue, Inbound, QueueReader};
+use crate::lines::to_line;
+use crate::pipe::{Pipe, PipeReader, PipeWriter};
+use crate::streamable::queue::Failure;
 use crate::streamable::wire::{Reconnect, Retry};
 use crate::transport::WsStream;
-use acp_jsonrpc::{BudgetListener, Latch};
 
 /// The id of our `stream/resume` requests (a string no runtime request id looks like).
 const RESUME_ID: &str = "acp-remote/stream-resume";
@@ -37,46 +34,13 @@ const LOG_MESSAGES: usize = 4096;
 /// Most bytes so kept (the newest message is kept whatever its size).
 const LOG_BYTES: usize = 16 << 20;
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The queues between the runtime and the driver.
-#[derive(Debug)]
-pub(crate) struct Pipe {
-    inbound: ByteQueue,
-    outbound: ByteQueue,
-    failure: Mutex<Option<String>>,
-    ended: Latch,
-}
-
-impl Pipe {
-    fn end(&self) {
-        self.ended.set();
-        self.inbound.close();
-        self.outbound.abort();
-    }
-
-    fn fail(&self, reason: String) {
-        lock(&self.failure).get_or_insert(reason);
-        self.end();
-    }
-}
-
-impl Inbound for Pipe {
-    fn inbound(&self) -> &ByteQueue {
-        &self.inbound
-    }
-
-    fn failure(&self) -> Option<String> {
-        lock(&self.failure).clone()
-    }
-}
-
-/// The runtime's input on a durable WebSocket connection.
-pub(crate) type DurableWsReader = QueueReader<Pipe>;
-/// The runtime's output on a durable WebSocket connection.
-pub(crate) type DurableWsWriter = LineWriter<PipeSink>;
+/// Opens another WebSocket to the connection's URL.
+pub(crate) type Reopen = Arc<
+    dyn Fn() -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<WebSocketStream<WsStream>, String>> + Send>,
+        > + Send
+        + Sync,
+>;
 
 /// One WebSocket's halves.
 type Socket = (WsReader<WsStream>, WsWriter<WsStream>);
@@ -93,20 +57,14 @@ fn keepalive(config: Option<KeepAliveConfig>) -> Option<KeepAliveConfig> {
 
 /// Starts the driver of a durable connection on its first WebSocket.
 pub(crate) fn open(
-    connector: Connector,
+    connector: Reopen,
     ws: WebSocketStream<WsStream>,
     connection_id: Option<String>,
     keepalive_config: Option<KeepAliveConfig>,
     reconnect: Reconnect,
     max_message_size: usize,
-) -> (DurableWsReader, DurableWsWriter) {
-    let budget = max_message_size.max(1 << 20);
-    let pipe = Arc::new(Pipe {
-        inbound: ByteQueue::new(Share::alone(budget)),
-        outbound: ByteQueue::new(Share::alone(budget)),
-        failure: Mutex::default(),
-        ended: Latch::default(),
-    });
+) -> (PipeReader, PipeWriter) {
+    let pipe = Pipe::new(max_message_size);
     let keepalive_config = keepalive(keepalive_config);
     let socket = halves(ws, keepalive_config);
     let driver = Driver {
@@ -117,12 +75,7 @@ pub(crate) fn open(
         reconnect,
     };
     smol::spawn(async move { driver.run(socket).await }).detach();
-    let writer = LineWriter::new(PipeSink {
-        pipe: pipe.clone(),
-        pending: None,
-        listener: BudgetListener::default(),
-    });
-    (QueueReader::new(pipe), writer)
+    pipe.ends()
 }
 
 fn halves(ws: WebSocketStream<WsStream>, keepalive: Option<KeepAliveConfig>) -> Socket {
@@ -176,12 +129,15 @@ struct Received {
     cursor: u64,
     /// The server stamps cursors: it serves the durable transport, and a drop is resumed.
     durable: bool,
+    /// Messages received.
+    messages: u64,
 }
 
 impl Received {
     /// Follows the cursor of `message`. The server's cursors are its stream's event ids,
     /// consecutive: a message with nowhere to carry one (a `null` result) is the next.
     fn follow(&mut self, message: &[u8]) {
+        self.messages += 1;
         match crate::cursor::read_cursor(message) {
             Some(cursor) => {
                 self.cursor = cursor;
@@ -205,7 +161,7 @@ enum End {
 
 struct Driver {
     pipe: Arc<Pipe>,
-    connector: Connector,
+    connector: Reopen,
     connection_id: Option<String>,
     keepalive: Option<KeepAliveConfig>,
     reconnect: Reconnect,
@@ -234,13 +190,16 @@ impl Driver {
                     return;
                 }
                 End::Dropped(reason) => {
-                    let Some(id) = self.connection_id.as_deref().filter(|_| received.durable)
-                    else {
-                        return self.pipe.fail(reason);
+                    // Resumable once the server stamped a cursor, or before anything came (the
+                    // first message's gap: a server that does not know `stream/resume`
+                    // refuses it as an unknown method).
+                    let resumable = received.durable || received.messages == 0;
+                    let Some(id) = self.connection_id.as_deref().filter(|_| resumable) else {
+                        return self.pipe.fail(Failure::Other(reason));
                     };
                     match self.resume(id, &mut sent, &mut received, reason).await {
                         Ok(next) => socket = next,
-                        Err(reason) => return self.pipe.fail(reason),
+                        Err(failure) => return self.pipe.fail(failure),
                     }
                 }
             }
@@ -250,7 +209,7 @@ impl Driver {
     /// The runtime's messages to the server, each kept until confirmed.
     async fn send(&self, writer: &mut WsWriter<WsStream>, sent: &mut Sent) -> End {
         loop {
-            let Some(mut message) = self.pipe.outbound.pop().await else {
+            let Some(mut message) = self.pipe.outbound().pop().await else {
                 return End::Runtime;
             };
             if !sent.asked {
@@ -270,7 +229,7 @@ impl Driver {
             match read_message(reader).await {
                 Ok(Some(message)) => {
                     received.follow(&message);
-                    if self.pipe.inbound.push(to_line(&message)).await.is_err() {
+                    if self.pipe.inbound().push(to_line(&message)).await.is_err() {
                         return End::Runtime;
                     }
                 }
@@ -290,18 +249,18 @@ impl Driver {
         sent: &mut Sent,
         received: &mut Received,
         mut reason: String,
-    ) -> Result<Socket, String> {
+    ) -> Result<Socket, Failure> {
         let mut retry = Retry::new(self.reconnect);
         loop {
             if !retry.wait().await {
-                return Err(format!(
+                return Err(Failure::Other(format!(
                     "the WebSocket dropped and could not resume: {reason}"
-                ));
+                )));
             }
-            let ws = match self.connector.open_websocket().await {
-                Ok((ws, _)) => ws,
+            let ws = match (self.connector)().await {
+                Ok(ws) => ws,
                 Err(error) => {
-                    reason = error.to_string();
+                    reason = error;
                     continue;
                 }
             };
@@ -321,11 +280,11 @@ impl Driver {
             match self.replay(&mut reader, received).await {
                 Ok(Ok(confirmed)) => {
                     if !sent.confirmed(confirmed) {
-                        return Err(format!(
+                        return Err(Failure::Refused(format!(
                             "the WebSocket resumed, but messages sent before the server's \
                              {confirmed}th were given up here (more than {LOG_MESSAGES} \
                              messages or {LOG_BYTES} bytes unconfirmed)"
-                        ));
+                        )));
                     }
                     let mut resent = Ok(());
                     for (_, message) in &sent.log {
@@ -338,16 +297,13 @@ impl Driver {
                         Ok(()) => return Ok((reader, writer)),
                         Err(error) => {
                             reason = error.to_string();
-                            retry.reset();
                             continue;
                         }
                     }
                 }
-                Ok(Err(refusal)) => return Err(refusal),
+                Ok(Err(refusal)) => return Err(Failure::Refused(refusal)),
                 Err(error) => reason = error,
             }
-            // Something came back: the next failure starts a fresh series of tries.
-            retry.reset();
         }
     }
 
@@ -385,7 +341,7 @@ impl Driver {
                 return Ok(Ok(confirmed));
             }
             received.follow(&message);
-            if self.pipe.inbound.push(to_line(&message)).await.is_err() {
+            if self.pipe.inbound().push(to_line(&message)).await.is_err() {
                 return Ok(Err("the connection has ended".into()));
             }
         }
@@ -408,57 +364,6 @@ async fn read_message(reader: &mut WsReader<WsStream>) -> io::Result<Option<Vec<
         line.pop();
     }
     Ok(Some(line))
-}
-
-/// The driver's queue as the place the runtime's lines go.
-#[derive(Debug)]
-pub(crate) struct PipeSink {
-    pipe: Arc<Pipe>,
-    pending: Option<Vec<u8>>,
-    listener: BudgetListener,
-}
-
-impl LineSink for PipeSink {
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.pending.is_some() {
-            let pushed = ready!(self.pipe.outbound.poll_push(
-                &mut self.pending,
-                &mut self.listener,
-                cx
-            ));
-            self.pending = None;
-            if pushed.is_err() {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the connection has ended",
-                )));
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
-        self.pending = Some(line);
-        let _ = self.poll_ready(cx);
-        Ok(())
-    }
-
-    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_ready(cx)
-    }
-
-    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_ready(cx))?;
-        // The driver sends what is queued, then closes the WebSocket.
-        self.pipe.outbound.close();
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for PipeSink {
-    fn drop(&mut self) {
-        self.pipe.outbound.close();
-    }
 }
 
 #[cfg(test)]

@@ -464,3 +464,175 @@ fn a_client_that_does_not_ask_gets_todays_websocket() {
         );
     });
 }
+
+/// The streamer, which also resumes sessions (`session/resume`), recording which and where.
+struct Resumable {
+    streamer: Streamer,
+    resumed: Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+impl Agent for Resumable {
+    async fn initialize(
+        &self,
+        _request: InitializeRequest,
+        _client: &ClientHandle,
+    ) -> Result<InitializeResponse> {
+        let sessions = SessionCapabilities::new().with_resume(SessionResumeCapabilities::new());
+        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
+            .with_agent_capabilities(AgentCapabilities::new().with_session_capabilities(sessions)))
+    }
+
+    async fn new_session(
+        &self,
+        request: NewSessionRequest,
+        client: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        self.streamer.new_session(request, client).await
+    }
+
+    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        self.streamer.prompt(request, turn).await
+    }
+
+    async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+        _session: acp_runtime::agent::SessionClient,
+    ) -> Result<ResumeSessionResponse> {
+        self.resumed
+            .lock()
+            .unwrap()
+            .push((request.session_id.to_string(), request.cwd.clone()));
+        Ok(ResumeSessionResponse::new())
+    }
+}
+
+/// A durable server of [`Resumable`]: its address, prompt counter and resumed sessions.
+#[allow(clippy::type_complexity)]
+fn serve_resumable() -> (
+    SocketAddr,
+    Arc<AtomicUsize>,
+    Arc<std::sync::Mutex<Vec<(String, String)>>>,
+) {
+    let options = ServerOptions::default().with_durable_transport(true);
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+    let addr = server.local_addr();
+    let prompts = Arc::new(AtomicUsize::new(0));
+    let resumed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (counter, record) = (prompts.clone(), resumed.clone());
+    smol::spawn(async move {
+        let _ = server
+            .serve_agent(
+                move |_| Resumable {
+                    streamer: Streamer {
+                        prompts: counter.clone(),
+                    },
+                    resumed: record.clone(),
+                },
+                AgentOptions::default(),
+            )
+            .await;
+    })
+    .detach();
+    (addr, prompts, resumed)
+}
+
+/// A TCP proxy whose upstream can be switched; `cut` closes every socket it carries.
+struct Switch {
+    upstream: std::sync::Mutex<SocketAddr>,
+    live: std::sync::Mutex<Vec<(TcpStream, TcpStream)>>,
+}
+
+impl Switch {
+    fn cut(&self) {
+        for (down, up) in self.live.lock().unwrap().drain(..) {
+            let _ = down.shutdown(std::net::Shutdown::Both);
+            let _ = up.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+async fn switching_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Switch>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let switch = Arc::new(Switch {
+        upstream: std::sync::Mutex::new(upstream),
+        live: std::sync::Mutex::default(),
+    });
+    let control = switch.clone();
+    smol::spawn(async move {
+        while let Ok((down, _)) = listener.accept().await {
+            let target = *control.upstream.lock().unwrap();
+            let Ok(up) = TcpStream::connect(target).await else {
+                continue;
+            };
+            control
+                .live
+                .lock()
+                .unwrap()
+                .push((down.clone(), up.clone()));
+            let (d, u) = (down.clone(), up.clone());
+            smol::spawn(async move {
+                let _ = futures_lite::io::copy(d, u.clone()).await;
+                let _ = u.shutdown(std::net::Shutdown::Write);
+            })
+            .detach();
+            smol::spawn(async move {
+                let _ = futures_lite::io::copy(up, down.clone()).await;
+                let _ = down.shutdown(std::net::Shutdown::Write);
+            })
+            .detach();
+        }
+    })
+    .detach();
+    (addr, switch)
+}
+
+/// A resumption refused (the balancer sent it to another server, which does not know the
+/// connection) is taken up on a new connection there: `initialize` as the first, then
+/// `session/resume` for the session, which goes on: its next turn runs on the new server.
+fn refused_resumption_falls_back_to_session_resume(scheme: &str) {
+    smol::block_on(async {
+        let (first, first_prompts, _) = serve_resumable();
+        let (second, second_prompts, resumed) = serve_resumable();
+        let (proxy, switch) = switching_proxy(first).await;
+        let project = Project::new(&format!("ws-resume-fallback-{scheme}"));
+        let connector = Connector::new(format!("{scheme}://{proxy}/acp")).with_durable_transport();
+        let (agent, driver) = connect_client(connector).await;
+        within("initialize", agent.initialize()).await.unwrap();
+        let session = within("session/new", agent.new_session(&project.0))
+            .await
+            .unwrap();
+        numbered_turn(&session, 0).await;
+        *switch.upstream.lock().unwrap() = second;
+        switch.cut();
+        within("the session resumed on the second server", async {
+            while resumed.lock().unwrap().is_empty() {
+                smol::Timer::after(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert_eq!(
+            *resumed.lock().unwrap(),
+            [(
+                session.id().to_string(),
+                project.0.to_str().unwrap().to_owned()
+            )]
+        );
+        numbered_turn(&session, 1).await;
+        assert_eq!(first_prompts.load(Ordering::SeqCst), 1);
+        assert_eq!(second_prompts.load(Ordering::SeqCst), 1);
+        agent.close();
+        within("the client driver", driver).await.unwrap();
+    });
+}
+
+#[test]
+fn a_refused_websocket_resumption_falls_back_to_session_resume() {
+    refused_resumption_falls_back_to_session_resume("ws");
+}
+
+#[test]
+fn a_refused_http_resumption_falls_back_to_session_resume() {
+    refused_resumption_falls_back_to_session_resume("http");
+}

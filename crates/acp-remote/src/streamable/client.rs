@@ -29,6 +29,7 @@ use futures_lite::future;
 
 use super::link::Link;
 use super::queue::{ByteQueue, Inbound, QueueReader};
+use super::queue::{Failure, ResumeRefused};
 use super::sse;
 #[cfg(doc)]
 use super::wire::Reconnect;
@@ -55,7 +56,7 @@ pub(crate) struct Shared {
     /// The server has sent an event id: it numbers its events, and a cut stream resumes.
     resumable: AtomicBool,
     /// Why the connection ended, when it did not end cleanly.
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<Failure>>,
     ended: Latch,
 }
 
@@ -143,9 +144,9 @@ impl Shared {
         self.outbound.abort();
     }
 
-    /// Ends the connection with `reason`, which the runtime's reader reports.
-    fn fail(&self, reason: String) {
-        lock(&self.failure).get_or_insert(reason);
+    /// Ends the connection with `failure`, which the runtime's reader reports.
+    fn fail(&self, failure: Failure) {
+        lock(&self.failure).get_or_insert(failure);
         self.end();
     }
 
@@ -334,9 +335,11 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                         opened = true;
                         read_events(shared, &mut body, &mut last_id, &mut retry).await
                     }
-                    // A resumption refused: `410`, or the durable-transport proposal's `409`
-                    // (a GET with `Last-Event-ID` is never refused as a second reader).
-                    410 | 409 if status == 410 || resuming => {
+                    // A resumption refused: `410`, the durable-transport proposal's `409`
+                    // (a GET with `Last-Event-ID` is never refused as a second reader), or
+                    // `404` for a connection the server no longer has (or never had: a
+                    // balancer sent it elsewhere).
+                    410 | 409 | 404 if status == 410 || resuming => {
                         let mut text = Vec::new();
                         while let Some(Ok(piece)) = body.try_next().await {
                             text.extend_from_slice(&piece);
@@ -344,7 +347,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                                 break;
                             }
                         }
-                        shared.fail(gone_reason(status, &text));
+                        shared.fail(Failure::Refused(gone_reason(status, &text)));
                         return;
                     }
                     _ => Ended::Over,
@@ -426,7 +429,20 @@ impl Inbound for Shared {
     }
 
     fn failure(&self) -> Option<String> {
-        lock(&self.failure).clone()
+        match lock(&self.failure).clone()? {
+            Failure::Refused(reason) | Failure::Other(reason) => Some(reason),
+        }
+    }
+
+    fn failure_error(&self) -> Option<io::Error> {
+        self.failure().map(|reason| {
+            let refused = matches!(*lock(&self.failure), Some(Failure::Refused(_)));
+            if refused {
+                io::Error::new(io::ErrorKind::ConnectionAborted, ResumeRefused(reason))
+            } else {
+                io::Error::new(io::ErrorKind::ConnectionAborted, reason)
+            }
+        })
     }
 }
 
