@@ -19,6 +19,28 @@ use serde_json::value::RawValue;
 /// The `_meta` key of a message's cursor.
 pub(crate) const CURSOR_KEY: &str = "acp/cursor";
 
+/// The `_meta` key of the turn state a server sends after a successful resumption.
+pub(crate) const TURN_STATE_KEY: &str = "acp/turnState";
+
+/// The notification that carries the turn state after a resumed SSE stream's replay (on
+/// WebSocket it is in the answer to `stream/resume`). Not numbered, not kept: the stream's
+/// cursors are unchanged by it.
+pub(crate) const RESUMED: &str = "stream/resumed";
+
+/// The `stream/resumed` notification: the cursor the replay ended at, and `turn_state`.
+pub(crate) fn resumed(cursor: u64, turn_state: serde_json::Value) -> Vec<u8> {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": RESUMED,
+        "params": {
+            "cursor": cursor.to_string(),
+            "_meta": { TURN_STATE_KEY: turn_state },
+        },
+    })
+    .to_string()
+    .into_bytes()
+}
+
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
@@ -166,6 +188,16 @@ pub(crate) fn ask_for_resumable(initialize: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&value).unwrap_or_else(|_| initialize.to_vec())
 }
 
+/// Whether an `initialize` answer advertises the durable transport
+/// (`result.agentCapabilities.transport.resumable`, as [`advertise`] puts it).
+pub(crate) fn advertises_resumable(answer: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(answer).is_ok_and(|value| {
+        value
+            .pointer("/result/agentCapabilities/transport/resumable")
+            .is_some_and(serde_json::Value::is_object)
+    })
+}
+
 /// What a server keeps for resumptions, as advertised at `initialize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Retention {
@@ -287,7 +319,9 @@ mod tests {
             Retention { messages: 4096, seconds: 300 },
         );
         insta::assert_snapshot!(String::from_utf8(answer).unwrap(), @r#"{"id":0,"jsonrpc":"2.0","result":{"agentCapabilities":{"loadSession":true,"transport":{"resumable":{"retentionMessages":4096,"retentionSeconds":300}}},"protocolVersion":1}}"#);
+        assert!(advertises_resumable(&answer));
         let refused = br#"{"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"no"}}"#;
+        assert!(!advertises_resumable(refused));
         assert_eq!(
             advertise(
                 refused,

@@ -17,7 +17,7 @@ use smol::Timer;
 
 use crate::carried::Carried;
 use crate::conn::{AcpSlot, ServerCtx, lock_http};
-use crate::cursor::{CURSOR_KEY, Retention};
+use crate::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
 use crate::frames::{WsReader, WsWriter};
 use crate::http::RequestHead;
 use crate::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
@@ -29,8 +29,6 @@ use crate::transport::WsStream;
 pub(crate) const RESUME: &str = "stream/resume";
 /// The notification that refuses a resumption (before the error answer to it).
 pub(crate) const RESUME_FAILED: &str = "stream/resume_failed";
-/// The `_meta` key of the turn state sent after a resumption.
-pub(crate) const TURN_STATE_KEY: &str = "acp/turnState";
 
 /// Bytes of messages written to the socket at once.
 const CHUNK: usize = 64 * 1024;

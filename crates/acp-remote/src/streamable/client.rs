@@ -274,6 +274,11 @@ async fn post_all(shared: &Arc<Shared>) {
                     return;
                 };
                 *lock(&shared.connection_id) = Some(id.to_owned());
+                if crate::cursor::advertises_resumable(&answer.body) {
+                    // The server numbers its events from before the first one: a stream cut
+                    // before its first id resumes too (the first event's gap).
+                    shared.resumable.store(true, Ordering::SeqCst);
+                }
                 shared.open_stream(None);
                 shared.deliver(&answer.body).await;
             }
@@ -396,6 +401,11 @@ async fn read_events(
                 continue;
             }
             if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) {
+                if peek.method.as_deref() == Some(crate::cursor::RESUMED) {
+                    // The turn state after a resumption: the replay before it left nothing
+                    // out, so the runtime needs nothing from it.
+                    continue;
+                }
                 if peek.method.is_none() {
                     if let Some(session) = session_of(peek.result) {
                         shared.open_stream(Some(session));

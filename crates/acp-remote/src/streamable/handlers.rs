@@ -282,7 +282,15 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
     };
     let keep_alive = ctx.options.sse_keep_alive;
     let refusal_status = if conn.durable() { 409 } else { 410 };
-    let events = match EventStream::attach(conn, stream, resume, ctx.shared.clone(), keep_alive) {
+    let attached = EventStream::attach(
+        conn,
+        stream,
+        resume,
+        session,
+        ctx.shared.clone(),
+        keep_alive,
+    );
+    let events = match attached {
         Ok(events) => events,
         Err(AttachError::Busy) => return refused((409, "this stream already has a reader")),
         Err(AttachError::Ahead { .. }) => {

@@ -87,6 +87,9 @@ pub(crate) struct EventStream {
     ended: bool,
     /// Ended without finishing: taken over, or its events lost (see [`cut`](Self::cut)).
     cut: bool,
+    /// A durable-transport resumption: once the replay reaches this cursor, the turn state
+    /// (of this session's turns, or all) goes out before anything live.
+    turn_state: Option<(u64, Option<String>)>,
 }
 
 impl EventStream {
@@ -96,6 +99,7 @@ impl EventStream {
         conn: Arc<HttpConn>,
         stream: Arc<SseStream>,
         resume: Option<u64>,
+        session: Option<&str>,
         shared: Arc<Shared>,
         keep_alive: Duration,
     ) -> Result<EventStream, AttachError> {
@@ -104,6 +108,8 @@ impl EventStream {
             conn.trim_replay();
         }
         let attached = stream.attach(resume)?;
+        let turn_state = (resume.is_some() && conn.durable())
+            .then(|| (stream.last_id(), session.map(str::to_owned)));
         Ok(EventStream {
             conn,
             stream,
@@ -115,6 +121,7 @@ impl EventStream {
             keep_alive,
             ended: false,
             cut: false,
+            turn_state,
         })
     }
 
@@ -131,6 +138,18 @@ impl EventStream {
             return Some(format!("id: {}\n\n", self.cursor).into_bytes());
         }
         loop {
+            if self
+                .turn_state
+                .as_ref()
+                .is_some_and(|(end, _)| self.cursor >= *end)
+                && let Some((_, session)) = self.turn_state.take()
+            {
+                let state = self.conn.turn_state(session.as_deref());
+                let mut event = b"data: ".to_vec();
+                event.extend_from_slice(&crate::cursor::resumed(self.cursor, state));
+                event.extend_from_slice(b"\n\n");
+                return Some(event);
+            }
             let (pushed, taken_over) = self.stream.listen();
             // What is queued already goes out in the same write: a burst of updates costs
             // one system call, not one each.
