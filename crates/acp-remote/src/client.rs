@@ -372,6 +372,10 @@ impl Connector {
                     tls,
                     reconnect: self.reconnect,
                     durable: self.durable,
+                    silence: self
+                        .keepalive
+                        .filter(|_| self.durable)
+                        .map(|k| k.interval.saturating_mul(5)),
                     #[cfg(feature = "http2")]
                     http2_prior_knowledge: self.http2_prior_knowledge,
                 };

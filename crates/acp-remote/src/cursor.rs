@@ -318,8 +318,8 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#,
             Retention { messages: 4096, seconds: 300 },
         );
-        insta::assert_snapshot!(String::from_utf8(answer).unwrap(), @r#"{"id":0,"jsonrpc":"2.0","result":{"agentCapabilities":{"loadSession":true,"transport":{"resumable":{"retentionMessages":4096,"retentionSeconds":300}}},"protocolVersion":1}}"#);
         assert!(advertises_resumable(&answer));
+        insta::assert_snapshot!(String::from_utf8(answer).unwrap(), @r#"{"id":0,"jsonrpc":"2.0","result":{"agentCapabilities":{"loadSession":true,"transport":{"resumable":{"retentionMessages":4096,"retentionSeconds":300}}},"protocolVersion":1}}"#);
         let refused = br#"{"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"no"}}"#;
         assert!(!advertises_resumable(refused));
         assert_eq!(

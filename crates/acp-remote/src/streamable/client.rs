@@ -387,10 +387,20 @@ async fn read_events(
     let mut parser = sse::Parser::new(shared.link.endpoint.max_message_size.saturating_add(1024));
     let mut events = Vec::new();
     loop {
-        let data = match body.try_next().await {
-            None => return Ended::Over,
-            Some(Err(_)) => return Ended::Cut,
-            Some(Ok(data)) => data,
+        let next = async { Some(body.try_next().await) };
+        let silent = async {
+            match shared.link.endpoint.silence {
+                Some(limit) => smol::Timer::after(limit).await,
+                None => future::pending().await,
+            };
+            None
+        };
+        let data = match future::or(next, silent).await {
+            // Nothing heard for five keep-alive intervals: the stream is taken for cut.
+            None => return Ended::Cut,
+            Some(None) => return Ended::Over,
+            Some(Some(Err(_))) => return Ended::Cut,
+            Some(Some(Ok(data))) => data,
         };
         if parser.feed(&data, &mut events).is_err() {
             return Ended::Over;

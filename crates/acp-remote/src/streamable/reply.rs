@@ -89,7 +89,8 @@ pub(crate) struct EventStream {
     cut: bool,
     /// A durable-transport resumption: once the replay reaches this cursor, the turn state
     /// (of this session's turns, or all) goes out before anything live.
-    turn_state: Option<(u64, Option<String>)>,
+    /// (Boxed: a reply is moved by value, and most streams have none.)
+    turn_state: Option<Box<(u64, Option<String>)>>,
 }
 
 impl EventStream {
@@ -109,7 +110,7 @@ impl EventStream {
         }
         let attached = stream.attach(resume)?;
         let turn_state = (resume.is_some() && conn.durable())
-            .then(|| (stream.last_id(), session.map(str::to_owned)));
+            .then(|| Box::new((stream.last_id(), session.map(str::to_owned))));
         Ok(EventStream {
             conn,
             stream,
@@ -141,9 +142,10 @@ impl EventStream {
             if self
                 .turn_state
                 .as_ref()
-                .is_some_and(|(end, _)| self.cursor >= *end)
-                && let Some((_, session)) = self.turn_state.take()
+                .is_some_and(|state| self.cursor >= state.0)
+                && let Some(taken) = self.turn_state.take()
             {
+                let (_, session) = *taken;
                 let state = self.conn.turn_state(session.as_deref());
                 let mut event = b"data: ".to_vec();
                 event.extend_from_slice(&crate::cursor::resumed(self.cursor, state));
