@@ -390,7 +390,12 @@ impl Connector {
         }
         let (ws, connection_id) = self.websocket(request, &host, port, tls.as_ref()).await?;
         if self.durable {
-            let connector = self.clone();
+            // The resuming upgrades name the connection, so that a balancer routing by the
+            // id's instance prefix sends them to the server that holds it.
+            let connector = match &connection_id {
+                Some(id) => self.clone().with_header("Acp-Connection-Id", id.clone()),
+                None => self.clone(),
+            };
             let reopen: crate::ws_durable_client::Reopen = Arc::new(move || {
                 let connector = connector.clone();
                 Box::pin(async move {

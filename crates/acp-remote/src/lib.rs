@@ -28,6 +28,12 @@
 //!   what the client missed (or `410` when that is no longer kept); a POST sent again with a
 //!   request id the server accepted before is not run twice. The [`Connector`] resumes cut
 //!   streams and sends failed POSTs again by itself ([`Connector::with_reconnect`]).
+//! - **The durable transport** (upstream's open proposal, opt-in on both sides:
+//!   [`ServerOptions::with_durable_transport`], [`Connector::with_durable_transport`]): every
+//!   message carries its cursor in `_meta["acp/cursor"]`; a dropped WebSocket no longer
+//!   ends its connection, and a new one resumes it with `stream/resume`; after a resumption
+//!   the server sends the turn state; a refused resumption is taken up on a new connection
+//!   with `session/resume`. docs/remote.md has the wire and each of the proposal's points.
 //!
 //! # How it plugs into the runtime
 //!
