@@ -273,6 +273,19 @@ impl Layer {
         if let Some(error) = answer.get("error") {
             return Err(format!("initialize failed: {error}"));
         }
+        // The first connection was lost before the runtime had its answer (the first
+        // message's gap): this one is it.
+        let init_key = init_id.to_string();
+        if lock(&self.tracker).pending.remove(&init_key).is_some()
+            && self
+                .pipe
+                .inbound()
+                .push(to_line(answer.to_string().as_bytes()))
+                .await
+                .is_err()
+        {
+            return Err("the connection has ended".into());
+        }
         let mut resumed = 0;
         let mut refusals = Vec::new();
         for (n, (_, session, params)) in sessions.iter().enumerate() {

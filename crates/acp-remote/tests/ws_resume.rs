@@ -1,8 +1,9 @@
 //! The durable transport over WebSocket, over real sockets: WebSockets cut at random points
 //! (the agent's messages cut off, the client's prompt swallowed or delivered just before the
 //! cut, resumptions cut too) and resumed with `stream/resume`: every update once, in order,
-//! no prompt run twice, no turn cancelled by a drop; refusals (`stream/resume_failed`) and
-//! the resumption's wire pinned; a client that does not ask keeps today's WebSocket.
+//! no prompt run twice, no turn cancelled by a drop; the first message's gap; refusals
+//! (`stream/resume_failed`), the turn state and the resumption's wire pinned; the fallback to
+//! `session/resume` on both transports; a client that does not ask keeps today's WebSocket.
 #![cfg(unix)]
 
 mod common;
@@ -81,6 +82,9 @@ struct Cutter {
     down_budget: AtomicI64,
     /// The budget armed after a cut (negative: none), to cut the resumption too.
     then: AtomicI64,
+    /// The server's reads (any socket) still passed on before one is swallowed and its socket
+    /// cut (negative: none).
+    reads_before_cut: AtomicI64,
     /// The client's next bytes are swallowed and the socket cut (they never arrive).
     swallow_up: AtomicUsize,
     /// The client's next bytes are passed on, then the socket is cut (they arrive, but the
@@ -109,6 +113,7 @@ async fn cutting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Cutter>) {
     let cutter = Arc::new(Cutter::default());
     cutter.down_budget.store(-1, Ordering::SeqCst);
     cutter.then.store(-1, Ordering::SeqCst);
+    cutter.reads_before_cut.store(-1, Ordering::SeqCst);
     let control = cutter.clone();
     smol::spawn(async move {
         while let Ok((down, _)) = listener.accept().await {
@@ -150,8 +155,15 @@ async fn cutting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Cutter>) {
                     };
                     let budget = c.down_budget.load(Ordering::SeqCst);
                     let mut pass = n;
-                    let mut cutting = false;
-                    if budget >= 0 {
+                    let mut cutting = c.reads_before_cut.fetch_update(
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                        |left| (left >= 0).then_some(left - 1),
+                    ) == Ok(0);
+                    if cutting {
+                        pass = 0;
+                    }
+                    if budget >= 0 && !cutting {
                         if n as i64 > budget {
                             pass = budget as usize;
                             cutting = true;
@@ -635,4 +647,112 @@ fn a_refused_websocket_resumption_falls_back_to_session_resume() {
 #[test]
 fn a_refused_http_resumption_falls_back_to_session_resume() {
     refused_resumption_falls_back_to_session_resume("http");
+}
+
+/// The first message's gap: the WebSocket dropped after the 101, with the `initialize`
+/// answer on its way. The client resumes from cursor 0 (it cannot know yet that the server
+/// numbers its messages), gets the answer replayed, and the connection goes on.
+#[test]
+fn a_websocket_cut_before_its_first_message_resumes() {
+    smol::block_on(async {
+        let options = ServerOptions::default().with_durable_transport(true);
+        let (addr, prompts) = serve_streamer(options);
+        let (proxy, cutter) = cutting_proxy(addr).await;
+        let project = Project::new("ws-resume-first");
+        let connector = Connector::new(format!("ws://{proxy}/acp")).with_durable_transport();
+        // The 101 is passed on; the next read, the initialize answer, is the cut.
+        cutter.reads_before_cut.store(1, Ordering::SeqCst);
+        let (agent, driver) = connect_client(connector).await;
+        within("initialize", agent.initialize()).await.unwrap();
+        assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1);
+        let session = within("session/new", agent.new_session(&project.0))
+            .await
+            .unwrap();
+        numbered_turn(&session, 0).await;
+        assert_eq!(prompts.load(Ordering::SeqCst), 1);
+        agent.close();
+        within("the client driver", driver).await.unwrap();
+    });
+}
+
+/// Sends one chunk for each prompt, then waits for the test's word before ending the turn.
+struct Gated(smol::channel::Receiver<()>);
+
+impl Agent for Gated {
+    async fn new_session(
+        &self,
+        _request: NewSessionRequest,
+        _client: &ClientHandle,
+    ) -> Result<NewSessionResponse> {
+        Ok(NewSessionResponse::new(agent::new_session_id()))
+    }
+
+    async fn prompt(&self, _request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
+        turn.message("started").await?;
+        let _ = self.0.recv().await;
+        Ok(StopReason::EndTurn.into())
+    }
+}
+
+/// The turn state after a resumption, pinned: a turn running while its WebSocket dropped is
+/// listed (its session and prompt id) in the answer to `stream/resume`, and its end comes
+/// live after it.
+#[test]
+fn the_turn_state_lists_the_running_turn() {
+    smol::block_on(async {
+        let (release, gate) = smol::channel::unbounded();
+        let options = ServerOptions::default().with_durable_transport(true);
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let url = server.url();
+        smol::spawn(async move {
+            let _ = server
+                .serve_agent(move |_| Gated(gate.clone()), AgentOptions::default())
+                .await;
+        })
+        .detach();
+        let project = Project::new("ws-resume-turn-state");
+        let (mut ws, response) = websocket(&url).await;
+        let id = response.headers()["acp-connection-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        ws.send(Message::text(INITIALIZE)).await.unwrap();
+        read_until(&mut ws, |m| m["id"] == 0).await;
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":project.0,"mcpServers":[]}}),
+        )
+        .await;
+        let created = read_until(&mut ws, |m| m["id"] == 1).await.remove(0);
+        let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":session,"prompt":[{"type":"text","text":"go"}]}}),
+        )
+        .await;
+        read_until(&mut ws, |m| {
+            m["params"]["update"]["content"]["text"] == "started"
+        })
+        .await;
+        drop(ws);
+        let (mut again, _) = websocket(&url).await;
+        send(
+            &mut again,
+            json!({"jsonrpc":"2.0","id":"r1","method":"stream/resume","params":{"connectionId":id,"cursor":"2"}}),
+        )
+        .await;
+        let resumed = read_until(&mut again, |m| m["id"] == "r1").await;
+        let text: Vec<String> = resumed
+            .iter()
+            .map(|m| m.to_string().replace(&session, "<session>"))
+            .collect();
+        insta::assert_snapshot!(text.join("\n"), @r#"
+        {"jsonrpc":"2.0","method":"session/update","params":{"_meta":{"acp/cursor":"3"},"sessionId":"<session>","update":{"content":{"text":"started","type":"text"},"sessionUpdate":"agent_message_chunk"}}}
+        {"id":"r1","jsonrpc":"2.0","result":{"_meta":{"acp/cursor":"3","acp/turnState":{"turns":[{"requestId":2,"sessionId":"<session>","state":"running"}]}},"cursor":"3","received":3}}
+        "#);
+        release.send(()).await.unwrap();
+        let end = read_until(&mut again, |m| m["id"] == 2).await.remove(0);
+        assert_eq!(end["result"]["stopReason"], "end_turn");
+        assert_eq!(end["result"]["_meta"]["acp/cursor"], "4");
+    });
 }
