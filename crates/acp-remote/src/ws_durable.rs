@@ -30,6 +30,10 @@ pub(crate) const RESUME: &str = "stream/resume";
 /// The notification that refuses a resumption (before the error answer to it).
 pub(crate) const RESUME_FAILED: &str = "stream/resume_failed";
 
+/// The refusal's reason when the connection is another instance's: not final (the client
+/// tries again, for a balancer to route it right).
+pub(crate) const OTHER_INSTANCE: &str = "other_instance";
+
 /// Bytes of messages written to the socket at once.
 const CHUNK: usize = 64 * 1024;
 
@@ -145,6 +149,22 @@ pub(crate) async fn resume(
         );
         return refuse(&mut writer, id, refusal).await;
     };
+    // A connection another instance named (`NAME.<token>`): a balancer sent the resumption
+    // to the wrong server (one just restarted may not route by the id yet). The client tries
+    // again; only the owner can say that a connection is gone.
+    if let Some(instance) = &ctx.options.instance
+        && let Some((owner, _)) = connection.split_once('.')
+        && owner != instance.as_str()
+    {
+        let refusal = Refusal::new(
+            OTHER_INSTANCE,
+            format!(
+                "this is instance {}, not {owner}, which holds the connection: try again",
+                instance.as_str()
+            ),
+        );
+        return refuse(&mut writer, id, refusal.at(&connection, cursor)).await;
+    }
     // As on Streamable HTTP, a connection opened with other credentials is unknown.
     let conn = lock_http(&ctx.shared)
         .get(&connection)

@@ -329,6 +329,13 @@ impl Driver {
             if value.get("method").is_none() && value.get("id") == Some(&json!(RESUME_ID)) {
                 if let Some(error) = value.get("error") {
                     let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+                    // Another instance than the connection's: a balancer's mistake, tried
+                    // again (the server's `other_instance`).
+                    if error.pointer("/data/reason").and_then(Value::as_str)
+                        == Some("other_instance")
+                    {
+                        return Err(message.to_owned());
+                    }
                     return Ok(Err(format!(
                         "the server refused to resume the WebSocket (stream/resume_failed): \
                          {message}"

@@ -400,13 +400,15 @@ fn a_resumption_on_the_wire() {
 }
 
 /// A resumption the server cannot serve exactly is refused: `stream/resume_failed`, then the
-/// error answer, then a close; an unknown connection the same.
+/// error answer, then a close; an unknown connection the same, and another instance's
+/// connection with a reason of its own.
 #[test]
 fn refused_resumptions_on_the_wire() {
     smol::block_on(async {
         let options = ServerOptions::default()
             .with_durable_transport(true)
-            .with_replay_events(2);
+            .with_replay_events(2)
+            .with_instance(acp_remote::InstanceName::new("a").unwrap());
         let (addr, _) = serve_streamer(options);
         let url = format!("ws://{addr}/acp");
         let project = Project::new("ws-resume-refused");
@@ -450,7 +452,10 @@ fn refused_resumptions_on_the_wire() {
         };
         insta::assert_snapshot!(refused("1", &id).await);
         insta::assert_snapshot!(refused("9", &id).await);
-        insta::assert_snapshot!(refused("1", "no-such-connection").await);
+        insta::assert_snapshot!(refused("1", "a.no-such-connection").await);
+        // Another instance's connection: a balancer's mistake, which the client tries again.
+        let other = refused("1", "b.elsewhere").await;
+        assert!(other.contains(r#""reason": "other_instance""#), "{other}");
     });
 }
 

@@ -27,6 +27,7 @@ use std::task::{Context, Poll, ready};
 
 use futures_lite::future;
 
+use super::handlers::OTHER_INSTANCE;
 use super::link::Link;
 use super::queue::{ByteQueue, Inbound, QueueReader};
 use super::queue::{Failure, ResumeRefused};
@@ -352,8 +353,14 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                                 break;
                             }
                         }
-                        shared.fail(Failure::Refused(gone_reason(status, &text)));
-                        return;
+                        if status == 404 && text.trim_ascii() == OTHER_INSTANCE.as_bytes() {
+                            // The balancer sent it to another instance than the
+                            // connection's: tried again, for it to route it right.
+                            Ended::Cut
+                        } else {
+                            shared.fail(Failure::Refused(gone_reason(status, &text)));
+                            return;
+                        }
                     }
                     _ => Ended::Over,
                 }

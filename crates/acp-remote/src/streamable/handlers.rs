@@ -28,6 +28,9 @@ pub(crate) const SESSION_ID: &str = "Acp-Session-Id";
 /// The header of a GET that resumes a stream after the event it names.
 pub(crate) const LAST_EVENT_ID: &str = "Last-Event-ID";
 
+/// The 404's text for a connection id that names another instance.
+pub(crate) const OTHER_INSTANCE: &str = "unknown Acp-Connection-Id: it names another instance";
+
 /// The JSON-RPC error code of the answer to a resumption whose events are no longer kept
 /// (in the range JSON-RPC leaves to implementations, and used by no ACP error).
 pub(crate) const REPLAY_WINDOW_PASSED: i64 = -32010;
@@ -39,6 +42,14 @@ fn find(head: &RequestHead, ctx: &ServerCtx) -> Result<Arc<HttpConn>, Refusal> {
     let id = head
         .header(CONNECTION_ID)
         .ok_or((400, "missing Acp-Connection-Id"))?;
+    if let Some(instance) = &ctx.options.instance
+        && let Some((owner, _)) = id.trim().split_once('.')
+        && owner != instance.as_str()
+    {
+        // A balancer's mistake (one just restarted may not route by the id yet): a durable
+        // client tries again rather than taking the connection for gone.
+        return Err((404, OTHER_INSTANCE));
+    }
     let conn = lock_http(&ctx.shared).get(id.trim()).cloned();
     // A connection carried by WebSockets is not reachable by HTTP requests.
     conn.filter(|c| c.carried.is_none() && c.authorizes(head.header("authorization")))
