@@ -94,7 +94,6 @@ async fn take_first(reader: &mut WsReader<WsStream>) -> Vec<u8> {
 
 /// A WebSocket that opened with `initialize` asking for the durable transport: a new
 /// connection, carried by this WebSocket first.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn open(
     mut reader: WsReader<WsStream>,
     writer: WsWriter<WsStream>,
