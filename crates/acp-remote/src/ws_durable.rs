@@ -242,6 +242,8 @@ enum Outcome {
     /// The WebSocket dropped, or another took the connection over: the connection waits for
     /// a resumption.
     Dropped,
+    /// The connection takes no more input (the reading side's end only).
+    InputEnded,
 }
 
 /// Carries `conn` over one WebSocket: the client's messages to it (`first` already read),
@@ -299,11 +301,17 @@ async fn carry(
     let received = carried.received();
     let read = read_side(&conn, reader, first, &stop, reading);
     let write = write_side(&conn, &stream, attached, writer, resume, received);
-    let outcome = future::or(read, write).await;
+    futures_lite::pin!(read, write);
+    let outcome = match future::or(read.as_mut(), write.as_mut()).await {
+        // The connection took no more input (it is ending): what it still sends goes out,
+        // and the WebSocket is closed after it.
+        Outcome::InputEnded => write.await,
+        outcome => outcome,
+    };
     stream.detach(attached.reader);
     match outcome {
         Outcome::Closed => end(&conn, ctx),
-        Outcome::Finished => {}
+        Outcome::Finished | Outcome::InputEnded => {}
         Outcome::Dropped => watch_retention(&conn, number, ctx),
     }
 }
@@ -370,7 +378,7 @@ async fn read_side(
         let retried = serde_json::from_slice::<Peek<'_>>(&message)
             .is_ok_and(|peek| conn.accept_carried(&peek) == Incoming::Retried);
         if !retried && conn.push_incoming(&message).await.is_err() {
-            return Outcome::Finished;
+            return Outcome::InputEnded;
         }
         carried.received_one();
     }
