@@ -6,7 +6,9 @@
 #   3. one instance drained (SIGTERM): its running turns finish, clients that arrive meanwhile
 #      land on the others, and it exits within its drain deadline;
 #   4. HAProxy itself restarted mid-run: every Streamable HTTP client resumes on its own
-#      instance, routed by the instance named in its connection id (no balancer state).
+#      instance, routed by the instance named in its connection id (no balancer state);
+#   5. the same under durable-transport clients, half of them WebSocket: each dropped
+#      WebSocket resumes with stream/resume on its own instance.
 # Skipped (exit 0, with a message) when haproxy is not installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +38,7 @@ port() { echo $((base + $1)); }
 # start NAME INDEX: one bridge serving the fleet agent (turns of 20 chunks, 50 ms apart).
 declare -A bridge_pid
 start() {
-  FLEET_BACKEND=$1 "$bridge" serve --listen "127.0.0.1:$(port "$2")" --drain-timeout 20 --instance "$1" \
+  FLEET_BACKEND=$1 "$bridge" serve --listen "127.0.0.1:$(port "$2")" --drain-timeout 20 --instance "$1" --durable-transport \
     -- "$fleet" agent --chunks 20 --delay-ms 50 2>"$work/$1.log" &
   bridge_pid[$1]=$!
   pids+=($!)
@@ -120,4 +122,15 @@ start_haproxy
 wait "$run" || { echo "FAIL: clients did not survive the balancer's restart"; grep failed "$work/run4.txt"; exit 1; }
 grep -E '^(backend|60 clients)' "$work/run4.txt"
 [[ $(grep -c '^backend' "$work/run4.txt") -ge 2 ]] || { echo "FAIL: the clients did not spread over s1 and s2"; exit 1; }
-echo "loadbalancer: 4 passed, 0 failed"
+echo "== 5. HAProxy killed and restarted two seconds into a run of 60 durable-transport clients (30 WebSocket, 30 Streamable HTTP), 4 turns each"
+clients --clients 60 --turns 4 --durable >"$work/run5.txt" &
+run=$!
+sleep 2
+kill -9 "$haproxy_pid"
+start_haproxy
+# Each dropped WebSocket opens a new one through the new balancer, its upgrade naming the
+# connection (Acp-Connection-Id), and resumes there with stream/resume.
+wait "$run" || { echo "FAIL: durable clients did not survive the balancer's restart"; grep failed "$work/run5.txt"; exit 1; }
+grep -E '^(backend|60 clients)' "$work/run5.txt"
+[[ $(grep -c '^client [0-9]* websocket s[0-9] ok' "$work/run5.txt") -eq 30 ]] || { echo "FAIL: not every WebSocket client finished"; exit 1; }
+echo "loadbalancer: 5 passed, 0 failed"

@@ -176,6 +176,11 @@ pub struct Args {
     /// (default: the Mozilla roots)
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
+    /// With a URL: ask for the durable transport (upstream's open proposal): a dropped
+    /// WebSocket or cut SSE stream resumes exactly, and one the server refuses to resume is
+    /// taken up on a new connection with `session/resume`
+    #[arg(long)]
+    pub durable_transport: bool,
     /// Write the wire transcript to FILE, one JSON line per message:
     /// {"dir":"client->agent"|"agent->client","msg":MESSAGE,"time_us":MICROS}; `acp trace view
     /// FILE` draws it
@@ -376,6 +381,12 @@ mod tests {
     #[test]
     fn remote_options() {
         let args = p(&["--token=t", "--ca", "ca.pem", "--", "wss://h/acp"]).unwrap();
+        assert!(!args.durable_transport);
+        assert!(
+            p(&["--durable-transport", "--", "ws://h/acp"])
+                .unwrap()
+                .durable_transport
+        );
         assert_eq!(args.token.as_deref(), Some("t"));
         assert_eq!(args.ca, Some("ca.pem".into()));
         assert_eq!(args.agent, ["wss://h/acp"]);

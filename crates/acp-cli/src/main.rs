@@ -124,9 +124,11 @@ fn main() {
     if !args.proxies.is_empty() && remote::url(&args.agent).is_some() {
         args::usage_error("--proxy needs an agent command to start, not a URL").exit();
     }
-    if remote::url(&args.agent).is_none() && (args.token.is_some() || args.ca.is_some()) {
+    if remote::url(&args.agent).is_none()
+        && (args.token.is_some() || args.ca.is_some() || args.durable_transport)
+    {
         args::usage_error(
-            "--token and --ca apply to a remote agent only: `-- ws://HOST:PORT/PATH` (or wss://, http://, https://)",
+            "--token, --ca and --durable-transport apply to a remote agent only: `-- ws://HOST:PORT/PATH` (or wss://, http://, https://)",
         )
         .exit();
     }
@@ -210,6 +212,9 @@ fn run_main(mut args: Args) -> i32 {
     };
     let target = if let Some(url) = remote::url(&args.agent) {
         match remote::connector(url, args.token.clone(), args.ca.as_deref()) {
+            Ok(connector) if args.durable_transport => {
+                Target::Remote(connector.with_durable_transport())
+            }
             Ok(connector) => Target::Remote(connector),
             Err(message) => {
                 eprintln!("acp: {message}");

@@ -4,9 +4,9 @@
 //! fleet agent [--chunks K] [--delay-ms D]
 //!     a stdio agent for `acp-bridge serve`: each turn first says which backend it runs on
 //!     ($FLEET_BACKEND), then streams K chunks (default 20), D ms apart (default 50)
-//! fleet clients HOST:PORT [--clients N] [--turns T] [--token TOKEN] [--http-only]
+//! fleet clients HOST:PORT [--clients N] [--turns T] [--token TOKEN] [--http-only] [--durable]
 //!     N clients at once (default 100), alternately WebSocket and Streamable HTTP (only the
-//!     latter with --http-only), each with
+//!     latter with --http-only; asking for the durable transport with --durable), each with
 //!     its own connection, one session and T turns (default 3) one after the other; prints
 //!     one line per client (`client I TRANSPORT BACKEND ok|failed: ERROR`) and a summary line
 //!     per backend
@@ -62,6 +62,7 @@ async fn one_client(
     token: Option<String>,
     turns: usize,
     transport: &'static str,
+    durable: bool,
 ) -> Outcome {
     let mut outcome = Outcome {
         transport,
@@ -70,6 +71,9 @@ async fn one_client(
         error: None,
     };
     let mut connector = Connector::new(url);
+    if durable {
+        connector = connector.with_durable_transport();
+    }
     if let Some(token) = token {
         connector = connector.with_bearer_token(token);
     }
@@ -157,7 +161,8 @@ async fn turns_on_a_connection(
 fn clients(args: &[String]) -> bool {
     let mut args = args.iter();
     let host = args.next().expect("HOST:PORT").clone();
-    let (mut n, mut turns, mut token, mut http_only) = (100usize, 3usize, None, false);
+    let (mut n, mut turns, mut token, mut http_only, mut durable) =
+        (100usize, 3usize, None, false, false);
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("a value").clone();
         match arg.as_str() {
@@ -165,6 +170,7 @@ fn clients(args: &[String]) -> bool {
             "--turns" => turns = value().parse().expect("a number of turns"),
             "--token" => token = Some(value()),
             "--http-only" => http_only = true,
+            "--durable" => durable = true,
             other => panic!("unknown option {other}"),
         }
     }
@@ -178,7 +184,7 @@ fn clients(args: &[String]) -> bool {
                     ("http", "streamable-http")
                 };
                 let url = format!("{scheme}://{host}/acp");
-                smol::spawn(one_client(url, token.clone(), turns, transport))
+                smol::spawn(one_client(url, token.clone(), turns, transport, durable))
             })
             .collect();
         let mut outcomes = Vec::new();
@@ -251,7 +257,7 @@ fn main() -> std::process::ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: fleet agent [--chunks K] [--delay-ms D] | fleet clients HOST:PORT [--clients N] [--turns T] [--token T] [--http-only]"
+                "usage: fleet agent [--chunks K] [--delay-ms D] | fleet clients HOST:PORT [--clients N] [--turns T] [--token T] [--http-only] [--durable]"
             );
             std::process::ExitCode::from(2)
         }

@@ -2,7 +2,7 @@
 //! and one prompt turn of streamed chunks, against a server in this process.
 //!
 //! ```text
-//! cargo run --release -p acp-rs-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K]
+//! cargo run --release -p acp-rs-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K] [--durable]
 //! cargo build --release -p acp-rs-remote --bin acp-bridge --example load
 //! target/release/examples/load [N] --mode ws|http --servers S [--chunks K]
 //! ```
@@ -127,6 +127,7 @@ fn main() {
     let mut mode = String::from("ws");
     let mut chunks = 50usize;
     let mut servers = 0usize;
+    let mut durable = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -137,6 +138,8 @@ fn main() {
                     .and_then(|c| c.parse().ok())
                     .expect("--servers S")
             }
+            // Server and clients on upstream's durable transport (ws, http, http2).
+            "--durable" => durable = true,
             "--chunks" => {
                 chunks = args
                     .next()
@@ -181,7 +184,9 @@ fn main() {
             fleet.stop();
             (elapsed, setup, updates)
         } else if mode == "ws" || mode == "http" || mode == "http2" {
-            let options = ServerOptions::default().with_max_connections(n.max(1));
+            let options = ServerOptions::default()
+                .with_max_connections(n.max(1))
+                .with_durable_transport(durable);
             let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
             let url = if mode == "ws" {
                 server.url()
@@ -193,6 +198,11 @@ fn main() {
             let connector = Connector::new(url);
             let connector = if mode == "http2" {
                 prior_knowledge(connector)
+            } else {
+                connector
+            };
+            let connector = if durable {
+                connector.with_durable_transport()
             } else {
                 connector
             };
@@ -246,8 +256,9 @@ fn main() {
     });
     let after = peak_rss_kib();
     println!(
-        "mode {mode}: {n} connections, {chunks} chunks each: {:.3} s ({:.3} s of it connecting \
+        "mode {mode}{}: {n} connections, {chunks} chunks each: {:.3} s ({:.3} s of it connecting \
          or spawning), {:.0} turns/s, {:.0} updates/s",
+        if durable { " (durable)" } else { "" },
         elapsed.as_secs_f64(),
         setup.as_secs_f64(),
         n as f64 / elapsed.as_secs_f64(),

@@ -21,9 +21,10 @@ use crate::streamable::{
     self,
     wire::{Endpoint, Reconnect},
 };
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner, WsStream};
 use crate::upgrade::websocket_config;
 use crate::ws_socket::{Held, WsSocket};
+use async_tungstenite::WebSocketStream;
 
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -163,11 +164,15 @@ impl Connector {
         }
     }
 
-    /// Asks a Streamable HTTP server for upstream's open durable-transport proposal (see
-    /// docs/remote.md) in the `initialize` it sends: a server that serves it stamps each
-    /// message with its cursor and refuses a resumption it cannot serve exactly with `409`,
-    /// which ends the connection with the server's reason as a `410` does. Resuming works as
-    /// without it. No effect on WebSocket URLs.
+    /// Asks the server for upstream's open durable-transport proposal (see docs/remote.md)
+    /// in the `initialize` it sends: a server that serves it stamps each message with its
+    /// cursor. Over Streamable HTTP, resuming works as without it, and a resumption the
+    /// server cannot serve exactly is refused with `409`. Over WebSocket, a dropped
+    /// WebSocket no longer ends the connection: a new one resumes it with `stream/resume`
+    /// (within [`with_reconnect`](Self::with_reconnect)'s bounds), gets what it missed, and
+    /// sends again what the server did not get; one that heard nothing for five keep-alive
+    /// intervals is taken for dropped. A refused resumption ends the connection with the
+    /// server's reason.
     ///
     /// ```
     /// use acp_remote::Connector;
@@ -187,7 +192,8 @@ impl Connector {
     /// window (this crate's) sends exactly the events the client missed; a POST is sent
     /// again, and such a server does not run a request twice. Each event or answer received
     /// starts the count again. `attempts` 0 turns it off: a cut stream ends the connection.
-    /// No effect on WebSocket URLs.
+    /// On WebSocket URLs, the same bounds for resuming a durable connection
+    /// ([`with_durable_transport`](Self::with_durable_transport)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -298,15 +304,43 @@ impl Connector {
             Timer::after(self.timeout).await;
             Err(ConnectError::Timeout(self.timeout))
         };
-        future::or(self.connect_now(), timeout).await
+        let remote = future::or(self.connect_transport(), timeout).await?;
+        if !self.durable {
+            return Ok(remote);
+        }
+        // A refused resumption is taken up on a new connection with `session/resume`.
+        let connector = self.clone();
+        let reconnect: crate::fallback::Reconnect = Arc::new(move || {
+            let connector = connector.clone();
+            Box::pin(async move {
+                let remote = connector
+                    .connect_transport()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok((remote.reader, remote.writer))
+            })
+        });
+        let (reader, writer) = crate::fallback::wrap(
+            reconnect,
+            remote.reader,
+            remote.writer,
+            self.max_message_size,
+        );
+        Ok(Remote {
+            reader: ConnectionReader(ReaderInner::Piped(reader)),
+            writer: ConnectionWriter(WriterInner::Piped(writer)),
+            connection_id: remote.connection_id,
+        })
     }
 
-    async fn connect_now(&self) -> Result<Remote, ConnectError> {
+    /// Opens a connection by the URL's transport (without the fallback of
+    /// [`connect`](Self::connect)).
+    pub(crate) async fn connect_transport(&self) -> Result<Remote, ConnectError> {
         let url_error = |reason: String| ConnectError::Url {
             url: self.url.clone(),
             reason,
         };
-        let mut request = self
+        let request = self
             .url
             .as_str()
             .into_client_request()
@@ -338,6 +372,10 @@ impl Connector {
                     tls,
                     reconnect: self.reconnect,
                     durable: self.durable,
+                    silence: self
+                        .keepalive
+                        .filter(|_| self.durable)
+                        .map(|k| k.interval.saturating_mul(5)),
                     #[cfg(feature = "http2")]
                     http2_prior_knowledge: self.http2_prior_knowledge,
                 };
@@ -350,6 +388,98 @@ impl Connector {
             }
             _ => return Err(url_error("not a ws:// or http:// URL".into())),
         }
+        let (ws, connection_id) = self.websocket(request, &host, port, tls.as_ref()).await?;
+        if self.durable {
+            // The resuming upgrades name the connection, so that a balancer routing by the
+            // id's instance prefix sends them to the server that holds it.
+            let connector = match &connection_id {
+                Some(id) => self.clone().with_header("Acp-Connection-Id", id.clone()),
+                None => self.clone(),
+            };
+            let reopen: crate::ws_durable_client::Reopen = Arc::new(move || {
+                let connector = connector.clone();
+                Box::pin(async move {
+                    let (ws, _) = connector
+                        .open_websocket()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    Ok(ws)
+                })
+            });
+            let (reader, writer) = crate::ws_durable_client::open(
+                reopen,
+                ws,
+                connection_id.clone(),
+                self.keepalive,
+                self.reconnect,
+                self.max_message_size,
+            );
+            return Ok(Remote {
+                reader: ConnectionReader(ReaderInner::Piped(reader)),
+                writer: ConnectionWriter(WriterInner::Piped(writer)),
+                connection_id,
+            });
+        }
+        let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
+        let reader = reader.with_keepalive(self.keepalive);
+        Ok(Remote {
+            reader: ConnectionReader(ReaderInner::Ws(reader)),
+            writer: ConnectionWriter(WriterInner::Ws(writer)),
+            connection_id,
+        })
+    }
+
+    /// Opens another WebSocket to the connector's `ws://` URL (a durable connection
+    /// resuming), within the connector's timeout; the `Acp-Connection-Id` of the answer.
+    pub(crate) async fn open_websocket(
+        &self,
+    ) -> Result<(WebSocketStream<WsStream>, Option<String>), ConnectError> {
+        let attempt = async {
+            let url_error = |reason: String| ConnectError::Url {
+                url: self.url.clone(),
+                reason,
+            };
+            let request = self
+                .url
+                .as_str()
+                .into_client_request()
+                .map_err(|e| url_error(e.to_string()))?;
+            let uri = request.uri().clone();
+            let host = uri
+                .host()
+                .ok_or_else(|| url_error("no host".into()))?
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
+            let secure = matches!(uri.scheme_str(), Some("wss"));
+            let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+            let tls = if secure {
+                Some(self.tls_for(url_error)?)
+            } else {
+                None
+            };
+            self.websocket(request, &host, port, tls.as_ref()).await
+        };
+        let timeout = async {
+            Timer::after(self.timeout).await;
+            Err(ConnectError::Timeout(self.timeout))
+        };
+        future::or(attempt, timeout).await
+    }
+
+    /// The WebSocket upgrade of `request` to `host:port`: the socket, and the
+    /// `Acp-Connection-Id` of the answer.
+    async fn websocket(
+        &self,
+        mut request: http::Request<()>,
+        host: &str,
+        port: u16,
+        tls: Option<&ClientTls>,
+    ) -> Result<(WebSocketStream<WsStream>, Option<String>), ConnectError> {
+        let url_error = |reason: String| ConnectError::Url {
+            url: self.url.clone(),
+            reason,
+        };
         for (name, value) in &self.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
@@ -357,7 +487,7 @@ impl Connector {
                 .map_err(|e| url_error(format!("header {name:?}: {e}")))?;
             request.headers_mut().append(name, value);
         }
-        let stream = NetStream::connect(&host, port, tls.as_ref()).await?;
+        let stream = NetStream::connect(host, port, tls).await?;
         // The client's one connection holds at most one message (the message limit).
         let stream = WsSocket::new(stream, Held::new(None), false);
         let config = websocket_config(self.max_message_size);
@@ -383,13 +513,7 @@ impl Connector {
             .get("acp-connection-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
-        let reader = reader.with_keepalive(self.keepalive);
-        Ok(Remote {
-            reader: ConnectionReader(ReaderInner::Ws(reader)),
-            writer: ConnectionWriter(WriterInner::Ws(writer)),
-            connection_id,
-        })
+        Ok((ws, connection_id))
     }
 
     /// Opens a connection and runs `client` on it: [`connect`](Self::connect), then the

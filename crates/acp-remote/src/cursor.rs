@@ -19,6 +19,28 @@ use serde_json::value::RawValue;
 /// The `_meta` key of a message's cursor.
 pub(crate) const CURSOR_KEY: &str = "acp/cursor";
 
+/// The `_meta` key of the turn state a server sends after a successful resumption.
+pub(crate) const TURN_STATE_KEY: &str = "acp/turnState";
+
+/// The notification that carries the turn state after a resumed SSE stream's replay (on
+/// WebSocket it is in the answer to `stream/resume`). Not numbered, not kept: the stream's
+/// cursors are unchanged by it.
+pub(crate) const RESUMED: &str = "stream/resumed";
+
+/// The `stream/resumed` notification: the cursor the replay ended at, and `turn_state`.
+pub(crate) fn resumed(cursor: u64, turn_state: serde_json::Value) -> Vec<u8> {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": RESUMED,
+        "params": {
+            "cursor": cursor.to_string(),
+            "_meta": { TURN_STATE_KEY: turn_state },
+        },
+    })
+    .to_string()
+    .into_bytes()
+}
+
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
@@ -99,6 +121,36 @@ pub(crate) fn stamp(message: &[u8], cursor: &str) -> Option<Vec<u8>> {
     }
 }
 
+/// The cursor a server stamped into `message` (`_meta["acp/cursor"]` where [`stamp`] puts
+/// it), if it is one of ours: an event id, as a decimal string.
+pub(crate) fn read_cursor(message: &[u8]) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Holder<'a> {
+        #[serde(borrow, rename = "_meta", default)]
+        meta: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        data: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "acp/cursor")]
+        cursor: Option<String>,
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(message).ok()?;
+    let holder = envelope.params.or(envelope.result).or(envelope.error)?;
+    let holder: Holder<'_> = serde_json::from_str(holder.get()).ok()?;
+    let meta = match (holder.meta, holder.data) {
+        (Some(meta), _) => meta,
+        (None, Some(data)) => serde_json::from_str::<Holder<'_>>(data.get()).ok()?.meta?,
+        (None, None) => return None,
+    };
+    let cursor = serde_json::from_str::<Meta>(meta.get()).ok()?.cursor?;
+    if cursor.is_empty() || !cursor.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    cursor.parse().ok()
+}
+
 /// Whether an `initialize` request asks for the durable transport: its
 /// `params.clientCapabilities.transport.resumable` is present and not `false`/`null`.
 pub(crate) fn asks_for_resumable(initialize: &[u8]) -> bool {
@@ -134,6 +186,16 @@ pub(crate) fn ask_for_resumable(initialize: &[u8]) -> Vec<u8> {
     };
     transport.insert("resumable".into(), serde_json::json!({}));
     serde_json::to_vec(&value).unwrap_or_else(|_| initialize.to_vec())
+}
+
+/// Whether an `initialize` answer advertises the durable transport
+/// (`result.agentCapabilities.transport.resumable`, as [`advertise`] puts it).
+pub(crate) fn advertises_resumable(answer: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(answer).is_ok_and(|value| {
+        value
+            .pointer("/result/agentCapabilities/transport/resumable")
+            .is_some_and(serde_json::Value::is_object)
+    })
 }
 
 /// What a server keeps for resumptions, as advertised at `initialize`.
@@ -219,6 +281,29 @@ mod tests {
     }
 
     #[test]
+    fn cursors_are_read_back_from_where_they_were_stamped() {
+        for message in [
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"no","data":{"a":1}}}"#,
+        ] {
+            assert_eq!(
+                read_cursor(&stamp(message.as_bytes(), "7").unwrap()),
+                Some(7)
+            );
+        }
+        assert_eq!(
+            read_cursor(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            None
+        );
+        assert_eq!(
+            read_cursor(br#"{"id":1,"result":{"_meta":{"acp/cursor":"x7"}}}"#),
+            None
+        );
+    }
+
+    #[test]
     fn initialize_asks_and_the_answer_advertises() {
         assert!(asks_for_resumable(
             br#"{"method":"initialize","params":{"clientCapabilities":{"transport":{"resumable":{}}}}}"#
@@ -233,8 +318,10 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#,
             Retention { messages: 4096, seconds: 300 },
         );
+        assert!(advertises_resumable(&answer));
         insta::assert_snapshot!(String::from_utf8(answer).unwrap(), @r#"{"id":0,"jsonrpc":"2.0","result":{"agentCapabilities":{"loadSession":true,"transport":{"resumable":{"retentionMessages":4096,"retentionSeconds":300}}},"protocolVersion":1}}"#);
         let refused = br#"{"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"no"}}"#;
+        assert!(!advertises_resumable(refused));
         assert_eq!(
             advertise(
                 refused,

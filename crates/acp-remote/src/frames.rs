@@ -108,6 +108,7 @@ where
         held,
         keepalive: None,
         holding: false,
+        closed_by_peer: false,
     };
     let writer = WsWriter(LineWriter::new(WsSink {
         sender: ws,
@@ -165,6 +166,9 @@ pub struct WsReader<S> {
     /// Whether the last message handed out still counts in `held`: until the runtime asks
     /// for the next.
     holding: bool,
+    /// The peer sent a close frame meaning the end (1000 or no code), rather than vanishing
+    /// or giving up on us.
+    closed_by_peer: bool,
 }
 
 impl<S> std::fmt::Debug for WsReader<S> {
@@ -181,6 +185,13 @@ impl<S> WsReader<S> {
     pub(crate) fn with_keepalive(mut self, config: Option<KeepAliveConfig>) -> Self {
         self.keepalive = config.map(KeepAlive::new);
         self
+    }
+
+    /// Whether the input ended with the peer's close frame meaning the end (code 1000 or
+    /// none; not a dropped socket, an error, another code, or the server's drain): a
+    /// durable-transport connection then ends rather than waits for a resumption.
+    pub(crate) fn closed_by_peer(&self) -> bool {
+        self.closed_by_peer
     }
 }
 
@@ -318,8 +329,12 @@ where
             }
             let text = match message {
                 Message::Text(text) => tungstenite::Bytes::from(text),
-                Message::Close(_) => {
+                Message::Close(frame) => {
                     self.ended = true;
+                    // A close meant as the end (1000, or no code); not one sent because the
+                    // peer gave up on us (1001 "keep-alive timeout", an error's code).
+                    self.closed_by_peer =
+                        frame.as_ref().is_none_or(|f| f.code == CloseCode::Normal);
                     continue;
                 }
                 // Binary frames carry nothing for us (the transport is text frames only);

@@ -28,6 +28,12 @@
 //!   what the client missed (or `410` when that is no longer kept); a POST sent again with a
 //!   request id the server accepted before is not run twice. The [`Connector`] resumes cut
 //!   streams and sends failed POSTs again by itself ([`Connector::with_reconnect`]).
+//! - **The durable transport** (upstream's open proposal, opt-in on both sides:
+//!   [`ServerOptions::with_durable_transport`], [`Connector::with_durable_transport`]): every
+//!   message carries its cursor in `_meta["acp/cursor"]`; a dropped WebSocket no longer
+//!   ends its connection, and a new one resumes it with `stream/resume`; after a resumption
+//!   the server sends the turn state; a refused resumption is taken up on a new connection
+//!   with `session/resume`. docs/remote.md has the wire and each of the proposal's points.
 //!
 //! # How it plugs into the runtime
 //!
@@ -125,10 +131,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer_scan;
+mod carried;
 mod client;
 mod conn;
 mod cursor;
 mod exchange;
+mod fallback;
 mod frames;
 mod health;
 mod http;
@@ -142,6 +150,7 @@ mod metrics;
 mod net;
 mod ops;
 mod options;
+mod pipe;
 mod rt;
 mod served;
 mod server;
@@ -151,6 +160,8 @@ mod tls;
 mod transport;
 mod upgrade;
 mod watch;
+mod ws_durable;
+mod ws_durable_client;
 mod ws_pieces;
 mod ws_socket;
 

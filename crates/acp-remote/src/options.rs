@@ -404,11 +404,13 @@ impl ServerOptions {
     }
 
     /// Serves the durable-transport proposal (upstream agent-client-protocol PR #2208, open:
-    /// off by default) to Streamable HTTP clients that ask for it at `initialize` with
-    /// `params.clientCapabilities.transport.resumable`: each message on their SSE streams
-    /// carries its event id in `_meta["acp/cursor"]` too, and the `initialize` answer
-    /// advertises the replay window as `agentCapabilities.transport.resumable
-    /// {retentionMessages, retentionSeconds}`. Clients that do not ask get today's wire.
+    /// off by default) to clients that ask for it at `initialize` with
+    /// `params.clientCapabilities.transport.resumable`, on both transports: each message
+    /// carries its cursor (its event id) in `_meta["acp/cursor"]` too, and the `initialize`
+    /// answer advertises the replay window as `agentCapabilities.transport.resumable
+    /// {retentionMessages, retentionSeconds}`. A durable WebSocket's connection outlives the
+    /// WebSocket for the window's age, and a new WebSocket whose first message is
+    /// `stream/resume` takes it up (docs/remote.md). Clients that do not ask get today's wire.
     ///
     /// ```
     /// use acp_remote::ServerOptions;

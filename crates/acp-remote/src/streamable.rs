@@ -25,6 +25,7 @@ use std::task::{Context, Poll, ready};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::carried::Carried;
 use crate::frames::Activity;
 use crate::lines::{LineSink, LineWriter, to_line};
 use crate::share::{Ceiling, Kind, Share};
@@ -44,6 +45,10 @@ const MAX_ROUTES: usize = 4096;
 /// a connection remembers, so that a POST retried after a network error is not handed to the
 /// agent twice; the oldest is forgotten first.
 pub(crate) const MAX_SEEN_IDS: usize = 4096;
+
+/// The longest request id a running turn is remembered by, as sent, for the turn state after a
+/// resumption (longer: the turn is not reported), so that 4096 turns stay near 2 MiB.
+const MAX_TURN_ID_LEN: usize = 256;
 
 /// The longest session id an answer's route keeps (longer: the answer goes to the
 /// connection's stream), so that 4096 routes stay near 1 MiB whatever the client sends.
@@ -98,6 +103,10 @@ pub(crate) struct HttpConn {
     pub(crate) activity: Arc<Activity>,
     /// Set by `DELETE`: the connection's task ends.
     pub(crate) ended: Latch,
+    /// Carried by WebSockets (the durable transport, src/ws_durable.rs) rather than by HTTP
+    /// requests: every message goes to the connection's stream, the `initialize` answer too,
+    /// advertising the retention.
+    pub(crate) carried: Option<Carried>,
 }
 
 #[derive(Debug, Default)]
@@ -109,6 +118,11 @@ struct Routes {
     client_answers: HashMap<IdKey, Route>,
     /// The ids of the messages accepted lately: a POST carrying one again is a retry.
     seen: SeenIds,
+    /// The turns running: `session/prompt` requests not answered yet, by request id, with
+    /// their session (for the turn state sent after a resumption).
+    turns: HashMap<String, String>,
+    /// A carried connection's `initialize` request, whose answer advertises the retention.
+    initialize: Option<String>,
 }
 
 /// A bounded set of ids, the oldest forgotten first.
@@ -200,6 +214,20 @@ fn session_of(raw: Option<&RawValue>) -> Option<String> {
     serde_json::from_str::<Session>(raw?.get()).ok()?.session_id
 }
 
+/// Counts a `session/prompt` request in `session` as a running turn (until its answer).
+fn note_turn(routes: &mut Routes, peek: &Peek<'_>, session: Option<String>) {
+    if peek.method.as_deref() != Some("session/prompt") {
+        return;
+    }
+    if let (Some(key), Some(session)) = (peek.id_key(), session)
+        && key.len() <= MAX_TURN_ID_LEN
+        && session.len() <= MAX_ROUTED_SESSION_LEN
+        && routes.turns.len() < MAX_ROUTES
+    {
+        routes.turns.insert(key, session);
+    }
+}
+
 /// Methods whose POST names a session (with `Acp-Session-Id`, or in `params.sessionId`).
 fn is_session_scoped(method: &str) -> bool {
     method.starts_with("session/") && !matches!(method, "session/new" | "session/list")
@@ -226,6 +254,7 @@ impl HttpConn {
         inbound_budget: usize,
         limits: StreamLimits,
         ceiling: &Arc<Ceiling>,
+        carried: Option<Carried>,
     ) -> Arc<HttpConn> {
         let budget = Share::new(limits.budget, ceiling, Kind::SseQueues);
         // The replay window's bytes come out of the same ceiling, best effort (an event that
@@ -248,6 +277,7 @@ impl HttpConn {
             routes: Mutex::default(),
             activity: Activity::new(),
             ended: Latch::default(),
+            carried,
         })
     }
 
@@ -358,6 +388,7 @@ impl HttpConn {
             // after a network error hid our 202. Its answer goes to its stream once.
             return Ok(Incoming::Retried);
         }
+        note_turn(&mut routes, peek, session.clone());
         if let Some(key) = peek.id_key()
             && routes.answers.len() < MAX_ROUTES
         {
@@ -386,12 +417,60 @@ impl HttpConn {
         };
         let mut routes = lock(&self.routes);
         if peek.method.is_some() {
+            // A prompt not queued is not running either.
+            routes.turns.remove(&key);
             let key = id_key(CLIENT_REQUEST, &key);
             routes.seen.forget(key);
             routes.answers.remove(&key);
         } else {
             routes.seen.forget(id_key(CLIENT_ANSWER, &key));
         }
+    }
+
+    /// Checks a message a carrying WebSocket took: one whose id was accepted before (sent
+    /// again by a client that could not know whether it arrived) is not for the agent again.
+    /// Nothing else is checked: the agent answers what is wrong, as on a plain WebSocket.
+    pub(crate) fn accept_carried(&self, peek: &Peek<'_>) -> Incoming {
+        let mut routes = lock(&self.routes);
+        if let Some(key) = peek.id_key() {
+            let side = if peek.method.is_some() {
+                CLIENT_REQUEST
+            } else {
+                CLIENT_ANSWER
+            };
+            if !routes.seen.insert(id_key(side, &key)) {
+                return Incoming::Retried;
+            }
+            if peek.is_initialize() && routes.initialize.is_none() {
+                routes.initialize = Some(key);
+            }
+        }
+        let session = session_of(peek.params);
+        note_turn(&mut routes, peek, session);
+        Incoming::New
+    }
+
+    /// The turns running now, of `session` or of every session: the value of
+    /// `_meta["acp/turnState"]` (docs/remote.md).
+    pub(crate) fn turn_state(&self, session: Option<&str>) -> serde_json::Value {
+        let routes = lock(&self.routes);
+        let mut running: Vec<(&String, &String)> = routes
+            .turns
+            .iter()
+            .filter(|(_, s)| session.is_none_or(|wanted| wanted == s.as_str()))
+            .collect();
+        running.sort();
+        let turns: Vec<serde_json::Value> = running
+            .into_iter()
+            .map(|(id, session)| {
+                serde_json::json!({
+                    "sessionId": session,
+                    "requestId": serde_json::from_str::<serde_json::Value>(id).unwrap_or_default(),
+                    "state": "running",
+                })
+            })
+            .collect();
+        serde_json::json!({ "turns": turns })
     }
 
     /// A POSTed answer to a request of the agent that is refused (not JSON-RPC 2.0): the
@@ -469,6 +548,24 @@ impl HttpConn {
         self.initial.pop().await
     }
 
+    /// On a carried connection, the agent's answer to `initialize` with the retention
+    /// advertised (on Streamable HTTP the POST's handler adds it); any other line unchanged.
+    fn advertised(&self, line: Vec<u8>) -> Vec<u8> {
+        let Some(retention) = self.carried.as_ref().map(|c| c.retention) else {
+            return line;
+        };
+        let Some(initialize) = lock(&self.routes).initialize.clone() else {
+            return line;
+        };
+        match serde_json::from_slice::<Peek<'_>>(&line) {
+            Ok(peek) if peek.method.is_none() && peek.id_key() == Some(initialize) => {
+                lock(&self.routes).initialize = None;
+                crate::cursor::advertise(&line, retention)
+            }
+            _ => line,
+        }
+    }
+
     /// The queue a line from the runtime goes to: an answer where its request said, a request
     /// or notification naming a session to that session's stream, anything else to the
     /// connection's stream.
@@ -477,6 +574,19 @@ impl HttpConn {
             return Target::Stream(self.connection_stream.clone());
         };
         let mut routes = lock(&self.routes);
+        if peek.method.is_none()
+            && let Some(key) = peek.id_key()
+        {
+            routes.turns.remove(&key);
+        }
+        if self.carried.is_some() {
+            if peek.method.is_some()
+                && let Some(key) = peek.id_key()
+            {
+                routes.seen.forget(id_key(CLIENT_ANSWER, &key));
+            }
+            return Target::Stream(self.connection_stream.clone());
+        }
         let route = if peek.method.is_none() {
             let route = peek
                 .id_key()
@@ -623,6 +733,7 @@ impl LineSink for StreamSink {
     }
 
     fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
+        let line = self.conn.advertised(line);
         let queue = self.conn.route_outgoing(&line);
         self.pending = Some((queue, Some(line)));
         // Queued now if there is room; otherwise the next write or flush waits for it.
@@ -677,6 +788,7 @@ mod tests {
             1 << 20,
             limits,
             &Ceiling::new(32 << 20, 4),
+            None,
         );
         let (id, session) = ("a".repeat(64 << 10), "s".repeat(64 << 10));
         let prompt = format!(
@@ -709,7 +821,7 @@ mod tests {
         let ceiling = Ceiling::new(8 << 20, 1);
         let greedy = Share::new(16 << 20, &ceiling, Kind::SseQueues);
         assert_eq!(greedy.try_take(7 << 20), Ok(()));
-        let conn = HttpConn::new("c".into(), None, 4 << 20, limits, &ceiling);
+        let conn = HttpConn::new("c".into(), None, 4 << 20, limits, &ceiling, None);
         let request = format!(
             r#"{{"jsonrpc":"2.0","id":7,"method":"x/big","params":"{}"}}"#,
             "a".repeat(1 << 20)

@@ -14,6 +14,7 @@ use crate::ws_socket::WsSocket;
 
 /// The socket under our own WebSockets (server and client).
 pub(crate) type WsStream = WsSocket<NetStream>;
+use crate::pipe::{PipeReader, PipeWriter};
 use crate::streamable::client::{HttpClientReader, HttpClientWriter};
 use crate::streamable::{HttpReader, HttpWriter};
 
@@ -31,6 +32,9 @@ pub(crate) enum ReaderInner {
     Ws(WsReader<WsStream>),
     Http(HttpReader),
     HttpClient(HttpClientReader),
+    /// A client's connection driven by a task of ours (durable WebSockets, the fallback to
+    /// `session/resume`: src/pipe.rs).
+    Piped(PipeReader),
     /// A server's connection, its turns and sessions counted (src/watch.rs).
     Watched(Box<WatchedReader<ConnectionReader>>),
 }
@@ -46,6 +50,7 @@ pub(crate) enum WriterInner {
     Ws(WsWriter<WsStream>),
     Http(HttpWriter),
     HttpClient(HttpClientWriter),
+    Piped(PipeWriter),
     Watched(Box<WatchedWriter<ConnectionWriter>>),
 }
 
@@ -58,6 +63,7 @@ impl ConnectionWriter {
             WriterInner::Ws(w) => WriterInner::Ws(w.with_max_line(bytes)),
             WriterInner::Http(w) => WriterInner::Http(w.with_max_line(bytes)),
             WriterInner::HttpClient(w) => WriterInner::HttpClient(w.with_max_line(bytes)),
+            WriterInner::Piped(w) => WriterInner::Piped(w.with_max_line(bytes)),
             WriterInner::Watched(w) => {
                 WriterInner::Watched(Box::new(w.map(|w| w.with_max_line(bytes))))
             }
@@ -75,6 +81,7 @@ impl AsyncRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::Http(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::HttpClient(r) => Pin::new(r).poll_read(cx, buf),
+            ReaderInner::Piped(r) => Pin::new(r).poll_read(cx, buf),
             ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_read(cx, buf),
         }
     }
@@ -86,6 +93,7 @@ impl AsyncBufRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::Http(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::HttpClient(r) => Pin::new(r).poll_fill_buf(cx),
+            ReaderInner::Piped(r) => Pin::new(r).poll_fill_buf(cx),
             ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_fill_buf(cx),
         }
     }
@@ -95,6 +103,7 @@ impl AsyncBufRead for ConnectionReader {
             ReaderInner::Ws(r) => Pin::new(r).consume(amt),
             ReaderInner::Http(r) => Pin::new(r).consume(amt),
             ReaderInner::HttpClient(r) => Pin::new(r).consume(amt),
+            ReaderInner::Piped(r) => Pin::new(r).consume(amt),
             ReaderInner::Watched(r) => Pin::new(r.as_mut()).consume(amt),
         }
     }
@@ -110,6 +119,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::Http(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::HttpClient(w) => Pin::new(w).poll_write(cx, buf),
+            WriterInner::Piped(w) => Pin::new(w).poll_write(cx, buf),
             WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_write(cx, buf),
         }
     }
@@ -119,6 +129,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_flush(cx),
             WriterInner::Http(w) => Pin::new(w).poll_flush(cx),
             WriterInner::HttpClient(w) => Pin::new(w).poll_flush(cx),
+            WriterInner::Piped(w) => Pin::new(w).poll_flush(cx),
             WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_flush(cx),
         }
     }
@@ -128,6 +139,7 @@ impl AsyncWrite for ConnectionWriter {
             WriterInner::Ws(w) => Pin::new(w).poll_close(cx),
             WriterInner::Http(w) => Pin::new(w).poll_close(cx),
             WriterInner::HttpClient(w) => Pin::new(w).poll_close(cx),
+            WriterInner::Piped(w) => Pin::new(w).poll_close(cx),
             WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_close(cx),
         }
     }

@@ -21,7 +21,9 @@ use crate::http::{RequestHead, connection_id};
 use crate::streamable::reply::Reply;
 use crate::transport::WsStream;
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::ws_durable;
 use crate::ws_socket::{Held, WsSocket};
+use futures_io::AsyncBufRead;
 
 /// Whether a GET asks for a WebSocket.
 pub(crate) fn is_upgrade(head: &RequestHead) -> bool {
@@ -79,7 +81,45 @@ pub(crate) async fn serve_websocket(
         Some(ctx.shared.drain.clone()),
         Some(held),
     );
-    let reader = reader.with_keepalive(ctx.options.keepalive);
+    let mut reader = reader.with_keepalive(ctx.options.keepalive);
+    if ctx.options.durable_transport {
+        // The first message says whether the client asks for the durable transport or
+        // resumes a connection (src/ws_durable.rs); it is only looked at here.
+        let peeked = async {
+            std::future::poll_fn(|cx| {
+                Pin::new(&mut reader)
+                    .poll_fill_buf(cx)
+                    .map(|r| r.map(<[u8]>::to_vec))
+            })
+            .await
+            .ok()
+        };
+        let idle = async {
+            idle_watch(&activity, ctx.options.idle_timeout).await;
+            None
+        };
+        let Some(first) = future::or(peeked, idle).await else {
+            return;
+        };
+        let opening = ws_durable::classify(&first);
+        if !matches!(opening, ws_durable::Opening::Plain) {
+            let carried = async {
+                match opening {
+                    ws_durable::Opening::Resume { id, target } => {
+                        // The connection resumed holds its own slot.
+                        drop(slot);
+                        ws_durable::resume(reader, writer, &head, ctx, id, target).await;
+                    }
+                    _ => ws_durable::open(reader, writer, slot, id, &head, peer, ctx).await,
+                }
+            };
+            future::or(carried, ctx.shared.stop.wait()).await;
+            if !ctx.shared.stop.is_set() {
+                linger(&ws).await;
+            }
+            return;
+        }
+    }
     let connection = IncomingConnection {
         reader: ConnectionReader(ReaderInner::Ws(reader)),
         writer: ConnectionWriter(WriterInner::Ws(writer)),

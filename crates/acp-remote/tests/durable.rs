@@ -1,7 +1,8 @@
 //! The durable-transport proposal's wire on Streamable HTTP (upstream PR #2208, opt-in with
 //! `ServerOptions::with_durable_transport`): the retention advertised at `initialize`, the
 //! cursor of every event in both its SSE `id:` and `_meta["acp/cursor"]`, a resumption that
-//! replays the very bytes; and a client that does not ask gets today's wire.
+//! replays the very bytes, then the turn state; and a client that does not ask gets today's
+//! wire.
 #![cfg(unix)]
 
 mod common;
@@ -56,6 +57,10 @@ fn cursors_and_retention_on_the_wire() {
             text.ends_with(replayed.trim_start_matches("id: 1\n\n")),
             "{replayed}"
         );
+        // After the replay, before anything live: the turn state, in an event without an id
+        // (the stream's cursors are not moved by it).
+        let state = text_until(&mut resumed, "\n\n").await;
+        insta::assert_snapshot!(state, @r#"data: {"jsonrpc":"2.0","method":"stream/resumed","params":{"_meta":{"acp/turnState":{"turns":[]}},"cursor":"2"}}"#);
     });
 }
 

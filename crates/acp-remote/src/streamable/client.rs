@@ -27,8 +27,10 @@ use std::task::{Context, Poll, ready};
 
 use futures_lite::future;
 
+use super::handlers::OTHER_INSTANCE;
 use super::link::Link;
 use super::queue::{ByteQueue, Inbound, QueueReader};
+use super::queue::{Failure, ResumeRefused};
 use super::sse;
 #[cfg(doc)]
 use super::wire::Reconnect;
@@ -55,7 +57,7 @@ pub(crate) struct Shared {
     /// The server has sent an event id: it numbers its events, and a cut stream resumes.
     resumable: AtomicBool,
     /// Why the connection ended, when it did not end cleanly.
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<Failure>>,
     ended: Latch,
 }
 
@@ -143,9 +145,9 @@ impl Shared {
         self.outbound.abort();
     }
 
-    /// Ends the connection with `reason`, which the runtime's reader reports.
-    fn fail(&self, reason: String) {
-        lock(&self.failure).get_or_insert(reason);
+    /// Ends the connection with `failure`, which the runtime's reader reports.
+    fn fail(&self, failure: Failure) {
+        lock(&self.failure).get_or_insert(failure);
         self.end();
     }
 
@@ -273,6 +275,11 @@ async fn post_all(shared: &Arc<Shared>) {
                     return;
                 };
                 *lock(&shared.connection_id) = Some(id.to_owned());
+                if crate::cursor::advertises_resumable(&answer.body) {
+                    // The server numbers its events from before the first one: a stream cut
+                    // before its first id resumes too (the first event's gap).
+                    shared.resumable.store(true, Ordering::SeqCst);
+                }
                 shared.open_stream(None);
                 shared.deliver(&answer.body).await;
             }
@@ -334,9 +341,11 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                         opened = true;
                         read_events(shared, &mut body, &mut last_id, &mut retry).await
                     }
-                    // A resumption refused: `410`, or the durable-transport proposal's `409`
-                    // (a GET with `Last-Event-ID` is never refused as a second reader).
-                    410 | 409 if status == 410 || resuming => {
+                    // A resumption refused: `410`, the durable-transport proposal's `409`
+                    // (a GET with `Last-Event-ID` is never refused as a second reader), or
+                    // `404` for a connection the server no longer has (or never had: a
+                    // balancer sent it elsewhere).
+                    410 | 409 | 404 if status == 410 || resuming => {
                         let mut text = Vec::new();
                         while let Some(Ok(piece)) = body.try_next().await {
                             text.extend_from_slice(&piece);
@@ -344,8 +353,14 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
                                 break;
                             }
                         }
-                        shared.fail(gone_reason(status, &text));
-                        return;
+                        if status == 404 && text.trim_ascii() == OTHER_INSTANCE.as_bytes() {
+                            // The balancer sent it to another instance than the
+                            // connection's: tried again, for it to route it right.
+                            Ended::Cut
+                        } else {
+                            shared.fail(Failure::Refused(gone_reason(status, &text)));
+                            return;
+                        }
                     }
                     _ => Ended::Over,
                 }
@@ -379,10 +394,20 @@ async fn read_events(
     let mut parser = sse::Parser::new(shared.link.endpoint.max_message_size.saturating_add(1024));
     let mut events = Vec::new();
     loop {
-        let data = match body.try_next().await {
-            None => return Ended::Over,
-            Some(Err(_)) => return Ended::Cut,
-            Some(Ok(data)) => data,
+        let next = async { Some(body.try_next().await) };
+        let silent = async {
+            match shared.link.endpoint.silence {
+                Some(limit) => smol::Timer::after(limit).await,
+                None => future::pending().await,
+            };
+            None
+        };
+        let data = match future::or(next, silent).await {
+            // Nothing heard for five keep-alive intervals: the stream is taken for cut.
+            None => return Ended::Cut,
+            Some(None) => return Ended::Over,
+            Some(Some(Err(_))) => return Ended::Cut,
+            Some(Some(Ok(data))) => data,
         };
         if parser.feed(&data, &mut events).is_err() {
             return Ended::Over;
@@ -393,6 +418,11 @@ async fn read_events(
                 continue;
             }
             if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) {
+                if peek.method.as_deref() == Some(crate::cursor::RESUMED) {
+                    // The turn state after a resumption: the replay before it left nothing
+                    // out, so the runtime needs nothing from it.
+                    continue;
+                }
                 if peek.method.is_none() {
                     if let Some(session) = session_of(peek.result) {
                         shared.open_stream(Some(session));
@@ -426,7 +456,20 @@ impl Inbound for Shared {
     }
 
     fn failure(&self) -> Option<String> {
-        lock(&self.failure).clone()
+        match lock(&self.failure).clone()? {
+            Failure::Refused(reason) | Failure::Other(reason) => Some(reason),
+        }
+    }
+
+    fn failure_error(&self) -> Option<io::Error> {
+        self.failure().map(|reason| {
+            let refused = matches!(*lock(&self.failure), Some(Failure::Refused(_)));
+            if refused {
+                io::Error::new(io::ErrorKind::ConnectionAborted, ResumeRefused(reason))
+            } else {
+                io::Error::new(io::ErrorKind::ConnectionAborted, reason)
+            }
+        })
     }
 }
 

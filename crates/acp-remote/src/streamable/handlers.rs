@@ -28,6 +28,9 @@ pub(crate) const SESSION_ID: &str = "Acp-Session-Id";
 /// The header of a GET that resumes a stream after the event it names.
 pub(crate) const LAST_EVENT_ID: &str = "Last-Event-ID";
 
+/// The 404's text for a connection id that names another instance.
+pub(crate) const OTHER_INSTANCE: &str = "unknown Acp-Connection-Id: it names another instance";
+
 /// The JSON-RPC error code of the answer to a resumption whose events are no longer kept
 /// (in the range JSON-RPC leaves to implementations, and used by no ACP error).
 pub(crate) const REPLAY_WINDOW_PASSED: i64 = -32010;
@@ -39,8 +42,17 @@ fn find(head: &RequestHead, ctx: &ServerCtx) -> Result<Arc<HttpConn>, Refusal> {
     let id = head
         .header(CONNECTION_ID)
         .ok_or((400, "missing Acp-Connection-Id"))?;
+    if let Some(instance) = &ctx.options.instance
+        && let Some((owner, _)) = id.trim().split_once('.')
+        && owner != instance.as_str()
+    {
+        // A balancer's mistake (one just restarted may not route by the id yet): a durable
+        // client tries again rather than taking the connection for gone.
+        return Err((404, OTHER_INSTANCE));
+    }
     let conn = lock_http(&ctx.shared).get(id.trim()).cloned();
-    conn.filter(|c| c.authorizes(head.header("authorization")))
+    // A connection carried by WebSockets is not reachable by HTTP requests.
+    conn.filter(|c| c.carried.is_none() && c.authorizes(head.header("authorization")))
         .ok_or((404, "unknown Acp-Connection-Id"))
 }
 
@@ -180,36 +192,9 @@ async fn initialize(
             cursors: durable,
         },
         &ctx.shared.ceiling,
+        None,
     );
-    lock_http(&ctx.shared).insert(id.clone(), conn.clone());
-    let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
-        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
-        info: ConnectionInfo {
-            id: id.clone(),
-            peer,
-            request: head.clone(),
-        },
-    };
-    let live = Live::new(&ctx.shared);
-    let work = (ctx.handler)(connection);
-    let (shared, task_conn, idle) = (ctx.shared.clone(), conn.clone(), ctx.options.idle_timeout);
-    smol::spawn(async move {
-        let _live = live;
-        let _slot = slot;
-        let ended = async {
-            task_conn.ended.wait().await;
-        };
-        let idle = idle_watch(&task_conn.activity, idle);
-        future::or(
-            work,
-            future::or(idle, future::or(ended, shared.stop.wait())),
-        )
-        .await;
-        lock_http(&shared).remove(&task_conn.id);
-        task_conn.abort();
-    })
-    .detach();
+    start(&conn, slot, head, peer, ctx);
 
     conn.expect_initial(peek);
     let answered = async {
@@ -235,6 +220,47 @@ async fn initialize(
             Err((500, "the agent ended without answering initialize"))
         }
     }
+}
+
+/// Registers `conn` (by its id) and runs the server's handler on it in a task of its own,
+/// until the handler ends, the connection goes idle, is ended (`DELETE`, or its WebSocket
+/// closed) or the server stops; the connection is then dropped.
+pub(crate) fn start(
+    conn: &Arc<HttpConn>,
+    slot: AcpSlot,
+    head: &RequestHead,
+    peer: SocketAddr,
+    ctx: &ServerCtx,
+) {
+    lock_http(&ctx.shared).insert(conn.id.clone(), conn.clone());
+    let connection = IncomingConnection {
+        reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
+        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
+        info: ConnectionInfo {
+            id: conn.id.clone(),
+            peer,
+            request: head.clone(),
+        },
+    };
+    let live = Live::new(&ctx.shared);
+    let work = (ctx.handler)(connection);
+    let (shared, task_conn, idle) = (ctx.shared.clone(), conn.clone(), ctx.options.idle_timeout);
+    smol::spawn(async move {
+        let _live = live;
+        let _slot = slot;
+        let ended = async {
+            task_conn.ended.wait().await;
+        };
+        let idle = idle_watch(&task_conn.activity, idle);
+        future::or(
+            work,
+            future::or(idle, future::or(ended, shared.stop.wait())),
+        )
+        .await;
+        lock_http(&shared).remove(&task_conn.id);
+        task_conn.abort();
+    })
+    .detach();
 }
 
 /// `GET /acp` (no upgrade): the connection's SSE stream, or a session's with
@@ -269,7 +295,15 @@ pub(crate) fn get(head: &RequestHead, ctx: &ServerCtx) -> Reply {
     };
     let keep_alive = ctx.options.sse_keep_alive;
     let refusal_status = if conn.durable() { 409 } else { 410 };
-    let events = match EventStream::attach(conn, stream, resume, ctx.shared.clone(), keep_alive) {
+    let attached = EventStream::attach(
+        conn,
+        stream,
+        resume,
+        session,
+        ctx.shared.clone(),
+        keep_alive,
+    );
+    let events = match attached {
         Ok(events) => events,
         Err(AttachError::Busy) => return refused((409, "this stream already has a reader")),
         Err(AttachError::Ahead { .. }) => {

@@ -254,6 +254,20 @@ mod tests {
     }
 }
 
+/// Why a connection's input failed: a resumption the server refused (the connection may be
+/// taken up again on a new one, with `session/resume`), or anything else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Refused(String),
+    Other(String),
+}
+
+/// The error a refused resumption fails the runtime's reader with: its text is the server's
+/// reason; the fallback (`src/fallback.rs`) recognises it by its type.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ResumeRefused(pub(crate) String);
+
 /// What owns the queue of a connection's incoming lines: the server's side of a Streamable
 /// HTTP connection, or the client's.
 pub(crate) trait Inbound {
@@ -263,6 +277,13 @@ pub(crate) trait Inbound {
     /// last line.
     fn failure(&self) -> Option<String> {
         None
+    }
+
+    /// The error the reader fails with after the last line, if the input did not end
+    /// cleanly (by default, [`failure`](Self::failure)'s reason).
+    fn failure_error(&self) -> Option<std::io::Error> {
+        self.failure()
+            .map(|reason| std::io::Error::new(std::io::ErrorKind::ConnectionAborted, reason))
     }
 }
 
@@ -296,11 +317,8 @@ impl<S: Inbound> AsyncBufRead for QueueReader<S> {
                     this.pos = 0;
                 }
                 None => {
-                    return Poll::Ready(match this.source.failure() {
-                        Some(reason) => Err(std::io::Error::new(
-                            std::io::ErrorKind::ConnectionAborted,
-                            reason,
-                        )),
+                    return Poll::Ready(match this.source.failure_error() {
+                        Some(error) => Err(error),
                         None => Ok(&[]),
                     });
                 }

@@ -87,6 +87,10 @@ pub(crate) struct EventStream {
     ended: bool,
     /// Ended without finishing: taken over, or its events lost (see [`cut`](Self::cut)).
     cut: bool,
+    /// A durable-transport resumption: once the replay reaches this cursor, the turn state
+    /// (of this session's turns, or all) goes out before anything live.
+    /// (Boxed: a reply is moved by value, and most streams have none.)
+    turn_state: Option<Box<(u64, Option<String>)>>,
 }
 
 impl EventStream {
@@ -96,6 +100,7 @@ impl EventStream {
         conn: Arc<HttpConn>,
         stream: Arc<SseStream>,
         resume: Option<u64>,
+        session: Option<&str>,
         shared: Arc<Shared>,
         keep_alive: Duration,
     ) -> Result<EventStream, AttachError> {
@@ -104,6 +109,8 @@ impl EventStream {
             conn.trim_replay();
         }
         let attached = stream.attach(resume)?;
+        let turn_state = (resume.is_some() && conn.durable())
+            .then(|| Box::new((stream.last_id(), session.map(str::to_owned))));
         Ok(EventStream {
             conn,
             stream,
@@ -115,6 +122,7 @@ impl EventStream {
             keep_alive,
             ended: false,
             cut: false,
+            turn_state,
         })
     }
 
@@ -131,6 +139,19 @@ impl EventStream {
             return Some(format!("id: {}\n\n", self.cursor).into_bytes());
         }
         loop {
+            if self
+                .turn_state
+                .as_ref()
+                .is_some_and(|state| self.cursor >= state.0)
+                && let Some(taken) = self.turn_state.take()
+            {
+                let (_, session) = *taken;
+                let state = self.conn.turn_state(session.as_deref());
+                let mut event = b"data: ".to_vec();
+                event.extend_from_slice(&crate::cursor::resumed(self.cursor, state));
+                event.extend_from_slice(b"\n\n");
+                return Some(event);
+            }
             let (pushed, taken_over) = self.stream.listen();
             // What is queued already goes out in the same write: a burst of updates costs
             // one system call, not one each.

@@ -282,6 +282,30 @@ impl SseStream {
     /// Up to about `max` bytes of events after `cursor`: kept ones first (a resumption), then
     /// pending messages, numbered and kept as they are taken.
     pub(crate) fn take_batch(&self, reader: u64, cursor: u64, max: usize) -> Batch {
+        self.take_rendered(reader, cursor, max, render)
+    }
+
+    /// As [`take_batch`](Self::take_batch), each message as a line (a WebSocket carrying
+    /// the stream sends each as a frame; the cursor is in its `_meta`).
+    pub(crate) fn take_lines(&self, reader: u64, cursor: u64, max: usize) -> Batch {
+        self.take_rendered(reader, cursor, max, |out, _, message| {
+            out.extend_from_slice(message);
+            out.push(b'\n');
+        })
+    }
+
+    /// The id of the last event sent (0: none yet).
+    pub(crate) fn last_id(&self) -> u64 {
+        lock(&self.window).last_id
+    }
+
+    fn take_rendered(
+        &self,
+        reader: u64,
+        cursor: u64,
+        max: usize,
+        render: fn(&mut Vec<u8>, u64, &[u8]),
+    ) -> Batch {
         let mut w = lock(&self.window);
         if w.reader != reader {
             return Batch::Ended;

@@ -33,6 +33,9 @@ pub(crate) struct Endpoint {
     pub(crate) reconnect: Reconnect,
     /// Ask for the durable-transport proposal at `initialize`.
     pub(crate) durable: bool,
+    /// A stream on which nothing (no event, no keep-alive comment) arrived for this long is
+    /// taken for cut and resumed (the durable transport's five keep-alive intervals).
+    pub(crate) silence: Option<std::time::Duration>,
     /// h2c on `http://` URLs: the server is known to speak HTTP/2 in the clear.
     #[cfg(feature = "http2")]
     pub(crate) http2_prior_knowledge: bool,

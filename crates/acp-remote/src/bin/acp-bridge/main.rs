@@ -104,8 +104,9 @@ struct ServeArgs {
     /// start with 'NAME.', which the balancer routes by (docs/deploy.md)
     #[arg(long, value_name = "NAME", value_parser = instance_name)]
     instance: Option<acp_remote::InstanceName>,
-    /// Streamable HTTP: serve the durable-transport proposal (cursors in _meta, retention
-    /// advertised at initialize) to clients that ask for it at initialize
+    /// Serve the durable-transport proposal (cursors in _meta, retention advertised at
+    /// initialize, WebSockets resumed with stream/resume) to clients that ask for it at
+    /// initialize
     #[arg(long)]
     durable_transport: bool,
     /// Streamable HTTP: a ': keepalive' comment on an SSE stream quiet for SECS (fractions
@@ -145,16 +146,18 @@ struct ConnectArgs {
     /// (needs the `http2` feature); https:// URLs use HTTP/2 whenever the server offers it
     #[arg(long)]
     http2_prior_knowledge: bool,
-    /// Streamable HTTP: after a network error, try again at most N times (0: a cut stream
-    /// ends the connection); a cut SSE stream resumes with Last-Event-ID
+    /// After a network error, try again at most N times (0: a cut stream ends the
+    /// connection); a cut SSE stream resumes with Last-Event-ID, a dropped durable WebSocket
+    /// with stream/resume
     #[arg(long, value_name = "N", default_value_t = acp_remote::DEFAULT_RECONNECT_ATTEMPTS)]
     reconnect_attempts: u32,
-    /// Streamable HTTP: ...for at most SECS from the first failure (fractions allowed)
+    /// ...for at most SECS from the first failure (fractions allowed)
     /// [default: 30]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     reconnect_within: Option<Duration>,
-    /// Streamable HTTP: ask the server for the durable-transport proposal at initialize
-    /// (cursors in _meta; a refused resumption is a 409)
+    /// Ask the server for the durable-transport proposal at initialize (cursors in _meta; a
+    /// dropped WebSocket resumes with stream/resume; a refused resumption is taken up on a
+    /// new connection with session/resume)
     #[arg(long)]
     durable_transport: bool,
 }

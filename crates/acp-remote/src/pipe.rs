@@ -1,0 +1,148 @@
+//! The runtime's end of a connection that a task of ours drives (a durable WebSocket
+//! connection, the fallback to `session/resume`): two bounded queues of lines, the
+//! runtime's input and its output, and why the input ended.
+
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, ready};
+
+use crate::lines::{LineSink, LineWriter};
+use crate::share::Share;
+use crate::streamable::queue::{ByteQueue, Failure, Inbound, QueueReader, ResumeRefused};
+use acp_jsonrpc::{BudgetListener, Latch};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The queues between the runtime and the driver.
+#[derive(Debug)]
+pub(crate) struct Pipe {
+    inbound: ByteQueue,
+    outbound: ByteQueue,
+    failure: Mutex<Option<Failure>>,
+    ended: Latch,
+}
+
+impl Pipe {
+    /// A pipe whose queues hold at least one message of `max_message_size` (1 MiB at least).
+    pub(crate) fn new(max_message_size: usize) -> Arc<Pipe> {
+        let budget = max_message_size.max(1 << 20);
+        Arc::new(Pipe {
+            inbound: ByteQueue::new(Share::alone(budget)),
+            outbound: ByteQueue::new(Share::alone(budget)),
+            failure: Mutex::default(),
+            ended: Latch::default(),
+        })
+    }
+
+    /// The runtime's reader and writer.
+    pub(crate) fn ends(self: &Arc<Self>) -> (PipeReader, PipeWriter) {
+        let writer = LineWriter::new(PipeSink {
+            pipe: self.clone(),
+            pending: None,
+            listener: BudgetListener::default(),
+        });
+        (QueueReader::new(self.clone()), writer)
+    }
+
+    /// The runtime's input: the driver pushes lines.
+    pub(crate) fn inbound(&self) -> &ByteQueue {
+        &self.inbound
+    }
+
+    /// The runtime's output: the driver pops lines (`None`: the runtime closed its writer).
+    pub(crate) fn outbound(&self) -> &ByteQueue {
+        &self.outbound
+    }
+
+    /// Ends the connection: the runtime reads the end of input.
+    pub(crate) fn end(&self) {
+        self.ended.set();
+        self.inbound.close();
+        self.outbound.abort();
+    }
+
+    /// Ends the connection with `failure`, which the runtime's reader fails with.
+    pub(crate) fn fail(&self, failure: Failure) {
+        lock(&self.failure).get_or_insert(failure);
+        self.end();
+    }
+}
+
+impl Inbound for Pipe {
+    fn inbound(&self) -> &ByteQueue {
+        &self.inbound
+    }
+
+    fn failure(&self) -> Option<String> {
+        match lock(&self.failure).clone()? {
+            Failure::Refused(reason) | Failure::Other(reason) => Some(reason),
+        }
+    }
+
+    fn failure_error(&self) -> Option<io::Error> {
+        Some(match lock(&self.failure).clone()? {
+            Failure::Refused(reason) => {
+                io::Error::new(io::ErrorKind::ConnectionAborted, ResumeRefused(reason))
+            }
+            Failure::Other(reason) => io::Error::new(io::ErrorKind::ConnectionAborted, reason),
+        })
+    }
+}
+
+/// The runtime's input on a driven connection.
+pub(crate) type PipeReader = QueueReader<Pipe>;
+/// The runtime's output on a driven connection.
+pub(crate) type PipeWriter = LineWriter<PipeSink>;
+
+/// The driver's queue as the place the runtime's lines go.
+#[derive(Debug)]
+pub(crate) struct PipeSink {
+    pipe: Arc<Pipe>,
+    pending: Option<Vec<u8>>,
+    listener: BudgetListener,
+}
+
+impl LineSink for PipeSink {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.pending.is_some() {
+            let pushed = ready!(self.pipe.outbound.poll_push(
+                &mut self.pending,
+                &mut self.listener,
+                cx
+            ));
+            self.pending = None;
+            if pushed.is_err() {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the connection has ended",
+                )));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
+        self.pending = Some(line);
+        let _ = self.poll_ready(cx);
+        Ok(())
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_ready(cx)
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_ready(cx))?;
+        // The driver sends what is queued, then closes the WebSocket.
+        self.pipe.outbound.close();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for PipeSink {
+    fn drop(&mut self) {
+        self.pipe.outbound.close();
+    }
+}
