@@ -140,7 +140,7 @@ check "acp --protocol 2 -> our agent_v2 (history to a file)" coordination-setup 
     env ACP_EXAMPLE_HISTORY="$history" "$acp" --protocol 2 --yes -p hello -- "$ours/agent_v2"
 session_id="$(sed -n 's/^session \([^ ]*\) in .*/\1/p' "$work/logs/v2-routing-coordination-setup.log")"
 check "SDK v2_session_coordination -> our agent_v2 (router)" coordination \
-    $'Shared replay: 9 updates\nFresh replay after close: 9 updates' \
+    $'Shared replay: 8 updates\nFresh replay after close: 8 updates' \
     env ACP_EXAMPLE_HISTORY="$history" "$sdk_examples/v2_session_coordination" \
     --command "$ours/agent_v2" --session-id "${session_id:-none}"
 # A repeated `initialize` asking for 1 after 2 was chosen: each router's own answer, pinned.

@@ -347,6 +347,15 @@ fn resume_with_replay_from_start_replays_the_history_then_replay_complete_then_a
     };
     assert_eq!(updates(&live).len(), 5);
     assert_eq!(updates(&replayed).len(), 5);
+    // A second replay is the same: the first one's replay_complete was not recorded.
+    second.send(r#"{"jsonrpc":"2.0","id":5,"method":"session/resume","params":{"sessionId":"s1","cwd":"/work","replayFrom":{"type":"start"}}}"#);
+    let again = second.read_until(r#""id":5"#);
+    assert_eq!(updates(&again), updates(&replayed));
+    let completes = again
+        .iter()
+        .filter(|l| l.contains("replay_complete"))
+        .count();
+    assert_eq!(completes, 1, "{again:#?}");
     // Without replayFrom: no replay, no replay_complete.
     second.send(r#"{"jsonrpc":"2.0","id":3,"method":"session/resume","params":{"sessionId":"s1","cwd":"/work"}}"#);
     assert_eq!(second.read(), r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
