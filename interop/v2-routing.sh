@@ -106,6 +106,9 @@ check "acp --protocol auto -> SDK sdk-routed-agent" acp-auto-sdk \
 check "acp --protocol 1 -> SDK sdk-routed-agent" acp-1-sdk \
     $'(protocol 1)\nsdk-routed-agent v1: hello\n[turn ended: end_turn]' \
     "$acp" --protocol 1 -p hello -- "$sdk_bin/sdk-routed-agent"
+check "acp --protocol 2 -> SDK sdk-routed-agent" acp-2-sdk \
+    $'(protocol 2)\nsdk-routed-agent v2: hello\n[turn ended: end_turn]' \
+    "$acp" --protocol 2 -p hello -- "$sdk_bin/sdk-routed-agent"
 # The Rust SDK's connector against our router, and against a v1-only agent (its fallback).
 check "SDK sdk-connector-client -> acp --serve-demo-agent (router)" sdk-acp-demo \
     $'protocol: v2\nagent: Done. notes.txt has 3 lines\nstop reason: Some(EndTurn)' \
@@ -123,6 +126,9 @@ check "acp --protocol auto -> TS agentProtocolRouter" acp-auto-ts \
 check "acp --protocol 1 -> TS agentProtocolRouter" acp-1-ts \
     $'(protocol 1)\nts-routed-agent v1: hello\n[turn ended: end_turn]' \
     "$acp" --protocol 1 -p hello -- node "$ts_agent"
+check "acp --protocol 2 -> TS agentProtocolRouter" acp-2-ts \
+    $'(protocol 2)\nts-routed-agent v2: hello\n[turn ended: end_turn]' \
+    "$acp" --protocol 2 -p hello -- node "$ts_agent"
 check "our client_v2 -> TS agentProtocolRouter" client-v2-ts \
     $'agent: ts-routed-agent v2: hello\nstop: EndTurn' \
     "$ours/client_v2" hello -- node "$ts_agent"
