@@ -11,7 +11,8 @@
 # (honouring CARGO_TARGET_DIR), runs every pairing with a timeout, prints a summary table, and
 # exits non-zero if any pairing failed. Logs: target/interop/logs/<pairing>.log (and
 # <pairing>.server.log for the server of a remote pairing). Then runs interop/rust-sdk.sh (the
-# official Rust SDK: proxy chains and the system prompt; INTEROP_RUST_SDK=0 skips it).
+# official Rust SDK: proxy chains and the system prompt), interop/rust-sdk-v2.sh and
+# interop/v2-routing.sh (protocol v2 and version routing; INTEROP_RUST_SDK=0 skips all three).
 # Needs cargo, node + npm, and python3 (3.10 to 3.14) with venv.
 set -euo pipefail
 
@@ -70,12 +71,23 @@ fi
 python="$venv/bin/python"
 
 # --- our examples ------------------------------------------------------------------------------
+# `acp` with protocol v2 first, kept aside as acp-v2: the plain build below takes its place.
+say "cargo build -p acp-rs-cli --features unstable-protocol-v2 (the demo agent behind the version router)"
+(cd "$repo" && cargo build --quiet -p acp-rs-cli --features unstable-protocol-v2)
+mkdir -p "$work/bin"
+cp "$target/debug/acp" "$work/bin/acp-v2"
 say "cargo build -p acp-rs-runtime --examples; cargo build -p acp-rs-cli; cargo build -p acp-rs-remote --features http2 --bin acp-bridge --example prompt"
 (cd "$repo" && cargo build --quiet -p acp-rs-runtime --examples && cargo build --quiet -p acp-rs-cli &&
     cargo build --quiet -p acp-rs-remote --features http2 --bin acp-bridge --example prompt)
 our_client="$examples/client"
 acp="$target/debug/acp"
 our_agent="$examples/agent"
+# The same demo agent served through the version router (v1 and v2 sides), as one program
+# without arguments, since some SDK clients take the agent as one path.
+routed_agent="$work/bin/routed-agent"
+printf '#!/bin/sh\n# The demo agent through the version router (see interop/run.sh).\nexec "%s" --serve-demo-agent\n' \
+    "$work/bin/acp-v2" >"$routed_agent"
+chmod +x "$routed_agent"
 bridge="$target/debug/acp-bridge"
 prompt="$examples/prompt"
 
@@ -207,39 +219,49 @@ want_line "Summarize my notes"
 want_line "[turn ended: end_turn]"
 end "exit 0, the prompt echoed, stop reason end_turn"
 
-# (b) the TypeScript SDK's example client against our demo agent. It exits 0 whatever
-# happens, so the output decides. Its fs calls are mocks (reads return one line), and it asks
-# for permission on stdin: option 1 is Allow.
-begin "TS example client -> our agent"
-attempt $'1\n' env PATH="$shim:$PATH" ACP_INTEROP_AGENT="$our_agent" node "$ts_examples/client.js"
-want "Connected to agent (protocol v1)"
-want "Read text file called"
-want "Permission requested"
-want "Write text file called"
-want_joined "Done. notes.txt has 1 lines, and I wrote summary.txt."
-want "Agent completed with: end_turn"
-refuse "[Client] Error"
-end "exit 0, fs read + permission + fs write served, our reply text, end_turn, no error"
+# v1_pairings AGENT VIA: the SDK clients' v1 pairings against our demo agent AGENT, each row's
+# name ending in VIA. Run twice: the example agent alone, then the demo agent through the
+# version router (`acp --serve-demo-agent` built with unstable-protocol-v2), whose v1 side must
+# answer these clients as the agent alone does (issue 35). Three different SDK clients, so the
+# router is crossed by each without doubling every v1 pairing.
+v1_pairings() {
+    local agent="$1" via="$2"
+    # (b) the TypeScript SDK's example client against our demo agent. It exits 0 whatever
+    # happens, so the output decides. Its fs calls are mocks (reads return one line), and it asks
+    # for permission on stdin: option 1 is Allow.
+    begin "TS example client -> our agent$via"
+    attempt $'1\n' env PATH="$shim:$PATH" ACP_INTEROP_AGENT="$agent" node "$ts_examples/client.js"
+    want "Connected to agent (protocol v1)"
+    want "Read text file called"
+    want "Permission requested"
+    want "Write text file called"
+    want_joined "Done. notes.txt has 1 lines, and I wrote summary.txt."
+    want "Agent completed with: end_turn"
+    refuse "[Client] Error"
+    end "exit 0, fs read + permission + fs write served, our reply text, end_turn, no error"
 
-# (b) the Python SDK's example client against our demo agent: it advertises no capability, so
-# our agent skips files and terminals (and says it could not read the notes), and it reads the
-# prompt from stdin.
-begin "Python client.py -> our agent"
-attempt $'Summarize my notes\n' "$python" "$py_examples/client.py" "$our_agent"
-want_joined "| Agent: Done. | Agent: I | Agent: could | Agent: not | Agent: read | Agent: notes.txt: | Agent: this | Agent: client | Agent: offers | Agent: no | Agent: file | Agent: reading"
-refuse "Prompt failed"
-end "exit 0, our reply text (no capabilities advertised), no prompt error"
+    # (b) the Python SDK's example client against our demo agent: it advertises no capability, so
+    # our agent skips files and terminals (and says it could not read the notes), and it reads the
+    # prompt from stdin.
+    begin "Python client.py -> our agent$via"
+    attempt $'Summarize my notes\n' "$python" "$py_examples/client.py" "$agent"
+    want_joined "| Agent: Done. | Agent: I | Agent: could | Agent: not | Agent: read | Agent: notes.txt: | Agent: this | Agent: client | Agent: offers | Agent: no | Agent: file | Agent: reading"
+    refuse "Prompt failed"
+    end "exit 0, our reply text (no capabilities advertised), no prompt error"
 
-# (c) acpx against our demo agent: fs, terminal and permission all served by acpx. Its state
-# goes to a HOME of its own.
-begin "acpx -> our agent"
-attempt "" env HOME="$dir/home" node "$acpx_cli" --agent "$our_agent" --approve-all \
-    --cwd "$dir" exec "Summarize my notes"
-want "[tool] ls -1 (completed)"
-want "Done. notes.txt has 3 lines, and I wrote summary.txt."
-want "[done] end_turn"
-want_file summary.txt '3 lines of notes; the user asked "Summarize my notes"'
-end "exit 0, terminal run, summary.txt written via fs, our reply text, end_turn"
+    # (c) acpx against our demo agent: fs, terminal and permission all served by acpx. Its state
+    # goes to a HOME of its own.
+    begin "acpx -> our agent$via"
+    attempt "" env HOME="$dir/home" node "$acpx_cli" --agent "$agent" --approve-all \
+        --cwd "$dir" exec "Summarize my notes"
+    want "[tool] ls -1 (completed)"
+    want "Done. notes.txt has 3 lines, and I wrote summary.txt."
+    want "[done] end_turn"
+    want_file summary.txt '3 lines of notes; the user asked "Summarize my notes"'
+    end "exit 0, terminal run, summary.txt written via fs, our reply text, end_turn"
+}
+v1_pairings "$our_agent" ""
+v1_pairings "$routed_agent" " (through the version router)"
 
 # --- remote pairings: WebSocket and Streamable HTTP ------------------------------------------
 # Each server listens on a free loopback port of its own, so that runs on one machine do not
@@ -441,4 +463,12 @@ if [[ "${INTEROP_RUST_SDK:-1}" != 0 ]]; then
     say "protocol v2 proxy chains with the official Rust SDK (interop/proxy-v2.sh)"
     bash "$pins/proxy-v2.sh" || proxy_v2=$?
 fi
-((failed == 0 && rust_sdk == 0 && rust_sdk_v2 == 0 && proxy_v2 == 0))
+# Version routing: the Rust SDK's router and connector and the TypeScript SDK 2.4.0's router
+# against our connector and router, and the repeated-`initialize` answers
+# (interop/v2-routing.sh; its SDK peers were built by rust-sdk.sh). INTEROP_RUST_SDK=0 skips it.
+v2_routing=0
+if [[ "${INTEROP_RUST_SDK:-1}" != 0 ]]; then
+    say "protocol version routing with the official SDKs (interop/v2-routing.sh)"
+    bash "$pins/v2-routing.sh" || v2_routing=$?
+fi
+((failed == 0 && rust_sdk == 0 && rust_sdk_v2 == 0 && proxy_v2 == 0 && v2_routing == 0))

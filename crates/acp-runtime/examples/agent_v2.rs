@@ -3,6 +3,11 @@
 //! chunks, `idle`), any other the v1 side (the same turn in v1's vocabulary). Prompts that say
 //! `wait` run until cancelled.
 //!
+//! With `ACP_EXAMPLE_HISTORY=FILE` the v2 side's history outlives the process: it is read from
+//! FILE (JSON lines, `{"session": ID, "update": UPDATE}`) at start and written back when the
+//! client leaves, so a later process resumes those sessions with replay (the official SDK's
+//! `v2_session_coordination` example needs that; interop/v2-routing.sh).
+//!
 //! ```text
 //! cargo run -p acp-rs-runtime --features unstable-protocol-v2 --example agent_v2
 //! ```
@@ -10,11 +15,15 @@
 use acp_runtime::acp_types::v2 as wire;
 use acp_runtime::agent::v2::{self, History, Turn};
 use acp_runtime::prelude::*;
+use serde_json::value::RawValue;
+use std::sync::{Arc, Mutex};
 
 /// The v2 side, retaining history for `session/resume` with `replayFrom`.
 #[derive(Default)]
 struct V2Agent {
     history: History,
+    /// The sessions this process opened or read from the history file, to write them back.
+    sessions: Arc<Mutex<Vec<wire::SessionId>>>,
 }
 
 impl v2::Agent for V2Agent {
@@ -41,7 +50,9 @@ impl v2::Agent for V2Agent {
         _: wire::NewSessionRequest,
         _: &v2::Client,
     ) -> Result<wire::NewSessionResponse> {
-        Ok(wire::NewSessionResponse::new(agent::new_session_id().0))
+        let id = wire::SessionId::new(agent::new_session_id().0);
+        self.sessions.lock().unwrap().push(id.clone());
+        Ok(wire::NewSessionResponse::new(id))
     }
 
     async fn prompt(
@@ -122,8 +133,90 @@ impl Agent for V1Agent {
 type Turn1 = acp_runtime::agent::Turn;
 
 fn main() -> std::io::Result<()> {
-    acp_runtime::router::router()
+    let v2 = V2Agent::default();
+    let (history, sessions) = (v2.history.clone(), v2.sessions.clone());
+    let file = std::env::var_os("ACP_EXAMPLE_HISTORY").map(std::path::PathBuf::from);
+    if let Some(file) = &file {
+        load_history(file, &history, &sessions)?;
+    }
+    let served = acp_runtime::router::router()
         .with_v1(V1Agent)
-        .with_v2(V2Agent::default())
-        .serve_stdio()
+        .with_v2(v2)
+        .serve_stdio();
+    if let Some(file) = &file {
+        save_history(file, &history, &sessions.lock().unwrap())?;
+    }
+    match served {
+        // A client that leaves while we still write (the SDK's v2_session_coordination drops
+        // its connection right after its last resume) ends the conversation; it is not a
+        // failure of this agent.
+        Err(e) if client_left(&e) => Ok(()),
+        served => served,
+    }
+}
+
+/// Whether `error` is, or wraps, a broken pipe: the client closed its end first.
+fn client_left(error: &std::io::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// One line of the history file.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Recorded {
+    session: wire::SessionId,
+    update: Box<RawValue>,
+}
+
+/// Records every line of `file` (if it exists) into `history`.
+fn load_history(
+    file: &std::path::Path,
+    history: &History,
+    sessions: &Mutex<Vec<wire::SessionId>>,
+) -> std::io::Result<()> {
+    let text = match std::fs::read_to_string(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        read => read?,
+    };
+    let mut sessions = sessions.lock().unwrap();
+    for line in text.lines() {
+        let recorded: Recorded = serde_json::from_str(line)?;
+        if !sessions.contains(&recorded.session) {
+            sessions.push(recorded.session.clone());
+        }
+        history.record(&recorded.session, recorded.update);
+    }
+    Ok(())
+}
+
+/// Writes the retained history of `sessions` to `file`, replacing it.
+fn save_history(
+    file: &std::path::Path,
+    history: &History,
+    sessions: &[wire::SessionId],
+) -> std::io::Result<()> {
+    let mut out = String::new();
+    for session in sessions {
+        for update in history
+            .retained(session)
+            .map(|r| r.updates)
+            .unwrap_or_default()
+        {
+            let line = Recorded {
+                session: session.clone(),
+                update,
+            };
+            out.push_str(&serde_json::to_string(&line)?);
+            out.push('\n');
+        }
+    }
+    std::fs::write(file, out)
 }

@@ -349,6 +349,15 @@ fn resume_with_replay_from_start_replays_the_history_then_replay_complete_then_a
     assert_eq!(updates(&replayed).len(), 5);
     // The current state comes after the replay and before the answer.
     assert!(replayed[replayed.len() - 2].contains(r#""state_update","state":"idle"}"#));
+    // A second replay is the same: the first one's replay_complete was not recorded.
+    second.send(r#"{"jsonrpc":"2.0","id":5,"method":"session/resume","params":{"sessionId":"s1","cwd":"/work","replayFrom":{"type":"start"}}}"#);
+    let again = second.read_until(r#""id":5"#);
+    assert_eq!(updates(&again), updates(&replayed));
+    let completes = again
+        .iter()
+        .filter(|l| l.contains("replay_complete"))
+        .count();
+    assert_eq!(completes, 1, "{again:#?}");
     // Without replayFrom: no replay, no replay_complete; the current state all the same.
     second.send(r#"{"jsonrpc":"2.0","id":3,"method":"session/resume","params":{"sessionId":"s1","cwd":"/work"}}"#);
     assert_eq!(

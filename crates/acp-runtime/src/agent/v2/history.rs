@@ -17,7 +17,8 @@ pub const DEFAULT_HISTORY_SESSIONS: usize = 256;
 /// clone: the clones are one store).
 ///
 /// The runtime records each update it sends for a session (messages, tool calls, plans,
-/// usage, ...; not `state_update`, which describes the live connection) and replays them, in
+/// usage, ...; not `state_update` nor `replay_complete`, which describe the live connection)
+/// and replays them, in
 /// order and as sent, when a client resumes the session with `replayFrom: {"type": "start"}`.
 /// A session keeps at most its byte limit: the oldest updates go first, and a replay of a
 /// session that lost some says so (`replay_complete`'s `_meta`, `"acp-rs/truncated": true`).

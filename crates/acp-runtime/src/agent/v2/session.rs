@@ -83,11 +83,14 @@ impl Session {
     }
 
     /// Sends a `session/update`, recorded in the agent's [`History`] unless it is a
-    /// `state_update` (which describes the live connection, not the conversation).
+    /// `state_update` or a `replay_complete` (which describe the live connection, not the
+    /// conversation: a recorded `replay_complete` would be replayed by every later resume).
     pub async fn update(&self, update: impl Into<SessionUpdate>) -> Result<()> {
         let update = update.into();
         let history = match (&update, &self.client.shared.history) {
-            (SessionUpdate::StateUpdate(_), _) | (_, None) => None,
+            (SessionUpdate::StateUpdate(_) | SessionUpdate::ReplayComplete(_), _) | (_, None) => {
+                None
+            }
             (_, Some(history)) => Some(history),
         };
         let Some(history) = history else {
