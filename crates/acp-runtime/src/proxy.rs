@@ -109,5 +109,5 @@ where
 pub fn serve_stdio(proxy: Proxy) -> std::io::Result<()> {
     let (reader, writer) = crate::stdio::stdio()?;
     let (_cx, driver) = serve(proxy, reader, writer, ConnectionOptions::default());
-    smol::block_on(driver).map_err(std::io::Error::other)
+    crate::stdio::ended(smol::block_on(driver))
 }

@@ -164,11 +164,13 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
             let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
             let reader =
                 futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
-            return acp_host::pipe_loop::block_on(&pipes, self.serve(reader, writer))?
-                .map_err(std::io::Error::other);
+            return crate::stdio::ended(acp_host::pipe_loop::block_on(
+                &pipes,
+                self.serve(reader, writer),
+            )?);
         }
         let (reader, writer) = crate::stdio::stdio()?;
-        smol::block_on(self.serve(reader, writer)).map_err(std::io::Error::other)
+        crate::stdio::ended(smol::block_on(self.serve(reader, writer)))
     }
 }
 

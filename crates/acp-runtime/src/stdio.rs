@@ -12,6 +12,22 @@ use std::io;
 /// read system call, and a 64 KiB message a few.
 pub(crate) const READ_BUFFER: usize = 64 * 1024;
 
+/// How a connection served on stdio ended, as `serve_stdio` reports it: a client that went
+/// away (its end of our stdout closed while we were writing, a broken pipe) ended the
+/// connection as closing our stdin does, so it is a clean end, not a failure an exit status
+/// should report (a client closing both ends while an update is on its way is ordinary).
+pub(crate) fn ended(result: Result<(), acp_jsonrpc::ConnectionError>) -> io::Result<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(acp_jsonrpc::ConnectionError::Write(error))
+            if error.kind() == io::ErrorKind::BrokenPipe =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(io::Error::other(error)),
+    }
+}
+
 type Reader = Box<dyn AsyncRead + Unpin + Send>;
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 

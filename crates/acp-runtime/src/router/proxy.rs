@@ -116,6 +116,6 @@ impl ProxyRouter {
     /// conductor closes stdin; runs it on the calling thread.
     pub fn serve_stdio(self) -> std::io::Result<()> {
         let (reader, writer) = crate::stdio::stdio()?;
-        smol::block_on(self.serve(reader, writer)).map_err(std::io::Error::other)
+        crate::stdio::ended(smol::block_on(self.serve(reader, writer)))
     }
 }
