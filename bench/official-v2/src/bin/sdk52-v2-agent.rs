@@ -185,9 +185,7 @@ async fn ask(cx: &ConnectionTo<Client>, session_id: &SessionId) -> Result<(), ac
     update(
         cx,
         session_id,
-        SessionUpdate::StateUpdate(StateUpdate::RequiresAction(
-            RequiresActionStateUpdate::new(),
-        )),
+        SessionUpdate::StateUpdate(StateUpdate::RequiresAction(RequiresActionStateUpdate::new())),
     )?;
     asked.block_task().await?;
     update(
