@@ -59,6 +59,9 @@ pub enum Source {
     Ours(&'static str),
     /// A binary of the `bench/official` workspace.
     Official(&'static str),
+    /// A binary of the `bench/official-v2` workspace (the official Rust SDK 5.2.0, whose v2 API
+    /// 5.0 lacks).
+    OfficialV2(&'static str),
     /// A script in `bench/official/ts`, run with `node`.
     Node(&'static str),
     /// Our bench agent served through the version router (`acp-agent --routed`): the router's
@@ -83,6 +86,10 @@ pub const CLIENTS: &[(&str, Source)] = &[
     ("official04", Source::Official("official04-client")),
     ("official5", Source::Official("official5-client")),
     ("ts", Source::Node("client.mjs")),
+    // Protocol v2 (bench/README.md, "Protocol v2"), and the SDK's v1 peers on the same 5.2.0.
+    ("ours-v2", Source::Ours("acp-client-v2")),
+    ("sdk52", Source::OfficialV2("sdk52-client")),
+    ("sdk52-v2", Source::OfficialV2("sdk52-v2-client")),
 ];
 
 /// The bench agents, by implementation name.
@@ -92,6 +99,9 @@ pub const AGENTS: &[(&str, Source)] = &[
     ("official04", Source::Official("official04-agent")),
     ("official5", Source::Official("official5-agent")),
     ("ts", Source::Node("agent.mjs")),
+    ("ours-v2", Source::Ours("acp-agent-v2")),
+    ("sdk52", Source::OfficialV2("sdk52-agent")),
+    ("sdk52-v2", Source::OfficialV2("sdk52-v2-agent")),
     // Our agent through the version router (docs/protocol-v2.md), only with `--pair`.
     ("routed", Source::Routed),
     // Proxy chains (docs/proxy.md), only with `--pair`: not in the default pairs.
@@ -178,6 +188,9 @@ pub const CROSS_PAIRS: &[(&str, &str)] = &[
     ("official04", "official5"),
     ("ts", "official5"),
     ("official5", "ts"),
+    // Protocol v2: ours against the official Rust SDK's v2 peers.
+    ("ours-v2", "sdk52-v2"),
+    ("sdk52-v2", "ours-v2"),
 ];
 
 /// The pair every ratio is measured against.
@@ -254,6 +267,7 @@ pub fn run(args: Args) -> Result<(), String> {
         // Fixed, whatever CARGO_TARGET_DIR says: the official peers' workspace
         // is separate and keeps its own build under the main `target/`.
         official_target: root.join("target").join("official"),
+        official_v2_target: root.join("target").join("official-v2"),
         sdk_release: root.join("target").join("bench-rust-sdk"),
         ts_src: root.join("bench/official/ts"),
         ts_dir: root.join("target").join("official").join("ts"),

@@ -65,6 +65,14 @@ pub const SESSION_ID: &str = "bench-session";
 /// Path the bench agents ask for in `fs/read_text_file`.
 pub const FS_PATH: &str = "/tmp/x";
 
+/// On protocol v2 (which has no `fs/*`), the id of the one option of the
+/// `session/request_permission` request that stands for `fs/read_text_file`, and the option
+/// every v2 bench client selects (`bench/README.md`, "Protocol v2").
+pub const PERMISSION_OPTION: &str = "allow";
+
+/// The title of that request's question.
+pub const PERMISSION_TITLE: &str = "Read /tmp/x?";
+
 /// Working directory the bench clients send in `session/new`.
 pub const SESSION_CWD: &str = "/tmp";
 

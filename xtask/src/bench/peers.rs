@@ -17,6 +17,8 @@ pub(super) struct Layout {
     pub(super) root: PathBuf,
     pub(super) main_bin: PathBuf,
     pub(super) official_target: PathBuf,
+    /// Where `bench/official-v2` is built.
+    pub(super) official_v2_target: PathBuf,
     /// Where `interop/rust-sdk` (the official conductor and SDK proxy) is built in release.
     pub(super) sdk_release: PathBuf,
     /// The TypeScript peers' sources.
@@ -89,6 +91,7 @@ impl Layout {
                 }
             },
             Source::Official(bin) => existing(self.official_target.join("release").join(bin)),
+            Source::OfficialV2(bin) => existing(self.official_v2_target.join("release").join(bin)),
             Source::Node(script) => match &self.node {
                 None => Err("node not found".to_owned()),
                 Some(node) => {
@@ -200,7 +203,7 @@ pub(super) fn build(
             "-p",
             "acp-bench",
             "--features",
-            "routed",
+            "routed,v2",
             "--bins",
         ]),
     );
@@ -234,6 +237,16 @@ pub(super) fn build(
             .env("CARGO_TARGET_DIR", &layout.official_target)
             .args(["build", "--release"]),
     )?;
+    // The official SDK 5.2.0's peers (v2 and v1); optional, as the TypeScript peers are.
+    if let Err(e) = run_step(
+        "building bench/official-v2 (release)",
+        Command::new(cargo())
+            .current_dir(layout.root.join("bench/official-v2"))
+            .env("CARGO_TARGET_DIR", &layout.official_v2_target)
+            .args(["build", "--release"]),
+    ) {
+        notes.push(format!("the official SDK 5.2.0 peers skipped: {e}"));
+    }
     if layout.ts_src.join("package.json").is_file() {
         match (&layout.node, which("npm")) {
             (Some(_), Some(npm)) => {

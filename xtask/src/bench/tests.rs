@@ -44,3 +44,15 @@ fn every_chain_path_is_a_bench_agent() {
         assert!(pairs.iter().any(|(_, a)| *a == relays), "{pairs:?}");
     }
 }
+
+#[test]
+fn every_cross_pair_names_a_client_and_an_agent() {
+    for (client, agent) in CROSS_PAIRS {
+        assert!(CLIENTS.iter().any(|(c, _)| c == client), "{client}");
+        assert!(AGENTS.iter().any(|(a, _)| a == agent), "{agent}");
+    }
+    // The protocol v2 pairs run by default: ours and the official SDK's, each way.
+    for pair in [("ours-v2", "sdk52-v2"), ("sdk52-v2", "ours-v2")] {
+        assert!(default_pairs().contains(&pair), "{pair:?}");
+    }
+}

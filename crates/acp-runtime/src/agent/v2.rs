@@ -1,5 +1,6 @@
 //! The agent side of protocol v2 (feature `unstable-protocol-v2`): implement [`v2::Agent`](Agent),
-//! serve it alone with [`serve`] or beside a v1 agent with the [version router](crate::router).
+//! serve it alone with [`serve`] (on stdio: [`serve_stdio`]) or beside a v1 agent with the
+//! [version router](crate::router).
 //!
 //! v2 changes how a prompt lives: `session/prompt` is answered `{messageId}` as soon as the
 //! prompt is accepted, and the turn is reported in `session/update`s: the `user_message`
@@ -63,6 +64,23 @@ pub use session::{Client, Session, Turn, new_message_id};
 pub use sessions::{MAX_HELD_PROMPTS, MAX_IDEMPOTENCY_KEYS};
 
 use super::AgentOptions;
+
+/// Serves a v2 `agent` alone on this process's stdin and stdout until the client closes stdin,
+/// on the calling thread and the same I/O path as [`agent::serve_stdio`](super::serve_stdio)
+/// (so that v1 and v2 cost the same but for the protocol). A client asking for version 1 gets
+/// `-32022`; serve both with the [version router](crate::router).
+pub fn serve_stdio<A: Agent>(agent: A, options: AgentOptions) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
+        let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
+        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+        let (_client, driver) = serve(agent, reader, writer, options);
+        return acp_host::pipe_loop::block_on(&pipes, driver)?.map_err(std::io::Error::other);
+    }
+    let (reader, writer) = crate::stdio::stdio()?;
+    let (_client, driver) = serve(agent, reader, writer, options);
+    smol::block_on(driver).map_err(std::io::Error::other)
+}
 
 /// Serves a v2 `agent` over a reader and a writer, with the limits of `options` (sessions,
 /// session bytes, connection options; `null` request ids are refused whatever they say).
