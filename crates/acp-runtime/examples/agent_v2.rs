@@ -146,27 +146,8 @@ fn main() -> std::io::Result<()> {
     if let Some(file) = &file {
         save_history(file, &history, &sessions.lock().unwrap())?;
     }
-    match served {
-        // A client that leaves while we still write (the SDK's v2_session_coordination drops
-        // its connection right after its last resume) ends the conversation; it is not a
-        // failure of this agent.
-        Err(e) if client_left(&e) => Ok(()),
-        served => served,
-    }
-}
-
-/// Whether `error` is, or wraps, a broken pipe: the client closed its end first.
-fn client_left(error: &std::io::Error) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = cause {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            return true;
-        }
-        cause = e.source();
-    }
-    false
+    // A client that leaves while we still write ends the conversation: the runtime returns Ok.
+    served
 }
 
 /// One line of the history file.

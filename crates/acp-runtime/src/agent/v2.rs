@@ -75,11 +75,11 @@ pub fn serve_stdio<A: Agent>(agent: A, options: AgentOptions) -> std::io::Result
         let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
         let (_client, driver) = serve(agent, reader, writer, options);
-        return acp_host::pipe_loop::block_on(&pipes, driver)?.map_err(std::io::Error::other);
+        return crate::stdio::ended(acp_host::pipe_loop::block_on(&pipes, driver)?);
     }
     let (reader, writer) = crate::stdio::stdio()?;
     let (_client, driver) = serve(agent, reader, writer, options);
-    smol::block_on(driver).map_err(std::io::Error::other)
+    crate::stdio::ended(smol::block_on(driver))
 }
 
 /// Serves a v2 `agent` over a reader and a writer, with the limits of `options` (sessions,
