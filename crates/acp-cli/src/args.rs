@@ -162,7 +162,7 @@ pub struct Args {
     pub proxies: Vec<String>,
     /// The protocol version to speak: 1, 2 (a published draft; needs acp built with the
     /// `unstable-protocol-v2` feature) or auto (2 first, then 1 on a fresh start of the agent
-    /// when it answers 1). Not with --proxy yet
+    /// when it answers 1).
     #[arg(long, value_name = "1|2|auto", default_value = "1", value_parser = ["1", "2", "auto"])]
     pub protocol: String,
     /// Print every update as one JSON line on stdout (see below)
@@ -253,12 +253,13 @@ impl Args {
         self.agent.is_empty() && self.registry.agent_id.is_none()
     }
 
-    /// What `--protocol 2|auto` cannot be combined with yet.
-    pub fn protocol_conflict(&self) -> Option<String> {
+    /// What `--protocol 2|auto` cannot be combined with yet (`chains`: acp runs proxy chains,
+    /// the `unstable` feature; without it `--proxy` is refused on its own).
+    pub fn protocol_conflict(&self, chains: bool) -> Option<String> {
         let protocol = &self.protocol;
-        if !self.proxies.is_empty() {
+        if !chains && !self.proxies.is_empty() {
             return Some(format!(
-                "--protocol {protocol} reaches an agent command or a URL for now, not a proxy chain"
+                "--protocol {protocol} with --proxy needs acp built with the `unstable` feature too"
             ));
         }
         let v1_only = [

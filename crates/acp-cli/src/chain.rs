@@ -7,15 +7,23 @@ use acp_jsonrpc::memory;
 use acp_runtime::client::{self, AgentHandle, Client, ClientOptions};
 use acp_runtime::conductor::{ChainError, Component, Conductor, command_line};
 use acp_runtime::process::AgentCommand;
-use acp_runtime::proxy::{self, Proxy};
+use acp_runtime::proxy::Proxy;
 
 /// The hidden flag with which `acp` re-runs itself as a pass-through proxy (forwards
 /// everything): a chain member for tests and for measuring the cost of a hop.
 pub const SERVE_PASS_THROUGH: &str = "--serve-pass-through-proxy";
 
-/// Serves a pass-through proxy on stdin and stdout; the exit status.
+/// Serves a pass-through proxy on stdin and stdout (with protocol v2, both versions through
+/// the proxy router); the exit status.
 pub fn serve_pass_through() -> i32 {
-    match proxy::serve_stdio(Proxy::pass_through()) {
+    #[cfg(feature = "unstable-protocol-v2")]
+    let served = acp_runtime::router::proxy_router()
+        .with_v1(Proxy::pass_through())
+        .with_v2(Proxy::pass_through())
+        .serve_stdio();
+    #[cfg(not(feature = "unstable-protocol-v2"))]
+    let served = acp_runtime::proxy::serve_stdio(Proxy::pass_through());
+    match served {
         Ok(()) => 0,
         Err(error) => {
             eprintln!("acp: pass-through proxy: {error}");
@@ -63,4 +71,33 @@ pub fn start<C: Client>(
     let conductor = smol::spawn(Conductor::new(components).run(theirs.reader, theirs.writer));
     let (agent, driver) = client::connect(policy, ours.reader, ours.writer, options);
     (agent, driver, conductor)
+}
+
+/// A chain as `--proxy` gave it, to start once more when `--protocol auto` falls back to v1
+/// on a fresh connection (components are processes, started anew each time).
+#[cfg(feature = "unstable-protocol-v2")]
+pub struct Spec {
+    pub proxies: Vec<String>,
+    pub agent: AgentCommand,
+    pub name: String,
+}
+
+/// The conductor's task, as [`start`] returns it.
+#[cfg(feature = "unstable-protocol-v2")]
+pub type Conducting = smol::Task<Result<(), ChainError>>;
+
+/// Starts the conductor for `spec` and returns the client's end of its connection, for the
+/// connector to initialize in the version it picks, and the conductor's task.
+#[cfg(feature = "unstable-protocol-v2")]
+pub fn open(
+    spec: &Spec,
+) -> acp_runtime::Result<(memory::PipeReader, memory::PipeWriter, Conducting)> {
+    let components = components(&spec.proxies, spec.agent.clone(), spec.name.clone())
+        .map_err(acp_runtime::Error::Invalid)?;
+    if let Err(error) = acp_runtime::process::start_supervisor() {
+        eprintln!("acp: no process supervisor ({error}); the chain may outlive a killed acp");
+    }
+    let (ours, theirs) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    let conductor = smol::spawn(Conductor::new(components).run(theirs.reader, theirs.writer));
+    Ok((ours.reader, ours.writer, conductor))
 }

@@ -117,7 +117,7 @@ fn main() {
             );
             std::process::exit(exit::USAGE);
         }
-        if let Some(problem) = args.protocol_conflict() {
+        if let Some(problem) = args.protocol_conflict(cfg!(feature = "unstable")) {
             args::usage_error(&problem).exit();
         }
     }
@@ -249,7 +249,13 @@ fn run_main(mut args: Args) -> i32 {
                 (None, true) => "the demo agent".to_owned(),
                 (None, false) => args.agent.join(" "),
             };
-            match chain::components(&args.proxies, command, name) {
+            match chain::components(&args.proxies, command.clone(), name.clone()) {
+                #[cfg(feature = "unstable-protocol-v2")]
+                Ok(_) if args.protocol != "1" => Target::ChainV2(chain::Spec {
+                    proxies: args.proxies.clone(),
+                    agent: command,
+                    name,
+                }),
                 Ok(components) => Target::Chain(components),
                 Err(message) => {
                     // A --proxy command line that does not split: a usage error, in clap's
@@ -289,6 +295,9 @@ enum Target {
     /// `--proxy`: the proxies, then the agent, conducted in process.
     #[cfg(feature = "unstable")]
     Chain(Vec<acp_runtime::conductor::Component>),
+    /// `--proxy` with `--protocol 2|auto`: the chain to start for each connection tried.
+    #[cfg(all(feature = "unstable", feature = "unstable-protocol-v2"))]
+    ChainV2(chain::Spec),
 }
 
 /// The connection's driver, whichever way the agent was reached.
@@ -430,6 +439,46 @@ async fn run<C: Client>(
             conductor = Some(task);
             (agent, Box::pin(driver), None)
         }
+        #[cfg(all(feature = "unstable", feature = "unstable-protocol-v2"))]
+        Target::ChainV2(spec) => {
+            use acp_runtime::client::connector::{self, Connected};
+            let protocol = args.protocol.parse().unwrap_or_default();
+            let (v2_client, updates) = v2::client(policy);
+            let open = || std::future::ready(chain::open(&spec));
+            match connector::connect_with_protocol(protocol, client, v2_client, open, options).await
+            {
+                Ok(Connected::V1 {
+                    agent,
+                    init,
+                    driver,
+                    keep,
+                }) => {
+                    initialized = Some(*init);
+                    conductor = Some(keep);
+                    (agent, driver, None)
+                }
+                Ok(Connected::V2 {
+                    agent,
+                    init,
+                    driver,
+                    keep,
+                }) => {
+                    let connection = v2::Connection {
+                        agent,
+                        init: *init,
+                        driver,
+                        process: None,
+                        updates,
+                    };
+                    let code = v2::run(connection, args, &cwd, interrupts).await;
+                    return chain_ended(keep, code).await;
+                }
+                Err(error) => {
+                    eprintln!("acp: starting the proxy chain: {error}");
+                    return exit::AGENT_GONE;
+                }
+            }
+        }
     };
     let driver = smol::spawn(driver);
     let control = Arc::new(Control {
@@ -506,17 +555,26 @@ async fn run<C: Client>(
     control.shutdown(json || crashed).await;
     #[cfg(feature = "unstable")]
     if let Some(conductor) = conductor {
-        // The chain shuts down once its client connection closed; a failed component is
-        // reported by name, with its exit status and stderr tail.
-        let timeout = async {
-            smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE * 2).await;
-            None
-        };
-        if let Some(Err(error)) =
-            futures_lite::future::or(async { Some(conductor.await) }, timeout).await
-        {
-            eprintln!("acp: the proxy chain failed: {error}");
-        }
+        return chain_ended(conductor, code).await;
+    }
+    code
+}
+
+/// Waits for the proxy chain to shut down once its client connection closed (a grace of two
+/// shutdowns); a failed component is reported by name, with its exit status and stderr tail.
+#[cfg(feature = "unstable")]
+async fn chain_ended(
+    conductor: smol::Task<Result<(), acp_runtime::conductor::ChainError>>,
+    code: i32,
+) -> i32 {
+    let timeout = async {
+        smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE * 2).await;
+        None
+    };
+    if let Some(Err(error)) =
+        futures_lite::future::or(async { Some(conductor.await) }, timeout).await
+    {
+        eprintln!("acp: the proxy chain failed: {error}");
     }
     code
 }

@@ -141,3 +141,39 @@ fn usage_errors() {
         );
     }
 }
+
+/// `--protocol 2` and `auto` through acp's own chain: the pass-through proxies (served through
+/// the proxy router) and the demo agent (through the agent router) all speak v2, and the turn
+/// is the one `--protocol 2` gets directly.
+#[cfg(feature = "unstable-protocol-v2")]
+#[test]
+fn protocol_2_runs_through_the_chain_as_it_runs_directly() {
+    let proxy = pass_through();
+    let run = |protocol: &str, proxies: usize| {
+        let dir = scratch("v2chain");
+        let mut args = vec![
+            "--protocol",
+            protocol,
+            "--yes",
+            "-p",
+            "Summarize my notes",
+            "--cwd",
+            dir.to_str().unwrap(),
+        ];
+        for _ in 0..proxies {
+            args.extend(["--proxy", proxy.as_str()]);
+        }
+        let output = acp(&args);
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{protocol} × {proxies}: {stderr}");
+        assert!(
+            stderr.contains("(protocol 2)"),
+            "{protocol} × {proxies}: {stderr}"
+        );
+        text(&output.stdout)
+    };
+    let direct = run("2", 0);
+    assert!(direct.contains("[turn ended: end_turn]"), "{direct}");
+    assert_eq!(run("2", 2), direct);
+    assert_eq!(run("auto", 1), direct);
+}
