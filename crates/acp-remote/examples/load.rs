@@ -5,7 +5,17 @@
 //! cargo run --release -p acp-rs-remote --example load -- [N] [--mode ws|http|http2|memory|stdio] [--chunks K] [--durable]
 //! cargo build --release -p acp-rs-remote --bin acp-bridge --example load
 //! target/release/examples/load [N] --mode ws|http --servers S [--chunks K]
+//! target/release/examples/load --serve 127.0.0.1:PORT [--chunks K]
+//! target/release/examples/load [N] --url ws://…|http://… [--pid PID] [--token T] [--chunks K]
 //! ```
+//!
+//! `--url URL` drives a server in another process instead, any implementation's (`ws://` over
+//! WebSocket, `http://` over Streamable HTTP), with the same turns; given `--pid PID` (the
+//! server's process), it also prints the server's RSS growth per connection, sampled from
+//! `/proc/PID/status` before the clients connect and again with every connection open after
+//! the turns. `--serve ADDR` is our side of that comparison: `acp_remote::Server` with this
+//! example's agent, in a process of its own, until killed. interop/remote-load.sh runs it
+//! against the official SDKs' servers.
 //!
 //! `--servers S` (with `ws` or `http`) measures a deployment instead of one server in this
 //! process: S `acp-bridge serve` processes (the binary beside this example's directory, built
@@ -20,8 +30,9 @@
 //! without a network transport); `stdio` gives each client its own agent process, as editors
 //! run agents: this example re-run with a hidden argument, talking over OS pipes.
 //! Prints the wall time (connecting or spawning included), turns per second, updates per
-//! second, and this process's peak RSS before and after (Linux), divided per connection. Run
-//! each mode in a process of its own: the peak is the process's. With `stdio` the agents are
+//! second, the turns' latency (p50 and p99, from sending `session/prompt` to its answer),
+//! and this process's peak RSS before and after (Linux), divided per connection. Run each
+//! mode in a process of its own: the peak is the process's. With `stdio` the agents are
 //! not in this process: each reports its own peak RSS (and its RSS before serving) on stderr
 //! when its stdin closes, and their sum is printed apart.
 
@@ -34,6 +45,8 @@ use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
 use acp_runtime::process::{AgentCommand, AgentProcess};
 use acp_types::*;
 
+#[path = "load/remote.rs"]
+mod remote;
 #[path = "load/servers.rs"]
 mod servers;
 
@@ -97,10 +110,12 @@ fn serve_stdio_agent(chunks: usize) {
     );
 }
 
-/// One client's whole life: initialize, a session, a turn; returns the updates received.
-async fn one_turn(agent: AgentHandle) -> usize {
+/// One client's whole life: initialize, a session, a turn; returns the updates received and
+/// the turn's latency (from sending `session/prompt` to its answer, every update received).
+async fn one_turn(agent: AgentHandle) -> (usize, Duration) {
     agent.initialize().await.expect("initialize");
     let session = agent.new_session("/").await.expect("session/new");
+    let sent = Instant::now();
     let mut turn = session.prompt(vec!["go".into()]).await.expect("prompt");
     let mut updates = 0;
     while let Some(update) = turn.next().await {
@@ -111,7 +126,7 @@ async fn one_turn(agent: AgentHandle) -> usize {
         turn.end().await.expect("end").stop_reason,
         StopReason::EndTurn
     );
-    updates
+    (updates, sent.elapsed())
 }
 
 fn main() {
@@ -128,6 +143,10 @@ fn main() {
     let mut chunks = 50usize;
     let mut servers = 0usize;
     let mut durable = false;
+    let mut url = None;
+    let mut pid = None;
+    let mut token = None;
+    let mut serve_at = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -140,6 +159,10 @@ fn main() {
             }
             // Server and clients on upstream's durable transport (ws, http, http2).
             "--durable" => durable = true,
+            "--url" => url = Some(args.next().expect("--url URL")),
+            "--pid" => pid = Some(args.next().and_then(|p| p.parse().ok()).expect("--pid PID")),
+            "--token" => token = Some(args.next().expect("--token TOKEN")),
+            "--serve" => serve_at = Some(args.next().expect("--serve ADDR")),
             "--chunks" => {
                 chunks = args
                     .next()
@@ -149,13 +172,42 @@ fn main() {
             _ => n = arg.parse().expect("N, a number of clients"),
         }
     }
+    if let Some(addr) = serve_at {
+        return serve(&addr, chunks);
+    }
     let before = peak_rss_kib();
+    let mut server_memory = None;
     let mut agents_rss = Vec::new();
     let mut fleet_memory = None;
-    let (elapsed, setup, updates) = smol::block_on(async {
+    let (elapsed, setup, updates, mut latencies) = smol::block_on(async {
         let agent_options = AgentOptions::default().with_info("chunky", "0");
         let mut agents = Vec::new();
-        if servers > 0 {
+        if let Some(url) = &url {
+            let connector = Connector::new(url.clone());
+            let connector = match &token {
+                Some(token) => connector.with_bearer_token(token),
+                None => connector,
+            };
+            let sampler = pid.map(remote::ServerRss::start);
+            let start = Instant::now();
+            for _ in 0..n {
+                let (agent, driver) = connector
+                    .connect_client(AutoAllow, ClientOptions::default())
+                    .await
+                    .expect("connect");
+                smol::spawn(driver).detach();
+                agents.push(agent.clone());
+            }
+            let setup = start.elapsed();
+            let (updates, latencies) = run_all(agents.clone()).await;
+            let elapsed = start.elapsed();
+            // Sampled while every connection is still open.
+            server_memory = sampler.map(remote::ServerRss::sample);
+            for agent in &agents {
+                agent.close();
+            }
+            (elapsed, setup, updates, latencies)
+        } else if servers > 0 {
             assert!(
                 mode == "ws" || mode == "http",
                 "--servers needs --mode ws or http"
@@ -173,7 +225,7 @@ fn main() {
                 agents.push(agent.clone());
             }
             let setup = start.elapsed();
-            let updates = run_all(agents.clone()).await;
+            let (updates, latencies) = run_all(agents.clone()).await;
             let elapsed = start.elapsed();
             // Sampled while every connection (and its agent process) is still open.
             fleet_memory = Some(fleet.memory());
@@ -182,7 +234,7 @@ fn main() {
             }
             drop(agents);
             fleet.stop();
-            (elapsed, setup, updates)
+            (elapsed, setup, updates, latencies)
         } else if mode == "ws" || mode == "http" || mode == "http2" {
             let options = ServerOptions::default()
                 .with_max_connections(n.max(1))
@@ -216,10 +268,10 @@ fn main() {
                 agents.push(agent);
             }
             let setup = start.elapsed();
-            let updates = run_all(agents).await;
+            let (updates, latencies) = run_all(agents).await;
             let elapsed = start.elapsed();
             stop.shutdown();
-            (elapsed, setup, updates)
+            (elapsed, setup, updates, latencies)
         } else if mode == "stdio" {
             let me = std::env::current_exe().expect("this example's path");
             let start = Instant::now();
@@ -233,10 +285,10 @@ fn main() {
                 processes.push((agent, process));
             }
             let setup = start.elapsed();
-            let updates = run_all(agents).await;
+            let (updates, latencies) = run_all(agents).await;
             let elapsed = start.elapsed();
             agents_rss = agents_rss_kib(processes).await;
-            (elapsed, setup, updates)
+            (elapsed, setup, updates, latencies)
         } else {
             let start = Instant::now();
             for _ in 0..n {
@@ -250,13 +302,14 @@ fn main() {
                 agents.push(agent);
             }
             let setup = start.elapsed();
-            let updates = run_all(agents).await;
-            (start.elapsed(), setup, updates)
+            let (updates, latencies) = run_all(agents).await;
+            (start.elapsed(), setup, updates, latencies)
         }
     });
     let after = peak_rss_kib();
+    let target = url.unwrap_or_else(|| format!("mode {mode}"));
     println!(
-        "mode {mode}{}: {n} connections, {chunks} chunks each: {:.3} s ({:.3} s of it connecting \
+        "{target}{}: {n} connections, {chunks} chunks each: {:.3} s ({:.3} s of it connecting \
          or spawning), {:.0} turns/s, {:.0} updates/s",
         if durable { " (durable)" } else { "" },
         elapsed.as_secs_f64(),
@@ -271,6 +324,14 @@ fn main() {
             before as f64 / 1024.0,
             (after.saturating_sub(before)) as f64 / n.max(1) as f64,
         );
+    }
+    println!(
+        "turn latency (session/prompt to its answer): p50 {:.1} ms, p99 {:.1} ms",
+        quantile_ms(&mut latencies, 0.5),
+        quantile_ms(&mut latencies, 0.99),
+    );
+    if let Some(memory) = server_memory {
+        memory.print(n);
     }
     if let Some(memory) = fleet_memory {
         memory.print(n);
@@ -292,6 +353,20 @@ fn main() {
     std::thread::sleep(Duration::from_millis(50));
 }
 
+/// `--serve ADDR`: our server (WebSocket and Streamable HTTP on one port) with this example's
+/// agent, in a process of its own, until killed: what `--url` compares with other servers.
+fn serve(addr: &str, chunks: usize) {
+    let addr = addr.parse().expect("--serve ADDR, e.g. 127.0.0.1:7331");
+    // No connection or per-peer cap below what a load run opens (every client is on loopback).
+    let options = ServerOptions::default()
+        .with_max_connections(100_000)
+        .with_max_sockets_per_peer(400_000);
+    let server = Server::bind(addr, options).expect("bind");
+    println!("listening on {} and {}", server.url(), server.http_url());
+    let agent_options = AgentOptions::default().with_info("chunky", "0");
+    smol::block_on(server.serve_agent(move |_| Chunky { chunks }, agent_options)).expect("serve");
+}
+
 #[cfg(feature = "http2")]
 fn prior_knowledge(connector: Connector) -> Connector {
     connector.with_http2_prior_knowledge()
@@ -302,17 +377,30 @@ fn prior_knowledge(_: Connector) -> Connector {
     panic!("--mode http2 needs --features http2")
 }
 
-/// Runs every client's turn at once.
-async fn run_all(agents: Vec<AgentHandle>) -> usize {
+/// Runs every client's turn at once; returns the updates received and each turn's latency.
+async fn run_all(agents: Vec<AgentHandle>) -> (usize, Vec<Duration>) {
     let tasks: Vec<_> = agents
         .into_iter()
         .map(|agent| smol::spawn(one_turn(agent)))
         .collect();
     let mut updates = 0;
+    let mut latencies = Vec::with_capacity(tasks.len());
     for task in tasks {
-        updates += task.await;
+        let (received, latency) = task.await;
+        updates += received;
+        latencies.push(latency);
     }
-    updates
+    (updates, latencies)
+}
+
+/// The `q`-quantile (0 to 1) of `latencies`, nearest rank, in milliseconds.
+fn quantile_ms(latencies: &mut [Duration], q: f64) -> f64 {
+    if latencies.is_empty() {
+        return 0.0;
+    }
+    latencies.sort_unstable();
+    let rank = ((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len());
+    latencies[rank - 1].as_secs_f64() * 1000.0
 }
 
 /// What a stdio agent reported at its end, in KiB.

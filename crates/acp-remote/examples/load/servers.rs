@@ -73,7 +73,7 @@ fn wait_healthy(port: u16, what: &str, started: &mut [Child]) {
     }
 }
 
-fn status_kib(pid: u32, field: &str) -> u64 {
+pub fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
