@@ -13,9 +13,9 @@ use crate::answer_scan::AnswerScan;
 use crate::conn::ServerCtx;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
+use crate::queue::Reservation;
 use crate::share::Share;
 use crate::streamable::handlers::{self, TOO_LARGE};
-use crate::streamable::queue::Reservation;
 use crate::streamable::reply::Reply;
 use crate::streamable::{HttpConn, Refusal};
 

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::lines::to_line;
 use crate::pipe::{Pipe, PipeReader, PipeWriter};
-use crate::streamable::queue::{Failure, ResumeRefused};
+use crate::queue::{Failure, ResumeRefused};
 use crate::transport::{ConnectionReader, ConnectionWriter};
 
 /// Most sessions remembered (the oldest opened is forgotten first); most requests followed.

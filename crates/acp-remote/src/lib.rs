@@ -151,6 +151,7 @@ mod net;
 mod ops;
 mod options;
 mod pipe;
+mod queue;
 mod rt;
 mod served;
 mod server;

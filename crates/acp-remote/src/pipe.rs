@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use crate::lines::{LineSink, LineWriter};
+use crate::queue::{ByteQueue, Failure, Inbound, QueueReader, ResumeRefused};
 use crate::share::Share;
-use crate::streamable::queue::{ByteQueue, Failure, Inbound, QueueReader, ResumeRefused};
 use acp_jsonrpc::{BudgetListener, Latch};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -10,7 +10,6 @@
 pub(crate) mod client;
 pub(crate) mod handlers;
 mod link;
-pub(crate) mod queue;
 pub(crate) mod reply;
 mod sse;
 pub(crate) mod stream;
@@ -28,10 +27,10 @@ use serde_json::value::RawValue;
 use crate::carried::Carried;
 use crate::frames::Activity;
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::queue::{ByteQueue, Inbound, QueueReader, Unpushed};
 use crate::share::{Ceiling, Kind, Share};
 use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
-use queue::{ByteQueue, Inbound, QueueReader, Unpushed};
 use stream::{Replay, SseStream};
 
 /// Most session streams one connection keeps; messages of further sessions go to the

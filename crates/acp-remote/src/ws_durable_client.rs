@@ -21,7 +21,7 @@ use crate::frames::{Shared as WsShared, WsReader, WsWriter, split_with};
 use crate::keepalive::KeepAliveConfig;
 use crate::lines::to_line;
 use crate::pipe::{Pipe, PipeReader, PipeWriter};
-use crate::streamable::queue::Failure;
+use crate::queue::Failure;
 use crate::streamable::wire::{Reconnect, Retry};
 use crate::transport::WsStream;
 

@@ -29,14 +29,14 @@ use futures_lite::future;
 
 use super::handlers::OTHER_INSTANCE;
 use super::link::Link;
-use super::queue::{ByteQueue, Inbound, QueueReader};
-use super::queue::{Failure, ResumeRefused};
 use super::sse;
 #[cfg(doc)]
 use super::wire::Reconnect;
 use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::queue::{ByteQueue, Inbound, QueueReader};
+use crate::queue::{Failure, ResumeRefused};
 use crate::share::Share;
 use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use futures_lite::future;
 
-use super::queue::Reservation;
 use super::reply::{EventStream, Reply, ReplyBody};
 use super::stream::AttachError;
 use super::{HttpConn, HttpReader, Incoming, Peek, Refusal, StreamLimits};
@@ -19,6 +18,7 @@ use crate::conn::{
 };
 use crate::http::{RequestHead, connection_id};
 use crate::options::ServerOptions;
+use crate::queue::Reservation;
 use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
 
 /// The header naming a Streamable HTTP connection.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use acp_jsonrpc::ByteBudget;
 use event_listener::{Event, EventListener};
 
-use super::queue::ByteQueue;
+use crate::queue::ByteQueue;
 use crate::share::Share;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

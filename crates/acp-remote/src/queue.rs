@@ -1,4 +1,6 @@
-//! Message queues bounded in bytes, for the streams of one Streamable HTTP connection.
+//! Message queues bounded in bytes: the streams of one Streamable HTTP connection, and the
+//! runtime's end of a connection a task of ours drives (`pipe.rs`). Below `streamable/` so that
+//! what uses them does not reach into it.
 
 use std::collections::VecDeque;
 use std::future::Future;
