@@ -75,12 +75,18 @@ pub const FEATURE_SETS: &[FeatureSet] = &[
         crates: &["acp-rs-types", "acp-rs-runtime"],
         features: &["acp-rs-runtime/unstable"],
     },
-    // Protocol v2, kept out of `unstable`: acp-types' v2 wire snapshots and acp-runtime's
-    // router answers; with `unstable` too, v2's unstable superset (acp-types only).
+    // Protocol v2, kept out of `unstable`: acp-types' v2 wire snapshots, acp-runtime's
+    // router answers and acp-test's v2 pair; with `unstable` too, v2's unstable superset
+    // (acp-types only); with proxy chains, the proxy router and v2 through the conductor.
     FeatureSet {
         label: "--features unstable-protocol-v2",
-        crates: &["acp-rs-types", "acp-rs-runtime"],
+        crates: &["acp-rs-types", "acp-rs-test", "acp-rs-runtime"],
         features: &["unstable-protocol-v2"],
+    },
+    FeatureSet {
+        label: "--features unstable-protocol-v2,unstable-proxy-chains",
+        crates: &["acp-rs-runtime"],
+        features: &["unstable-protocol-v2", "unstable-proxy-chains"],
     },
     FeatureSet {
         label: "--features unstable-protocol-v2,unstable",
