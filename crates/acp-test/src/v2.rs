@@ -5,7 +5,7 @@
 //! are the kit's own; v2's random `messageId`s and `idempotencyKey`s are normalized too.
 //!
 //! ```
-//! use acp_runtime::acp_types::v2::*;
+//! use acp_runtime::prelude::v2::*;
 //! use acp_test::v2::{self, ScriptedAgent, ScriptedClient, Step};
 //!
 //! smol::block_on(async {
