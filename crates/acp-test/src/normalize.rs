@@ -136,7 +136,7 @@ impl Normalizer {
     }
 
     /// Whether protocol v2's `messageId`s and `idempotencyKey`s become `<message:N>` and
-    /// `<key:N>` (drawn at random by the runtime; on for [`crate::v2::connect`]'s pairs).
+    /// `<key:N>` (drawn at random by the runtime; on for `acp_test::v2::connect`'s pairs).
     pub fn message_ids(mut self, on: bool) -> Normalizer {
         self.message_ids = on;
         self

@@ -30,7 +30,7 @@ pub(crate) type Driver = smol::Task<Result<(), ConnectionError>>;
 /// future (`smol::block_on`) or run on any executor.
 ///
 /// `H` is the client's handle: v1's [`AgentHandle`], or with the feature
-/// `unstable-protocol-v2` v2's `client::v2::Agent` ([`crate::v2::connect`]).
+/// `unstable-protocol-v2` v2's `client::v2::Agent` (`acp_test::v2::connect`).
 pub struct Pair<H: AgentSide = AgentHandle> {
     agent: H,
     recorder: Recorder,
