@@ -222,7 +222,10 @@ fn an_unknown_version_is_negotiated_down_and_other_members_survive() {
         } else {
             1
         };
-        assert_eq!(init["params"], json!({"protocolVersion": forwarded, "x": 1}));
+        assert_eq!(
+            init["params"],
+            json!({"protocolVersion": forwarded, "x": 1})
+        );
     }));
 }
 
