@@ -78,15 +78,17 @@ pub const FEATURE_SETS: &[FeatureSet] = &[
     // Protocol v2, kept out of `unstable`: acp-types' v2 wire snapshots, acp-runtime's
     // router answers and acp-test's v2 pair; with `unstable` too, v2's unstable superset
     // (acp-types only); with proxy chains, the proxy router and v2 through the conductor.
-    FeatureSet {
-        label: "--features unstable-protocol-v2",
-        crates: &["acp-rs-types", "acp-rs-test", "acp-rs-runtime"],
-        features: &["unstable-protocol-v2"],
-    },
+    // Before v2 alone: the router's answers differ with proxy chains on (`mcpCapabilities`
+    // names `acp`), and the committed ones are v2's alone, which the next set writes last.
     FeatureSet {
         label: "--features unstable-protocol-v2,unstable-proxy-chains",
         crates: &["acp-rs-runtime"],
         features: &["unstable-protocol-v2", "unstable-proxy-chains"],
+    },
+    FeatureSet {
+        label: "--features unstable-protocol-v2",
+        crates: &["acp-rs-types", "acp-rs-test", "acp-rs-runtime"],
+        features: &["unstable-protocol-v2"],
     },
     FeatureSet {
         label: "--features unstable-protocol-v2,unstable",
