@@ -138,7 +138,8 @@ check "SDK sdk-connector-client -> TS agentProtocolRouter" sdk-ts \
 # The SDK's v2_session_coordination example resumes an existing session (twice at once, then
 # again after closing it) with replay: a first process of our agent_v2 opens the session and
 # runs a turn (acp --protocol 2), its history kept in a file (ACP_EXAMPLE_HISTORY), and a
-# second process serves the example from that file.
+# second process serves the example from that file. 9 updates: the turn's 8 as recorded, then
+# the session's current state, which every session/resume sends after its replay.
 history="$run_dir/agent-v2-history.jsonl"
 rm -f "$history"
 check "acp --protocol 2 -> our agent_v2 (history to a file)" coordination-setup \
@@ -146,7 +147,7 @@ check "acp --protocol 2 -> our agent_v2 (history to a file)" coordination-setup 
     env ACP_EXAMPLE_HISTORY="$history" "$acp" --protocol 2 --yes -p hello -- "$ours/agent_v2"
 session_id="$(sed -n 's/^session \([^ ]*\) in .*/\1/p' "$work/logs/v2-routing-coordination-setup.log")"
 check "SDK v2_session_coordination -> our agent_v2 (router)" coordination \
-    $'Shared replay: 8 updates\nFresh replay after close: 8 updates' \
+    $'Shared replay: 9 updates\nFresh replay after close: 9 updates' \
     env ACP_EXAMPLE_HISTORY="$history" "$sdk_examples/v2_session_coordination" \
     --command "$ours/agent_v2" --session-id "${session_id:-none}"
 # A repeated `initialize` asking for 1 after 2 was chosen: each router's own answer, pinned.
