@@ -4,12 +4,11 @@
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, ready};
 
-use crate::lines::{LineSink, LineWriter};
-use crate::queue::{ByteQueue, Failure, Inbound, QueueReader, ResumeRefused};
+use crate::lines::LineWriter;
+use crate::queue::{ByteQueue, Failure, Inbound, Outbound, QueueReader, QueueSink, ResumeRefused};
 use crate::share::Share;
-use acp_jsonrpc::{BudgetListener, Latch};
+use acp_jsonrpc::Latch;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -38,11 +37,7 @@ impl Pipe {
 
     /// The runtime's reader and writer.
     pub(crate) fn ends(self: &Arc<Self>) -> (PipeReader, PipeWriter) {
-        let writer = LineWriter::new(PipeSink {
-            pipe: self.clone(),
-            pending: None,
-            listener: BudgetListener::default(),
-        });
+        let writer = LineWriter::new(QueueSink::new(self.clone()));
         (QueueReader::new(self.clone()), writer)
     }
 
@@ -94,55 +89,12 @@ impl Inbound for Pipe {
 /// The runtime's input on a driven connection.
 pub(crate) type PipeReader = QueueReader<Pipe>;
 /// The runtime's output on a driven connection.
-pub(crate) type PipeWriter = LineWriter<PipeSink>;
+/// Closing it closes the driver's queue: the driver sends what is queued, then closes the
+/// WebSocket.
+pub(crate) type PipeWriter = LineWriter<QueueSink<Pipe>>;
 
-/// The driver's queue as the place the runtime's lines go.
-#[derive(Debug)]
-pub(crate) struct PipeSink {
-    pipe: Arc<Pipe>,
-    pending: Option<Vec<u8>>,
-    listener: BudgetListener,
-}
-
-impl LineSink for PipeSink {
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.pending.is_some() {
-            let pushed = ready!(self.pipe.outbound.poll_push(
-                &mut self.pending,
-                &mut self.listener,
-                cx
-            ));
-            self.pending = None;
-            if pushed.is_err() {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the connection has ended",
-                )));
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
-        self.pending = Some(line);
-        let _ = self.poll_ready(cx);
-        Ok(())
-    }
-
-    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_ready(cx)
-    }
-
-    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_ready(cx))?;
-        // The driver sends what is queued, then closes the WebSocket.
-        self.pipe.outbound.close();
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for PipeSink {
-    fn drop(&mut self) {
-        self.pipe.outbound.close();
+impl Outbound for Pipe {
+    fn outbound(&self) -> &ByteQueue {
+        &self.outbound
     }
 }

@@ -10,6 +10,7 @@ use std::task::{Context, Poll, ready};
 
 use acp_jsonrpc::BudgetListener;
 
+use crate::lines::LineSink;
 use crate::share::{Refused, Share};
 use event_listener::{Event, EventListener};
 use futures_io::{AsyncBufRead, AsyncRead};
@@ -346,5 +347,72 @@ impl<S: Inbound> AsyncRead for QueueReader<S> {
         buf[..n].copy_from_slice(&available[..n]);
         self.consume(n);
         Poll::Ready(Ok(n))
+    }
+}
+
+/// What owns the queue a [`QueueSink`] pushes the runtime's lines into, for a task of ours to
+/// send (the Streamable HTTP client's poster, a driven WebSocket connection).
+pub(crate) trait Outbound {
+    fn outbound(&self) -> &ByteQueue;
+}
+
+/// The runtime's output as lines pushed into `owner`'s outbound queue, waiting for room there.
+/// Closing (or dropping) it closes the queue: the task sends what is queued, then ends.
+#[derive(Debug)]
+pub(crate) struct QueueSink<O: Outbound> {
+    owner: Arc<O>,
+    pending: Option<Vec<u8>>,
+    listener: BudgetListener,
+}
+
+impl<O: Outbound> QueueSink<O> {
+    pub(crate) fn new(owner: Arc<O>) -> Self {
+        QueueSink {
+            owner,
+            pending: None,
+            listener: BudgetListener::default(),
+        }
+    }
+}
+
+impl<O: Outbound> LineSink for QueueSink<O> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.pending.is_some() {
+            let pushed = ready!(self.owner.outbound().poll_push(
+                &mut self.pending,
+                &mut self.listener,
+                cx
+            ));
+            self.pending = None;
+            if pushed.is_err() {
+                return Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "the connection has ended",
+                )));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> std::io::Result<()> {
+        self.pending = Some(line);
+        let _ = self.poll_ready(cx);
+        Ok(())
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.poll_ready(cx)
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        ready!(self.poll_ready(cx))?;
+        self.owner.outbound().close();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<O: Outbound> Drop for QueueSink<O> {
+    fn drop(&mut self) {
+        self.owner.outbound().close();
     }
 }

@@ -23,7 +23,6 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, ready};
 
 use futures_lite::future;
 
@@ -34,11 +33,10 @@ use super::sse;
 use super::wire::Reconnect;
 use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
-use crate::lines::{LineSink, LineWriter, to_line};
-use crate::queue::{ByteQueue, Inbound, QueueReader};
+use crate::lines::{LineWriter, to_line};
+use crate::queue::{ByteQueue, Inbound, Outbound, QueueReader, QueueSink};
 use crate::queue::{Failure, ResumeRefused};
 use crate::share::Share;
-use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
 
 #[derive(Debug)]
@@ -130,11 +128,7 @@ pub(crate) fn open(endpoint: Endpoint) -> (HttpClientReader, HttpClientWriter) {
     })
     .detach();
     let reader = HttpClientReader::new(shared.clone());
-    let writer = LineWriter::new(PostSink {
-        shared,
-        pending: None,
-        listener: BudgetListener::default(),
-    });
+    let writer = LineWriter::new(QueueSink::new(shared));
     (reader, writer)
 }
 
@@ -475,56 +469,11 @@ impl Inbound for Shared {
 
 /// The runtime's output on a Streamable HTTP client connection: each complete line is POSTed,
 /// in order. Closing DELETEs the connection.
-pub(crate) type HttpClientWriter = LineWriter<PostSink>;
+pub(crate) type HttpClientWriter = LineWriter<QueueSink<Shared>>;
 
-/// The poster's queue as the place lines go.
-#[derive(Debug)]
-pub(crate) struct PostSink {
-    shared: Arc<Shared>,
-    pending: Option<Vec<u8>>,
-    listener: BudgetListener,
-}
-
-impl LineSink for PostSink {
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.pending.is_some() {
-            let pushed = ready!(self.shared.outbound.poll_push(
-                &mut self.pending,
-                &mut self.listener,
-                cx
-            ));
-            self.pending = None;
-            if pushed.is_err() {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the connection has ended",
-                )));
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    fn start_send(&mut self, line: Vec<u8>, cx: &mut Context<'_>) -> io::Result<()> {
-        self.pending = Some(line);
-        let _ = self.poll_ready(cx);
-        Ok(())
-    }
-
-    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_ready(cx)
-    }
-
-    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_ready(cx))?;
-        // The poster sends what is queued, then the DELETE.
-        self.shared.outbound.close();
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for PostSink {
-    fn drop(&mut self) {
-        self.shared.outbound.close();
+impl Outbound for Shared {
+    fn outbound(&self) -> &ByteQueue {
+        &self.outbound
     }
 }
 
