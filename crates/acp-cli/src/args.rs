@@ -262,17 +262,13 @@ impl Args {
                 "--protocol {protocol} with --proxy needs acp built with the `unstable` feature too"
             ));
         }
-        let v1_only = [
-            (self.mode.is_some(), "--mode"),
-            (self.model.is_some(), "--model"),
-            (!self.config.is_empty(), "--config"),
-            (self.system_prompt.is_some(), "--system-prompt"),
-            (self.options, "--options"),
-        ];
-        let (_, flag) = v1_only.iter().find(|(given, _)| *given)?;
-        Some(format!(
-            "{flag} is not available with --protocol {protocol} yet (acp sends it on protocol 1 only)"
-        ))
+        // `session/options` (an unstable v1 method) has no protocol 2 counterpart.
+        if self.options {
+            return Some(format!(
+                "--options is not available with --protocol {protocol} (session/options is a protocol 1 method)"
+            ));
+        }
+        None
     }
 
     /// `--yes`, `--ask` or `--reject`, if one was given (clap's group lets only one through).

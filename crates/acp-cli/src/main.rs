@@ -716,24 +716,15 @@ async fn session_and_turns(
                 o.id.as_str() == id && matches!(o.kind, SessionConfigOptionKind::Boolean(_))
             })
         });
-        let kind = if boolean {
-            let value = match value.as_str() {
-                "true" | "on" | "yes" | "1" => true,
-                "false" | "off" | "no" | "0" => false,
-                other => {
-                    return Err(Failure::new(
-                        exit::USAGE,
-                        format!("--config {id}: `{other}` is not a boolean (true or false)"),
-                    ));
-                }
-            };
-            SetSessionConfigOptionRequestKind::Boolean(
+        let kind = match setup::config_value(id, value, boolean)
+            .map_err(|message| Failure::new(exit::USAGE, message))?
+        {
+            setup::ConfigValue::Boolean(value) => SetSessionConfigOptionRequestKind::Boolean(
                 SetSessionConfigOptionRequestKindBoolean::new(value),
-            )
-        } else {
-            SetSessionConfigOptionRequestKind::ValueId(
-                SetSessionConfigOptionRequestKindValueId::new(value.as_str()),
-            )
+            ),
+            setup::ConfigValue::Id(value) => SetSessionConfigOptionRequestKind::ValueId(
+                SetSessionConfigOptionRequestKindValueId::new(value),
+            ),
         };
         session
             .set_config_option(id.as_str(), kind)

@@ -33,25 +33,97 @@ pub fn system_prompt(
     mode: Mode,
     agent: &AgentCapabilities,
 ) -> Result<SystemPrompt, String> {
-    let Some(advertised) = &agent.session_capabilities.system_prompt else {
-        return Err(
-            "--system-prompt: the agent does not advertise sessionCapabilities.systemPrompt (it takes no client system prompt); nothing was sent".into(),
-        );
-    };
+    let advertised = agent.session_capabilities.system_prompt.as_ref();
     let overrides = advertised
-        .mode
-        .as_ref()
+        .and_then(|a| a.mode.as_ref())
         .is_some_and(|m| m.r#override.is_some());
-    if mode == Mode::Override && !overrides {
-        return Err(
-            "--system-prompt-mode override: the agent advertises the append mode only (sessionCapabilities.systemPrompt.mode.override is absent); nothing was sent".into(),
-        );
-    }
+    check_system_prompt(mode, advertised.is_some(), overrides, "sessionCapabilities")?;
     let mode = match mode {
         Mode::Append => SystemPromptMode::Append,
         Mode::Override => SystemPromptMode::Override,
     };
     Ok(SystemPrompt::new(mode, vec![ContentBlock::from(text)]))
+}
+
+/// [`system_prompt`] for a protocol 2 agent (its capabilities are `capabilities.session`).
+#[cfg(feature = "unstable-protocol-v2")]
+pub fn system_prompt_v2(
+    text: &str,
+    mode: Mode,
+    agent: &acp_types::v2::AgentCapabilities,
+) -> Result<acp_types::v2::SystemPrompt, String> {
+    use acp_types::v2;
+    let advertised = agent
+        .session
+        .as_ref()
+        .and_then(|s| s.system_prompt.as_ref());
+    let overrides = advertised
+        .and_then(|a| a.mode.as_ref())
+        .is_some_and(|m| m.r#override.is_some());
+    check_system_prompt(
+        mode,
+        advertised.is_some(),
+        overrides,
+        "capabilities.session",
+    )?;
+    let mode = match mode {
+        Mode::Append => v2::SystemPromptMode::Append,
+        Mode::Override => v2::SystemPromptMode::Override,
+    };
+    Ok(v2::SystemPrompt::new(
+        mode,
+        vec![v2::ContentBlock::from(text)],
+    ))
+}
+
+/// The one rule for `--system-prompt`, whatever the protocol: the capability advertised, and
+/// its override mode for `--system-prompt-mode override`. `at` is where the capability sits.
+fn check_system_prompt(
+    mode: Mode,
+    advertised: bool,
+    overrides: bool,
+    at: &str,
+) -> Result<(), String> {
+    if !advertised {
+        return Err(format!(
+            "--system-prompt: the agent does not advertise {at}.systemPrompt (it takes no client system prompt); nothing was sent"
+        ));
+    }
+    if mode == Mode::Override && !overrides {
+        return Err(format!(
+            "--system-prompt-mode override: the agent advertises the append mode only ({at}.systemPrompt.mode.override is absent); nothing was sent"
+        ));
+    }
+    Ok(())
+}
+
+/// A `--config ID=VALUE` value as the option's kind reads it.
+#[derive(Debug, PartialEq)]
+pub enum ConfigValue<'a> {
+    /// A boolean option's `true` or `false`.
+    Boolean(bool),
+    /// A select option's value id.
+    Id(&'a str),
+}
+
+/// Reads `value` for the option `id`: a boolean option takes `true`/`on`/`yes`/`1` or
+/// `false`/`off`/`no`/`0`; any other option takes the value id as given. The error is the
+/// message for a usage error.
+pub fn config_value<'a>(
+    id: &str,
+    value: &'a str,
+    boolean: bool,
+) -> Result<ConfigValue<'a>, String> {
+    if !boolean {
+        return Ok(ConfigValue::Id(value));
+    }
+    match value {
+        "true" | "on" | "yes" | "1" => Ok(ConfigValue::Boolean(true)),
+        "false" | "off" | "no" | "0" => Ok(ConfigValue::Boolean(false)),
+        other => Err(format!(
+            "--config {id}: `{other}` is not a boolean (true or false)"
+        )),
+    }
 }
 
 /// Whether the agent answers `session/options`; the reason otherwise.
@@ -89,6 +161,23 @@ mod tests {
         assert!(system_prompt("x", Mode::Override, &append).is_err());
         let both = agent(serde_json::json!({"mode": {"override": {}}}));
         assert!(system_prompt("x", Mode::Override, &both).is_ok());
+    }
+
+    #[test]
+    fn a_boolean_option_takes_the_usual_spellings_and_nothing_else() {
+        assert_eq!(
+            config_value("fast", "on", true),
+            Ok(ConfigValue::Boolean(true))
+        );
+        assert_eq!(
+            config_value("fast", "0", true),
+            Ok(ConfigValue::Boolean(false))
+        );
+        assert!(config_value("fast", "maybe", true).is_err());
+        assert_eq!(
+            config_value("model", "maybe", false),
+            Ok(ConfigValue::Id("maybe"))
+        );
     }
 
     #[test]

@@ -228,36 +228,50 @@ async fn session_and_turns(
         note(args.json, &format!("authenticated with {method}"));
     }
     let cwd_text = cwd.to_string_lossy().into_owned();
+    // Checked before any session request, as on v1: an agent that did not advertise the
+    // system prompt (or its mode) gets no session request at all.
+    let system_prompt = match &args.system_prompt {
+        Some(text) => {
+            let mode = args.system_prompt_mode.unwrap_or_default();
+            let prompt = crate::setup::system_prompt_v2(text, mode, &init.capabilities)
+                .map_err(|message| Failure::new(exit::UNADVERTISED, message))?;
+            note(
+                args.json,
+                &format!("system prompt: {} bytes, {}", text.len(), prompt.mode),
+            );
+            Some(prompt)
+        }
+        None => None,
+    };
     let mut ends = Ends::default();
-    let session = match &args.load {
+    let (session, options) = match &args.load {
         Some(id) => {
             let mut request = ResumeSessionRequest::new(id.as_str(), cwd_text);
             request.replay_from = Patch::Set(ReplayFrom::Start(ReplayFromStart::new()));
-            render_while(agent.resume_session(request), updates, out, &mut ends)
+            request.system_prompt = system_prompt;
+            let resumed = render_while(agent.resume_session(request), updates, out, &mut ends)
                 .await
                 .map_err(|e| Failure::call(&format!("session/resume {id}"), e))?;
             note(
                 args.json,
                 &format!("session {id} resumed in {}", cwd.display()),
             );
-            SessionId::new(id.as_str())
+            (SessionId::new(id.as_str()), resumed.config_options)
         }
         None => {
-            let created = render_while(
-                agent.new_session(NewSessionRequest::new(cwd_text)),
-                updates,
-                out,
-                &mut ends,
-            )
-            .await
-            .map_err(|e| Failure::call("session/new", e))?;
+            let mut request = NewSessionRequest::new(cwd_text);
+            request.system_prompt = system_prompt;
+            let created = render_while(agent.new_session(request), updates, out, &mut ends)
+                .await
+                .map_err(|e| Failure::call("session/new", e))?;
             note(
                 args.json,
                 &format!("session {} in {}", created.session_id, cwd.display()),
             );
-            created.session_id
+            (created.session_id, created.config_options)
         }
     };
+    configure(agent, &session, options.unwrap_or_default(), args).await?;
     let mut prompts = input::Prompts::new(&args.prompts);
     while let Some(prompt) = prompts.next().await {
         out.prompt(&prompt);
@@ -272,6 +286,65 @@ async fn session_and_turns(
         }
     }
     Ok(exit::OK)
+}
+
+/// `--mode`, `--model` and `--config`, in that order, before the first turn. Protocol 2 has
+/// no modes of its own: a mode, like a model, is the value of the config option the agent
+/// marks with that category.
+async fn configure(
+    agent: &v2::Agent,
+    session: &SessionId,
+    mut options: Vec<SessionConfigOption>,
+    args: &Args,
+) -> Result<(), Failure> {
+    let mut settings = Vec::new();
+    for (flag, category, value) in [
+        ("--mode", SessionConfigOptionCategory::Mode, &args.mode),
+        ("--model", SessionConfigOptionCategory::Model, &args.model),
+    ] {
+        let Some(value) = value else { continue };
+        let selector = options
+            .iter()
+            .find(|o| o.category.as_ref() == Some(&category));
+        let Some(selector) = selector else {
+            return Err(Failure::new(
+                exit::OTHER,
+                format!(
+                    "{flag} {value}: the agent advertises no {} selector (a config option of category `{}`)",
+                    category.as_str(),
+                    category.as_str()
+                ),
+            ));
+        };
+        settings.push((selector.config_id.to_string(), value.clone()));
+    }
+    settings.extend(args.config.iter().cloned());
+    for (id, value) in &settings {
+        let boolean = options.iter().any(|o| {
+            o.config_id.as_str() == id && matches!(o.kind, SessionConfigOptionKind::Boolean(_))
+        });
+        let kind = match crate::setup::config_value(id, value, boolean)
+            .map_err(|message| Failure::new(exit::USAGE, message))?
+        {
+            crate::setup::ConfigValue::Boolean(value) => {
+                SetSessionConfigOptionRequestKind::Boolean(
+                    SetSessionConfigOptionRequestKindBoolean::new(value),
+                )
+            }
+            crate::setup::ConfigValue::Id(value) => SetSessionConfigOptionRequestKind::Id(
+                SetSessionConfigOptionRequestKindId::new(value),
+            ),
+        };
+        let request = SetSessionConfigOptionRequest::new(session.clone(), id.as_str(), kind);
+        let answer = agent
+            .set_config_option(request)
+            .await
+            .map_err(|e| Failure::call(&format!("--config {id}={value}"), e))?;
+        // The answer is the whole list after the change: a later setting reads it.
+        options = answer.config_options;
+        note(args.json, &format!("config: {id}={value}"));
+    }
+    Ok(())
 }
 
 /// Sends one prompt and renders its updates until the `idle` after its echo.

@@ -206,12 +206,148 @@ fn acp_protocol_2_on_a_v1_agent_exits_5_saying_which_version_it_speaks() {
 }
 
 #[test]
-fn acp_protocol_2_refuses_the_flags_it_cannot_send_yet() {
-    let out = acp(&["--protocol", "2", "--mode", "plan", "--prompt", "hi"]);
+fn acp_protocol_2_refuses_options_and_an_unknown_version() {
+    // Refused for protocol 2 with the `unstable` feature, and for that feature without it.
+    let out = acp(&["--protocol", "2", "--options"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--mode is not available with --protocol 2"));
+    assert!(
+        text(&out.stderr).contains("--options "),
+        "{}",
+        text(&out.stderr)
+    );
     let out = acp(&["--protocol", "3"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A v2 agent in `sh` advertising the system prompt (both modes) whose sessions offer a mode,
+/// a model and a boolean as config options; the prompt ends its turn at once.
+const V2_CONFIGURABLE_AGENT: &str = r#"
+options='[{"configId":"mode","name":"Mode","type":"select","category":"mode","currentValue":"ask","options":[{"value":"ask","name":"Ask"},{"value":"code","name":"Code"}]},{"configId":"model","name":"Model","type":"select","category":"model","currentValue":"a","options":[{"value":"a","name":"A"},{"value":"b","name":"B"}]},{"configId":"fast","name":"Fast","type":"boolean","currentValue":false}]'
+reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$1"; }
+update() { printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":%s}}\n' "$1"; }
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"jsonrpc":"2.0","id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      reply '{"protocolVersion":2,"info":{"name":"sh-v2","version":"1"},"capabilities":{"session":{"systemPrompt":{"mode":{"override":{}}}}}}' ;;
+    *'"method":"session/new"'*) reply '{"sessionId":"s1","configOptions":'"$options"'}' ;;
+    *'"method":"session/set_config_option"'*) reply '{"configOptions":'"$options"'}' ;;
+    *'"method":"session/prompt"'*)
+      reply '{"messageId":"m1"}'
+      update '{"sessionUpdate":"user_message","messageId":"m1","content":[{"type":"text","text":"hi"}]}'
+      update '{"sessionUpdate":"state_update","state":"idle","stopReason":"max_tokens"}' ;;
+  esac
+done
+"#;
+
+/// What acp sent the agent, in order, read from a `--trace` file.
+fn sent(trace: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["dir"] == "client->agent")
+        .map(|r| r["msg"].clone())
+        .collect()
+}
+
+#[test]
+fn on_v2_the_system_prompt_goes_with_session_new_and_mode_model_config_are_config_options() {
+    let dir = scratch("v2config");
+    let trace = dir.join("wire.jsonl");
+    let cwd = cwd_arg(&dir);
+    let out = acp(&[
+        "--protocol",
+        "2",
+        "--prompt",
+        "hi",
+        "--cwd",
+        &cwd,
+        "--system-prompt",
+        "Be terse.",
+        "--system-prompt-mode",
+        "override",
+        "--mode",
+        "code",
+        "--model",
+        "b",
+        "--config",
+        "fast=on",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        V2_CONFIGURABLE_AGENT,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("config: fast=on"), "{stderr}");
+    let sent = sent(&trace);
+    let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "session/new",
+            "session/set_config_option",
+            "session/set_config_option",
+            "session/set_config_option",
+            "session/prompt"
+        ]
+    );
+    assert_eq!(
+        sent[1]["params"]["systemPrompt"],
+        serde_json::json!({"mode": "override", "content": [{"type": "text", "text": "Be terse."}]})
+    );
+    let set: Vec<_> = sent[2..5].iter().map(|m| m["params"].clone()).collect();
+    assert_eq!(
+        set[0],
+        serde_json::json!({"sessionId": "s1", "configId": "mode", "type": "id", "value": "code"})
+    );
+    assert_eq!(
+        set[1],
+        serde_json::json!({"sessionId": "s1", "configId": "model", "type": "id", "value": "b"})
+    );
+    assert_eq!(
+        set[2],
+        serde_json::json!({"sessionId": "s1", "configId": "fast", "type": "boolean", "value": true})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn on_v2_what_the_agent_does_not_offer_is_refused_before_it_is_sent() {
+    let run = |extra: &[&str]| {
+        let dir = scratch("v2refuse");
+        let cwd = cwd_arg(&dir);
+        let mut args = vec!["--protocol", "2", "--prompt", "hi", "--cwd", &cwd];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", V2_CONFIGURABLE_AGENT]);
+        let out = acp(&args);
+        let _ = std::fs::remove_dir_all(&dir);
+        (out.status.code(), text(&out.stderr))
+    };
+    // A boolean option given something else: a usage error.
+    let (code, stderr) = run(&["--config", "fast=maybe"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("`maybe` is not a boolean"), "{stderr}");
+    // The demo agent takes no system prompt on v2: nothing is sent.
+    let out = acp(&["--protocol", "2", "--system-prompt", "x", "--prompt", "hi"]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("the agent does not advertise capabilities.session.systemPrompt"),
+        "{stderr}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    // Nor config options: no mode selector.
+    let out = acp(&["--protocol", "2", "--mode", "code", "--prompt", "hi"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--mode code: the agent advertises no mode selector (a config option of category `mode`)"),
+        "{stderr}"
+    );
 }
 
 /// A v2 agent in `sh` that holds one stored session and replays it on `session/resume`.

@@ -277,6 +277,11 @@ impl Agent {
         self.call("auth/login", &request).await
     }
 
+    /// `auth/logout`.
+    pub async fn logout(&self, request: LogoutAuthRequest) -> Result<LogoutAuthResponse> {
+        self.call("auth/logout", &request).await
+    }
+
     /// `session/new`.
     pub async fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse> {
         self.call("session/new", &request).await
@@ -305,6 +310,36 @@ impl Agent {
         request: CloseSessionRequest,
     ) -> Result<CloseSessionResponse> {
         self.call("session/close", &request).await
+    }
+
+    /// `session/delete` (an agent advertising `session.delete`).
+    pub async fn delete_session(
+        &self,
+        request: DeleteSessionRequest,
+    ) -> Result<DeleteSessionResponse> {
+        self.call("session/delete", &request).await
+    }
+
+    /// `session/set_config_option`: the answer is the session's whole list of options after
+    /// the change (the agent may change others with it).
+    ///
+    /// ```no_run
+    /// # async fn example(agent: acp_runtime::client::v2::Agent) -> acp_runtime::Result<()> {
+    /// use acp_runtime::acp_types::v2::*;
+    /// let kind = SetSessionConfigOptionRequestKind::Boolean(
+    ///     SetSessionConfigOptionRequestKindBoolean::new(true),
+    /// );
+    /// let answer = agent
+    ///     .set_config_option(SetSessionConfigOptionRequest::new("s1", "fast", kind))
+    ///     .await?;
+    /// println!("{} options", answer.config_options.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse> {
+        self.call("session/set_config_option", &request).await
     }
 
     /// `tool_call/cancel`.
