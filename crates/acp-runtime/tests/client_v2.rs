@@ -63,6 +63,22 @@ impl agent_v2::Agent for TestAgent {
         turn.say("there").await?;
         Ok(IdleStateUpdateKind::EndTurn)
     }
+
+    async fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+        _: &agent_v2::Session,
+    ) -> Result<SetSessionConfigOptionResponse> {
+        let SetSessionConfigOptionRequestKind::Boolean(set) = request.kind else {
+            return Err(acp_runtime::Error::invalid_params("`fast` is a boolean"));
+        };
+        let fast = SessionConfigOption::new(
+            "fast",
+            "Fast",
+            SessionConfigOptionKind::Boolean(SessionConfigBoolean::new(set.value)),
+        );
+        Ok(SetSessionConfigOptionResponse::new(vec![fast]))
+    }
 }
 
 /// Allows every permission request and keeps the conversation.
@@ -107,6 +123,68 @@ fn connected(client: Keeps) -> (v2::Agent, std::thread::JoinHandle<()>) {
     );
     smol::spawn(driver).detach();
     (agent, served)
+}
+
+#[test]
+fn config_options_delete_and_logout_reach_the_agent_and_its_answers_come_back() {
+    smol::block_on(async {
+        let (agent, _served) = connected(Keeps::default());
+        agent
+            .initialize(InitializeRequest::new(
+                ProtocolVersion::V2,
+                Implementation::new("t", "1"),
+            ))
+            .await
+            .unwrap();
+        let session = agent
+            .new_session(NewSessionRequest::new("/work"))
+            .await
+            .unwrap()
+            .session_id;
+        let on = SetSessionConfigOptionRequestKind::Boolean(
+            SetSessionConfigOptionRequestKindBoolean::new(true),
+        );
+        let answer = agent
+            .set_config_option(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "fast",
+                on,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&answer.config_options).unwrap(),
+            serde_json::json!([{"configId": "fast", "name": "Fast", "type": "boolean", "currentValue": true}])
+        );
+        let by_id =
+            SetSessionConfigOptionRequestKind::Id(SetSessionConfigOptionRequestKindId::new("x"));
+        let refused = agent
+            .set_config_option(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "fast",
+                by_id,
+            ))
+            .await
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("`fast` is a boolean"),
+            "{refused}"
+        );
+        // Unadvertised by this agent: method not found, one answer each.
+        let deleted = agent
+            .delete_session(DeleteSessionRequest::new(session))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            deleted.code(),
+            Some(acp_jsonrpc::ErrorCode::METHOD_NOT_FOUND)
+        );
+        let logout = agent.logout(LogoutAuthRequest::new()).await.unwrap_err();
+        assert_eq!(
+            logout.code(),
+            Some(acp_jsonrpc::ErrorCode::METHOD_NOT_FOUND)
+        );
+    });
 }
 
 fn text(blocks: &[ContentBlock]) -> String {
