@@ -683,3 +683,52 @@ fn a_loop_of_three_is_one_cycle_and_a_chain_none() {
     edge(&mut chain, "b", "c");
     assert!(cycles(&chain).is_empty());
 }
+
+/// The crates `.ci/run` publishes: its `published=(...)` list.
+fn published_crates() -> Vec<String> {
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let list = ci
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("published=("))
+        .expect(".ci/run names the published crates in `published=(...)`");
+    list.trim_end_matches(')')
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// docs.rs builds with the default features unless told otherwise: a published crate with
+/// features says `all-features` (so that feature-gated items are documented at all) and turns
+/// on `doc_cfg` under `--cfg docsrs` (so that each is marked with the feature it needs).
+#[test]
+fn every_published_crate_with_features_documents_them_all_on_docs_rs() {
+    let mut failures = Vec::new();
+    for package in published_crates() {
+        let folder = package.strip_prefix("acp-rs-").unwrap_or(&package);
+        let dir = root().join("crates").join(format!("acp-{folder}"));
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("{package}: {}: {e}", dir.display()));
+        if !manifest.contains("\n[features]") {
+            continue;
+        }
+        let metadata = manifest
+            .split("[package.metadata.docs.rs]")
+            .nth(1)
+            .map(|rest| rest.split("\n[").next().unwrap_or(""));
+        match metadata {
+            Some(table) if table.contains("all-features = true") && table.contains("docsrs") => {}
+            _ => failures.push(format!(
+                "{package}: Cargo.toml needs [package.metadata.docs.rs] with all-features = true and rustdoc-args = [\"--cfg\", \"docsrs\"]"
+            )),
+        }
+        let lib = dir.join("src/lib.rs");
+        if let Ok(text) = std::fs::read_to_string(&lib)
+            && !text.contains("#![cfg_attr(docsrs, feature(doc_cfg))]")
+        {
+            failures.push(format!(
+                "{package}: src/lib.rs needs #![cfg_attr(docsrs, feature(doc_cfg))]"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -26,6 +26,7 @@
 //! inflate past a cap; a cache filled once when several processes ask at once.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cache;
 #[cfg(feature = "cli")]
