@@ -127,7 +127,7 @@ impl<V1, V2> Router<V1, V2> {
     }
 }
 
-impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
+impl<V1: ServesVersion<1>, V2: ServesVersion<2>> Router<V1, V2> {
     /// Serves one connection: reads until `initialize`, answers what comes before it, and hands
     /// the connection to the chosen side, whose driver it then is. Resolves when the
     /// connection is over (the peer closed it, before or after the hand-over), or with the
@@ -154,7 +154,7 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
     }
 }
 
-impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
+impl<V1: ServesVersion<1>, V2: ServesVersion<2>> Router<V1, V2> {
     /// Serves one connection on this process's stdin and stdout, as
     /// [`agent::serve_stdio`] does for a v1 agent (the same I/O
     /// path, so that the two cost the same but for the router), until the client closes stdin.
@@ -174,9 +174,10 @@ impl<V1: V1Side, V2: V2Side> Router<V1, V2> {
     }
 }
 
-/// What can serve the v1 side: an [`Agent`], or [`Absent`].
-pub trait V1Side: Send + 'static {
-    /// Whether there is a v1 side.
+/// What can serve protocol version `VERSION` in a [`Router`]: an [`Agent`] serves 1, a
+/// [`v2::Agent`](agent::v2::Agent) serves 2, and [`Absent`] stands for a version not served.
+pub trait ServesVersion<const VERSION: u16>: Send + 'static {
+    /// Whether the version is served.
     #[doc(hidden)]
     const PRESENT: bool;
     /// Serves the handed-over connection.
@@ -192,7 +193,7 @@ pub trait V1Side: Send + 'static {
         W: AsyncWrite + Unpin + Send + 'static;
 }
 
-impl<A: Agent> V1Side for A {
+impl<A: Agent> ServesVersion<1> for A {
     const PRESENT: bool = true;
     fn serve<R, W>(
         self,
@@ -209,37 +210,7 @@ impl<A: Agent> V1Side for A {
     }
 }
 
-impl V1Side for Absent {
-    const PRESENT: bool = false;
-    async fn serve<R, W>(self, _: Handoff<R>, _: W, _: AgentOptions) -> Result<(), ConnectionError>
-    where
-        R: AsyncBufRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        // Never chosen: `rules::select` picks only a present side.
-        Ok(())
-    }
-}
-
-/// What can serve the v2 side: a [`v2::Agent`](agent::v2::Agent), or [`Absent`].
-pub trait V2Side: Send + 'static {
-    /// Whether there is a v2 side.
-    #[doc(hidden)]
-    const PRESENT: bool;
-    /// Serves the handed-over connection.
-    #[doc(hidden)]
-    fn serve<R, W>(
-        self,
-        reader: Handoff<R>,
-        writer: W,
-        options: AgentOptions,
-    ) -> impl Future<Output = Result<(), ConnectionError>> + Send
-    where
-        R: AsyncBufRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static;
-}
-
-impl<A: agent::v2::Agent> V2Side for A {
+impl<A: agent::v2::Agent> ServesVersion<2> for A {
     const PRESENT: bool = true;
     fn serve<R, W>(
         self,
@@ -256,7 +227,7 @@ impl<A: agent::v2::Agent> V2Side for A {
     }
 }
 
-impl V2Side for Absent {
+impl<const VERSION: u16> ServesVersion<VERSION> for Absent {
     const PRESENT: bool = false;
     async fn serve<R, W>(self, _: Handoff<R>, _: W, _: AgentOptions) -> Result<(), ConnectionError>
     where

@@ -102,8 +102,8 @@ impl v2::Agent for V2Echo {
 /// wrote, in order, until it closed its output.
 fn exchange<V1, V2>(router: acp_runtime::router::Router<V1, V2>, lines: &[&str]) -> String
 where
-    V1: acp_runtime::router::V1Side,
-    V2: acp_runtime::router::V2Side,
+    V1: acp_runtime::router::ServesVersion<1>,
+    V2: acp_runtime::router::ServesVersion<2>,
 {
     let (agent_in, mut client_out) = std::io::pipe().unwrap();
     let (mut client_in, agent_out) = std::io::pipe().unwrap();
