@@ -190,20 +190,12 @@ impl<C: Client> Handler for Dispatch<C> {
     }
 
     fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
-        // Text chunks and state changes, nearly all of a turn's updates, are read without
-        // serde's visitors; anything else (and anything the fast reader is unsure of) goes
-        // through the generic decode, which holds every rule.
-        let fast = (notification.method() == "session/update")
-            .then(|| fast_update::decode(notification.raw_params().map_or("", |raw| raw.get())))
-            .flatten();
-        let decoded = fast.map_or_else(
-            || AgentNotification::decode(notification.method(), notification.raw_params()),
-            |update| Ok(AgentNotification::SessionUpdate(update)),
-        );
         let client = self.client.clone();
         let shared = self.shared.clone();
         async move {
-            match decoded {
+            // Decoded here, in the future's own state, so that the update is not moved into it
+            // with the rest of the future.
+            match decode_notification(&notification) {
                 Ok(AgentNotification::SessionUpdate(update)) => {
                     // The application sees the update first: a `PromptTurn` ends only after
                     // its `idle` (and everything before it) reached `Client::session_update`.
@@ -221,6 +213,21 @@ impl<C: Client> Handler for Dispatch<C> {
             }
         }
     }
+}
+
+/// The agent's notification, typed. Text chunks and state changes, nearly all of a turn's
+/// updates, are read without serde's visitors; anything else (and anything the fast reader is
+/// unsure of) goes through the generic decode, which holds every rule.
+fn decode_notification(
+    notification: &IncomingNotification,
+) -> std::result::Result<AgentNotification, acp_types::DecodeError> {
+    if notification.method() == "session/update"
+        && let Some(update) =
+            fast_update::decode(notification.raw_params().map_or("", |raw| raw.get()))
+    {
+        return Ok(AgentNotification::SessionUpdate(update));
+    }
+    AgentNotification::decode(notification.method(), notification.raw_params())
 }
 
 /// Connects `client` to a v2 agent over a reader and a writer. Returns the handle on the agent
