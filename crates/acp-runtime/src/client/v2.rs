@@ -70,9 +70,9 @@ pub trait Client: Send + Sync + 'static {
         }
     }
 
-    /// Gets each `session/update`, in order, as the generated types decode it: unknown members
-    /// are kept where the schema has room for them (`_meta`) and an update, state or content of
-    /// a kind this schema does not know arrives in its enum's catch-all variant. Text chunks and
+    /// Gets each `session/update`, in order, as the generated types decode it: members they do
+    /// not know are passed over, and an update, state or content of a kind this schema does not
+    /// know arrives whole in its enum's catch-all variant. Text chunks and
     /// plain `state_update`s, nearly all of a turn's updates, are read by a faster reader that
     /// builds the very same value (property-tested against the generic decode).
     fn session_update(
