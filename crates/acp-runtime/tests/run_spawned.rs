@@ -143,3 +143,98 @@ fn run_spawned_ends_when_the_agent_stops_reading_with_data_queued() {
     );
     assert_eq!(exit.step, ShutdownStep::Killed);
 }
+
+/// A scripted v2 agent in `sh`: answers initialize (version 2) and session/new, accepts the
+/// prompt, then streams the turn: the echo, `running`, text chunks (escapes, non-ASCII), one
+/// with a `_meta` and an update of a kind no schema has (both for the generic decode), and
+/// `idle` with `end_turn`.
+#[cfg(feature = "unstable-protocol-v2")]
+const SCRIPTED_V2_AGENT: &str = r#"
+update() { printf '%s\n' "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s1\",\"update\":$1}}"; }
+read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"sh","version":"1"},"capabilities":{}}}'
+read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}'
+read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":2,"result":{"messageId":"u1"}}'
+update '{"sessionUpdate":"user_message","messageId":"u1","content":[{"type":"text","text":"go"}]}'
+update '{"sessionUpdate":"state_update","state":"running"}'
+update '{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"caf\u00e9 "}}'
+update '{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"\"ok\"\n"},"_meta":{"x":1}}'
+update '{"sessionUpdate":"hologram","messageId":"a1"}'
+update '{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"🦀"}}'
+update '{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}'
+read -r line
+exit 0
+"#;
+
+/// `client::v2::run_spawned`: a whole v2 turn with a spawned agent on the calling thread's pipe
+/// loop; the updates reach the application in order, the fast-read ones and the others alike.
+#[cfg(feature = "unstable-protocol-v2")]
+#[test]
+fn v2_run_spawned_drives_a_whole_turn_over_real_pipes_on_the_calling_thread() {
+    use acp_runtime::acp_types::v2::*;
+    use acp_runtime::client::v2::{self, Conversation, State};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<(Conversation, Vec<String>)>>);
+    impl v2::Client for Recorder {
+        async fn session_update(&self, notification: UpdateSessionNotification) {
+            let mut seen = self.0.lock().unwrap();
+            seen.0.apply(&notification.update);
+            let tag = serde_json::to_value(&notification.update).unwrap()["sessionUpdate"].clone();
+            seen.1.push(tag.as_str().unwrap_or("?").to_owned());
+        }
+    }
+
+    let recorder = Recorder::default();
+    let client = recorder.clone();
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = v2::run_spawned(
+            client,
+            sh(SCRIPTED_V2_AGENT),
+            Default::default(),
+            |agent| async move {
+                let hello =
+                    InitializeRequest::new(ProtocolVersion::V2, Implementation::new("t", "1"));
+                agent.initialize(hello).await?;
+                let session = agent.new_session(NewSessionRequest::new("/tmp")).await?;
+                let prompt = PromptRequest::new(session.session_id, vec![ContentBlock::from("go")]);
+                agent.prompt(prompt).await?.finished().await
+            },
+        );
+        let _ = done.send(outcome);
+    });
+    let (stop, exit) = result
+        .recv_timeout(Duration::from_secs(15))
+        .expect("v2::run_spawned did not finish")
+        .unwrap();
+    assert_eq!(stop, IdleStateUpdateKind::EndTurn);
+    assert!(exit.status.success(), "{exit}");
+    let seen = recorder.0.lock().unwrap();
+    assert_eq!(
+        seen.1,
+        [
+            "user_message",
+            "state_update",
+            "agent_message_chunk",
+            "agent_message_chunk",
+            "hologram",
+            "agent_message_chunk",
+            "state_update",
+        ]
+    );
+    let reply = &seen.0.messages()[1];
+    let text: String = reply
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.as_str(),
+            _ => "?",
+        })
+        .collect();
+    assert_eq!(text, "café \"ok\"\n🦀");
+    assert_eq!(
+        seen.0.state(),
+        Some(&State::Idle(Some(IdleStateUpdateKind::EndTurn)))
+    );
+}

@@ -1,6 +1,5 @@
-//! Bench client on acp-runtime's protocol v2 side (`client::connector` with `Protocol::V2`,
-//! `client::v2`), written the way a user writes one: the scenario mapped to v2 as
-//! `bench/README.md` ("Protocol v2") describes.
+//! Bench client on acp-runtime's protocol v2 side (`client::v2::run_spawned`), written the way a
+//! user writes one: the scenario mapped to v2 as `bench/README.md` ("Protocol v2") describes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,8 +10,7 @@ use acp_bench::{
     ClientArgs, PERMISSION_OPTION, SESSION_CWD, SHUTDOWN_GRACE, ms_since, result_line,
 };
 use acp_runtime::acp_types::v2::*;
-use acp_runtime::client::connector::{self, Connected, Protocol};
-use acp_runtime::client::{AutoAllow, ClientOptions, v2};
+use acp_runtime::client::v2;
 use acp_runtime::process::AgentCommand;
 use acp_runtime::{Error, Result};
 
@@ -45,7 +43,7 @@ impl v2::Client for BenchClient {
 fn main() {
     let started = Instant::now();
     let args = ClientArgs::from_env();
-    match smol::block_on(run(&args, started)) {
+    match run(&args, started) {
         Ok(line) => {
             println!("{line}");
             rusage::report_or_warn(Role::Client, IMPL, started);
@@ -57,37 +55,23 @@ fn main() {
     }
 }
 
-async fn run(args: &ClientArgs, started: Instant) -> Result<String> {
+/// On `v2::run_spawned`, v1's pipe loop: the connection runs on this thread, next to the code
+/// consuming it, with no reactor thread to wake per exchange.
+fn run(args: &ClientArgs, started: Instant) -> Result<String> {
     let bench = BenchClient::default();
     let command = AgentCommand::new(&args.agent_program)
         .args(&args.agent_args)
         .shutdown_grace(SHUTDOWN_GRACE);
-    let connected = connector::spawn(
-        Protocol::V2,
-        AutoAllow,
+    let (line, exit) = v2::run_spawned(
         bench.clone(),
         command,
-        ClientOptions::default(),
-    )
-    .await?;
-    let Connected::V2 {
-        agent,
-        driver,
-        keep: process,
-        ..
-    } = connected
-    else {
-        return Err(Error::Internal("the agent answered protocol v1".into()));
-    };
-    // The connection runs on this thread, next to the code consuming it.
-    let work = async {
-        let output = prompt(&agent, args, &bench, started).await;
-        agent.close();
-        output
-    };
-    let (_, line) = futures_lite::future::zip(driver, work).await;
-    let exit = process.shutdown().await;
-    let line = line?;
+        Default::default(),
+        |agent| async move {
+            let hello = InitializeRequest::new(ProtocolVersion::V2, Implementation::new(IMPL, "0"));
+            agent.initialize(hello).await?;
+            prompt(&agent, args, &bench, started).await
+        },
+    )?;
     if !exit.status.success() {
         return Err(Error::Internal(format!("agent: {exit}")));
     }

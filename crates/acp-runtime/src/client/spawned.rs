@@ -1,5 +1,6 @@
 //! Clients of an agent process: [`spawn`] for callers with their own executor, and
-//! [`run_spawned`], which owns the calling thread and bounds the final flush.
+//! [`run_spawned`], which owns the calling thread and bounds the final flush; its body,
+//! [`run_process`], is v2's `run_spawned` too.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -71,11 +72,52 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
     options: ClientOptions,
     work: impl FnOnce(AgentHandle) -> F,
 ) -> Result<(T, crate::process::AgentExit)> {
+    run_process(
+        command,
+        |reader, writer, process| {
+            let (agent, driver) = connect(client, reader, writer, options);
+            watch_exit(&agent, process);
+            (agent, driver)
+        },
+        |agent: &AgentHandle| agent.close(),
+        work,
+    )
+}
+
+/// The reading end of an agent's stdout as [`run_process`] hands it to its `connect`: on Linux
+/// a pipe of [`acp_host::pipe_loop`], elsewhere the process's own reader.
+#[cfg(target_os = "linux")]
+pub(super) type AgentReader = futures_lite::io::BufReader<acp_host::pipe_loop::PipeReader>;
+/// The writing end of an agent's stdin as [`run_process`] hands it to its `connect`.
+#[cfg(target_os = "linux")]
+pub(super) type AgentWriter = acp_host::pipe_loop::PipeWriter;
+/// The reading end of an agent's stdout as [`run_process`] hands it to its `connect`.
+#[cfg(not(target_os = "linux"))]
+pub(super) type AgentReader = crate::process::AgentStdout;
+/// The writing end of an agent's stdin as [`run_process`] hands it to its `connect`.
+#[cfg(not(target_os = "linux"))]
+pub(super) type AgentWriter = crate::process::AgentStdin;
+
+/// The one body of every `run_spawned` (v1's here, v2's in `client::v2`): spawns `command`,
+/// connects to it with `connect` (which gets the process, to watch its exit), runs `work` with
+/// the handle beside the driver on the calling thread, closes the connection with `close` once
+/// `work` is done, gives the final flush the command's shutdown grace, and shuts the agent down.
+pub(super) fn run_process<H, D, T, F>(
+    command: AgentCommand,
+    connect: impl FnOnce(AgentReader, AgentWriter, &AgentProcess) -> (H, D),
+    close: impl FnOnce(&H),
+    work: impl FnOnce(H) -> F,
+) -> Result<(T, crate::process::AgentExit)>
+where
+    H: Clone,
+    D: Future<Output = Result<(), acp_jsonrpc::ConnectionError>>,
+    F: Future<Output = Result<T>>,
+{
+    let mut process = command
+        .spawn()
+        .map_err(|e| Error::Internal(e.to_string()))?;
     #[cfg(target_os = "linux")]
     {
-        let mut process = command
-            .spawn()
-            .map_err(|e| Error::Internal(e.to_string()))?;
         let (stdout, stdin) = process
             .take_pipe_fds()
             .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?
@@ -83,13 +125,12 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
         let (pipes, reader, writer) = acp_host::pipe_loop::pipes(stdout, stdin)
             .map_err(|e| Error::Internal(e.to_string()))?;
         let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
-        let (agent, driver) = connect(client, reader, writer, options);
-        watch_exit(&agent, &process);
+        let (handle, driver) = connect(reader, writer, &process);
         let run = async {
             let closed = WorkDone::default();
             let work = async {
-                let output = work(agent.clone()).await;
-                agent.close();
+                let output = work(handle.clone()).await;
+                close(&handle);
                 closed.mark();
                 output
             };
@@ -104,12 +145,15 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let (agent, driver, process) = spawn(client, command, options)?;
+        let (reader, writer) = process
+            .take_stdio()
+            .ok_or_else(|| Error::Internal("the agent's stdio was already taken".into()))?;
+        let (handle, driver) = connect(reader, writer, &process);
         smol::block_on(async {
             let closed = WorkDone::default();
             let work = async {
-                let output = work(agent.clone()).await;
-                agent.close();
+                let output = work(handle.clone()).await;
+                close(&handle);
                 closed.mark();
                 output
             };

@@ -48,6 +48,7 @@ use acp_types::v2::*;
 use crate::error::{Error, Result};
 
 mod conversation;
+mod fast_update;
 
 pub use conversation::{Author, Changed, Conversation, Message, State, Terminal, ToolCall};
 
@@ -69,7 +70,11 @@ pub trait Client: Send + Sync + 'static {
         }
     }
 
-    /// Gets each `session/update`, in order.
+    /// Gets each `session/update`, in order, as the generated types decode it: members they do
+    /// not know are passed over, and an update, state or content of a kind this schema does not
+    /// know arrives whole in its enum's catch-all variant. Text chunks and
+    /// plain `state_update`s, nearly all of a turn's updates, are read by a faster reader that
+    /// builds the very same value (property-tested against the generic decode).
     fn session_update(
         &self,
         notification: UpdateSessionNotification,
@@ -189,11 +194,12 @@ impl<C: Client> Handler for Dispatch<C> {
     }
 
     fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
-        let decoded = AgentNotification::decode(notification.method(), notification.raw_params());
         let client = self.client.clone();
         let shared = self.shared.clone();
         async move {
-            match decoded {
+            // Decoded here, in the future's own state, so that the update is not moved into it
+            // with the rest of the future.
+            match decode_notification(&notification) {
                 Ok(AgentNotification::SessionUpdate(update)) => {
                     // The application sees the update first: a `PromptTurn` ends only after
                     // its `idle` (and everything before it) reached `Client::session_update`.
@@ -211,6 +217,21 @@ impl<C: Client> Handler for Dispatch<C> {
             }
         }
     }
+}
+
+/// The agent's notification, typed. Text chunks and state changes, nearly all of a turn's
+/// updates, are read without serde's visitors; anything else (and anything the fast reader is
+/// unsure of) goes through the generic decode, which holds every rule.
+fn decode_notification(
+    notification: &IncomingNotification,
+) -> std::result::Result<AgentNotification, acp_types::DecodeError> {
+    if notification.method() == "session/update"
+        && let Some(update) =
+            fast_update::decode(notification.raw_params().map_or("", |raw| raw.get()))
+    {
+        return Ok(AgentNotification::SessionUpdate(update));
+    }
+    AgentNotification::decode(notification.method(), notification.raw_params())
 }
 
 /// Connects `client` to a v2 agent over a reader and a writer. Returns the handle on the agent
@@ -239,6 +260,48 @@ where
     let options = options.with_null_request_ids_refused(true);
     let (rpc, driver) = Connection::new(reader, writer, dispatch, options);
     (Agent { rpc, shared }, driver)
+}
+
+/// Spawns `command`, connects `client` to it as a v2 client, runs `work` with the handle on the
+/// calling thread, then closes the connection and shuts the agent down: v1's
+/// [`client::run_spawned`](crate::client::run_spawned) for v2, with the same guarantees (the
+/// final flush bounded by the command's shutdown grace, the agent's staged shutdown) and the
+/// same loop: on Linux the connection waits in `epoll_wait(2)` on the agent's two pipes, with no
+/// reactor thread to wake per exchange. `work` sends `initialize` itself (an agent that answers
+/// another version is [`Error::UnsupportedProtocolVersion`]). Do not call it from inside an async
+/// executor.
+///
+/// ```no_run
+/// use acp_runtime::client::v2;
+/// use acp_runtime::prelude::v2::*;
+/// use acp_runtime::process::AgentCommand;
+///
+/// struct Quiet;
+/// impl v2::Client for Quiet {}
+///
+/// let command = AgentCommand::new("my-agent");
+/// let (stop, exit) = v2::run_spawned(Quiet, command, Default::default(), |agent| async move {
+///     let hello = InitializeRequest::new(ProtocolVersion::V2, Implementation::new("me", "1"));
+///     agent.initialize(hello).await?;
+///     let session = agent.new_session(NewSessionRequest::new("/tmp")).await?;
+///     let prompt = PromptRequest::new(session.session_id, vec![ContentBlock::from("hi")]);
+///     agent.prompt(prompt).await?.finished().await
+/// })?;
+/// println!("{stop:?}, agent {exit}");
+/// # Ok::<(), acp_runtime::Error>(())
+/// ```
+pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
+    client: C,
+    command: crate::process::AgentCommand,
+    options: ConnectionOptions,
+    work: impl FnOnce(Agent) -> F,
+) -> Result<(T, crate::process::AgentExit)> {
+    super::spawned::run_process(
+        command,
+        |reader, writer, _| connect(client, reader, writer, options),
+        Agent::close,
+        work,
+    )
 }
 
 /// The client's handle on a v2 agent. Cheap to clone.
