@@ -21,8 +21,9 @@ use crate::streamable::{
     self,
     wire::{Endpoint, Reconnect},
 };
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner, WsStream};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use crate::upgrade::websocket_config;
+use crate::ws_socket::WsStream;
 use crate::ws_socket::{Held, WsSocket};
 use async_tungstenite::WebSocketStream;
 
@@ -327,8 +328,8 @@ impl Connector {
             self.max_message_size,
         );
         Ok(Remote {
-            reader: ConnectionReader(ReaderInner::Piped(reader)),
-            writer: ConnectionWriter(WriterInner::Piped(writer)),
+            reader: ConnectionReader::new(reader, Framing::Other),
+            writer: ConnectionWriter::new(writer),
             connection_id: remote.connection_id,
         })
     }
@@ -381,8 +382,8 @@ impl Connector {
                 };
                 let (reader, writer) = streamable::client::open(endpoint);
                 return Ok(Remote {
-                    reader: ConnectionReader(ReaderInner::HttpClient(reader)),
-                    writer: ConnectionWriter(WriterInner::HttpClient(writer)),
+                    reader: ConnectionReader::new(reader, Framing::Other),
+                    writer: ConnectionWriter::new(writer),
                     connection_id: None,
                 });
             }
@@ -415,16 +416,16 @@ impl Connector {
                 self.max_message_size,
             );
             return Ok(Remote {
-                reader: ConnectionReader(ReaderInner::Piped(reader)),
-                writer: ConnectionWriter(WriterInner::Piped(writer)),
+                reader: ConnectionReader::new(reader, Framing::Other),
+                writer: ConnectionWriter::new(writer),
                 connection_id,
             });
         }
         let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
         let reader = reader.with_keepalive(self.keepalive);
         Ok(Remote {
-            reader: ConnectionReader(ReaderInner::Ws(reader)),
-            writer: ConnectionWriter(WriterInner::Ws(writer)),
+            reader: ConnectionReader::new(reader, Framing::WebSocket),
+            writer: ConnectionWriter::new(writer),
             connection_id,
         })
     }

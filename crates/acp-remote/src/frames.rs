@@ -25,6 +25,7 @@ use futures_util::Sink;
 
 use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
 use crate::lines::{LineSink, LineWriter};
+use crate::transport::LineTarget;
 use crate::ws_pieces::PIECE;
 use crate::ws_socket::Held;
 use acp_jsonrpc::Latch;
@@ -428,6 +429,15 @@ impl<S> std::fmt::Debug for WsWriter<S> {
         f.debug_struct("WsWriter")
             .field("partial_line", &self.0.partial_line())
             .finish_non_exhaustive()
+    }
+}
+
+impl<S> LineTarget for WsWriter<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Send + Unpin + 'static,
+{
+    fn boxed_with_max_line(self: Box<Self>, bytes: usize) -> Box<dyn LineTarget> {
+        Box::new(self.with_max_line(bytes))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::conn::{IncomingConnection, ServerCtx};
 use crate::http::RequestHead;
 use crate::ops::{Ops, Transport};
 use crate::streamable::reply::{Reply, ReplyBody};
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The health endpoint's path: 200 while serving, 503 while draining or shutting down.
 pub(crate) const HEALTH_PATH: &str = "/healthz";
@@ -134,15 +134,15 @@ pub(crate) fn watched(
     connection: IncomingConnection,
     ops: &Arc<Ops>,
 ) -> (IncomingConnection, crate::ops::Open) {
-    let transport = match &connection.reader.0 {
-        ReaderInner::Ws(_) => Transport::WebSocket,
-        _ => Transport::StreamableHttp,
+    let transport = match connection.reader.framing() {
+        Framing::WebSocket => Transport::WebSocket,
+        Framing::Other => Transport::StreamableHttp,
     };
     let open = ops.opened(transport);
     let (reader, writer) = crate::watch::watch(connection.reader, connection.writer, ops.clone());
     let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Watched(Box::new(reader))),
-        writer: ConnectionWriter(WriterInner::Watched(Box::new(writer))),
+        reader: ConnectionReader::new(reader, Framing::Other),
+        writer: ConnectionWriter::new(writer),
         info: connection.info,
     };
     (connection, open)

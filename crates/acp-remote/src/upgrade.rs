@@ -19,9 +19,9 @@ use crate::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_w
 use crate::frames::{Activity, Shared, split_with};
 use crate::http::{RequestHead, connection_id};
 use crate::streamable::reply::Reply;
-use crate::transport::WsStream;
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use crate::ws_durable;
+use crate::ws_socket::WsStream;
 use crate::ws_socket::{Held, WsSocket};
 use futures_io::AsyncBufRead;
 
@@ -121,8 +121,8 @@ pub(crate) async fn serve_websocket(
         }
     }
     let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Ws(reader)),
-        writer: ConnectionWriter(WriterInner::Ws(writer)),
+        reader: ConnectionReader::new(reader, Framing::WebSocket),
+        writer: ConnectionWriter::new(writer),
         info: ConnectionInfo {
             id,
             peer,

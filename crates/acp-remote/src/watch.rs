@@ -44,6 +44,7 @@ use serde_json::value::RawValue;
 
 use crate::answer_scan::AnswerScan;
 use crate::ops::{Ops, Reason};
+use crate::transport::{ConnectionWriter, LineTarget};
 
 /// How many requests of interest one connection may have unanswered and still be followed;
 /// beyond, new ones are not counted (the runtime bounds requests in flight well below).
@@ -409,6 +410,12 @@ pub(crate) fn watch<R, W>(
             instead: None,
         },
     )
+}
+
+impl LineTarget for WatchedWriter<ConnectionWriter> {
+    fn boxed_with_max_line(self: Box<Self>, bytes: usize) -> Box<dyn LineTarget> {
+        Box::new(self.map(|writer| writer.with_max_line(bytes)))
+    }
 }
 
 impl<W> WatchedWriter<W> {

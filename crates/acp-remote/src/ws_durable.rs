@@ -23,7 +23,7 @@ use crate::http::RequestHead;
 use crate::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
 use crate::streamable::stream::{AttachError, Batch, SseStream};
 use crate::streamable::{HttpConn, Incoming, Peek, StreamLimits};
-use crate::transport::WsStream;
+use crate::ws_socket::WsStream;
 
 /// The method of the first message of a WebSocket that resumes a connection.
 pub(crate) const RESUME: &str = "stream/resume";

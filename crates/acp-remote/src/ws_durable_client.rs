@@ -23,7 +23,7 @@ use crate::lines::to_line;
 use crate::pipe::{Pipe, PipeReader, PipeWriter};
 use crate::queue::Failure;
 use crate::streamable::wire::{Reconnect, Retry};
-use crate::transport::WsStream;
+use crate::ws_socket::WsStream;
 
 /// The id of our `stream/resume` requests (a string no runtime request id looks like).
 const RESUME_ID: &str = "acp-remote/stream-resume";

@@ -19,8 +19,12 @@ use std::task::{Context, Poll, Waker};
 
 use futures_io::{AsyncRead, AsyncWrite};
 
+use crate::net::NetStream;
 use crate::share::{Ceiling, Kind};
 use crate::ws_pieces::Repiece;
+
+/// The socket under our own WebSockets (server and client).
+pub(crate) type WsStream = WsSocket<NetStream>;
 
 /// What one connection may hold of a message without drawing on the server's ceiling: a
 /// small buffer's worth.

@@ -19,7 +19,7 @@ use crate::conn::{
 use crate::http::{RequestHead, connection_id};
 use crate::options::ServerOptions;
 use crate::queue::Reservation;
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The header naming a Streamable HTTP connection.
 pub(crate) const CONNECTION_ID: &str = "Acp-Connection-Id";
@@ -234,8 +234,8 @@ pub(crate) fn start(
 ) {
     lock_http(&ctx.shared).insert(conn.id.clone(), conn.clone());
     let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
-        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
+        reader: ConnectionReader::new(HttpReader::new(conn.clone()), Framing::Other),
+        writer: ConnectionWriter::new(super::http_writer(conn.clone())),
         info: ConnectionInfo {
             id: conn.id.clone(),
             peer,
