@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_jsonrpc::Latch;
 
-use crate::cursor::Retention;
+use crate::proto::cursor::Retention;
 
 /// The WebSocket side of one connection (a [`crate::streamable::HttpConn`] whose messages all
 /// go to its connection stream).

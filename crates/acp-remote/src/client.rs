@@ -15,16 +15,14 @@ use async_tungstenite::tungstenite::{self, http};
 use futures_lite::future;
 use smol::Timer;
 
-use crate::frames::{Shared, split_with, ws_error};
-use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::socket::{Held, WsSocket};
+use crate::proto::ws::{DEFAULT_MAX_MESSAGE_SIZE, Shared, split_with, websocket_config, ws_error};
 use crate::streamable::{
     self,
     wire::{Endpoint, Reconnect},
 };
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
-use crate::upgrade::websocket_config;
-use crate::ws_socket::WsStream;
-use crate::ws_socket::{Held, WsSocket};
 use async_tungstenite::WebSocketStream;
 
 /// Why a connection could not be opened.
@@ -127,7 +125,7 @@ pub struct Connector {
     headers: Vec<(String, String)>,
     max_message_size: usize,
     timeout: Duration,
-    keepalive: Option<crate::keepalive::KeepAliveConfig>,
+    keepalive: Option<crate::proto::ws::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
     tls: Option<crate::TlsClientConfig>,
     #[cfg(feature = "http2")]
@@ -155,7 +153,7 @@ impl Connector {
             headers: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             timeout: Duration::from_secs(30),
-            keepalive: Some(crate::keepalive::KeepAliveConfig::default()),
+            keepalive: Some(crate::proto::ws::keepalive::KeepAliveConfig::default()),
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "http2")]
@@ -289,8 +287,13 @@ impl Connector {
     ///     .with_websocket_keepalive(Some((Duration::from_secs(10), Duration::from_secs(20))));
     /// ```
     pub fn with_websocket_keepalive(mut self, keepalive: Option<(Duration, Duration)>) -> Self {
-        self.keepalive = keepalive
-            .map(|(interval, timeout)| crate::keepalive::KeepAliveConfig { interval, timeout });
+        self.keepalive =
+            keepalive.map(
+                |(interval, timeout)| crate::proto::ws::keepalive::KeepAliveConfig {
+                    interval,
+                    timeout,
+                },
+            );
         self
     }
 

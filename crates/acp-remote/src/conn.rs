@@ -13,13 +13,13 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Timer;
 
-use crate::frames::Activity;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
+use crate::proto::ws::Activity;
+use crate::proto::ws::socket::HeldPool;
 use crate::share::{Ceiling, Kind, Share};
 use crate::streamable::HttpConn;
 use crate::transport::{ConnectionReader, ConnectionWriter};
-use crate::ws_socket::HeldPool;
 use acp_jsonrpc::Latch;
 
 /// One client's connection as the server accepted it: what a

@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use futures_lite::future;
 use smol::Timer;
 
-use crate::answer_scan::AnswerScan;
 use crate::conn::ServerCtx;
 use crate::http::RequestHead;
 use crate::options::ServerOptions;
+use crate::proto::answer_scan::AnswerScan;
 use crate::queue::Reservation;
 use crate::share::Share;
 use crate::streamable::handlers::{self, TOO_LARGE};

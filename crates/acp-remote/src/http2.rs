@@ -18,9 +18,9 @@ use smol::Timer;
 
 use crate::conn::ServerCtx;
 use crate::exchange::{self, Outcome};
-use crate::frames::Activity;
 use crate::net::NetStream;
 use crate::options::ServerOptions;
+use crate::proto::ws::Activity;
 use crate::rt;
 use crate::served::{self, ReplyStream, RequestBody};
 

@@ -130,20 +130,16 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod answer_scan;
 mod carried;
 mod client;
 mod conn;
-mod cursor;
 mod exchange;
 mod fallback;
-mod frames;
 mod health;
 mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
-mod keepalive;
 mod lines;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -151,6 +147,7 @@ mod net;
 mod ops;
 mod options;
 mod pipe;
+mod proto;
 mod queue;
 mod rt;
 mod served;
@@ -163,20 +160,18 @@ mod upgrade;
 mod watch;
 mod ws_durable;
 mod ws_durable_client;
-mod ws_pieces;
-mod ws_socket;
 
 pub use client::{
     ConnectError, Connector, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_WITHIN, Remote,
 };
 pub use conn::{ConnectionInfo, IncomingConnection};
-pub use frames::{WsReader, WsWriter, split};
 pub use http::{RequestHead, secret_token};
-pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MEMORY_CEILING, ServerOptions};
+pub use options::{Authenticator, DEFAULT_MEMORY_CEILING, ServerOptions};
 pub use options::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_EVENTS,
     DEFAULT_SSE_KEEP_ALIVE, InstanceName, InvalidInstanceName,
 };
+pub use proto::ws::{DEFAULT_MAX_MESSAGE_SIZE, WsReader, WsWriter, split};
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};

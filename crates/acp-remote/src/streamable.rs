@@ -25,8 +25,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::carried::Carried;
-use crate::frames::Activity;
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::proto::ws::Activity;
 use crate::queue::{ByteQueue, Inbound, QueueReader, Unpushed};
 use crate::share::{Ceiling, Kind, Share};
 use acp_jsonrpc::BudgetListener;
@@ -333,7 +333,7 @@ impl HttpConn {
         self.replay.used()
     }
 
-    /// Whether the client asked for the durable transport (see [`crate::cursor`]).
+    /// Whether the client asked for the durable transport (see [`crate::proto::cursor`]).
     pub(crate) fn durable(&self) -> bool {
         self.replay.cursors()
     }
@@ -559,7 +559,7 @@ impl HttpConn {
         match serde_json::from_slice::<Peek<'_>>(&line) {
             Ok(peek) if peek.method.is_none() && peek.id_key() == Some(initialize) => {
                 lock(&self.routes).initialize = None;
-                crate::cursor::advertise(&line, retention)
+                crate::proto::cursor::advertise(&line, retention)
             }
             _ => line,
         }

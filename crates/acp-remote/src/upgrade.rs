@@ -12,17 +12,17 @@ use smol::Timer;
 use crate::net::NetStream;
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
-use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use async_tungstenite::tungstenite::protocol::Role;
 use futures_lite::future;
 
 use crate::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
-use crate::frames::{Activity, Shared, split_with};
 use crate::http::{RequestHead, connection_id};
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::socket::{Held, WsSocket};
+use crate::proto::ws::{Activity, Shared, split_with, websocket_config};
 use crate::streamable::reply::Reply;
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use crate::ws_durable;
-use crate::ws_socket::WsStream;
-use crate::ws_socket::{Held, WsSocket};
 use futures_io::AsyncBufRead;
 
 /// Whether a GET asks for a WebSocket.
@@ -166,10 +166,6 @@ async fn linger(ws: &Shared<WsStream>) {
     .await;
 }
 
-/// Room in the write buffer beyond one message: its frame header, a close frame, the eager
-/// buffer.
-const WRITE_SLACK: usize = 32 * 1024;
-
 type Refusal = (u16, &'static [(&'static str, &'static str)], &'static str);
 
 /// The WebSocket headers; returns the client's key.
@@ -192,19 +188,4 @@ fn check(head: &RequestHead) -> Result<String, Refusal> {
         Some(key) if !key.is_empty() => Ok(key.to_owned()),
         _ => Err((400, &[], "missing Sec-WebSocket-Key")),
     }
-}
-
-/// The WebSocket limits of one connection: messages and frames up to `max_message_size`, and
-/// small eager buffers, since a server holds many connections that are mostly quiet. The write
-/// buffer holds at most one message and its frame header besides what it flushes eagerly:
-/// the writer sends a message only once the last is out, and pongs that cannot be queued
-/// replace one another (RFC 6455, 5.5.3, allows answering only the latest ping) while reading
-/// pauses (`ws_socket.rs`).
-pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .read_buffer_size(16 * 1024)
-        .write_buffer_size(16 * 1024)
-        .max_write_buffer_size(max_message_size.saturating_add(WRITE_SLACK))
-        .max_message_size(Some(max_message_size))
-        .max_frame_size(Some(max_message_size))
 }

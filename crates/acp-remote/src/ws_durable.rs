@@ -17,13 +17,13 @@ use smol::Timer;
 
 use crate::carried::Carried;
 use crate::conn::{AcpSlot, ServerCtx, lock_http};
-use crate::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
-use crate::frames::{WsReader, WsWriter};
 use crate::http::RequestHead;
+use crate::proto::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::{WsReader, WsWriter};
 use crate::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
 use crate::streamable::stream::{AttachError, Batch, SseStream};
 use crate::streamable::{HttpConn, Incoming, Peek, StreamLimits};
-use crate::ws_socket::WsStream;
 
 /// The method of the first message of a WebSocket that resumes a connection.
 pub(crate) const RESUME: &str = "stream/resume";
@@ -58,7 +58,7 @@ pub(crate) fn classify(first: &[u8]) -> Opening {
         return Opening::Plain;
     };
     match message.get("method").and_then(Value::as_str) {
-        Some("initialize") if crate::cursor::asks_for_resumable(first) => Opening::Durable,
+        Some("initialize") if crate::proto::cursor::asks_for_resumable(first) => Opening::Durable,
         Some(RESUME) => {
             let params = message.get("params");
             let connection = params

@@ -17,13 +17,13 @@ use async_tungstenite::WebSocketStream;
 use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
 use serde_json::{Value, json};
 
-use crate::frames::{Shared as WsShared, WsReader, WsWriter, split_with};
-use crate::keepalive::KeepAliveConfig;
 use crate::lines::to_line;
 use crate::pipe::{Pipe, PipeReader, PipeWriter};
+use crate::proto::ws::keepalive::KeepAliveConfig;
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::{Shared as WsShared, WsReader, WsWriter, split_with};
 use crate::queue::Failure;
 use crate::streamable::wire::{Reconnect, Retry};
-use crate::ws_socket::WsStream;
 
 /// The id of our `stream/resume` requests (a string no runtime request id looks like).
 const RESUME_ID: &str = "acp-remote/stream-resume";
@@ -138,7 +138,7 @@ impl Received {
     /// consecutive: a message with nowhere to carry one (a `null` result) is the next.
     fn follow(&mut self, message: &[u8]) {
         self.messages += 1;
-        match crate::cursor::read_cursor(message) {
+        match crate::proto::cursor::read_cursor(message) {
             Some(cursor) => {
                 self.cursor = cursor;
                 self.durable = true;
@@ -214,7 +214,7 @@ impl Driver {
             };
             if !sent.asked {
                 sent.asked = true;
-                message = crate::cursor::ask_for_resumable(&message);
+                message = crate::proto::cursor::ask_for_resumable(&message);
             }
             let line = to_line(sent.push(message));
             if let Err(error) = write_line(writer, &line).await {

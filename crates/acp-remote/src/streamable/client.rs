@@ -26,7 +26,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_lite::future;
 
-use super::handlers::OTHER_INSTANCE;
 use super::link::Link;
 use super::sse;
 #[cfg(doc)]
@@ -34,6 +33,7 @@ use super::wire::Reconnect;
 use super::wire::{Endpoint, Poster, Retry, is_network};
 use super::{Peek, session_of};
 use crate::lines::{LineWriter, to_line};
+use crate::proto::streamable::OTHER_INSTANCE;
 use crate::queue::{ByteQueue, Inbound, Outbound, QueueReader, QueueSink};
 use crate::queue::{Failure, ResumeRefused};
 use crate::share::Share;
@@ -206,7 +206,7 @@ async fn post_all(shared: &Arc<Shared>) {
         let initialize = peek.is_initialize() && lock(&shared.connection_id).is_none();
         let asked;
         let message = if initialize && shared.link.endpoint.durable {
-            asked = crate::cursor::ask_for_resumable(&message);
+            asked = crate::proto::cursor::ask_for_resumable(&message);
             &asked[..]
         } else {
             &message[..]
@@ -269,7 +269,7 @@ async fn post_all(shared: &Arc<Shared>) {
                     return;
                 };
                 *lock(&shared.connection_id) = Some(id.to_owned());
-                if crate::cursor::advertises_resumable(&answer.body) {
+                if crate::proto::cursor::advertises_resumable(&answer.body) {
                     // The server numbers its events from before the first one: a stream cut
                     // before its first id resumes too (the first event's gap).
                     shared.resumable.store(true, Ordering::SeqCst);
@@ -412,7 +412,7 @@ async fn read_events(
                 continue;
             }
             if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) {
-                if peek.method.as_deref() == Some(crate::cursor::RESUMED) {
+                if peek.method.as_deref() == Some(crate::proto::cursor::RESUMED) {
                     // The turn state after a resumption: the replay before it left nothing
                     // out, so the runtime needs nothing from it.
                     continue;

@@ -18,18 +18,9 @@ use crate::conn::{
 };
 use crate::http::{RequestHead, connection_id};
 use crate::options::ServerOptions;
+use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
 use crate::queue::Reservation;
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
-
-/// The header naming a Streamable HTTP connection.
-pub(crate) const CONNECTION_ID: &str = "Acp-Connection-Id";
-/// The header naming a session.
-pub(crate) const SESSION_ID: &str = "Acp-Session-Id";
-/// The header of a GET that resumes a stream after the event it names.
-pub(crate) const LAST_EVENT_ID: &str = "Last-Event-ID";
-
-/// The 404's text for a connection id that names another instance.
-pub(crate) const OTHER_INSTANCE: &str = "unknown Acp-Connection-Id: it names another instance";
 
 /// The JSON-RPC error code of the answer to a resumption whose events are no longer kept
 /// (in the range JSON-RPC leaves to implementations, and used by no ACP error).
@@ -136,7 +127,8 @@ async fn posted(
     let Ok(peek) = serde_json::from_slice::<Peek<'_>>(body) else {
         const INVALID: Refusal = (400, "invalid JSON");
         // An answer broken after its id still names the request of the agent it answers.
-        if let (Ok(conn), Some(id)) = (find(head, ctx), crate::answer_scan::answer_id(body)) {
+        if let (Ok(conn), Some(id)) = (find(head, ctx), crate::proto::answer_scan::answer_id(body))
+        {
             conn.fail_answer(&id, INVALID.1).await;
         }
         return Err(INVALID);
@@ -179,7 +171,7 @@ async fn initialize(
 ) -> Result<Posted, Refusal> {
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
     let id = connection_id(ctx.options.instance.as_ref());
-    let durable = ctx.options.durable_transport && crate::cursor::asks_for_resumable(body);
+    let durable = ctx.options.durable_transport && crate::proto::cursor::asks_for_resumable(body);
     let conn = HttpConn::new(
         id.clone(),
         head.header("authorization").map(str::to_owned),
@@ -207,11 +199,11 @@ async fn initialize(
     };
     match future::or(answered, ended).await {
         Some(answer) if durable => {
-            let retention = crate::cursor::Retention {
+            let retention = crate::proto::cursor::Retention {
                 messages: ctx.options.replay_events,
                 seconds: ctx.options.replay_age.as_secs(),
             };
-            let answer = crate::cursor::advertise(&answer, retention);
+            let answer = crate::proto::cursor::advertise(&answer, retention);
             Ok(Posted::Initialized { id, answer })
         }
         Some(answer) => Ok(Posted::Initialized { id, answer }),

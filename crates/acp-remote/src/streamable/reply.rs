@@ -148,7 +148,7 @@ impl EventStream {
                 let (_, session) = *taken;
                 let state = self.conn.turn_state(session.as_deref());
                 let mut event = b"data: ".to_vec();
-                event.extend_from_slice(&crate::cursor::resumed(self.cursor, state));
+                event.extend_from_slice(&crate::proto::cursor::resumed(self.cursor, state));
                 event.extend_from_slice(b"\n\n");
                 return Some(event);
             }

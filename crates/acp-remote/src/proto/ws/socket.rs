@@ -20,8 +20,8 @@ use std::task::{Context, Poll, Waker};
 use futures_io::{AsyncRead, AsyncWrite};
 
 use crate::net::NetStream;
+use crate::proto::ws::pieces::Repiece;
 use crate::share::{Ceiling, Kind};
-use crate::ws_pieces::Repiece;
 
 /// The socket under our own WebSockets (server and client).
 pub(crate) type WsStream = WsSocket<NetStream>;

@@ -7,6 +7,10 @@
 //! `client::connect` take them unchanged, with every limit of the stdio path (line length,
 //! in-flight requests, reply budget) applying as it does there.
 
+pub(crate) mod keepalive;
+pub(crate) mod pieces;
+pub(crate) mod socket;
+
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +20,7 @@ use std::time::Instant;
 
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::protocol::CloseFrame;
+use async_tungstenite::tungstenite::protocol::WebSocketConfig;
 use async_tungstenite::tungstenite::protocol::frame::Frame;
 use async_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data as OpData, OpCode};
 use async_tungstenite::tungstenite::{self, Message};
@@ -23,12 +28,34 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
 use futures_util::Sink;
 
-use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
 use crate::lines::{LineSink, LineWriter};
+use crate::proto::ws::keepalive::{Due, KeepAlive, KeepAliveConfig};
+use crate::proto::ws::pieces::PIECE;
+use crate::proto::ws::socket::Held;
 use crate::transport::LineTarget;
-use crate::ws_pieces::PIECE;
-use crate::ws_socket::Held;
 use acp_jsonrpc::Latch;
+
+/// The default largest message, in bytes: the runtime's longest line (64 MiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
+
+/// Room in the write buffer beyond one message: its frame header, a close frame, the eager
+/// buffer.
+const WRITE_SLACK: usize = 32 * 1024;
+
+/// The WebSocket limits of one connection: messages and frames up to `max_message_size`, and
+/// small eager buffers, since a server holds many connections that are mostly quiet. The write
+/// buffer holds at most one message and its frame header besides what it flushes eagerly:
+/// the writer sends a message only once the last is out, and pongs that cannot be queued
+/// replace one another (RFC 6455, 5.5.3, allows answering only the latest ping) while reading
+/// pauses (`ws/socket.rs`).
+pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(16 * 1024)
+        .write_buffer_size(16 * 1024)
+        .max_write_buffer_size(max_message_size.saturating_add(WRITE_SLACK))
+        .max_message_size(Some(max_message_size))
+        .max_frame_size(Some(max_message_size))
+}
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
 #[derive(Debug)]
