@@ -1,6 +1,11 @@
 //! [`Connector`]: the client side, from a `ws://` URL to the reader and writer the runtime's
 //! `client::connect` takes.
 
+mod fallback;
+mod pipe;
+pub(crate) mod streamable;
+mod ws_durable;
+
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -18,12 +23,9 @@ use smol::Timer;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::socket::{Held, WsSocket};
 use crate::proto::ws::{DEFAULT_MAX_MESSAGE_SIZE, Shared, split_with, websocket_config, ws_error};
-use crate::streamable::{
-    self,
-    wire::{Endpoint, Reconnect},
-};
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use async_tungstenite::WebSocketStream;
+use streamable::wire::{Endpoint, Reconnect};
 
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -314,7 +316,7 @@ impl Connector {
         }
         // A refused resumption is taken up on a new connection with `session/resume`.
         let connector = self.clone();
-        let reconnect: crate::fallback::Reconnect = Arc::new(move || {
+        let reconnect: crate::client::fallback::Reconnect = Arc::new(move || {
             let connector = connector.clone();
             Box::pin(async move {
                 let remote = connector
@@ -324,7 +326,7 @@ impl Connector {
                 Ok((remote.reader, remote.writer))
             })
         });
-        let (reader, writer) = crate::fallback::wrap(
+        let (reader, writer) = crate::client::fallback::wrap(
             reconnect,
             remote.reader,
             remote.writer,
@@ -383,7 +385,7 @@ impl Connector {
                     #[cfg(feature = "http2")]
                     http2_prior_knowledge: self.http2_prior_knowledge,
                 };
-                let (reader, writer) = streamable::client::open(endpoint);
+                let (reader, writer) = streamable::open(endpoint);
                 return Ok(Remote {
                     reader: ConnectionReader::new(reader, Framing::Other),
                     writer: ConnectionWriter::new(writer),
@@ -400,7 +402,7 @@ impl Connector {
                 Some(id) => self.clone().with_header("Acp-Connection-Id", id.clone()),
                 None => self.clone(),
             };
-            let reopen: crate::ws_durable_client::Reopen = Arc::new(move || {
+            let reopen: crate::client::ws_durable::Reopen = Arc::new(move || {
                 let connector = connector.clone();
                 Box::pin(async move {
                     let (ws, _) = connector
@@ -410,7 +412,7 @@ impl Connector {
                     Ok(ws)
                 })
             });
-            let (reader, writer) = crate::ws_durable_client::open(
+            let (reader, writer) = crate::client::ws_durable::open(
                 reopen,
                 ws,
                 connection_id.clone(),

@@ -134,7 +134,6 @@ mod carried;
 mod client;
 mod conn;
 mod exchange;
-mod fallback;
 mod health;
 mod http;
 mod http1;
@@ -146,7 +145,6 @@ mod metrics;
 mod net;
 mod ops;
 mod options;
-mod pipe;
 mod proto;
 mod queue;
 mod rt;
@@ -159,7 +157,6 @@ mod transport;
 mod upgrade;
 mod watch;
 mod ws_durable;
-mod ws_durable_client;
 
 pub use client::{
     ConnectError, Connector, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_WITHIN, Remote,

@@ -7,25 +7,18 @@
 //! as lines, like a WebSocket: [`HttpReader`] yields the POSTed messages, [`HttpWriter`] routes
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
-pub(crate) mod client;
 pub(crate) mod handlers;
-mod link;
 pub(crate) mod reply;
-mod sse;
 pub(crate) mod stream;
-pub(crate) mod wire;
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
 use crate::carried::Carried;
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::proto::streamable::{Peek, session_of};
 use crate::proto::ws::Activity;
 use crate::queue::{ByteQueue, Inbound, QueueReader, Unpushed};
 use crate::share::{Ceiling, Kind, Share};
@@ -172,45 +165,6 @@ pub(crate) struct StreamLimits {
     pub(crate) replay_age: std::time::Duration,
     /// The client asked for cursors in `_meta` (the durable transport, allowed by the server).
     pub(crate) cursors: bool,
-}
-
-/// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
-#[derive(Deserialize)]
-pub(crate) struct Peek<'a> {
-    #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-}
-
-impl Peek<'_> {
-    fn id_key(&self) -> Option<String> {
-        self.id.map(|id| id.get().trim().to_owned())
-    }
-
-    pub(crate) fn is_jsonrpc(&self) -> bool {
-        self.jsonrpc.as_deref() == Some("2.0")
-    }
-
-    pub(crate) fn is_initialize(&self) -> bool {
-        self.method.as_deref() == Some("initialize") && self.id.is_some()
-    }
-}
-
-/// `sessionId` of an object, if it is one and has a string there.
-fn session_of(raw: Option<&RawValue>) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Session {
-        #[serde(rename = "sessionId")]
-        session_id: Option<String>,
-    }
-    serde_json::from_str::<Session>(raw?.get()).ok()?.session_id
 }
 
 /// Counts a `session/prompt` request in `session` as a running turn (until its answer).

@@ -19,11 +19,12 @@ use crate::carried::Carried;
 use crate::conn::{AcpSlot, ServerCtx, lock_http};
 use crate::http::RequestHead;
 use crate::proto::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
+use crate::proto::streamable::Peek;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::{WsReader, WsWriter};
 use crate::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
 use crate::streamable::stream::{AttachError, Batch, SseStream};
-use crate::streamable::{HttpConn, Incoming, Peek, StreamLimits};
+use crate::streamable::{HttpConn, Incoming, StreamLimits};
 
 /// The method of the first message of a WebSocket that resumes a connection.
 pub(crate) const RESUME: &str = "stream/resume";

@@ -17,13 +17,13 @@ use async_tungstenite::WebSocketStream;
 use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
 use serde_json::{Value, json};
 
+use crate::client::pipe::{Pipe, PipeReader, PipeWriter};
+use crate::client::streamable::wire::{Reconnect, Retry};
 use crate::lines::to_line;
-use crate::pipe::{Pipe, PipeReader, PipeWriter};
 use crate::proto::ws::keepalive::KeepAliveConfig;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::{Shared as WsShared, WsReader, WsWriter, split_with};
 use crate::queue::Failure;
-use crate::streamable::wire::{Reconnect, Retry};
 
 /// The id of our `stream/resume` requests (a string no runtime request id looks like).
 const RESUME_ID: &str = "acp-remote/stream-resume";

@@ -19,6 +19,10 @@
 //! All of that is decided here, for HTTP/1.1 and HTTP/2 alike: [`Link`] only carries the
 //! bytes, by the version the first request chose.
 
+mod link;
+mod sse;
+pub(crate) mod wire;
+
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,14 +30,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_lite::future;
 
-use super::link::Link;
-use super::sse;
+use self::link::Link;
+
 #[cfg(doc)]
-use super::wire::Reconnect;
-use super::wire::{Endpoint, Poster, Retry, is_network};
-use super::{Peek, session_of};
+use self::wire::Reconnect;
+use self::wire::{Endpoint, Poster, Retry, is_network};
 use crate::lines::{LineWriter, to_line};
 use crate::proto::streamable::OTHER_INSTANCE;
+use crate::proto::streamable::{Peek, session_of};
 use crate::queue::{ByteQueue, Inbound, Outbound, QueueReader, QueueSink};
 use crate::queue::{Failure, ResumeRefused};
 use crate::share::Share;
@@ -379,7 +383,7 @@ fn gone_reason(status: u16, body: &[u8]) -> String {
 /// Reads the events of one GET until it ends.
 async fn read_events(
     shared: &Arc<Shared>,
-    body: &mut super::wire::Body,
+    body: &mut self::wire::Body,
     last_id: &mut Option<String>,
     retry: &mut Retry,
 ) -> Ended {
