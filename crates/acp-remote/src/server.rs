@@ -1,6 +1,23 @@
 //! [`Server`]: ACP for many clients at once, over WebSocket and Streamable HTTP, one
 //! connection each.
 
+pub(crate) mod conn;
+mod exchange;
+mod health;
+pub(crate) mod http;
+mod http1;
+#[cfg(feature = "http2")]
+mod http2;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod ops;
+pub(crate) mod options;
+mod served;
+mod streamable;
+mod upgrade;
+pub(crate) mod watch;
+mod ws_durable;
+
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -13,16 +30,13 @@ use futures_lite::{AsyncReadExt, future};
 use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
-use crate::conn::{
+use self::conn::{
     ConnectionInfo, Handler, IncomingConnection, Live, ServerCtx, Shared, lock_http, lock_peers,
 };
-use crate::http::respond;
-use crate::http1;
-#[cfg(feature = "http2")]
-use crate::http2;
+use self::http::respond;
+use self::options::ServerOptions;
+use self::streamable::HttpConn;
 use crate::net::NetStream;
-use crate::options::ServerOptions;
-use crate::streamable::HttpConn;
 
 /// Stops a running [`Server`]; clone it freely.
 #[derive(Debug, Clone)]
@@ -353,7 +367,7 @@ impl Server {
     {
         let ops = self.shared.ops.clone();
         let handler: Handler = Arc::new(move |connection| {
-            let (connection, open) = crate::health::watched(connection, &ops);
+            let (connection, open) = self::health::watched(connection, &ops);
             // A span per remote connection (the `tracing` feature), around the runtime's own.
             #[cfg(feature = "tracing")]
             let span = tracing::info_span!(
@@ -398,7 +412,7 @@ impl Server {
             let _ = stream.set_nodelay(true);
             let Some(socket) = Socket::admit(&self.shared, peer.ip(), max_sockets, &self.options)
             else {
-                self.shared.ops.refused(crate::ops::Reason::Sockets);
+                self.shared.ops.refused(self::ops::Reason::Sockets);
                 // Over TLS a plain answer would be noise: just close.
                 if ctx.options.has_tls()
                     || self.shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING

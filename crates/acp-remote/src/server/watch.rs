@@ -42,8 +42,8 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::ops::{Ops, Reason};
 use crate::proto::answer_scan::AnswerScan;
+use crate::server::ops::{Ops, Reason};
 use crate::transport::{ConnectionWriter, LineTarget};
 
 /// How many requests of interest one connection may have unanswered and still be followed;

@@ -10,7 +10,7 @@ use smol::Timer;
 
 use super::HttpConn;
 use super::stream::{AttachError, Batch, SseStream};
-use crate::conn::Shared;
+use crate::server::conn::Shared;
 
 /// Up to how many bytes of queued events one write carries.
 const BATCH_BYTES: usize = 64 * 1024;

@@ -13,12 +13,12 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Timer;
 
-use crate::http::RequestHead;
-use crate::options::ServerOptions;
 use crate::proto::ws::Activity;
 use crate::proto::ws::socket::HeldPool;
+use crate::server::http::RequestHead;
+use crate::server::options::ServerOptions;
+use crate::server::streamable::HttpConn;
 use crate::share::{Ceiling, Kind, Share};
-use crate::streamable::HttpConn;
 use crate::transport::{ConnectionReader, ConnectionWriter};
 use acp_jsonrpc::Latch;
 
@@ -79,7 +79,7 @@ pub(crate) struct Shared {
     /// arrive.
     pub(crate) initial_bodies: Share,
     /// The operator's counters (src/ops.rs).
-    pub(crate) ops: Arc<crate::ops::Ops>,
+    pub(crate) ops: Arc<crate::server::ops::Ops>,
 }
 
 /// What the bodies of POSTs naming no connection may hold at once, all together: sixteen
@@ -134,12 +134,14 @@ impl AcpSlot {
     /// with it, so the reason lives here).
     pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Result<AcpSlot, &'static str> {
         if shared.ops.is_draining() {
-            shared.ops.refused(crate::ops::Reason::Draining);
+            shared.ops.refused(crate::server::ops::Reason::Draining);
             return Err("the server is draining");
         }
         if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
             shared.acp.fetch_sub(1, Ordering::SeqCst);
-            shared.ops.refused(crate::ops::Reason::MaxConnections);
+            shared
+                .ops
+                .refused(crate::server::ops::Reason::MaxConnections);
             return Err("too many connections");
         }
         Ok(AcpSlot(shared.clone()))

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::http::{RequestHead, constant_time_eq};
 use crate::proto::ws::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::server::http::{RequestHead, constant_time_eq};
 
 /// Decides whether a request may connect, from its head (request line and headers).
 pub type Authenticator = Arc<dyn Fn(&RequestHead) -> bool + Send + Sync>;

@@ -15,16 +15,16 @@ use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
 use serde_json::{Value, json};
 use smol::Timer;
 
-use crate::carried::Carried;
-use crate::conn::{AcpSlot, ServerCtx, lock_http};
-use crate::http::RequestHead;
 use crate::proto::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
 use crate::proto::streamable::Peek;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::{WsReader, WsWriter};
-use crate::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
-use crate::streamable::stream::{AttachError, Batch, SseStream};
-use crate::streamable::{HttpConn, Incoming, StreamLimits};
+use crate::server::conn::{AcpSlot, ServerCtx, lock_http};
+use crate::server::http::RequestHead;
+use crate::server::streamable::carried::Carried;
+use crate::server::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
+use crate::server::streamable::stream::{AttachError, Batch, SseStream};
+use crate::server::streamable::{HttpConn, Incoming, StreamLimits};
 
 /// The method of the first message of a WebSocket that resumes a connection.
 pub(crate) const RESUME: &str = "stream/resume";
@@ -390,7 +390,7 @@ async fn read_side(
 async fn write_side(
     conn: &HttpConn,
     stream: &SseStream,
-    attached: crate::streamable::stream::Attached,
+    attached: crate::server::streamable::stream::Attached,
     mut writer: WsWriter<WsStream>,
     resume: Option<Value>,
     received: u64,

@@ -7,6 +7,7 @@
 //! as lines, like a WebSocket: [`HttpReader`] yields the POSTed messages, [`HttpWriter`] routes
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
+pub(crate) mod carried;
 pub(crate) mod handlers;
 pub(crate) mod reply;
 pub(crate) mod stream;
@@ -16,11 +17,11 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use crate::carried::Carried;
 use crate::lines::{LineSink, LineWriter, to_line};
 use crate::proto::streamable::{Peek, session_of};
 use crate::proto::ws::Activity;
 use crate::queue::{ByteQueue, Inbound, QueueReader, Unpushed};
+use crate::server::streamable::carried::Carried;
 use crate::share::{Ceiling, Kind, Share};
 use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
@@ -245,7 +246,7 @@ impl HttpConn {
         match (&self.authorization, authorization) {
             (None, _) => true,
             (Some(ours), Some(theirs)) => {
-                crate::http::constant_time_eq(ours.as_bytes(), theirs.as_bytes())
+                crate::server::http::constant_time_eq(ours.as_bytes(), theirs.as_bytes())
             }
             (Some(_), None) => false,
         }

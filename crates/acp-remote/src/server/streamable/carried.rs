@@ -9,7 +9,7 @@ use acp_jsonrpc::Latch;
 
 use crate::proto::cursor::Retention;
 
-/// The WebSocket side of one connection (a [`crate::streamable::HttpConn`] whose messages all
+/// The WebSocket side of one connection (a [`crate::server::streamable::HttpConn`] whose messages all
 /// go to its connection stream).
 #[derive(Debug)]
 pub(crate) struct Carried {

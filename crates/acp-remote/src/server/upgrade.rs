@@ -15,14 +15,14 @@ use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::Role;
 use futures_lite::future;
 
-use crate::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
-use crate::http::{RequestHead, connection_id};
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::socket::{Held, WsSocket};
 use crate::proto::ws::{Activity, Shared, split_with, websocket_config};
-use crate::streamable::reply::Reply;
+use crate::server::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
+use crate::server::http::{RequestHead, connection_id};
+use crate::server::streamable::reply::Reply;
+use crate::server::ws_durable;
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
-use crate::ws_durable;
 use futures_io::AsyncBufRead;
 
 /// Whether a GET asks for a WebSocket.

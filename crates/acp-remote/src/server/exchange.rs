@@ -9,15 +9,15 @@ use std::net::SocketAddr;
 use futures_lite::future;
 use smol::Timer;
 
-use crate::conn::ServerCtx;
-use crate::http::RequestHead;
-use crate::options::ServerOptions;
 use crate::proto::answer_scan::AnswerScan;
 use crate::queue::Reservation;
+use crate::server::conn::ServerCtx;
+use crate::server::http::RequestHead;
+use crate::server::options::ServerOptions;
+use crate::server::streamable::handlers::{self, TOO_LARGE};
+use crate::server::streamable::reply::Reply;
+use crate::server::streamable::{HttpConn, Refusal};
 use crate::share::Share;
-use crate::streamable::handlers::{self, TOO_LARGE};
-use crate::streamable::reply::Reply;
-use crate::streamable::{HttpConn, Refusal};
 
 /// The methods of the endpoint, as `Allow` and `Access-Control-Allow-Methods` list them.
 const METHODS: &str = "GET, POST, DELETE";
@@ -239,7 +239,7 @@ pub(crate) async fn handle(
     websocket: bool,
     ctx: &ServerCtx,
 ) -> Outcome {
-    if let Some(reply) = crate::health::serve(head, ctx) {
+    if let Some(reply) = crate::server::health::serve(head, ctx) {
         return Outcome::Reply(reply);
     }
     let outcome = route(head, peer, body, websocket, ctx).await;
@@ -282,7 +282,7 @@ async fn route(
         );
     }
     let reply = match head.method() {
-        "GET" if websocket && crate::upgrade::is_upgrade(head) => return Outcome::Upgrade,
+        "GET" if websocket && crate::server::upgrade::is_upgrade(head) => return Outcome::Upgrade,
         "GET" => handlers::get(head, ctx),
         "POST" => {
             // Everything the head can refuse is refused before a byte of the body is read:

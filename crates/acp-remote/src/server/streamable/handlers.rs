@@ -13,13 +13,13 @@ use futures_lite::future;
 use super::reply::{EventStream, Reply, ReplyBody};
 use super::stream::AttachError;
 use super::{HttpConn, HttpReader, Incoming, Peek, Refusal, StreamLimits};
-use crate::conn::{
-    AcpSlot, ConnectionInfo, IncomingConnection, Live, ServerCtx, idle_watch, lock_http,
-};
-use crate::http::{RequestHead, connection_id};
-use crate::options::ServerOptions;
 use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
 use crate::queue::Reservation;
+use crate::server::conn::{
+    AcpSlot, ConnectionInfo, IncomingConnection, Live, ServerCtx, idle_watch, lock_http,
+};
+use crate::server::http::{RequestHead, connection_id};
+use crate::server::options::ServerOptions;
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The JSON-RPC error code of the answer to a resumption whose events are no longer kept

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::conn::{IncomingConnection, ServerCtx};
-use crate::http::RequestHead;
-use crate::ops::{Ops, Transport};
-use crate::streamable::reply::{Reply, ReplyBody};
+use crate::server::conn::{IncomingConnection, ServerCtx};
+use crate::server::http::RequestHead;
+use crate::server::ops::{Ops, Transport};
+use crate::server::streamable::reply::{Reply, ReplyBody};
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The health endpoint's path: 200 while serving, 503 while draining or shutting down.
@@ -119,7 +119,7 @@ fn health(ctx: &ServerCtx) -> Reply {
 
 #[cfg(feature = "metrics")]
 fn metrics(ctx: &ServerCtx) -> Reply {
-    let text = crate::metrics::render(ctx);
+    let text = crate::server::metrics::render(ctx);
     Reply {
         status: 200,
         headers: vec![("Cache-Control", "no-store".into())],
@@ -133,13 +133,14 @@ fn metrics(ctx: &ServerCtx) -> Reply {
 pub(crate) fn watched(
     connection: IncomingConnection,
     ops: &Arc<Ops>,
-) -> (IncomingConnection, crate::ops::Open) {
+) -> (IncomingConnection, crate::server::ops::Open) {
     let transport = match connection.reader.framing() {
         Framing::WebSocket => Transport::WebSocket,
         Framing::Other => Transport::StreamableHttp,
     };
     let open = ops.opened(transport);
-    let (reader, writer) = crate::watch::watch(connection.reader, connection.writer, ops.clone());
+    let (reader, writer) =
+        crate::server::watch::watch(connection.reader, connection.writer, ops.clone());
     let connection = IncomingConnection {
         reader: ConnectionReader::new(reader, Framing::Other),
         writer: ConnectionWriter::new(writer),
