@@ -3,20 +3,15 @@
 
 pub(crate) mod conn;
 mod exchange;
-mod health;
 pub(crate) mod http;
 mod http1;
 #[cfg(feature = "http2")]
 mod http2;
-#[cfg(feature = "metrics")]
-mod metrics;
 mod ops;
 pub(crate) mod options;
 mod served;
 mod streamable;
-mod upgrade;
 pub(crate) mod watch;
-mod ws_durable;
 
 use std::future::Future;
 use std::io;
@@ -367,7 +362,7 @@ impl Server {
     {
         let ops = self.shared.ops.clone();
         let handler: Handler = Arc::new(move |connection| {
-            let (connection, open) = self::health::watched(connection, &ops);
+            let (connection, open) = self::exchange::health::watched(connection, &ops);
             // A span per remote connection (the `tracing` feature), around the runtime's own.
             #[cfg(feature = "tracing")]
             let span = tracing::info_span!(

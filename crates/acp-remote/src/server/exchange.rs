@@ -4,18 +4,26 @@
 //! [`RequestHead`], read POST bodies through [`ReadBody`], and render the [`Reply`]; every
 //! rule and status code is here or in `streamable/handlers.rs`.
 
+pub(crate) mod health;
+#[cfg(feature = "metrics")]
+mod metrics;
+pub(crate) mod reply;
+mod streamable;
+pub(crate) mod upgrade;
+mod ws_durable;
+
 use std::net::SocketAddr;
 
 use futures_lite::future;
 use smol::Timer;
 
+use self::streamable::TOO_LARGE;
 use crate::proto::answer_scan::AnswerScan;
 use crate::queue::Reservation;
 use crate::server::conn::ServerCtx;
+use crate::server::exchange::reply::Reply;
 use crate::server::http::RequestHead;
 use crate::server::options::ServerOptions;
-use crate::server::streamable::handlers::{self, TOO_LARGE};
-use crate::server::streamable::reply::Reply;
 use crate::server::streamable::{HttpConn, Refusal};
 use crate::share::Share;
 
@@ -239,7 +247,7 @@ pub(crate) async fn handle(
     websocket: bool,
     ctx: &ServerCtx,
 ) -> Outcome {
-    if let Some(reply) = crate::server::health::serve(head, ctx) {
+    if let Some(reply) = crate::server::exchange::health::serve(head, ctx) {
         return Outcome::Reply(reply);
     }
     let outcome = route(head, peer, body, websocket, ctx).await;
@@ -282,13 +290,15 @@ async fn route(
         );
     }
     let reply = match head.method() {
-        "GET" if websocket && crate::server::upgrade::is_upgrade(head) => return Outcome::Upgrade,
-        "GET" => handlers::get(head, ctx),
+        "GET" if websocket && crate::server::exchange::upgrade::is_upgrade(head) => {
+            return Outcome::Upgrade;
+        }
+        "GET" => streamable::get(head, ctx),
         "POST" => {
             // Everything the head can refuse is refused before a byte of the body is read:
             // its type and announced length, and the connection it names (unknown, or opened
             // with other credentials).
-            let (limit, budget, conn) = match handlers::check_post_head(head, ctx) {
+            let (limit, budget, conn) = match streamable::check_post_head(head, ctx) {
                 Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget(), Some(conn)),
                 Ok(None) => (
                     MAX_INITIAL_BODY.min(options.max_message_size),
@@ -296,7 +306,7 @@ async fn route(
                     None,
                 ),
                 Err((status, text)) => {
-                    if let Some(conn) = handlers::awaiting_conn(head, ctx) {
+                    if let Some(conn) = streamable::awaiting_conn(head, ctx) {
                         fail_refused_answer(head, body, &conn, text, options).await;
                     }
                     return Outcome::Reply(Reply::text(status, text));
@@ -326,7 +336,7 @@ async fn route(
             let read = future::or(read, timeout).await;
             match read {
                 Some(Ok((body, reserved))) => {
-                    handlers::post(&body, reserved, head, peer, ctx).await
+                    streamable::post(&body, reserved, head, peer, ctx).await
                 }
                 Some(Err(BodyError::Refused((status, text)))) => Reply::text(status, text),
                 Some(Err(BodyError::NoRoom)) => {
@@ -344,7 +354,7 @@ async fn route(
                 Some(Err(BodyError::TooLarge | BodyError::Gone)) | None => return Outcome::Drop,
             }
         }
-        "DELETE" => handlers::delete(head, ctx),
+        "DELETE" => streamable::delete(head, ctx),
         _ => Reply::text(405, "method not allowed").with_header("Allow", METHODS),
     };
     Outcome::Reply(reply)

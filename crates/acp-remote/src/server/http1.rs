@@ -18,10 +18,10 @@ use hyper::upgrade::OnUpgrade;
 use crate::net::NetStream;
 use crate::rt;
 use crate::server::conn::ServerCtx;
+use crate::server::exchange::upgrade::{self, Accepted};
 use crate::server::exchange::{self, Outcome};
 use crate::server::http::RequestHead;
 use crate::server::served::{self, ReplyStream, RequestBody};
-use crate::server::upgrade::{self, Accepted};
 
 /// A WebSocket the server answered 101 to: the socket is taken over once hyper wrote it.
 struct Pending {

@@ -14,9 +14,9 @@ use futures_lite::{Stream, StreamExt};
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 
+use crate::server::exchange::reply::{Reply, ReplyBody};
 use crate::server::exchange::{BodyError, MEANINGFUL, ReadBody};
 use crate::server::http::RequestHead;
-use crate::server::streamable::reply::{Reply, ReplyBody};
 
 /// The head of a request as the exchange reads it. Header values that are not UTF-8 are
 /// left out, unless the server reads that header: then its name is the error.

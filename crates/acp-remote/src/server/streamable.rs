@@ -8,8 +8,6 @@
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
 pub(crate) mod carried;
-pub(crate) mod handlers;
-pub(crate) mod reply;
 pub(crate) mod stream;
 
 use std::collections::{HashMap, HashSet, VecDeque};

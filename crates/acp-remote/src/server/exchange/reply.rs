@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Timer;
 
-use super::HttpConn;
-use super::stream::{AttachError, Batch, SseStream};
 use crate::server::conn::Shared;
+use crate::server::streamable::HttpConn;
+use crate::server::streamable::stream::{AttachError, Batch, SseStream};
 
 /// Up to how many bytes of queued events one write carries.
 const BATCH_BYTES: usize = 64 * 1024;

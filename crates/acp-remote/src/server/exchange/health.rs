@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::server::conn::{IncomingConnection, ServerCtx};
+use crate::server::exchange::reply::{Reply, ReplyBody};
 use crate::server::http::RequestHead;
 use crate::server::ops::{Ops, Transport};
-use crate::server::streamable::reply::{Reply, ReplyBody};
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The health endpoint's path: 200 while serving, 503 while draining or shutting down.
@@ -119,7 +119,7 @@ fn health(ctx: &ServerCtx) -> Reply {
 
 #[cfg(feature = "metrics")]
 fn metrics(ctx: &ServerCtx) -> Reply {
-    let text = crate::server::metrics::render(ctx);
+    let text = crate::server::exchange::metrics::render(ctx);
     Reply {
         status: 200,
         headers: vec![("Cache-Control", "no-store".into())],

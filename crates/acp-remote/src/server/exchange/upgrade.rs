@@ -19,9 +19,9 @@ use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::socket::{Held, WsSocket};
 use crate::proto::ws::{Activity, Shared, split_with, websocket_config};
 use crate::server::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
+use crate::server::exchange::reply::Reply;
+use crate::server::exchange::ws_durable;
 use crate::server::http::{RequestHead, connection_id};
-use crate::server::streamable::reply::Reply;
-use crate::server::ws_durable;
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use futures_io::AsyncBufRead;
 

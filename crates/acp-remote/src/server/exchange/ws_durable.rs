@@ -20,9 +20,9 @@ use crate::proto::streamable::Peek;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::{WsReader, WsWriter};
 use crate::server::conn::{AcpSlot, ServerCtx, lock_http};
+use crate::server::exchange::streamable::{REPLAY_WINDOW_PASSED, start};
 use crate::server::http::RequestHead;
 use crate::server::streamable::carried::Carried;
-use crate::server::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
 use crate::server::streamable::stream::{AttachError, Batch, SseStream};
 use crate::server::streamable::{HttpConn, Incoming, StreamLimits};
 

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use futures_lite::future;
 
 use super::reply::{EventStream, Reply, ReplyBody};
-use super::stream::AttachError;
-use super::{HttpConn, HttpReader, Incoming, Peek, Refusal, StreamLimits};
+use crate::proto::streamable::Peek;
 use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
 use crate::queue::Reservation;
 use crate::server::conn::{
@@ -20,6 +19,10 @@ use crate::server::conn::{
 };
 use crate::server::http::{RequestHead, connection_id};
 use crate::server::options::ServerOptions;
+use crate::server::streamable::stream::AttachError;
+use crate::server::streamable::{
+    HttpConn, HttpReader, Incoming, Refusal, StreamLimits, http_writer,
+};
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The JSON-RPC error code of the answer to a resumption whose events are no longer kept
@@ -227,7 +230,7 @@ pub(crate) fn start(
     lock_http(&ctx.shared).insert(conn.id.clone(), conn.clone());
     let connection = IncomingConnection {
         reader: ConnectionReader::new(HttpReader::new(conn.clone()), Framing::Other),
-        writer: ConnectionWriter::new(super::http_writer(conn.clone())),
+        writer: ConnectionWriter::new(http_writer(conn.clone())),
         info: ConnectionInfo {
             id: conn.id.clone(),
             peer,
