@@ -1,5 +1,10 @@
 //! [`Connector`]: the client side, from a `ws://` URL to the reader and writer the runtime's
 //! `client::connect` takes.
+//!
+//! The client's side lives in `client/`: `streamable.rs` with `streamable/` (the Streamable
+//! HTTP client, its hyper link and wire, and the SSE parser), `ws_durable.rs` (the durable
+//! transport over WebSocket), `fallback.rs` (a refused resumption taken up with
+//! `session/resume`) and `pipe.rs` (the runtime's end of a connection a task of ours drives).
 
 mod fallback;
 mod pipe;

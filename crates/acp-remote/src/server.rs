@@ -1,5 +1,18 @@
 //! [`Server`]: ACP for many clients at once, over WebSocket and Streamable HTTP, one
 //! connection each.
+//!
+//! The server's side, from the accept loop down, lives in `server/`:
+//!
+//! - `options.rs` (the limits and policy), `http.rs` (a request's head as the policy reads
+//!   it), `conn.rs` (what the server and its transports share for one client's connection).
+//! - `http1.rs`, `http2.rs` and `served.rs`: hyper's server, per HTTP version, only carrying
+//!   requests to `exchange/` and its answers back.
+//! - `exchange.rs` with `exchange/`: one request, from the policy to its handler (Streamable
+//!   HTTP, the WebSocket upgrade, the operator's endpoints); every status is decided there.
+//! - `streamable.rs` with `streamable/`: a Streamable HTTP connection's state (its streams,
+//!   replay window, and what a durable WebSocket carries), kept in `conn.rs`'s registry.
+//! - `ops.rs` and `watch.rs`: the operator's counters, and the turns and sessions read from
+//!   each connection's lines.
 
 pub(crate) mod conn;
 mod exchange;

@@ -1,4 +1,4 @@
-//! The client side of the durable transport over WebSocket (see `src/ws_durable.rs` for the
+//! The client side of the durable transport over WebSocket (see `src/server/exchange/ws_durable.rs` for the
 //! server's): the runtime reads and writes queues, and a driver task carries them over one
 //! WebSocket after another. It asks for the transport in the `initialize` it sends, follows
 //! the cursor of each message it receives, and keeps what it sent until the server says it

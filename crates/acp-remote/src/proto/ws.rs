@@ -189,7 +189,7 @@ pub struct WsReader<S> {
     drain_listener: acp_jsonrpc::LatchListener,
     /// What the socket holds of an unfinished message, released at each complete one.
     held: Option<Arc<Held>>,
-    /// Pings while quiet, and the dead-peer timeout (src/keepalive.rs).
+    /// Pings while quiet, and the dead-peer timeout (src/proto/ws/keepalive.rs).
     keepalive: Option<KeepAlive>,
     /// Whether the last message handed out still counts in `held`: until the runtime asks
     /// for the next.
@@ -209,7 +209,7 @@ impl<S> std::fmt::Debug for WsReader<S> {
 
 impl<S> WsReader<S> {
     /// Pings the peer while the connection is quiet, and fails the read when a ping stays
-    /// unanswered for the timeout (src/keepalive.rs).
+    /// unanswered for the timeout (src/proto/ws/keepalive.rs).
     pub(crate) fn with_keepalive(mut self, config: Option<KeepAliveConfig>) -> Self {
         self.keepalive = config.map(KeepAlive::new);
         self

@@ -78,7 +78,7 @@ pub(crate) struct Shared {
     /// The bodies of POSTs that name no connection (`initialize`), all together, while they
     /// arrive.
     pub(crate) initial_bodies: Share,
-    /// The operator's counters (src/ops.rs).
+    /// The operator's counters (src/server/ops.rs).
     pub(crate) ops: Arc<crate::server::ops::Ops>,
 }
 
@@ -163,7 +163,7 @@ pub(crate) struct ServerCtx {
     pub(crate) options: Arc<ServerOptions>,
     pub(crate) handler: Handler,
     /// Whether the server listens on a loopback address (the operator's endpoints then
-    /// answer only requests that name a loopback host: `health.rs`).
+    /// answer only requests that name a loopback host: `server/exchange/health.rs`).
     pub(crate) loopback: bool,
 }
 

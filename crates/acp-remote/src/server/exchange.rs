@@ -1,8 +1,15 @@
 //! One request, whichever HTTP version brought it: the server's policy (path, Origin and CORS,
 //! authentication, method), then the Streamable HTTP handler, then the CORS headers of the
-//! answer. HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2/`) only parse requests into a
-//! [`RequestHead`], read POST bodies through [`ReadBody`], and render the [`Reply`]; every
-//! rule and status code is here or in `streamable/handlers.rs`.
+//! answer. HTTP/1.1 (`server/http1.rs`) and HTTP/2 (`server/http2.rs`) only parse requests
+//! into a [`RequestHead`], read POST bodies through [`ReadBody`], and render the [`Reply`];
+//! every rule and status code is here or in this folder:
+//!
+//! - `exchange/streamable.rs`: the Streamable HTTP requests (`POST`, `GET`, `DELETE`) on the
+//!   connections `server/streamable/` keeps; `exchange/reply.rs`: the answer, for either
+//!   HTTP version.
+//! - `exchange/upgrade.rs`: `GET` with `Upgrade: websocket`, and `exchange/ws_durable.rs`, a
+//!   WebSocket that carries a durable-transport connection.
+//! - `exchange/health.rs` and `exchange/metrics.rs`: the operator's endpoints.
 
 pub(crate) mod health;
 #[cfg(feature = "metrics")]

@@ -1,6 +1,8 @@
-//! Streamable HTTP, the RFD's other transport: the client `POST`s each message, and reads the
-//! server's messages as Server-Sent Events on long-lived `GET` streams, one for the connection
-//! and one per session.
+//! The server's Streamable HTTP connections, the RFD's other transport: the client `POST`s
+//! each message, and reads the server's messages as Server-Sent Events on long-lived `GET`
+//! streams, one for the connection and one per session. This folder keeps a connection's
+//! state (`stream.rs`: one SSE stream and its replay window; `carried.rs`: what a durable
+//! WebSocket carries); the requests that drive it are `server/exchange/streamable.rs`.
 //!
 //! One logical connection ([`HttpConn`]) lives from the `initialize` POST to a `DELETE` (or
 //! the idle timeout, or shutdown), across any number of TCP connections. The runtime sees it
@@ -94,7 +96,7 @@ pub(crate) struct HttpConn {
     pub(crate) activity: Arc<Activity>,
     /// Set by `DELETE`: the connection's task ends.
     pub(crate) ended: Latch,
-    /// Carried by WebSockets (the durable transport, src/ws_durable.rs) rather than by HTTP
+    /// Carried by WebSockets (the durable transport, src/server/exchange/ws_durable.rs) rather than by HTTP
     /// requests: every message goes to the connection's stream, the `initialize` answer too,
     /// advertising the retention.
     pub(crate) carried: Option<Carried>,

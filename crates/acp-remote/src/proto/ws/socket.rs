@@ -140,7 +140,7 @@ pub(crate) fn pool_spent() -> io::Error {
 #[derive(Debug)]
 pub(crate) struct WsSocket<S> {
     /// Read through the re-slicer, so that the WebSocket library never holds a large frame
-    /// buffer (src/ws_pieces.rs); written directly.
+    /// buffer (src/proto/ws/pieces.rs); written directly.
     inner: Repiece<S>,
     /// Whether reads go through the re-slicer (the server's sockets) or straight to the
     /// socket (the `Connector`'s: there the re-slicer made about one connection in twenty

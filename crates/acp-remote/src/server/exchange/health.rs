@@ -129,7 +129,7 @@ fn metrics(ctx: &ServerCtx) -> Reply {
 }
 
 /// A connection as handlers get it: its reader and writer watched for turns and sessions
-/// (src/watch.rs), and counted by transport while the guard lives.
+/// (src/server/watch.rs), and counted by transport while the guard lives.
 pub(crate) fn watched(
     connection: IncomingConnection,
     ops: &Arc<Ops>,

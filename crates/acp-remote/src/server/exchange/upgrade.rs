@@ -84,7 +84,7 @@ pub(crate) async fn serve_websocket(
     let mut reader = reader.with_keepalive(ctx.options.keepalive);
     if ctx.options.durable_transport {
         // The first message says whether the client asks for the durable transport or
-        // resumes a connection (src/ws_durable.rs); it is only looked at here.
+        // resumes a connection (src/server/exchange/ws_durable.rs); it is only looked at here.
         let peeked = async {
             std::future::poll_fn(|cx| {
                 Pin::new(&mut reader)

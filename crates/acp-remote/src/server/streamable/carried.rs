@@ -1,5 +1,5 @@
 //! What a durable-transport connection carried by WebSockets keeps across them (see
-//! `src/ws_durable.rs`): the retention it advertised, how many messages its client's
+//! `src/server/exchange/ws_durable.rs`): the retention it advertised, how many messages its client's
 //! WebSockets delivered, and which WebSocket carries it now.
 
 use std::sync::atomic::{AtomicU64, Ordering};
