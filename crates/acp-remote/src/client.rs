@@ -134,7 +134,7 @@ pub struct Connector {
     timeout: Duration,
     keepalive: Option<crate::proto::ws::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
-    tls: Option<crate::TlsClientConfig>,
+    tls: Option<crate::tls::TlsClientConfig>,
     #[cfg(feature = "http2")]
     http2_prior_knowledge: bool,
     reconnect: Reconnect,
@@ -217,7 +217,7 @@ impl Connector {
     /// Whom to trust for `wss://` and `https://` URLs (the `tls` feature; default: the Mozilla
     /// roots).
     #[cfg(feature = "tls")]
-    pub fn with_tls(mut self, tls: crate::TlsClientConfig) -> Self {
+    pub fn with_tls(mut self, tls: crate::tls::TlsClientConfig) -> Self {
         self.tls = Some(tls);
         self
     }
@@ -246,7 +246,7 @@ impl Connector {
             Ok(self
                 .tls
                 .clone()
-                .unwrap_or_else(crate::TlsClientConfig::mozilla_roots))
+                .unwrap_or_else(crate::tls::TlsClientConfig::mozilla_roots))
         }
         #[cfg(not(feature = "tls"))]
         Err(url_error(

@@ -49,7 +49,7 @@ pub struct ServerOptions {
     pub(crate) authenticator: Option<Authenticator>,
     pub(crate) keepalive: Option<crate::proto::ws::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
-    pub(crate) tls: Option<crate::TlsServerConfig>,
+    pub(crate) tls: Option<crate::tls::TlsServerConfig>,
     pub(crate) replay_bytes: usize,
     pub(crate) replay_age: Duration,
     pub(crate) replay_events: usize,
@@ -469,7 +469,7 @@ impl ServerOptions {
     /// Serves TLS only (`wss://`, `https://`), with this certificate (the `tls` feature).
     /// The TLS handshake counts against the handshake timeout.
     #[cfg(feature = "tls")]
-    pub fn with_tls(mut self, tls: crate::TlsServerConfig) -> Self {
+    pub fn with_tls(mut self, tls: crate::tls::TlsServerConfig) -> Self {
         self.tls = Some(tls);
         self
     }

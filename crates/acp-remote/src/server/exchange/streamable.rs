@@ -18,7 +18,7 @@ use crate::server::conn::{
     AcpSlot, ConnectionInfo, IncomingConnection, Live, ServerCtx, idle_watch, lock_http,
 };
 use crate::server::http::{RequestHead, connection_id};
-use crate::server::options::ServerOptions;
+use crate::server::options::{InstanceName, ServerOptions};
 use crate::server::streamable::stream::AttachError;
 use crate::server::streamable::{
     HttpConn, HttpReader, Incoming, Refusal, StreamLimits, http_writer,
@@ -173,7 +173,7 @@ async fn initialize(
     ctx: &ServerCtx,
 ) -> Result<Posted, Refusal> {
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
-    let id = connection_id(ctx.options.instance.as_ref());
+    let id = connection_id(ctx.options.instance.as_ref().map(InstanceName::as_str));
     let durable = ctx.options.durable_transport && crate::proto::cursor::asks_for_resumable(body);
     let conn = HttpConn::new(
         id.clone(),

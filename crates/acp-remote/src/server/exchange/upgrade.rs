@@ -22,6 +22,7 @@ use crate::server::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx
 use crate::server::exchange::reply::Reply;
 use crate::server::exchange::ws_durable;
 use crate::server::http::{RequestHead, connection_id};
+use crate::server::options::InstanceName;
 use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use futures_io::AsyncBufRead;
 
@@ -48,7 +49,7 @@ pub(crate) fn accept(head: &RequestHead, ctx: &ServerCtx) -> Result<(Reply, Acce
     })?;
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections)
         .map_err(|why| Reply::text(503, why).with_header("Retry-After", "1"))?;
-    let id = connection_id(ctx.options.instance.as_ref());
+    let id = connection_id(ctx.options.instance.as_ref().map(InstanceName::as_str));
     let switching = Reply::text(101, "")
         .with_header("Upgrade", "websocket")
         .with_header("Connection", "Upgrade")
