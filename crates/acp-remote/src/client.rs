@@ -25,6 +25,7 @@ use async_tungstenite::tungstenite::{self, http};
 use futures_lite::future;
 use smol::Timer;
 
+use crate::proto::streamable::CONNECTION_ID;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::socket::{Held, WsSocket};
 use crate::proto::ws::{DEFAULT_MAX_MESSAGE_SIZE, Shared, split_with, websocket_config, ws_error};
@@ -404,7 +405,7 @@ impl Connector {
             // The resuming upgrades name the connection, so that a balancer routing by the
             // id's instance prefix sends them to the server that holds it.
             let connector = match &connection_id {
-                Some(id) => self.clone().with_header("Acp-Connection-Id", id.clone()),
+                Some(id) => self.clone().with_header(CONNECTION_ID, id.clone()),
                 None => self.clone(),
             };
             let reopen: crate::client::ws_durable::Reopen = Arc::new(move || {

@@ -36,7 +36,7 @@ use self::link::Link;
 use self::wire::Reconnect;
 use self::wire::{Endpoint, Poster, Retry, is_network};
 use crate::lines::{LineWriter, to_line};
-use crate::proto::streamable::OTHER_INSTANCE;
+use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
 use crate::proto::streamable::{Peek, session_of};
 use crate::queue::{ByteQueue, Inbound, Outbound, QueueReader, QueueSink};
 use crate::queue::{Failure, ResumeRefused};
@@ -188,10 +188,10 @@ impl Shared {
     fn headers(&self, session: Option<&str>) -> Vec<(String, String)> {
         let mut headers = self.link.endpoint.headers.clone();
         if let Some(id) = lock(&self.connection_id).clone() {
-            headers.push(("Acp-Connection-Id".into(), id));
+            headers.push((CONNECTION_ID.into(), id));
         }
         if let Some(session) = session {
-            headers.push(("Acp-Session-Id".into(), session.to_owned()));
+            headers.push((SESSION_ID.into(), session.to_owned()));
         }
         if let Some(cookies) = lock(&self.cookies).header() {
             headers.push(("Cookie".into(), cookies));
@@ -268,7 +268,7 @@ async fn post_all(shared: &Arc<Shared>) {
         };
         match answer.status {
             200 if initialize => {
-                let Some(id) = answer.header("acp-connection-id") else {
+                let Some(id) = answer.header(CONNECTION_ID) else {
                     shared.refuse(&peek, 200, "no Acp-Connection-Id").await;
                     return;
                 };
@@ -322,7 +322,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
             // reader that it will only find dead later). `0` is "nothing received": this
             // client is the stream's only reader, and the first starts at 0.
             let id = last_id.clone().unwrap_or_else(|| "0".into());
-            headers.push(("Last-Event-ID".into(), id));
+            headers.push((LAST_EVENT_ID.into(), id));
         } else if opened {
             // A server that never sent an id would not know where to resume: the cut stream
             // is over, as with the SDKs' clients.

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// The header naming a Streamable HTTP connection.
+/// The header naming a connection: on every Streamable HTTP request after `initialize`, and
+/// on the 101 answer that opens a WebSocket.
 pub(crate) const CONNECTION_ID: &str = "Acp-Connection-Id";
 /// The header naming a session.
 pub(crate) const SESSION_ID: &str = "Acp-Session-Id";

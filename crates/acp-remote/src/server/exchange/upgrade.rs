@@ -15,6 +15,7 @@ use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::Role;
 use futures_lite::future;
 
+use crate::proto::streamable::CONNECTION_ID;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::socket::{Held, WsSocket};
 use crate::proto::ws::{Activity, Shared, split_with, websocket_config};
@@ -54,7 +55,7 @@ pub(crate) fn accept(head: &RequestHead, ctx: &ServerCtx) -> Result<(Reply, Acce
         .with_header("Upgrade", "websocket")
         .with_header("Connection", "Upgrade")
         .with_header("Sec-WebSocket-Accept", derive_accept_key(key.as_bytes()))
-        .with_header("Acp-Connection-Id", id.clone());
+        .with_header(CONNECTION_ID, id.clone());
     Ok((switching, Accepted { slot, id }))
 }
 
