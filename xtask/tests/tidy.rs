@@ -78,19 +78,6 @@ fn every_rust_file_says_what_it_is_for() {
 // ---------------------------------------------------------------------------------------------
 // Module cycles
 
-/// Cycles known and being removed elsewhere: (crate source folder, parent module, the sibling
-/// modules of the cycle). The check fails on any other cycle, and on an entry here whose cycle
-/// is gone, so that the list only ever shrinks.
-const KNOWN_CYCLES: &[(&str, &str, &[&str])] = &[
-    // `conn.rs` and `transport.rs` reach up into `streamable/`, which calls back into both;
-    // acp-remote's re-layout by protocol and role (issue 34) removes it.
-    (
-        "crates/acp-remote/src",
-        "",
-        &["conn", "streamable", "transport"],
-    ),
-];
-
 /// A crate's module tree on disk: the folder its modules are found in, the files of its
 /// modules and their module paths (`agent/dispatch.rs` → `["agent", "dispatch"]`).
 struct ModuleTree {
@@ -447,7 +434,6 @@ fn cycles(graph: &SiblingGraph) -> Vec<BTreeSet<String>> {
 #[test]
 fn no_sibling_modules_import_each_other() {
     let mut failures = Vec::new();
-    let mut known_seen = BTreeSet::new();
     for tree in module_trees() {
         let base = relative(&tree.base);
         let mut graphs: BTreeMap<Vec<String>, SiblingGraph> = BTreeMap::new();
@@ -477,13 +463,6 @@ fn no_sibling_modules_import_each_other() {
             for cycle in cycles(graph) {
                 let parent_name = parent.join("/");
                 let members: Vec<&str> = cycle.iter().map(String::as_str).collect();
-                let known = KNOWN_CYCLES
-                    .iter()
-                    .position(|(b, p, m)| *b == base && *p == parent_name && *m == members);
-                if let Some(index) = known {
-                    known_seen.insert(index);
-                    continue;
-                }
                 let mut report = format!(
                     "{base}: modules {} of `{}` import each other:",
                     members.join(", "),
@@ -503,14 +482,6 @@ fn no_sibling_modules_import_each_other() {
                 }
                 failures.push(report);
             }
-        }
-    }
-    for (index, (base, parent, members)) in KNOWN_CYCLES.iter().enumerate() {
-        if !known_seen.contains(&index) {
-            failures.push(format!(
-                "{base}: the known cycle of {} in `{parent}` is gone: remove it from KNOWN_CYCLES",
-                members.join(", ")
-            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -1,5 +1,15 @@
 //! [`Connector`]: the client side, from a `ws://` URL to the reader and writer the runtime's
 //! `client::connect` takes.
+//!
+//! The client's side lives in `client/`: `streamable.rs` with `streamable/` (the Streamable
+//! HTTP client, its hyper link and wire, and the SSE parser), `ws_durable.rs` (the durable
+//! transport over WebSocket), `fallback.rs` (a refused resumption taken up with
+//! `session/resume`) and `pipe.rs` (the runtime's end of a connection a task of ours drives).
+
+mod fallback;
+mod pipe;
+pub(crate) mod streamable;
+mod ws_durable;
 
 use std::future::Future;
 use std::io;
@@ -15,16 +25,13 @@ use async_tungstenite::tungstenite::{self, http};
 use futures_lite::future;
 use smol::Timer;
 
-use crate::frames::{Shared, split_with, ws_error};
-use crate::options::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::streamable::{
-    self,
-    wire::{Endpoint, Reconnect},
-};
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner, WsStream};
-use crate::upgrade::websocket_config;
-use crate::ws_socket::{Held, WsSocket};
+use crate::proto::streamable::CONNECTION_ID;
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::socket::{Held, WsSocket};
+use crate::proto::ws::{DEFAULT_MAX_MESSAGE_SIZE, Shared, split_with, websocket_config, ws_error};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use async_tungstenite::WebSocketStream;
+use streamable::wire::{Endpoint, Reconnect};
 
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -126,9 +133,9 @@ pub struct Connector {
     headers: Vec<(String, String)>,
     max_message_size: usize,
     timeout: Duration,
-    keepalive: Option<crate::keepalive::KeepAliveConfig>,
+    keepalive: Option<crate::proto::ws::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
-    tls: Option<crate::TlsClientConfig>,
+    tls: Option<crate::tls::TlsClientConfig>,
     #[cfg(feature = "http2")]
     http2_prior_knowledge: bool,
     reconnect: Reconnect,
@@ -154,7 +161,7 @@ impl Connector {
             headers: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             timeout: Duration::from_secs(30),
-            keepalive: Some(crate::keepalive::KeepAliveConfig::default()),
+            keepalive: Some(crate::proto::ws::keepalive::KeepAliveConfig::default()),
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "http2")]
@@ -211,7 +218,7 @@ impl Connector {
     /// Whom to trust for `wss://` and `https://` URLs (the `tls` feature; default: the Mozilla
     /// roots).
     #[cfg(feature = "tls")]
-    pub fn with_tls(mut self, tls: crate::TlsClientConfig) -> Self {
+    pub fn with_tls(mut self, tls: crate::tls::TlsClientConfig) -> Self {
         self.tls = Some(tls);
         self
     }
@@ -240,7 +247,7 @@ impl Connector {
             Ok(self
                 .tls
                 .clone()
-                .unwrap_or_else(crate::TlsClientConfig::mozilla_roots))
+                .unwrap_or_else(crate::tls::TlsClientConfig::mozilla_roots))
         }
         #[cfg(not(feature = "tls"))]
         Err(url_error(
@@ -288,8 +295,13 @@ impl Connector {
     ///     .with_websocket_keepalive(Some((Duration::from_secs(10), Duration::from_secs(20))));
     /// ```
     pub fn with_websocket_keepalive(mut self, keepalive: Option<(Duration, Duration)>) -> Self {
-        self.keepalive = keepalive
-            .map(|(interval, timeout)| crate::keepalive::KeepAliveConfig { interval, timeout });
+        self.keepalive =
+            keepalive.map(
+                |(interval, timeout)| crate::proto::ws::keepalive::KeepAliveConfig {
+                    interval,
+                    timeout,
+                },
+            );
         self
     }
 
@@ -310,7 +322,7 @@ impl Connector {
         }
         // A refused resumption is taken up on a new connection with `session/resume`.
         let connector = self.clone();
-        let reconnect: crate::fallback::Reconnect = Arc::new(move || {
+        let reconnect: crate::client::fallback::Reconnect = Arc::new(move || {
             let connector = connector.clone();
             Box::pin(async move {
                 let remote = connector
@@ -320,15 +332,15 @@ impl Connector {
                 Ok((remote.reader, remote.writer))
             })
         });
-        let (reader, writer) = crate::fallback::wrap(
+        let (reader, writer) = crate::client::fallback::wrap(
             reconnect,
             remote.reader,
             remote.writer,
             self.max_message_size,
         );
         Ok(Remote {
-            reader: ConnectionReader(ReaderInner::Piped(reader)),
-            writer: ConnectionWriter(WriterInner::Piped(writer)),
+            reader: ConnectionReader::new(reader, Framing::Other),
+            writer: ConnectionWriter::new(writer),
             connection_id: remote.connection_id,
         })
     }
@@ -379,10 +391,10 @@ impl Connector {
                     #[cfg(feature = "http2")]
                     http2_prior_knowledge: self.http2_prior_knowledge,
                 };
-                let (reader, writer) = streamable::client::open(endpoint);
+                let (reader, writer) = streamable::open(endpoint);
                 return Ok(Remote {
-                    reader: ConnectionReader(ReaderInner::HttpClient(reader)),
-                    writer: ConnectionWriter(WriterInner::HttpClient(writer)),
+                    reader: ConnectionReader::new(reader, Framing::Other),
+                    writer: ConnectionWriter::new(writer),
                     connection_id: None,
                 });
             }
@@ -393,10 +405,10 @@ impl Connector {
             // The resuming upgrades name the connection, so that a balancer routing by the
             // id's instance prefix sends them to the server that holds it.
             let connector = match &connection_id {
-                Some(id) => self.clone().with_header("Acp-Connection-Id", id.clone()),
+                Some(id) => self.clone().with_header(CONNECTION_ID, id.clone()),
                 None => self.clone(),
             };
-            let reopen: crate::ws_durable_client::Reopen = Arc::new(move || {
+            let reopen: crate::client::ws_durable::Reopen = Arc::new(move || {
                 let connector = connector.clone();
                 Box::pin(async move {
                     let (ws, _) = connector
@@ -406,7 +418,7 @@ impl Connector {
                     Ok(ws)
                 })
             });
-            let (reader, writer) = crate::ws_durable_client::open(
+            let (reader, writer) = crate::client::ws_durable::open(
                 reopen,
                 ws,
                 connection_id.clone(),
@@ -415,16 +427,16 @@ impl Connector {
                 self.max_message_size,
             );
             return Ok(Remote {
-                reader: ConnectionReader(ReaderInner::Piped(reader)),
-                writer: ConnectionWriter(WriterInner::Piped(writer)),
+                reader: ConnectionReader::new(reader, Framing::Other),
+                writer: ConnectionWriter::new(writer),
                 connection_id,
             });
         }
         let (reader, writer) = split_with(Arc::new(Shared::new(ws)), None, None, None);
         let reader = reader.with_keepalive(self.keepalive);
         Ok(Remote {
-            reader: ConnectionReader(ReaderInner::Ws(reader)),
-            writer: ConnectionWriter(WriterInner::Ws(writer)),
+            reader: ConnectionReader::new(reader, Framing::WebSocket),
+            writer: ConnectionWriter::new(writer),
             connection_id,
         })
     }

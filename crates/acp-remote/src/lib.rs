@@ -130,58 +130,33 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod answer_scan;
-mod carried;
 mod client;
-mod conn;
-mod cursor;
-mod exchange;
-mod fallback;
-mod frames;
-mod health;
-mod http;
-mod http1;
-#[cfg(feature = "http2")]
-mod http2;
-mod keepalive;
 mod lines;
-#[cfg(feature = "metrics")]
-mod metrics;
 mod net;
-mod ops;
-mod options;
-mod pipe;
+mod proto;
 mod queue;
 mod rt;
-mod served;
 mod server;
 mod share;
-mod streamable;
 mod tls;
 mod transport;
-mod upgrade;
-mod watch;
-mod ws_durable;
-mod ws_durable_client;
-mod ws_pieces;
-mod ws_socket;
 
 pub use client::{
     ConnectError, Connector, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_WITHIN, Remote,
 };
-pub use conn::{ConnectionInfo, IncomingConnection};
-pub use frames::{WsReader, WsWriter, split};
-pub use http::{RequestHead, secret_token};
-pub use options::{Authenticator, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MEMORY_CEILING, ServerOptions};
-pub use options::{
+pub use proto::ws::{DEFAULT_MAX_MESSAGE_SIZE, WsReader, WsWriter, split};
+pub use server::conn::{ConnectionInfo, IncomingConnection};
+pub use server::http::{RequestHead, secret_token};
+pub use server::options::{Authenticator, DEFAULT_MEMORY_CEILING, ServerOptions};
+pub use server::options::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_REPLAY_AGE, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_EVENTS,
     DEFAULT_SSE_KEEP_ALIVE, InstanceName, InvalidInstanceName,
 };
+pub use server::watch::{DRAINING_CODE, DRAINING_MESSAGE};
 pub use server::{Server, ShutdownHandle};
 #[cfg(feature = "tls")]
 pub use tls::{TlsClientConfig, TlsServerConfig};
 pub use transport::{ConnectionReader, ConnectionWriter};
-pub use watch::{DRAINING_CODE, DRAINING_MESSAGE};
 
 /// The WebSocket library this crate is built on, for [`split`] and custom handshakes.
 pub use async_tungstenite;

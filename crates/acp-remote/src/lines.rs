@@ -10,6 +10,8 @@ use std::task::{Context, Poll, ready};
 
 use futures_io::AsyncWrite;
 
+use crate::transport::LineTarget;
+
 /// Where complete lines go: one message each, without its newline.
 pub(crate) trait LineSink {
     /// Ready once the sink can take a line. The writer takes a line from its caller only then,
@@ -64,6 +66,15 @@ impl<S> LineWriter<S> {
 
     pub(crate) fn partial_line(&self) -> usize {
         self.line.len()
+    }
+}
+
+impl<S> LineTarget for LineWriter<S>
+where
+    S: LineSink + std::fmt::Debug + Send + Sync + Unpin + 'static,
+{
+    fn boxed_with_max_line(self: Box<Self>, bytes: usize) -> Box<dyn LineTarget> {
+        Box::new(self.with_max_line(bytes))
     }
 }
 

@@ -1,6 +1,6 @@
-//! Message queues bounded in bytes: the streams of one Streamable HTTP connection, and the
-//! runtime's end of a connection a task of ours drives (`pipe.rs`). Below `streamable/` so that
-//! what uses them does not reach into it.
+//! Message queues bounded in bytes: the streams of one Streamable HTTP connection (server and
+//! client), and the runtime's end of a connection a task of ours drives (`client/pipe.rs`).
+//! Role-free, below `server/` and `client/`, so that both sides share one kind of queue.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -266,7 +266,7 @@ pub(crate) enum Failure {
 }
 
 /// The error a refused resumption fails the runtime's reader with: its text is the server's
-/// reason; the fallback (`src/fallback.rs`) recognises it by its type.
+/// reason; the fallback (`src/client/fallback.rs`) recognises it by its type.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct ResumeRefused(pub(crate) String);

@@ -1,5 +1,30 @@
 //! [`Server`]: ACP for many clients at once, over WebSocket and Streamable HTTP, one
 //! connection each.
+//!
+//! The server's side, from the accept loop down, lives in `server/`:
+//!
+//! - `options.rs` (the limits and policy), `http.rs` (a request's head as the policy reads
+//!   it), `conn.rs` (what the server and its transports share for one client's connection).
+//! - `http1.rs`, `http2.rs` and `served.rs`: hyper's server, per HTTP version, only carrying
+//!   requests to `exchange/` and its answers back.
+//! - `exchange.rs` with `exchange/`: one request, from the policy to its handler (Streamable
+//!   HTTP, the WebSocket upgrade, the operator's endpoints); every status is decided there.
+//! - `streamable.rs` with `streamable/`: a Streamable HTTP connection's state (its streams,
+//!   replay window, and what a durable WebSocket carries), kept in `conn.rs`'s registry.
+//! - `ops.rs` and `watch.rs`: the operator's counters, and the turns and sessions read from
+//!   each connection's lines.
+
+pub(crate) mod conn;
+mod exchange;
+pub(crate) mod http;
+mod http1;
+#[cfg(feature = "http2")]
+mod http2;
+mod ops;
+pub(crate) mod options;
+mod served;
+mod streamable;
+pub(crate) mod watch;
 
 use std::future::Future;
 use std::io;
@@ -13,16 +38,13 @@ use futures_lite::{AsyncReadExt, future};
 use smol::Timer;
 use smol::net::{TcpListener, TcpStream};
 
-use crate::conn::{
+use self::conn::{
     ConnectionInfo, Handler, IncomingConnection, Live, ServerCtx, Shared, lock_http, lock_peers,
 };
-use crate::http::respond;
-use crate::http1;
-#[cfg(feature = "http2")]
-use crate::http2;
+use self::http::respond;
+use self::options::ServerOptions;
+use self::streamable::HttpConn;
 use crate::net::NetStream;
-use crate::options::ServerOptions;
-use crate::streamable::HttpConn;
 
 /// Stops a running [`Server`]; clone it freely.
 #[derive(Debug, Clone)]
@@ -353,7 +375,7 @@ impl Server {
     {
         let ops = self.shared.ops.clone();
         let handler: Handler = Arc::new(move |connection| {
-            let (connection, open) = crate::health::watched(connection, &ops);
+            let (connection, open) = self::exchange::health::watched(connection, &ops);
             // A span per remote connection (the `tracing` feature), around the runtime's own.
             #[cfg(feature = "tracing")]
             let span = tracing::info_span!(
@@ -398,7 +420,7 @@ impl Server {
             let _ = stream.set_nodelay(true);
             let Some(socket) = Socket::admit(&self.shared, peer.ip(), max_sockets, &self.options)
             else {
-                self.shared.ops.refused(crate::ops::Reason::Sockets);
+                self.shared.ops.refused(self::ops::Reason::Sockets);
                 // Over TLS a plain answer would be noise: just close.
                 if ctx.options.has_tls()
                     || self.shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING

@@ -30,7 +30,7 @@ pub(crate) enum Kind {
     /// The bodies of `initialize` POSTs arriving.
     InitializeBodies,
     /// WebSocket messages not yet handed over, beyond a small buffer per connection
-    /// (src/ws_socket.rs).
+    /// (src/proto/ws/socket.rs).
     WebSocketMessages,
 }
 

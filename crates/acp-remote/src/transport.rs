@@ -1,22 +1,39 @@
-//! [`ConnectionReader`] and [`ConnectionWriter`]: one client's messages as lines, whichever
-//! transport it came by.
+//! [`ConnectionReader`] and [`ConnectionWriter`]: one peer's messages as lines, whichever
+//! transport and role carry them.
+//!
+//! Each side builds them from its own line streams (the server's WebSocket, Streamable HTTP
+//! and watched connections in `server/`, the client's in `client/`), so this module names
+//! neither role: a reader or writer is a boxed line stream, as hyper's `Upgraded` is a boxed
+//! socket. The box is made once per connection; a call through it costs one indirect jump.
 
+use std::fmt::Debug;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::net::NetStream;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 
-use crate::frames::{WsReader, WsWriter};
-use crate::watch::{WatchedReader, WatchedWriter};
-use crate::ws_socket::WsSocket;
+/// Which framing carries a connection's lines, as the server's counters tell them apart
+/// (a durable WebSocket connection is served by the Streamable HTTP machinery and counts as
+/// that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Text frames of a plain WebSocket.
+    WebSocket,
+    /// Anything else: `POST`s and SSE events, a durable WebSocket, a pipe of ours.
+    Other,
+}
 
-/// The socket under our own WebSockets (server and client).
-pub(crate) type WsStream = WsSocket<NetStream>;
-use crate::pipe::{PipeReader, PipeWriter};
-use crate::streamable::client::{HttpClientReader, HttpClientWriter};
-use crate::streamable::{HttpReader, HttpWriter};
+/// A peer's lines, as one of the transports reads them.
+pub(crate) trait LineSource: AsyncBufRead + Debug + Send + Sync + Unpin {}
+
+impl<T: AsyncBufRead + Debug + Send + Sync + Unpin> LineSource for T {}
+
+/// Lines to a peer, as one of the transports writes them.
+pub(crate) trait LineTarget: AsyncWrite + Debug + Send + Sync + Unpin {
+    /// This writer, failing a line that grows beyond `bytes` before its newline.
+    fn boxed_with_max_line(self: Box<Self>, bytes: usize) -> Box<dyn LineTarget>;
+}
 
 /// One peer's messages, one line each, whichever transport carries them: on a server, the
 /// client's WebSocket text frames or Streamable HTTP `POST`s; on a client ([`Remote`]), the
@@ -25,49 +42,40 @@ use crate::streamable::{HttpReader, HttpWriter};
 ///
 /// [`Remote`]: crate::Remote
 #[derive(Debug)]
-pub struct ConnectionReader(pub(crate) ReaderInner);
+pub struct ConnectionReader {
+    lines: Box<dyn LineSource>,
+    framing: Framing,
+}
 
-#[derive(Debug)]
-pub(crate) enum ReaderInner {
-    Ws(WsReader<WsStream>),
-    Http(HttpReader),
-    HttpClient(HttpClientReader),
-    /// A client's connection driven by a task of ours (durable WebSockets, the fallback to
-    /// `session/resume`: src/pipe.rs).
-    Piped(PipeReader),
-    /// A server's connection, its turns and sessions counted (src/watch.rs).
-    Watched(Box<WatchedReader<ConnectionReader>>),
+impl ConnectionReader {
+    pub(crate) fn new(lines: impl LineSource + 'static, framing: Framing) -> Self {
+        ConnectionReader {
+            lines: Box::new(lines),
+            framing,
+        }
+    }
+
+    pub(crate) fn framing(&self) -> Framing {
+        self.framing
+    }
 }
 
 /// Messages to the peer, one line each: WebSocket text frames; on a server, Server-Sent Events
 /// on the client's `GET` streams; on a client, `POST`s. Only complete lines are sent; they go
 /// out on flush.
 #[derive(Debug)]
-pub struct ConnectionWriter(pub(crate) WriterInner);
-
-#[derive(Debug)]
-pub(crate) enum WriterInner {
-    Ws(WsWriter<WsStream>),
-    Http(HttpWriter),
-    HttpClient(HttpClientWriter),
-    Piped(PipeWriter),
-    Watched(Box<WatchedWriter<ConnectionWriter>>),
-}
+pub struct ConnectionWriter(Box<dyn LineTarget>);
 
 impl ConnectionWriter {
+    pub(crate) fn new(lines: impl LineTarget + 'static) -> Self {
+        ConnectionWriter(Box::new(lines))
+    }
+
     /// Fails a write whose line would grow beyond `bytes` before its newline instead of
     /// keeping it (default: no limit). The bridge sets it, so that an agent that never writes
     /// a newline cannot grow the buffer without bound.
     pub fn with_max_line(self, bytes: usize) -> Self {
-        ConnectionWriter(match self.0 {
-            WriterInner::Ws(w) => WriterInner::Ws(w.with_max_line(bytes)),
-            WriterInner::Http(w) => WriterInner::Http(w.with_max_line(bytes)),
-            WriterInner::HttpClient(w) => WriterInner::HttpClient(w.with_max_line(bytes)),
-            WriterInner::Piped(w) => WriterInner::Piped(w.with_max_line(bytes)),
-            WriterInner::Watched(w) => {
-                WriterInner::Watched(Box::new(w.map(|w| w.with_max_line(bytes))))
-            }
-        })
+        ConnectionWriter(self.0.boxed_with_max_line(bytes))
     }
 }
 
@@ -77,35 +85,17 @@ impl AsyncRead for ConnectionReader {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        match &mut self.get_mut().0 {
-            ReaderInner::Ws(r) => Pin::new(r).poll_read(cx, buf),
-            ReaderInner::Http(r) => Pin::new(r).poll_read(cx, buf),
-            ReaderInner::HttpClient(r) => Pin::new(r).poll_read(cx, buf),
-            ReaderInner::Piped(r) => Pin::new(r).poll_read(cx, buf),
-            ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_read(cx, buf),
-        }
+        Pin::new(&mut self.get_mut().lines).poll_read(cx, buf)
     }
 }
 
 impl AsyncBufRead for ConnectionReader {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        match &mut self.get_mut().0 {
-            ReaderInner::Ws(r) => Pin::new(r).poll_fill_buf(cx),
-            ReaderInner::Http(r) => Pin::new(r).poll_fill_buf(cx),
-            ReaderInner::HttpClient(r) => Pin::new(r).poll_fill_buf(cx),
-            ReaderInner::Piped(r) => Pin::new(r).poll_fill_buf(cx),
-            ReaderInner::Watched(r) => Pin::new(r.as_mut()).poll_fill_buf(cx),
-        }
+        Pin::new(&mut self.get_mut().lines).poll_fill_buf(cx)
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
-        match &mut self.get_mut().0 {
-            ReaderInner::Ws(r) => Pin::new(r).consume(amt),
-            ReaderInner::Http(r) => Pin::new(r).consume(amt),
-            ReaderInner::HttpClient(r) => Pin::new(r).consume(amt),
-            ReaderInner::Piped(r) => Pin::new(r).consume(amt),
-            ReaderInner::Watched(r) => Pin::new(r.as_mut()).consume(amt),
-        }
+        Pin::new(&mut self.get_mut().lines).consume(amt)
     }
 }
 
@@ -115,32 +105,14 @@ impl AsyncWrite for ConnectionWriter {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match &mut self.get_mut().0 {
-            WriterInner::Ws(w) => Pin::new(w).poll_write(cx, buf),
-            WriterInner::Http(w) => Pin::new(w).poll_write(cx, buf),
-            WriterInner::HttpClient(w) => Pin::new(w).poll_write(cx, buf),
-            WriterInner::Piped(w) => Pin::new(w).poll_write(cx, buf),
-            WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_write(cx, buf),
-        }
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().0 {
-            WriterInner::Ws(w) => Pin::new(w).poll_flush(cx),
-            WriterInner::Http(w) => Pin::new(w).poll_flush(cx),
-            WriterInner::HttpClient(w) => Pin::new(w).poll_flush(cx),
-            WriterInner::Piped(w) => Pin::new(w).poll_flush(cx),
-            WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_flush(cx),
-        }
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().0 {
-            WriterInner::Ws(w) => Pin::new(w).poll_close(cx),
-            WriterInner::Http(w) => Pin::new(w).poll_close(cx),
-            WriterInner::HttpClient(w) => Pin::new(w).poll_close(cx),
-            WriterInner::Piped(w) => Pin::new(w).poll_close(cx),
-            WriterInner::Watched(w) => Pin::new(w.as_mut()).poll_close(cx),
-        }
+        Pin::new(&mut self.get_mut().0).poll_close(cx)
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Timer;
 
-use super::HttpConn;
-use super::stream::{AttachError, Batch, SseStream};
-use crate::conn::Shared;
+use crate::server::conn::Shared;
+use crate::server::streamable::HttpConn;
+use crate::server::streamable::stream::{AttachError, Batch, SseStream};
 
 /// Up to how many bytes of queued events one write carries.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -148,7 +148,7 @@ impl EventStream {
                 let (_, session) = *taken;
                 let state = self.conn.turn_state(session.as_deref());
                 let mut event = b"data: ".to_vec();
-                event.extend_from_slice(&crate::cursor::resumed(self.cursor, state));
+                event.extend_from_slice(&crate::proto::cursor::resumed(self.cursor, state));
                 event.extend_from_slice(b"\n\n");
                 return Some(event);
             }

@@ -1,9 +1,9 @@
 //! What an operator watches: the server's counters (connections by transport, sessions, turns,
 //! refusals by reason) and the draining state that a graceful drain sets
-//! ([`ShutdownHandle::drain`](crate::ShutdownHandle::drain)). `health.rs` serves them.
+//! ([`ShutdownHandle::drain`](crate::ShutdownHandle::drain)). `server/exchange/health.rs` serves them.
 //!
 //! The counters are plain atomics, always kept (the drain needs the running turns); only the
-//! rendering in the Prometheus text format (`metrics.rs`) is behind the `metrics` feature.
+//! rendering in the Prometheus text format (`server/exchange/metrics.rs`) is behind the `metrics` feature.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 

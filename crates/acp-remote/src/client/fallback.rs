@@ -21,8 +21,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::client::pipe::{Pipe, PipeReader, PipeWriter};
 use crate::lines::to_line;
-use crate::pipe::{Pipe, PipeReader, PipeWriter};
 use crate::queue::{Failure, ResumeRefused};
 use crate::transport::{ConnectionReader, ConnectionWriter};
 

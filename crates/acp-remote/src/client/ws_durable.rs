@@ -1,4 +1,4 @@
-//! The client side of the durable transport over WebSocket (see `src/ws_durable.rs` for the
+//! The client side of the durable transport over WebSocket (see `src/server/exchange/ws_durable.rs` for the
 //! server's): the runtime reads and writes queues, and a driver task carries them over one
 //! WebSocket after another. It asks for the transport in the `initialize` it sends, follows
 //! the cursor of each message it receives, and keeps what it sent until the server says it
@@ -17,13 +17,13 @@ use async_tungstenite::WebSocketStream;
 use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
 use serde_json::{Value, json};
 
-use crate::frames::{Shared as WsShared, WsReader, WsWriter, split_with};
-use crate::keepalive::KeepAliveConfig;
+use crate::client::pipe::{Pipe, PipeReader, PipeWriter};
+use crate::client::streamable::wire::{Reconnect, Retry};
 use crate::lines::to_line;
-use crate::pipe::{Pipe, PipeReader, PipeWriter};
+use crate::proto::ws::keepalive::KeepAliveConfig;
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::{Shared as WsShared, WsReader, WsWriter, split_with};
 use crate::queue::Failure;
-use crate::streamable::wire::{Reconnect, Retry};
-use crate::transport::WsStream;
 
 /// The id of our `stream/resume` requests (a string no runtime request id looks like).
 const RESUME_ID: &str = "acp-remote/stream-resume";
@@ -138,7 +138,7 @@ impl Received {
     /// consecutive: a message with nowhere to carry one (a `null` result) is the next.
     fn follow(&mut self, message: &[u8]) {
         self.messages += 1;
-        match crate::cursor::read_cursor(message) {
+        match crate::proto::cursor::read_cursor(message) {
             Some(cursor) => {
                 self.cursor = cursor;
                 self.durable = true;
@@ -214,7 +214,7 @@ impl Driver {
             };
             if !sent.asked {
                 sent.asked = true;
-                message = crate::cursor::ask_for_resumable(&message);
+                message = crate::proto::cursor::ask_for_resumable(&message);
             }
             let line = to_line(sent.push(message));
             if let Err(error) = write_line(writer, &line).await {

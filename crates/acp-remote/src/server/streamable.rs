@@ -1,33 +1,27 @@
-//! Streamable HTTP, the RFD's other transport: the client `POST`s each message, and reads the
-//! server's messages as Server-Sent Events on long-lived `GET` streams, one for the connection
-//! and one per session.
+//! The server's Streamable HTTP connections, the RFD's other transport: the client `POST`s
+//! each message, and reads the server's messages as Server-Sent Events on long-lived `GET`
+//! streams, one for the connection and one per session. This folder keeps a connection's
+//! state (`stream.rs`: one SSE stream and its replay window; `carried.rs`: what a durable
+//! WebSocket carries); the requests that drive it are `server/exchange/streamable.rs`.
 //!
 //! One logical connection ([`HttpConn`]) lives from the `initialize` POST to a `DELETE` (or
 //! the idle timeout, or shutdown), across any number of TCP connections. The runtime sees it
 //! as lines, like a WebSocket: [`HttpReader`] yields the POSTed messages, [`HttpWriter`] routes
 //! each line it is given to the right stream's queue (see [`HttpConn::route_outgoing`]).
 
-pub(crate) mod client;
-pub(crate) mod handlers;
-mod link;
-pub(crate) mod reply;
-mod sse;
+pub(crate) mod carried;
 pub(crate) mod stream;
-pub(crate) mod wire;
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
-use crate::carried::Carried;
-use crate::frames::Activity;
 use crate::lines::{LineSink, LineWriter, to_line};
+use crate::proto::streamable::{Peek, session_of};
+use crate::proto::ws::Activity;
 use crate::queue::{ByteQueue, Inbound, QueueReader, Unpushed};
+use crate::server::streamable::carried::Carried;
 use crate::share::{Ceiling, Kind, Share};
 use acp_jsonrpc::BudgetListener;
 use acp_jsonrpc::Latch;
@@ -102,7 +96,7 @@ pub(crate) struct HttpConn {
     pub(crate) activity: Arc<Activity>,
     /// Set by `DELETE`: the connection's task ends.
     pub(crate) ended: Latch,
-    /// Carried by WebSockets (the durable transport, src/ws_durable.rs) rather than by HTTP
+    /// Carried by WebSockets (the durable transport, src/server/exchange/ws_durable.rs) rather than by HTTP
     /// requests: every message goes to the connection's stream, the `initialize` answer too,
     /// advertising the retention.
     pub(crate) carried: Option<Carried>,
@@ -172,45 +166,6 @@ pub(crate) struct StreamLimits {
     pub(crate) replay_age: std::time::Duration,
     /// The client asked for cursors in `_meta` (the durable transport, allowed by the server).
     pub(crate) cursors: bool,
-}
-
-/// The parts of a JSON-RPC message that routing looks at, without decoding the rest.
-#[derive(Deserialize)]
-pub(crate) struct Peek<'a> {
-    #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-}
-
-impl Peek<'_> {
-    fn id_key(&self) -> Option<String> {
-        self.id.map(|id| id.get().trim().to_owned())
-    }
-
-    pub(crate) fn is_jsonrpc(&self) -> bool {
-        self.jsonrpc.as_deref() == Some("2.0")
-    }
-
-    pub(crate) fn is_initialize(&self) -> bool {
-        self.method.as_deref() == Some("initialize") && self.id.is_some()
-    }
-}
-
-/// `sessionId` of an object, if it is one and has a string there.
-fn session_of(raw: Option<&RawValue>) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Session {
-        #[serde(rename = "sessionId")]
-        session_id: Option<String>,
-    }
-    serde_json::from_str::<Session>(raw?.get()).ok()?.session_id
 }
 
 /// Counts a `session/prompt` request in `session` as a running turn (until its answer).
@@ -291,7 +246,7 @@ impl HttpConn {
         match (&self.authorization, authorization) {
             (None, _) => true,
             (Some(ours), Some(theirs)) => {
-                crate::http::constant_time_eq(ours.as_bytes(), theirs.as_bytes())
+                crate::server::http::constant_time_eq(ours.as_bytes(), theirs.as_bytes())
             }
             (Some(_), None) => false,
         }
@@ -333,7 +288,7 @@ impl HttpConn {
         self.replay.used()
     }
 
-    /// Whether the client asked for the durable transport (see [`crate::cursor`]).
+    /// Whether the client asked for the durable transport (see [`crate::proto::cursor`]).
     pub(crate) fn durable(&self) -> bool {
         self.replay.cursors()
     }
@@ -559,7 +514,7 @@ impl HttpConn {
         match serde_json::from_slice::<Peek<'_>>(&line) {
             Ok(peek) if peek.method.is_none() && peek.id_key() == Some(initialize) => {
                 lock(&self.routes).initialize = None;
-                crate::cursor::advertise(&line, retention)
+                crate::proto::cursor::advertise(&line, retention)
             }
             _ => line,
         }

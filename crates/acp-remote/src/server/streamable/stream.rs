@@ -34,7 +34,7 @@ pub(crate) struct Replay {
     max_events: usize,
     age: Duration,
     /// The client asked for the durable transport: each message sent carries its event id
-    /// in `_meta["acp/cursor"]` too (see [`crate::cursor`]).
+    /// in `_meta["acp/cursor"]` too (see [`crate::proto::cursor`]).
     cursors: bool,
     used: AtomicUsize,
     /// Events kept now, all streams together.
@@ -338,7 +338,9 @@ impl SseStream {
                     let id = w.last_id;
                     if self.replay.cursors {
                         // Kept stamped: a replay sends the very bytes, cursor included.
-                        if let Some(stamped) = crate::cursor::stamp(&message, &id.to_string()) {
+                        if let Some(stamped) =
+                            crate::proto::cursor::stamp(&message, &id.to_string())
+                        {
                             message = stamped;
                         }
                     }

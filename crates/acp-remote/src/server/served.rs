@@ -1,4 +1,4 @@
-//! Requests and replies between hyper and [`exchange`](crate::exchange), for HTTP/1.1 and
+//! Requests and replies between hyper and [`exchange`](crate::server::exchange), for HTTP/1.1 and
 //! HTTP/2 alike: a request's head as a [`RequestHead`], its body as a [`ReadBody`] read frame
 //! by frame (so that the exchange bounds it while it arrives), and a [`Reply`] as hyper's
 //! response, an SSE stream sent batch by batch. Nothing here decides a status: framing
@@ -14,9 +14,9 @@ use futures_lite::{Stream, StreamExt};
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 
-use crate::exchange::{BodyError, MEANINGFUL, ReadBody};
-use crate::http::RequestHead;
-use crate::streamable::reply::{Reply, ReplyBody};
+use crate::server::exchange::reply::{Reply, ReplyBody};
+use crate::server::exchange::{BodyError, MEANINGFUL, ReadBody};
+use crate::server::http::RequestHead;
 
 /// The head of a request as the exchange reads it. Header values that are not UTF-8 are
 /// left out, unless the server reads that header: then its name is the error.

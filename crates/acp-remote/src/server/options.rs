@@ -4,13 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::http::{RequestHead, constant_time_eq};
+use crate::proto::ws::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::server::http::{RequestHead, constant_time_eq};
 
 /// Decides whether a request may connect, from its head (request line and headers).
 pub type Authenticator = Arc<dyn Fn(&RequestHead) -> bool + Send + Sync>;
-
-/// The default largest message, in bytes: the runtime's longest line (64 MiB).
-pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 
 /// The limits and the security policy of a [`Server`](crate::Server).
 ///
@@ -49,9 +47,9 @@ pub struct ServerOptions {
     pub(crate) memory_ceiling: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authenticator: Option<Authenticator>,
-    pub(crate) keepalive: Option<crate::keepalive::KeepAliveConfig>,
+    pub(crate) keepalive: Option<crate::proto::ws::keepalive::KeepAliveConfig>,
     #[cfg(feature = "tls")]
-    pub(crate) tls: Option<crate::TlsServerConfig>,
+    pub(crate) tls: Option<crate::tls::TlsServerConfig>,
     pub(crate) replay_bytes: usize,
     pub(crate) replay_age: Duration,
     pub(crate) replay_events: usize,
@@ -148,7 +146,7 @@ impl Default for ServerOptions {
             memory_ceiling: DEFAULT_MEMORY_CEILING,
             allowed_origins: Vec::new(),
             authenticator: None,
-            keepalive: Some(crate::keepalive::KeepAliveConfig::default()),
+            keepalive: Some(crate::proto::ws::keepalive::KeepAliveConfig::default()),
             #[cfg(feature = "tls")]
             tls: None,
             replay_bytes: DEFAULT_REPLAY_BYTES,
@@ -248,8 +246,13 @@ impl ServerOptions {
     ///     .with_websocket_keepalive(Some((Duration::from_secs(10), Duration::from_secs(20))));
     /// ```
     pub fn with_websocket_keepalive(mut self, keepalive: Option<(Duration, Duration)>) -> Self {
-        self.keepalive = keepalive
-            .map(|(interval, timeout)| crate::keepalive::KeepAliveConfig { interval, timeout });
+        self.keepalive =
+            keepalive.map(
+                |(interval, timeout)| crate::proto::ws::keepalive::KeepAliveConfig {
+                    interval,
+                    timeout,
+                },
+            );
         self
     }
 
@@ -466,7 +469,7 @@ impl ServerOptions {
     /// Serves TLS only (`wss://`, `https://`), with this certificate (the `tls` feature).
     /// The TLS handshake counts against the handshake timeout.
     #[cfg(feature = "tls")]
-    pub fn with_tls(mut self, tls: crate::TlsServerConfig) -> Self {
+    pub fn with_tls(mut self, tls: crate::tls::TlsServerConfig) -> Self {
         self.tls = Some(tls);
         self
     }

@@ -7,6 +7,10 @@
 //! `client::connect` take them unchanged, with every limit of the stdio path (line length,
 //! in-flight requests, reply budget) applying as it does there.
 
+pub(crate) mod keepalive;
+pub(crate) mod pieces;
+pub(crate) mod socket;
+
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +20,7 @@ use std::time::Instant;
 
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::protocol::CloseFrame;
+use async_tungstenite::tungstenite::protocol::WebSocketConfig;
 use async_tungstenite::tungstenite::protocol::frame::Frame;
 use async_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data as OpData, OpCode};
 use async_tungstenite::tungstenite::{self, Message};
@@ -23,11 +28,34 @@ use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use futures_lite::Stream;
 use futures_util::Sink;
 
-use crate::keepalive::{Due, KeepAlive, KeepAliveConfig};
 use crate::lines::{LineSink, LineWriter};
-use crate::ws_pieces::PIECE;
-use crate::ws_socket::Held;
+use crate::proto::ws::keepalive::{Due, KeepAlive, KeepAliveConfig};
+use crate::proto::ws::pieces::PIECE;
+use crate::proto::ws::socket::Held;
+use crate::transport::LineTarget;
 use acp_jsonrpc::Latch;
+
+/// The default largest message, in bytes: the runtime's longest line (64 MiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
+
+/// Room in the write buffer beyond one message: its frame header, a close frame, the eager
+/// buffer.
+const WRITE_SLACK: usize = 32 * 1024;
+
+/// The WebSocket limits of one connection: messages and frames up to `max_message_size`, and
+/// small eager buffers, since a server holds many connections that are mostly quiet. The write
+/// buffer holds at most one message and its frame header besides what it flushes eagerly:
+/// the writer sends a message only once the last is out, and pongs that cannot be queued
+/// replace one another (RFC 6455, 5.5.3, allows answering only the latest ping) while reading
+/// pauses (`ws/socket.rs`).
+pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(16 * 1024)
+        .write_buffer_size(16 * 1024)
+        .max_write_buffer_size(max_message_size.saturating_add(WRITE_SLACK))
+        .max_message_size(Some(max_message_size))
+        .max_frame_size(Some(max_message_size))
+}
 
 /// When a connection last received or sent a frame: what the server's idle timeout watches.
 #[derive(Debug)]
@@ -161,7 +189,7 @@ pub struct WsReader<S> {
     drain_listener: acp_jsonrpc::LatchListener,
     /// What the socket holds of an unfinished message, released at each complete one.
     held: Option<Arc<Held>>,
-    /// Pings while quiet, and the dead-peer timeout (src/keepalive.rs).
+    /// Pings while quiet, and the dead-peer timeout (src/proto/ws/keepalive.rs).
     keepalive: Option<KeepAlive>,
     /// Whether the last message handed out still counts in `held`: until the runtime asks
     /// for the next.
@@ -181,7 +209,7 @@ impl<S> std::fmt::Debug for WsReader<S> {
 
 impl<S> WsReader<S> {
     /// Pings the peer while the connection is quiet, and fails the read when a ping stays
-    /// unanswered for the timeout (src/keepalive.rs).
+    /// unanswered for the timeout (src/proto/ws/keepalive.rs).
     pub(crate) fn with_keepalive(mut self, config: Option<KeepAliveConfig>) -> Self {
         self.keepalive = config.map(KeepAlive::new);
         self
@@ -428,6 +456,15 @@ impl<S> std::fmt::Debug for WsWriter<S> {
         f.debug_struct("WsWriter")
             .field("partial_line", &self.0.partial_line())
             .finish_non_exhaustive()
+    }
+}
+
+impl<S> LineTarget for WsWriter<S>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Send + Unpin + 'static,
+{
+    fn boxed_with_max_line(self: Box<Self>, bytes: usize) -> Box<dyn LineTarget> {
+        Box::new(self.with_max_line(bytes))
     }
 }
 

@@ -13,13 +13,13 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Timer;
 
-use crate::frames::Activity;
-use crate::http::RequestHead;
-use crate::options::ServerOptions;
+use crate::proto::ws::Activity;
+use crate::proto::ws::socket::HeldPool;
+use crate::server::http::RequestHead;
+use crate::server::options::ServerOptions;
+use crate::server::streamable::HttpConn;
 use crate::share::{Ceiling, Kind, Share};
-use crate::streamable::HttpConn;
 use crate::transport::{ConnectionReader, ConnectionWriter};
-use crate::ws_socket::HeldPool;
 use acp_jsonrpc::Latch;
 
 /// One client's connection as the server accepted it: what a
@@ -78,8 +78,8 @@ pub(crate) struct Shared {
     /// The bodies of POSTs that name no connection (`initialize`), all together, while they
     /// arrive.
     pub(crate) initial_bodies: Share,
-    /// The operator's counters (src/ops.rs).
-    pub(crate) ops: Arc<crate::ops::Ops>,
+    /// The operator's counters (src/server/ops.rs).
+    pub(crate) ops: Arc<crate::server::ops::Ops>,
 }
 
 /// What the bodies of POSTs naming no connection may hold at once, all together: sixteen
@@ -134,12 +134,14 @@ impl AcpSlot {
     /// with it, so the reason lives here).
     pub(crate) fn take(shared: &Arc<Shared>, max: usize) -> Result<AcpSlot, &'static str> {
         if shared.ops.is_draining() {
-            shared.ops.refused(crate::ops::Reason::Draining);
+            shared.ops.refused(crate::server::ops::Reason::Draining);
             return Err("the server is draining");
         }
         if shared.acp.fetch_add(1, Ordering::SeqCst) >= max {
             shared.acp.fetch_sub(1, Ordering::SeqCst);
-            shared.ops.refused(crate::ops::Reason::MaxConnections);
+            shared
+                .ops
+                .refused(crate::server::ops::Reason::MaxConnections);
             return Err("too many connections");
         }
         Ok(AcpSlot(shared.clone()))
@@ -161,7 +163,7 @@ pub(crate) struct ServerCtx {
     pub(crate) options: Arc<ServerOptions>,
     pub(crate) handler: Handler,
     /// Whether the server listens on a loopback address (the operator's endpoints then
-    /// answer only requests that name a loopback host: `health.rs`).
+    /// answer only requests that name a loopback host: `server/exchange/health.rs`).
     pub(crate) loopback: bool,
 }
 

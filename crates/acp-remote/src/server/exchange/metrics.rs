@@ -21,7 +21,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::conn::{ServerCtx, lock_http};
+use crate::server::conn::{ServerCtx, lock_http};
 use crate::share::Kind;
 
 type Labels = Vec<(String, String)>;

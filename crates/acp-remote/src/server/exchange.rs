@@ -1,23 +1,38 @@
 //! One request, whichever HTTP version brought it: the server's policy (path, Origin and CORS,
 //! authentication, method), then the Streamable HTTP handler, then the CORS headers of the
-//! answer. HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2/`) only parse requests into a
-//! [`RequestHead`], read POST bodies through [`ReadBody`], and render the [`Reply`]; every
-//! rule and status code is here or in `streamable/handlers.rs`.
+//! answer. HTTP/1.1 (`server/http1.rs`) and HTTP/2 (`server/http2.rs`) only parse requests
+//! into a [`RequestHead`], read POST bodies through [`ReadBody`], and render the [`Reply`];
+//! every rule and status code is here or in this folder:
+//!
+//! - `exchange/streamable.rs`: the Streamable HTTP requests (`POST`, `GET`, `DELETE`) on the
+//!   connections `server/streamable/` keeps; `exchange/reply.rs`: the answer, for either
+//!   HTTP version.
+//! - `exchange/upgrade.rs`: `GET` with `Upgrade: websocket`, and `exchange/ws_durable.rs`, a
+//!   WebSocket that carries a durable-transport connection.
+//! - `exchange/health.rs` and `exchange/metrics.rs`: the operator's endpoints.
+
+pub(crate) mod health;
+#[cfg(feature = "metrics")]
+mod metrics;
+pub(crate) mod reply;
+mod streamable;
+pub(crate) mod upgrade;
+mod ws_durable;
 
 use std::net::SocketAddr;
 
 use futures_lite::future;
 use smol::Timer;
 
-use crate::answer_scan::AnswerScan;
-use crate::conn::ServerCtx;
-use crate::http::RequestHead;
-use crate::options::ServerOptions;
+use self::streamable::TOO_LARGE;
+use crate::proto::answer_scan::AnswerScan;
 use crate::queue::Reservation;
+use crate::server::conn::ServerCtx;
+use crate::server::exchange::reply::Reply;
+use crate::server::http::RequestHead;
+use crate::server::options::ServerOptions;
+use crate::server::streamable::{HttpConn, Refusal};
 use crate::share::Share;
-use crate::streamable::handlers::{self, TOO_LARGE};
-use crate::streamable::reply::Reply;
-use crate::streamable::{HttpConn, Refusal};
 
 /// The methods of the endpoint, as `Allow` and `Access-Control-Allow-Methods` list them.
 const METHODS: &str = "GET, POST, DELETE";
@@ -239,7 +254,7 @@ pub(crate) async fn handle(
     websocket: bool,
     ctx: &ServerCtx,
 ) -> Outcome {
-    if let Some(reply) = crate::health::serve(head, ctx) {
+    if let Some(reply) = crate::server::exchange::health::serve(head, ctx) {
         return Outcome::Reply(reply);
     }
     let outcome = route(head, peer, body, websocket, ctx).await;
@@ -282,13 +297,15 @@ async fn route(
         );
     }
     let reply = match head.method() {
-        "GET" if websocket && crate::upgrade::is_upgrade(head) => return Outcome::Upgrade,
-        "GET" => handlers::get(head, ctx),
+        "GET" if websocket && crate::server::exchange::upgrade::is_upgrade(head) => {
+            return Outcome::Upgrade;
+        }
+        "GET" => streamable::get(head, ctx),
         "POST" => {
             // Everything the head can refuse is refused before a byte of the body is read:
             // its type and announced length, and the connection it names (unknown, or opened
             // with other credentials).
-            let (limit, budget, conn) = match handlers::check_post_head(head, ctx) {
+            let (limit, budget, conn) = match streamable::check_post_head(head, ctx) {
                 Ok(Some(conn)) => (options.max_message_size, conn.inbound_budget(), Some(conn)),
                 Ok(None) => (
                     MAX_INITIAL_BODY.min(options.max_message_size),
@@ -296,7 +313,7 @@ async fn route(
                     None,
                 ),
                 Err((status, text)) => {
-                    if let Some(conn) = handlers::awaiting_conn(head, ctx) {
+                    if let Some(conn) = streamable::awaiting_conn(head, ctx) {
                         fail_refused_answer(head, body, &conn, text, options).await;
                     }
                     return Outcome::Reply(Reply::text(status, text));
@@ -326,7 +343,7 @@ async fn route(
             let read = future::or(read, timeout).await;
             match read {
                 Some(Ok((body, reserved))) => {
-                    handlers::post(&body, reserved, head, peer, ctx).await
+                    streamable::post(&body, reserved, head, peer, ctx).await
                 }
                 Some(Err(BodyError::Refused((status, text)))) => Reply::text(status, text),
                 Some(Err(BodyError::NoRoom)) => {
@@ -344,7 +361,7 @@ async fn route(
                 Some(Err(BodyError::TooLarge | BodyError::Gone)) | None => return Outcome::Drop,
             }
         }
-        "DELETE" => handlers::delete(head, ctx),
+        "DELETE" => streamable::delete(head, ctx),
         _ => Reply::text(405, "method not allowed").with_header("Allow", METHODS),
     };
     Outcome::Reply(reply)

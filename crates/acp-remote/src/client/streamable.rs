@@ -19,6 +19,10 @@
 //! All of that is decided here, for HTTP/1.1 and HTTP/2 alike: [`Link`] only carries the
 //! bytes, by the version the first request chose.
 
+mod link;
+mod sse;
+pub(crate) mod wire;
+
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,14 +30,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_lite::future;
 
-use super::handlers::OTHER_INSTANCE;
-use super::link::Link;
-use super::sse;
+use self::link::Link;
+
 #[cfg(doc)]
-use super::wire::Reconnect;
-use super::wire::{Endpoint, Poster, Retry, is_network};
-use super::{Peek, session_of};
+use self::wire::Reconnect;
+use self::wire::{Endpoint, Poster, Retry, is_network};
 use crate::lines::{LineWriter, to_line};
+use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
+use crate::proto::streamable::{Peek, session_of};
 use crate::queue::{ByteQueue, Inbound, Outbound, QueueReader, QueueSink};
 use crate::queue::{Failure, ResumeRefused};
 use crate::share::Share;
@@ -184,10 +188,10 @@ impl Shared {
     fn headers(&self, session: Option<&str>) -> Vec<(String, String)> {
         let mut headers = self.link.endpoint.headers.clone();
         if let Some(id) = lock(&self.connection_id).clone() {
-            headers.push(("Acp-Connection-Id".into(), id));
+            headers.push((CONNECTION_ID.into(), id));
         }
         if let Some(session) = session {
-            headers.push(("Acp-Session-Id".into(), session.to_owned()));
+            headers.push((SESSION_ID.into(), session.to_owned()));
         }
         if let Some(cookies) = lock(&self.cookies).header() {
             headers.push(("Cookie".into(), cookies));
@@ -206,7 +210,7 @@ async fn post_all(shared: &Arc<Shared>) {
         let initialize = peek.is_initialize() && lock(&shared.connection_id).is_none();
         let asked;
         let message = if initialize && shared.link.endpoint.durable {
-            asked = crate::cursor::ask_for_resumable(&message);
+            asked = crate::proto::cursor::ask_for_resumable(&message);
             &asked[..]
         } else {
             &message[..]
@@ -264,12 +268,12 @@ async fn post_all(shared: &Arc<Shared>) {
         };
         match answer.status {
             200 if initialize => {
-                let Some(id) = answer.header("acp-connection-id") else {
+                let Some(id) = answer.header(CONNECTION_ID) else {
                     shared.refuse(&peek, 200, "no Acp-Connection-Id").await;
                     return;
                 };
                 *lock(&shared.connection_id) = Some(id.to_owned());
-                if crate::cursor::advertises_resumable(&answer.body) {
+                if crate::proto::cursor::advertises_resumable(&answer.body) {
                     // The server numbers its events from before the first one: a stream cut
                     // before its first id resumes too (the first event's gap).
                     shared.resumable.store(true, Ordering::SeqCst);
@@ -318,7 +322,7 @@ async fn read_stream(shared: &Arc<Shared>, session: Option<String>) {
             // reader that it will only find dead later). `0` is "nothing received": this
             // client is the stream's only reader, and the first starts at 0.
             let id = last_id.clone().unwrap_or_else(|| "0".into());
-            headers.push(("Last-Event-ID".into(), id));
+            headers.push((LAST_EVENT_ID.into(), id));
         } else if opened {
             // A server that never sent an id would not know where to resume: the cut stream
             // is over, as with the SDKs' clients.
@@ -379,7 +383,7 @@ fn gone_reason(status: u16, body: &[u8]) -> String {
 /// Reads the events of one GET until it ends.
 async fn read_events(
     shared: &Arc<Shared>,
-    body: &mut super::wire::Body,
+    body: &mut self::wire::Body,
     last_id: &mut Option<String>,
     retry: &mut Retry,
 ) -> Ended {
@@ -412,7 +416,7 @@ async fn read_events(
                 continue;
             }
             if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&message) {
-                if peek.method.as_deref() == Some(crate::cursor::RESUMED) {
+                if peek.method.as_deref() == Some(crate::proto::cursor::RESUMED) {
                     // The turn state after a resumption: the replay before it left nothing
                     // out, so the runtime needs nothing from it.
                     continue;

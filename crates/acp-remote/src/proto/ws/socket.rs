@@ -19,8 +19,12 @@ use std::task::{Context, Poll, Waker};
 
 use futures_io::{AsyncRead, AsyncWrite};
 
+use crate::net::NetStream;
+use crate::proto::ws::pieces::Repiece;
 use crate::share::{Ceiling, Kind};
-use crate::ws_pieces::Repiece;
+
+/// The socket under our own WebSockets (server and client).
+pub(crate) type WsStream = WsSocket<NetStream>;
 
 /// What one connection may hold of a message without drawing on the server's ceiling: a
 /// small buffer's worth.
@@ -136,7 +140,7 @@ pub(crate) fn pool_spent() -> io::Error {
 #[derive(Debug)]
 pub(crate) struct WsSocket<S> {
     /// Read through the re-slicer, so that the WebSocket library never holds a large frame
-    /// buffer (src/ws_pieces.rs); written directly.
+    /// buffer (src/proto/ws/pieces.rs); written directly.
     inner: Repiece<S>,
     /// Whether reads go through the re-slicer (the server's sockets) or straight to the
     /// socket (the `Connector`'s: there the re-slicer made about one connection in twenty

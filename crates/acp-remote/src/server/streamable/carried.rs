@@ -1,5 +1,5 @@
 //! What a durable-transport connection carried by WebSockets keeps across them (see
-//! `src/ws_durable.rs`): the retention it advertised, how many messages its client's
+//! `src/server/exchange/ws_durable.rs`): the retention it advertised, how many messages its client's
 //! WebSockets delivered, and which WebSocket carries it now.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_jsonrpc::Latch;
 
-use crate::cursor::Retention;
+use crate::proto::cursor::Retention;
 
-/// The WebSocket side of one connection (a [`crate::streamable::HttpConn`] whose messages all
+/// The WebSocket side of one connection (a [`crate::server::streamable::HttpConn`] whose messages all
 /// go to its connection stream).
 #[derive(Debug)]
 pub(crate) struct Carried {

@@ -15,13 +15,13 @@ use hyper::body::Incoming;
 use hyper::header::{CONNECTION, HeaderValue};
 use hyper::upgrade::OnUpgrade;
 
-use crate::conn::ServerCtx;
-use crate::exchange::{self, Outcome};
-use crate::http::RequestHead;
 use crate::net::NetStream;
 use crate::rt;
-use crate::served::{self, ReplyStream, RequestBody};
-use crate::upgrade::{self, Accepted};
+use crate::server::conn::ServerCtx;
+use crate::server::exchange::upgrade::{self, Accepted};
+use crate::server::exchange::{self, Outcome};
+use crate::server::http::RequestHead;
+use crate::server::served::{self, ReplyStream, RequestBody};
 
 /// A WebSocket the server answered 101 to: the socket is taken over once hyper wrote it.
 struct Pending {

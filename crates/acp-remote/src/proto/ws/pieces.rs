@@ -15,7 +15,7 @@
 //! message the library delivers, and every check it makes (UTF-8, sizes, interleaved control
 //! frames, masking), are unchanged.
 //!
-//! The server reads every WebSocket through it; the `Connector` does not yet (`ws_socket.rs`
+//! The server reads every WebSocket through it; the `Connector` does not yet (`proto/ws/socket.rs`
 //! says why).
 
 use std::io;

@@ -11,25 +11,19 @@ use std::sync::Arc;
 use futures_lite::future;
 
 use super::reply::{EventStream, Reply, ReplyBody};
-use super::stream::AttachError;
-use super::{HttpConn, HttpReader, Incoming, Peek, Refusal, StreamLimits};
-use crate::conn::{
+use crate::proto::streamable::Peek;
+use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
+use crate::queue::Reservation;
+use crate::server::conn::{
     AcpSlot, ConnectionInfo, IncomingConnection, Live, ServerCtx, idle_watch, lock_http,
 };
-use crate::http::{RequestHead, connection_id};
-use crate::options::ServerOptions;
-use crate::queue::Reservation;
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
-
-/// The header naming a Streamable HTTP connection.
-pub(crate) const CONNECTION_ID: &str = "Acp-Connection-Id";
-/// The header naming a session.
-pub(crate) const SESSION_ID: &str = "Acp-Session-Id";
-/// The header of a GET that resumes a stream after the event it names.
-pub(crate) const LAST_EVENT_ID: &str = "Last-Event-ID";
-
-/// The 404's text for a connection id that names another instance.
-pub(crate) const OTHER_INSTANCE: &str = "unknown Acp-Connection-Id: it names another instance";
+use crate::server::http::{RequestHead, connection_id};
+use crate::server::options::{InstanceName, ServerOptions};
+use crate::server::streamable::stream::AttachError;
+use crate::server::streamable::{
+    HttpConn, HttpReader, Incoming, Refusal, StreamLimits, http_writer,
+};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The JSON-RPC error code of the answer to a resumption whose events are no longer kept
 /// (in the range JSON-RPC leaves to implementations, and used by no ACP error).
@@ -136,7 +130,8 @@ async fn posted(
     let Ok(peek) = serde_json::from_slice::<Peek<'_>>(body) else {
         const INVALID: Refusal = (400, "invalid JSON");
         // An answer broken after its id still names the request of the agent it answers.
-        if let (Ok(conn), Some(id)) = (find(head, ctx), crate::answer_scan::answer_id(body)) {
+        if let (Ok(conn), Some(id)) = (find(head, ctx), crate::proto::answer_scan::answer_id(body))
+        {
             conn.fail_answer(&id, INVALID.1).await;
         }
         return Err(INVALID);
@@ -178,8 +173,8 @@ async fn initialize(
     ctx: &ServerCtx,
 ) -> Result<Posted, Refusal> {
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections).map_err(|why| (503, why))?;
-    let id = connection_id(ctx.options.instance.as_ref());
-    let durable = ctx.options.durable_transport && crate::cursor::asks_for_resumable(body);
+    let id = connection_id(ctx.options.instance.as_ref().map(InstanceName::as_str));
+    let durable = ctx.options.durable_transport && crate::proto::cursor::asks_for_resumable(body);
     let conn = HttpConn::new(
         id.clone(),
         head.header("authorization").map(str::to_owned),
@@ -207,11 +202,11 @@ async fn initialize(
     };
     match future::or(answered, ended).await {
         Some(answer) if durable => {
-            let retention = crate::cursor::Retention {
+            let retention = crate::proto::cursor::Retention {
                 messages: ctx.options.replay_events,
                 seconds: ctx.options.replay_age.as_secs(),
             };
-            let answer = crate::cursor::advertise(&answer, retention);
+            let answer = crate::proto::cursor::advertise(&answer, retention);
             Ok(Posted::Initialized { id, answer })
         }
         Some(answer) => Ok(Posted::Initialized { id, answer }),
@@ -234,8 +229,8 @@ pub(crate) fn start(
 ) {
     lock_http(&ctx.shared).insert(conn.id.clone(), conn.clone());
     let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Http(HttpReader::new(conn.clone()))),
-        writer: ConnectionWriter(WriterInner::Http(super::http_writer(conn.clone()))),
+        reader: ConnectionReader::new(HttpReader::new(conn.clone()), Framing::Other),
+        writer: ConnectionWriter::new(http_writer(conn.clone())),
         info: ConnectionInfo {
             id: conn.id.clone(),
             peer,

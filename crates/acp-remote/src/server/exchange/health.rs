@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::conn::{IncomingConnection, ServerCtx};
-use crate::http::RequestHead;
-use crate::ops::{Ops, Transport};
-use crate::streamable::reply::{Reply, ReplyBody};
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
+use crate::server::conn::{IncomingConnection, ServerCtx};
+use crate::server::exchange::reply::{Reply, ReplyBody};
+use crate::server::http::RequestHead;
+use crate::server::ops::{Ops, Transport};
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 
 /// The health endpoint's path: 200 while serving, 503 while draining or shutting down.
 pub(crate) const HEALTH_PATH: &str = "/healthz";
@@ -119,7 +119,7 @@ fn health(ctx: &ServerCtx) -> Reply {
 
 #[cfg(feature = "metrics")]
 fn metrics(ctx: &ServerCtx) -> Reply {
-    let text = crate::metrics::render(ctx);
+    let text = crate::server::exchange::metrics::render(ctx);
     Reply {
         status: 200,
         headers: vec![("Cache-Control", "no-store".into())],
@@ -129,20 +129,21 @@ fn metrics(ctx: &ServerCtx) -> Reply {
 }
 
 /// A connection as handlers get it: its reader and writer watched for turns and sessions
-/// (src/watch.rs), and counted by transport while the guard lives.
+/// (src/server/watch.rs), and counted by transport while the guard lives.
 pub(crate) fn watched(
     connection: IncomingConnection,
     ops: &Arc<Ops>,
-) -> (IncomingConnection, crate::ops::Open) {
-    let transport = match &connection.reader.0 {
-        ReaderInner::Ws(_) => Transport::WebSocket,
-        _ => Transport::StreamableHttp,
+) -> (IncomingConnection, crate::server::ops::Open) {
+    let transport = match connection.reader.framing() {
+        Framing::WebSocket => Transport::WebSocket,
+        Framing::Other => Transport::StreamableHttp,
     };
     let open = ops.opened(transport);
-    let (reader, writer) = crate::watch::watch(connection.reader, connection.writer, ops.clone());
+    let (reader, writer) =
+        crate::server::watch::watch(connection.reader, connection.writer, ops.clone());
     let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Watched(Box::new(reader))),
-        writer: ConnectionWriter(WriterInner::Watched(Box::new(writer))),
+        reader: ConnectionReader::new(reader, Framing::Other),
+        writer: ConnectionWriter::new(writer),
         info: connection.info,
     };
     (connection, open)

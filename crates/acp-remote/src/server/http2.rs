@@ -16,13 +16,13 @@ use futures_lite::{AsyncReadExt, future};
 use hyper::body::Incoming;
 use smol::Timer;
 
-use crate::conn::ServerCtx;
-use crate::exchange::{self, Outcome};
-use crate::frames::Activity;
 use crate::net::NetStream;
-use crate::options::ServerOptions;
+use crate::proto::ws::Activity;
 use crate::rt;
-use crate::served::{self, ReplyStream, RequestBody};
+use crate::server::conn::ServerCtx;
+use crate::server::exchange::{self, Outcome};
+use crate::server::options::ServerOptions;
+use crate::server::served::{self, ReplyStream, RequestBody};
 
 /// What a client sends first on an HTTP/2 connection (RFC 9113, 3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -15,15 +15,16 @@ use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
 use serde_json::{Value, json};
 use smol::Timer;
 
-use crate::carried::Carried;
-use crate::conn::{AcpSlot, ServerCtx, lock_http};
-use crate::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
-use crate::frames::{WsReader, WsWriter};
-use crate::http::RequestHead;
-use crate::streamable::handlers::{REPLAY_WINDOW_PASSED, start};
-use crate::streamable::stream::{AttachError, Batch, SseStream};
-use crate::streamable::{HttpConn, Incoming, Peek, StreamLimits};
-use crate::transport::WsStream;
+use crate::proto::cursor::{CURSOR_KEY, Retention, TURN_STATE_KEY};
+use crate::proto::streamable::Peek;
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::{WsReader, WsWriter};
+use crate::server::conn::{AcpSlot, ServerCtx, lock_http};
+use crate::server::exchange::streamable::{REPLAY_WINDOW_PASSED, start};
+use crate::server::http::RequestHead;
+use crate::server::streamable::carried::Carried;
+use crate::server::streamable::stream::{AttachError, Batch, SseStream};
+use crate::server::streamable::{HttpConn, Incoming, StreamLimits};
 
 /// The method of the first message of a WebSocket that resumes a connection.
 pub(crate) const RESUME: &str = "stream/resume";
@@ -58,7 +59,7 @@ pub(crate) fn classify(first: &[u8]) -> Opening {
         return Opening::Plain;
     };
     match message.get("method").and_then(Value::as_str) {
-        Some("initialize") if crate::cursor::asks_for_resumable(first) => Opening::Durable,
+        Some("initialize") if crate::proto::cursor::asks_for_resumable(first) => Opening::Durable,
         Some(RESUME) => {
             let params = message.get("params");
             let connection = params
@@ -389,7 +390,7 @@ async fn read_side(
 async fn write_side(
     conn: &HttpConn,
     stream: &SseStream,
-    attached: crate::streamable::stream::Attached,
+    attached: crate::server::streamable::stream::Attached,
     mut writer: WsWriter<WsStream>,
     resume: Option<Value>,
     received: u64,

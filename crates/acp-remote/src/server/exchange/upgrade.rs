@@ -12,17 +12,19 @@ use smol::Timer;
 use crate::net::NetStream;
 use async_tungstenite::WebSocketStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
-use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use async_tungstenite::tungstenite::protocol::Role;
 use futures_lite::future;
 
-use crate::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
-use crate::frames::{Activity, Shared, split_with};
-use crate::http::{RequestHead, connection_id};
-use crate::streamable::reply::Reply;
-use crate::transport::WsStream;
-use crate::transport::{ConnectionReader, ConnectionWriter, ReaderInner, WriterInner};
-use crate::ws_durable;
-use crate::ws_socket::{Held, WsSocket};
+use crate::proto::streamable::CONNECTION_ID;
+use crate::proto::ws::socket::WsStream;
+use crate::proto::ws::socket::{Held, WsSocket};
+use crate::proto::ws::{Activity, Shared, split_with, websocket_config};
+use crate::server::conn::{AcpSlot, ConnectionInfo, IncomingConnection, ServerCtx, idle_watch};
+use crate::server::exchange::reply::Reply;
+use crate::server::exchange::ws_durable;
+use crate::server::http::{RequestHead, connection_id};
+use crate::server::options::InstanceName;
+use crate::transport::{ConnectionReader, ConnectionWriter, Framing};
 use futures_io::AsyncBufRead;
 
 /// Whether a GET asks for a WebSocket.
@@ -48,12 +50,12 @@ pub(crate) fn accept(head: &RequestHead, ctx: &ServerCtx) -> Result<(Reply, Acce
     })?;
     let slot = AcpSlot::take(&ctx.shared, ctx.options.max_connections)
         .map_err(|why| Reply::text(503, why).with_header("Retry-After", "1"))?;
-    let id = connection_id(ctx.options.instance.as_ref());
+    let id = connection_id(ctx.options.instance.as_ref().map(InstanceName::as_str));
     let switching = Reply::text(101, "")
         .with_header("Upgrade", "websocket")
         .with_header("Connection", "Upgrade")
         .with_header("Sec-WebSocket-Accept", derive_accept_key(key.as_bytes()))
-        .with_header("Acp-Connection-Id", id.clone());
+        .with_header(CONNECTION_ID, id.clone());
     Ok((switching, Accepted { slot, id }))
 }
 
@@ -84,7 +86,7 @@ pub(crate) async fn serve_websocket(
     let mut reader = reader.with_keepalive(ctx.options.keepalive);
     if ctx.options.durable_transport {
         // The first message says whether the client asks for the durable transport or
-        // resumes a connection (src/ws_durable.rs); it is only looked at here.
+        // resumes a connection (src/server/exchange/ws_durable.rs); it is only looked at here.
         let peeked = async {
             std::future::poll_fn(|cx| {
                 Pin::new(&mut reader)
@@ -121,8 +123,8 @@ pub(crate) async fn serve_websocket(
         }
     }
     let connection = IncomingConnection {
-        reader: ConnectionReader(ReaderInner::Ws(reader)),
-        writer: ConnectionWriter(WriterInner::Ws(writer)),
+        reader: ConnectionReader::new(reader, Framing::WebSocket),
+        writer: ConnectionWriter::new(writer),
         info: ConnectionInfo {
             id,
             peer,
@@ -166,10 +168,6 @@ async fn linger(ws: &Shared<WsStream>) {
     .await;
 }
 
-/// Room in the write buffer beyond one message: its frame header, a close frame, the eager
-/// buffer.
-const WRITE_SLACK: usize = 32 * 1024;
-
 type Refusal = (u16, &'static [(&'static str, &'static str)], &'static str);
 
 /// The WebSocket headers; returns the client's key.
@@ -192,19 +190,4 @@ fn check(head: &RequestHead) -> Result<String, Refusal> {
         Some(key) if !key.is_empty() => Ok(key.to_owned()),
         _ => Err((400, &[], "missing Sec-WebSocket-Key")),
     }
-}
-
-/// The WebSocket limits of one connection: messages and frames up to `max_message_size`, and
-/// small eager buffers, since a server holds many connections that are mostly quiet. The write
-/// buffer holds at most one message and its frame header besides what it flushes eagerly:
-/// the writer sends a message only once the last is out, and pongs that cannot be queued
-/// replace one another (RFC 6455, 5.5.3, allows answering only the latest ping) while reading
-/// pauses (`ws_socket.rs`).
-pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .read_buffer_size(16 * 1024)
-        .write_buffer_size(16 * 1024)
-        .max_write_buffer_size(max_message_size.saturating_add(WRITE_SLACK))
-        .max_message_size(Some(max_message_size))
-        .max_frame_size(Some(max_message_size))
 }
