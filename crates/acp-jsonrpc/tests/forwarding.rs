@@ -218,7 +218,7 @@ proptest! {
     ) {
         let cases: Vec<Case> = if wrap {
             // The same inputs, expected wrapped.
-            cases.into_iter().map(|case| rewrap(case)).collect()
+            cases.into_iter().map(rewrap).collect()
         } else {
             cases
         };
