@@ -11,7 +11,7 @@ use futures_io::{AsyncBufRead, AsyncWrite};
 use crate::ConnectionError;
 use crate::connection::{ConnectionHandle, ConnectionOptions};
 use crate::driver::Driver;
-use crate::handler::{Handler, LocalHandler};
+use crate::handler::{Handler, LocalHandler, RawNotification};
 
 /// Creates connections. See the [crate documentation](crate) for the whole
 /// picture, including what closing and dropping do.
@@ -51,6 +51,7 @@ impl Connection {
     {
         let handler = Arc::new(handler);
         let for_notifications = handler.clone();
+        let for_forwarding = handler.clone();
         Driver::start(
             reader,
             writer,
@@ -62,6 +63,9 @@ impl Connection {
             move |notification| {
                 let handler = for_notifications.clone();
                 async move { Handler::notification(&*handler, notification).await }
+            },
+            move |notification: &RawNotification<'_>| {
+                Handler::forward_notification(&*for_forwarding, notification)
             },
         )
     }
@@ -85,6 +89,7 @@ impl Connection {
     {
         let handler = Rc::new(handler);
         let for_notifications = handler.clone();
+        let for_forwarding = handler.clone();
         Driver::start(
             reader,
             writer,
@@ -96,6 +101,9 @@ impl Connection {
             move |notification| {
                 let handler = for_notifications.clone();
                 async move { LocalHandler::notification(&*handler, notification).await }
+            },
+            move |notification: &RawNotification<'_>| {
+                LocalHandler::forward_notification(&*for_forwarding, notification)
             },
         )
     }

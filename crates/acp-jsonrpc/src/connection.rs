@@ -17,6 +17,7 @@ use crate::budget::{ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 use crate::line_reader::DEFAULT_MAX_LINE_LENGTH;
 use crate::message::{
     encode_notification, encode_raw_notification, encode_raw_request, encode_request,
+    encode_wrapped_notification,
 };
 use crate::observer::SharedObserver;
 use crate::shared::{ResponseResult, Shared, TryEnqueue};
@@ -385,6 +386,55 @@ impl ConnectionHandle {
         encode_raw_notification(&mut bytes, method, params);
         self.shared.trace.notification_sent(method, bytes.len());
         NotifyFuture::new(self.shared.clone(), bytes)
+    }
+
+    /// Queues a notification with raw params if the outgoing queue has room now, without
+    /// waiting: for a router forwarding a message from inside
+    /// [`Handler::forward_notification`](crate::Handler::forward_notification), which must
+    /// not wait. Returns `false`, having queued nothing, when the queue is full or the
+    /// connection closed; the caller then takes the waiting path
+    /// ([`notify_raw`](Self::notify_raw)), which waits for room or reports the failure.
+    ///
+    /// ```
+    /// use acp_jsonrpc::{Connection, ConnectionOptions, memory};
+    /// use serde_json::value::RawValue;
+    ///
+    /// let (ours, _theirs) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+    /// let options = ConnectionOptions::default();
+    /// let (handle, _driver) = Connection::new(ours.reader, ours.writer, (), options);
+    /// let params = RawValue::from_string(r#"{"n":1}"#.to_owned()).unwrap();
+    /// assert!(handle.try_notify_raw("tick", Some(&params)));
+    /// assert_eq!(handle.queued(), 1);
+    /// ```
+    pub fn try_notify_raw(&self, method: &str, params: Option<&RawValue>) -> bool {
+        let mut bytes = self.shared.take_buffer();
+        encode_raw_notification(&mut bytes, method, params);
+        self.try_queue(method, bytes)
+    }
+
+    /// Like [`try_notify_raw`](Self::try_notify_raw), for the notification `outer` whose
+    /// params carry the message `inner` with `params` (`{"method":inner,"params":…}`, as
+    /// ACP's `proxy/successor` carries one): the same line as `try_notify_raw(outer,
+    /// Some(&json::inner_message(inner, params)))`, spliced in one pass without the
+    /// intermediate copy.
+    pub fn try_notify_wrapped(&self, outer: &str, inner: &str, params: Option<&RawValue>) -> bool {
+        let mut bytes = self.shared.take_buffer();
+        encode_wrapped_notification(&mut bytes, outer, inner, params);
+        self.try_queue(outer, bytes)
+    }
+
+    fn try_queue(&self, method: &str, bytes: Vec<u8>) -> bool {
+        let length = bytes.len();
+        match self.shared.try_enqueue_metered(bytes) {
+            Ok(()) => {
+                self.shared.trace.notification_sent(method, length);
+                true
+            }
+            Err(TryEnqueue::Full(bytes) | TryEnqueue::Closed(bytes)) => {
+                self.shared.recycle(bytes);
+                false
+            }
+        }
     }
 
     /// Closes our side of the connection.

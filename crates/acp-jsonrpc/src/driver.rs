@@ -14,8 +14,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_io::{AsyncBufRead, AsyncWrite};
 
 use crate::connection::{ConnectionHandle, ConnectionOptions};
-use crate::handler::{IncomingNotification, IncomingRequest, Responder};
+use crate::handler::{IncomingNotification, IncomingRequest, RawNotification, Responder};
 use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
+use crate::message::{Lent, decode_lent};
 use crate::shared::{CANCEL_REQUEST_METHOD, Refusal, RequestState, Shared, Taken};
 use crate::task_set::TaskSet;
 use crate::trace::IncomingTrace;
@@ -162,10 +163,14 @@ enum Phase {
 /// The driver, generic over the handler's futures (`Q` for requests, `N` for
 /// notifications) and the functions that make them, so that they are stored
 /// unboxed and their allocations reused.
-pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
+pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
     shared: Arc<Shared>,
     make_request: MQ,
     make_notification: MN,
+    /// The handler's forwarding path (`Handler::forward_notification`).
+    forward_notification: MF,
+    /// The handle the forwarding path lends, made once.
+    handle: ConnectionHandle,
     reader: LineReader<R>,
     writer: W,
     requests: TaskSet<Q, Arc<RequestState>>,
@@ -191,12 +196,13 @@ pub(crate) struct Driver<R, W, MQ, MN, Q, N> {
     waker: Waker,
 }
 
-impl<R, W, MQ, MN, Q, N> Driver<R, W, MQ, MN, Q, N>
+impl<R, W, MQ, MN, MF, Q, N> Driver<R, W, MQ, MN, MF, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
     MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
     MN: Fn(IncomingNotification) -> N + Unpin,
+    MF: Fn(&RawNotification<'_>) -> bool + Unpin,
     Q: Future<Output = ()>,
     N: Future<Output = ()>,
 {
@@ -206,6 +212,7 @@ where
         options: ConnectionOptions,
         make_request: MQ,
         make_notification: MN,
+        forward_notification: MF,
     ) -> (ConnectionHandle, Self) {
         let shared = Shared::new(
             options.outgoing_capacity,
@@ -222,6 +229,10 @@ where
             shared: shared.clone(),
             make_request,
             make_notification,
+            forward_notification,
+            handle: ConnectionHandle {
+                shared: shared.clone(),
+            },
             reader: LineReader::with_max_line_length(reader, options.max_line_length),
             writer,
             requests: TaskSet::new(),
@@ -242,9 +253,7 @@ where
     }
 
     fn handle(&self) -> ConnectionHandle {
-        ConnectionHandle {
-            shared: self.shared.clone(),
-        }
+        self.handle.clone()
     }
 
     /// Writes queued frames, batching whatever is available, and flushes
@@ -376,7 +385,31 @@ where
                             rest
                         }
                     };
-                    Ok(Message::from_slice(line))
+                    match decode_lent(line) {
+                        Ok(Lent::Notification(method, params))
+                            if method != CANCEL_REQUEST_METHOD =>
+                        {
+                            // Requests read before it start first (see `route`), so that
+                            // the forwarding path sees every earlier message under way.
+                            if self.fresh_requests {
+                                self.fresh_requests = false;
+                                self.requests.poll(cx);
+                            }
+                            let offered = RawNotification {
+                                method,
+                                params,
+                                connection: &self.handle,
+                            };
+                            if (self.forward_notification)(&offered) {
+                                self.shared.trace.notification_received(method, length);
+                                self.reader.release_line();
+                                progress = true;
+                                continue;
+                            }
+                            Ok(Ok(Lent::Notification(method, params).into_message()))
+                        }
+                        decoded => Ok(decoded.map(Lent::into_message)),
+                    }
                 }
             };
             // Decoded (or skipped): the line is no longer needed.
@@ -602,12 +635,13 @@ where
     }
 }
 
-impl<R, W, MQ, MN, Q, N> Future for Driver<R, W, MQ, MN, Q, N>
+impl<R, W, MQ, MN, MF, Q, N> Future for Driver<R, W, MQ, MN, MF, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
     MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
     MN: Fn(IncomingNotification) -> N + Unpin,
+    MF: Fn(&RawNotification<'_>) -> bool + Unpin,
     Q: Future<Output = ()>,
     N: Future<Output = ()>,
 {
@@ -638,7 +672,7 @@ where
 
 /// Dropping the driver ends the connection at once: nothing more is read
 /// or written, and handles and waiting requests see it closed.
-impl<R, W, MQ, MN, Q, N> Drop for Driver<R, W, MQ, MN, Q, N> {
+impl<R, W, MQ, MN, MF, Q, N> Drop for Driver<R, W, MQ, MN, MF, Q, N> {
     fn drop(&mut self) {
         self.shared.close();
     }

@@ -81,6 +81,23 @@ pub trait Handler: Send + Sync + 'static {
     fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> + Send {
         async move { notification.report_unhandled("no handler for notifications") }
     }
+
+    /// The forwarding path, for routers (a conductor, a proxy): offered every notification
+    /// (but `$/cancel_request`) as it is read, borrowed from the line, before it becomes an
+    /// [`IncomingNotification`]. Return `true` when it was taken care of, typically queued
+    /// on another connection with [`ConnectionHandle::try_notify_raw`] or
+    /// [`ConnectionHandle::try_notify_wrapped`]: it is then never decoded or copied, and
+    /// [`notification`](Self::notification) is not called for it. Return `false` to have it
+    /// handled as usual: it must then not have been acted on. The default returns `false`.
+    ///
+    /// It runs inside the connection's driver and must not block. It runs after every
+    /// earlier request's handler started (was polled once) and before any later message is
+    /// read, so a router keeps arrival order by forwarding here only when nothing earlier
+    /// waits to be forwarded.
+    fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
+        let _ = notification;
+        false
+    }
 }
 
 /// [`Handler`] for single-threaded code: the same contract, but neither
@@ -100,6 +117,12 @@ pub trait LocalHandler: 'static {
     fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> {
         async move { notification.report_unhandled("no handler for notifications") }
     }
+
+    /// The forwarding path; see [`Handler::forward_notification`].
+    fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
+        let _ = notification;
+        false
+    }
 }
 
 impl<H: Handler> LocalHandler for H {
@@ -109,6 +132,10 @@ impl<H: Handler> LocalHandler for H {
 
     fn notification(&self, notification: IncomingNotification) -> impl Future<Output = ()> {
         Handler::notification(self, notification)
+    }
+
+    fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
+        Handler::forward_notification(self, notification)
     }
 }
 
@@ -169,6 +196,33 @@ impl fmt::Debug for IncomingRequest {
             .field("method", &self.request.method)
             .field("params", &self.request.params)
             .finish_non_exhaustive()
+    }
+}
+
+/// A notification from the peer as the forwarding path sees it
+/// ([`Handler::forward_notification`]): its method and params borrowed from the line just read,
+/// which the connection's scan validated, so they can be passed on without reading them again.
+#[derive(Debug, Clone, Copy)]
+pub struct RawNotification<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) params: Option<&'a RawValue>,
+    pub(crate) connection: &'a ConnectionHandle,
+}
+
+impl<'a> RawNotification<'a> {
+    /// The method called.
+    pub fn method(&self) -> &'a str {
+        self.method
+    }
+
+    /// The params as raw JSON (`null` included); `None` when absent.
+    pub fn raw_params(&self) -> Option<&'a RawValue> {
+        self.params
+    }
+
+    /// The connection the notification came from.
+    pub fn connection(&self) -> &'a ConnectionHandle {
+        self.connection
     }
 }
 

@@ -42,6 +42,7 @@ mod write;
 pub use envelope::{Envelope, envelope};
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;
+pub(crate) use raw::write_inner_message;
 pub(crate) use read::{present_borrowed, present_owned, skip_ws};
 pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};

@@ -239,7 +239,9 @@ pub use connection::{
     ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture, RequestFuture,
 };
 pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, ResponseError, excerpt};
-pub use handler::{Handler, IncomingNotification, IncomingRequest, LocalHandler, Responder};
+pub use handler::{
+    Handler, IncomingNotification, IncomingRequest, LocalHandler, RawNotification, Responder,
+};
 pub use handoff::Handoff;
 pub use id::RequestId;
 pub use latch::{Latch, LatchListener, Waiter};

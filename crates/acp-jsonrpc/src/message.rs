@@ -13,6 +13,7 @@ mod decode;
 
 use decode::decode;
 pub use decode::{DecodeError, DecodeErrorKind};
+pub(crate) use decode::{Lent, decode_lent};
 
 /// One JSON-RPC 2.0 message.
 ///
@@ -335,6 +336,23 @@ pub(crate) fn encode_raw_notification(out: &mut Vec<u8>, method: &str, params: O
     let start = out.len();
     write_notification_head(out, method);
     write_raw_params(out, params);
+    end_line(out, start);
+}
+
+/// Appends the notification `outer` whose params carry the message `inner` with `params`
+/// (`{"method":inner,"params":…}`, as ACP's `proxy/successor` does), spliced in one pass:
+/// the same line as `encode_raw_notification(out, outer, Some(&inner_message(inner, params)))`
+/// without the intermediate copy.
+pub(crate) fn encode_wrapped_notification(
+    out: &mut Vec<u8>,
+    outer: &str,
+    inner: &str,
+    params: Option<&RawValue>,
+) {
+    let start = out.len();
+    write_notification_head(out, outer);
+    out.extend_from_slice(br#","params":"#);
+    json::write_inner_message(out, inner, params);
     end_line(out, start);
 }
 

@@ -90,6 +90,12 @@ mod on {
 
         /// A message was read (`bytes`: the line without its `\n`). For a
         /// request, returns its span, which its handler runs in.
+        /// A notification read (whether forwarded as it is or handled).
+        pub(crate) fn notification_received(&self, method: &str, bytes: usize) {
+            tracing::debug!(target: TARGET, parent: &self.span, direction = "in",
+                kind = "notification", method, bytes, "received");
+        }
+
         pub(crate) fn received(&self, message: &Message, bytes: usize) -> IncomingTrace {
             match message {
                 Message::Request(request) => {
@@ -105,9 +111,7 @@ mod on {
                     }
                 }
                 Message::Notification(notification) => {
-                    tracing::debug!(target: TARGET, parent: &self.span, direction = "in",
-                        kind = "notification", method = notification.method.as_str(), bytes,
-                        "received");
+                    self.notification_received(&notification.method, bytes);
                     IncomingTrace::default()
                 }
                 Message::Response(response) => {
@@ -278,6 +282,9 @@ mod off {
         pub(crate) fn received(&self, _: &Message, _: usize) -> IncomingTrace {
             IncomingTrace
         }
+
+        #[inline(always)]
+        pub(crate) fn notification_received(&self, _: &str, _: usize) {}
 
         #[inline(always)]
         pub(crate) fn request_sent(&self, _: OutgoingTrace, _: i64, _: usize) {}

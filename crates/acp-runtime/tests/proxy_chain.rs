@@ -424,3 +424,58 @@ fn a_chain_in_proxy_mode_is_initialized_as_a_proxy() {
         assert_eq!(update["params"]["sessionId"], "s", "{update}");
     }));
 }
+
+/// A proxy that intercepts one notification pays for that one only: the others take the
+/// forwarding path as bytes, and the two kinds still reach the agent in the order the client
+/// sent them (the hooked one marked by its hook, so that the test sees which way it went).
+#[test]
+fn a_hooked_notification_keeps_its_place_among_forwarded_ones() {
+    smol::block_on(within("mixed notifications", async {
+        let hooked = Arc::new(Mutex::new(0usize));
+        let counted = hooked.clone();
+        let marker = Proxy::builder()
+            .on_client_notification(move |cx: ProxyContext, cancel: CancelNotification| {
+                *counted.lock().unwrap() += 1;
+                async move {
+                    let marked: CancelNotification = serde_json::from_value(
+                        json!({"sessionId": format!("hooked-{}", cancel.session_id)}),
+                    )
+                    .unwrap();
+                    cx.successor().notify(&marked).await
+                }
+            })
+            .build();
+        let (mut client, conductor_end) = RawPeer::new();
+        let (mut agent, agent_end) = RawPeer::new();
+        let components = vec![
+            proxy_component("first", Proxy::pass_through()),
+            proxy_component("marker", marker),
+            Component::streams("raw agent", agent_end.reader, agent_end.writer),
+        ];
+        smol::spawn(Conductor::new(components).run(conductor_end.reader, conductor_end.writer))
+            .detach();
+        initialize_raw(&mut client, &mut agent, 1).await;
+        for i in 0..40 {
+            if i % 3 == 0 {
+                client
+                    .send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": format!("s{i}")}}))
+                    .await;
+            } else {
+                client
+                    .send(json!({"jsonrpc": "2.0", "method": "_note", "params": {"i": i}}))
+                    .await;
+            }
+        }
+        for i in 0..40 {
+            let got = agent.recv().await;
+            if i % 3 == 0 {
+                assert_eq!(got["method"], "session/cancel", "{got}");
+                assert_eq!(got["params"]["sessionId"], format!("hooked-s{i}"), "{got}");
+            } else {
+                assert_eq!(got["method"], "_note", "{got}");
+                assert_eq!(got["params"]["i"], i, "{got}");
+            }
+        }
+        assert_eq!(*hooked.lock().unwrap(), 14);
+    }));
+}

@@ -47,23 +47,29 @@ pub fn inner_message(method: &str, params: Option<&RawValue>) -> Box<RawValue> {
 }
 
 fn spliced(method: &str, params: Option<&RawValue>) -> String {
-    let params = params.map(RawValue::get);
     // One allocation of the exact size (unless the method needs escapes), which the boxed
     // `RawValue` then keeps without shrinking: `{"method":"…"` + `,"params":…` + `}`.
-    let exact = 12 + method.len() + params.map_or(0, |params| 10 + params.len()) + 1;
-    let mut head = Vec::with_capacity(exact);
-    head.extend_from_slice(br#"{"method":"#);
-    write_str(&mut head, method);
-    // The head is ASCII punctuation around a string the writer escaped from a `&str`: it is
-    // always UTF-8 (checking its few bytes is cheaper than the lossy walk).
-    let mut text = String::from_utf8(head)
-        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+    let exact = 12 + method.len() + params.map_or(0, |params| 10 + params.get().len()) + 1;
+    let mut text = Vec::with_capacity(exact);
+    write_inner_message(&mut text, method, params);
+    // ASCII punctuation around a string the writer escaped from a `&str` and params that are
+    // a `&str`: always UTF-8.
+    String::from_utf8(text)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+/// Appends `{"method":…,"params":…}` (`params` left out when `None`) to `out`: the one
+/// place that spells a message carried inside another's params, for [`inner_message`] and
+/// for the connection's wrapped notifications, which splice it straight into the outgoing
+/// line.
+pub(crate) fn write_inner_message(out: &mut Vec<u8>, method: &str, params: Option<&RawValue>) {
+    out.extend_from_slice(br#"{"method":"#);
+    write_str(out, method);
     if let Some(params) = params {
-        text.push_str(r#","params":"#);
-        text.push_str(params);
+        out.extend_from_slice(br#","params":"#);
+        out.extend_from_slice(params.get().as_bytes());
     }
-    text.push('}');
-    text
+    out.push(b'}');
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use acp_jsonrpc::{
-    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RequestError, Responder,
-    ResponseError,
+    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RawNotification,
+    RequestError, Responder, ResponseError,
 };
 use acp_types::ProtocolVersion;
 use futures_lite::FutureExt;
@@ -410,6 +410,45 @@ impl HopDispatch {
     }
 }
 
+impl HopDispatch {
+    /// The forwarding path: queues `notification` on its next hop at once, as bytes, when
+    /// nothing earlier from this connection waits to be forwarded and the next hop has room;
+    /// anything else (an error to report, a full queue) goes the way of
+    /// [`forward_notification`](Self::forward_notification), which the connection then calls.
+    fn forward_now(&self, notification: &RawNotification<'_>) -> bool {
+        if !self.order.is_idle() {
+            return false;
+        }
+        let Some(Ok(chain)) = self.shared.chain.get() else {
+            return false;
+        };
+        let method = notification.method();
+        let envelope = match method {
+            PROXY_SUCCESSOR if self.opens_envelopes() => match open(notification.raw_params()) {
+                Ok(envelope) => Some(envelope),
+                Err(_) => return false,
+            },
+            _ => None,
+        };
+        let inner = envelope.as_ref().map(|envelope| &*envelope.method);
+        let Ok(to) = destination(self.hop, method, inner, &chain.is_proxy) else {
+            return false;
+        };
+        let params = match &envelope {
+            Some(envelope) => envelope.params,
+            None => notification.raw_params(),
+        };
+        let Some(rpc) = self.connection(chain, to.hop) else {
+            return false;
+        };
+        if to.wrapped {
+            rpc.try_notify_wrapped(PROXY_SUCCESSOR, to.method, params)
+        } else {
+            rpc.try_notify_raw(to.method, params)
+        }
+    }
+}
+
 impl Handler for HopDispatch {
     async fn request(&self, request: IncomingRequest, mut responder: Responder) {
         #[cfg(feature = "unstable-protocol-v2")]
@@ -428,6 +467,10 @@ impl Handler for HopDispatch {
 
     async fn notification(&self, notification: IncomingNotification) {
         self.forward_notification(notification).await;
+    }
+
+    fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
+        self.forward_now(notification)
     }
 }
 

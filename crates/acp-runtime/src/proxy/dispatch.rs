@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use acp_jsonrpc::{
-    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RequestError, Responder,
-    ResponseError,
+    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RawNotification,
+    RequestError, Responder, ResponseError,
 };
 use serde_json::value::RawValue;
 
@@ -154,6 +154,30 @@ impl Handler for ProxyDispatch {
         drop(ticket);
         if let Err(error) = sent {
             notification.report_unhandled(format_args!("`{}`: {error}", routed.method));
+        }
+    }
+
+    /// The forwarding path: a notification no hook takes goes on to its neighbour at once,
+    /// as bytes, when nothing earlier waits to be forwarded and there is room; anything else
+    /// (a hook, an error to report, a full queue) goes the way of `notification`.
+    fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
+        if !self.order.is_idle() {
+            return false;
+        }
+        let Ok(routed) = route(notification.method(), notification.raw_params()) else {
+            return false;
+        };
+        let hooked = self
+            .proxy
+            .notifications
+            .contains_key(&(routed.from, &*routed.method));
+        if hooked {
+            return false;
+        }
+        let rpc = notification.connection();
+        match routed.from {
+            From::Client => rpc.try_notify_wrapped(PROXY_SUCCESSOR, &routed.method, routed.params),
+            From::Agent => rpc.try_notify_raw(&routed.method, routed.params),
         }
     }
 }

@@ -37,6 +37,13 @@ fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl Order {
+    /// Whether every ticket taken was forwarded or given up: a message may then be forwarded
+    /// at once, without a ticket, and still keeps its place (the forwarding path).
+    pub(crate) fn is_idle(&self) -> bool {
+        let state = lock(&self.state);
+        state.turn == state.next_ticket
+    }
+
     /// The next ticket, in arrival order: take it before the handler's first await.
     pub(crate) fn ticket(self: &Arc<Self>) -> Ticket {
         let mut state = lock(&self.state);

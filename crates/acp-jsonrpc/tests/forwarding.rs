@@ -1,0 +1,290 @@
+//! The forwarding path (`Handler::forward_notification`): a router connection that passes
+//! every notification on to a second connection delivers byte-identical lines, in order,
+//! whichever way each one went (forwarded as bytes, or through the handler when the next
+//! hop's queue was full or the line was one only the full decode reads).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use acp_jsonrpc::json::inner_message;
+use acp_jsonrpc::memory::{self, PipeReader};
+use acp_jsonrpc::{
+    Connection, ConnectionHandle, ConnectionOptions, Handler, IncomingNotification, LineEvent,
+    LineReader, RawNotification,
+};
+use futures_lite::AsyncWriteExt;
+use proptest::prelude::*;
+use serde_json::value::RawValue;
+
+/// The router's line limit (the default is 64 MiB; the big case stays just under this).
+const LINE_LIMIT: usize = 1 << 20;
+
+/// The envelope a wrapping router puts around what it forwards.
+const ENVELOPE: &str = "proxy/successor";
+
+/// Forwards every notification to `next`, wrapped in [`ENVELOPE`] or as it is, counting
+/// which path each took.
+struct Router {
+    next: ConnectionHandle,
+    wrap: bool,
+    as_bytes: Arc<AtomicUsize>,
+    handled: Arc<AtomicUsize>,
+}
+
+impl Handler for Router {
+    async fn notification(&self, notification: IncomingNotification) {
+        self.handled.fetch_add(1, Ordering::Relaxed);
+        let (method, params) = (notification.method(), notification.raw_params());
+        let sent = if self.wrap {
+            let inner = inner_message(method, params);
+            self.next.notify_raw(ENVELOPE, Some(&inner)).await
+        } else {
+            self.next.notify_raw(method, params).await
+        };
+        sent.unwrap();
+    }
+
+    fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
+        let (method, params) = (notification.method(), notification.raw_params());
+        let queued = if self.wrap {
+            self.next.try_notify_wrapped(ENVELOPE, method, params)
+        } else {
+            self.next.try_notify_raw(method, params)
+        };
+        if queued {
+            self.as_bytes.fetch_add(1, Ordering::Relaxed);
+        }
+        queued
+    }
+}
+
+/// One notification as a peer may write it, and the line the router must write for it.
+#[derive(Debug, Clone)]
+struct Case {
+    input: String,
+    expected: String,
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "\\PC{0,12}".prop_map(Value::from),
+        Just(Value::from(
+            "quotes \" backslash \\ newline \n tab \t \u{1} é 😀"
+        )),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-zA-Z_\"\\\\]{1,6}", inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+fn case(wrap: bool) -> impl Strategy<Value = Case> {
+    let method = prop_oneof![
+        Just("session/update".to_owned()),
+        "[a-z/_]{1,12}",
+        "\\PC{0,8}",
+        Just("quote\"back\\slash\u{7}".to_owned()),
+    ];
+    // How the peer spells it: compact, spaced params, the members in another order, or an
+    // escaped solidus in the method (which only the full decode reads).
+    (method, prop::option::of(json_value()), 0..4u8).prop_map(move |(method, params, spelling)| {
+        let quoted = serde_json::to_string(&method).unwrap();
+        let compact = params.as_ref().map(|p| serde_json::to_string(p).unwrap());
+        let raw = match (spelling, &params) {
+            (1, Some(p)) => Some(
+                serde_json::to_string_pretty(p)
+                    .unwrap()
+                    .replace('\n', " \t"),
+            ),
+            _ => compact.clone(),
+        };
+        let members = |method: &str| match &raw {
+            Some(raw) => format!(r#""method":{method},"params":{raw}"#),
+            None => format!(r#""method":{method}"#),
+        };
+        let input = match spelling {
+            2 => format!(r#"{{{},"jsonrpc":"2.0"}}"#, members(&quoted)),
+            3 => format!(
+                r#"{{"jsonrpc":"2.0",{}}}"#,
+                members(&quoted.replace('/', "\\/"))
+            ),
+            _ => format!(r#"{{"jsonrpc":"2.0",{}}}"#, members(&quoted)),
+        };
+        let params = raw.map(|raw| RawValue::from_string(raw).unwrap());
+        let expected = if wrap {
+            let inner = inner_message(&method, params.as_deref());
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"{ENVELOPE}","params":{}}}"#,
+                inner.get()
+            )
+        } else {
+            match &params {
+                Some(params) => format!(
+                    r#"{{"jsonrpc":"2.0","method":{quoted},"params":{}}}"#,
+                    params.get()
+                ),
+                None => format!(r#"{{"jsonrpc":"2.0","method":{quoted}}}"#),
+            }
+        };
+        Case { input, expected }
+    })
+}
+
+/// Sends `cases` through a router (its next hop's queue `capacity` messages deep) and
+/// returns the lines that came out, and how many went each way.
+fn route(cases: &[Case], wrap: bool, capacity: usize) -> (Vec<String>, usize, usize) {
+    let (source, router_in) = memory::pair(4096);
+    let (router_out, sink) = memory::pair(4096);
+    let options = ConnectionOptions::default()
+        .with_outgoing_capacity(capacity)
+        .with_max_line_length(LINE_LIMIT);
+    let (next, next_driver) =
+        Connection::new(router_out.reader, router_out.writer, (), options.clone());
+    let as_bytes = Arc::new(AtomicUsize::new(0));
+    let handled = Arc::new(AtomicUsize::new(0));
+    let router = Router {
+        next: next.clone(),
+        wrap,
+        as_bytes: as_bytes.clone(),
+        handled: handled.clone(),
+    };
+    let (_router, router_driver) =
+        Connection::new(router_in.reader, router_in.writer, router, options);
+    let mut input = String::new();
+    for case in cases {
+        input.push_str(&case.input);
+        input.push('\n');
+    }
+    let mut writer = source.writer;
+    let send = async move {
+        writer.write_all(input.as_bytes()).await.unwrap();
+        drop(writer);
+    };
+    let receive = read_lines(sink.reader, cases.len());
+    let lines = common::run(async {
+        let routing = async {
+            let (routed, ()) = futures_lite::future::zip(router_driver, send).await;
+            routed.unwrap();
+            // Everything routed is queued on the next hop: let it finish writing.
+            next.close();
+        };
+        let ((lines, ()), written) =
+            futures_lite::future::zip(futures_lite::future::zip(receive, routing), next_driver)
+                .await;
+        written.unwrap();
+        lines
+    });
+    let (as_bytes, handled) = (
+        as_bytes.load(Ordering::Relaxed),
+        handled.load(Ordering::Relaxed),
+    );
+    (lines, as_bytes, handled)
+}
+
+async fn read_lines(reader: PipeReader, count: usize) -> Vec<String> {
+    let mut reader = LineReader::with_max_line_length(reader, usize::MAX);
+    let mut lines = Vec::new();
+    while let Some(event) = reader.read_line().await.unwrap() {
+        match event {
+            LineEvent::Line(line) => lines.push(String::from_utf8(line.to_vec()).unwrap()),
+            LineEvent::TooLong { .. } => unreachable!("no limit"),
+        }
+    }
+    assert_eq!(lines.len(), count, "every line once");
+    lines
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn forwarded_lines_are_byte_identical_and_in_order(
+        wrap in any::<bool>(),
+        cases in prop::collection::vec(any::<bool>(), 1..60)
+            .prop_flat_map(|wraps| wraps.into_iter().map(|_| case(false)).collect::<Vec<_>>()),
+        capacity in prop_oneof![Just(1usize), Just(4), Just(1024)],
+    ) {
+        let cases: Vec<Case> = if wrap {
+            // The same inputs, expected wrapped.
+            cases.into_iter().map(rewrap).collect()
+        } else {
+            cases
+        };
+        let (lines, as_bytes, handled) = route(&cases, wrap, capacity);
+        let expected: Vec<&str> = cases.iter().map(|case| case.expected.as_str()).collect();
+        prop_assert_eq!(lines, expected);
+        prop_assert_eq!(as_bytes + handled, cases.len());
+    }
+}
+
+/// A case's expected line when the router wraps it.
+fn rewrap(case: Case) -> Case {
+    let unwrapped: serde_json::Value = serde_json::from_str(&case.expected).unwrap();
+    let method = unwrapped["method"].as_str().unwrap();
+    let at = case.expected.find(r#","params":"#);
+    let params = at.map(|at| {
+        let raw = &case.expected[at + r#","params":"#.len()..case.expected.len() - 1];
+        RawValue::from_string(raw.to_owned()).unwrap()
+    });
+    let inner = inner_message(method, params.as_deref());
+    Case {
+        input: case.input,
+        expected: format!(
+            r#"{{"jsonrpc":"2.0","method":"{ENVELOPE}","params":{}}}"#,
+            inner.get()
+        ),
+    }
+}
+
+/// Most notifications take the forwarding path when the next hop has room; plain ones are
+/// never copied through a handler.
+#[test]
+fn plain_notifications_go_as_bytes() {
+    let cases: Vec<Case> = (0..200)
+        .map(|n| {
+            let line = format!(r#"{{"jsonrpc":"2.0","method":"tick","params":{{"n":{n}}}}}"#);
+            Case {
+                input: line.clone(),
+                expected: line,
+            }
+        })
+        .collect();
+    let (lines, as_bytes, handled) = route(&cases, false, 1024);
+    assert_eq!(lines.len(), 200);
+    assert_eq!((as_bytes, handled), (200, 0));
+}
+
+/// Lines near the connection's line limit go through whole, either way.
+#[test]
+fn big_lines_near_the_limit_go_through_whole() {
+    let limit = LINE_LIMIT;
+    let text = format!("{}\\\"é\\n", "x".repeat(limit - 256));
+    let cases: Vec<Case> = (0..3)
+        .map(|n| {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","method":"big","params":{{"n":{n},"t":"{text}"}}}}"#);
+            assert!(line.len() < limit);
+            Case {
+                input: line.clone(),
+                expected: line,
+            }
+        })
+        .collect();
+    for capacity in [1, 1024] {
+        let (lines, as_bytes, handled) = route(&cases, false, capacity);
+        assert!(lines == cases.iter().map(|c| c.expected.clone()).collect::<Vec<_>>());
+        assert_eq!(as_bytes + handled, 3);
+    }
+}
