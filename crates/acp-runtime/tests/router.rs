@@ -98,6 +98,26 @@ impl v2::Agent for V2Echo {
     }
 }
 
+/// A v2 agent with the default `initialize` (which advertises sessions) and one session.
+struct V2Sessions;
+
+impl v2::Agent for V2Sessions {
+    async fn new_session(
+        &self,
+        _: wire::NewSessionRequest,
+        _: &v2::Client,
+    ) -> Result<wire::NewSessionResponse> {
+        Ok(wire::NewSessionResponse::new("s1"))
+    }
+    async fn prompt(
+        &self,
+        _: wire::PromptRequest,
+        _: v2::Turn,
+    ) -> Result<wire::IdleStateUpdateKind> {
+        Ok(wire::IdleStateUpdateKind::EndTurn)
+    }
+}
+
 /// Sends `lines` to a router over real pipes, closes its input, and gives back every line it
 /// wrote, in order, until it closed its output.
 fn exchange<V1, V2>(router: acp_runtime::router::Router<V1, V2>, lines: &[&str]) -> String
@@ -295,4 +315,105 @@ fn the_v2_side_refuses_null_request_ids_and_v1_does_not() {
 fn closing_before_initialize_ends_the_connection_quietly() {
     assert_eq!(exchange(both(), &[]), "");
     assert_eq!(exchange(both(), &[r#"{"jsonrpc":"2.0","method":"x"}"#]), "");
+}
+
+/// A connection served by a router over real pipes, kept open: lines go in one at a time and
+/// each answer is read as it comes.
+struct Live {
+    to_agent: std::io::PipeWriter,
+    from_agent: std::io::BufReader<std::io::PipeReader>,
+    served: std::thread::JoinHandle<()>,
+}
+
+impl Live {
+    fn open<V1, V2>(router: acp_runtime::router::Router<V1, V2>) -> Self
+    where
+        V1: acp_runtime::router::V1Side,
+        V2: acp_runtime::router::V2Side,
+    {
+        let (agent_in, to_agent) = std::io::pipe().unwrap();
+        let (from_agent, agent_out) = std::io::pipe().unwrap();
+        let served = std::thread::spawn(move || {
+            let reader = BufReader::new(Unblock::new(agent_in));
+            future::block_on(router.serve(reader, Unblock::new(agent_out))).unwrap();
+        });
+        let from_agent = std::io::BufReader::new(from_agent);
+        Live {
+            to_agent,
+            from_agent,
+            served,
+        }
+    }
+
+    /// Sends `line` and gives back the answer to request `id` (skipping notifications).
+    fn ask(&mut self, id: u64, line: &str) -> serde_json::Value {
+        use std::io::{BufRead, Write};
+        writeln!(self.to_agent, "{line}").unwrap();
+        loop {
+            let mut answer = String::new();
+            assert_ne!(self.from_agent.read_line(&mut answer).unwrap(), 0, "closed");
+            let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    }
+
+    /// Closes the connection and waits until it is over.
+    fn close(self) {
+        drop(self.to_agent);
+        std::io::Read::read_to_end(&mut self.from_agent.into_inner(), &mut Vec::new()).unwrap();
+        self.served.join().unwrap();
+    }
+}
+
+/// v1 and v2 sessions hold one shared session budget (a server's memory ceiling) together: a
+/// v2 session past it is refused as a v1 one is, with the same error, and a connection that
+/// ends gives its sessions' part back.
+#[test]
+fn v1_and_v2_sessions_share_the_session_budget_and_are_refused_alike() {
+    // What one session with no servers in `/tmp` costs (its entry, `cwd`, `[]`): v1 keeps
+    // 512 bytes beside them, v2 also its idempotency keys.
+    const V1_SESSION: usize = 512 + 4 + 2;
+    const V2_SESSION: usize = 512 + 256 * 64 + 4 + 2;
+    let shared = acp_jsonrpc::ByteBudget::new(V1_SESSION + V2_SESSION);
+    let options = AgentOptions::default().with_shared_session_budget(shared.clone());
+    let sharing = || {
+        acp_runtime::router::router()
+            .with_v1(V1Agent)
+            .with_v2(V2Sessions)
+            .with_v1_options(options.clone())
+            .with_v2_options(options.clone())
+    };
+    let new = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#
+        )
+    };
+    let mut v1 = Live::open(sharing());
+    v1.ask(1, INIT_V1);
+    assert!(v1.ask(2, &new(2))["result"].is_object());
+    let mut v2 = Live::open(sharing());
+    v2.ask(1, INIT_V2);
+    assert!(v2.ask(2, &new(2))["result"].is_object());
+    assert_eq!(shared.used(), V1_SESSION + V2_SESSION);
+    let v2_refused = v2.ask(3, &new(3));
+    let v1_refused = v1.ask(3, &new(3));
+    let full = V1_SESSION + V2_SESSION;
+    let refusal = |bytes: usize| {
+        serde_json::json!({
+            "code": -32602,
+            "message": format!("the server's sessions keep too many bytes ({full} of its {full}) for one more of {bytes} bytes on this connection; close one first"),
+        })
+    };
+    assert_eq!(v1_refused["error"], refusal(V1_SESSION), "{v1_refused}");
+    assert_eq!(v2_refused["error"], refusal(V2_SESSION), "{v2_refused}");
+    v2.close();
+    assert_eq!(
+        shared.used(),
+        V1_SESSION,
+        "the ended v2 connection gave its part back"
+    );
+    v1.close();
+    assert_eq!(shared.used(), 0);
 }

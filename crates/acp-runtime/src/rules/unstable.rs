@@ -61,7 +61,11 @@ pub(crate) fn session_update(
 /// the method at all is [`agent_method`](super::agent_method)'s.
 #[cfg(feature = "unstable-session-options")]
 pub(crate) fn session_options(request: &SessionOptionsRequest, caps: &AgentCapabilities) -> Rule {
-    super::absolute_cwd(&request.cwd, request.additional_directories.as_deref())?;
+    let additional = request
+        .additional_directories
+        .as_deref()
+        .unwrap_or_default();
+    super::absolute_cwd(&request.cwd, additional)?;
     if request.session_id.is_some()
         && !caps.load_session
         && caps.session_capabilities.resume.is_none()
