@@ -3,40 +3,17 @@
 //! that shows the `initialize` that reached it.
 #![cfg(feature = "unstable-protocol-v2")]
 
+mod common;
+
 use acp_runtime::acp_jsonrpc::{LineEvent, LineReader};
 use acp_runtime::acp_types::v2 as wire;
 use acp_runtime::agent::v2;
 use acp_runtime::prelude::*;
+use common::pipes::PipePeer;
+use common::versions::{V1Agent, V2Agent};
 use futures_lite::future;
 use futures_lite::io::BufReader;
 use smol::Unblock;
-
-/// A v1 agent that names the client it met in its answer's `agentInfo`.
-struct V1Agent;
-
-impl Agent for V1Agent {
-    async fn initialize(
-        &self,
-        request: InitializeRequest,
-        _: &ClientHandle,
-    ) -> Result<InitializeResponse> {
-        let met = request
-            .client_info
-            .map_or("nobody".to_owned(), |info| info.name);
-        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
-            .with_agent_info(Implementation::new(format!("v1 met {met}"), "1.0")))
-    }
-    async fn new_session(
-        &self,
-        _: NewSessionRequest,
-        _: &ClientHandle,
-    ) -> Result<NewSessionResponse> {
-        Ok(NewSessionResponse::new("s1"))
-    }
-    async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
-        Ok(PromptResponse::new(StopReason::EndTurn))
-    }
-}
 
 /// A v1 agent that shows the capabilities the client advertised, as it decoded them, in its
 /// answer's `agentInfo.title`.
@@ -82,26 +59,6 @@ impl v2::Agent for V2Echo {
             info.with_title(seen),
         ))
     }
-    async fn new_session(
-        &self,
-        _: wire::NewSessionRequest,
-        _: &v2::Client,
-    ) -> Result<wire::NewSessionResponse> {
-        Ok(wire::NewSessionResponse::new("s1"))
-    }
-    async fn prompt(
-        &self,
-        _: wire::PromptRequest,
-        _: v2::Turn,
-    ) -> Result<wire::IdleStateUpdateKind> {
-        Ok(wire::IdleStateUpdateKind::EndTurn)
-    }
-}
-
-/// A v2 agent with the default `initialize` (which advertises sessions) and one session.
-struct V2Sessions;
-
-impl v2::Agent for V2Sessions {
     async fn new_session(
         &self,
         _: wire::NewSessionRequest,
@@ -317,56 +274,6 @@ fn closing_before_initialize_ends_the_connection_quietly() {
     assert_eq!(exchange(both(), &[r#"{"jsonrpc":"2.0","method":"x"}"#]), "");
 }
 
-/// A connection served by a router over real pipes, kept open: lines go in one at a time and
-/// each answer is read as it comes.
-struct Live {
-    to_agent: std::io::PipeWriter,
-    from_agent: std::io::BufReader<std::io::PipeReader>,
-    served: std::thread::JoinHandle<()>,
-}
-
-impl Live {
-    fn open<V1, V2>(router: acp_runtime::router::Router<V1, V2>) -> Self
-    where
-        V1: acp_runtime::router::V1Side,
-        V2: acp_runtime::router::V2Side,
-    {
-        let (agent_in, to_agent) = std::io::pipe().unwrap();
-        let (from_agent, agent_out) = std::io::pipe().unwrap();
-        let served = std::thread::spawn(move || {
-            let reader = BufReader::new(Unblock::new(agent_in));
-            future::block_on(router.serve(reader, Unblock::new(agent_out))).unwrap();
-        });
-        let from_agent = std::io::BufReader::new(from_agent);
-        Live {
-            to_agent,
-            from_agent,
-            served,
-        }
-    }
-
-    /// Sends `line` and gives back the answer to request `id` (skipping notifications).
-    fn ask(&mut self, id: u64, line: &str) -> serde_json::Value {
-        use std::io::{BufRead, Write};
-        writeln!(self.to_agent, "{line}").unwrap();
-        loop {
-            let mut answer = String::new();
-            assert_ne!(self.from_agent.read_line(&mut answer).unwrap(), 0, "closed");
-            let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
-            if answer["id"] == id {
-                return answer;
-            }
-        }
-    }
-
-    /// Closes the connection and waits until it is over.
-    fn close(self) {
-        drop(self.to_agent);
-        std::io::Read::read_to_end(&mut self.from_agent.into_inner(), &mut Vec::new()).unwrap();
-        self.served.join().unwrap();
-    }
-}
-
 /// v1 and v2 sessions hold one shared session budget (a server's memory ceiling) together: a
 /// v2 session past it is refused as a v1 one is, with the same error, and a connection that
 /// ends gives its sessions' part back.
@@ -381,7 +288,7 @@ fn v1_and_v2_sessions_share_the_session_budget_and_are_refused_alike() {
     let sharing = || {
         acp_runtime::router::router()
             .with_v1(V1Agent)
-            .with_v2(V2Sessions)
+            .with_v2(V2Agent)
             .with_v1_options(options.clone())
             .with_v2_options(options.clone())
     };
@@ -390,10 +297,13 @@ fn v1_and_v2_sessions_share_the_session_budget_and_are_refused_alike() {
             r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#
         )
     };
-    let mut v1 = Live::open(sharing());
+    let serving = |router: acp_runtime::router::Router<V1Agent, V2Agent>| {
+        PipePeer::new(move |reader, writer| future::block_on(router.serve(reader, writer)).unwrap())
+    };
+    let mut v1 = serving(sharing());
     v1.ask(1, INIT_V1);
     assert!(v1.ask(2, &new(2))["result"].is_object());
-    let mut v2 = Live::open(sharing());
+    let mut v2 = serving(sharing());
     v2.ask(1, INIT_V2);
     assert!(v2.ask(2, &new(2))["result"].is_object());
     assert_eq!(shared.used(), V1_SESSION + V2_SESSION);
@@ -408,12 +318,12 @@ fn v1_and_v2_sessions_share_the_session_budget_and_are_refused_alike() {
     };
     assert_eq!(v1_refused["error"], refusal(V1_SESSION), "{v1_refused}");
     assert_eq!(v2_refused["error"], refusal(V2_SESSION), "{v2_refused}");
-    v2.close();
+    drop(v2);
     assert_eq!(
         shared.used(),
         V1_SESSION,
         "the ended v2 connection gave its part back"
     );
-    v1.close();
+    drop(v1);
     assert_eq!(shared.used(), 0);
 }
