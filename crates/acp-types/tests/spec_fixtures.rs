@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+// The generated strategies serve the proptest suites too; this test uses a part of them, so
+// some of their (generated) imports go unused here, and generated code is not edited by hand.
 #[cfg(not(feature = "unstable"))]
 #[path = "generated/stable_strategies.rs"]
 #[allow(unused_imports)]

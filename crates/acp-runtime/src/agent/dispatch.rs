@@ -531,11 +531,10 @@ impl<A: Agent> AgentDispatch<A> {
 /// The answer to a turn the client cancelled: `cancelled`, with the token usage the agent
 /// reported for it (feature `unstable-end-turn-usage`).
 pub(super) fn cancelled(result: &Result<PromptResponse>) -> PromptResponse {
-    #[allow(unused_mut, reason = "set with unstable-end-turn-usage")]
-    let mut response = PromptResponse::new(StopReason::Cancelled);
+    let response = PromptResponse::new(StopReason::Cancelled);
     #[cfg(feature = "unstable-end-turn-usage")]
-    {
-        response.usage = result.as_ref().ok().and_then(|r| r.usage.clone());
+    if let Some(usage) = result.as_ref().ok().and_then(|r| r.usage.clone()) {
+        return response.with_usage(usage);
     }
     #[cfg(not(feature = "unstable-end-turn-usage"))]
     let _ = result;
