@@ -1,6 +1,7 @@
 //! What the resumption tests over HTTP (`resume.rs`) and WebSocket (`ws_resume.rs`) share:
 //! an agent that streams numbered chunks and counts the prompts it ran, the turn that checks
-//! them arrive once and in order, and a seeded generator for where to cut.
+//! them arrive once and in order, and a seeded generator for where to cut; and the turn's
+//! message texts, which the bridge and silence tests check too.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -80,7 +81,15 @@ impl Rng {
 /// One prompt to the streamer: its `CHUNKS` numbered chunks arrive each once, in order, and
 /// the turn ends normally.
 pub async fn numbered_turn(session: &Session, round: usize) {
-    let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
+    let texts = message_texts(session, &round.to_string()).await;
+    let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
+    assert_eq!(texts, expected, "round {round}");
+}
+
+/// Prompts `text` and gives back the texts of the agent's message chunks, in order, once the
+/// turn ended normally.
+pub async fn message_texts(session: &Session, text: &str) -> Vec<String> {
+    let mut turn = within("prompt", session.prompt(vec![text.into()]))
         .await
         .unwrap();
     let mut texts = Vec::new();
@@ -91,6 +100,5 @@ pub async fn numbered_turn(session: &Session, round: usize) {
     }
     let end = within("the end of the turn", turn.end()).await.unwrap();
     assert_eq!(end.stop_reason, StopReason::EndTurn);
-    let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
-    assert_eq!(texts, expected, "round {round}");
+    texts
 }
