@@ -8,18 +8,6 @@ use std::path::Path;
 
 use acp_types::*;
 
-// Every feature but the update-only ones (cursors, prompt suggestions) adds calls.
-#[cfg(any(
-    feature = "unstable-session-fork",
-    feature = "unstable-session-archive",
-    feature = "unstable-session-status",
-    feature = "unstable-session-title",
-    feature = "unstable-providers",
-    feature = "unstable-auth-status",
-    feature = "unstable-mcp-over-acp",
-    feature = "unstable-session-options",
-))]
-use super::handle::AgentHandle;
 #[cfg(feature = "unstable-session-fork")]
 use super::session::Opened;
 #[cfg(any(
@@ -34,6 +22,15 @@ use super::session::Session;
 #[cfg(feature = "unstable-session-cursors")]
 use super::unstable_state::SessionCursor;
 #[cfg(any(
+    feature = "unstable-session-options",
+    all(
+        feature = "unstable-session-cursors",
+        feature = "unstable-session-fork"
+    )
+))]
+use crate::rules;
+// Every feature but the update-only ones (cursors, prompt suggestions) adds calls.
+#[cfg(any(
     feature = "unstable-session-fork",
     feature = "unstable-session-archive",
     feature = "unstable-session-status",
@@ -43,15 +40,7 @@ use super::unstable_state::SessionCursor;
     feature = "unstable-mcp-over-acp",
     feature = "unstable-session-options",
 ))]
-use crate::error::Result;
-#[cfg(any(
-    feature = "unstable-session-options",
-    all(
-        feature = "unstable-session-cursors",
-        feature = "unstable-session-fork"
-    )
-))]
-use crate::rules;
+use {super::handle::AgentHandle, crate::error::Result};
 
 #[cfg(feature = "unstable-session-fork")]
 impl AgentHandle {
