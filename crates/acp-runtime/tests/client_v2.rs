@@ -4,66 +4,20 @@
 //! proptest).
 #![cfg(feature = "unstable-protocol-v2")]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::Result;
 use acp_runtime::acp_types::Patch;
 use acp_runtime::acp_types::v2::*;
-use acp_runtime::agent::v2::{self as agent_v2, Turn};
+use acp_runtime::agent::v2 as agent_v2;
 use acp_runtime::client::v2::{self, Author, Conversation, State};
 use acp_runtime::prelude::AgentOptions;
+use common::versions::V2Asking;
 use futures_lite::future;
 use proptest::prelude::*;
 use smol::Unblock;
-
-struct TestAgent;
-
-impl agent_v2::Agent for TestAgent {
-    async fn new_session(
-        &self,
-        _: NewSessionRequest,
-        _: &agent_v2::Client,
-    ) -> Result<NewSessionResponse> {
-        Ok(NewSessionResponse::new("s1"))
-    }
-
-    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<IdleStateUpdateKind> {
-        let wait =
-            matches!(request.prompt.first(), Some(ContentBlock::Text(t)) if t.text == "wait");
-        if wait {
-            turn.cancelled().await;
-            return Ok(IdleStateUpdateKind::EndTurn);
-        }
-        turn.say("hi ").await?;
-        let call = ToolCallId::new("c1");
-        turn.tool_call(
-            ToolCallUpdate::new(call.clone())
-                .with_title("Look")
-                .with_status(ToolCallStatus::Pending),
-        )
-        .await?;
-        let options = vec![PermissionOption::new(
-            "yes",
-            "Yes",
-            PermissionOptionKind::AllowOnce,
-        )];
-        let outcome = turn
-            .request_permission(RequestPermissionRequest::new(
-                turn.session().id().clone(),
-                "Look?",
-                options,
-            ))
-            .await?;
-        let status = match outcome {
-            RequestPermissionOutcome::Selected(_) => ToolCallStatus::Completed,
-            _ => ToolCallStatus::Failed,
-        };
-        turn.tool_call(ToolCallUpdate::new(call).with_status(status))
-            .await?;
-        turn.say("there").await?;
-        Ok(IdleStateUpdateKind::EndTurn)
-    }
-}
 
 /// Allows every permission request and keeps the conversation.
 #[derive(Default, Clone)]
@@ -92,7 +46,7 @@ fn connected(client: Keeps) -> (v2::Agent, std::thread::JoinHandle<()>) {
     let (from_agent, agent_out) = std::io::pipe().unwrap();
     let served = std::thread::spawn(move || {
         let (_client, driver) = agent_v2::serve(
-            TestAgent,
+            V2Asking,
             futures_lite::io::BufReader::new(Unblock::new(agent_in)),
             Unblock::new(agent_out),
             AgentOptions::default(),
