@@ -13,15 +13,11 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-// The generated strategies serve the proptest suites too; this test uses a part of them, so
-// some of their (generated) imports go unused here, and generated code is not edited by hand.
 #[cfg(not(feature = "unstable"))]
 #[path = "generated/stable_strategies.rs"]
-#[allow(unused_imports)]
 mod strategies;
 #[cfg(feature = "unstable")]
 #[path = "generated/unstable_strategies.rs"]
-#[allow(unused_imports)]
 mod strategies;
 #[path = "common/support.rs"]
 #[allow(dead_code)]
