@@ -478,7 +478,7 @@ async fn run<C: Client>(
                         updates,
                     };
                     let code = v2::run(connection, args, &cwd, interrupts).await;
-                    return chain_ended(keep, code).await;
+                    return chain::ended(keep, code).await;
                 }
                 Err(error) => {
                     eprintln!("acp: starting the proxy chain: {error}");
@@ -562,26 +562,7 @@ async fn run<C: Client>(
     control.shutdown(json || crashed).await;
     #[cfg(feature = "unstable")]
     if let Some(conductor) = conductor {
-        return chain_ended(conductor, code).await;
-    }
-    code
-}
-
-/// Waits for the proxy chain to shut down once its client connection closed (a grace of two
-/// shutdowns); a failed component is reported by name, with its exit status and stderr tail.
-#[cfg(feature = "unstable")]
-async fn chain_ended(
-    conductor: smol::Task<Result<(), acp_runtime::conductor::ChainError>>,
-    code: i32,
-) -> i32 {
-    let timeout = async {
-        smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE * 2).await;
-        None
-    };
-    if let Some(Err(error)) =
-        futures_lite::future::or(async { Some(conductor.await) }, timeout).await
-    {
-        eprintln!("acp: the proxy chain failed: {error}");
+        return chain::ended(conductor, code).await;
     }
     code
 }
