@@ -12,7 +12,8 @@
 //! - [`ClientArgs`]: the bench client's command line,
 //! - [`result_line`]: the client's single output line,
 //! - [`rusage`]: the resource self-report line appended to `$BENCH_RUSAGE_OUT`,
-//! - [`wait_with_grace`]: the client's shutdown wait (kill after a grace period).
+//! - [`wait_with_grace`]: the client's shutdown wait (kill after a grace period),
+//! - [`join::join_all`]: the agent peers' wait for a turn's concurrent workers.
 
 #![warn(missing_docs)]
 
@@ -20,6 +21,7 @@ use std::fmt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
+pub mod join;
 pub mod raw;
 pub mod rusage;
 

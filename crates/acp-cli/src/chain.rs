@@ -101,3 +101,18 @@ pub fn open(
     let conductor = smol::spawn(Conductor::new(components).run(theirs.reader, theirs.writer));
     Ok((ours.reader, ours.writer, conductor))
 }
+
+/// Waits for the proxy chain to shut down once its client connection closed (a grace of two
+/// shutdowns); a failed component is reported by name, with its exit status and stderr tail.
+pub async fn ended(conductor: smol::Task<Result<(), ChainError>>, code: i32) -> i32 {
+    let timeout = async {
+        smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE * 2).await;
+        None
+    };
+    if let Some(Err(error)) =
+        futures_lite::future::or(async { Some(conductor.await) }, timeout).await
+    {
+        eprintln!("acp: the proxy chain failed: {error}");
+    }
+    code
+}

@@ -308,12 +308,15 @@ type Driver = Pin<Box<dyn Future<Output = Result<(), acp_jsonrpc::ConnectionErro
 async fn run<C: Client>(
     client: C,
     // The v1 client above answers by it; with `--protocol 2`, the v2 client too.
-    #[cfg_attr(not(feature = "unstable-protocol-v2"), allow(unused_variables))] policy: Policy,
+    policy: Policy,
     args: &Args,
     cwd: PathBuf,
     target: Target,
     interrupts: Interrupts,
 ) -> i32 {
+    // Only a v2 client is made here; the v1 one came made.
+    #[cfg(not(feature = "unstable-protocol-v2"))]
+    let _ = policy;
     let json = args.json;
     let connection = acp_jsonrpc::ConnectionOptions::default();
     // Kept to the end of the run: dropping it ends the live view (`--trace-view`).
@@ -335,8 +338,10 @@ async fn run<C: Client>(
     let mut conductor = None;
     // With --protocol 2 or auto, `initialize` is sent by the connector, which learns the
     // version from it.
-    #[allow(unused_mut)]
+    #[cfg(feature = "unstable-protocol-v2")]
     let mut initialized = None;
+    #[cfg(not(feature = "unstable-protocol-v2"))]
+    let initialized = None;
     let (agent, driver, process): (AgentHandle, Driver, Option<AgentProcess>) = match target {
         #[cfg(feature = "unstable-protocol-v2")]
         Target::Command(command) if args.protocol != "1" => {
@@ -473,7 +478,7 @@ async fn run<C: Client>(
                         updates,
                     };
                     let code = v2::run(connection, args, &cwd, interrupts).await;
-                    return chain_ended(keep, code).await;
+                    return chain::ended(keep, code).await;
                 }
                 Err(error) => {
                     eprintln!("acp: starting the proxy chain: {error}");
@@ -557,26 +562,7 @@ async fn run<C: Client>(
     control.shutdown(json || crashed).await;
     #[cfg(feature = "unstable")]
     if let Some(conductor) = conductor {
-        return chain_ended(conductor, code).await;
-    }
-    code
-}
-
-/// Waits for the proxy chain to shut down once its client connection closed (a grace of two
-/// shutdowns); a failed component is reported by name, with its exit status and stderr tail.
-#[cfg(feature = "unstable")]
-async fn chain_ended(
-    conductor: smol::Task<Result<(), acp_runtime::conductor::ChainError>>,
-    code: i32,
-) -> i32 {
-    let timeout = async {
-        smol::Timer::after(acp_runtime::process::DEFAULT_SHUTDOWN_GRACE * 2).await;
-        None
-    };
-    if let Some(Err(error)) =
-        futures_lite::future::or(async { Some(conductor.await) }, timeout).await
-    {
-        eprintln!("acp: the proxy chain failed: {error}");
+        return chain::ended(conductor, code).await;
     }
     code
 }

@@ -278,21 +278,22 @@ impl Renderer {
         self.switch_to(None, String::new);
         let reason = &response.stop_reason;
         if self.json {
-            #[allow(unused_mut)] // without `unstable`, the line has nothing to add
-            let mut line = serde_json::json!({ "stopReason": reason });
+            let line = serde_json::json!({ "stopReason": reason });
             #[cfg(feature = "unstable")]
-            if let Some(usage) = &response.usage {
-                line["usage"] = serde_json::to_value(usage).unwrap_or_default();
-            }
+            let line = {
+                let mut line = line;
+                if let Some(usage) = &response.usage {
+                    line["usage"] = serde_json::to_value(usage).unwrap_or_default();
+                }
+                line
+            };
             self.json_line(&line);
         } else {
-            #[allow(unused_mut)]
-            let mut text = format!("[turn ended: {reason}");
             #[cfg(feature = "unstable")]
-            if let Some(usage) = &response.usage {
-                text.push_str(&text::usage(usage));
-            }
-            text.push(']');
+            let usage = response.usage.as_ref().map(text::usage).unwrap_or_default();
+            #[cfg(not(feature = "unstable"))]
+            let usage = "";
+            let text = format!("[turn ended: {reason}{usage}]");
             let shown = self.paint(DIM, &text);
             self.line(&shown);
         }

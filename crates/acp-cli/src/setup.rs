@@ -11,13 +11,14 @@ use crate::args::SystemPromptMode as Mode;
 /// plan operations and subagents (all rendered), and with the `unstable` feature prompt
 /// suggestions (text and resource links, the `{}` form) and cursors.
 pub fn client_capabilities() -> ClientCapabilities {
-    #[allow(unused_mut)] // without `unstable`, nothing is added
-    let mut session = serde_json::json!({"configOptions": {"boolean": {}}, "notices": {}});
+    let session = serde_json::json!({"configOptions": {"boolean": {}}, "notices": {}});
     #[cfg(feature = "unstable")]
-    {
+    let session = {
+        let mut session = session;
         session["promptSuggestions"] = serde_json::json!({});
         session["cursors"] = serde_json::json!({});
-    }
+        session
+    };
     let session: ClientSessionCapabilities =
         serde_json::from_value(session).expect("valid capabilities");
     ClientCapabilities::new()

@@ -14,6 +14,7 @@ use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
 use acp_runtime::client::{self, AutoAllow, ClientOptions};
 use acp_runtime::process::AgentCommand;
 use acp_types::*;
+use common::streamer::message_texts;
 use common::{Project, within};
 use smol::net::{TcpListener, TcpStream};
 
@@ -78,18 +79,9 @@ async fn dropping_proxy(
     (addr, live, accepted)
 }
 
+/// One prompt: its three numbered chunks arrive each once, in order.
 async fn turn(session: &acp_runtime::client::Session, round: &str) {
-    let mut turn = within("prompt", session.prompt(vec![round.into()]))
-        .await
-        .unwrap();
-    let mut texts = Vec::new();
-    while let Some(update) = within("an update", turn.next()).await {
-        if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
-            texts.push(chunk.content.as_text().unwrap().to_owned());
-        }
-    }
-    let end = within("the end of the turn", turn.end()).await.unwrap();
-    assert_eq!(end.stop_reason, StopReason::EndTurn);
+    let texts = message_texts(session, round).await;
     let expected: Vec<String> = (0..3).map(|i| format!("{round}:{i}")).collect();
     assert_eq!(texts, expected);
 }

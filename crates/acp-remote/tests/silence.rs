@@ -15,6 +15,7 @@ use acp_remote::{Connector, Server, ServerOptions};
 use acp_runtime::Result;
 use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
 use acp_types::*;
+use common::streamer::message_texts;
 use common::{Project, connect_client, within};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use smol::net::{TcpListener, TcpStream};
@@ -124,17 +125,7 @@ fn a_silent_stream_is_resumed(scheme: &str) {
         smol::Timer::after(Duration::from_millis(200)).await;
         let before = accepted.load(Ordering::SeqCst);
         stall.store(true, Ordering::SeqCst);
-        let mut turn = within("prompt", session.prompt(vec!["go".into()]))
-            .await
-            .unwrap();
-        let mut texts = Vec::new();
-        while let Some(update) = within("an update", turn.next()).await {
-            if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
-                texts.push(chunk.content.as_text().unwrap().to_owned());
-            }
-        }
-        let end = within("the end of the turn", turn.end()).await.unwrap();
-        assert_eq!(end.stop_reason, StopReason::EndTurn);
+        let texts = message_texts(&session, "go").await;
         assert_eq!(texts, ["chunk 0", "chunk 1", "chunk 2"]);
         assert_eq!(prompts.load(Ordering::SeqCst), 1);
         assert!(

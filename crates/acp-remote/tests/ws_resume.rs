@@ -17,63 +17,12 @@ use acp_remote::async_tungstenite::tungstenite::Message;
 use acp_remote::{Connector, Server, ServerOptions};
 use acp_runtime::Result;
 use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
-use acp_runtime::client::Session;
 use acp_types::*;
+use common::streamer::{CHUNKS, Rng, Streamer, numbered_turn, serve_streamer};
 use common::{Project, connect_client, websocket, within};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, StreamExt};
 use serde_json::{Value, json};
 use smol::net::{TcpListener, TcpStream};
-
-/// Updates each turn streams.
-const CHUNKS: usize = 12;
-
-/// Streams `CHUNKS` numbered chunks for each prompt, and counts the prompts it ran.
-struct Streamer {
-    prompts: Arc<AtomicUsize>,
-}
-
-impl Agent for Streamer {
-    async fn new_session(
-        &self,
-        _request: NewSessionRequest,
-        _client: &ClientHandle,
-    ) -> Result<NewSessionResponse> {
-        Ok(NewSessionResponse::new(agent::new_session_id()))
-    }
-
-    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<PromptResponse> {
-        self.prompts.fetch_add(1, Ordering::SeqCst);
-        let round: String = request
-            .prompt
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect();
-        for i in 0..CHUNKS {
-            turn.message(format!("{round}:{i}")).await?;
-        }
-        Ok(StopReason::EndTurn.into())
-    }
-}
-
-/// The streaming agent served with `options`; its address and prompt counter.
-fn serve_streamer(options: ServerOptions) -> (SocketAddr, Arc<AtomicUsize>) {
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options).unwrap();
-    let addr = server.local_addr();
-    let prompts = Arc::new(AtomicUsize::new(0));
-    let counter = prompts.clone();
-    smol::spawn(async move {
-        let _ = server
-            .serve_agent(
-                move |_| Streamer {
-                    prompts: counter.clone(),
-                },
-                AgentOptions::default(),
-            )
-            .await;
-    })
-    .detach();
-    (addr, prompts)
-}
 
 /// What the cutting proxy is asked to do.
 #[derive(Default)]
@@ -187,36 +136,6 @@ async fn cutting_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Cutter>) {
     })
     .detach();
     (addr, cutter)
-}
-
-/// A small seeded generator (xorshift64*): the same cuts on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
-/// One prompt to the streamer: its `CHUNKS` numbered chunks arrive each once, in order, and
-/// the turn ends normally.
-async fn numbered_turn(session: &Session, round: usize) {
-    let mut turn = within("prompt", session.prompt(vec![round.to_string().into()]))
-        .await
-        .unwrap();
-    let mut texts = Vec::new();
-    while let Some(update) = within("an update", turn.next()).await {
-        if let SessionUpdate::AgentMessageChunk(chunk) = update.unwrap() {
-            texts.push(chunk.content.as_text().unwrap().to_owned());
-        }
-    }
-    let end = within("the end of the turn", turn.end()).await.unwrap();
-    assert_eq!(end.stop_reason, StopReason::EndTurn);
-    let expected: Vec<String> = (0..CHUNKS).map(|i| format!("{round}:{i}")).collect();
-    assert_eq!(texts, expected, "round {round}");
 }
 
 /// The runtime's client over WebSockets that a proxy cuts at a random point of each turn's

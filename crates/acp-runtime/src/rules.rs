@@ -249,8 +249,7 @@ pub(crate) fn client_method(
 
 /// `cwd` (and each additional directory) must be absolute, and no longer than
 /// [`MAX_PATH_BYTES`]; at most [`MAX_ADDITIONAL_DIRECTORIES`] additional directories.
-pub(crate) fn absolute_cwd(cwd: &str, additional: Option<&[String]>) -> Rule {
-    let additional = additional.unwrap_or_default();
+pub(crate) fn absolute_cwd(cwd: &str, additional: &[impl AsRef<str>]) -> Rule {
     if additional.len() > MAX_ADDITIONAL_DIRECTORIES {
         return Err(Breach::Invalid(format!(
             "at most {MAX_ADDITIONAL_DIRECTORIES} additionalDirectories are accepted, got {}",
@@ -260,7 +259,7 @@ pub(crate) fn absolute_cwd(cwd: &str, additional: Option<&[String]>) -> Rule {
     let paths = std::iter::once(("cwd", cwd)).chain(
         additional
             .iter()
-            .map(|d| ("additionalDirectories", d.as_str())),
+            .map(|d| ("additionalDirectories", d.as_ref())),
     );
     for (what, path) in paths {
         if path.len() > MAX_PATH_BYTES {
@@ -299,6 +298,25 @@ pub(crate) fn session_room(
         )));
     }
     Ok(())
+}
+
+/// The sessions of every connection of a server, v1 and v2 alike, keep at most its shared
+/// budget (`AgentOptions::with_shared_session_budget`): takes `take` bytes of it for a
+/// connection that then holds `holder_after`, or refuses one more session of `new_bytes`
+/// (`-32602`), taking nothing.
+pub(crate) fn shared_session_room(
+    shared: &acp_jsonrpc::ByteBudget,
+    (take, holder_after): (usize, usize),
+    new_bytes: usize,
+) -> Rule {
+    if shared.try_take_as(take, holder_after) {
+        return Ok(());
+    }
+    Err(Breach::Invalid(format!(
+        "the server's sessions keep too many bytes ({} of its {}) for one more of {new_bytes} bytes on this connection; close one first",
+        shared.used(),
+        shared.limit(),
+    )))
 }
 
 /// A tool call's id and title are at most [`MAX_TOOL_CALL_ID_BYTES`] and

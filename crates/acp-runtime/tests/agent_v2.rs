@@ -5,15 +5,14 @@
 //! resume with replay, entity cancels, `null` ids.
 #![cfg(feature = "unstable-protocol-v2")]
 
-use std::io::{BufRead, BufReader, Write};
-use std::thread::JoinHandle;
+mod common;
 
 use acp_runtime::Result;
 use acp_runtime::acp_types::v2 as wire;
 use acp_runtime::agent::v2::{self, History, Turn};
 use acp_runtime::prelude::AgentOptions;
+use common::pipes::PipePeer;
 use futures_lite::future;
-use smol::Unblock;
 
 /// A scripted agent: the prompt's first text says what the turn does.
 #[derive(Default)]
@@ -87,98 +86,21 @@ impl v2::Agent for Scripted {
 }
 
 /// One client connection to a v2 agent served over real pipes.
-struct Peer {
-    to_agent: Option<std::io::PipeWriter>,
-    from_agent: BufReader<std::io::PipeReader>,
-    served: Option<JoinHandle<()>>,
-    ids: Vec<String>,
+fn connect(agent: Scripted) -> PipePeer {
+    PipePeer::new(move |reader, writer| {
+        let (_client, driver) = v2::serve(agent, reader, writer, AgentOptions::default());
+        let _ = future::block_on(driver);
+    })
 }
 
-impl Peer {
-    fn new(agent: Scripted) -> Self {
-        let (agent_in, to_agent) = std::io::pipe().unwrap();
-        let (from_agent, agent_out) = std::io::pipe().unwrap();
-        let served = std::thread::spawn(move || {
-            let (_client, driver) = v2::serve(
-                agent,
-                futures_lite::io::BufReader::new(Unblock::new(agent_in)),
-                Unblock::new(agent_out),
-                AgentOptions::default(),
-            );
-            let _ = future::block_on(driver);
-        });
-        Peer {
-            to_agent: Some(to_agent),
-            from_agent: BufReader::new(from_agent),
-            served: Some(served),
-            ids: Vec::new(),
-        }
-    }
-
-    /// An initialized peer with session `s1`.
-    fn ready(agent: Scripted) -> Self {
-        let mut peer = Peer::new(agent);
-        peer.send(INIT);
-        peer.read();
-        peer.send(NEW);
-        peer.read();
-        peer
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.to_agent.as_mut().unwrap(), "{line}").unwrap();
-    }
-
-    /// The next line, with message ids named in order of first appearance.
-    fn read(&mut self) -> String {
-        let mut line = String::new();
-        self.from_agent.read_line(&mut line).unwrap();
-        assert!(!line.is_empty(), "the agent closed its output");
-        self.name_ids(line.trim_end())
-    }
-
-    /// Lines up to and including the first that contains `needle`.
-    fn read_until(&mut self, needle: &str) -> Vec<String> {
-        let mut lines = Vec::new();
-        loop {
-            let line = self.read();
-            let done = line.contains(needle);
-            lines.push(line);
-            if done {
-                return lines;
-            }
-        }
-    }
-
-    fn name_ids(&mut self, line: &str) -> String {
-        let mut out = String::new();
-        let mut rest = line;
-        while let Some(at) = rest.find("msg_") {
-            out.push_str(&rest[..at]);
-            let end = rest[at..].find('"').map_or(rest.len(), |quote| at + quote);
-            let id = rest[at..end].to_owned();
-            let n = match self.ids.iter().position(|known| *known == id) {
-                Some(n) => n,
-                None => {
-                    self.ids.push(id);
-                    self.ids.len() - 1
-                }
-            };
-            out.push_str(&format!("msg-{}", n + 1));
-            rest = &rest[end..];
-        }
-        out.push_str(rest);
-        out
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        drop(self.to_agent.take());
-        if let Some(served) = self.served.take() {
-            served.join().unwrap();
-        }
-    }
+/// An initialized peer with session `s1`.
+fn ready(agent: Scripted) -> PipePeer {
+    let mut peer = connect(agent);
+    peer.send(INIT);
+    peer.read();
+    peer.send(NEW);
+    peer.read();
+    peer
 }
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"ed","version":"1"},"capabilities":{}}}"#;
@@ -200,7 +122,7 @@ const CANCEL: &str = r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"se
 
 #[test]
 fn initialize_answers_version_2_with_info_and_capabilities() {
-    let mut peer = Peer::new(Scripted::default());
+    let mut peer = connect(Scripted::default());
     peer.send(INIT);
     let answer = peer.read().replace(env!("CARGO_PKG_VERSION"), "[version]");
     insta::assert_snapshot!(answer);
@@ -208,7 +130,7 @@ fn initialize_answers_version_2_with_info_and_capabilities() {
 
 #[test]
 fn a_prompt_is_accepted_echoed_and_framed_by_running_and_idle() {
-    let mut peer = Peer::ready(Scripted::default());
+    let mut peer = ready(Scripted::default());
     peer.send(&prompt(3, "hello"));
     let lines = peer.read_until(r#""state":"idle""#);
     insta::assert_snapshot!(lines.join("\n"));
@@ -222,7 +144,7 @@ fn a_prompt_is_accepted_echoed_and_framed_by_running_and_idle() {
 
 #[test]
 fn a_prompt_during_a_turn_waits_for_it_and_requires_action_is_reported() {
-    let mut peer = Peer::ready(Scripted::default());
+    let mut peer = ready(Scripted::default());
     peer.send(&prompt(3, "ask"));
     let mut lines = peer.read_until(r#""state":"requires_action""#);
     // Sent while the first turn waits on the client: held, not answered yet.
@@ -247,7 +169,7 @@ fn a_prompt_during_a_turn_waits_for_it_and_requires_action_is_reported() {
 
 #[test]
 fn a_retry_with_the_same_idempotency_key_gets_the_first_answer_and_runs_nothing() {
-    let mut peer = Peer::ready(Scripted::default());
+    let mut peer = ready(Scripted::default());
     peer.send(&keyed_prompt(3, "other", "k1"));
     let mut lines = peer.read_until(r#""state":"idle""#);
     peer.send(&keyed_prompt(4, "other", "k1"));
@@ -267,7 +189,7 @@ fn a_retry_with_the_same_idempotency_key_gets_the_first_answer_and_runs_nothing(
 
 #[test]
 fn cancel_ends_the_turn_idle_cancelled_and_withdraws_the_held_prompts() {
-    let mut peer = Peer::ready(Scripted::default());
+    let mut peer = ready(Scripted::default());
     peer.send(&prompt(3, "wait"));
     let mut lines = peer.read_until(r#""state":"running""#);
     peer.send(&prompt(4, "hello"));
@@ -294,7 +216,7 @@ fn cancel_ends_the_turn_idle_cancelled_and_withdraws_the_held_prompts() {
 
 #[test]
 fn close_cancels_the_turn_answers_after_idle_and_forgets_the_session() {
-    let mut peer = Peer::ready(Scripted::default());
+    let mut peer = ready(Scripted::default());
     peer.send(&prompt(3, "wait"));
     let mut lines = peer.read_until(r#""state":"running""#);
     peer.send(r#"{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":"s1"}}"#);
@@ -312,7 +234,7 @@ fn close_cancels_the_turn_answers_after_idle_and_forgets_the_session() {
 
 #[test]
 fn a_failed_turn_ends_idle_with_the_error() {
-    let mut peer = Peer::ready(Scripted::default());
+    let mut peer = ready(Scripted::default());
     peer.send(&prompt(3, "fail"));
     let lines = peer.read_until(r#""state":"idle""#);
     insta::assert_snapshot!(lines.last().unwrap());
@@ -321,14 +243,14 @@ fn a_failed_turn_ends_idle_with_the_error() {
 #[test]
 fn resume_with_replay_from_start_replays_the_history_then_replay_complete_then_answers() {
     let history = History::default();
-    let mut first = Peer::ready(Scripted {
+    let mut first = ready(Scripted {
         history: Some(history.clone()),
     });
     first.send(&prompt(3, "hello"));
     let live = first.read_until(r#""state":"idle""#);
     drop(first);
     // Another connection of the same agent.
-    let mut second = Peer::new(Scripted {
+    let mut second = connect(Scripted {
         history: Some(history),
     });
     second.send(INIT);
@@ -372,7 +294,7 @@ fn resume_with_replay_from_start_replays_the_history_then_replay_complete_then_a
 
 #[test]
 fn entity_cancels_bad_ids_and_wrong_versions_get_precise_errors() {
-    let mut peer = Peer::new(Scripted::default());
+    let mut peer = connect(Scripted::default());
     let mut lines = Vec::new();
     // Version 1 straight to a v2-only agent: -32022 with its data, and the connection stays.
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"info":{"name":"ed","version":"1"},"capabilities":{}}}"#);

@@ -4,18 +4,22 @@
 //! proptest).
 #![cfg(feature = "unstable-protocol-v2")]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::Result;
 use acp_runtime::acp_types::Patch;
 use acp_runtime::acp_types::v2::*;
-use acp_runtime::agent::v2::{self as agent_v2, Turn};
+use acp_runtime::agent::v2 as agent_v2;
 use acp_runtime::client::v2::{self, Author, Conversation, State};
 use acp_runtime::prelude::AgentOptions;
+use common::versions::V2Asking;
 use futures_lite::future;
 use proptest::prelude::*;
 use smol::Unblock;
 
+<<<<<<< HEAD
 struct TestAgent;
 
 impl agent_v2::Agent for TestAgent {
@@ -81,6 +85,8 @@ impl agent_v2::Agent for TestAgent {
     }
 }
 
+=======
+>>>>>>> setup34
 /// Allows every permission request and keeps the conversation.
 #[derive(Default, Clone)]
 struct Keeps {
@@ -108,7 +114,7 @@ fn connected(client: Keeps) -> (v2::Agent, std::thread::JoinHandle<()>) {
     let (from_agent, agent_out) = std::io::pipe().unwrap();
     let served = std::thread::spawn(move || {
         let (_client, driver) = agent_v2::serve(
-            TestAgent,
+            V2Asking,
             futures_lite::io::BufReader::new(Unblock::new(agent_in)),
             Unblock::new(agent_out),
             AgentOptions::default(),

@@ -3,71 +3,26 @@
 //! `-32022`: which version each protocol choice ends on and how many connections it opened.
 #![cfg(feature = "unstable-protocol-v2")]
 
+mod common;
+
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 
 use acp_runtime::acp_types::v2 as wire;
-use acp_runtime::agent::v2;
 use acp_runtime::client::connector::{self, Connected, Protocol};
 use acp_runtime::prelude::*;
 use acp_runtime::router::router;
+use common::pipes::{AsyncPipeReader, AsyncPipeWriter};
+use common::versions::{V1Agent, V2Agent};
 use futures_lite::future;
 use futures_lite::io::BufReader;
 use smol::Unblock;
 
-/// A v1 agent that names the protocol version it was asked for.
-struct V1Agent;
-
-impl Agent for V1Agent {
-    async fn initialize(
-        &self,
-        request: InitializeRequest,
-        _: &ClientHandle,
-    ) -> Result<InitializeResponse> {
-        let met = request
-            .client_info
-            .map_or("nobody".to_owned(), |info| info.name);
-        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
-            .with_agent_info(Implementation::new(format!("v1 met {met}"), "1")))
-    }
-    async fn new_session(
-        &self,
-        _: NewSessionRequest,
-        _: &ClientHandle,
-    ) -> Result<NewSessionResponse> {
-        Ok(NewSessionResponse::new("s1"))
-    }
-    async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
-        Ok(PromptResponse::new(StopReason::EndTurn))
-    }
-}
-
-/// A v2 agent that answers every prompt with one sentence.
-struct V2Agent;
-
-impl v2::Agent for V2Agent {
-    async fn new_session(
-        &self,
-        _: wire::NewSessionRequest,
-        _: &v2::Client,
-    ) -> Result<wire::NewSessionResponse> {
-        Ok(wire::NewSessionResponse::new("s2"))
-    }
-    async fn prompt(
-        &self,
-        _: wire::PromptRequest,
-        turn: v2::Turn,
-    ) -> Result<wire::IdleStateUpdateKind> {
-        turn.say("hello from v2").await?;
-        Ok(wire::IdleStateUpdateKind::EndTurn)
-    }
-}
-
 struct Quiet;
 impl acp_runtime::client::v2::Client for Quiet {}
 
-type Reader = BufReader<Unblock<std::io::PipeReader>>;
-type Writer = Unblock<std::io::PipeWriter>;
+type Reader = AsyncPipeReader;
+type Writer = AsyncPipeWriter;
 
 /// Opens a connection to an agent that `serve` runs on a thread, counting the connections.
 fn open(serve: fn(Reader, Writer), opened: &Mutex<usize>) -> Result<(Reader, Writer, ())> {

@@ -3,40 +3,17 @@
 //! that shows the `initialize` that reached it.
 #![cfg(feature = "unstable-protocol-v2")]
 
+mod common;
+
 use acp_runtime::acp_jsonrpc::{LineEvent, LineReader};
 use acp_runtime::acp_types::v2 as wire;
 use acp_runtime::agent::v2;
 use acp_runtime::prelude::*;
+use common::pipes::PipePeer;
+use common::versions::{V1Agent, V2Agent};
 use futures_lite::future;
 use futures_lite::io::BufReader;
 use smol::Unblock;
-
-/// A v1 agent that names the client it met in its answer's `agentInfo`.
-struct V1Agent;
-
-impl Agent for V1Agent {
-    async fn initialize(
-        &self,
-        request: InitializeRequest,
-        _: &ClientHandle,
-    ) -> Result<InitializeResponse> {
-        let met = request
-            .client_info
-            .map_or("nobody".to_owned(), |info| info.name);
-        Ok(InitializeResponse::new(ProtocolVersion::LATEST)
-            .with_agent_info(Implementation::new(format!("v1 met {met}"), "1.0")))
-    }
-    async fn new_session(
-        &self,
-        _: NewSessionRequest,
-        _: &ClientHandle,
-    ) -> Result<NewSessionResponse> {
-        Ok(NewSessionResponse::new("s1"))
-    }
-    async fn prompt(&self, _: PromptRequest, _: Turn) -> Result<PromptResponse> {
-        Ok(PromptResponse::new(StopReason::EndTurn))
-    }
-}
 
 /// A v1 agent that shows the capabilities the client advertised, as it decoded them, in its
 /// answer's `agentInfo.title`.
@@ -295,4 +272,58 @@ fn the_v2_side_refuses_null_request_ids_and_v1_does_not() {
 fn closing_before_initialize_ends_the_connection_quietly() {
     assert_eq!(exchange(both(), &[]), "");
     assert_eq!(exchange(both(), &[r#"{"jsonrpc":"2.0","method":"x"}"#]), "");
+}
+
+/// v1 and v2 sessions hold one shared session budget (a server's memory ceiling) together: a
+/// v2 session past it is refused as a v1 one is, with the same error, and a connection that
+/// ends gives its sessions' part back.
+#[test]
+fn v1_and_v2_sessions_share_the_session_budget_and_are_refused_alike() {
+    // What one session with no servers in `/tmp` costs (its entry, `cwd`, `[]`): v1 keeps
+    // 512 bytes beside them, v2 also its idempotency keys.
+    const V1_SESSION: usize = 512 + 4 + 2;
+    const V2_SESSION: usize = 512 + 256 * 64 + 4 + 2;
+    let shared = acp_jsonrpc::ByteBudget::new(V1_SESSION + V2_SESSION);
+    let options = AgentOptions::default().with_shared_session_budget(shared.clone());
+    let sharing = || {
+        acp_runtime::router::router()
+            .with_v1(V1Agent)
+            .with_v2(V2Agent)
+            .with_v1_options(options.clone())
+            .with_v2_options(options.clone())
+    };
+    let new = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#
+        )
+    };
+    let serving = |router: acp_runtime::router::Router<V1Agent, V2Agent>| {
+        PipePeer::new(move |reader, writer| future::block_on(router.serve(reader, writer)).unwrap())
+    };
+    let mut v1 = serving(sharing());
+    v1.ask(1, INIT_V1);
+    assert!(v1.ask(2, &new(2))["result"].is_object());
+    let mut v2 = serving(sharing());
+    v2.ask(1, INIT_V2);
+    assert!(v2.ask(2, &new(2))["result"].is_object());
+    assert_eq!(shared.used(), V1_SESSION + V2_SESSION);
+    let v2_refused = v2.ask(3, &new(3));
+    let v1_refused = v1.ask(3, &new(3));
+    let full = V1_SESSION + V2_SESSION;
+    let refusal = |bytes: usize| {
+        serde_json::json!({
+            "code": -32602,
+            "message": format!("the server's sessions keep too many bytes ({full} of its {full}) for one more of {bytes} bytes on this connection; close one first"),
+        })
+    };
+    assert_eq!(v1_refused["error"], refusal(V1_SESSION), "{v1_refused}");
+    assert_eq!(v2_refused["error"], refusal(V2_SESSION), "{v2_refused}");
+    drop(v2);
+    assert_eq!(
+        shared.used(),
+        V1_SESSION,
+        "the ended v2 connection gave its part back"
+    );
+    drop(v1);
+    assert_eq!(shared.used(), 0);
 }

@@ -15,11 +15,9 @@ use std::path::{Path, PathBuf};
 
 #[cfg(not(feature = "unstable"))]
 #[path = "generated/stable_strategies.rs"]
-#[allow(unused_imports)]
 mod strategies;
 #[cfg(feature = "unstable")]
 #[path = "generated/unstable_strategies.rs"]
-#[allow(unused_imports)]
 mod strategies;
 #[path = "common/support.rs"]
 #[allow(dead_code)]

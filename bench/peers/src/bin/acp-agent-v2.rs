@@ -1,12 +1,10 @@
 //! Bench agent on acp-runtime's protocol v2 side (`agent::v2`), written the way a user writes
 //! one: the scenario mapped to v2 as `bench/README.md` ("Protocol v2") describes.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::Instant;
 
+use acp_bench::join::{Worker, join_all};
 use acp_bench::rusage::{self, Role};
 use acp_bench::{PERMISSION_OPTION, PERMISSION_TITLE, SESSION_ID, Scenario};
 use acp_runtime::Result;
@@ -47,9 +45,8 @@ impl v2::Agent for BenchAgent {
                 // `in_flight` workers share the count: each starts a new request as soon as
                 // its previous one completes (the turn is borrowed: v2's `Turn` is one value).
                 let started = AtomicU64::new(0);
-                let workers: Vec<Pin<Box<dyn Future<Output = Result<()>> + Send + '_>>> = (0
-                    ..in_flight)
-                    .map(|_| Box::pin(worker(&turn, &started, count)) as Pin<Box<_>>)
+                let workers: Vec<Worker<'_, acp_runtime::Error>> = (0..in_flight)
+                    .map(|_| Box::pin(worker(&turn, &started, count)) as Worker<_>)
                     .collect();
                 join_all(workers).await?;
             }
@@ -78,29 +75,6 @@ async fn worker(turn: &Turn, started: &AtomicU64, count: u64) -> Result<()> {
         ask(turn).await?;
     }
     Ok(())
-}
-
-/// Polls every future in place until all are done (the first error wins).
-async fn join_all(
-    mut futures: Vec<Pin<Box<dyn Future<Output = Result<()>> + Send + '_>>>,
-) -> Result<()> {
-    std::future::poll_fn(|cx| {
-        let mut error = None;
-        futures.retain_mut(|future| match future.as_mut().poll(cx) {
-            Poll::Ready(Ok(())) => false,
-            Poll::Ready(Err(e)) => {
-                error.get_or_insert(e);
-                false
-            }
-            Poll::Pending => true,
-        });
-        match error {
-            Some(e) => Poll::Ready(Err(e)),
-            None if futures.is_empty() => Poll::Ready(Ok(())),
-            None => Poll::Pending,
-        }
-    })
-    .await
 }
 
 fn main() {

@@ -1,12 +1,10 @@
 //! Bench agent built on acp-runtime, written the way a user writes an agent.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::Instant;
 
+use acp_bench::join::{Worker, join_all};
 use acp_bench::rusage::{self, Role};
 use acp_bench::{FS_PATH, SESSION_ID, Scenario};
 use acp_runtime::Result;
@@ -54,8 +52,8 @@ impl Agent for BenchAgent {
                     }
                     Result::Ok(())
                 };
-                let workers: Vec<Pin<Box<dyn Future<Output = Result<()>> + Send>>> = (0..in_flight)
-                    .map(|_| Box::pin(worker(turn.clone(), started.clone())) as Pin<Box<_>>)
+                let workers: Vec<Worker<'_, acp_runtime::Error>> = (0..in_flight)
+                    .map(|_| Box::pin(worker(turn.clone(), started.clone())) as Worker<_>)
                     .collect();
                 join_all(workers).await?;
             }
@@ -63,29 +61,6 @@ impl Agent for BenchAgent {
         }
         Ok(StopReason::EndTurn.into())
     }
-}
-
-/// Polls every future in place until all are done (the first error wins).
-async fn join_all(
-    mut futures: Vec<Pin<Box<dyn Future<Output = Result<()>> + Send>>>,
-) -> Result<()> {
-    std::future::poll_fn(|cx| {
-        let mut error = None;
-        futures.retain_mut(|future| match future.as_mut().poll(cx) {
-            Poll::Ready(Ok(())) => false,
-            Poll::Ready(Err(e)) => {
-                error.get_or_insert(e);
-                false
-            }
-            Poll::Pending => true,
-        });
-        match error {
-            Some(e) => Poll::Ready(Err(e)),
-            None if futures.is_empty() => Poll::Ready(Ok(())),
-            None => Poll::Pending,
-        }
-    })
-    .await
 }
 
 fn main() {

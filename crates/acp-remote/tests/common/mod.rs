@@ -7,6 +7,7 @@ pub mod h2_client;
 pub mod http_client;
 pub mod proxy;
 pub mod raw_ws;
+pub mod streamer;
 pub mod wire;
 
 use std::net::SocketAddr;

@@ -376,16 +376,14 @@ impl SessionAnswer for ResumeSessionResponse {
 /// starts from, with the slot that counts it until it is registered.
 fn set_up(
     (state, reopening): (&Arc<AgentState>, Option<&SessionId>),
-    request: &impl SessionSetup,
+    request: &impl SessionSetup<Directory = String, McpServer = McpServer, SystemPrompt = SystemPrompt>,
     caps: &AgentCapabilities,
 ) -> Result<(SessionEntry, SessionSlot)> {
     let answer = |breach: Breach| breach.answer("agent");
-    let (cwd, additional) = (request.cwd(), request.additional_directories());
-    let (servers, system_prompt) = (request.mcp_servers(), request.system_prompt());
-    rules::absolute_cwd(cwd, additional).map_err(answer)?;
-    rules::mcp_servers(servers, caps).map_err(answer)?;
-    rules::system_prompt(system_prompt, caps).map_err(answer)?;
-    let entry = SessionEntry::new(cwd, additional, servers, system_prompt);
+    rules::absolute_cwd(request.cwd(), request.additional_directories()).map_err(answer)?;
+    rules::mcp_servers(request.mcp_servers(), caps).map_err(answer)?;
+    rules::system_prompt(request.system_prompt(), caps).map_err(answer)?;
+    let entry = SessionEntry::new(request);
     let slot = state.reserve(&entry, reopening)?;
     // `configOptions`, checked with the slot held as before: duplicate ids are refused with
     // `-32602` (the spec's one refusal); ids and values the agent does not know reach it.
@@ -533,11 +531,10 @@ impl<A: Agent> AgentDispatch<A> {
 /// The answer to a turn the client cancelled: `cancelled`, with the token usage the agent
 /// reported for it (feature `unstable-end-turn-usage`).
 pub(super) fn cancelled(result: &Result<PromptResponse>) -> PromptResponse {
-    #[allow(unused_mut, reason = "set with unstable-end-turn-usage")]
-    let mut response = PromptResponse::new(StopReason::Cancelled);
+    let response = PromptResponse::new(StopReason::Cancelled);
     #[cfg(feature = "unstable-end-turn-usage")]
-    {
-        response.usage = result.as_ref().ok().and_then(|r| r.usage.clone());
+    if let Some(usage) = result.as_ref().ok().and_then(|r| r.usage.clone()) {
+        return response.with_usage(usage);
     }
     #[cfg(not(feature = "unstable-end-turn-usage"))]
     let _ = result;

@@ -12,7 +12,7 @@ use acp_types::*;
 use super::gate::InitState;
 use super::options::AgentOptions;
 use crate::error::{Error, Result};
-use crate::rules::{self, Breach};
+use crate::rules::{self, SessionSetup};
 use crate::session_map::SessionMap;
 use acp_jsonrpc::Latch;
 
@@ -72,23 +72,6 @@ pub(super) struct SessionEntry {
 /// modes and options the agent advertised (its own, so counted at a flat rate).
 const ENTRY_OVERHEAD: usize = 512;
 
-/// The size of `value` as JSON, without writing it anywhere.
-fn encoded_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 #[derive(Default)]
 struct Opening {
     sessions: usize,
@@ -131,34 +114,28 @@ impl Drop for AgentState {
 }
 
 impl SessionEntry {
+    /// The entry for a session set up by `request`, costing what it keeps
+    /// ([`SessionSetup::kept_bytes`]) and its own overhead.
     pub(super) fn new(
-        cwd: &str,
-        additional_directories: Option<&[String]>,
-        mcp_servers: &[McpServer],
-        system_prompt: Option<&SystemPrompt>,
+        request: &impl SessionSetup<
+            Directory = String,
+            McpServer = McpServer,
+            SystemPrompt = SystemPrompt,
+        >,
     ) -> Self {
-        let directories: usize = additional_directories
-            .unwrap_or_default()
-            .iter()
-            .map(String::len)
-            .sum();
         SessionEntry {
             // The system prompt is kept for the session's life too (`SessionSnapshot::system_prompt`).
-            cost: ENTRY_OVERHEAD
-                + cwd.len()
-                + directories
-                + encoded_len(&mcp_servers)
-                + system_prompt.map_or(0, encoded_len),
-            cwd: PathBuf::from(cwd),
-            additional_directories: additional_directories
-                .unwrap_or_default()
+            cost: ENTRY_OVERHEAD + request.kept_bytes(),
+            cwd: PathBuf::from(request.cwd()),
+            additional_directories: request
+                .additional_directories()
                 .iter()
                 .map(PathBuf::from)
                 .collect(),
-            mcp_servers: mcp_servers.to_vec(),
+            mcp_servers: request.mcp_servers().to_vec(),
             modes: None,
             config_options: None,
-            system_prompt: system_prompt.cloned(),
+            system_prompt: request.system_prompt().cloned(),
             plans: Vec::new(),
             turn: None,
             #[cfg(feature = "unstable-session-cursors")]
@@ -221,15 +198,8 @@ impl AgentState {
             let wanted = kept + entry.cost;
             if wanted > opening.charged {
                 let more = wanted - opening.charged;
-                if !shared.try_take_as(more, wanted) {
-                    return Err(Breach::Invalid(format!(
-                        "the server's sessions keep too many bytes ({} of its {}) for one more of {} bytes on this connection; close one first",
-                        shared.used(),
-                        shared.limit(),
-                        entry.cost
-                    ))
-                    .answer("agent"));
-                }
+                rules::shared_session_room(shared, (more, wanted), entry.cost)
+                    .map_err(|breach| breach.answer("agent"))?;
                 opening.charged = wanted;
             }
         }

@@ -4,21 +4,27 @@
 //! (`unstable-prompt-suggestions`), and the turn's token usage (`unstable-end-turn-usage`).
 //! The rules themselves are in `rules::unstable`.
 
-#[allow(unused_imports, reason = "each item is behind its own feature")]
 use acp_types::*;
 
-#[allow(unused_imports, reason = "each item is behind its own feature")]
 use super::dispatch::AgentDispatch;
-#[allow(unused_imports, reason = "each item is behind its own feature")]
 use super::handler::Agent;
 use super::session::ClientHandle;
-#[allow(unused_imports, reason = "each item is behind its own feature")]
+#[cfg(any(
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions"
+))]
 use super::session::SessionClient;
 #[cfg(feature = "unstable-session-cursors")]
 use super::state::AnnouncedCursor;
-#[allow(unused_imports, reason = "each item is behind its own feature")]
-use crate::error::{Error, Result};
-#[allow(unused_imports, reason = "each item is behind its own feature")]
+#[cfg(feature = "unstable-session-options")]
+use crate::error::Error;
+#[cfg(any(
+    feature = "unstable-session-options",
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions"
+))]
+use crate::error::Result;
+#[cfg(feature = "unstable-session-options")]
 use crate::reply::{Reply, raw};
 use crate::rules::{self, Breach};
 
@@ -26,7 +32,6 @@ impl ClientHandle {
     /// The unstable part of the check before an update is sent (see
     /// [`rules::unstable::session_update`]); a `cursor_update` that keeps its cursor's rule is
     /// recorded, so that `session/fork` at the cursor can be checked.
-    #[allow(unused_variables, reason = "each rule is behind its own feature")]
     pub(super) fn unstable_update(
         &self,
         session_id: &SessionId,
@@ -41,6 +46,9 @@ impl ClientHandle {
                 )
             })
             .unwrap_or(Ok(()))?;
+        // Only the cursors are recorded per session.
+        #[cfg(not(feature = "unstable-session-cursors"))]
+        let _ = session_id;
         #[cfg(feature = "unstable-session-cursors")]
         if let SessionUpdate::CursorUpdate(cursor) = update {
             let mut sessions = self.state.sessions.lock().unwrap();

@@ -107,7 +107,11 @@ where
     let history = agent.history().cloned();
     let shared = Arc::new(session::Shared {
         rpc: OnceLock::new(),
-        sessions: sessions::Sessions::new(options.max_sessions, options.session_budget),
+        sessions: sessions::Sessions::new(
+            options.max_sessions,
+            options.session_budget,
+            options.shared_session_budget.clone(),
+        ),
         history,
         client: Mutex::new(None),
     });

@@ -549,7 +549,6 @@ impl<C: Client> Handler for ClientDispatch<C> {
 /// The unstable part of the check of an arriving update (see
 /// [`rules::unstable::session_update`] and [`rules::unstable::cursor_update`]), against what
 /// the session already holds.
-#[allow(unused_variables, reason = "each rule is behind its own feature")]
 fn check_unstable_update(
     state: &ClientState,
     notification: &SessionNotification,

@@ -160,7 +160,10 @@ impl AgentHandle {
 
     /// The rules on a setup request (`session/new`, `load`, `resume`, `fork`) before it is
     /// sent: an absolute `cwd`, MCP transports and a system prompt the agent advertised.
-    pub(super) fn check_session_setup(&self, request: &impl SessionSetup) -> Result<()> {
+    pub(super) fn check_session_setup(
+        &self,
+        request: &impl SessionSetup<McpServer = McpServer, SystemPrompt = SystemPrompt>,
+    ) -> Result<()> {
         let (cwd, additional) = (request.cwd(), request.additional_directories());
         rules::absolute_cwd(cwd, additional).map_err(rules::Breach::refused)?;
         let caps = self.initialized("session/new")?.agent_capabilities;

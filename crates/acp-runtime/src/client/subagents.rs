@@ -247,7 +247,7 @@ fn placement(
         Patch::Set(dirs) => dirs.as_slice(),
         _ => &[],
     };
-    if rules::absolute_cwd(cwd, Some(additional)).is_err() {
+    if rules::absolute_cwd(cwd, additional).is_err() {
         return (parent.roots.clone(), parent.cwd.clone());
     }
     let roots = if state.options.fs_unrestricted {

@@ -8,8 +8,6 @@ use std::path::Path;
 
 use acp_types::*;
 
-#[allow(unused_imports, reason = "not used by the update-only features")]
-use super::handle::AgentHandle;
 #[cfg(feature = "unstable-session-fork")]
 use super::session::Opened;
 #[cfg(any(
@@ -23,8 +21,6 @@ use super::session::Opened;
 use super::session::Session;
 #[cfg(feature = "unstable-session-cursors")]
 use super::unstable_state::SessionCursor;
-#[allow(unused_imports, reason = "not used by the update-only features")]
-use crate::error::Result;
 #[cfg(any(
     feature = "unstable-session-options",
     all(
@@ -33,6 +29,18 @@ use crate::error::Result;
     )
 ))]
 use crate::rules;
+// Every feature but the update-only ones (cursors, prompt suggestions) adds calls.
+#[cfg(any(
+    feature = "unstable-session-fork",
+    feature = "unstable-session-archive",
+    feature = "unstable-session-status",
+    feature = "unstable-session-title",
+    feature = "unstable-providers",
+    feature = "unstable-auth-status",
+    feature = "unstable-mcp-over-acp",
+    feature = "unstable-session-options",
+))]
+use {super::handle::AgentHandle, crate::error::Result};
 
 #[cfg(feature = "unstable-session-fork")]
 impl AgentHandle {

@@ -3,10 +3,9 @@
 //! suggestions (`unstable-prompt-suggestions`). `dispatch.rs` checks those updates on arrival
 //! against it (reported, never refused: the update is still delivered).
 
-#[allow(unused_imports, reason = "each item is behind its own feature")]
+#[cfg(feature = "unstable-session-cursors")]
 use std::collections::HashMap;
 
-#[allow(unused_imports, reason = "each item is behind its own feature")]
 use acp_types::*;
 
 /// The bytes of cursor state one session keeps at most (ids and anchors as JSON, plus a
@@ -121,7 +120,6 @@ pub(super) struct UnstableState {
 impl UnstableState {
     /// Records an update of an unstable kind (called for every update of the session, in
     /// order, also for those dropped from its queue).
-    #[allow(unused_variables, reason = "each kind is behind its own feature")]
     pub(super) fn track(&self, update: &SessionUpdate) {
         match update {
             #[cfg(feature = "unstable-session-cursors")]

@@ -14,11 +14,20 @@
 //! `unstable-speed-config-category` passes like any other) or at an auth account's
 //! `description`: both are data for the application.
 
-#[allow(unused_imports, reason = "each rule is behind its own feature")]
+#[cfg(any(
+    feature = "unstable-session-options",
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions"
+))]
 use acp_types::*;
 
-#[allow(unused_imports, reason = "each rule is behind its own feature")]
-use super::{Breach, Rule};
+#[cfg(any(
+    feature = "unstable-session-options",
+    feature = "unstable-session-cursors",
+    feature = "unstable-prompt-suggestions"
+))]
+use super::Breach;
+use super::Rule;
 
 /// Whether [`session_update`] has anything to check for this kind of update.
 pub(crate) fn update_needs_capability(update: &acp_types::SessionUpdate) -> bool {
@@ -35,16 +44,22 @@ pub(crate) fn update_needs_capability(update: &acp_types::SessionUpdate) -> bool
 /// `session.cursors`; `prompt_suggestions_update` needs `session.promptSuggestions`, and its
 /// content must be what the client said it takes there and the agent takes in a prompt
 /// ([`prompt_suggestions`]). `agent` is the agent's `promptCapabilities`.
-#[allow(unused_variables, reason = "each rule is behind its own feature")]
 pub(crate) fn session_update(
     update: &acp_types::SessionUpdate,
     client: &acp_types::ClientCapabilities,
     agent: &acp_types::PromptCapabilities,
 ) -> Rule {
-    let session = client.session.as_ref();
+    // Each is read by the arm of its feature only.
+    let _ = (client, agent);
     match update {
         #[cfg(feature = "unstable-session-cursors")]
-        SessionUpdate::CursorUpdate(_) if session.and_then(|s| s.cursors.as_ref()).is_none() => {
+        SessionUpdate::CursorUpdate(_)
+            if client
+                .session
+                .as_ref()
+                .and_then(|s| s.cursors.as_ref())
+                .is_none() =>
+        {
             Err(Breach::unadvertised_use(
                 "a `cursor_update`",
                 "session.cursors",
@@ -61,7 +76,11 @@ pub(crate) fn session_update(
 /// the method at all is [`agent_method`](super::agent_method)'s.
 #[cfg(feature = "unstable-session-options")]
 pub(crate) fn session_options(request: &SessionOptionsRequest, caps: &AgentCapabilities) -> Rule {
-    super::absolute_cwd(&request.cwd, request.additional_directories.as_deref())?;
+    let additional = request
+        .additional_directories
+        .as_deref()
+        .unwrap_or_default();
+    super::absolute_cwd(&request.cwd, additional)?;
     if request.session_id.is_some()
         && !caps.load_session
         && caps.session_capabilities.resume.is_none()

@@ -12,17 +12,20 @@ use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use acp_runtime::Result;
 use acp_runtime::acp_jsonrpc::transcript::{Direction, LineMessage, write_line};
 use acp_runtime::acp_jsonrpc::{ConnectionOptions, Observer};
 use acp_runtime::acp_types::v2::*;
-use acp_runtime::agent::v2::{self as agent_v2, Turn};
 use acp_runtime::client::v2;
 use acp_runtime::conductor::{Component, Conductor};
 use acp_runtime::prelude::AgentOptions;
 use acp_runtime::process::AgentCommand;
 use acp_runtime::proxy::Proxy;
 use acp_runtime::router::{proxy_router, router};
+use common::versions::V2Asking;
 use serde_json::Value;
 use smol::Unblock;
 
@@ -66,55 +69,6 @@ fn main() {
 }
 
 // ----- the components ------------------------------------------------------------------------
-
-/// The v2 side: a chunk, a tool call that asks permission, the reply, `idle`; a prompt that
-/// says `wait` runs until cancelled.
-struct V2Agent;
-
-impl agent_v2::Agent for V2Agent {
-    async fn new_session(
-        &self,
-        _: NewSessionRequest,
-        _: &agent_v2::Client,
-    ) -> Result<NewSessionResponse> {
-        Ok(NewSessionResponse::new("s1"))
-    }
-
-    async fn prompt(&self, request: PromptRequest, turn: Turn) -> Result<IdleStateUpdateKind> {
-        if matches!(request.prompt.first(), Some(ContentBlock::Text(t)) if t.text == "wait") {
-            turn.cancelled().await;
-            return Ok(IdleStateUpdateKind::Cancelled);
-        }
-        turn.say("hi ").await?;
-        let call = ToolCallId::new("c1");
-        turn.tool_call(
-            ToolCallUpdate::new(call.clone())
-                .with_title("Look")
-                .with_status(ToolCallStatus::Pending),
-        )
-        .await?;
-        let options = vec![PermissionOption::new(
-            "yes",
-            "Yes",
-            PermissionOptionKind::AllowOnce,
-        )];
-        let outcome = turn
-            .request_permission(RequestPermissionRequest::new(
-                turn.session().id().clone(),
-                "Look?",
-                options,
-            ))
-            .await?;
-        let status = match outcome {
-            RequestPermissionOutcome::Selected(_) => ToolCallStatus::Completed,
-            _ => ToolCallStatus::Failed,
-        };
-        turn.tool_call(ToolCallUpdate::new(call).with_status(status))
-            .await?;
-        turn.say("there").await?;
-        Ok(IdleStateUpdateKind::EndTurn)
-    }
-}
 
 /// The v1 side: one message, then the end of the turn.
 struct V1Agent;
@@ -186,7 +140,7 @@ fn serve_agent() {
     router()
         .with_v1(V1Agent)
         .with_v1_options(AgentOptions::default().with_shared_observer(recorder.clone()))
-        .with_v2(V2Agent)
+        .with_v2(V2Asking)
         .with_v2_options(AgentOptions::default().with_shared_observer(recorder))
         .serve_stdio()
         .unwrap();

@@ -1,5 +1,10 @@
-//! Test peers: a raw wire peer that writes and reads JSON lines, and small agents.
+//! Test peers: a raw wire peer that writes and reads JSON lines, and small agents; a peer
+//! over real pipes (`pipes`) and agents of both protocol versions (`versions`).
 #![allow(dead_code)]
+
+pub mod pipes;
+#[cfg(feature = "unstable-protocol-v2")]
+pub mod versions;
 
 use std::time::Duration;
 

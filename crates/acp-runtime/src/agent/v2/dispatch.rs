@@ -3,7 +3,6 @@
 //! idempotency, cancellation), each checked before it reaches the [`Agent`].
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use acp_jsonrpc::{Handler, IncomingNotification, IncomingRequest, Latch, Responder};
@@ -12,36 +11,11 @@ use acp_types::{Meta, Patch};
 
 use super::handler::Agent;
 use super::session::{Client, Session, Shared, Turn, new_message_id};
-use super::sessions::{Claim, Next, unknown_session};
+use super::sessions::{Claim, Next, Room, unknown_session};
 use crate::agent::gate::{self, Gate, InitState};
 use crate::error::{Error, Result};
 use crate::reply::{Reply, raw, raw_json};
-use crate::rules;
-
-/// What `session/new` and `session/resume` share: v2's setup fields (v1's `SessionSetup`
-/// reads v1's types).
-struct Setup<'a> {
-    cwd: &'a AbsolutePath,
-    additional_directories: Option<&'a [AbsolutePath]>,
-    mcp_servers: Option<&'a [McpServer]>,
-}
-
-impl<'a> Setup<'a> {
-    fn of_new(request: &'a NewSessionRequest) -> Self {
-        Setup {
-            cwd: &request.cwd,
-            additional_directories: request.additional_directories.as_deref(),
-            mcp_servers: request.mcp_servers.as_deref(),
-        }
-    }
-    fn of_resume(request: &'a ResumeSessionRequest) -> Self {
-        Setup {
-            cwd: &request.cwd,
-            additional_directories: request.additional_directories.as_deref(),
-            mcp_servers: request.mcp_servers.as_deref(),
-        }
-    }
-}
+use crate::rules::{self, SessionSetup};
 
 pub(super) struct Dispatch<A> {
     pub(super) agent: Arc<A>,
@@ -153,11 +127,11 @@ impl<A: Agent> Dispatch<A> {
             ClientRequest::AuthLogin(request) => raw(self.agent.login(request, &client).await?),
             ClientRequest::AuthLogout(request) => raw(self.agent.logout(request, &client).await?),
             ClientRequest::SessionNew(request) => {
-                let (cwd, bytes) = self.set_up(Setup::of_new(&request), &caps)?;
+                let room = self.set_up(&request, &caps)?;
                 let response = self.agent.new_session(request, &client).await?;
                 self.shared
                     .sessions
-                    .register(&response.session_id, cwd, bytes, true)?;
+                    .register(&response.session_id, room, true)?;
                 raw(response)
             }
             ClientRequest::SessionResume(request) => self.resume(request, &caps).await,
@@ -231,14 +205,9 @@ impl<A: Agent> Dispatch<A> {
     }
 
     /// Checks a setup request (absolute directories, the `additionalDirectories` capability,
-    /// room for one more session): its directory and what it will keep.
-    fn set_up(&self, setup: Setup<'_>, caps: &AgentCapabilities) -> Result<(PathBuf, usize)> {
-        let directories: Vec<String> = setup
-            .additional_directories
-            .unwrap_or_default()
-            .iter()
-            .map(|d| d.0.clone())
-            .collect();
+    /// room for one more session): the room the session takes until it is registered.
+    fn set_up(&self, request: &impl SessionSetup, caps: &AgentCapabilities) -> Result<Room> {
+        let directories = request.additional_directories();
         let offered = caps
             .session
             .as_ref()
@@ -248,13 +217,10 @@ impl<A: Agent> Dispatch<A> {
                 "additionalDirectories needs the agent's `session.additionalDirectories` capability",
             ));
         }
-        rules::absolute_cwd(&setup.cwd.0, Some(&directories)).map_err(|b| b.answer("agent"))?;
-        let servers = setup.mcp_servers.unwrap_or_default();
-        let bytes = setup.cwd.0.len()
-            + directories.iter().map(String::len).sum::<usize>()
-            + serde_json::to_string(servers).map_or(0, |s| s.len());
-        self.shared.sessions.room(bytes)?;
-        Ok((PathBuf::from(&setup.cwd.0), bytes))
+        rules::absolute_cwd(request.cwd(), directories).map_err(|b| b.answer("agent"))?;
+        self.shared
+            .sessions
+            .room(request.cwd(), request.kept_bytes())
     }
 
     async fn resume(
@@ -262,7 +228,7 @@ impl<A: Agent> Dispatch<A> {
         request: ResumeSessionRequest,
         caps: &AgentCapabilities,
     ) -> Result<Reply> {
-        let (cwd, bytes) = self.set_up(Setup::of_resume(&request), caps)?;
+        let room = self.set_up(&request, caps)?;
         let replay = match &request.replay_from {
             Patch::Unchanged | Patch::Clear => false,
             Patch::Set(ReplayFrom::Start(_)) => true,
@@ -276,7 +242,7 @@ impl<A: Agent> Dispatch<A> {
         let id = request.session_id.clone();
         let session = self.client().session(id.clone());
         let response = self.agent.resume_session(request, &session).await?;
-        self.shared.sessions.register(&id, cwd, bytes, false)?;
+        self.shared.sessions.register(&id, room, false)?;
         if replay {
             let mut complete = ReplayComplete::new();
             if let Some(history) = &self.shared.history {

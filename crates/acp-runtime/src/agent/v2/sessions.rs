@@ -1,13 +1,14 @@
 //! The sessions a v2 agent's connection serves: for each, its directory, the running turn,
 //! the prompts waiting for it (in order of arrival), and the idempotency keys of the prompts
-//! it accepted; bounded like the v1 registry (sessions and bytes per connection) and by
+//! it accepted; bounded like the v1 registry (sessions and bytes per connection, and the
+//! server's shared session budget, which v1 and v2 sessions hold together) and by
 //! [`MAX_HELD_PROMPTS`] and [`MAX_IDEMPOTENCY_KEYS`] per session.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use acp_jsonrpc::Latch;
+use acp_jsonrpc::{ByteBudget, Latch};
 use acp_types::v2::{IdempotencyKey, MessageId, SessionId};
 
 use crate::error::{Error, Result};
@@ -25,11 +26,40 @@ pub(super) struct Sessions {
     map: Mutex<HashMap<SessionId, Entry>>,
     max_sessions: usize,
     budget: usize,
+    /// The server's budget over every connection's sessions, v1 and v2 alike
+    /// (`AgentOptions::with_shared_session_budget`).
+    shared: Option<ByteBudget>,
+}
+
+/// A part of the shared session budget, given back when dropped: with the session's entry
+/// when it is forgotten or the connection ends, or before, when the session fails to open.
+struct Charge {
+    budget: Option<ByteBudget>,
+    bytes: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget
+            && self.bytes != 0
+        {
+            budget.give_back(self.bytes);
+        }
+    }
+}
+
+/// Room for a session being opened ([`Sessions::room`]): its directory, what it costs, and
+/// its part of the shared budget until it is registered.
+pub(super) struct Room {
+    cwd: PathBuf,
+    cost: usize,
+    charge: Charge,
 }
 
 struct Entry {
     cwd: PathBuf,
     cost: usize,
+    _charge: Charge,
     /// The running turn's cancellation signal.
     turn: Option<Latch>,
     /// Tickets of the prompts waiting for the turn, oldest first.
@@ -74,34 +104,42 @@ fn bump(entry: &mut Entry) {
 }
 
 impl Sessions {
-    pub(super) fn new(max_sessions: usize, budget: usize) -> Self {
+    pub(super) fn new(max_sessions: usize, budget: usize, shared: Option<ByteBudget>) -> Self {
         Sessions {
             map: Mutex::new(HashMap::new()),
             max_sessions,
             budget,
+            shared,
         }
     }
 
-    /// Checks that one more session of `bytes` fits (`-32602` when not).
-    pub(super) fn room(&self, bytes: usize) -> Result<()> {
+    /// Room for one more session in `cwd` keeping `bytes`, taken from the shared budget
+    /// (`-32602` when it does not fit, as for v1).
+    pub(super) fn room(&self, cwd: &str, bytes: usize) -> Result<Room> {
         let map = self.map.lock().unwrap();
         let kept: usize = map.values().map(|entry| entry.cost).sum();
-        rules::session_room(
-            (map.len(), self.max_sessions),
-            (kept, bytes + ENTRY_OVERHEAD, self.budget),
-        )
-        .map_err(|breach| breach.answer("agent"))
+        let cost = bytes + ENTRY_OVERHEAD;
+        rules::session_room((map.len(), self.max_sessions), (kept, cost, self.budget))
+            .map_err(|breach| breach.answer("agent"))?;
+        let mut charge = Charge {
+            budget: self.shared.clone(),
+            bytes: 0,
+        };
+        if let Some(shared) = &self.shared {
+            rules::shared_session_room(shared, (cost, kept + cost), cost)
+                .map_err(|breach| breach.answer("agent"))?;
+            charge.bytes = cost;
+        }
+        Ok(Room {
+            cwd: PathBuf::from(cwd),
+            cost,
+            charge,
+        })
     }
 
     /// Registers `id` (a no-op for a session already registered: a resume on the same
     /// connection keeps its turn). `fresh` refuses an id in use (the agent made a duplicate).
-    pub(super) fn register(
-        &self,
-        id: &SessionId,
-        cwd: PathBuf,
-        bytes: usize,
-        fresh: bool,
-    ) -> Result<()> {
+    pub(super) fn register(&self, id: &SessionId, room: Room, fresh: bool) -> Result<()> {
         let mut map = self.map.lock().unwrap();
         if map.contains_key(id) {
             if fresh {
@@ -114,8 +152,9 @@ impl Sessions {
         map.insert(
             id.clone(),
             Entry {
-                cwd,
-                cost: bytes + ENTRY_OVERHEAD,
+                cwd: room.cwd,
+                cost: room.cost,
+                _charge: room.charge,
                 turn: None,
                 held: VecDeque::new(),
                 next_ticket: 0,
