@@ -72,8 +72,7 @@ mod imp {
         ) -> io::Result<Self> {
             let certs = certificates(cert_chain.as_ref())?;
             let key = PrivateKeyDer::from_pem_file(key.as_ref()).map_err(invalid)?;
-            #[allow(unused_mut)]
-            let mut config = ServerConfig::builder_with_provider(provider())
+            let config = ServerConfig::builder_with_provider(provider())
                 .with_safe_default_protocol_versions()
                 .map_err(invalid)?
                 .with_no_client_auth()
@@ -82,9 +81,11 @@ mod imp {
             // Browsers and HTTP/2 clients pick `h2` here; WebSocket clients and HTTP/1.1
             // ones `http/1.1` (or offer nothing, which is HTTP/1.1 too).
             #[cfg(feature = "http2")]
-            {
+            let config = {
+                let mut config = config;
                 config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-            }
+                config
+            };
             Ok(TlsServerConfig(Arc::new(config)))
         }
 

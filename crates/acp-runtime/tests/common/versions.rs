@@ -106,4 +106,21 @@ impl v2::Agent for V2Asking {
         turn.say("there").await?;
         Ok(wire::IdleStateUpdateKind::EndTurn)
     }
+
+    /// Offers one boolean option, `fast`, set to what the client asks.
+    async fn set_config_option(
+        &self,
+        request: wire::SetSessionConfigOptionRequest,
+        _: &v2::Session,
+    ) -> Result<wire::SetSessionConfigOptionResponse> {
+        let wire::SetSessionConfigOptionRequestKind::Boolean(set) = request.kind else {
+            return Err(acp_runtime::Error::invalid_params("`fast` is a boolean"));
+        };
+        let fast = wire::SessionConfigOption::new(
+            "fast",
+            "Fast",
+            wire::SessionConfigOptionKind::Boolean(wire::SessionConfigBoolean::new(set.value)),
+        );
+        Ok(wire::SetSessionConfigOptionResponse::new(vec![fast]))
+    }
 }
