@@ -77,10 +77,14 @@ pub(crate) async fn serve(
     let Ok(parts) = upgraded.downcast::<rt::Io>() else {
         return;
     };
-    // What hyper read past the request comes first, then what it had not read yet.
-    let (stream, rest) = parts.io.into_parts();
-    let mut leftover = parts.read_buf.to_vec();
+    // What hyper read past the request comes first, then what it had not read yet. Both are
+    // copied out and let go of here: hyper's read buffer (8 KiB) would otherwise live as long
+    // as the WebSocket does.
+    let hyper::upgrade::Parts { io, read_buf, .. } = parts;
+    let (stream, rest) = io.into_parts();
+    let mut leftover = read_buf.to_vec();
     leftover.extend_from_slice(&rest);
+    drop((read_buf, rest));
     upgrade::serve_websocket(stream, leftover, pending.head, peer, pending.accepted, ctx).await;
 }
 

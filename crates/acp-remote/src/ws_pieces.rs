@@ -25,9 +25,9 @@ use std::task::{Context, Poll, ready};
 use futures_io::AsyncRead;
 
 /// The largest frame the WebSocket library is handed: larger data frames are cut to this.
-/// The size of the library's read and write buffers as the server configures them
-/// (`upgrade::websocket_config`), so that neither grows beyond about twice it; a multiple of
-/// four, so that a piece keeps its frame's masking key aligned.
+/// The library's read and write buffers start smaller (`upgrade::websocket_config`) and grow
+/// for a large message to about twice this at most; a multiple of four, so that a piece keeps
+/// its frame's masking key aligned.
 pub(crate) const PIECE: usize = 16 * 1024;
 
 /// The longest frame header (2 bytes, 8 of extended length, 4 of masking key).
