@@ -168,6 +168,12 @@ const POOLED_BUFFER_MAX_CAPACITY: usize = 64 * 1024;
 const POOLED_LARGE_BUFFER_MAX_CAPACITY: usize = 256 * 1024;
 const POOLED_LARGE_BUFFERS: usize = 4;
 const NEW_BUFFER_CAPACITY: usize = 256;
+/// Once the outgoing queue runs dry after a burst, the writer's buffer and the pool keep
+/// buffers up to this size only, and at most [`IDLE_POOLED_BUFFERS`] of them: a connection
+/// that streamed a turn's updates, or sent one large message, gives the memory back while it
+/// waits for the next (the pool's bounds above are for a connection that is busy).
+pub(crate) const IDLE_BUFFER_MAX_CAPACITY: usize = 4 * 1024;
+const IDLE_POOLED_BUFFERS: usize = 4;
 
 impl Shared {
     pub(crate) fn new(
@@ -237,6 +243,19 @@ impl Shared {
         } else {
             buffer.clear();
         }
+    }
+
+    /// The writer's queue ran dry after a burst and everything is written: `buffer` (the
+    /// writer's, empty) and the pool are cut back to what an idle connection keeps (see
+    /// [`IDLE_BUFFER_MAX_CAPACITY`]).
+    pub(crate) fn release_idle(&self, buffer: &mut Vec<u8>) {
+        debug_assert!(buffer.is_empty());
+        if buffer.capacity() > IDLE_BUFFER_MAX_CAPACITY {
+            *buffer = Vec::new();
+        }
+        let mut buffers = lock(&self.buffers);
+        buffers.retain(|b| b.capacity() <= IDLE_BUFFER_MAX_CAPACITY);
+        buffers.truncate(IDLE_POOLED_BUFFERS);
     }
 
     pub(crate) fn recycle(&self, mut buffer: Vec<u8>) {
@@ -781,3 +800,6 @@ pub(crate) enum TryEnqueue {
     Full(Vec<u8>),
     Closed(Vec<u8>),
 }
+
+#[cfg(test)]
+mod tests;
