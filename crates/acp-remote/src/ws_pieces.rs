@@ -65,7 +65,9 @@ pub(crate) struct Repiece<S> {
     out_len: usize,
     /// Bytes read from the socket ahead of where the frames are: `ahead[ahead_at..ahead_len]`,
     /// so that small frames cost one read between them, not one per header and payload.
-    ahead: Box<[u8; AHEAD]>,
+    /// Allocated only while it holds bytes (or a read into it is under way): a connection
+    /// waiting for its peer keeps none.
+    ahead: Option<Box<[u8]>>,
     ahead_at: usize,
     ahead_len: usize,
 }
@@ -83,7 +85,7 @@ impl<S> Repiece<S> {
             out: [0; MAX_HEADER],
             out_at: 0,
             out_len: 0,
-            ahead: Box::new([0; AHEAD]),
+            ahead: None,
             ahead_at: 0,
             ahead_len: 0,
         }
@@ -110,13 +112,29 @@ impl<S> Repiece<S> {
             if dst.len() >= AHEAD {
                 return Pin::new(&mut self.inner).poll_read(cx, dst);
             }
-            let n = ready!(Pin::new(&mut self.inner).poll_read(cx, &mut self.ahead[..]))?;
+            let ahead = self
+                .ahead
+                .get_or_insert_with(|| vec![0; AHEAD].into_boxed_slice());
+            let n = match Pin::new(&mut self.inner).poll_read(cx, ahead) {
+                Poll::Ready(Ok(n)) if n > 0 => n,
+                other => {
+                    self.ahead = None;
+                    return other;
+                }
+            };
             self.ahead_at = 0;
             self.ahead_len = n;
         }
+        // Bytes are held (`ahead_at < ahead_len`) only in a buffer.
+        let Some(ahead) = &self.ahead else {
+            return Poll::Ready(Ok(0));
+        };
         let n = (self.ahead_len - self.ahead_at).min(dst.len());
-        dst[..n].copy_from_slice(&self.ahead[self.ahead_at..self.ahead_at + n]);
+        dst[..n].copy_from_slice(&ahead[self.ahead_at..self.ahead_at + n]);
         self.ahead_at += n;
+        if self.ahead_at == self.ahead_len {
+            self.ahead = None;
+        }
         Poll::Ready(Ok(n))
     }
 
