@@ -144,7 +144,8 @@ import re, sys
 text = open(sys.argv[1]).read()
 turns = re.search(r"([0-9.]+) turns/s", text).group(1)
 p50, p99 = re.search(r"p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", text).groups()
-kib = re.search(r"MiB\): ([0-9.]+) KiB per connection\n", text).group(1)
+# The server's line, not the load process's own "peak RSS ... KiB per connection" before it.
+kib = re.search(r"server \(pid \d+\):.*?: ([0-9.]+) KiB per connection", text).group(1)
 print(turns, p50, p99, kib, sep="\t")
 PY
 )"
