@@ -367,6 +367,28 @@ mod tests {
         out
     }
 
+    /// The read-ahead buffer exists while it holds bytes read from the socket and not yet
+    /// passed on, and not after: a connection waiting for its peer keeps none.
+    #[test]
+    fn the_read_ahead_is_held_only_while_it_holds_bytes() {
+        let key = [9, 8, 7, 6];
+        let mut wire = frame(true, 0x1, b"one", key);
+        wire.extend(frame(true, 0x1, b"two", key));
+        smol::block_on(async {
+            let mut reader = Repiece::new(futures_lite::io::Cursor::new(wire.clone()));
+            assert!(reader.ahead.is_none());
+            let mut first = [0u8; 4];
+            let n = reader.read(&mut first).await.unwrap();
+            assert!(reader.ahead.is_some(), "both frames were read ahead");
+            let mut rest = Vec::new();
+            reader.read_to_end(&mut rest).await.unwrap();
+            assert!(reader.ahead.is_none());
+            let mut passed = first[..n].to_vec();
+            passed.extend(rest);
+            assert_eq!(passed, wire);
+        });
+    }
+
     #[test]
     fn a_large_frame_becomes_pieces_and_small_frames_pass_unchanged() {
         let big: Vec<u8> = (0..PIECE * 2 + 10).map(|i| b'a' + (i % 26) as u8).collect();
