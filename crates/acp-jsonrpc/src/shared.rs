@@ -168,10 +168,8 @@ const POOLED_BUFFER_MAX_CAPACITY: usize = 64 * 1024;
 const POOLED_LARGE_BUFFER_MAX_CAPACITY: usize = 256 * 1024;
 const POOLED_LARGE_BUFFERS: usize = 4;
 const NEW_BUFFER_CAPACITY: usize = 256;
-/// Once the outgoing queue runs dry after a burst, the writer's buffer and the pool keep
-/// buffers up to this size only, and at most [`IDLE_POOLED_BUFFERS`] of them: a connection
-/// that streamed a turn's updates, or sent one large message, gives the memory back while it
-/// waits for the next (the pool's bounds above are for a connection that is busy).
+/// What an idle connection keeps (the bounds above are a busy one's): buffers up to this
+/// size, at most [`IDLE_POOLED_BUFFERS`] of them, once its queue runs dry after a burst.
 pub(crate) const IDLE_BUFFER_MAX_CAPACITY: usize = 4 * 1024;
 const IDLE_POOLED_BUFFERS: usize = 4;
 
@@ -245,9 +243,8 @@ impl Shared {
         }
     }
 
-    /// The writer's queue ran dry after a burst and everything is written: `buffer` (the
-    /// writer's, empty) and the pool are cut back to what an idle connection keeps (see
-    /// [`IDLE_BUFFER_MAX_CAPACITY`]).
+    /// The queue ran dry after a burst, all written: the writer's (empty) `buffer` and the
+    /// pool are cut back to what an idle connection keeps ([`IDLE_BUFFER_MAX_CAPACITY`]).
     pub(crate) fn release_idle(&self, buffer: &mut Vec<u8>) {
         debug_assert!(buffer.is_empty());
         if buffer.capacity() > IDLE_BUFFER_MAX_CAPACITY {
