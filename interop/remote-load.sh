@@ -16,7 +16,9 @@
 # next TS first, ...), so that the machine's load falls on all of them alike. Prints each
 # measurement as it is made and then a table: for each N, transport and server, the median over
 # the runs of turns/s, the p50 and p99 turn latency and the server's RSS growth per connection
-# (`load --pid`, from /proc), with the load average at the start of that group. LOAD_CHUNKS
+# (`load --pid`, from /proc, after a warm-up of LOAD_WARMUP clients, default 1, whose turns
+# run and end before the first sample: what a server does once, such as paging its code in,
+# is not per connection), with the load average at the start of that group. LOAD_CHUNKS
 # (default 50) and LOAD_TIMEOUT (default 120 s per measurement) tune it; LOAD_PROFILE=debug
 # uses a debug build of `load` (a smoke run, as .ci/run's: its numbers mean nothing). A measurement that
 # fails (a server that does not come up, a client that errs) is printed as such and the script
@@ -34,6 +36,7 @@ shift || true
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(100 500)
 chunks="${LOAD_CHUNKS:-50}"
+warmup="${LOAD_WARMUP:-1}"
 timeout_secs="${LOAD_TIMEOUT:-120}"
 profile="${LOAD_PROFILE:-release}"
 case "$profile" in
@@ -135,13 +138,14 @@ for n in "${sizes[@]}"; do
                 fi
                 sleep 0.5 # past the server's start-up, so that its RSS baseline is idle
                 if timeout "$timeout_secs" "$load" "$n" --url "$transport://127.0.0.1:$port/acp" \
-                    --pid "$server_pid" --chunks "$chunks" >"$out" 2>&1; then
+                    --pid "$server_pid" --warmup "$warmup" --chunks "$chunks" >"$out" 2>&1; then
                     line="$(python3 - "$out" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 turns = re.search(r"([0-9.]+) turns/s", text).group(1)
 p50, p99 = re.search(r"p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", text).groups()
-kib = re.search(r"MiB\): ([0-9.]+) KiB per connection\n", text).group(1)
+# The server's line, not the load process's own "peak RSS ... KiB per connection" before it.
+kib = re.search(r"server \(pid \d+\):.*?: ([0-9.]+) KiB per connection", text).group(1)
 print(turns, p50, p99, kib, sep="\t")
 PY
 )"

@@ -17,7 +17,9 @@ use crate::connection::{ConnectionHandle, ConnectionOptions};
 use crate::handler::{IncomingNotification, IncomingRequest, RawNotification, Responder};
 use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
 use crate::message::{Lent, decode_lent};
-use crate::shared::{CANCEL_REQUEST_METHOD, Refusal, RequestState, Shared, Taken};
+use crate::shared::{
+    CANCEL_REQUEST_METHOD, IDLE_BUFFER_MAX_CAPACITY, Refusal, RequestState, Shared, Taken,
+};
 use crate::task_set::TaskSet;
 use crate::trace::IncomingTrace;
 use crate::{
@@ -181,6 +183,10 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
     notification_method: String,
     write_buffer: Vec<u8>,
     written: usize,
+    /// Bytes written since the outgoing queue last ran dry: past half of
+    /// [`IDLE_BUFFER_MAX_CAPACITY`], a buffer may have grown beyond it, and the next time the
+    /// queue runs dry the buffers are cut back ([`Shared::release_idle`]).
+    written_since_idle: usize,
     unflushed: bool,
     /// Bytes read since this poll began (see [`READ_BYTES_PER_POLL`]).
     read_this_poll: usize,
@@ -240,6 +246,7 @@ where
             notification_method: String::new(),
             write_buffer: Vec::new(),
             written: 0,
+            written_since_idle: 0,
             unflushed: false,
             read_this_poll: 0,
             fresh_requests: false,
@@ -267,6 +274,7 @@ where
                     Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
                     Poll::Ready(Ok(n)) => {
                         self.written += n;
+                        self.written_since_idle += n;
                         self.unflushed = true;
                         progress = true;
                     }
@@ -298,6 +306,12 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
+            // Everything queued is written and flushed: a burst is over. A buffer can only
+            // have grown past the idle size if more than half of it was written since.
+            if self.written_since_idle > IDLE_BUFFER_MAX_CAPACITY / 2 {
+                self.shared.release_idle(&mut self.write_buffer);
+            }
+            self.written_since_idle = 0;
             if closed {
                 // Only `Shared::close` closes the queue, and it has been
                 // drained: the connection is over.

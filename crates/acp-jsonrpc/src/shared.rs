@@ -168,6 +168,10 @@ const POOLED_BUFFER_MAX_CAPACITY: usize = 64 * 1024;
 const POOLED_LARGE_BUFFER_MAX_CAPACITY: usize = 256 * 1024;
 const POOLED_LARGE_BUFFERS: usize = 4;
 const NEW_BUFFER_CAPACITY: usize = 256;
+/// What an idle connection keeps (the bounds above are a busy one's): buffers up to this
+/// size, at most [`IDLE_POOLED_BUFFERS`] of them, once its queue runs dry after a burst.
+pub(crate) const IDLE_BUFFER_MAX_CAPACITY: usize = 4 * 1024;
+const IDLE_POOLED_BUFFERS: usize = 4;
 
 impl Shared {
     pub(crate) fn new(
@@ -237,6 +241,18 @@ impl Shared {
         } else {
             buffer.clear();
         }
+    }
+
+    /// The queue ran dry after a burst, all written: the writer's (empty) `buffer` and the
+    /// pool are cut back to what an idle connection keeps ([`IDLE_BUFFER_MAX_CAPACITY`]).
+    pub(crate) fn release_idle(&self, buffer: &mut Vec<u8>) {
+        debug_assert!(buffer.is_empty());
+        if buffer.capacity() > IDLE_BUFFER_MAX_CAPACITY {
+            *buffer = Vec::new();
+        }
+        let mut buffers = lock(&self.buffers);
+        buffers.retain(|b| b.capacity() <= IDLE_BUFFER_MAX_CAPACITY);
+        buffers.truncate(IDLE_POOLED_BUFFERS);
     }
 
     pub(crate) fn recycle(&self, mut buffer: Vec<u8>) {
@@ -781,3 +797,6 @@ pub(crate) enum TryEnqueue {
     Full(Vec<u8>),
     Closed(Vec<u8>),
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,16 +6,18 @@
 //! cargo build --release -p acp-rs-remote --bin acp-bridge --example load
 //! target/release/examples/load [N] --mode ws|http --servers S [--chunks K]
 //! target/release/examples/load --serve 127.0.0.1:PORT [--chunks K]
-//! target/release/examples/load [N] --url ws://…|http://… [--pid PID] [--token T] [--chunks K]
+//! target/release/examples/load [N] --url ws://…|http://… [--pid PID] [--warmup W] [--token T] [--chunks K]
 //! ```
 //!
 //! `--url URL` drives a server in another process instead, any implementation's (`ws://` over
 //! WebSocket, `http://` over Streamable HTTP), with the same turns; given `--pid PID` (the
 //! server's process), it also prints the server's RSS growth per connection, sampled from
 //! `/proc/PID/status` before the clients connect and again with every connection open after
-//! the turns. `--serve ADDR` is our side of that comparison: `acp_remote::Server` with this
-//! example's agent, in a process of its own, until killed. interop/remote-load.sh runs it
-//! against the official SDKs' servers.
+//! the turns. `--warmup W` first runs W clients' turns and closes them before that first
+//! sample, so that what a server does once (code paged in on first use, allocator arenas of
+//! threads it starts, a JIT compiling) is not counted per connection. `--serve ADDR` is our
+//! side of that comparison: `acp_remote::Server` with this example's agent, in a process of
+//! its own, until killed. interop/remote-load.sh runs it against the official SDKs' servers.
 //!
 //! `--servers S` (with `ws` or `http`) measures a deployment instead of one server in this
 //! process: S `acp-bridge serve` processes (the binary beside this example's directory, built
@@ -147,6 +149,7 @@ fn main() {
     let mut pid = None;
     let mut token = None;
     let mut serve_at = None;
+    let mut warmup = 0usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -162,6 +165,12 @@ fn main() {
             "--url" => url = Some(args.next().expect("--url URL")),
             "--pid" => pid = Some(args.next().and_then(|p| p.parse().ok()).expect("--pid PID")),
             "--token" => token = Some(args.next().expect("--token TOKEN")),
+            "--warmup" => {
+                warmup = args
+                    .next()
+                    .and_then(|c| c.parse().ok())
+                    .expect("--warmup W")
+            }
             "--serve" => serve_at = Some(args.next().expect("--serve ADDR")),
             "--chunks" => {
                 chunks = args
@@ -188,6 +197,23 @@ fn main() {
                 Some(token) => connector.with_bearer_token(token),
                 None => connector,
             };
+            if warmup > 0 {
+                let mut warm = Vec::new();
+                for _ in 0..warmup {
+                    let (agent, driver) = connector
+                        .connect_client(AutoAllow, ClientOptions::default())
+                        .await
+                        .expect("connect (warm-up)");
+                    smol::spawn(driver).detach();
+                    warm.push(agent);
+                }
+                run_all(warm.clone()).await;
+                for agent in &warm {
+                    agent.close();
+                }
+                // The server's side of those connections ends once it sees them closed.
+                smol::Timer::after(Duration::from_millis(300)).await;
+            }
             let sampler = pid.map(remote::ServerRss::start);
             let start = Instant::now();
             for _ in 0..n {

@@ -91,6 +91,14 @@ impl AsyncWrite for NetStream {
         each!(self, s => Pin::new(s).poll_write(cx, buf))
     }
 
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        each!(self, s => Pin::new(s).poll_write_vectored(cx, bufs))
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         each!(self, s => Pin::new(s).poll_flush(cx))
     }

@@ -77,6 +77,22 @@ impl hyper::rt::Write for Io {
         Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
     }
 
+    /// Every socket of ours writes vectored (`writev(2)`, or one TLS record from several
+    /// slices), so hyper queues a body's chunks beside its head instead of copying them into
+    /// its write buffer: with a copy, that buffer grew to an SSE stream's largest batch (16 KiB
+    /// in a turn of the load example) and kept it for the socket's life.
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }

@@ -38,6 +38,14 @@ use acp_jsonrpc::Latch;
 /// The default largest message, in bytes: the runtime's longest line (64 MiB).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 
+/// The WebSocket library's read buffer, and how much its write buffer gathers before writing
+/// to the socket. Each connection keeps both for its life (the read buffer filled with zeros
+/// on every read, so its pages are always resident), and they grow only for a frame larger
+/// than this, up to [`PIECE`] plus a header on the server. 4 KiB still carries a turn's small
+/// messages in a few writes (measured in docs/performance.md, "Memory per connection,
+/// profiled"), at a quarter of the 16 KiB each connection kept before.
+const WS_BUFFER: usize = 4 * 1024;
+
 /// Room in the write buffer beyond one message: its frame header, a close frame, the eager
 /// buffer.
 const WRITE_SLACK: usize = 32 * 1024;
@@ -50,8 +58,8 @@ const WRITE_SLACK: usize = 32 * 1024;
 /// pauses (`ws/socket.rs`).
 pub(crate) fn websocket_config(max_message_size: usize) -> WebSocketConfig {
     WebSocketConfig::default()
-        .read_buffer_size(16 * 1024)
-        .write_buffer_size(16 * 1024)
+        .read_buffer_size(WS_BUFFER)
+        .write_buffer_size(WS_BUFFER)
         .max_write_buffer_size(max_message_size.saturating_add(WRITE_SLACK))
         .max_message_size(Some(max_message_size))
         .max_frame_size(Some(max_message_size))

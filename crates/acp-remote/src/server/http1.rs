@@ -57,9 +57,14 @@ pub(crate) async fn serve(
         // Header names as most HTTP/1.1 peers write them (`Sec-WebSocket-Accept`).
         .title_case_headers(true)
         .max_buf_size(ctx.options.max_head_size.max(8192));
-    let connection = builder
-        .serve_connection(rt::Io::new(stream, read_first), service)
-        .with_upgrades();
+    // hyper's connection and the WebSocket served after it each in a box of their own,
+    // allocated while it runs: inline, the socket's task kept room for both for its life
+    // (measured in docs/performance.md, "Memory per connection, profiled").
+    let connection = Box::pin(
+        builder
+            .serve_connection(rt::Io::new(stream, read_first), service)
+            .with_upgrades(),
+    );
     let served = async { connection.await.is_ok() };
     let stopped = async {
         ctx.shared.stop.wait().await;
@@ -77,11 +82,23 @@ pub(crate) async fn serve(
     let Ok(parts) = upgraded.downcast::<rt::Io>() else {
         return;
     };
-    // What hyper read past the request comes first, then what it had not read yet.
-    let (stream, rest) = parts.io.into_parts();
-    let mut leftover = parts.read_buf.to_vec();
+    // What hyper read past the request comes first, then what it had not read yet. Both are
+    // copied out and let go of here: hyper's read buffer (8 KiB) would otherwise live as long
+    // as the WebSocket does.
+    let hyper::upgrade::Parts { io, read_buf, .. } = parts;
+    let (stream, rest) = io.into_parts();
+    let mut leftover = read_buf.to_vec();
     leftover.extend_from_slice(&rest);
-    upgrade::serve_websocket(stream, leftover, pending.head, peer, pending.accepted, ctx).await;
+    drop((read_buf, rest));
+    Box::pin(upgrade::serve_websocket(
+        stream,
+        leftover,
+        pending.head,
+        peer,
+        pending.accepted,
+        ctx,
+    ))
+    .await;
 }
 
 /// One request. A request left without an answer (the peer left, or was too slow sending its
@@ -104,7 +121,9 @@ async fn answer(
         }
     };
     let mut body = RequestBody::new(body, true);
-    let reply = match exchange::handle(&head, peer, &mut body, true, ctx).await {
+    // Boxed, so that what hyper keeps of a served request (its future's room, for the
+    // socket's life) is small: a request's exchange is large and brief.
+    let reply = match Box::pin(exchange::handle(&head, peer, &mut body, true, ctx)).await {
         Outcome::Drop => return Err(io::ErrorKind::ConnectionAborted.into()),
         Outcome::Upgrade => match upgrade::accept(&head, ctx) {
             Ok((switching, accepted)) => {

@@ -25,9 +25,9 @@ use std::task::{Context, Poll, ready};
 use futures_io::AsyncRead;
 
 /// The largest frame the WebSocket library is handed: larger data frames are cut to this.
-/// The size of the library's read and write buffers as the server configures them
-/// (`upgrade::websocket_config`), so that neither grows beyond about twice it; a multiple of
-/// four, so that a piece keeps its frame's masking key aligned.
+/// The library's read and write buffers start smaller (`upgrade::websocket_config`) and grow
+/// for a large message to about twice this at most; a multiple of four, so that a piece keeps
+/// its frame's masking key aligned.
 pub(crate) const PIECE: usize = 16 * 1024;
 
 /// The longest frame header (2 bytes, 8 of extended length, 4 of masking key).
@@ -65,7 +65,9 @@ pub(crate) struct Repiece<S> {
     out_len: usize,
     /// Bytes read from the socket ahead of where the frames are: `ahead[ahead_at..ahead_len]`,
     /// so that small frames cost one read between them, not one per header and payload.
-    ahead: Box<[u8; AHEAD]>,
+    /// Allocated only while it holds bytes (or a read into it is under way): a connection
+    /// waiting for its peer keeps none.
+    ahead: Option<Box<[u8]>>,
     ahead_at: usize,
     ahead_len: usize,
 }
@@ -83,7 +85,7 @@ impl<S> Repiece<S> {
             out: [0; MAX_HEADER],
             out_at: 0,
             out_len: 0,
-            ahead: Box::new([0; AHEAD]),
+            ahead: None,
             ahead_at: 0,
             ahead_len: 0,
         }
@@ -110,13 +112,29 @@ impl<S> Repiece<S> {
             if dst.len() >= AHEAD {
                 return Pin::new(&mut self.inner).poll_read(cx, dst);
             }
-            let n = ready!(Pin::new(&mut self.inner).poll_read(cx, &mut self.ahead[..]))?;
+            let ahead = self
+                .ahead
+                .get_or_insert_with(|| vec![0; AHEAD].into_boxed_slice());
+            let n = match Pin::new(&mut self.inner).poll_read(cx, ahead) {
+                Poll::Ready(Ok(n)) if n > 0 => n,
+                other => {
+                    self.ahead = None;
+                    return other;
+                }
+            };
             self.ahead_at = 0;
             self.ahead_len = n;
         }
+        // Bytes are held (`ahead_at < ahead_len`) only in a buffer.
+        let Some(ahead) = &self.ahead else {
+            return Poll::Ready(Ok(0));
+        };
         let n = (self.ahead_len - self.ahead_at).min(dst.len());
-        dst[..n].copy_from_slice(&self.ahead[self.ahead_at..self.ahead_at + n]);
+        dst[..n].copy_from_slice(&ahead[self.ahead_at..self.ahead_at + n]);
         self.ahead_at += n;
+        if self.ahead_at == self.ahead_len {
+            self.ahead = None;
+        }
         Poll::Ready(Ok(n))
     }
 
@@ -347,6 +365,28 @@ mod tests {
             wire = &wire[at + len..];
         }
         out
+    }
+
+    /// The read-ahead buffer exists while it holds bytes read from the socket and not yet
+    /// passed on, and not after: a connection waiting for its peer keeps none.
+    #[test]
+    fn the_read_ahead_is_held_only_while_it_holds_bytes() {
+        let key = [9, 8, 7, 6];
+        let mut wire = frame(true, 0x1, b"one", key);
+        wire.extend(frame(true, 0x1, b"two", key));
+        smol::block_on(async {
+            let mut reader = Repiece::new(futures_lite::io::Cursor::new(wire.clone()));
+            assert!(reader.ahead.is_none());
+            let mut first = [0u8; 4];
+            let n = reader.read(&mut first).await.unwrap();
+            assert!(reader.ahead.is_some(), "both frames were read ahead");
+            let mut rest = Vec::new();
+            reader.read_to_end(&mut rest).await.unwrap();
+            assert!(reader.ahead.is_none());
+            let mut passed = first[..n].to_vec();
+            passed.extend(rest);
+            assert_eq!(passed, wire);
+        });
     }
 
     #[test]

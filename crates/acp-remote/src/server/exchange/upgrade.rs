@@ -115,7 +115,9 @@ pub(crate) async fn serve_websocket(
                     _ => ws_durable::open(reader, writer, slot, id, &head, peer, ctx).await,
                 }
             };
-            future::or(carried, ctx.shared.stop.wait()).await;
+            // Boxed: the durable transport's state is large, and a plain WebSocket's future
+            // would otherwise keep room for it for the connection's life.
+            future::or(Box::pin(carried), ctx.shared.stop.wait()).await;
             if !ctx.shared.stop.is_set() {
                 linger(&ws).await;
             }
@@ -152,7 +154,8 @@ async fn linger(ws: &Shared<WsStream>) {
         let _ = std::future::poll_fn(|cx| Sink::poll_flush(Pin::new(&mut *ws.lock()), cx)).await;
         let _ =
             std::future::poll_fn(|cx| Pin::new(ws.lock().get_mut().get_mut()).poll_close(cx)).await;
-        let mut sink = [0u8; 4096];
+        // On the heap, and only now: inline, every WebSocket's future kept these 4 KiB.
+        let mut sink = vec![0u8; 4096];
         loop {
             let read = std::future::poll_fn(|cx| {
                 Pin::new(ws.lock().get_mut().get_mut()).poll_read(cx, &mut sink)
