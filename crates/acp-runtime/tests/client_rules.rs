@@ -42,6 +42,20 @@ async fn open_session(agent: &AgentHandle, peer: &mut RawPeer, id: &str) -> clie
     futures_lite::future::zip(create, answer).await.0.unwrap()
 }
 
+/// A client with default options, initialized, and its session `s1` open.
+async fn start_with_session() -> (AgentHandle, RawPeer, client::Session) {
+    let (agent, mut peer) = start(ClientOptions::default());
+    initialize(&agent, &mut peer, json!({})).await;
+    let session = open_session(&agent, &mut peer, "s1").await;
+    (agent, peer, session)
+}
+
+/// The `session/update` notification of an agent message chunk of `text` to `session_id`.
+fn text_chunk(session_id: impl serde::Serialize, text: impl serde::Serialize) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id,
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+}
+
 #[test]
 fn an_unsupported_protocol_version_is_a_typed_error_and_closes() {
     smol::block_on(async {
@@ -225,8 +239,7 @@ fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
         let (agent, mut peer) = start(options);
         initialize(&agent, &mut peer, json!({})).await;
         for n in 0..20 {
-            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": format!("made-up-{n}"),
-                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{n}")}}}}))
+            peer.send(text_chunk(format!("made-up-{n}"), format!("{n}")))
                 .await;
         }
         let session = open_session(&agent, &mut peer, "made-up-3").await;
@@ -290,17 +303,13 @@ impl acp_jsonrpc::Observer for ProblemLog {
 #[test]
 fn a_turn_yields_its_updates_then_its_stop_reason() {
     smol::block_on(async {
-        let (agent, mut peer) = start(ClientOptions::default());
-        initialize(&agent, &mut peer, json!({})).await;
-        let session = open_session(&agent, &mut peer, "s1").await;
+        let (_agent, mut peer, session) = start_with_session().await;
         let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
         let agent_side = async {
             let request = peer.recv().await;
             assert_eq!(request["method"], "session/prompt");
             for i in 0..50 {
-                peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
-                    "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": i.to_string()}}}}))
-                    .await;
+                peer.send(text_chunk("s1", i.to_string())).await;
             }
             peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"stopReason": "end_turn"}})).await;
         };
@@ -632,17 +641,13 @@ fn too_many_terminals_is_a_precise_error_on_the_wire() {
 #[test]
 fn an_update_that_does_not_decode_reaches_the_application_raw() {
     smol::block_on(async {
-        let (agent, mut peer) = start(ClientOptions::default());
-        initialize(&agent, &mut peer, json!({})).await;
-        let session = open_session(&agent, &mut peer, "s1").await;
+        let (_agent, mut peer, session) = start_with_session().await;
         peer.send(
             json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
             "update": {"sessionUpdate": "usage_update", "used": null, "size": 200000}}}),
         )
         .await;
-        peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
-            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "after"}}}}))
-            .await;
+        peer.send(text_chunk("s1", "after")).await;
         let first = within("the raw update", session.next_update())
             .await
             .unwrap();
@@ -742,16 +747,12 @@ fn automatic_policies_prefer_once_over_always() {
 #[test]
 fn a_turn_cut_short_by_the_connection_ends_with_an_error() {
     smol::block_on(async {
-        let (agent, mut peer) = start(ClientOptions::default());
-        initialize(&agent, &mut peer, json!({})).await;
-        let session = open_session(&agent, &mut peer, "s1").await;
+        let (_agent, mut peer, session) = start_with_session().await;
         let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
         let respond = async {
             let prompt = peer.recv().await;
             assert_eq!(prompt["method"], "session/prompt");
-            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
-                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "bye"}}}}))
-                .await;
+            peer.send(text_chunk("s1", "bye")).await;
             drop(peer);
         };
         let (first, ()) = futures_lite::future::zip(turn.next(), respond).await;
