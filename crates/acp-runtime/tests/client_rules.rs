@@ -7,7 +7,7 @@ use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions, DropReaso
 use acp_runtime::fs::FsHost;
 use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
-use common::{RawPeer, within};
+use common::{RawPeer, assert_error_mentions, within};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -465,39 +465,23 @@ fn fs_and_terminal_calls_are_served_by_the_hosts() {
                 json!({"sessionId": "s1", "path": big}),
             )
             .await;
-        assert_eq!(too_large["error"]["code"], -32602, "{too_large}");
-        assert!(
-            too_large["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("too large"),
-            "{too_large}"
-        );
-        let outside = peer
-            .request(
-                2,
-                "fs/read_text_file",
-                json!({"sessionId": "s1", "path": "/etc/passwd"}),
-            )
-            .await;
-        assert_eq!(outside["error"]["code"], -32602, "{outside}");
-        let missing_path = dir.join("missing.txt").display().to_string();
-        let missing = peer
-            .request(
-                3,
-                "fs/read_text_file",
-                json!({"sessionId": "s1", "path": missing_path}),
-            )
-            .await;
-        assert_eq!(missing["error"]["code"], -32002, "{missing}");
-        let other_session = peer
-            .request(
-                4,
-                "fs/read_text_file",
-                json!({"sessionId": "s2", "path": path}),
-            )
-            .await;
-        assert_eq!(other_session["error"]["code"], -32002);
+        assert_error_mentions(&too_large, -32602, "too large");
+        let missing = dir.join("missing.txt").display().to_string();
+        // Outside the session's directory, missing, and asked for another session.
+        for (id, session, path, code) in [
+            (2, "s1", "/etc/passwd", -32602),
+            (3, "s1", missing.as_str(), -32002),
+            (4, "s2", path.as_str(), -32002),
+        ] {
+            let refused = peer
+                .request(
+                    id,
+                    "fs/read_text_file",
+                    json!({"sessionId": session, "path": path}),
+                )
+                .await;
+            assert_eq!(refused["error"]["code"], code, "{path}: {refused}");
+        }
 
         let created = peer
             .request(
