@@ -29,7 +29,7 @@ fn scripted(updates: &[Value]) -> ScriptedAgent {
 /// The updates of a `--json` run (one line each, the session's id beside the update), without
 /// the turn's end.
 fn json_updates(out: &Output) -> Vec<Value> {
-    let stdout = succeeded(&out);
+    let stdout = succeeded(out);
     stdout
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
