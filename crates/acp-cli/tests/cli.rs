@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 mod common;
 
 use common::sh::{acp, cwd_arg, run_script, run_sh_agent, sh_agent, sh_agent_with};
-use common::{ACP, finish, finish_with, interrupt, scratch, start_turn, text};
+use common::{ACP, finish, finish_with, interrupt, scratch, start_turn, succeeded, text};
 
 #[test]
 fn demo_agent_turn_streams_text_tool_calls_and_a_diff() {
@@ -20,13 +20,7 @@ fn demo_agent_turn_streams_text_tool_calls_and_a_diff() {
         "--cwd",
         &cwd_arg(&dir),
     ]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("Done. notes.txt has 3 lines, and I wrote summary.txt."),
         "{stdout}"
@@ -67,13 +61,7 @@ fn json_output_is_one_json_value_per_line() {
         "--trace",
         trace.to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     let lines: Vec<serde_json::Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -117,13 +105,7 @@ fn reject_takes_the_rejection_path() {
         "--cwd",
         &cwd_arg(&dir),
     ]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("write_summary -> status: failed"),
         "{stdout}"
@@ -154,13 +136,7 @@ fn prompts_from_stdin_one_turn_per_line() {
         .write_all(b"first\n\nsecond\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     // One turn-end line per prompt (a subagent's idle state carries a `stopReason` too).
     let turn_ends = stdout
         .lines()

@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_types::*;
 use common::server::{AgentServer, TOKEN};
-use common::{ACP, finish, interrupt, run, scratch, start_turn, text};
+use common::{ACP, finish, interrupt, run, scratch, start_turn, succeeded, text};
 
 /// The demo agent, served.
 fn demo_server() -> AgentServer {
@@ -98,13 +98,7 @@ fn json_output_over_a_url_is_one_json_value_per_line() {
         ],
         &[],
     );
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     for line in stdout.lines() {
         serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
     }

@@ -8,27 +8,13 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use acp_runtime::agent::Agent;
 use acp_test::{ChildStep, ScriptedAgent, Step, SubagentStep};
 use acp_types::*;
-use common::server::{AgentServer, TOKEN};
-use common::{ACP, run, scratch, text};
+use common::server::acp_against;
+use common::text;
 use serde_json::{Value, json};
-
-/// Runs `acp -p go` (plus `extra`) against `agent`, served over WebSocket.
-fn acp_against<A: Agent + Clone + Send + Sync + 'static>(agent: A, extra: &[&str]) -> Output {
-    let server = AgentServer::serving(move || agent.clone());
-    let dir = scratch("subagents");
-    let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url("ws"));
-    let mut args = vec!["--yes", "-p", "go", "--cwd", &cwd, "--token", TOKEN];
-    args.extend_from_slice(extra);
-    args.extend(["--", &url]);
-    let out = run(Command::new(ACP).args(&args).stdin(Stdio::null()));
-    let _ = std::fs::remove_dir_all(&dir);
-    out
-}
 
 /// `text` with the byte counts of drop reports as `N`: an update's cost includes the size of
 /// the runtime's own value, which the `unstable` feature changes.

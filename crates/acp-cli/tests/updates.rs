@@ -7,29 +7,15 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use acp_runtime::agent::Agent;
 use acp_test::{ScriptedAgent, Step};
-use common::server::{AgentServer, TOKEN};
-use common::{ACP, run, scratch, text};
+use common::server::acp_against;
+use common::{scratch, succeeded, text};
 use serde_json::{Value, json};
 
 /// The scripted agent's session id (its first).
 const SESSION: &str = "session-1";
-
-/// Runs `acp -p go` (plus `extra`) against `agent`, served over WebSocket.
-fn acp_against<A: Agent + Clone + Send + Sync + 'static>(agent: A, extra: &[&str]) -> Output {
-    let server = AgentServer::serving(move || agent.clone());
-    let dir = scratch("updates");
-    let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url("ws"));
-    let mut args = vec!["--yes", "-p", "go", "--cwd", &cwd, "--token", TOKEN];
-    args.extend_from_slice(extra);
-    args.extend(["--", &url]);
-    let out = run(Command::new(ACP).args(&args).stdin(Stdio::null()));
-    let _ = std::fs::remove_dir_all(&dir);
-    out
-}
 
 /// A turn of these updates, each given as its wire JSON.
 fn scripted(updates: &[Value]) -> ScriptedAgent {
@@ -43,13 +29,7 @@ fn scripted(updates: &[Value]) -> ScriptedAgent {
 /// The updates of a `--json` run (one line each, the session's id beside the update), without
 /// the turn's end.
 fn json_updates(out: &Output) -> Vec<Value> {
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = succeeded(out);
     stdout
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -190,7 +170,7 @@ fn plan_and_subagents_are_advertised() {
 #[cfg(feature = "unstable")]
 mod unstable {
     use super::*;
-    use acp_runtime::agent::{ClientHandle, Turn};
+    use acp_runtime::agent::{Agent, ClientHandle, Turn};
     use acp_types::*;
 
     /// The scripted agent, whose turns end with a token usage.

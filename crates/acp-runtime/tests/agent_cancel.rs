@@ -9,7 +9,7 @@ mod common;
 use acp_runtime::Result;
 use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_types::*;
-use common::RawPeer;
+use common::{RawPeer, serve_agent};
 use serde_json::{Value, json};
 
 /// An agent whose turns wait on one call to the client, then report what the call returned
@@ -108,14 +108,7 @@ struct Wire {
 impl Wire {
     /// An initialized connection to [`WaitingAgent`] with one session.
     async fn start() -> Wire {
-        let (mut peer, endpoint) = RawPeer::new();
-        let (_client, driver) = agent::serve(
-            WaitingAgent,
-            endpoint.reader,
-            endpoint.writer,
-            agent::AgentOptions::default(),
-        );
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(WaitingAgent, agent::AgentOptions::default());
         let capabilities = json!({
             "fs": {"readTextFile": true},
             "terminal": true,

@@ -5,7 +5,7 @@ mod common;
 use acp_runtime::agent::{self, Agent, ClientHandle, Turn};
 use acp_runtime::{Error, Result};
 use acp_types::*;
-use common::RawPeer;
+use common::{RawPeer, assert_error_mentions, serve_agent};
 use serde_json::json;
 
 /// An agent with modes, config options and a prompt that streams, waits for cancellation when
@@ -88,25 +88,15 @@ impl Agent for TestAgent {
 }
 
 fn start() -> RawPeer {
-    let (peer, endpoint) = RawPeer::new();
-    let (_client, driver) = agent::serve(
-        TestAgent,
-        endpoint.reader,
-        endpoint.writer,
-        agent::AgentOptions::default(),
-    );
-    smol::spawn(driver).detach();
-    peer
+    serve_agent(TestAgent, agent::AgentOptions::default())
 }
 
-async fn new_session(peer: &mut RawPeer, id: i64) -> String {
-    let response = peer
-        .request(id, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
-        .await;
-    response["result"]["sessionId"]
-        .as_str()
-        .expect("a session id")
-        .to_owned()
+/// A started agent, initialized with `client_capabilities`, and a session opened on it.
+async fn start_with_session(client_capabilities: serde_json::Value) -> (RawPeer, String) {
+    let mut peer = start();
+    peer.initialize(client_capabilities).await;
+    let session = peer.new_session(1).await;
+    (peer, session)
 }
 
 #[test]
@@ -116,14 +106,7 @@ fn requests_before_initialize_are_refused() {
         let response = peer
             .request(1, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
             .await;
-        assert_eq!(response["error"]["code"], -32600);
-        assert!(
-            response["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("initialize"),
-            "{response}"
-        );
+        assert_error_mentions(&response, -32600, "initialize");
         // And the connection still works.
         assert_eq!(
             peer.initialize(json!({})).await["result"]["protocolVersion"],
@@ -195,13 +178,7 @@ fn session_setup_rules() {
                 json!({"cwd": "project", "mcpServers": []}),
             )
             .await;
-        assert_eq!(relative["error"]["code"], -32602);
-        assert!(
-            relative["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("absolute")
-        );
+        assert_error_mentions(&relative, -32602, "absolute");
 
         let http = json!({"type": "http", "name": "web", "url": "https://x", "headers": []});
         let refused = peer
@@ -211,25 +188,13 @@ fn session_setup_rules() {
                 json!({"cwd": "/tmp", "mcpServers": [http]}),
             )
             .await;
-        assert_eq!(refused["error"]["code"], -32602);
-        assert!(
-            refused["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("mcpCapabilities.http")
-        );
+        assert_error_mentions(&refused, -32602, "mcpCapabilities.http");
 
-        let a = new_session(&mut peer, 3).await;
-        let b = new_session(&mut peer, 4).await;
+        let a = peer.new_session(3).await;
+        let b = peer.new_session(4).await;
         assert_ne!(a, b, "session ids are unique");
 
-        let unknown = peer
-            .request(
-                5,
-                "session/prompt",
-                json!({"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}),
-            )
-            .await;
+        let unknown = peer.prompt(5, "nope", "hi").await;
         assert_eq!(unknown["error"]["code"], -32002);
         assert_eq!(unknown["error"]["data"]["sessionId"], "nope");
 
@@ -250,14 +215,8 @@ fn session_setup_rules() {
 #[test]
 fn updates_are_written_before_the_prompt_response() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
-        peer.send(
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "stream"}]}}),
-        )
-        .await;
+        let (mut peer, session) = start_with_session(json!({})).await;
+        peer.send_prompt(2, &session, "stream").await;
         let seen = peer.recv_until_response(2).await;
         assert_eq!(seen.len(), 101);
         for (i, update) in seen[..100].iter().enumerate() {
@@ -273,23 +232,13 @@ fn updates_are_written_before_the_prompt_response() {
 #[test]
 fn cancel_answers_cancelled_even_when_the_handler_errors() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
-        peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait-for-cancel"}]}}))
-            .await;
+        let (mut peer, session) = start_with_session(json!({})).await;
+        peer.send_prompt(2, &session, "wait-for-cancel").await;
         let first = peer.recv().await;
         assert_eq!(first["method"], "session/update");
 
         // A second prompt while one runs is refused.
-        let second = peer
-            .request(
-                3,
-                "session/prompt",
-                json!({"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),
-            )
-            .await;
+        let second = peer.prompt(3, &session, "x").await;
         assert_eq!(second["error"]["code"], -32600, "{second}");
 
         peer.send(
@@ -301,13 +250,7 @@ fn cancel_answers_cancelled_even_when_the_handler_errors() {
         assert!(response.get("error").is_none());
 
         // The session takes prompts again.
-        let again = peer
-            .request(
-                4,
-                "session/prompt",
-                json!({"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),
-            )
-            .await;
+        let again = peer.prompt(4, &session, "x").await;
         assert_eq!(again["result"]["stopReason"], "end_turn");
     });
 }
@@ -315,9 +258,7 @@ fn cancel_answers_cancelled_even_when_the_handler_errors() {
 #[test]
 fn modes_and_config_options_are_checked_against_the_session() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
+        let (mut peer, session) = start_with_session(json!({})).await;
         let bad_mode = peer
             .request(
                 2,
@@ -325,13 +266,7 @@ fn modes_and_config_options_are_checked_against_the_session() {
                 json!({"sessionId": session, "modeId": "yolo"}),
             )
             .await;
-        assert_eq!(bad_mode["error"]["code"], -32602);
-        assert!(
-            bad_mode["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("yolo")
-        );
+        assert_error_mentions(&bad_mode, -32602, "yolo");
         let good_mode = peer
             .request(
                 3,
@@ -374,9 +309,7 @@ fn modes_and_config_options_are_checked_against_the_session() {
 #[test]
 fn prompt_content_outside_prompt_capabilities_is_refused() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
+        let (mut peer, session) = start_with_session(json!({})).await;
         let image = json!({"type": "image", "data": "aGk=", "mimeType": "image/png"});
         let response = peer
             .request(
@@ -385,28 +318,15 @@ fn prompt_content_outside_prompt_capabilities_is_refused() {
                 json!({"sessionId": session, "prompt": [image]}),
             )
             .await;
-        assert_eq!(response["error"]["code"], -32602);
-        assert!(
-            response["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("promptCapabilities.image")
-        );
+        assert_error_mentions(&response, -32602, "promptCapabilities.image");
     });
 }
 
 #[test]
 fn calls_the_client_did_not_advertise_fail_locally() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({"fs": {"readTextFile": false}}))
-            .await;
-        let session = new_session(&mut peer, 1).await;
-        peer.send(
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read-file"}]}}),
-        )
-        .await;
+        let (mut peer, session) = start_with_session(json!({"fs": {"readTextFile": false}})).await;
+        peer.send_prompt(2, &session, "read-file").await;
         let seen = peer.recv_until_response(2).await;
         // No fs/read_text_file went out: only the update and the response.
         assert_eq!(seen.len(), 2, "{seen:?}");
@@ -420,20 +340,12 @@ fn calls_the_client_did_not_advertise_fail_locally() {
 #[test]
 fn closing_a_session_forgets_it() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
+        let (mut peer, session) = start_with_session(json!({})).await;
         let closed = peer
             .request(2, "session/close", json!({"sessionId": session}))
             .await;
         assert!(closed["result"].is_object(), "{closed}");
-        let after = peer
-            .request(
-                3,
-                "session/prompt",
-                json!({"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),
-            )
-            .await;
+        let after = peer.prompt(3, &session, "x").await;
         assert_eq!(after["error"]["code"], -32002);
         let list = peer.request(4, "session/list", json!({})).await;
         assert_eq!(list["error"]["code"], -32601, "list is not advertised");
@@ -465,12 +377,8 @@ fn malformed_params_and_unknown_methods_get_precise_errors() {
 #[test]
 fn a_prompt_cancelled_by_cancel_request_frees_the_session() {
     smol::block_on(async {
-        let mut peer = start();
-        peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
-        peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait-for-cancel"}]}}))
-            .await;
+        let (mut peer, session) = start_with_session(json!({})).await;
+        peer.send_prompt(2, &session, "wait-for-cancel").await;
         assert_eq!(peer.recv().await["method"], "session/update");
         peer.send(
             json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}}),
@@ -478,13 +386,7 @@ fn a_prompt_cancelled_by_cancel_request_frees_the_session() {
         .await;
         let response = peer.recv_until_response(2).await.pop().unwrap();
         assert_eq!(response["error"]["code"], -32800, "{response}");
-        let again = peer
-            .request(
-                3,
-                "session/prompt",
-                json!({"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),
-            )
-            .await;
+        let again = peer.prompt(3, &session, "x").await;
         assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
     });
 }
@@ -497,19 +399,15 @@ fn a_shared_session_budget_bounds_connections_together() {
     smol::block_on(async {
         let shared = acp_jsonrpc::ByteBudget::new(4096);
         let start_sharing = || {
-            let (peer, endpoint) = RawPeer::new();
             let options = agent::AgentOptions::default().with_shared_session_budget(shared.clone());
-            let (_client, driver) =
-                agent::serve(TestAgent, endpoint.reader, endpoint.writer, options);
-            smol::spawn(driver).detach();
-            peer
+            serve_agent(TestAgent, options)
         };
         let mut first = start_sharing();
         first.initialize(json!({})).await;
         // A session with no servers costs 512 bytes and its cwd's 4 and `[]`'s 2: 7 fit.
         let mut sessions = Vec::new();
         for id in 1..=7 {
-            sessions.push(new_session(&mut first, id).await);
+            sessions.push(first.new_session(id).await);
         }
         let empty = json!({"cwd": "/tmp", "mcpServers": []});
         let refused = first.request(8, "session/new", empty.clone()).await;
@@ -522,7 +420,7 @@ fn a_shared_session_budget_bounds_connections_together() {
             .request(9, "session/close", json!({"sessionId": sessions[0]}))
             .await;
         assert!(closed["result"].is_object(), "{closed}");
-        new_session(&mut second, 2).await;
+        second.new_session(2).await;
         assert_eq!(shared.used(), 7 * 518);
         drop(first);
         for _ in 0..200 {

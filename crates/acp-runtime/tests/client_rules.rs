@@ -7,7 +7,7 @@ use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions, DropReaso
 use acp_runtime::fs::FsHost;
 use acp_runtime::terminal::TerminalHost;
 use acp_types::*;
-use common::{RawPeer, within};
+use common::{RawPeer, assert_error_mentions, within};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -40,6 +40,20 @@ async fn open_session(agent: &AgentHandle, peer: &mut RawPeer, id: &str) -> clie
             .await;
     };
     futures_lite::future::zip(create, answer).await.0.unwrap()
+}
+
+/// A client with default options, initialized, and its session `s1` open.
+async fn start_with_session() -> (AgentHandle, RawPeer, client::Session) {
+    let (agent, mut peer) = start(ClientOptions::default());
+    initialize(&agent, &mut peer, json!({})).await;
+    let session = open_session(&agent, &mut peer, "s1").await;
+    (agent, peer, session)
+}
+
+/// The `session/update` notification of an agent message chunk of `text` to `session_id`.
+fn text_chunk(session_id: impl serde::Serialize, text: impl serde::Serialize) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id,
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
 }
 
 #[test]
@@ -225,8 +239,7 @@ fn updates_for_unknown_sessions_are_kept_for_a_bounded_number_of_ids() {
         let (agent, mut peer) = start(options);
         initialize(&agent, &mut peer, json!({})).await;
         for n in 0..20 {
-            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": format!("made-up-{n}"),
-                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{n}")}}}}))
+            peer.send(text_chunk(format!("made-up-{n}"), format!("{n}")))
                 .await;
         }
         let session = open_session(&agent, &mut peer, "made-up-3").await;
@@ -290,17 +303,13 @@ impl acp_jsonrpc::Observer for ProblemLog {
 #[test]
 fn a_turn_yields_its_updates_then_its_stop_reason() {
     smol::block_on(async {
-        let (agent, mut peer) = start(ClientOptions::default());
-        initialize(&agent, &mut peer, json!({})).await;
-        let session = open_session(&agent, &mut peer, "s1").await;
+        let (_agent, mut peer, session) = start_with_session().await;
         let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
         let agent_side = async {
             let request = peer.recv().await;
             assert_eq!(request["method"], "session/prompt");
             for i in 0..50 {
-                peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
-                    "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": i.to_string()}}}}))
-                    .await;
+                peer.send(text_chunk("s1", i.to_string())).await;
             }
             peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"stopReason": "end_turn"}})).await;
         };
@@ -456,39 +465,23 @@ fn fs_and_terminal_calls_are_served_by_the_hosts() {
                 json!({"sessionId": "s1", "path": big}),
             )
             .await;
-        assert_eq!(too_large["error"]["code"], -32602, "{too_large}");
-        assert!(
-            too_large["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("too large"),
-            "{too_large}"
-        );
-        let outside = peer
-            .request(
-                2,
-                "fs/read_text_file",
-                json!({"sessionId": "s1", "path": "/etc/passwd"}),
-            )
-            .await;
-        assert_eq!(outside["error"]["code"], -32602, "{outside}");
-        let missing_path = dir.join("missing.txt").display().to_string();
-        let missing = peer
-            .request(
-                3,
-                "fs/read_text_file",
-                json!({"sessionId": "s1", "path": missing_path}),
-            )
-            .await;
-        assert_eq!(missing["error"]["code"], -32002, "{missing}");
-        let other_session = peer
-            .request(
-                4,
-                "fs/read_text_file",
-                json!({"sessionId": "s2", "path": path}),
-            )
-            .await;
-        assert_eq!(other_session["error"]["code"], -32002);
+        assert_error_mentions(&too_large, -32602, "too large");
+        let missing = dir.join("missing.txt").display().to_string();
+        // Outside the session's directory, missing, and asked for another session.
+        for (id, session, path, code) in [
+            (2, "s1", "/etc/passwd", -32602),
+            (3, "s1", missing.as_str(), -32002),
+            (4, "s2", path.as_str(), -32002),
+        ] {
+            let refused = peer
+                .request(
+                    id,
+                    "fs/read_text_file",
+                    json!({"sessionId": session, "path": path}),
+                )
+                .await;
+            assert_eq!(refused["error"]["code"], code, "{path}: {refused}");
+        }
 
         let created = peer
             .request(
@@ -632,17 +625,13 @@ fn too_many_terminals_is_a_precise_error_on_the_wire() {
 #[test]
 fn an_update_that_does_not_decode_reaches_the_application_raw() {
     smol::block_on(async {
-        let (agent, mut peer) = start(ClientOptions::default());
-        initialize(&agent, &mut peer, json!({})).await;
-        let session = open_session(&agent, &mut peer, "s1").await;
+        let (_agent, mut peer, session) = start_with_session().await;
         peer.send(
             json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
             "update": {"sessionUpdate": "usage_update", "used": null, "size": 200000}}}),
         )
         .await;
-        peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
-            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "after"}}}}))
-            .await;
+        peer.send(text_chunk("s1", "after")).await;
         let first = within("the raw update", session.next_update())
             .await
             .unwrap();
@@ -742,16 +731,12 @@ fn automatic_policies_prefer_once_over_always() {
 #[test]
 fn a_turn_cut_short_by_the_connection_ends_with_an_error() {
     smol::block_on(async {
-        let (agent, mut peer) = start(ClientOptions::default());
-        initialize(&agent, &mut peer, json!({})).await;
-        let session = open_session(&agent, &mut peer, "s1").await;
+        let (_agent, mut peer, session) = start_with_session().await;
         let mut turn = session.prompt(vec!["hi".into()]).await.unwrap();
         let respond = async {
             let prompt = peer.recv().await;
             assert_eq!(prompt["method"], "session/prompt");
-            peer.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
-                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "bye"}}}}))
-                .await;
+            peer.send(text_chunk("s1", "bye")).await;
             drop(peer);
         };
         let (first, ()) = futures_lite::future::zip(turn.next(), respond).await;

@@ -10,11 +10,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use acp_jsonrpc::{Observer, Problem};
-use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, Turn};
+use acp_runtime::agent::{Agent, AgentOptions, ClientHandle, Turn};
 use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
 use acp_runtime::{Error, Result};
 use acp_types::*;
-use common::{RawPeer, within};
+use common::{RawPeer, serve_agent, within};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
@@ -114,14 +114,7 @@ impl Agent for Planner {
 }
 
 async fn serve(client_capabilities: Value) -> RawPeer {
-    let (mut peer, endpoint) = RawPeer::new();
-    let (_client, driver) = agent::serve(
-        Planner,
-        endpoint.reader,
-        endpoint.writer,
-        AgentOptions::default(),
-    );
-    smol::spawn(driver).detach();
+    let mut peer = serve_agent(Planner, AgentOptions::default());
     peer.initialize(client_capabilities).await;
     peer.request(1, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
         .await;

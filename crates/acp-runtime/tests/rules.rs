@@ -11,7 +11,7 @@ use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, SessionClient,
 use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
 use acp_runtime::{Error, Result};
 use acp_types::*;
-use common::{RawPeer, within};
+use common::{RawPeer, serve_agent, within};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
@@ -96,15 +96,7 @@ impl Agent for Plain {
 }
 
 fn serve() -> RawPeer {
-    let (peer, endpoint) = RawPeer::new();
-    let (_client, driver) = agent::serve(
-        Plain,
-        endpoint.reader,
-        endpoint.writer,
-        AgentOptions::default(),
-    );
-    smol::spawn(driver).detach();
-    peer
+    serve_agent(Plain, AgentOptions::default())
 }
 
 async fn session(peer: &mut RawPeer, id: i64, cwd: &str) -> Value {
@@ -112,6 +104,14 @@ async fn session(peer: &mut RawPeer, id: i64, cwd: &str) -> Value {
         .request(id, "session/new", json!({"cwd": cwd, "mcpServers": []}))
         .await;
     response["result"]["sessionId"].clone()
+}
+
+/// An initialized agent and a session (id 1) opened on it in `/tmp`.
+async fn serve_with_session() -> (RawPeer, Value) {
+    let mut peer = serve();
+    peer.initialize(json!({})).await;
+    let id = session(&mut peer, 1, "/tmp").await;
+    (peer, id)
 }
 
 fn error_of(response: &Value) -> (i64, String) {
@@ -124,11 +124,7 @@ fn error_of(response: &Value) -> (i64, String) {
 
 /// The text of the last `agent_message_chunk` before the prompt's response.
 async fn prompt_report(peer: &mut RawPeer, id: i64, session: &Value, text: &str) -> String {
-    peer.send(
-        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
-    )
-    .await;
+    peer.send_prompt(id, session, text).await;
     let messages = peer.recv_until_response(id).await;
     messages
         .iter()
@@ -216,9 +212,7 @@ fn agent_refuses_unadvertised_mcp_transports_and_prompt_content() {
 #[test]
 fn agent_checks_modes_config_values_and_unknown_sessions() {
     smol::block_on(within("mode, config_value, unknown_session", async {
-        let mut peer = serve();
-        peer.initialize(json!({})).await;
-        let id = session(&mut peer, 1, "/tmp").await;
+        let (mut peer, id) = serve_with_session().await;
         let response = peer
             .request(
                 2,
@@ -256,9 +250,7 @@ fn agent_checks_modes_config_values_and_unknown_sessions() {
 #[test]
 fn agent_refuses_a_boolean_value_from_a_client_that_did_not_opt_in() {
     smol::block_on(within("config_value (boolean)", async {
-        let mut peer = serve();
-        peer.initialize(json!({})).await;
-        let id = session(&mut peer, 1, "/tmp").await;
+        let (mut peer, id) = serve_with_session().await;
         let response = peer
             .request(
                 2,
@@ -276,9 +268,7 @@ fn agent_refuses_a_boolean_value_from_a_client_that_did_not_opt_in() {
 #[test]
 fn agent_sends_notices_and_compaction_only_to_clients_that_opted_in() {
     smol::block_on(within("session_update", async {
-        let mut peer = serve();
-        peer.initialize(json!({})).await;
-        let id = session(&mut peer, 1, "/tmp").await;
+        let (mut peer, id) = serve_with_session().await;
         assert_eq!(
             prompt_report(&mut peer, 2, &id, "notice").await,
             "refused: session.notices"
@@ -292,11 +282,7 @@ fn agent_sends_notices_and_compaction_only_to_clients_that_opted_in() {
         peer.initialize(json!({"session": {"notices": {}, "compaction": {}}}))
             .await;
         let id = session(&mut peer, 1, "/tmp").await;
-        peer.send(
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": id, "prompt": [{"type": "text", "text": "notice"}]}}),
-        )
-        .await;
+        peer.send_prompt(2, &id, "notice").await;
         let messages = peer.recv_until_response(2).await;
         assert!(
             messages
@@ -399,10 +385,8 @@ fn agent_refuses_elicitation_modes_the_client_did_not_advertise() {
 #[test]
 fn agent_fills_in_its_info_from_the_options() {
     smol::block_on(within("agent info", async {
-        let (mut peer, endpoint) = RawPeer::new();
         let options = AgentOptions::default().with_info("plain", "9.9.9");
-        let (_client, driver) = agent::serve(Plain, endpoint.reader, endpoint.writer, options);
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(Plain, options);
         let response = peer.initialize(json!({})).await;
         assert_eq!(
             response["result"]["agentInfo"],

@@ -12,7 +12,7 @@ use acp_runtime::agent::{self, Agent, AgentOptions, ClientHandle, SessionClient,
 use acp_runtime::client::{self, AgentHandle, AutoAllow, ClientOptions};
 use acp_runtime::{Error, Result};
 use acp_types::*;
-use common::{RawPeer, within};
+use common::{RawPeer, serve_agent, within};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
@@ -276,10 +276,8 @@ fn the_agents_own_capability_wins_over_the_options() {
         }
     }
     smol::block_on(within("system_prompt, the agent's own", async {
-        let (mut peer, endpoint) = RawPeer::new();
         let options = AgentOptions::default().with_system_prompt_override();
-        let (_client, driver) = agent::serve(Own, endpoint.reader, endpoint.writer, options);
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(Own, options);
         let response = peer.initialize(json!({})).await;
         assert_eq!(
             response["result"]["agentCapabilities"]["sessionCapabilities"]["systemPrompt"],
@@ -486,14 +484,7 @@ fn fork_keeps_the_system_prompt_rule_on_both_sides() {
         }
     }
     smol::block_on(within("system_prompt on fork", async {
-        let (mut peer, endpoint) = RawPeer::new();
-        let (_client, driver) = agent::serve(
-            Forks,
-            endpoint.reader,
-            endpoint.writer,
-            AgentOptions::default().with_system_prompt(),
-        );
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(Forks, AgentOptions::default().with_system_prompt());
         peer.initialize(json!({})).await;
         let response = peer
             .request(

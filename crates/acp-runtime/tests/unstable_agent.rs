@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use acp_runtime::agent::{self, Agent, ClientHandle, SessionClient, Turn};
 use acp_runtime::{Error, Result};
 use acp_types::*;
-use common::RawPeer;
+use common::{RawPeer, serve_agent};
 use serde_json::{Value, json};
 
 /// An agent that offers every schema 1.20 item; `image` says whether it takes images in
@@ -198,31 +198,12 @@ impl Agent for Agent120 {
 }
 
 fn start(agent_impl: Agent120) -> RawPeer {
-    let (peer, endpoint) = RawPeer::new();
-    let (_client, driver) = agent::serve(
-        agent_impl,
-        endpoint.reader,
-        endpoint.writer,
-        agent::AgentOptions::default(),
-    );
-    smol::spawn(driver).detach();
-    peer
-}
-
-async fn new_session(peer: &mut RawPeer, id: i64) -> String {
-    let answer = peer
-        .request(id, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
-        .await;
-    answer["result"]["sessionId"].as_str().unwrap().to_owned()
+    serve_agent(agent_impl, agent::AgentOptions::default())
 }
 
 /// Sends a prompt; returns the updates seen before its answer, and the answer.
 async fn prompt(peer: &mut RawPeer, id: i64, session: &str, text: &str) -> (Vec<Value>, Value) {
-    peer.send(
-        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
-    )
-    .await;
+    peer.send_prompt(id, session, text).await;
     let mut seen = peer.recv_until_response(id).await;
     let answer = seen.pop().unwrap();
     let updates = seen
@@ -305,14 +286,7 @@ fn session_options_needs_its_capability_and_a_stored_session_needs_load_or_resum
         }
     }
     smol::block_on(async {
-        let (mut peer, endpoint) = RawPeer::new();
-        let (_client, driver) = agent::serve(
-            Plain,
-            endpoint.reader,
-            endpoint.writer,
-            agent::AgentOptions::default(),
-        );
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(Plain, agent::AgentOptions::default());
         peer.initialize(json!({})).await;
         let answer = peer
             .request(1, "session/options", json!({"cwd": "/tmp"}))
@@ -350,14 +324,7 @@ fn session_options_needs_its_capability_and_a_stored_session_needs_load_or_resum
                 Ok(SessionOptionsResponse::new())
             }
         }
-        let (mut peer, endpoint) = RawPeer::new();
-        let (_client, driver) = agent::serve(
-            OptionsOnly,
-            endpoint.reader,
-            endpoint.writer,
-            agent::AgentOptions::default(),
-        );
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(OptionsOnly, agent::AgentOptions::default());
         peer.initialize(json!({})).await;
         let fresh = peer
             .request(1, "session/options", json!({"cwd": "/tmp"}))
@@ -418,7 +385,7 @@ fn cursor_updates_need_the_capability_and_keep_their_first_anchor() {
     smol::block_on(async {
         let mut peer = start(Agent120::default());
         peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
+        let session = peer.new_session(1).await;
         let (updates, _) = prompt(&mut peer, 2, &session, "cursors").await;
         assert_eq!(updates.len(), 1, "nothing but the outcome: {updates:?}");
         assert!(
@@ -428,7 +395,7 @@ fn cursor_updates_need_the_capability_and_keep_their_first_anchor() {
 
         let mut peer = start(Agent120::default());
         peer.initialize(json!({"session": {"cursors": {}}})).await;
-        let session = new_session(&mut peer, 1).await;
+        let session = peer.new_session(1).await;
         let (updates, _) = prompt(&mut peer, 2, &session, "cursors").await;
         assert_eq!(
             said(&updates),
@@ -512,14 +479,7 @@ fn cursors_announced_while_loading_are_kept_for_forks() {
         }
     }
     smol::block_on(async {
-        let (mut peer, endpoint) = RawPeer::new();
-        let (_client, driver) = agent::serve(
-            Loader,
-            endpoint.reader,
-            endpoint.writer,
-            agent::AgentOptions::default(),
-        );
-        smol::spawn(driver).detach();
+        let mut peer = serve_agent(Loader, agent::AgentOptions::default());
         peer.initialize(json!({"session": {"cursors": {}}})).await;
         let loaded = peer
             .request(
@@ -546,7 +506,7 @@ fn prompt_suggestions_carry_only_content_both_sides_take() {
         // Without the client's capability, nothing is sent.
         let mut peer = start(Agent120::default());
         peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
+        let session = peer.new_session(1).await;
         let (updates, _) = prompt(&mut peer, 2, &session, "suggest").await;
         assert_eq!(updates.len(), 1, "{updates:?}");
         assert!(
@@ -558,7 +518,7 @@ fn prompt_suggestions_carry_only_content_both_sides_take() {
         let mut peer = start(Agent120::default());
         peer.initialize(json!({"session": {"promptSuggestions": {"image": {}}}}))
             .await;
-        let session = new_session(&mut peer, 1).await;
+        let session = peer.new_session(1).await;
         let (updates, _) = prompt(&mut peer, 2, &session, "suggest").await;
         assert_eq!(
             said(&updates),
@@ -578,7 +538,7 @@ fn prompt_suggestions_carry_only_content_both_sides_take() {
         });
         peer.initialize(json!({"session": {"promptSuggestions": {"image": {}}}}))
             .await;
-        let session = new_session(&mut peer, 1).await;
+        let session = peer.new_session(1).await;
         let (updates, _) = prompt(&mut peer, 2, &session, "suggest").await;
         assert_eq!(
             said(&updates),
@@ -610,17 +570,13 @@ fn the_turn_answers_its_token_usage_also_when_cancelled() {
     smol::block_on(async {
         let mut peer = start(Agent120::default());
         peer.initialize(json!({})).await;
-        let session = new_session(&mut peer, 1).await;
+        let session = peer.new_session(1).await;
         let (_, answer) = prompt(&mut peer, 2, &session, "usage").await;
         assert_eq!(
             answer["result"],
             json!({"stopReason": "end_turn", "usage": {"totalTokens": 30, "inputTokens": 20, "outputTokens": 10}})
         );
-        peer.send(
-            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}),
-        )
-        .await;
+        peer.send_prompt(3, &session, "wait").await;
         let waiting = peer.recv().await;
         assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
         peer.send(

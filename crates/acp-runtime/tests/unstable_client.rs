@@ -53,6 +53,16 @@ async fn initialize(agent: &AgentHandle, peer: &mut RawPeer, capabilities: Value
         .unwrap();
 }
 
+/// A client with `capabilities`, initialized by a raw agent with `agent_capabilities`.
+async fn start_initialized(
+    capabilities: Value,
+    agent_capabilities: Value,
+) -> (AgentHandle, RawPeer, Problems) {
+    let (agent, mut peer, problems) = start(capabilities);
+    initialize(&agent, &mut peer, agent_capabilities).await;
+    (agent, peer, problems)
+}
+
 /// Runs `call` while the raw agent answers the one request it sends with `result`; returns
 /// the call's outcome and the request as sent.
 async fn answered<T>(
@@ -118,23 +128,16 @@ fn refused(result: acp_runtime::Result<impl std::fmt::Debug>) -> String {
 #[test]
 fn session_options_is_a_typed_call_refused_locally_when_not_advertised() {
     smol::block_on(async {
-        let (agent, mut peer, problems) = start(json!({}));
-        initialize(
-            &agent,
-            &mut peer,
-            json!({"sessionCapabilities": {"list": {}}}),
-        )
-        .await;
+        let (agent, mut peer, problems) =
+            start_initialized(json!({}), json!({"sessionCapabilities": {"list": {}}})).await;
         assert_eq!(
             refused(agent.session_options("/tmp").await),
             "not advertised: sessionCapabilities.options"
         );
         next_request_is(&agent, &mut peer, "session/list").await;
 
-        let (agent, mut peer, _) = start(json!({}));
-        initialize(
-            &agent,
-            &mut peer,
+        let (agent, mut peer, _) = start_initialized(
+            json!({}),
             json!({"sessionCapabilities": {"options": {}, "list": {}}}),
         )
         .await;
@@ -170,13 +173,8 @@ fn session_options_is_a_typed_call_refused_locally_when_not_advertised() {
         )
         .await;
         assert_eq!(options.unwrap().config_options.unwrap().len(), 1);
-        let (agent, mut peer, problems) = start(json!({}));
-        initialize(
-            &agent,
-            &mut peer,
-            json!({"sessionCapabilities": {"options": {}}}),
-        )
-        .await;
+        let (agent, mut peer, problems) =
+            start_initialized(json!({}), json!({"sessionCapabilities": {"options": {}}})).await;
         let _ = answered(
             &mut peer,
             agent.session_options("/tmp"),
@@ -201,13 +199,8 @@ fn initial_config_options_go_only_to_an_agent_that_takes_them() {
             NewSessionRequest::new("/tmp", Vec::<McpServer>::new())
                 .with_config_options(options(entries))
         };
-        let (agent, mut peer, _) = start(json!({}));
-        initialize(
-            &agent,
-            &mut peer,
-            json!({"sessionCapabilities": {"list": {}}}),
-        )
-        .await;
+        let (agent, mut peer, _) =
+            start_initialized(json!({}), json!({"sessionCapabilities": {"list": {}}})).await;
         let select = json!([{"configId": "model", "value": "fast"}]);
         assert_eq!(
             refused(agent.new_session_with(request(select.clone())).await),
@@ -215,10 +208,8 @@ fn initial_config_options_go_only_to_an_agent_that_takes_them() {
         );
         next_request_is(&agent, &mut peer, "session/list").await;
 
-        let (agent, mut peer, _) = start(json!({}));
-        initialize(
-            &agent,
-            &mut peer,
+        let (agent, mut peer, _) = start_initialized(
+            json!({}),
             json!({"sessionCapabilities": {"options": {}, "list": {}}}),
         )
         .await;
@@ -249,10 +240,8 @@ fn anchor(message: &str) -> Value {
 #[test]
 fn a_session_keeps_its_cursors_with_their_first_anchors_and_forks_at_them() {
     smol::block_on(async {
-        let (agent, mut peer, problems) = start(json!({"session": {"cursors": {}}}));
-        initialize(
-            &agent,
-            &mut peer,
+        let (agent, mut peer, problems) = start_initialized(
+            json!({"session": {"cursors": {}}}),
             json!({"sessionCapabilities": {"fork": {}}}),
         )
         .await;
@@ -292,8 +281,7 @@ fn a_session_keeps_its_cursors_with_their_first_anchors_and_forks_at_them() {
         assert_eq!(request["params"]["cursorId"], "c1");
 
         // A client that did not ask for cursors still keeps them, and reports the breach.
-        let (agent, mut peer, problems) = start(json!({}));
-        initialize(&agent, &mut peer, json!({})).await;
+        let (agent, mut peer, problems) = start_initialized(json!({}), json!({})).await;
         let session = open_session(&agent, &mut peer, "s1").await;
         send_updates(&mut peer, "s1", &updates[1..2]).await;
         take(&session, 1).await;
@@ -306,10 +294,8 @@ fn a_session_keeps_its_cursors_with_their_first_anchors_and_forks_at_them() {
 #[test]
 fn prompt_suggestions_are_replaced_by_each_update() {
     smol::block_on(async {
-        let (agent, mut peer, problems) = start(json!({"session": {"promptSuggestions": {}}}));
-        initialize(
-            &agent,
-            &mut peer,
+        let (agent, mut peer, problems) = start_initialized(
+            json!({"session": {"promptSuggestions": {}}}),
             json!({"promptCapabilities": {"image": true}}),
         )
         .await;
@@ -354,8 +340,7 @@ fn prompt_suggestions_are_replaced_by_each_update() {
 #[test]
 fn the_turn_end_carries_token_usage() {
     smol::block_on(async {
-        let (agent, mut peer, _) = start(json!({}));
-        initialize(&agent, &mut peer, json!({})).await;
+        let (agent, mut peer, _) = start_initialized(json!({}), json!({})).await;
         let session = open_session(&agent, &mut peer, "s1").await;
         let turn = async { session.prompt(vec!["hi".into()]).await?.end().await };
         let usage = json!({"totalTokens": 30, "inputTokens": 20, "outputTokens": 10, "cachedReadTokens": 5});
@@ -376,8 +361,8 @@ fn the_turn_end_carries_token_usage() {
 #[test]
 fn a_speed_option_and_account_descriptions_pass_untouched() {
     smol::block_on(async {
-        let (agent, mut peer, problems) = start(json!({}));
-        initialize(&agent, &mut peer, json!({"auth": {"status": {}}})).await;
+        let (agent, mut peer, problems) =
+            start_initialized(json!({}), json!({"auth": {"status": {}}})).await;
         let speed = json!({"id": "speed", "name": "Speed", "category": "speed", "type": "select",
             "currentValue": "fast", "options": [{"value": "fast", "name": "Fast"}]});
         let (session, _) = answered(

@@ -81,6 +81,19 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Asserts that the run exited with 0 (showing its stdout and stderr if not) and returns its
+/// stdout.
+pub fn succeeded(out: &Output) -> String {
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
 /// Starts `command` (an `acp --json` run) and waits for its first line, the turn's first
 /// chunk, which must say `working`.
 pub fn start_turn(command: &mut Command) -> (Child, BufReader<ChildStdout>) {

@@ -2,9 +2,24 @@
 //! reach by URL: the demo agent, or any [`Agent`] a test builds (acp-test's scripted agent).
 
 use std::net::SocketAddr;
+use std::process::{Command, Output, Stdio};
 
 use acp_remote::{Server, ServerOptions, ShutdownHandle};
 use acp_runtime::agent::{Agent, AgentOptions};
+
+/// Runs `acp -p go` (plus `extra`) in a scratch project against `agent`, served over
+/// WebSocket, and returns how it ended.
+pub fn acp_against<A: Agent + Clone + Send + Sync + 'static>(agent: A, extra: &[&str]) -> Output {
+    let server = AgentServer::serving(move || agent.clone());
+    let dir = super::scratch("served");
+    let (cwd, url) = (dir.to_str().unwrap().to_owned(), server.url("ws"));
+    let mut args = vec!["--yes", "-p", "go", "--cwd", &cwd, "--token", TOKEN];
+    args.extend_from_slice(extra);
+    args.extend(["--", &url]);
+    let out = super::run(Command::new(super::ACP).args(&args).stdin(Stdio::null()));
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
 
 /// The bearer token every [`AgentServer`] requires.
 pub const TOKEN: &str = "s3cret-for-tests";

@@ -9,6 +9,7 @@ pub mod versions;
 use std::time::Duration;
 
 use acp_jsonrpc::memory;
+use acp_runtime::agent::{self, Agent, AgentOptions};
 use futures_lite::{AsyncBufReadExt, AsyncWriteExt};
 use serde_json::Value;
 
@@ -19,6 +20,14 @@ pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>)
         panic!("timed out: {what}")
     })
     .await
+}
+
+/// Serves `agent` with `options` on a spawned driver and returns the raw peer that speaks to it.
+pub fn serve_agent<A: Agent>(agent: A, options: AgentOptions) -> RawPeer {
+    let (peer, endpoint) = RawPeer::new();
+    let (_client, driver) = agent::serve(agent, endpoint.reader, endpoint.writer, options);
+    smol::spawn(driver).detach();
+    peer
 }
 
 /// The other end of a connection, speaking raw JSON lines.
@@ -91,4 +100,47 @@ impl RawPeer {
         )
         .await
     }
+
+    /// Opens a session in `/tmp` with no MCP servers and returns its id.
+    pub async fn new_session(&mut self, id: i64) -> String {
+        let response = self
+            .request(
+                id,
+                "session/new",
+                serde_json::json!({"cwd": "/tmp", "mcpServers": []}),
+            )
+            .await;
+        response["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a session id: {response}"))
+            .to_owned()
+    }
+
+    /// Sends a `session/prompt` of one text block without waiting for its response.
+    pub async fn send_prompt<S>(&mut self, id: i64, session: &S, text: &str)
+    where
+        S: serde::Serialize + ?Sized,
+    {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
+        )
+        .await;
+    }
+
+    /// Prompts with one text block and returns the response (updates before it are skipped).
+    pub async fn prompt<S>(&mut self, id: i64, session: &S, text: &str) -> Value
+    where
+        S: serde::Serialize + ?Sized,
+    {
+        self.send_prompt(id, session, text).await;
+        self.recv_until_response(id).await.pop().unwrap()
+    }
+}
+
+/// Asserts that `response` is an error with `code` whose message contains `needle`.
+pub fn assert_error_mentions(response: &Value, code: i64, needle: &str) {
+    assert_eq!(response["error"]["code"], code, "{response}");
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(needle), "{needle:?} not in {response}");
 }

@@ -116,12 +116,9 @@ fn undrained_session(wire: &mut Wire) {
     wire.recv();
 }
 
-/// Fills the client's in-flight limit with `terminal/wait_for_exit` calls on a sleeping
-/// command, then asks for `terminal/kill`: it must be answered (refused while the limit is
-/// full), a cancelled wait frees a slot, and the kill then goes through and ends every wait.
-/// Reports what it saw as the turn's one message.
-fn in_flight_limit(wire: &mut Wire) {
-    const WAITS: usize = 300;
+/// Opens session `s`, takes its prompt and creates a terminal running a long `sleep`; returns
+/// the prompt's request id and the terminal's id.
+fn sleeping_terminal_in_a_turn(wire: &mut Wire) -> (Value, Value) {
     wire.start("s");
     let (prompt, _) = wire.expect("session/prompt");
     wire.request(
@@ -131,7 +128,16 @@ fn in_flight_limit(wire: &mut Wire) {
     );
     wire.flush();
     let created = wire.recv();
-    let terminal = created["result"]["terminalId"].clone();
+    (prompt, created["result"]["terminalId"].clone())
+}
+
+/// Fills the client's in-flight limit with `terminal/wait_for_exit` calls on a sleeping
+/// command, then asks for `terminal/kill`: it must be answered (refused while the limit is
+/// full), a cancelled wait frees a slot, and the kill then goes through and ends every wait.
+/// Reports what it saw as the turn's one message.
+fn in_flight_limit(wire: &mut Wire) {
+    const WAITS: usize = 300;
+    let (prompt, terminal) = sleeping_terminal_in_a_turn(wire);
     let target = json!({"sessionId": "s", "terminalId": terminal});
     for i in 0..WAITS {
         wire.request(&format!("w{i}"), "terminal/wait_for_exit", target.clone());
@@ -270,16 +276,7 @@ fn tool_call_flood(wire: &mut Wire) {
 /// command. Reports what it saw as the turn's one message.
 fn in_flight_bytes(wire: &mut Wire) {
     const WAITS: usize = 10;
-    wire.start("s");
-    let (prompt, _) = wire.expect("session/prompt");
-    wire.request(
-        "create",
-        "terminal/create",
-        json!({"sessionId": "s", "command": "sleep", "args": ["1000"]}),
-    );
-    wire.flush();
-    let created = wire.recv();
-    let terminal = created["result"]["terminalId"].clone();
+    let (prompt, terminal) = sleeping_terminal_in_a_turn(wire);
     let pad = "m".repeat(8 << 20);
     for i in 0..WAITS {
         wire.request(

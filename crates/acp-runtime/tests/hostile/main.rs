@@ -15,6 +15,7 @@
 mod agents;
 mod sessions;
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use acp_runtime::client::{
@@ -23,7 +24,7 @@ use acp_runtime::client::{
     DEFAULT_UNOPENED_UPDATE_BUDGET, ToolCallState,
 };
 use acp_runtime::fs::FsHost;
-use acp_runtime::process::AgentCommand;
+use acp_runtime::process::{AgentCommand, AgentExit};
 use acp_runtime::terminal::TerminalHost;
 use acp_runtime::{Error, Result};
 use acp_types::{SessionUpdate, StopReason, ToolCallId, ToolCallStatus};
@@ -140,6 +141,19 @@ fn agent(case: &str) -> AgentCommand {
         .term_grace(Duration::from_millis(200))
 }
 
+/// Runs the hostile agent `case` under a client with `options`, and `work` once the agent is
+/// initialized; returns what `work` returned and how the agent exited.
+fn against<T, F: Future<Output = Result<T>>>(
+    case: &str,
+    options: ClientOptions,
+    work: impl FnOnce(AgentHandle) -> F,
+) -> Result<(T, AgentExit)> {
+    client::run_spawned(AutoAllow, agent(case), options, |agent| async move {
+        agent.initialize().await?;
+        work(agent).await
+    })
+}
+
 fn check(condition: bool, what: impl FnOnce() -> String) -> Result<()> {
     if condition {
         Ok(())
@@ -158,12 +172,10 @@ fn text_of(update: &SessionUpdate) -> Option<&str> {
 /// `end()` after 1000 streamed updates nobody read: the turn still ends (it once waited for
 /// ever once 128 were buffered).
 fn many_updates() -> Result<()> {
-    let (stop, exit) = client::run_spawned(
-        AutoAllow,
-        agent("many-updates"),
+    let (stop, exit) = against(
+        "many-updates",
         ClientOptions::default(),
         |agent| async move {
-            agent.initialize().await?;
             let session = agent.new_session("/tmp").await?;
             session.prompt(vec!["hi".into()]).await?.end().await
         },
@@ -177,12 +189,10 @@ fn many_updates() -> Result<()> {
 /// 1000 updates to a session nobody reads, then another session opens at once; the first
 /// session still has every update, in order.
 fn undrained_session() -> Result<()> {
-    client::run_spawned(
-        AutoAllow,
-        agent("undrained-session"),
+    against(
+        "undrained-session",
         ClientOptions::default(),
         |agent| async move {
-            agent.initialize().await?;
             let a = agent.new_session("/tmp").await?;
             let b = agent.new_session("/tmp").await?;
             check(b.id() == "B", || "second session".into())?;
@@ -204,22 +214,16 @@ fn undrained_session() -> Result<()> {
 /// through and end every wait.
 fn in_flight_limit() -> Result<()> {
     let options = ClientOptions::default().with_terminals(TerminalHost::new());
-    let (report, _) = client::run_spawned(
-        AutoAllow,
-        agent("in-flight-limit"),
-        options,
-        |agent| async move {
-            agent.initialize().await?;
-            let session = agent.new_session("/tmp").await?;
-            let mut turn = session.prompt(vec!["go".into()]).await?;
-            let mut report = String::new();
-            while let Some(update) = turn.next().await {
-                report.push_str(text_of(&update?).unwrap_or_default());
-            }
-            turn.end().await?;
-            Ok::<_, Error>(report)
-        },
-    )?;
+    let (report, _) = against("in-flight-limit", options, |agent| async move {
+        let session = agent.new_session("/tmp").await?;
+        let mut turn = session.prompt(vec!["go".into()]).await?;
+        let mut report = String::new();
+        while let Some(update) = turn.next().await {
+            report.push_str(text_of(&update?).unwrap_or_default());
+        }
+        turn.end().await?;
+        Ok::<_, Error>(report)
+    })?;
     check(
         report == "refused:44 kill1:-32603 cancelled:1 kill2:ok exited:255 other:0",
         || format!("the agent saw: {report}"),
@@ -230,23 +234,16 @@ fn in_flight_limit() -> Result<()> {
 /// `run_spawned` still returns, after the final flush's grace and the staged shutdown.
 fn deaf() -> Result<()> {
     let started = Instant::now();
-    let (queued, exit) = client::run_spawned(
-        AutoAllow,
-        agent("deaf"),
-        ClientOptions::default(),
-        |agent: AgentHandle| async move {
-            agent.initialize().await?;
-            agent.new_session("/tmp").await?;
-            let blob = serde_json::value::to_raw_value(&"x".repeat(1 << 20)).unwrap();
-            let blob =
-                serde_json::value::to_raw_value(&serde_json::json!({ "blob": blob })).unwrap();
-            agent
-                .connection()
-                .notify_raw("_hostile/blob", Some(&blob))
-                .await?;
-            Ok::<_, Error>(())
-        },
-    )?;
+    let (queued, exit) = against("deaf", ClientOptions::default(), |agent| async move {
+        agent.new_session("/tmp").await?;
+        let blob = serde_json::value::to_raw_value(&"x".repeat(1 << 20)).unwrap();
+        let blob = serde_json::value::to_raw_value(&serde_json::json!({ "blob": blob })).unwrap();
+        agent
+            .connection()
+            .notify_raw("_hostile/blob", Some(&blob))
+            .await?;
+        Ok::<_, Error>(())
+    })?;
     let () = queued;
     check(!exit.status.success(), || format!("agent: {exit}"))?;
     check(started.elapsed() < Duration::from_secs(30), || {
@@ -258,12 +255,10 @@ fn deaf() -> Result<()> {
 /// stays within the unopened-session budget, and the session opened afterwards learns what it
 /// lost.
 fn unopened_flood() -> Result<()> {
-    client::run_spawned(
-        AutoAllow,
-        agent("unopened-flood"),
+    against(
+        "unopened-flood",
         ClientOptions::default(),
         |agent| async move {
-            agent.initialize().await?;
             let session = agent.new_session("/tmp").await?;
             let kept = agent.buffered_update_bytes();
             check(kept <= DEFAULT_UNOPENED_UPDATE_BUDGET, || {
@@ -291,12 +286,10 @@ fn unopened_flood() -> Result<()> {
 /// budget (plus one update), the connection goes on (a second session opens), and reading
 /// afterwards yields the kept updates, then the drop, in order.
 fn slow_session() -> Result<()> {
-    client::run_spawned(
-        AutoAllow,
-        agent("slow-session"),
+    against(
+        "slow-session",
         ClientOptions::default(),
         |agent| async move {
-            agent.initialize().await?;
             let session = agent.new_session("/tmp").await?;
             let mut turn = session.prompt(vec!["go".into()]).await?;
             // Sends the prompt without taking an update.
@@ -333,12 +326,10 @@ fn slow_session() -> Result<()> {
 /// 16 are told in the parent's stream; afterwards every child's update is delivered or its
 /// drop met, in the child's stream.
 fn subagent_flood() -> Result<()> {
-    client::run_spawned(
-        AutoAllow,
-        agent("subagent-flood"),
+    against(
+        "subagent-flood",
         ClientOptions::default().with_subagents(),
         |agent| async move {
-            agent.initialize().await?;
             let session = agent.new_session("/tmp").await?;
             let mut turn = session.prompt(vec!["go".into()]).await?;
             let (mut announced, mut told) = (0, 0);
@@ -388,9 +379,8 @@ fn deaf_reads() -> Result<()> {
         .map_err(|e| Error::Internal(e.to_string()))?;
     let options = ClientOptions::default().with_file_system(FsHost::new());
     let work_dir = dir.clone();
-    let result = client::run_spawned(AutoAllow, agent("deaf-reads"), options, |agent| {
+    let result = against("deaf-reads", options, |agent| {
         async move {
-            agent.initialize().await?;
             let session = agent.new_session(&work_dir).await?;
             session.next_update().await.expect("the agent's note")?;
             // Watch the answers pile up until they stop growing: the reads run on a blocking
@@ -422,12 +412,10 @@ fn deaf_reads() -> Result<()> {
 /// the application as updates that do not decode (never tracked), and what the session
 /// remembers of its calls stays within its budget, the latest call included.
 fn tool_call_flood() -> Result<()> {
-    client::run_spawned(
-        AutoAllow,
-        agent("tool-call-flood"),
+    against(
+        "tool-call-flood",
         ClientOptions::default(),
         |agent| async move {
-            agent.initialize().await?;
             let session = agent.new_session("/tmp").await?;
             let mut turn = session.prompt(vec!["go".into()]).await?;
             let (mut invalid, mut dropped, mut most) = (0, 0, 0);
@@ -471,24 +459,18 @@ fn in_flight_bytes() -> Result<()> {
     let options = ClientOptions::default()
         .with_terminals(TerminalHost::new())
         .with_in_flight_budget(16 << 20);
-    let (report, _) = client::run_spawned(
-        AutoAllow,
-        agent("in-flight-bytes"),
-        options,
-        |agent| async move {
-            agent.initialize().await?;
-            let session = agent.new_session("/tmp").await?;
-            let mut turn = session.prompt(vec!["go".into()]).await?;
-            let mut report = String::new();
-            while let Some(update) = turn.next().await {
-                report.push_str(text_of(&update?).unwrap_or_default());
-            }
-            turn.end().await?;
-            let held = agent.connection().in_flight_request_bytes();
-            check(held == 0, || format!("{held} bytes still held"))?;
-            Ok::<_, Error>(report)
-        },
-    )?;
+    let (report, _) = against("in-flight-bytes", options, |agent| async move {
+        let session = agent.new_session("/tmp").await?;
+        let mut turn = session.prompt(vec!["go".into()]).await?;
+        let mut report = String::new();
+        while let Some(update) = turn.next().await {
+            report.push_str(text_of(&update?).unwrap_or_default());
+        }
+        turn.end().await?;
+        let held = agent.connection().in_flight_request_bytes();
+        check(held == 0, || format!("{held} bytes still held"))?;
+        Ok::<_, Error>(report)
+    })?;
     check(report == "refused:9 kill:ok exited:1 other:0", || {
         format!("the agent saw: {report}")
     })
