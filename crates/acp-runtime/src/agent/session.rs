@@ -97,6 +97,17 @@ impl ClientHandle {
         Ok(self.rpc.request_with(R::METHOD, params, decode).await?)
     }
 
+    /// [`request_decoded`](Self::request_decoded) with params that serialize as `R`'s do,
+    /// from borrowed parts. Not for `elicitation/create`, whose rule reads the request itself.
+    async fn request_as<R: Request + AgentToClient, P: serde::Serialize, T>(
+        &self,
+        params: &P,
+        decode: fn(Box<RawValue>) -> std::result::Result<T, RequestError>,
+    ) -> Result<T> {
+        self.check_advertised(R::METHOD, &())?;
+        Ok(self.rpc.request_with(R::METHOD, params, decode).await?)
+    }
+
     /// Sends any notification to the client.
     pub async fn notify<N: Notification + AgentToClient>(&self, params: &N) -> Result<()> {
         self.rpc.notify(N::METHOD, params).await?;
@@ -428,9 +439,24 @@ impl SessionClient {
     /// }
     /// ```
     pub async fn read_text_file(&self, path: impl AsRef<Path>) -> Result<String> {
-        let path = path.as_ref().to_string_lossy().into_owned();
-        self.read_text_file_with(ReadTextFileRequest::new(self.id.clone(), path))
-            .await
+        /// The params [`ReadTextFileRequest`] serializes, from borrowed parts: the call coding
+        /// agents make most, without copying the session id and the path into owned strings
+        /// (docs/performance.md).
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            #[serde(rename = "sessionId")]
+            session_id: &'a SessionId,
+            #[serde(serialize_with = "lossy_path")]
+            path: &'a Path,
+        }
+        let params = Params {
+            session_id: &self.id,
+            path: path.as_ref(),
+        };
+        let read = self
+            .client
+            .request_as::<ReadTextFileRequest, _, _>(&params, file_content::decode);
+        self.turn_call(read).await
     }
 
     /// Reads a text file from a full request: part of the file, from `line` (1-based) for
@@ -540,6 +566,15 @@ async fn for_turn<T>(
     })
     .await;
     answer.unwrap_or_else(cancelled)
+}
+
+/// A path as a JSON string, with `U+FFFD` in place of what is not UTF-8 (borrowed when it all
+/// is).
+fn lossy_path<S: serde::Serializer>(
+    path: &&Path,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 /// What a call that the turn's cancellation overtook fails with: the answer a client gives
