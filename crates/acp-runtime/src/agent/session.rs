@@ -600,7 +600,10 @@ fn lossy_path<S: serde::Serializer>(
     path: &&Path,
     serializer: S,
 ) -> std::result::Result<S::Ok, S::Error> {
-    serializer.serialize_str(&path.to_string_lossy())
+    match path.to_str() {
+        Some(path) => serializer.serialize_str(path),
+        None => serializer.serialize_str(&path.to_string_lossy()),
+    }
 }
 
 /// What a call that the turn's cancellation overtook fails with: the answer a client gives
