@@ -3,7 +3,7 @@
 //! (a server's budget across its clients).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,9 +43,13 @@ pub struct ByteBudget {
 struct Inner {
     limit: usize,
     used: AtomicUsize,
-    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters (a notify with
-    /// nobody listening is one atomic read).
+    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters.
     freed: Event,
+    /// Set before anyone first listens to `freed`, never cleared: until then a give-back skips
+    /// `freed.notify`, which takes the event's lock even with nobody listening
+    /// (event-listener 5), on every request a connection answers (its own budget is taken
+    /// with `try_take` alone, and never waited on). See [`ByteBudget::listen`].
+    listened: AtomicBool,
     /// Of the limit, what only holders holding at most `guaranteed` may take
     /// ([`ByteBudget::with_reserve`]).
     reserve: usize,
@@ -60,6 +64,7 @@ impl ByteBudget {
                 limit,
                 used: AtomicUsize::new(0),
                 freed: Event::new(),
+                listened: AtomicBool::new(false),
                 reserve: 0,
                 guaranteed: 0,
             }),
@@ -86,6 +91,7 @@ impl ByteBudget {
                 limit,
                 used: AtomicUsize::new(0),
                 freed: Event::new(),
+                listened: AtomicBool::new(false),
                 reserve: reserve.min(limit),
                 guaranteed,
             }),
@@ -173,7 +179,7 @@ impl ByteBudget {
         }
         loop {
             // Listening first, then trying: a give_back in between is not missed.
-            let freed = self.inner.freed.listen();
+            let freed = self.listen();
             if self.try_take(bytes) {
                 return;
             }
@@ -188,7 +194,7 @@ impl ByteBudget {
     /// was called.
     pub fn poll_freed(&self, listener: &mut BudgetListener, cx: &mut Context<'_>) -> Poll<()> {
         match &mut listener.0 {
-            None => listener.0 = Some(self.inner.freed.listen()),
+            None => listener.0 = Some(self.listen()),
             Some(registered) => {
                 ready!(Pin::new(registered).poll(cx));
                 listener.0 = None;
@@ -206,8 +212,21 @@ impl ByteBudget {
     /// Gives back `bytes` taken with [`try_take`](Self::try_take) or [`take`](Self::take),
     /// waking whoever waits in [`take`](Self::take).
     pub fn give_back(&self, bytes: usize) {
-        self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
-        self.inner.freed.notify(usize::MAX);
+        self.inner.used.fetch_sub(bytes, Ordering::SeqCst);
+        // Paired with the fence in `listen`: either this reads `listened` set, or the
+        // listener's next `try_take` sees these bytes given back.
+        fence(Ordering::SeqCst);
+        if self.inner.listened.load(Ordering::Relaxed) {
+            self.inner.freed.notify(usize::MAX);
+        }
+    }
+
+    /// A listener for `freed`, after marking the budget listened to (so that every give-back
+    /// from now on notifies); the caller tries to take again before waiting on it.
+    fn listen(&self) -> EventListener {
+        self.inner.listened.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.inner.freed.listen()
     }
 }
 
