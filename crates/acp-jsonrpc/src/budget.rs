@@ -3,13 +3,15 @@
 //! (a server's budget across its clients).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use event_listener::{Event, EventListener};
+use event_listener::EventListener;
+
+use crate::wakeup::Wakeup;
 
 /// The default of [`ConnectionOptions::with_in_flight_budget`](crate::ConnectionOptions::with_in_flight_budget):
 /// 64 MiB, the default longest line, so that any one request the connection reads fits.
@@ -43,13 +45,10 @@ pub struct ByteBudget {
 struct Inner {
     limit: usize,
     used: AtomicUsize,
-    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters.
-    freed: Event,
-    /// Set before anyone first listens to `freed`, never cleared: until then a give-back skips
-    /// `freed.notify`, which takes the event's lock even with nobody listening
-    /// (event-listener 5), on every request a connection answers (its own budget is taken
-    /// with `try_take` alone, and never waited on). See [`ByteBudget::listen`].
-    listened: AtomicBool,
+    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters: a connection's own
+    /// budget gives back on every request it answers and is never waited on (taken with
+    /// `try_take` alone), so its notify must cost nothing without listeners.
+    freed: Wakeup,
     /// Of the limit, what only holders holding at most `guaranteed` may take
     /// ([`ByteBudget::with_reserve`]).
     reserve: usize,
@@ -63,8 +62,7 @@ impl ByteBudget {
             inner: Arc::new(Inner {
                 limit,
                 used: AtomicUsize::new(0),
-                freed: Event::new(),
-                listened: AtomicBool::new(false),
+                freed: Wakeup::new(),
                 reserve: 0,
                 guaranteed: 0,
             }),
@@ -90,8 +88,7 @@ impl ByteBudget {
             inner: Arc::new(Inner {
                 limit,
                 used: AtomicUsize::new(0),
-                freed: Event::new(),
-                listened: AtomicBool::new(false),
+                freed: Wakeup::new(),
                 reserve: reserve.min(limit),
                 guaranteed,
             }),
@@ -179,7 +176,7 @@ impl ByteBudget {
         }
         loop {
             // Listening first, then trying: a give_back in between is not missed.
-            let freed = self.listen();
+            let freed = self.inner.freed.listen();
             if self.try_take(bytes) {
                 return;
             }
@@ -194,7 +191,7 @@ impl ByteBudget {
     /// was called.
     pub fn poll_freed(&self, listener: &mut BudgetListener, cx: &mut Context<'_>) -> Poll<()> {
         match &mut listener.0 {
-            None => listener.0 = Some(self.listen()),
+            None => listener.0 = Some(self.inner.freed.listen()),
             Some(registered) => {
                 ready!(Pin::new(registered).poll(cx));
                 listener.0 = None;
@@ -206,27 +203,14 @@ impl ByteBudget {
     /// Wakes every waiter for room, to look again: for a holder whose own state changed in a
     /// way its waiters must see (a queue closed while its writers wait for room).
     pub fn wake_waiters(&self) {
-        self.inner.freed.notify(usize::MAX);
+        self.inner.freed.notify_all();
     }
 
     /// Gives back `bytes` taken with [`try_take`](Self::try_take) or [`take`](Self::take),
     /// waking whoever waits in [`take`](Self::take).
     pub fn give_back(&self, bytes: usize) {
-        self.inner.used.fetch_sub(bytes, Ordering::SeqCst);
-        // Paired with the fence in `listen`: either this reads `listened` set, or the
-        // listener's next `try_take` sees these bytes given back.
-        fence(Ordering::SeqCst);
-        if self.inner.listened.load(Ordering::Relaxed) {
-            self.inner.freed.notify(usize::MAX);
-        }
-    }
-
-    /// A listener for `freed`, after marking the budget listened to (so that every give-back
-    /// from now on notifies); the caller tries to take again before waiting on it.
-    fn listen(&self) -> EventListener {
-        self.inner.listened.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        self.inner.freed.listen()
+        self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
+        self.inner.freed.notify_all();
     }
 }
 
