@@ -439,9 +439,19 @@ pub async fn join_woken<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Outp
     let flag_b = Arc::new(WokenFlag::new());
     let waker_a = Waker::from(flag_a.clone());
     let waker_b = Waker::from(flag_b.clone());
+    // Which waker the flags hold ([`Waker::data`] and [`Waker::vtable`], as `will_wake`
+    // compares them): polled again by the same task, the flags' locks are not taken (two per
+    // poll, on every message of the stdio pair). The flags keep that waker alive, so an equal
+    // pair always names the one they hold.
+    let mut parent = None;
     std::future::poll_fn(|cx| {
-        flag_a.set_parent(cx.waker());
-        flag_b.set_parent(cx.waker());
+        let waker = cx.waker();
+        let identity = (waker.data() as usize, waker.vtable() as *const _ as usize);
+        if parent != Some(identity) {
+            flag_a.set_parent(waker);
+            flag_b.set_parent(waker);
+            parent = Some(identity);
+        }
         if out_a.is_none()
             && flag_a.take()
             && let Poll::Ready(output) = a.as_mut().poll(&mut Context::from_waker(&waker_a))

@@ -9,7 +9,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use event_listener::{Event, EventListener};
+use event_listener::EventListener;
+
+use crate::wakeup::Wakeup;
 
 /// The default of [`ConnectionOptions::with_in_flight_budget`](crate::ConnectionOptions::with_in_flight_budget):
 /// 64 MiB, the default longest line, so that any one request the connection reads fits.
@@ -43,9 +45,10 @@ pub struct ByteBudget {
 struct Inner {
     limit: usize,
     used: AtomicUsize,
-    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters (a notify with
-    /// nobody listening is one atomic read).
-    freed: Event,
+    /// Woken when bytes are given back, for [`ByteBudget::take`]'s waiters: a connection's own
+    /// budget gives back on every request it answers and is never waited on (taken with
+    /// `try_take` alone), so its notify must cost nothing without listeners.
+    freed: Wakeup,
     /// Of the limit, what only holders holding at most `guaranteed` may take
     /// ([`ByteBudget::with_reserve`]).
     reserve: usize,
@@ -59,7 +62,7 @@ impl ByteBudget {
             inner: Arc::new(Inner {
                 limit,
                 used: AtomicUsize::new(0),
-                freed: Event::new(),
+                freed: Wakeup::new(),
                 reserve: 0,
                 guaranteed: 0,
             }),
@@ -85,7 +88,7 @@ impl ByteBudget {
             inner: Arc::new(Inner {
                 limit,
                 used: AtomicUsize::new(0),
-                freed: Event::new(),
+                freed: Wakeup::new(),
                 reserve: reserve.min(limit),
                 guaranteed,
             }),
@@ -200,14 +203,14 @@ impl ByteBudget {
     /// Wakes every waiter for room, to look again: for a holder whose own state changed in a
     /// way its waiters must see (a queue closed while its writers wait for room).
     pub fn wake_waiters(&self) {
-        self.inner.freed.notify(usize::MAX);
+        self.inner.freed.notify_all();
     }
 
     /// Gives back `bytes` taken with [`try_take`](Self::try_take) or [`take`](Self::take),
     /// waking whoever waits in [`take`](Self::take).
     pub fn give_back(&self, bytes: usize) {
         self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
-        self.inner.freed.notify(usize::MAX);
+        self.inner.freed.notify_all();
     }
 }
 

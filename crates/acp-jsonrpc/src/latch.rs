@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker, ready};
 
+use atomic_waker::AtomicWaker;
 use event_listener::{Event, EventListener};
 
 /// A flag set once and seen by every waiter, whether it waited before or after. Cheap to
@@ -35,7 +36,13 @@ pub struct Latch {
 struct Inner {
     set: AtomicBool,
     event: Event,
-    /// The tasks of the [`Waiter`]s waiting, woken by [`Latch::set`] beside `event`'s.
+    /// Whether a [`Waiter`] holds `first`.
+    first_taken: AtomicBool,
+    /// The task of one [`Waiter`], registered without a lock: most latches have one waiter at
+    /// a time (a turn making its calls one after another), woken by [`Latch::set`] beside
+    /// `event`'s.
+    first: AtomicWaker,
+    /// The tasks of the other [`Waiter`]s waiting, woken by [`Latch::set`] too.
     slots: Mutex<Slots>,
 }
 
@@ -62,6 +69,7 @@ impl Latch {
     pub fn set(&self) {
         self.inner.set.store(true, Ordering::SeqCst);
         self.inner.event.notify(usize::MAX);
+        self.inner.first.wake();
         // Taken out of their slots (which stay their waiters' until dropped), woken outside
         // the lock.
         let wakers: Vec<Waker> = lock(&self.inner.slots)
@@ -110,7 +118,9 @@ impl Latch {
     /// times over (each call of a turn raced against the turn's cancellation). It registers its
     /// task in a slot of the latch that the next waiter reuses, where [`wait`](Self::wait) and
     /// [`poll_wait`](Self::poll_wait) allocate a listener each time: this is on the path of
-    /// every call an agent's turn makes (docs/performance.md). Dropping it frees the slot.
+    /// every call an agent's turn makes (docs/performance.md). The first waiter at a time
+    /// registers without taking a lock, and a waiter polled again by the task it registered
+    /// touches nothing shared. Dropping it frees the slot.
     ///
     /// ```
     /// use std::task::{Context, Poll};
@@ -126,7 +136,8 @@ impl Latch {
     pub fn waiter(&self) -> Waiter<'_> {
         Waiter {
             latch: self,
-            slot: None,
+            slot: Slot::None,
+            registered: None,
         }
     }
 }
@@ -136,7 +147,22 @@ impl Latch {
 #[derive(Debug)]
 pub struct Waiter<'a> {
     latch: &'a Latch,
-    slot: Option<usize>,
+    slot: Slot,
+    /// Which waker the slot holds ([`Waker::data`] and [`Waker::vtable`], as
+    /// [`Waker::will_wake`] compares them): a poll by the same task leaves the slot alone. The
+    /// slot keeps that waker alive until `set` takes it, and `set` sets the flag first, so an
+    /// equal pair always names the waker registered, or one `set` has woken.
+    registered: Option<(usize, usize)>,
+}
+
+/// Where a [`Waiter`] registered its task.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    None,
+    /// The latch's lock-free `first`.
+    First,
+    /// An entry of the latch's `slots`.
+    Shared(usize),
 }
 
 impl Waiter<'_> {
@@ -145,30 +171,11 @@ impl Waiter<'_> {
         if self.latch.is_set() {
             return Poll::Ready(());
         }
-        {
-            let mut slots = lock(&self.latch.inner.slots);
-            match self.slot {
-                // Emptied by `set`: the flag read below is true.
-                Some(slot) => {
-                    if let Some(waker) = &mut slots.wakers[slot] {
-                        waker.clone_from(cx.waker());
-                    }
-                }
-                None => {
-                    let waker = Some(cx.waker().clone());
-                    let slot = match slots.free.pop() {
-                        Some(slot) => {
-                            slots.wakers[slot] = waker;
-                            slot
-                        }
-                        None => {
-                            slots.wakers.push(waker);
-                            slots.wakers.len() - 1
-                        }
-                    };
-                    self.slot = Some(slot);
-                }
-            }
+        let waker = cx.waker();
+        let identity = (waker.data() as usize, waker.vtable() as *const _ as usize);
+        if self.registered != Some(identity) {
+            self.register(waker);
+            self.registered = Some(identity);
         }
         // Set between the first read and the registration: `set` may have taken the wakers
         // before this one was in its slot.
@@ -178,14 +185,57 @@ impl Waiter<'_> {
             Poll::Pending
         }
     }
+
+    /// Puts `waker` in this waiter's slot, taking one first if it has none.
+    fn register(&mut self, waker: &Waker) {
+        let inner = &self.latch.inner;
+        if let Slot::None = self.slot
+            && !inner.first_taken.swap(true, Ordering::AcqRel)
+        {
+            self.slot = Slot::First;
+        }
+        match self.slot {
+            Slot::First => inner.first.register(waker),
+            // Emptied by `set`: the flag read after registering is true.
+            Slot::Shared(slot) => {
+                if let Some(registered) = &mut lock(&inner.slots).wakers[slot] {
+                    registered.clone_from(waker);
+                }
+            }
+            Slot::None => {
+                let mut slots = lock(&inner.slots);
+                let waker = Some(waker.clone());
+                let slot = match slots.free.pop() {
+                    Some(slot) => {
+                        slots.wakers[slot] = waker;
+                        slot
+                    }
+                    None => {
+                        slots.wakers.push(waker);
+                        slots.wakers.len() - 1
+                    }
+                };
+                self.slot = Slot::Shared(slot);
+            }
+        }
+    }
 }
 
 impl Drop for Waiter<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            let mut slots = lock(&self.latch.inner.slots);
-            slots.wakers[slot] = None;
-            slots.free.push(slot);
+        let inner = &self.latch.inner;
+        match self.slot {
+            Slot::None => {}
+            Slot::First => {
+                // Given back empty: the next waiter's task is not woken for this one.
+                drop(inner.first.take());
+                inner.first_taken.store(false, Ordering::Release);
+            }
+            Slot::Shared(slot) => {
+                let mut slots = lock(&inner.slots);
+                slots.wakers[slot] = None;
+                slots.free.push(slot);
+            }
         }
     }
 }
@@ -271,7 +321,9 @@ mod tests {
                     .is_pending()
             );
         }
-        assert_eq!(lock(&latch.inner.slots).wakers.len(), 1);
+        // One waiter at a time: always the lock-free slot, given back each time.
+        assert!(lock(&latch.inner.slots).wakers.is_empty());
+        assert!(!latch.inner.first_taken.load(Ordering::SeqCst));
         let (kept, kept_waker) = counter();
         let mut waiter = latch.waiter();
         assert!(
@@ -282,6 +334,40 @@ mod tests {
         latch.set();
         assert_eq!(dropped.0.load(Ordering::SeqCst), 0);
         assert_eq!(kept.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn the_lock_free_slot_and_the_shared_ones_are_all_woken_by_the_task_that_last_polled() {
+        let latch = Latch::new();
+        let (first_before, first_before_waker) = counter();
+        let (first_after, first_after_waker) = counter();
+        let (shared, shared_waker) = counter();
+        let mut first = latch.waiter();
+        let mut second = latch.waiter();
+        assert!(
+            first
+                .poll(&mut Context::from_waker(&first_before_waker))
+                .is_pending()
+        );
+        assert!(
+            second
+                .poll(&mut Context::from_waker(&shared_waker))
+                .is_pending()
+        );
+        assert!(matches!(
+            (first.slot, second.slot),
+            (Slot::First, Slot::Shared(0))
+        ));
+        // Moved to another task: the new one is woken, not the old.
+        assert!(
+            first
+                .poll(&mut Context::from_waker(&first_after_waker))
+                .is_pending()
+        );
+        latch.set();
+        assert_eq!(first_before.0.load(Ordering::SeqCst), 0);
+        assert_eq!(first_after.0.load(Ordering::SeqCst), 1);
+        assert_eq!(shared.0.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -232,6 +232,7 @@ mod shared;
 mod task_set;
 mod trace;
 pub mod transcript;
+mod wakeup;
 
 pub use budget::{BudgetListener, BudgetScope, ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
 pub use connect::Connection;

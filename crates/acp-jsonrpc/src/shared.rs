@@ -14,6 +14,7 @@ use crate::id_map::IdMap;
 use crate::message::{encode_error, encode_notification};
 use crate::observer::SharedObserver;
 use crate::trace::{ConnectionTrace, IncomingTrace};
+use crate::wakeup::Wakeup;
 use crate::{Problem, RequestError, RequestId, Response, ResponseError, oneshot};
 
 /// The notification either side sends to cancel one of its requests.
@@ -120,12 +121,12 @@ pub(crate) struct Shared {
     /// large messages too, not only the number of small ones.
     outgoing: Mutex<OutgoingQueue>,
     /// Woken when the writer frees budget, or on close.
-    space: event_listener::Event,
+    space: Wakeup,
     outgoing_capacity: usize,
     /// Woken when reply room frees up (the writer took replies, a
     /// reservation was given back, the first waiting reserver changed), or
     /// on close.
-    reply_room: event_listener::Event,
+    reply_room: Wakeup,
     reply_budget: usize,
     /// The reply budget this connection shares with others, if any
     /// ([`ConnectionOptions::with_shared_reply_budget`](crate::ConnectionOptions::with_shared_reply_budget)).
@@ -194,9 +195,9 @@ impl Shared {
                 closed: false,
                 writer: None,
             }),
-            space: event_listener::Event::new(),
+            space: Wakeup::new(),
             outgoing_capacity: outgoing_capacity.max(1),
-            reply_room: event_listener::Event::new(),
+            reply_room: Wakeup::new(),
             reply_budget,
             shared_replies,
             queued_reply_bytes: AtomicUsize::new(0),
@@ -363,7 +364,7 @@ impl Shared {
         }
         if released != 0 {
             // The reply may be smaller than what was reserved for it.
-            self.reply_room.notify(usize::MAX);
+            self.reply_room.notify_all();
         }
         Ok(())
     }
@@ -446,10 +447,10 @@ impl Shared {
         let written = std::mem::replace(buffer, chunk.bytes);
         self.recycle(written);
         if chunk.reply_bytes != 0 {
-            self.reply_room.notify(usize::MAX);
+            self.reply_room.notify_all();
         }
         if chunk.metered_cost != 0 {
-            self.space.notify(usize::MAX);
+            self.space.notify_all();
         }
         if let Some(observer) = &self.observer {
             for line in buffer.split_inclusive(|&b| b == b'\n') {
@@ -552,7 +553,7 @@ impl Shared {
             drop(queue);
             if others_wait {
                 // The next in line may fit as well.
-                self.reply_room.notify(usize::MAX);
+                self.reply_room.notify_all();
             }
             return true;
         }
@@ -736,8 +737,8 @@ impl Shared {
         if let Some(writer) = writer {
             writer.wake();
         }
-        self.space.notify(usize::MAX);
-        self.reply_room.notify(usize::MAX);
+        self.space.notify_all();
+        self.reply_room.notify_all();
         self.refuse_requests();
     }
 }
@@ -787,7 +788,7 @@ impl Drop for ReserverPlace<'_> {
         };
         if was_first {
             // Whoever is first now may fit.
-            self.shared.reply_room.notify(usize::MAX);
+            self.shared.reply_room.notify_all();
         }
     }
 }

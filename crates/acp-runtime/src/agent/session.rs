@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::task::Poll;
 
-use acp_jsonrpc::{ConnectionHandle, RequestError};
+use acp_jsonrpc::{ConnectionHandle, RequestError, RequestFuture};
 use acp_types::*;
 use serde_json::value::RawValue;
 
@@ -95,6 +95,19 @@ impl ClientHandle {
         self.check_advertised(R::METHOD, params)?;
         // Params are serialized straight into the message, the result decoded straight from it.
         Ok(self.rpc.request_with(R::METHOD, params, decode).await?)
+    }
+
+    /// Checks that the client advertised `R`, then starts it with params that serialize as
+    /// `R`'s do, from borrowed parts, the result decoded by `decode`: the request's own
+    /// future, with no `async fn` state around it (the hot path of a turn's file reads). Not
+    /// for `elicitation/create`, whose rule reads the request itself.
+    fn start_as<R: Request + AgentToClient, P: serde::Serialize, T>(
+        &self,
+        params: &P,
+        decode: fn(Box<RawValue>) -> std::result::Result<T, RequestError>,
+    ) -> Result<RequestFuture<T>> {
+        self.check_advertised(R::METHOD, &())?;
+        Ok(self.rpc.request_with(R::METHOD, params, decode))
     }
 
     /// Sends any notification to the client.
@@ -346,11 +359,15 @@ impl SessionClient {
     ) -> Result<RequestPermissionOutcome> {
         let request = RequestPermissionRequest::new(self.id.clone(), tool_call.into(), options);
         let turn = self.running_turn();
-        let outcome = for_turn(turn.as_ref(), self.client.request(&request), || {
-            Ok(RequestPermissionResponse::new(
-                RequestPermissionOutcome::Cancelled,
-            ))
-        })
+        let outcome = for_turn(
+            turn.as_ref(),
+            || Ok(self.client.request(&request)),
+            || {
+                Ok(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Cancelled,
+                ))
+            },
+        )
         .await?
         .outcome;
         if let (RequestPermissionOutcome::Cancelled, Some(turn)) = (&outcome, &turn) {
@@ -395,11 +412,15 @@ impl SessionClient {
     /// An elicitation for this session: `cancel` at once when the running turn is cancelled.
     async fn elicit(&self, request: CreateElicitationRequest) -> Result<CreateElicitationResponse> {
         let turn = self.running_turn();
-        for_turn(turn.as_ref(), self.client.request(&request), || {
-            Ok(CreateElicitationResponse::new(
-                CreateElicitationResponseKind::Cancel,
-            ))
-        })
+        for_turn(
+            turn.as_ref(),
+            || Ok(self.client.request(&request)),
+            || {
+                Ok(CreateElicitationResponse::new(
+                    CreateElicitationResponseKind::Cancel,
+                ))
+            },
+        )
         .await
     }
 
@@ -428,9 +449,25 @@ impl SessionClient {
     /// }
     /// ```
     pub async fn read_text_file(&self, path: impl AsRef<Path>) -> Result<String> {
-        let path = path.as_ref().to_string_lossy().into_owned();
-        self.read_text_file_with(ReadTextFileRequest::new(self.id.clone(), path))
-            .await
+        /// The params [`ReadTextFileRequest`] serializes, from borrowed parts: the call coding
+        /// agents make most, without copying the session id and the path into owned strings
+        /// (docs/performance.md).
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            #[serde(rename = "sessionId")]
+            session_id: &'a SessionId,
+            #[serde(serialize_with = "lossy_path")]
+            path: &'a Path,
+        }
+        let params = Params {
+            session_id: &self.id,
+            path: path.as_ref(),
+        };
+        self.turn_call(|| {
+            self.client
+                .start_as::<ReadTextFileRequest, _, _>(&params, file_content::decode)
+        })
+        .await
     }
 
     /// Reads a text file from a full request: part of the file, from `line` (1-based) for
@@ -446,8 +483,8 @@ impl SessionClient {
     /// }
     /// ```
     pub async fn read_text_file_with(&self, request: ReadTextFileRequest) -> Result<String> {
-        let read = self.client.request_decoded(&request, file_content::decode);
-        self.turn_call(read).await
+        self.turn_call(|| Ok(self.client.request_decoded(&request, file_content::decode)))
+            .await
     }
 
     /// Writes a text file through the client (needs `fs.writeTextFile`).
@@ -458,7 +495,7 @@ impl SessionClient {
     ) -> Result<()> {
         let path = path.as_ref().to_string_lossy().into_owned();
         let request = WriteTextFileRequest::new(self.id.clone(), path, content);
-        self.turn_call(self.client.request(&request)).await?;
+        self.turn_call(|| Ok(self.client.request(&request))).await?;
         Ok(())
     }
 
@@ -480,7 +517,7 @@ impl SessionClient {
         &self,
         params: &R,
     ) -> Result<R::Response> {
-        self.turn_call(self.client.request(params)).await
+        self.turn_call(|| Ok(self.client.request(params))).await
     }
 
     /// The cancellation signal of the session's running turn, if one runs.
@@ -501,14 +538,23 @@ impl SessionClient {
     }
 
     /// Runs a call on behalf of the session's running turn: a call the turn's cancellation
-    /// overtakes fails with [`turn_cancelled`].
-    async fn turn_call<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+    /// overtakes fails with [`turn_cancelled`]; `start` makes the call (see [`for_turn`]).
+    async fn turn_call<T, E, F: Future<Output = std::result::Result<T, E>>>(
+        &self,
+        start: impl FnOnce() -> Result<F>,
+    ) -> Result<T>
+    where
+        Error: From<E>,
+    {
         let turn = self.running_turn();
-        for_turn(turn.as_ref(), call, || Err(turn_cancelled())).await
+        for_turn(turn.as_ref(), start, || Err(turn_cancelled())).await
     }
 }
 
-/// Races `call` against the cancellation of `turn` (none: the call alone). The cancellation
+/// Races the call `start` makes against the cancellation of `turn` (none: the call alone);
+/// `start` runs only if the turn is not cancelled yet, and may fail before anything is sent
+/// (an unadvertised method), or return the call's future itself (a
+/// [`RequestFuture`], without an `async fn` around it). The cancellation
 /// wins ties, so that an answer arriving with or after `session/cancel` is not read: `call` is
 /// dropped, which sends `$/cancel_request` for a request that went out (its late answer is
 /// then dropped by the connection) and sends nothing for one that did not. `cancelled` gives
@@ -518,15 +564,21 @@ impl SessionClient {
 /// while `call` is pending, through a [`Latch::waiter`]: a call that is ready at once registers
 /// nothing, a pending one takes a slot in the latch once, with no allocation (this is on the
 /// path of every call a turn makes, docs/performance.md).
-async fn for_turn<T>(
+async fn for_turn<T, E, F: Future<Output = std::result::Result<T, E>>>(
     turn: Option<&Latch>,
-    call: impl Future<Output = Result<T>>,
+    start: impl FnOnce() -> Result<F>,
     cancelled: impl FnOnce() -> Result<T>,
-) -> Result<T> {
+) -> Result<T>
+where
+    Error: From<E>,
+{
     let Some(turn) = turn else {
-        return call.await;
+        return Ok(start()?.await?);
     };
-    let mut call = std::pin::pin!(call);
+    if turn.is_set() {
+        return cancelled();
+    }
+    let mut call = std::pin::pin!(start()?);
     let mut overtaken = turn.waiter();
     let answer = std::future::poll_fn(|cx| {
         if turn.is_set() {
@@ -534,12 +586,24 @@ async fn for_turn<T>(
         }
         if let Poll::Ready(answer) = call.as_mut().poll(cx) {
             // Set while `call` was polled: the cancellation still wins.
-            return Poll::Ready((!turn.is_set()).then_some(answer));
+            return Poll::Ready((!turn.is_set()).then_some(answer.map_err(Error::from)));
         }
         overtaken.poll(cx).map(|()| None)
     })
     .await;
     answer.unwrap_or_else(cancelled)
+}
+
+/// A path as a JSON string, with `U+FFFD` in place of what is not UTF-8 (borrowed when it all
+/// is).
+fn lossy_path<S: serde::Serializer>(
+    path: &&Path,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match path.to_str() {
+        Some(path) => serializer.serialize_str(path),
+        None => serializer.serialize_str(&path.to_string_lossy()),
+    }
 }
 
 /// What a call that the turn's cancellation overtook fails with: the answer a client gives

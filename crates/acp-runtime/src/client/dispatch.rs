@@ -494,23 +494,35 @@ impl<C: Client> Handler for ClientDispatch<C> {
                 // large value is not moved through every layer on its way to its session, and
                 // text chunks, nearly all of a turn's updates, without serde's visitors.
                 let params = notification.raw_params().map_or("null", |raw| raw.get());
-                let decoded = text_chunk::decode(params).map_or_else(
-                    || serde_json::from_str::<Box<SessionNotification>>(params),
-                    Ok,
-                );
-                let update = match decoded {
-                    Ok(update) => Arrived::Update(update),
-                    Err(error) => match undecoded(params, error) {
-                        Ok(invalid) => invalid,
-                        // Not even a session to give it to.
-                        Err(error) => {
-                            return notification
-                                .report_unhandled(format_args!("invalid session/update: {error}"));
-                        }
-                    },
+                let update = match text_chunk::decode(params) {
+                    // A text chunk has no tool call to size and needs no capability: the
+                    // checks below would pass it (about 100 instructions per update).
+                    Some(chunk) => {
+                        debug_assert!(
+                            !rules::update_needs_capability(&chunk.update)
+                                && rules::tool_call_sizes(&chunk.update).is_ok()
+                        );
+                        Arrived::Update(chunk)
+                    }
+                    None => {
+                        let update = match serde_json::from_str::<Box<SessionNotification>>(params)
+                        {
+                            Ok(update) => Arrived::Update(update),
+                            Err(error) => match undecoded(params, error) {
+                                Ok(invalid) => invalid,
+                                // Not even a session to give it to.
+                                Err(error) => {
+                                    return notification.report_unhandled(format_args!(
+                                        "invalid session/update: {error}"
+                                    ));
+                                }
+                            },
+                        };
+                        let update = within_sizes(update, params);
+                        dispatch.check_update(&update, &notification);
+                        update
+                    }
                 };
-                let update = within_sizes(update, params);
-                dispatch.check_update(&update, &notification);
                 dispatch
                     .route_update(update, params.len(), |problem| {
                         notification.report_unhandled(problem)

@@ -199,13 +199,22 @@ fn retire_one(state: &ClientState, routes: &mut Routes<Arc<SessionShared>>) -> b
 }
 
 /// Before an update for `id` is routed: a retired subagent is followed again (retiring
-/// another if need be), or, without room, told not followed on its parent.
+/// another if need be), or, without room, told not followed on its parent. Inlined up to the
+/// flag that nearly every update stops at (it runs on every `session/update`).
+#[inline]
 pub(super) fn follow_again(
     state: &ClientState,
     routes: &mut Routes<Arc<SessionShared>>,
     id: &SessionId,
 ) {
-    if !state.subagents.any_retired.load(Ordering::Acquire) || routes.get(id).is_some() {
+    if state.subagents.any_retired.load(Ordering::Acquire) {
+        follow_retired(state, routes, id);
+    }
+}
+
+/// [`follow_again`] once some subagent was retired.
+fn follow_retired(state: &ClientState, routes: &mut Routes<Arc<SessionShared>>, id: &SessionId) {
+    if routes.get(id).is_some() {
         return;
     }
     let Some(retired) = state.subagents.retired.lock().unwrap().remove(id) else {
