@@ -388,7 +388,7 @@ impl Agent {
     ///
     /// ```no_run
     /// # async fn example(agent: acp_runtime::client::v2::Agent) -> acp_runtime::Result<()> {
-    /// use acp_runtime::acp_types::v2::*;
+    /// use acp_runtime::prelude::v2::*;
     /// let kind = SetSessionConfigOptionRequestKind::Boolean(
     ///     SetSessionConfigOptionRequestKindBoolean::new(true),
     /// );
