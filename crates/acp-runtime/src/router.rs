@@ -49,7 +49,7 @@
 //!   never routed again. A connection of a v2 side refuses `null` request ids (`-32600`).
 //!
 //! The v1 side is served exactly as [`agent::serve`] serves it; the
-//! router's cost is reading the first line before handing it over (docs/performance.md).
+//! router's cost is reading the first line before handing it over (docs/performance-v2.md).
 
 mod downgrade;
 mod first_frame;

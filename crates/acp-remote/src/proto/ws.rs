@@ -42,7 +42,7 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 /// to the socket. Each connection keeps both for its life (the read buffer filled with zeros
 /// on every read, so its pages are always resident), and they grow only for a frame larger
 /// than this, up to [`PIECE`] plus a header on the server. 4 KiB still carries a turn's small
-/// messages in a few writes (measured in docs/performance.md, "Memory per connection,
+/// messages in a few writes (measured in docs/performance-remote.md, "Memory per connection,
 /// profiled"), at a quarter of the 16 KiB each connection kept before.
 const WS_BUFFER: usize = 4 * 1024;
 

@@ -59,7 +59,7 @@ pub(crate) async fn serve(
         .max_buf_size(ctx.options.max_head_size.max(8192));
     // hyper's connection and the WebSocket served after it each in a box of their own,
     // allocated while it runs: inline, the socket's task kept room for both for its life
-    // (measured in docs/performance.md, "Memory per connection, profiled").
+    // (measured in docs/performance-remote.md, "Memory per connection, profiled").
     let connection = Box::pin(
         builder
             .serve_connection(rt::Io::new(stream, read_first), service)
