@@ -75,6 +75,18 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A text content block, `{"type":"text","text":…}` (either protocol version's), and its
+    /// text.
+    pub(crate) fn text_block(&mut self) -> Option<Cow<'a, str>> {
+        let mut is_text = false;
+        let mut text = None;
+        self.object(&["type", "text"], |reader, key| match key {
+            0 => reader.literal(&["text"]).map(|_| is_text = true),
+            _ => reader.string().map(|value| text = Some(value)),
+        })?;
+        text.filter(|_| is_text)
+    }
+
     /// Nothing but whitespace is left.
     #[inline]
     pub(crate) fn end(&self) -> Option<()> {

@@ -19,7 +19,6 @@ use crate::shape_reader::Reader;
 use acp_types::{
     ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, TextContent,
 };
-use std::borrow::Cow;
 
 /// The update if `params` is exactly a plain text chunk; `None` for anything else.
 pub(super) fn decode(params: &str) -> Option<Box<SessionNotification>> {
@@ -49,7 +48,7 @@ fn chunk(reader: &mut Reader<'_>) -> Option<SessionUpdate> {
     let mut text = None;
     reader.object(&["sessionUpdate", "content"], |reader, key| match key {
         0 => reader.literal(&CHUNK_TAGS).map(|value| tag = Some(value)),
-        _ => text_block(reader).map(|value| text = Some(value)),
+        _ => reader.text_block().map(|value| text = Some(value)),
     })?;
     let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text?.into_owned())));
     Some(match tag? {
@@ -57,17 +56,6 @@ fn chunk(reader: &mut Reader<'_>) -> Option<SessionUpdate> {
         1 => SessionUpdate::AgentThoughtChunk(chunk),
         _ => SessionUpdate::UserMessageChunk(chunk),
     })
-}
-
-/// The `content` member: `{"type":"text","text":…}`.
-fn text_block<'a>(reader: &mut Reader<'a>) -> Option<Cow<'a, str>> {
-    let mut is_text = false;
-    let mut text = None;
-    reader.object(&["type", "text"], |reader, key| match key {
-        0 => reader.literal(&["text"]).map(|_| is_text = true),
-        _ => reader.string().map(|value| text = Some(value)),
-    })?;
-    text.filter(|_| is_text)
 }
 
 #[cfg(test)]

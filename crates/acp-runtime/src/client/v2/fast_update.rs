@@ -17,8 +17,6 @@
 //! holds every rule (unknown members, lenient fields, unknown tags, errors), decides. Property
 //! tests check that whatever this reader returns is what the generic decode returns.
 
-use std::borrow::Cow;
-
 use acp_types::v2::{
     ContentBlock, ContentChunk, IdleStateUpdate, IdleStateUpdateKind, IdleStateUpdateKindNone,
     MessageId, RequiresActionStateUpdate, RunningStateUpdate, SessionId, SessionUpdate,
@@ -81,7 +79,7 @@ fn session_update(reader: &mut Reader<'_>) -> Option<SessionUpdate> {
         |reader, key| match key {
             0 => reader.literal(&TAGS).map(|value| tag = Some(value)),
             1 => reader.string().map(|value| message_id = Some(value)),
-            2 => text_block(reader).map(|value| text = Some(value)),
+            2 => reader.text_block().map(|value| text = Some(value)),
             3 => reader.literal(&STATES).map(|value| state = Some(value)),
             _ => reader
                 .literal(&STOP_REASONS)
@@ -123,17 +121,6 @@ fn state_update(state: usize, stop_reason: Option<usize>) -> Option<StateUpdate>
         })),
         _ => return None,
     })
-}
-
-/// The `content` member: `{"type":"text","text":…}`.
-fn text_block<'a>(reader: &mut Reader<'a>) -> Option<Cow<'a, str>> {
-    let mut is_text = false;
-    let mut text = None;
-    reader.object(&["type", "text"], |reader, key| match key {
-        0 => reader.literal(&["text"]).map(|_| is_text = true),
-        _ => reader.string().map(|value| text = Some(value)),
-    })?;
-    text.filter(|_| is_text)
 }
 
 #[cfg(test)]
