@@ -2,7 +2,8 @@
 //! transport (WebSocket frames, the server's SSE queues, the client's POSTs).
 //!
 //! Each transport only says where a complete line goes ([`LineSink`]); how lines are cut,
-//! bounded and cleaned is decided here once, so the three cannot drift apart.
+//! bounded and cleaned is decided here once, so the three cannot drift apart. The clients'
+//! drivers read a line back as a message with [`read_message`].
 
 use std::io;
 use std::pin::Pin;
@@ -122,6 +123,23 @@ impl<S: LineSink + Unpin> AsyncWrite for LineWriter<S> {
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.get_mut().sink.poll_close(cx)
     }
+}
+
+/// The next message of a line stream, without its newline (`None` at the end of input): how a
+/// client's driver reads what the runtime or the server wrote.
+pub(crate) async fn read_message<R>(reader: &mut R) -> io::Result<Option<Vec<u8>>>
+where
+    R: futures_io::AsyncBufRead + Unpin,
+{
+    use futures_lite::AsyncBufReadExt;
+    let mut line = Vec::new();
+    if reader.read_until(b'\n', &mut line).await? == 0 {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Ok(Some(line))
 }
 
 #[cfg(test)]

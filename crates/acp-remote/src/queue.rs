@@ -265,6 +265,25 @@ pub(crate) enum Failure {
     Other(String),
 }
 
+impl Failure {
+    /// Its reason, as the runtime's reader reports it.
+    pub(crate) fn reason(&self) -> &str {
+        match self {
+            Failure::Refused(reason) | Failure::Other(reason) => reason,
+        }
+    }
+
+    /// The error the runtime's reader fails with: a refused resumption as [`ResumeRefused`],
+    /// which the fallback recognises by its type.
+    pub(crate) fn to_error(&self) -> std::io::Error {
+        let kind = std::io::ErrorKind::ConnectionAborted;
+        match self {
+            Failure::Refused(reason) => std::io::Error::new(kind, ResumeRefused(reason.clone())),
+            Failure::Other(reason) => std::io::Error::new(kind, reason.clone()),
+        }
+    }
+}
+
 /// The error a refused resumption fails the runtime's reader with: its text is the server's
 /// reason; the fallback (`src/client/fallback.rs`) recognises it by its type.
 #[derive(Debug, thiserror::Error)]

@@ -16,13 +16,13 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
+use futures_lite::{AsyncWriteExt, future};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::client::pipe::{Pipe, PipeReader, PipeWriter};
-use crate::lines::to_line;
+use crate::lines::{read_message, to_line};
 use crate::queue::{Failure, ResumeRefused};
 use crate::transport::{ConnectionReader, ConnectionWriter};
 
@@ -231,7 +231,7 @@ impl Layer {
 
     async fn receive(&self, reader: &mut ConnectionReader) -> End {
         loop {
-            match read_line(reader).await {
+            match read_message(reader).await {
                 Ok(Some(line)) => {
                     lock(&self.tracker).incoming(&line);
                     if self.pipe.inbound().push(to_line(&line)).await.is_err() {
@@ -344,7 +344,7 @@ impl Layer {
     /// Reads the new connection up to the answer to `id`; other messages go to the runtime.
     async fn answer_to(&self, reader: &mut ConnectionReader, id: &Value) -> Result<Value, String> {
         loop {
-            let line = read_line(reader)
+            let line = read_message(reader)
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or("the new connection ended")?;
@@ -363,17 +363,6 @@ impl Layer {
 async fn write_line(writer: &mut ConnectionWriter, line: &[u8]) -> io::Result<()> {
     writer.write_all(&to_line(line)).await?;
     writer.flush().await
-}
-
-async fn read_line(reader: &mut ConnectionReader) -> io::Result<Option<Vec<u8>>> {
-    let mut line = Vec::new();
-    if reader.read_until(b'\n', &mut line).await? == 0 {
-        return Ok(None);
-    }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    Ok(Some(line))
 }
 
 #[cfg(test)]

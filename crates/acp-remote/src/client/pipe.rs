@@ -6,7 +6,7 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::lines::LineWriter;
-use crate::queue::{ByteQueue, Failure, Inbound, Outbound, QueueReader, QueueSink, ResumeRefused};
+use crate::queue::{ByteQueue, Failure, Inbound, Outbound, QueueReader, QueueSink};
 use crate::share::Share;
 use acp_jsonrpc::Latch;
 
@@ -71,18 +71,11 @@ impl Inbound for Pipe {
     }
 
     fn failure(&self) -> Option<String> {
-        match lock(&self.failure).clone()? {
-            Failure::Refused(reason) | Failure::Other(reason) => Some(reason),
-        }
+        lock(&self.failure).as_ref().map(|f| f.reason().to_owned())
     }
 
     fn failure_error(&self) -> Option<io::Error> {
-        Some(match lock(&self.failure).clone()? {
-            Failure::Refused(reason) => {
-                io::Error::new(io::ErrorKind::ConnectionAborted, ResumeRefused(reason))
-            }
-            Failure::Other(reason) => io::Error::new(io::ErrorKind::ConnectionAborted, reason),
-        })
+        lock(&self.failure).as_ref().map(Failure::to_error)
     }
 }
 

@@ -38,8 +38,8 @@ use self::wire::{Endpoint, Poster, Retry, is_network};
 use crate::lines::{LineWriter, to_line};
 use crate::proto::streamable::{CONNECTION_ID, LAST_EVENT_ID, OTHER_INSTANCE, SESSION_ID};
 use crate::proto::streamable::{Peek, session_of};
+use crate::queue::Failure;
 use crate::queue::{ByteQueue, Inbound, Outbound, QueueReader, QueueSink};
-use crate::queue::{Failure, ResumeRefused};
 use crate::share::Share;
 use acp_jsonrpc::Latch;
 
@@ -454,20 +454,11 @@ impl Inbound for Shared {
     }
 
     fn failure(&self) -> Option<String> {
-        match lock(&self.failure).clone()? {
-            Failure::Refused(reason) | Failure::Other(reason) => Some(reason),
-        }
+        lock(&self.failure).as_ref().map(|f| f.reason().to_owned())
     }
 
     fn failure_error(&self) -> Option<io::Error> {
-        self.failure().map(|reason| {
-            let refused = matches!(*lock(&self.failure), Some(Failure::Refused(_)));
-            if refused {
-                io::Error::new(io::ErrorKind::ConnectionAborted, ResumeRefused(reason))
-            } else {
-                io::Error::new(io::ErrorKind::ConnectionAborted, reason)
-            }
-        })
+        lock(&self.failure).as_ref().map(Failure::to_error)
     }
 }
 

@@ -14,12 +14,12 @@ use std::io;
 use std::sync::Arc;
 
 use async_tungstenite::WebSocketStream;
-use futures_lite::{AsyncBufReadExt, AsyncWriteExt, future};
+use futures_lite::{AsyncWriteExt, future};
 use serde_json::{Value, json};
 
 use crate::client::pipe::{Pipe, PipeReader, PipeWriter};
 use crate::client::streamable::wire::{Reconnect, Retry};
-use crate::lines::to_line;
+use crate::lines::{read_message, to_line};
 use crate::proto::ws::keepalive::KeepAliveConfig;
 use crate::proto::ws::socket::WsStream;
 use crate::proto::ws::{Shared as WsShared, WsReader, WsWriter, split_with};
@@ -359,18 +359,6 @@ impl Driver {
 async fn write_line(writer: &mut WsWriter<WsStream>, line: &[u8]) -> io::Result<()> {
     writer.write_all(line).await?;
     writer.flush().await
-}
-
-/// The next message (`None` at the end of input).
-async fn read_message(reader: &mut WsReader<WsStream>) -> io::Result<Option<Vec<u8>>> {
-    let mut line = Vec::new();
-    if reader.read_until(b'\n', &mut line).await? == 0 {
-        return Ok(None);
-    }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    Ok(Some(line))
 }
 
 #[cfg(test)]

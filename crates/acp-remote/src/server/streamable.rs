@@ -168,6 +168,19 @@ pub(crate) struct StreamLimits {
     pub(crate) cursors: bool,
 }
 
+impl StreamLimits {
+    /// The server's stream budget and replay window, for a connection with or without cursors.
+    pub(crate) fn of(options: &crate::server::options::ServerOptions, cursors: bool) -> Self {
+        StreamLimits {
+            budget: options.stream_budget,
+            replay_bytes: options.replay_bytes,
+            replay_events: options.replay_events,
+            replay_age: options.replay_age,
+            cursors,
+        }
+    }
+}
+
 /// Counts a `session/prompt` request in `session` as a running turn (until its answer).
 fn note_turn(routes: &mut Routes, peek: &Peek<'_>, session: Option<String>) {
     if peek.method.as_deref() != Some("session/prompt") {

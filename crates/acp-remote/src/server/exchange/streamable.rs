@@ -179,13 +179,7 @@ async fn initialize(
         id.clone(),
         head.header("authorization").map(str::to_owned),
         ctx.options.max_message_size.max(1 << 20),
-        StreamLimits {
-            budget: ctx.options.stream_budget,
-            replay_bytes: ctx.options.replay_bytes,
-            replay_events: ctx.options.replay_events,
-            replay_age: ctx.options.replay_age,
-            cursors: durable,
-        },
+        StreamLimits::of(&ctx.options, durable),
         &ctx.shared.ceiling,
         None,
     );

@@ -113,13 +113,7 @@ pub(crate) async fn open(
         id,
         head.header("authorization").map(str::to_owned),
         ctx.options.max_message_size.max(1 << 20),
-        StreamLimits {
-            budget: ctx.options.stream_budget,
-            replay_bytes: ctx.options.replay_bytes,
-            replay_events: ctx.options.replay_events,
-            replay_age: ctx.options.replay_age,
-            cursors: true,
-        },
+        StreamLimits::of(&ctx.options, true),
         &ctx.shared.ceiling,
         Some(Carried::new(retention)),
     );
