@@ -618,19 +618,9 @@ async fn session_and_turns(
     }
     // Checked before any session request: an agent that did not advertise the system
     // prompt (or its mode) gets no session request at all.
-    let system_prompt = match &args.system_prompt {
-        Some(text) => {
-            let mode = args.system_prompt_mode.unwrap_or_default();
-            let prompt = setup::system_prompt(text, mode, &init.agent_capabilities)
-                .map_err(|message| Failure::new(exit::UNADVERTISED, message))?;
-            note(
-                args.json,
-                &format!("system prompt: {} bytes, {}", text.len(), prompt.mode),
-            );
-            Some(prompt)
-        }
-        None => None,
-    };
+    let system_prompt = setup::given_system_prompt(args, |text, mode| {
+        setup::system_prompt(text, mode, &init.agent_capabilities)
+    })?;
     let session = match &args.load {
         Some(id) => {
             let mut request =

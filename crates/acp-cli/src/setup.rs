@@ -77,6 +77,31 @@ pub fn system_prompt_v2(
     ))
 }
 
+/// `--system-prompt` (in `--system-prompt-mode`) as `build` makes it for the agent's protocol
+/// version from what the agent advertised, noted on stderr; `None` without the flag. Called
+/// before any session request: an agent that did not advertise the prompt (or its mode) gets
+/// none (exit 6, `exit::UNADVERTISED`).
+pub fn given_system_prompt<P>(
+    args: &crate::args::Args,
+    build: impl FnOnce(&str, Mode) -> Result<P, String>,
+) -> Result<Option<P>, crate::Failure> {
+    let Some(text) = &args.system_prompt else {
+        return Ok(None);
+    };
+    let mode = args.system_prompt_mode.unwrap_or_default();
+    let prompt = build(text, mode)
+        .map_err(|message| crate::Failure::new(crate::exit::UNADVERTISED, message))?;
+    let named = match mode {
+        Mode::Append => "append",
+        Mode::Override => "override",
+    };
+    crate::note(
+        args.json,
+        &format!("system prompt: {} bytes, {named}", text.len()),
+    );
+    Ok(Some(prompt))
+}
+
 /// The one rule for `--system-prompt`, whatever the protocol: the capability advertised, and
 /// its override mode for `--system-prompt-mode override`. `at` is where the capability sits.
 fn check_system_prompt(

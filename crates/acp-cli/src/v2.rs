@@ -230,19 +230,9 @@ async fn session_and_turns(
     let cwd_text = cwd.to_string_lossy().into_owned();
     // Checked before any session request, as on v1: an agent that did not advertise the
     // system prompt (or its mode) gets no session request at all.
-    let system_prompt = match &args.system_prompt {
-        Some(text) => {
-            let mode = args.system_prompt_mode.unwrap_or_default();
-            let prompt = crate::setup::system_prompt_v2(text, mode, &init.capabilities)
-                .map_err(|message| Failure::new(exit::UNADVERTISED, message))?;
-            note(
-                args.json,
-                &format!("system prompt: {} bytes, {}", text.len(), prompt.mode),
-            );
-            Some(prompt)
-        }
-        None => None,
-    };
+    let system_prompt = crate::setup::given_system_prompt(args, |text, mode| {
+        crate::setup::system_prompt_v2(text, mode, &init.capabilities)
+    })?;
     let mut ends = Ends::default();
     let (session, options) = match &args.load {
         Some(id) => {
