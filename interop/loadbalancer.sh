@@ -31,7 +31,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-base=$((20000 + RANDOM % 20000))
+# Four consecutive ports below the kernel's ephemeral range (so no outgoing connection of this
+# machine can hold one), none of them listened on; a port picked from inside that range lost
+# the race once to a connection's local port ("Address already in use").
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for _ in $(seq 20); do
+  base=$((10000 + RANDOM % (ephemeral_low - 10000 - 4)))
+  port_in_use "$base" || port_in_use $((base + 1)) || port_in_use $((base + 2)) || port_in_use $((base + 3)) || break
+done
 lb=$base
 port() { echo $((base + $1)); }
 
