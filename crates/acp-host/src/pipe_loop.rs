@@ -59,8 +59,8 @@ struct Interest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReadMode {
     /// The read end stays blocking (so that the loop can sleep in `read` on it) and the reader
-    /// reads with `preadv2(RWF_NOWAIT)`: a pipe.
-    Blocking,
+    /// reads with `preadv2(RWF_NOWAIT)`: a pipe, with its status flags.
+    Blocking(libc::c_int),
     /// The read end is `O_NONBLOCK` and read with `read`: anything else, or a kernel whose
     /// pipes refuse `RWF_NOWAIT`. The loop then always waits in `epoll_wait`.
     NonBlocking,
@@ -136,8 +136,7 @@ impl std::fmt::Debug for PipeWriter {
 /// sleep in `read` on it (its reads without waiting use `RWF_NOWAIT`).
 pub fn pipes(reader: OwnedFd, writer: OwnedFd) -> io::Result<(Pipes, PipeReader, PipeWriter)> {
     let read_mode = if is_pipe(&reader) {
-        wake_signal::set_blocking(reader.as_raw_fd())?;
-        ReadMode::Blocking
+        ReadMode::Blocking(wake_signal::set_blocking(reader.as_raw_fd())?)
     } else {
         set_nonblocking(reader.as_raw_fd())?;
         ReadMode::NonBlocking
@@ -189,7 +188,7 @@ fn is_pipe(fd: &OwnedFd) -> bool {
 /// Reads what `fd` has without waiting: `EAGAIN` when it has nothing.
 fn read_now(fd: RawFd, mode: ReadMode, buf: &mut [u8]) -> isize {
     match mode {
-        ReadMode::Blocking => {
+        ReadMode::Blocking(_) => {
             let iov = libc::iovec {
                 iov_base: buf.as_mut_ptr().cast(),
                 iov_len: buf.len(),
@@ -244,7 +243,7 @@ impl AsyncRead for PipeReader {
             if error.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            if mode == ReadMode::Blocking && refuses_nowait(&error) {
+            if matches!(mode, ReadMode::Blocking(_)) && refuses_nowait(&error) {
                 // An old kernel: the pipe becomes non-blocking and the loop waits in epoll.
                 set_nonblocking(self.fd.as_raw_fd())?;
                 mode = ReadMode::NonBlocking;
@@ -497,8 +496,8 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
             };
             (want_read, want_write, read_sleep)
         };
-        if let Some((fd, buffer)) = read_sleep {
-            reader_sleep.sleep(fd, buffer, pipes, &state);
+        if let Some(sleep) = read_sleep {
+            reader_sleep.sleep(sleep, pipes, &state);
             continue;
         }
         let (mut read_ready, mut write_ready) = (false, false);
@@ -572,9 +571,19 @@ struct ReadSleep {
     fd: Option<OwnedFd>,
 }
 
+/// One sleep in `read`: the descriptor, its status flags, the buffer to read into.
+struct Sleep {
+    fd: RawFd,
+    flags: libc::c_int,
+    buffer: Vec<u8>,
+}
+
 impl ReadSleep {
     fn new(pipes: &Pipes) -> ReadSleep {
-        let blocking = pipes.interest.lock().unwrap().read_mode == ReadMode::Blocking;
+        let blocking = matches!(
+            pipes.interest.lock().unwrap().read_mode,
+            ReadMode::Blocking(_)
+        );
         ReadSleep {
             signal: if blocking {
                 wake_signal::claimed()
@@ -590,9 +599,12 @@ impl ReadSleep {
     /// `read`, and if so on which descriptor into which buffer, with the thread registered for
     /// wake-ups by signal. A reader that waits is alive (dropping it clears its waker under
     /// this lock), so its descriptor is open to duplicate.
-    fn prepare(&mut self, read_fd: RawFd, interest: &mut Interest) -> Option<(RawFd, Vec<u8>)> {
+    fn prepare(&mut self, read_fd: RawFd, interest: &mut Interest) -> Option<Sleep> {
         let signal = self.signal?;
-        if interest.read_mode != ReadMode::Blocking || interest.parked_at < interest.parked_end {
+        let ReadMode::Blocking(flags) = interest.read_mode else {
+            return None;
+        };
+        if interest.parked_at < interest.parked_end {
             return None;
         }
         let fd = match &self.fd {
@@ -615,18 +627,23 @@ impl ReadSleep {
             buffer = vec![0; SLEEP_READ_BYTES];
         }
         interest.reading = Some((self.thread, signal));
-        Some((fd, buffer))
+        Some(Sleep { fd, flags, buffer })
     }
 
     /// Sleeps in `read` until data, end of input, an error or another thread's wake-up; hands
     /// what it read to the reader and wakes it.
-    fn sleep(&self, fd: RawFd, mut buffer: Vec<u8>, pipes: &Pipes, state: &LoopWaker) {
+    fn sleep(&self, sleep: Sleep, pipes: &Pipes, state: &LoopWaker) {
+        let Sleep {
+            fd,
+            flags,
+            mut buffer,
+        } = sleep;
         state.sleeping.store(IN_READ, Ordering::SeqCst);
         // A wake-up between the poll of the future and here found the loop awake: check.
         let outcome = if state.woken.load(Ordering::SeqCst) {
             Ok(None)
         } else {
-            wake_signal::sleep_in_read(fd, &mut buffer)
+            wake_signal::sleep_in_read(fd, flags, &mut buffer)
         };
         state.sleeping.store(AWAKE, Ordering::SeqCst);
         let waker = {

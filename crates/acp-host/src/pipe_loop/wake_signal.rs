@@ -30,6 +30,9 @@ thread_local! {
     /// makes non-blocking. Const-initialized and without a destructor, so that the handler's
     /// access is a plain thread-local load (the thread touched it before it could be signalled).
     static SLEEPING_ON: AtomicI32 = const { AtomicI32::new(-1) };
+    /// The status flags of [`SLEEPING_ON`]'s open file description (blocking), so that the
+    /// handler and the loop each set them with one `fcntl`.
+    static SLEEPING_FLAGS: AtomicI32 = const { AtomicI32::new(0) };
     /// Set by the handler when it made [`SLEEPING_ON`] non-blocking.
     static MADE_NON_BLOCKING: AtomicBool = const { AtomicBool::new(false) };
     /// Whether this thread has checked that it does not block the signal, and the answer.
@@ -101,15 +104,12 @@ extern "C" fn handler(_: libc::c_int) {
     let errno = unsafe { *libc::__errno_location() };
     let fd = SLEEPING_ON.with(|fd| fd.load(Ordering::Relaxed));
     if fd >= 0 {
+        let flags = SLEEPING_FLAGS.with(|flags| flags.load(Ordering::Relaxed));
         // SAFETY: `fd` is the loop's own duplicate of the read end, open for as long as it is
         // published in `SLEEPING_ON` (the loop clears it before closing); fcntl is
         // async-signal-safe.
-        unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags != -1 {
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-                MADE_NON_BLOCKING.with(|made| made.store(true, Ordering::Relaxed));
-            }
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } == 0 {
+            MADE_NON_BLOCKING.with(|made| made.store(true, Ordering::Relaxed));
         }
     }
     // SAFETY: as above.
@@ -129,9 +129,15 @@ pub(super) fn interrupt(thread: libc::pid_t, signal: libc::c_int) {
     unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, signal) };
 }
 
-/// Sleeps in `read(2)` on `fd` (blocking) into `buf`; `Ok(None)` when a signal or a stray
-/// `EAGAIN`/`EINTR` ended the sleep without data (the caller looks at its wake-up flag).
-pub(super) fn sleep_in_read(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+/// Sleeps in `read(2)` on `fd` (blocking, its status flags `flags`) into `buf`; `Ok(None)`
+/// when a signal or a stray `EAGAIN`/`EINTR` ended the sleep without data (the caller looks at
+/// its wake-up flag).
+pub(super) fn sleep_in_read(
+    fd: RawFd,
+    flags: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<Option<usize>> {
+    SLEEPING_FLAGS.with(|known| known.store(flags, Ordering::Relaxed));
     SLEEPING_ON.with(|on| on.store(fd, Ordering::Relaxed));
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
@@ -142,7 +148,10 @@ pub(super) fn sleep_in_read(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usiz
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     // A handler that ran after the line above did nothing; one that ran before it is seen here.
     if MADE_NON_BLOCKING.with(|made| made.swap(false, Ordering::Relaxed)) {
-        set_blocking(fd)?;
+        // SAFETY: fcntl on the caller's descriptor, with integer arguments.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
     }
     match error {
         None => Ok(Some(n as usize)),
@@ -158,8 +167,8 @@ pub(super) fn sleep_in_read(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usiz
     }
 }
 
-/// Clears `O_NONBLOCK` on `fd`'s open file description.
-pub(super) fn set_blocking(fd: RawFd) -> io::Result<()> {
+/// Clears `O_NONBLOCK` on `fd`'s open file description; returns its status flags.
+pub(super) fn set_blocking(fd: RawFd) -> io::Result<libc::c_int> {
     // SAFETY: fcntl on a descriptor the caller owns, with integer arguments.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags == -1 {
@@ -171,5 +180,5 @@ pub(super) fn set_blocking(fd: RawFd) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
-    Ok(())
+    Ok(flags & !libc::O_NONBLOCK)
 }
