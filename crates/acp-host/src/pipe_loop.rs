@@ -569,7 +569,15 @@ struct ReadSleep {
     signal: Option<libc::c_int>,
     thread: libc::pid_t,
     fd: Option<OwnedFd>,
+    /// Sleeps left in `epoll_wait` after another thread woke a sleep in `read`: a signal costs
+    /// more than the eventfd (about 3 µs of CPU more per wake-up, docs/performance.md), so a
+    /// loop that other threads wake often (files read on the blocking pool, say) waits in
+    /// `epoll_wait` and tries `read` again only after [`EPOLL_TURNS_AFTER_SIGNAL`] sleeps.
+    epoll_turns: u32,
 }
+
+/// See [`ReadSleep::epoll_turns`].
+const EPOLL_TURNS_AFTER_SIGNAL: u32 = 64;
 
 /// One sleep in `read`: the descriptor, its status flags, the buffer to read into.
 struct Sleep {
@@ -592,6 +600,7 @@ impl ReadSleep {
             },
             thread: wake_signal::this_thread(),
             fd: None,
+            epoll_turns: 0,
         }
     }
 
@@ -605,6 +614,10 @@ impl ReadSleep {
             return None;
         };
         if interest.parked_at < interest.parked_end {
+            return None;
+        }
+        if self.epoll_turns > 0 {
+            self.epoll_turns -= 1;
             return None;
         }
         let fd = match &self.fd {
@@ -632,7 +645,7 @@ impl ReadSleep {
 
     /// Sleeps in `read` until data, end of input, an error or another thread's wake-up; hands
     /// what it read to the reader and wakes it.
-    fn sleep(&self, sleep: Sleep, pipes: &Pipes, state: &LoopWaker) {
+    fn sleep(&mut self, sleep: Sleep, pipes: &Pipes, state: &LoopWaker) {
         let Sleep {
             fd,
             flags,
@@ -646,6 +659,9 @@ impl ReadSleep {
             wake_signal::sleep_in_read(fd, flags, &mut buffer)
         };
         state.sleeping.store(AWAKE, Ordering::SeqCst);
+        if matches!(outcome, Ok(None)) && state.woken.load(Ordering::SeqCst) {
+            self.epoll_turns = EPOLL_TURNS_AFTER_SIGNAL;
+        }
         let waker = {
             let mut interest = pipes.interest.lock().unwrap();
             interest.reading = None;

@@ -73,7 +73,9 @@ fn wake_rounds(rounds: usize) {
 #[test]
 fn another_threads_wake_up_reaches_a_loop_sleeping_on_a_quiet_pipe() {
     watchdog(120, "wake-ups");
-    wake_rounds(3000);
+    // After a wake-up by signal the loop waits in `epoll_wait` for 64 sleeps: 10,000 rounds
+    // interrupt a sleep in `read` about 150 times.
+    wake_rounds(10_000);
 }
 
 #[test]
