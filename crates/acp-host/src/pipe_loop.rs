@@ -16,6 +16,8 @@
 
 mod wake_signal;
 
+use wake_signal::Slept;
+
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -654,23 +656,35 @@ impl ReadSleep {
         state.sleeping.store(IN_READ, Ordering::SeqCst);
         // A wake-up between the poll of the future and here found the loop awake: check.
         let outcome = if state.woken.load(Ordering::SeqCst) {
-            Ok(None)
+            Ok(Slept::Interrupted)
         } else {
             wake_signal::sleep_in_read(fd, flags, &mut buffer)
         };
         state.sleeping.store(AWAKE, Ordering::SeqCst);
-        if matches!(outcome, Ok(None)) && state.woken.load(Ordering::SeqCst) {
-            self.epoll_turns = EPOLL_TURNS_AFTER_SIGNAL;
-        }
+        let read = match outcome {
+            Ok(Slept::Read(n)) => Some(n),
+            Ok(Slept::Interrupted) => {
+                if state.woken.load(Ordering::SeqCst) {
+                    self.epoll_turns = EPOLL_TURNS_AFTER_SIGNAL;
+                }
+                None
+            }
+            // The pipe no longer blocks (another process sharing it made it non-blocking):
+            // sleeping in `read` would spin, so this loop waits in `epoll_wait` from now on.
+            Ok(Slept::NotBlocking) => {
+                self.signal = None;
+                None
+            }
+            // The reader's next read meets the error again and reports it; this loop waits in
+            // `epoll_wait` from now on.
+            Err(_) => {
+                self.signal = None;
+                Some(0)
+            }
+        };
         let waker = {
             let mut interest = pipes.interest.lock().unwrap();
             interest.reading = None;
-            let read = match outcome {
-                Ok(read) => read,
-                // End of input and errors are the reader's to report: its next read meets
-                // them again.
-                Err(_) => Some(0),
-            };
             if let Some(n) = read {
                 interest.parked_at = 0;
                 interest.parked_end = n;

@@ -252,3 +252,60 @@ fn stray_wake_up_signals_lose_no_byte() {
     assert!(signaller.join().unwrap() > 0);
     assert!(got == expected);
 }
+
+/// Another process sharing the read end's open file description may make it non-blocking: the
+/// loop must then stop sleeping in `read` (which would return at once, a busy loop) and still
+/// deliver what comes later.
+#[test]
+fn a_read_end_made_non_blocking_by_someone_else_costs_no_busy_loop() {
+    watchdog(120, "made non-blocking");
+    let (read, write) = pipe();
+    let shared = read.try_clone().unwrap();
+    let (chunks_sender, chunks) = mpsc::channel::<Vec<u8>>();
+    let reading = std::thread::spawn(move || {
+        let got = read_all_through_the_loop(read, 4096);
+        // SAFETY: getrusage fills a struct we own.
+        let cpu = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+            Duration::new(
+                usage.ru_utime.tv_sec as u64,
+                usage.ru_utime.tv_usec as u32 * 1000,
+            ) + Duration::new(
+                usage.ru_stime.tv_sec as u64,
+                usage.ru_stime.tv_usec as u32 * 1000,
+            )
+        };
+        (got, cpu)
+    });
+    let writer = std::thread::spawn(move || {
+        let mut file = std::fs::File::from(write);
+        while let Ok(chunk) = chunks.recv() {
+            std::io::Write::write_all(&mut file, &chunk).unwrap();
+        }
+    });
+    chunks_sender.send(b"first ".to_vec()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // SAFETY: fcntl on a descriptor we own (a duplicate of the loop's read end).
+    unsafe {
+        let flags = libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&shared), libc::F_GETFL);
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&shared),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        );
+    }
+    chunks_sender.send(b"second ".to_vec()).unwrap();
+    // A loop that spun in `read` would burn this whole pause.
+    std::thread::sleep(Duration::from_millis(400));
+    chunks_sender.send(b"third".to_vec()).unwrap();
+    drop(chunks_sender);
+    writer.join().unwrap();
+    drop(shared);
+    let (got, cpu) = reading.join().unwrap();
+    assert_eq!(got, b"first second third");
+    assert!(
+        cpu < Duration::from_millis(200),
+        "the loop used {cpu:?} of CPU"
+    );
+}

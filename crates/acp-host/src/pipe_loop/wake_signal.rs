@@ -129,14 +129,19 @@ pub(super) fn interrupt(thread: libc::pid_t, signal: libc::c_int) {
     unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, signal) };
 }
 
-/// Sleeps in `read(2)` on `fd` (blocking, its status flags `flags`) into `buf`; `Ok(None)`
-/// when a signal or a stray `EAGAIN`/`EINTR` ended the sleep without data (the caller looks at
-/// its wake-up flag).
-pub(super) fn sleep_in_read(
-    fd: RawFd,
-    flags: libc::c_int,
-    buf: &mut [u8],
-) -> io::Result<Option<usize>> {
+/// How a sleep in `read` ended.
+pub(super) enum Slept {
+    /// It read this many bytes (0: end of input).
+    Read(usize),
+    /// A signal (ours, after which the caller looks at its wake-up flag, or another) ended it.
+    Interrupted,
+    /// `EAGAIN` that no handler of ours caused: something else made the pipe's open file
+    /// description non-blocking (a process sharing it), and `read` no longer sleeps on it.
+    NotBlocking,
+}
+
+/// Sleeps in `read(2)` on `fd` (blocking, its status flags `flags`) into `buf`.
+pub(super) fn sleep_in_read(fd: RawFd, flags: libc::c_int, buf: &mut [u8]) -> io::Result<Slept> {
     SLEEPING_FLAGS.with(|known| known.store(flags, Ordering::Relaxed));
     SLEEPING_ON.with(|on| on.store(fd, Ordering::Relaxed));
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
@@ -147,22 +152,21 @@ pub(super) fn sleep_in_read(
     SLEEPING_ON.with(|on| on.store(-1, Ordering::Relaxed));
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     // A handler that ran after the line above did nothing; one that ran before it is seen here.
-    if MADE_NON_BLOCKING.with(|made| made.swap(false, Ordering::Relaxed)) {
+    let ours = MADE_NON_BLOCKING.with(|made| made.swap(false, Ordering::Relaxed));
+    if ours {
         // SAFETY: fcntl on the caller's descriptor, with integer arguments.
         if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } == -1 {
             return Err(io::Error::last_os_error());
         }
     }
     match error {
-        None => Ok(Some(n as usize)),
-        Some(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-            ) =>
-        {
-            Ok(None)
-        }
+        None => Ok(Slept::Read(n as usize)),
+        Some(error) if error.kind() == io::ErrorKind::Interrupted => Ok(Slept::Interrupted),
+        Some(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(if ours {
+            Slept::Interrupted
+        } else {
+            Slept::NotBlocking
+        }),
         Some(error) => Err(error),
     }
 }
