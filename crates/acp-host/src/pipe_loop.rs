@@ -452,8 +452,9 @@ impl Epoll {
     }
 }
 
-/// Runs `future` to completion on this thread, sleeping in `epoll_wait(2)` on the pipes'
-/// descriptors and an eventfd instead of in a reactor.
+/// Runs `future` to completion on this thread, sleeping in `read(2)` on the read end while only
+/// the reader waits, and otherwise in `epoll_wait(2)` on the pipes' descriptors and an eventfd,
+/// instead of in a reactor. Wakers may be woken from any thread.
 pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
     // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
     let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
