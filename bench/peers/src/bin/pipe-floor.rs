@@ -1,8 +1,10 @@
 //! The floor under `rpc`: two processes playing request/response over pipes with no protocol
-//! work at all, once with blocking reads (what the raw peers do) and once with non-blocking
-//! pipes waited on by an edge-triggered `epoll_wait(2)` before each read (what any
-//! readiness-based asynchronous runtime does, ours included). The difference is the kernel's
-//! price of waiting on more than one thing, per round trip.
+//! work at all, waiting four ways: blocking reads (what the raw peers do, and our pipe loop
+//! while only its reader waits); non-blocking pipes waited on by an edge-triggered
+//! `epoll_wait(2)` before each read (what a readiness-based asynchronous runtime does); `poll(2)`
+//! on the pipe and an eventfd; and io_uring, one `io_uring_enter` submitting the read and
+//! waiting for it with an eventfd read in flight. The differences are the kernel's price of
+//! waiting on more than one thing, per round trip.
 //!
 //! `pipe-floor [ROUND_TRIPS]`, best run pinned: `taskset -c 0 pipe-floor 20000`.
 //! Each request is the bench's `fs/read_text_file` line and each answer 1,100 bytes, as in
