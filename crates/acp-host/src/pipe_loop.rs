@@ -655,12 +655,11 @@ impl ReadSleep {
             mut buffer,
         } = sleep;
         state.sleeping.store(IN_READ, Ordering::SeqCst);
-        // A wake-up between the poll of the future and here found the loop awake: check.
-        let outcome = if state.woken.load(Ordering::SeqCst) {
-            Ok(Slept::Interrupted)
-        } else {
-            wake_signal::sleep_in_read(fd, flags, &mut buffer)
-        };
+        // A wake-up between the poll of the future and here found the loop awake: checked
+        // once the handler knows the descriptor (see `sleep_in_read`).
+        let outcome = wake_signal::sleep_in_read(fd, flags, &mut buffer, || {
+            state.woken.load(Ordering::SeqCst)
+        });
         state.sleeping.store(AWAKE, Ordering::SeqCst);
         let read = match outcome {
             Ok(Slept::Read(n)) => Some(n),

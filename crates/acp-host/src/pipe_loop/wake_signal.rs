@@ -140,14 +140,29 @@ pub(super) enum Slept {
     NotBlocking,
 }
 
-/// Sleeps in `read(2)` on `fd` (blocking, its status flags `flags`) into `buf`.
-pub(super) fn sleep_in_read(fd: RawFd, flags: libc::c_int, buf: &mut [u8]) -> io::Result<Slept> {
+/// Sleeps in `read(2)` on `fd` (blocking, its status flags `flags`) into `buf`, unless
+/// `woken_meanwhile` says a wake-up came first.
+///
+/// `woken_meanwhile` is asked after `fd` is published to the handler: a wake-up that found the
+/// loop asleep and signalled it before that would find nothing to make non-blocking and the
+/// `read` would sleep through it; after it, the signal either comes before the question (which
+/// then sees the wake-up) or makes the `read` return at once.
+pub(super) fn sleep_in_read(
+    fd: RawFd,
+    flags: libc::c_int,
+    buf: &mut [u8],
+    woken_meanwhile: impl FnOnce() -> bool,
+) -> io::Result<Slept> {
     SLEEPING_FLAGS.with(|known| known.store(flags, Ordering::Relaxed));
     SLEEPING_ON.with(|on| on.store(fd, Ordering::Relaxed));
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    let error = (n < 0).then(io::Error::last_os_error);
+    let (n, error) = if woken_meanwhile() {
+        (0, Some(io::Error::from(io::ErrorKind::Interrupted)))
+    } else {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        (n, (n < 0).then(io::Error::last_os_error))
+    };
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     SLEEPING_ON.with(|on| on.store(-1, Ordering::Relaxed));
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
