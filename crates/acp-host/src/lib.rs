@@ -19,7 +19,8 @@
 //!   supervises it and shuts it down in steps; [`process::start_supervisor`] starts the helper
 //!   process that kills what is left when this process dies.
 //! - [`pipe_loop`] (Linux): runs a connection over two pipes on the calling thread, waiting in
-//!   `epoll_wait(2)` on exactly those pipes instead of in a shared reactor.
+//!   `read(2)` on the pipe itself or in `epoll_wait(2)` on exactly those pipes instead of in a
+//!   shared reactor.
 //!
 //! Everything takes and returns plain Rust values (paths, strings, [`process::ExitStatus`]);
 //! nothing here knows the protocol's messages. Mapping them to and from requests and error
@@ -29,7 +30,7 @@
 //! the same way. A session is identified here by any string key, normally the ACP session id.
 //!
 //! All of the workspace's `unsafe` code that talks to the operating system (process groups,
-//! `pidfd`, `waitid`, `fork` of the supervisor, `openat2`, epoll) lives in this crate, in a few
+//! `pidfd`, `waitid`, `fork` of the supervisor, `openat2`, epoll, the pipe loop's signal) lives in this crate, in a few
 //! private modules, each call with its `SAFETY` comment; the crates above forbid `unsafe`.
 //!
 //! # Example

@@ -8,12 +8,21 @@
 //! with `epoll_wait(2)` on exactly those pipes plus an eventfd for wake-ups from other threads.
 //! Everything else (timers, other async-io sources) keeps working: while no smol `block_on`
 //! runs, async-io's helper thread drives the reactor and wakes this loop through the eventfd.
+//!
+//! When the future waits for the read end alone, the loop sleeps in `read(2)` on the pipe
+//! itself instead, one system call per wake-up where `epoll_wait` and the read after it are two;
+//! another thread's wake-up then reaches it as a signal ([`wake_signal`], which says how the
+//! signal is claimed and how to turn it off).
+
+mod wake_signal;
+
+use wake_signal::Slept;
 
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -35,7 +44,32 @@ struct Interest {
     /// per request/response round trip. A reader that does not write (a
     /// stream of notifications) keeps reading eagerly.
     drained: bool,
+    /// How the reader tries the read end without waiting.
+    read_mode: ReadMode,
+    /// What the loop read while it slept in `read` ([`SLEEP_READ_BYTES`] once allocated), given
+    /// to the reader from `parked_at` to `parked_end` before it reads the pipe again.
+    parked: Vec<u8>,
+    parked_at: usize,
+    parked_end: usize,
+    /// The loop's thread and the signal that interrupts its `read`, while it sleeps there. A
+    /// waker signals while holding this lock and the loop clears it under the lock before it
+    /// goes on, so a signal never reaches a thread that left (or another thread with its id).
+    reading: Option<(libc::pid_t, libc::c_int)>,
 }
+
+/// How the reader reads the read end without waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadMode {
+    /// The read end stays blocking (so that the loop can sleep in `read` on it) and the reader
+    /// reads with `preadv2(RWF_NOWAIT)`: a pipe, with its status flags.
+    Blocking(libc::c_int),
+    /// The read end is `O_NONBLOCK` and read with `read`: anything else, or a kernel whose
+    /// pipes refuse `RWF_NOWAIT`. The loop then always waits in `epoll_wait`.
+    NonBlocking,
+}
+
+/// What one sleep in `read` takes at most, as the raw pair's reads do.
+const SLEEP_READ_BYTES: usize = 64 * 1024;
 
 impl Default for Interest {
     fn default() -> Self {
@@ -45,6 +79,11 @@ impl Default for Interest {
             may_read: true,
             may_write: true,
             drained: false,
+            read_mode: ReadMode::NonBlocking,
+            parked: Vec::new(),
+            parked_at: 0,
+            parked_end: 0,
+            reading: None,
         }
     }
 }
@@ -94,11 +133,21 @@ impl std::fmt::Debug for PipeWriter {
     }
 }
 
-/// Takes `reader` and `writer` (made non-blocking) for a loop run by [`block_on`].
+/// Takes `reader` and `writer` for a loop run by [`block_on`]. The writer is made
+/// non-blocking; the reader too unless it is a pipe, which stays blocking so that the loop can
+/// sleep in `read` on it (its reads without waiting use `RWF_NOWAIT`).
 pub fn pipes(reader: OwnedFd, writer: OwnedFd) -> io::Result<(Pipes, PipeReader, PipeWriter)> {
-    set_nonblocking(&reader)?;
-    set_nonblocking(&writer)?;
-    let interest = Arc::new(Mutex::new(Interest::default()));
+    let read_mode = if is_pipe(&reader) {
+        ReadMode::Blocking(wake_signal::set_blocking(reader.as_raw_fd())?)
+    } else {
+        set_nonblocking(reader.as_raw_fd())?;
+        ReadMode::NonBlocking
+    };
+    set_nonblocking(writer.as_raw_fd())?;
+    let interest = Arc::new(Mutex::new(Interest {
+        read_mode,
+        ..Interest::default()
+    }));
     let pipes = Pipes {
         interest: interest.clone(),
         read_fd: reader.as_raw_fd(),
@@ -117,17 +166,42 @@ pub fn pipes(reader: OwnedFd, writer: OwnedFd) -> io::Result<(Pipes, PipeReader,
     ))
 }
 
-fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor we own, with integer arguments.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags == -1 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: as above.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } == -1 {
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } == -1 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+fn is_pipe(fd: &OwnedFd) -> bool {
+    // SAFETY: fstat fills a struct we own.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(fd.as_raw_fd(), &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFIFO
+    }
+}
+
+/// Reads what `fd` has without waiting: `EAGAIN` when it has nothing.
+fn read_now(fd: RawFd, mode: ReadMode, buf: &mut [u8]) -> isize {
+    match mode {
+        ReadMode::Blocking(_) => {
+            let iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            // SAFETY: `iov` describes `buf`, valid for writes of its length; offset -1 reads
+            // at the current position, as `read` does.
+            unsafe { libc::preadv2(fd, &iov, 1, -1, libc::RWF_NOWAIT) }
+        }
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+        ReadMode::NonBlocking => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) },
+    }
 }
 
 fn would_block(error: &io::Error) -> bool {
@@ -140,16 +214,28 @@ impl AsyncRead for PipeReader {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        {
+        let mut mode = {
             let mut interest = self.interest.lock().unwrap();
+            if interest.parked_at < interest.parked_end {
+                let Interest {
+                    parked,
+                    parked_at,
+                    parked_end,
+                    ..
+                } = &mut *interest;
+                let n = buf.len().min(*parked_end - *parked_at);
+                buf[..n].copy_from_slice(&parked[*parked_at..*parked_at + n]);
+                *parked_at += n;
+                return Poll::Ready(Ok(n));
+            }
             if !interest.may_read {
                 interest.readable = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-        }
+            interest.read_mode
+        };
         loop {
-            // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let n = read_now(self.fd.as_raw_fd(), mode, buf);
             if n >= 0 {
                 let drained = (n as usize) < buf.len();
                 self.interest.lock().unwrap().drained = drained;
@@ -157,6 +243,13 @@ impl AsyncRead for PipeReader {
             }
             let error = io::Error::last_os_error();
             if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            if matches!(mode, ReadMode::Blocking(_)) && refuses_nowait(&error) {
+                // An old kernel: the pipe becomes non-blocking and the loop waits in epoll.
+                set_nonblocking(self.fd.as_raw_fd())?;
+                mode = ReadMode::NonBlocking;
+                self.interest.lock().unwrap().read_mode = mode;
                 continue;
             }
             if !would_block(&error) {
@@ -168,6 +261,21 @@ impl AsyncRead for PipeReader {
             interest.readable = Some(cx.waker().clone());
             return Poll::Pending;
         }
+    }
+}
+
+/// `preadv2` or `RWF_NOWAIT` unknown to this kernel, or refused for this descriptor.
+fn refuses_nowait(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)
+    )
+}
+
+impl Drop for PipeReader {
+    fn drop(&mut self) {
+        // The loop sleeps in `read` only for a reader that waits; this one never will again.
+        self.interest.lock().unwrap().readable = None;
     }
 }
 
@@ -224,12 +332,19 @@ impl AsyncWrite for PipeWriter {
 }
 
 /// Wakes the loop: a flag for wake-ups during a poll of the future, the eventfd for wake-ups
-/// while the loop sleeps in `epoll_wait(2)`.
+/// while the loop sleeps in `epoll_wait(2)`, a signal to its thread while it sleeps in `read`.
 struct LoopWaker {
     woken: AtomicBool,
-    sleeping: AtomicBool,
+    /// [`AWAKE`], [`IN_EPOLL`] or [`IN_READ`].
+    sleeping: AtomicU8,
     eventfd: OwnedFd,
+    /// The pipes' state, where [`Interest::reading`] names the thread to signal.
+    interest: Arc<Mutex<Interest>>,
 }
+
+const AWAKE: u8 = 0;
+const IN_EPOLL: u8 = 1;
+const IN_READ: u8 = 2;
 
 impl Wake for LoopWaker {
     fn wake(self: Arc<Self>) {
@@ -238,10 +353,18 @@ impl Wake for LoopWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.store(true, Ordering::SeqCst);
-        if self.sleeping.load(Ordering::SeqCst) {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a valid u64 to our eventfd.
-            unsafe { libc::write(self.eventfd.as_raw_fd(), (&raw const one).cast(), 8) };
+        match self.sleeping.load(Ordering::SeqCst) {
+            IN_EPOLL => {
+                let one: u64 = 1;
+                // SAFETY: writes 8 bytes from a valid u64 to our eventfd.
+                unsafe { libc::write(self.eventfd.as_raw_fd(), (&raw const one).cast(), 8) };
+            }
+            IN_READ => {
+                if let Some((thread, signal)) = self.interest.lock().unwrap().reading {
+                    wake_signal::interrupt(thread, signal);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -329,8 +452,9 @@ impl Epoll {
     }
 }
 
-/// Runs `future` to completion on this thread, sleeping in `epoll_wait(2)` on the pipes'
-/// descriptors and an eventfd instead of in a reactor.
+/// Runs `future` to completion on this thread, sleeping in `read(2)` on the read end while only
+/// the reader waits, and otherwise in `epoll_wait(2)` on the pipes' descriptors and an eventfd,
+/// instead of in a reactor. Wakers may be woken from any thread.
 pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
     // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
     let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -343,9 +467,11 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
     epoll.watch(eventfd.as_raw_fd(), libc::EPOLLIN as u32, EVENTFD)?;
     let state = Arc::new(LoopWaker {
         woken: AtomicBool::new(false),
-        sleeping: AtomicBool::new(false),
+        sleeping: AtomicU8::new(AWAKE),
         eventfd,
+        interest: pipes.interest.clone(),
     });
+    let mut reader_sleep = ReadSleep::new(pipes);
     let waker = Waker::from(state.clone());
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
@@ -362,10 +488,21 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
         if state.woken.load(Ordering::SeqCst) {
             continue;
         }
-        let (want_read, want_write) = {
-            let interest = pipes.interest.lock().unwrap();
-            (interest.readable.is_some(), interest.writable.is_some())
+        let (want_read, want_write, read_sleep) = {
+            let mut interest = pipes.interest.lock().unwrap();
+            let (want_read, want_write) =
+                (interest.readable.is_some(), interest.writable.is_some());
+            let read_sleep = if want_read && !want_write {
+                reader_sleep.prepare(pipes.read_fd, &mut interest)
+            } else {
+                None
+            };
+            (want_read, want_write, read_sleep)
         };
+        if let Some(sleep) = read_sleep {
+            reader_sleep.sleep(sleep, pipes, &state);
+            continue;
+        }
         let (mut read_ready, mut write_ready) = (false, false);
         if want_read && !read_watched {
             read_watched = true;
@@ -383,14 +520,14 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
             epoll.unwatch(pipes.write_fd);
         }
         if !read_ready && !write_ready {
-            state.sleeping.store(true, Ordering::SeqCst);
+            state.sleeping.store(IN_EPOLL, Ordering::SeqCst);
             // A wake-up between the poll of the future and here found `sleeping` false: check.
             let ready = if state.woken.load(Ordering::SeqCst) {
                 Ok((false, false, false))
             } else {
                 epoll.wait()
             };
-            state.sleeping.store(false, Ordering::SeqCst);
+            state.sleeping.store(AWAKE, Ordering::SeqCst);
             let (event, read, write) = ready?;
             if event {
                 let mut count: u64 = 0;
@@ -422,6 +559,142 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
             ]
         };
         for waker in wake.into_iter().flatten() {
+            waker.wake();
+        }
+    }
+}
+
+/// What [`block_on`] needs to sleep in `read` on the read end: the signal that interrupts it
+/// (none: it never sleeps there), its thread, and its own duplicate of the read end (opened at
+/// the first sleep, closed when `block_on` returns), which the signal handler may touch even
+/// if the future dropped the reader meanwhile.
+struct ReadSleep {
+    signal: Option<libc::c_int>,
+    thread: libc::pid_t,
+    fd: Option<OwnedFd>,
+    /// Sleeps left in `epoll_wait` after another thread woke a sleep in `read`: a signal costs
+    /// more than the eventfd (about 3 µs of CPU more per wake-up, docs/performance.md), so a
+    /// loop that other threads wake often (files read on the blocking pool, say) waits in
+    /// `epoll_wait` and tries `read` again only after [`EPOLL_TURNS_AFTER_SIGNAL`] sleeps.
+    epoll_turns: u32,
+}
+
+/// See [`ReadSleep::epoll_turns`].
+const EPOLL_TURNS_AFTER_SIGNAL: u32 = 64;
+
+/// One sleep in `read`: the descriptor, its status flags, the buffer to read into.
+struct Sleep {
+    fd: RawFd,
+    flags: libc::c_int,
+    buffer: Vec<u8>,
+}
+
+impl ReadSleep {
+    fn new(pipes: &Pipes) -> ReadSleep {
+        let blocking = matches!(
+            pipes.interest.lock().unwrap().read_mode,
+            ReadMode::Blocking(_)
+        );
+        ReadSleep {
+            signal: if blocking {
+                wake_signal::claimed()
+            } else {
+                None
+            },
+            thread: wake_signal::this_thread(),
+            fd: None,
+            epoll_turns: 0,
+        }
+    }
+
+    /// Called under the interest lock while only the reader waits: whether to sleep in
+    /// `read`, and if so on which descriptor into which buffer, with the thread registered for
+    /// wake-ups by signal. A reader that waits is alive (dropping it clears its waker under
+    /// this lock), so its descriptor is open to duplicate.
+    fn prepare(&mut self, read_fd: RawFd, interest: &mut Interest) -> Option<Sleep> {
+        let signal = self.signal?;
+        let ReadMode::Blocking(flags) = interest.read_mode else {
+            return None;
+        };
+        if interest.parked_at < interest.parked_end {
+            return None;
+        }
+        if self.epoll_turns > 0 {
+            self.epoll_turns -= 1;
+            return None;
+        }
+        let fd = match &self.fd {
+            Some(fd) => fd.as_raw_fd(),
+            None => {
+                // SAFETY: duplicates the read end, open while its reader waits (see above).
+                let raw = unsafe { libc::fcntl(read_fd, libc::F_DUPFD_CLOEXEC, 0) };
+                if raw == -1 {
+                    // Out of descriptors, say: this loop waits in `epoll_wait` from now on.
+                    self.signal = None;
+                    return None;
+                }
+                // SAFETY: the descriptor was just created and is owned by nothing else.
+                let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+                self.fd.insert(fd).as_raw_fd()
+            }
+        };
+        let mut buffer = std::mem::take(&mut interest.parked);
+        if buffer.len() < SLEEP_READ_BYTES {
+            buffer = vec![0; SLEEP_READ_BYTES];
+        }
+        interest.reading = Some((self.thread, signal));
+        Some(Sleep { fd, flags, buffer })
+    }
+
+    /// Sleeps in `read` until data, end of input, an error or another thread's wake-up; hands
+    /// what it read to the reader and wakes it.
+    fn sleep(&mut self, sleep: Sleep, pipes: &Pipes, state: &LoopWaker) {
+        let Sleep {
+            fd,
+            flags,
+            mut buffer,
+        } = sleep;
+        state.sleeping.store(IN_READ, Ordering::SeqCst);
+        // A wake-up between the poll of the future and here found the loop awake: checked
+        // once the handler knows the descriptor (see `sleep_in_read`).
+        let outcome = wake_signal::sleep_in_read(fd, flags, &mut buffer, || {
+            state.woken.load(Ordering::SeqCst)
+        });
+        state.sleeping.store(AWAKE, Ordering::SeqCst);
+        let read = match outcome {
+            Ok(Slept::Read(n)) => Some(n),
+            Ok(Slept::Interrupted) => {
+                if state.woken.load(Ordering::SeqCst) {
+                    self.epoll_turns = EPOLL_TURNS_AFTER_SIGNAL;
+                }
+                None
+            }
+            // The pipe no longer blocks (another process sharing it made it non-blocking):
+            // sleeping in `read` would spin, so this loop waits in `epoll_wait` from now on.
+            Ok(Slept::NotBlocking) => {
+                self.signal = None;
+                None
+            }
+            // The reader's next read meets the error again and reports it; this loop waits in
+            // `epoll_wait` from now on.
+            Err(_) => {
+                self.signal = None;
+                Some(0)
+            }
+        };
+        let waker = {
+            let mut interest = pipes.interest.lock().unwrap();
+            interest.reading = None;
+            if let Some(n) = read {
+                interest.parked_at = 0;
+                interest.parked_end = n;
+                interest.may_read = true;
+                interest.drained = n > 0 && n < buffer.len();
+            }
+            interest.parked = buffer;
+            read.and_then(|_| interest.readable.take())
+        };
+        if let Some(waker) = waker {
             waker.wake();
         }
     }

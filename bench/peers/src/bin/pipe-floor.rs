@@ -1,8 +1,10 @@
 //! The floor under `rpc`: two processes playing request/response over pipes with no protocol
-//! work at all, once with blocking reads (what the raw peers do) and once with non-blocking
-//! pipes waited on by an edge-triggered `epoll_wait(2)` before each read (what any
-//! readiness-based asynchronous runtime does, ours included). The difference is the kernel's
-//! price of waiting on more than one thing, per round trip.
+//! work at all, waiting four ways: blocking reads (what the raw peers do, and our pipe loop
+//! while only its reader waits); non-blocking pipes waited on by an edge-triggered
+//! `epoll_wait(2)` before each read (what a readiness-based asynchronous runtime does); `poll(2)`
+//! on the pipe and an eventfd; and io_uring, one `io_uring_enter` submitting the read and
+//! waiting for it with an eventfd read in flight. The differences are the kernel's price of
+//! waiting on more than one thing, per round trip.
 //!
 //! `pipe-floor [ROUND_TRIPS]`, best run pinned: `taskset -c 0 pipe-floor 20000`.
 //! Each request is the bench's `fs/read_text_file` line and each answer 1,100 bytes, as in
@@ -20,7 +22,12 @@ fn main() -> io::Result<()> {
         .nth(1)
         .map_or(Ok(20_000), |n| n.parse())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    for waiting in [Waiting::BlockingRead, Waiting::Epoll] {
+    for waiting in [
+        Waiting::BlockingRead,
+        Waiting::Epoll,
+        Waiting::Poll,
+        Waiting::IoUring,
+    ] {
         let per_round_trip = run(waiting, round_trips)?;
         println!("{waiting:?}: {per_round_trip:.2} µs per round trip");
     }
@@ -30,7 +37,13 @@ fn main() -> io::Result<()> {
 #[derive(Clone, Copy, Debug)]
 enum Waiting {
     BlockingRead,
+    /// Edge-triggered `epoll_wait` on the pipe (and an idle eventfd), then `read`.
     Epoll,
+    /// `poll(2)` on the pipe and an idle eventfd, then `read`.
+    Poll,
+    /// One `io_uring_enter` submitting the read and waiting for it, with a read of an idle
+    /// eventfd kept in flight beside it (what lets another thread wake the waiter).
+    IoUring,
 }
 
 /// Microseconds per round trip.
@@ -93,47 +106,117 @@ fn write_all(fd: &OwnedFd, mut bytes: &[u8]) {
 
 struct Reader {
     fd: OwnedFd,
-    epoll: Option<RawFd>,
+    waiting: Waiting,
+    epoll: RawFd,
+    eventfd: RawFd,
+    ring: Option<io_uring::IoUring>,
+    eventfd_count: Box<u64>,
 }
 
 impl Reader {
     fn new(fd: OwnedFd, waiting: Waiting) -> Self {
-        let epoll = match waiting {
-            Waiting::BlockingRead => None,
+        let mut reader = Reader {
+            fd,
+            waiting,
+            epoll: -1,
+            eventfd: -1,
+            ring: None,
+            eventfd_count: Box::new(0),
+        };
+        if matches!(waiting, Waiting::BlockingRead) {
+            return reader;
+        }
+        let fd = reader.fd.as_raw_fd();
+        // SAFETY: plain system calls on descriptors we own, with valid arguments.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            reader.eventfd = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
+        }
+        match waiting {
             Waiting::Epoll => {
-                // SAFETY: plain system calls on descriptors we own, with valid arguments.
+                // SAFETY: as above.
                 unsafe {
-                    let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-                    libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-                    let epoll = libc::epoll_create1(libc::EPOLL_CLOEXEC);
-                    let mut event = libc::epoll_event {
-                        events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-                        u64: 1,
-                    };
-                    libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut event);
-                    Some(epoll)
+                    reader.epoll = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+                    for (watched, token) in [(fd, 1), (reader.eventfd, 0)] {
+                        let mut event = libc::epoll_event {
+                            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+                            u64: token,
+                        };
+                        libc::epoll_ctl(reader.epoll, libc::EPOLL_CTL_ADD, watched, &mut event);
+                    }
                 }
             }
-        };
-        Reader { fd, epoll }
+            Waiting::IoUring => {
+                let mut ring = io_uring::IoUring::new(4).expect("io_uring_setup");
+                let count: *mut u64 = &mut *reader.eventfd_count;
+                let entry = io_uring::opcode::Read::new(
+                    io_uring::types::Fd(reader.eventfd),
+                    count.cast(),
+                    8,
+                )
+                .build()
+                .user_data(0);
+                // SAFETY: the count outlives the ring (both live in the reader, the ring is
+                // dropped first).
+                unsafe { ring.submission().push(&entry).expect("room") };
+                reader.ring = Some(ring);
+            }
+            _ => {}
+        }
+        reader
     }
 
-    /// Reads what is there, waiting first (in `read` itself, or in `epoll_wait`); 0 at end.
+    /// Reads what is there, waiting first (in `read` itself, in `epoll_wait`, in `poll` or in
+    /// `io_uring_enter`); 0 at end.
     fn read(&mut self, buffer: &mut [u8]) -> usize {
+        let fd = self.fd.as_raw_fd();
         loop {
-            if let Some(epoll) = self.epoll {
-                let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
-                // SAFETY: `events` holds 4 entries.
-                unsafe { libc::epoll_wait(epoll, events.as_mut_ptr(), 4, -1) };
+            match self.waiting {
+                Waiting::BlockingRead => {}
+                Waiting::Epoll => {
+                    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
+                    // SAFETY: `events` holds 4 entries.
+                    unsafe { libc::epoll_wait(self.epoll, events.as_mut_ptr(), 4, -1) };
+                }
+                Waiting::Poll => {
+                    let mut fds = [
+                        libc::pollfd {
+                            fd,
+                            events: libc::POLLIN,
+                            revents: 0,
+                        },
+                        libc::pollfd {
+                            fd: self.eventfd,
+                            events: libc::POLLIN,
+                            revents: 0,
+                        },
+                    ];
+                    // SAFETY: `fds` holds 2 entries.
+                    unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+                }
+                Waiting::IoUring => {
+                    let ring = self.ring.as_mut().expect("ring");
+                    let entry = io_uring::opcode::Read::new(
+                        io_uring::types::Fd(fd),
+                        buffer.as_mut_ptr(),
+                        buffer.len() as u32,
+                    )
+                    .build()
+                    .user_data(1);
+                    // SAFETY: `buffer` outlives the read: we wait for its completion below.
+                    unsafe { ring.submission().push(&entry).expect("room") };
+                    loop {
+                        ring.submit_and_wait(1).expect("io_uring_enter");
+                        if let Some(done) = ring.completion().find(|c| c.user_data() == 1) {
+                            assert!(done.result() >= 0, "read: {}", done.result());
+                            return done.result() as usize;
+                        }
+                    }
+                }
             }
             // SAFETY: `buffer` is valid for writes of its length.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                )
-            };
+            let n = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
             if n >= 0 {
                 return n as usize;
             }
