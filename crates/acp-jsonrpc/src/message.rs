@@ -6,14 +6,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::json;
+use crate::json::{self, UncheckedJson};
 use crate::{RequestId, ResponseError};
 
 mod decode;
 
 use decode::decode;
 pub use decode::{DecodeError, DecodeErrorKind};
-pub(crate) use decode::{Lent, decode_lent};
 
 /// One JSON-RPC 2.0 message.
 ///
@@ -201,9 +200,11 @@ impl Message {
             Message::Request(request) => {
                 encode_raw_request(out, &request.id, &request.method, request.params.as_deref())
             }
-            Message::Notification(notification) => {
-                encode_raw_notification(out, &notification.method, notification.params.as_deref())
-            }
+            Message::Notification(notification) => encode_raw_notification(
+                out,
+                &notification.method,
+                notification.params.as_deref().map(UncheckedJson::from),
+            ),
             Message::Response(response) => match &response.result {
                 Ok(result) => encode_result(out, &response.id, result.get().as_bytes()),
                 Err(error) => encode_error(out, &response.id, error),
@@ -248,10 +249,10 @@ fn write_notification_head(out: &mut Vec<u8>, method: &str) {
     json::write_str(out, method);
 }
 
-fn write_raw_params(out: &mut Vec<u8>, params: Option<&RawValue>) {
+fn write_raw_params(out: &mut Vec<u8>, params: Option<UncheckedJson<'_>>) {
     if let Some(params) = params {
         out.extend_from_slice(br#","params":"#);
-        out.extend_from_slice(params.get().as_bytes());
+        out.extend_from_slice(params.as_bytes());
     }
 }
 
@@ -312,7 +313,7 @@ pub(crate) fn encode_raw_request(
 ) {
     let start = out.len();
     write_request_head(out, id, method);
-    write_raw_params(out, params);
+    write_raw_params(out, params.map(UncheckedJson::from));
     end_line(out, start);
 }
 
@@ -332,7 +333,11 @@ pub(crate) fn encode_notification<P: Serialize + ?Sized>(
     Ok(())
 }
 
-pub(crate) fn encode_raw_notification(out: &mut Vec<u8>, method: &str, params: Option<&RawValue>) {
+pub(crate) fn encode_raw_notification(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: Option<UncheckedJson<'_>>,
+) {
     let start = out.len();
     write_notification_head(out, method);
     write_raw_params(out, params);
@@ -347,7 +352,7 @@ pub(crate) fn encode_wrapped_notification(
     out: &mut Vec<u8>,
     outer: &str,
     inner: &str,
-    params: Option<&RawValue>,
+    params: Option<UncheckedJson<'_>>,
 ) {
     let start = out.len();
     write_notification_head(out, outer);

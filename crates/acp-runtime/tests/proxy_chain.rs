@@ -479,3 +479,30 @@ fn a_hooked_notification_keeps_its_place_among_forwarded_ones() {
         assert_eq!(*hooked.lock().unwrap(), 14);
     }));
 }
+
+/// The chain forwards a notification's params unread: params that are not valid JSON reach
+/// the agent byte-identical through the conductor and a pass-through proxy (wrapped in
+/// `proxy/successor` on the way and unwrapped after), for the agent, which decodes them, to
+/// refuse. A line whose envelope is malformed is still answered by the conductor, with the
+/// error it always gave, and goes no further; what follows it keeps its order.
+#[test]
+fn malformed_params_go_through_unread_and_malformed_envelopes_are_answered_at_once() {
+    smol::block_on(within("malformed notifications", async {
+        let (mut client, mut agent) = raw_chain(1).await;
+        initialize_raw(&mut client, &mut agent, 1).await;
+        let bad_params =
+            r#"{"jsonrpc":"2.0","method":"_note","params":{"a":tru,"b":"\x","c":[01,]}}"#;
+        client.send_text(&format!("{bad_params}\n")).await;
+        assert_eq!(agent.recv_line().await, bad_params);
+        // A truncated line: its envelope does not close.
+        client
+            .send_text("{\"jsonrpc\":\"2.0\",\"method\":\"_note\",\"params\":{\"a\":1}\n")
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+        assert_eq!(answer["id"], Value::Null);
+        let after = r#"{"jsonrpc":"2.0","method":"_note","params":{"n":2}}"#;
+        client.send_text(&format!("{after}\n")).await;
+        assert_eq!(agent.recv_line().await, after);
+    }));
+}

@@ -1,10 +1,12 @@
 //! The `proxy/successor` envelope on the wire: reading one without copying its params (the
-//! message scan of acp-jsonrpc, serde_json only for what the scan leaves to it), and splicing
-//! one around a message. Shared by the proxy role and the conductor.
+//! message scan of acp-jsonrpc, serde_json only for what the scan leaves to it; on the
+//! forwarding path, what acp-jsonrpc's forwarding scan found, unread), and splicing one around
+//! a message. Shared by the proxy role and the conductor.
 
 use std::borrow::Cow;
 
-use acp_jsonrpc::ResponseError;
+use acp_jsonrpc::json::UncheckedJson;
+use acp_jsonrpc::{RawNotification, ResponseError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -48,6 +50,22 @@ pub(crate) fn open(params: Option<&RawValue>) -> Result<Envelope<'_>, ResponseEr
         return Err(crate::rules::nested_envelope());
     }
     Ok(envelope)
+}
+
+/// The message a `proxy/successor` notification carries, as the forwarding path found it
+/// (its params unread): the method, and the params (`null` ones are none, as [`open`] reads
+/// them). `None` wherever [`open`] must decide (no carried message the scan could read, a
+/// nested envelope): the notification then goes the handler's way, which opens it and reports
+/// what is wrong.
+pub(crate) fn open_forwarded<'a>(
+    notification: &RawNotification<'a>,
+) -> Option<(&'a str, Option<UncheckedJson<'a>>)> {
+    let carried = notification.carried()?;
+    if carried.method() == PROXY_SUCCESSOR {
+        return None;
+    }
+    let params = carried.params().filter(|params| !params.is_null());
+    Some((carried.method(), params))
 }
 
 fn read_with_serde(raw: &str) -> Result<Envelope<'_>, ResponseError> {
