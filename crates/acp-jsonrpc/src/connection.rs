@@ -410,9 +410,10 @@ impl ConnectionHandle {
     /// assert_eq!(handle.queued(), 1);
     /// ```
     pub fn try_notify_raw(&self, method: &str, params: Option<UncheckedJson<'_>>) -> bool {
-        let mut bytes = self.shared.take_buffer();
-        encode_raw_notification(&mut bytes, method, params);
-        self.try_queue(method, bytes)
+        let at_least = method.len() + params.map_or(0, |params| params.as_bytes().len());
+        self.try_queue(method, at_least, |out| {
+            encode_raw_notification(out, method, params)
+        })
     }
 
     /// Like [`try_notify_raw`](Self::try_notify_raw), for the notification `outer` whose
@@ -426,22 +427,22 @@ impl ConnectionHandle {
         inner: &str,
         params: Option<UncheckedJson<'_>>,
     ) -> bool {
-        let mut bytes = self.shared.take_buffer();
-        encode_wrapped_notification(&mut bytes, outer, inner, params);
-        self.try_queue(outer, bytes)
+        let at_least =
+            outer.len() + inner.len() + params.map_or(0, |params| params.as_bytes().len());
+        self.try_queue(outer, at_least, |out| {
+            encode_wrapped_notification(out, outer, inner, params)
+        })
     }
 
-    fn try_queue(&self, method: &str, bytes: Vec<u8>) -> bool {
-        let length = bytes.len();
-        match self.shared.try_enqueue_metered(bytes) {
-            Ok(()) => {
+    /// Queues the line `encode` appends (at least `at_least` bytes long) if there is room:
+    /// straight into the outgoing queue, with no buffer of its own to copy from.
+    fn try_queue(&self, method: &str, at_least: usize, encode: impl Fn(&mut Vec<u8>)) -> bool {
+        match self.shared.try_enqueue_encoded(at_least, encode) {
+            Some(length) => {
                 self.shared.trace.notification_sent(method, length);
                 true
             }
-            Err(TryEnqueue::Full(bytes) | TryEnqueue::Closed(bytes)) => {
-                self.shared.recycle(bytes);
-                false
-            }
+            None => false,
         }
     }
 
