@@ -87,6 +87,11 @@ impl<'a> CarriedMessage<'a> {
 /// Reads `line` as a notification a router may forward unread (see the module docs), or
 /// `None` when it is anything else or unusual.
 pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+    // A request or a response as this crate (and most writers) spell one, `id` second: not a
+    // notification, known without walking the line (the validating decode reads it next).
+    if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
+        return None;
+    }
     let mut jsonrpc = None;
     let mut method = None;
     let mut params = None;
