@@ -341,7 +341,17 @@ pub(crate) fn encode_raw_notification(
     let start = out.len();
     write_notification_head(out, method);
     write_raw_params(out, params);
-    end_line(out, start);
+    end_line_around(out, start, params);
+}
+
+/// [`end_line`], without its search for newlines when the only text not written here (the
+/// method is escaped) is params found on one line.
+fn end_line_around(out: &mut Vec<u8>, start: usize, params: Option<UncheckedJson<'_>>) {
+    if params.is_none_or(|params| params.is_one_line()) {
+        out.extend_from_slice(b"}\n");
+    } else {
+        end_line(out, start);
+    }
 }
 
 /// Appends the notification `outer` whose params carry the message `inner` with `params`
@@ -358,7 +368,7 @@ pub(crate) fn encode_wrapped_notification(
     write_notification_head(out, outer);
     out.extend_from_slice(br#","params":"#);
     json::write_inner_message(out, inner, params);
-    end_line(out, start);
+    end_line_around(out, start, params);
 }
 
 /// Appends a success response; on error `out` is left as it was.

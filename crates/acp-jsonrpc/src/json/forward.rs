@@ -15,6 +15,7 @@
 use serde_json::value::RawValue;
 
 use super::read::skip_ws;
+use super::write::short_and_plain;
 
 /// JSON text that a non-validating scan delimited: a router copies it as it is and never
 /// reads it, so it may be anything the sender wrote between the brackets, valid or not
@@ -31,23 +32,44 @@ use super::read::skip_ws;
 /// assert!(!unchecked.is_null());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UncheckedJson<'a>(&'a [u8]);
+pub struct UncheckedJson<'a> {
+    text: &'a [u8],
+    /// Found on one line, so without a newline: a line written around it needs no search for
+    /// one (a `RawValue` may hold one as whitespace).
+    one_line: bool,
+}
 
 impl<'a> UncheckedJson<'a> {
+    /// Text found on one line (so without a newline).
+    fn on_line(text: &'a [u8]) -> Self {
+        UncheckedJson {
+            text,
+            one_line: true,
+        }
+    }
+
     /// The text's bytes, exactly as they were on the line.
     pub fn as_bytes(&self) -> &'a [u8] {
-        self.0
+        self.text
     }
 
     /// Whether the text is `null`.
     pub fn is_null(&self) -> bool {
-        self.0 == b"null"
+        self.text == b"null"
+    }
+
+    /// Whether the text is known to hold no newline (it was found on one line).
+    pub(crate) fn is_one_line(&self) -> bool {
+        self.one_line
     }
 }
 
 impl<'a> From<&'a RawValue> for UncheckedJson<'a> {
     fn from(raw: &'a RawValue) -> Self {
-        UncheckedJson(raw.get().as_bytes())
+        UncheckedJson {
+            text: raw.get().as_bytes(),
+            one_line: false,
+        }
     }
 }
 
@@ -124,7 +146,7 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     }
     Some(ForwardScan {
         method: plain_string(method?)?,
-        params: params.map(UncheckedJson),
+        params: params.map(UncheckedJson::on_line),
         inner,
     })
 }
@@ -157,7 +179,7 @@ fn carried(bytes: &[u8], at: usize) -> Option<(usize, Option<CarriedMessage<'_>>
     let carried = match method {
         Some(method) if !unsure => plain_string(method).map(|method| CarriedMessage {
             method,
-            params: params.map(UncheckedJson),
+            params: params.map(UncheckedJson::on_line),
         }),
         _ => None,
     };
@@ -202,7 +224,10 @@ fn object(
 /// The text of a JSON string without escapes or control characters, as UTF-8.
 fn plain_string(raw: &[u8]) -> Option<&str> {
     let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    if inner.iter().any(|&byte| byte < 0x20 || byte == b'\\') {
+    // Most methods are short: the writer's word-at-a-time test, else a byte loop.
+    let plain = short_and_plain(inner)
+        || inner.len() > 16 && !inner.iter().any(|&byte| byte < 0x20 || byte == b'\\');
+    if !plain {
         return None;
     }
     std::str::from_utf8(inner).ok()
