@@ -2,9 +2,9 @@
 //! copies: the members it routes on (`jsonrpc`, `method`, and the `method` and `params` of a
 //! message carried in the params, as `proxy/successor` carries one) are read exactly, every
 //! other value is only skipped (a string to its closing quote past its escapes; a container
-//! to its matching bracket), and no byte it only copies is checked for
-//! UTF-8 or JSON. A hop that forwards such a line unread leaves malformed params to the peer
-//! that finally decodes them (docs/limits.md, "What a router forwards unread").
+//! to its matching bracket), and no byte it only copies is checked for UTF-8 or JSON. A hop
+//! that forwards such a line unread leaves malformed params to the peer that finally decodes
+//! them (docs/limits.md, "What a router forwards unread").
 //!
 //! It accepts only what the validating scan would read as a plain notification if the params
 //! were valid: one object, whitespace around it, the members `jsonrpc` (exactly `"2.0"`),
