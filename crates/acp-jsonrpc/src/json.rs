@@ -45,7 +45,7 @@ mod write;
 
 pub use envelope::{Envelope, envelope};
 pub(crate) use forward::notification as forwardable_notification;
-pub use forward::{CarriedMessage, UncheckedJson};
+pub use forward::{CarriedMessage, UncheckedJson, carried_message};
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;
 pub(crate) use raw::write_inner_message;

@@ -14,6 +14,7 @@
 
 use serde_json::value::RawValue;
 
+use super::raw::borrowed_raw;
 use super::read::skip_ws;
 use super::write::short_and_plain;
 
@@ -149,6 +150,47 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
         params: params.map(UncheckedJson::on_line),
         inner,
     })
+}
+
+/// The message carried in `params` (`{"method":…,"params":…}`, as ACP's `proxy/successor`
+/// carries one): its method and its params (`None` when absent; `null` is kept), found by the
+/// forwarding path's non-validating walk, which is exact here because a `RawValue` is valid
+/// JSON already (the line's decode validated it; it is not read a second time).
+///
+/// `None` wherever serde_json could read the object otherwise than this walk or must word an
+/// error: not an object, no `method`, a `method` with an escape or not a string, a member
+/// twice, an escaped key. Its other members are skipped, as serde_json ignores them.
+///
+/// ```
+/// use acp_jsonrpc::json::carried_message;
+/// use serde_json::value::RawValue;
+///
+/// let params = RawValue::from_string(
+///     r#"{"method":"session/prompt","params":{"prompt":[]},"_meta":{}}"#.to_owned(),
+/// )
+/// .unwrap();
+/// let (method, inner) = carried_message(&params).unwrap();
+/// assert_eq!((method, inner.unwrap().get()), ("session/prompt", r#"{"prompt":[]}"#));
+/// ```
+pub fn carried_message(params: &RawValue) -> Option<(&str, Option<&RawValue>)> {
+    let text = params.get();
+    let bytes = text.as_bytes();
+    let start = skip_ws(bytes, 0);
+    let (end, carried) = carried(bytes, start)?;
+    if skip_ws(bytes, end) != bytes.len() {
+        return None;
+    }
+    let carried = carried?;
+    let inner = match carried.params {
+        Some(inner) => {
+            // A slice of `text` whose ends are ASCII delimiters of a value inside valid JSON:
+            // valid JSON itself, taken as `str` without checking its UTF-8 again.
+            let at = inner.as_bytes().as_ptr() as usize - bytes.as_ptr() as usize;
+            Some(borrowed_raw(text.get(at..at + inner.as_bytes().len())?)?)
+        }
+        None => None,
+    };
+    Some((carried.method, inner))
 }
 
 /// The object at `at` read as a carried message: past its end, and its method and params

@@ -32,19 +32,16 @@ pub(crate) struct Envelope<'a> {
 /// ([`crate::rules::nested_envelope`]).
 pub(crate) fn open(params: Option<&RawValue>) -> Result<Envelope<'_>, ResponseError> {
     let raw = params.map_or("null", RawValue::get);
-    let envelope = match acp_jsonrpc::json::envelope(raw) {
+    // Already validated with the line: found by the forwarding path's walk, not read again.
+    let envelope = match params.and_then(acp_jsonrpc::json::carried_message) {
         // What serde_json reads too: a present `null` is no params, other members are ignored.
-        Some(scanned) if scanned.method.is_some() && scanned.params.is_none() => Envelope {
-            method: Cow::Borrowed(scanned.method.unwrap_or_default()),
-            params: None,
-        },
-        Some(scanned) if scanned.method.is_some() && scanned.raw_params().is_some() => Envelope {
-            method: Cow::Borrowed(scanned.method.unwrap_or_default()),
-            params: scanned.raw_params().filter(|params| params.get() != "null"),
+        Some((method, params)) => Envelope {
+            method: Cow::Borrowed(method),
+            params: params.filter(|params| params.get() != "null"),
         },
         // Missing or escaped `method`, repeated members, not an object: serde_json reads it
         // and words the error.
-        _ => read_with_serde(raw)?,
+        None => read_with_serde(raw)?,
     };
     if envelope.method == PROXY_SUCCESSOR {
         return Err(crate::rules::nested_envelope());

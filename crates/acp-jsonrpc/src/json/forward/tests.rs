@@ -209,3 +209,52 @@ proptest! {
         }
     }
 }
+
+/// What serde_json reads of a carried message (as `proxy/successor`'s handler reads one).
+#[derive(serde::Deserialize)]
+struct Carried<'a> {
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Of any valid JSON (spaced or not), `carried_message` reads what serde_json reads, or
+    /// declines it: never another method or other params.
+    #[test]
+    fn carried_message_reads_what_serde_json_reads(
+        value in json_value(),
+        method in prop::option::of(prop_oneof![Just("session/prompt".to_owned()), "\\PC{0,8}"]),
+        spaced in any::<bool>(),
+    ) {
+        let mut value = value;
+        if let (Value::Object(map), Some(method)) = (&mut value, method) {
+            map.insert("method".to_owned(), Value::from(method));
+        }
+        let text = if spaced {
+            serde_json::to_string_pretty(&value).unwrap()
+        } else {
+            serde_json::to_string(&value).unwrap()
+        };
+        let raw = RawValue::from_string(text).unwrap();
+        let by_serde = serde_json::from_str::<Carried<'_>>(raw.get()).ok();
+        let Some((method, params)) = carried_message(&raw) else {
+            // Declined: left to serde_json only where an escape or the shape makes it unsure.
+            if let (Some(read), Value::Object(map)) = (&by_serde, &value) {
+                prop_assert!(
+                    read.method.contains(['"', '\\']) || read.method.chars().any(|c| c < ' ')
+                        || map.keys().any(|key| key.contains(['"', '\\']) || key.chars().any(|c| c < ' ')),
+                    "declined {}", raw.get()
+                );
+            }
+            return Ok(());
+        };
+        let read = by_serde.expect("serde_json reads what carried_message reads");
+        prop_assert_eq!(method, &*read.method);
+        let params = params.filter(|params| params.get() != "null");
+        prop_assert_eq!(params.map(RawValue::get), read.params.map(RawValue::get));
+    }
+}
