@@ -27,7 +27,9 @@
 //! conductor and pass-through proxy do for `proxy/successor`.
 //!
 //! For the forwarding path: [`UncheckedJson`], JSON text a router copies without reading it,
-//! as a non-validating scan (`forward`) found it in a notification it forwards.
+//! as a non-validating scan (`forward`) found it in a notification it forwards; and
+//! [`carried_message`], the same walk over a `proxy/successor` request's params, which the
+//! line's decode already validated (so they are not read a second time).
 //!
 //! Inside the crate: the compact writer for outgoing messages (`write`: byte for byte what
 //! `serde_json::to_writer` writes), the one-pass scan of an incoming message's envelope
