@@ -67,6 +67,7 @@ impl Connection {
             move |notification: &RawNotification<'_>| {
                 Handler::forward_notification(&*for_forwarding, notification)
             },
+            H::FORWARDS,
         )
     }
 
@@ -105,6 +106,7 @@ impl Connection {
             move |notification: &RawNotification<'_>| {
                 LocalHandler::forward_notification(&*for_forwarding, notification)
             },
+            <H as LocalHandler>::FORWARDS,
         )
     }
 }

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::budget::{ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
+use crate::json::UncheckedJson;
 use crate::line_reader::DEFAULT_MAX_LINE_LENGTH;
 use crate::message::{
     encode_notification, encode_raw_notification, encode_raw_request, encode_request,
@@ -383,7 +384,7 @@ impl ConnectionHandle {
     /// Like [`notify`](Self::notify), with params as raw JSON.
     pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> NotifyFuture {
         let mut bytes = self.shared.take_buffer();
-        encode_raw_notification(&mut bytes, method, params);
+        encode_raw_notification(&mut bytes, method, params.map(UncheckedJson::from));
         self.shared.trace.notification_sent(method, bytes.len());
         NotifyFuture::new(self.shared.clone(), bytes)
     }
@@ -391,8 +392,10 @@ impl ConnectionHandle {
     /// Queues a notification with raw params if the outgoing queue has room now, without
     /// waiting: for a router forwarding a message from inside
     /// [`Handler::forward_notification`](crate::Handler::forward_notification), which must
-    /// not wait. Returns `false`, having queued nothing, when the queue is full or the
-    /// connection closed; the caller then takes the waiting path
+    /// not wait. The params are written as they are, unread: what the forwarding path found
+    /// on the incoming line ([`RawNotification::params`](crate::RawNotification::params)), or
+    /// a [`RawValue`] (`.map(Into::into)`). Returns `false`, having queued nothing, when the
+    /// queue is full or the connection closed; the caller then takes the waiting path
     /// ([`notify_raw`](Self::notify_raw)), which waits for room or reports the failure.
     ///
     /// ```
@@ -403,13 +406,14 @@ impl ConnectionHandle {
     /// let options = ConnectionOptions::default();
     /// let (handle, _driver) = Connection::new(ours.reader, ours.writer, (), options);
     /// let params = RawValue::from_string(r#"{"n":1}"#.to_owned()).unwrap();
-    /// assert!(handle.try_notify_raw("tick", Some(&params)));
+    /// assert!(handle.try_notify_raw("tick", Some((&*params).into())));
     /// assert_eq!(handle.queued(), 1);
     /// ```
-    pub fn try_notify_raw(&self, method: &str, params: Option<&RawValue>) -> bool {
-        let mut bytes = self.shared.take_buffer();
-        encode_raw_notification(&mut bytes, method, params);
-        self.try_queue(method, bytes)
+    pub fn try_notify_raw(&self, method: &str, params: Option<UncheckedJson<'_>>) -> bool {
+        let at_least = method.len() + params.map_or(0, |params| params.as_bytes().len());
+        self.try_queue(method, at_least, |out| {
+            encode_raw_notification(out, method, params)
+        })
     }
 
     /// Like [`try_notify_raw`](Self::try_notify_raw), for the notification `outer` whose
@@ -417,23 +421,28 @@ impl ConnectionHandle {
     /// ACP's `proxy/successor` carries one): the same line as `try_notify_raw(outer,
     /// Some(&json::inner_message(inner, params)))`, spliced in one pass without the
     /// intermediate copy.
-    pub fn try_notify_wrapped(&self, outer: &str, inner: &str, params: Option<&RawValue>) -> bool {
-        let mut bytes = self.shared.take_buffer();
-        encode_wrapped_notification(&mut bytes, outer, inner, params);
-        self.try_queue(outer, bytes)
+    pub fn try_notify_wrapped(
+        &self,
+        outer: &str,
+        inner: &str,
+        params: Option<UncheckedJson<'_>>,
+    ) -> bool {
+        let at_least =
+            outer.len() + inner.len() + params.map_or(0, |params| params.as_bytes().len());
+        self.try_queue(outer, at_least, |out| {
+            encode_wrapped_notification(out, outer, inner, params)
+        })
     }
 
-    fn try_queue(&self, method: &str, bytes: Vec<u8>) -> bool {
-        let length = bytes.len();
-        match self.shared.try_enqueue_metered(bytes) {
-            Ok(()) => {
+    /// Queues the line `encode` appends (at least `at_least` bytes long) if there is room:
+    /// straight into the outgoing queue, with no buffer of its own to copy from.
+    fn try_queue(&self, method: &str, at_least: usize, encode: impl Fn(&mut Vec<u8>)) -> bool {
+        match self.shared.try_enqueue_encoded(at_least, encode) {
+            Some(length) => {
                 self.shared.trace.notification_sent(method, length);
                 true
             }
-            Err(TryEnqueue::Full(bytes) | TryEnqueue::Closed(bytes)) => {
-                self.shared.recycle(bytes);
-                false
-            }
+            None => false,
         }
     }
 

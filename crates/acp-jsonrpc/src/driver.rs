@@ -15,8 +15,8 @@ use futures_io::{AsyncBufRead, AsyncWrite};
 
 use crate::connection::{ConnectionHandle, ConnectionOptions};
 use crate::handler::{IncomingNotification, IncomingRequest, RawNotification, Responder};
+use crate::json;
 use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
-use crate::message::{Lent, decode_lent};
 use crate::shared::{
     CANCEL_REQUEST_METHOD, IDLE_BUFFER_MAX_CAPACITY, Refusal, RequestState, Shared, Taken,
 };
@@ -173,6 +173,8 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
     forward_notification: MF,
     /// The handle the forwarding path lends, made once.
     handle: ConnectionHandle,
+    /// `Handler::FORWARDS`: notifications are offered to the forwarding path, unvalidated.
+    forwards: bool,
     reader: LineReader<R>,
     writer: W,
     requests: TaskSet<Q, Arc<RequestState>>,
@@ -219,6 +221,7 @@ where
         make_request: MQ,
         make_notification: MN,
         forward_notification: MF,
+        forwards: bool,
     ) -> (ConnectionHandle, Self) {
         let shared = Shared::new(
             options.outgoing_capacity,
@@ -239,6 +242,7 @@ where
             handle: ConnectionHandle {
                 shared: shared.clone(),
             },
+            forwards,
             reader: LineReader::with_max_line_length(reader, options.max_line_length),
             writer,
             requests: TaskSet::new(),
@@ -399,31 +403,34 @@ where
                             rest
                         }
                     };
-                    match decode_lent(line) {
-                        Ok(Lent::Notification(method, params))
-                            if method != CANCEL_REQUEST_METHOD =>
-                        {
-                            // Requests read before it start first (see `route`), so that
-                            // the forwarding path sees every earlier message under way.
-                            if self.fresh_requests {
-                                self.fresh_requests = false;
-                                self.requests.poll(cx);
-                            }
-                            let offered = RawNotification {
-                                method,
-                                params,
-                                connection: &self.handle,
-                            };
-                            if (self.forward_notification)(&offered) {
-                                self.shared.trace.notification_received(method, length);
-                                self.reader.release_line();
-                                progress = true;
-                                continue;
-                            }
-                            Ok(Ok(Lent::Notification(method, params).into_message()))
+                    if self.forwards
+                        && let Some(found) = json::forwardable_notification(line)
+                        && found.method != CANCEL_REQUEST_METHOD
+                    {
+                        // Requests read before it start first (see `route`), so that
+                        // the forwarding path sees every earlier message under way.
+                        if self.fresh_requests {
+                            self.fresh_requests = false;
+                            self.requests.poll(cx);
                         }
-                        decoded => Ok(decoded.map(Lent::into_message)),
+                        let offered = RawNotification {
+                            method: found.method,
+                            params: found.params,
+                            carried: found.inner,
+                            connection: &self.handle,
+                        };
+                        if (self.forward_notification)(&offered) {
+                            self.shared
+                                .trace
+                                .notification_received(found.method, length);
+                            self.reader.release_line();
+                            progress = true;
+                            continue;
+                        }
                     }
+                    // Declined by the forwarding path, or not offered: validated whole, and
+                    // answered as JSON-RPC says if malformed.
+                    Ok(Message::from_slice(line))
                 }
             };
             // Decoded (or skipped): the line is no longer needed.

@@ -22,7 +22,11 @@ use crate::{LineEvent, LineReader, Message, strip_byte_order_mark};
 /// - nothing without a `method` member is answered with an echoed id, and
 ///   nothing with `result` or `error` but no `method` is answered at all;
 /// - a line with leading byte-order marks decodes, once they are stripped,
-///   like the same line without them.
+///   like the same line without them;
+/// - whatever the forwarding scan (a router's, which leaves the params unread)
+///   accepts has an envelope the decode accepts: with its params replaced by
+///   `null` the line decodes to a notification of the same method, and when
+///   the whole line decodes, to the same params.
 #[doc(hidden)]
 pub fn line_reader(data: &[u8]) {
     let Some((&control, input)) = data.split_first() else {
@@ -68,6 +72,7 @@ fn check_line(line: &[u8]) {
         // What the connection decodes.
         check_line(rest);
     }
+    check_forwarding_scan(line);
     match Message::from_slice(line) {
         Ok(message) => {
             let mut encoded = Vec::new();
@@ -92,6 +97,28 @@ fn check_line(line: &[u8]) {
                 assert_eq!(again, Message::Response(reply.clone()));
             }
         }
+    }
+}
+
+fn check_forwarding_scan(line: &[u8]) {
+    let Some(found) = crate::json::forwardable_notification(line) else {
+        return;
+    };
+    let mut stripped = line.to_vec();
+    if let Some(params) = found.params {
+        let start = params.as_bytes().as_ptr() as usize - line.as_ptr() as usize;
+        stripped.splice(start..start + params.as_bytes().len(), *b"null");
+    }
+    match Message::from_slice(&stripped) {
+        Ok(Message::Notification(notification)) => assert_eq!(notification.method, found.method),
+        other => panic!("the forwarding scan accepted a malformed envelope: {other:?}"),
+    }
+    if let Ok(Message::Notification(whole)) = Message::from_slice(line) {
+        let params = whole
+            .params
+            .as_deref()
+            .map(|params| params.get().as_bytes());
+        assert_eq!(params, found.params.map(|params| params.as_bytes()));
     }
 }
 
@@ -205,6 +232,12 @@ mod tests {
             b"\x04\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n \xef\xbb\xbf\xef\xbb\xbf\n\xef\xbb\xbf\n",
             b"\x09{\"jsonrpc\":\"2.0\",\"error\":{\"code\":1,\"message\":\"x\"}}\n{\"id\":1,\"result\":1,\"result\":2}\n{}\n",
             b"\x0a\xef\xbb\xbf{\"id\":null}\n{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"params\":{}}\n{\"method\":\"m\"}\xef\xbb\xbf\n",
+            // What the forwarding scan reads: params left unread, carried messages, and
+            // envelopes it must decline.
+            b"\x3f{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"a\":tru,\"b\":\"\\x\xff\"}}\n",
+            b"\x3f{\"jsonrpc\":\"2.0\",\"method\":\"proxy/successor\",\"params\":{\"method\":\"u\",\"params\":[1]}}\n",
+            b"\x3f{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[}\n",
+            b"\x3f{\"jsonrpc\":\"2.0\",\"params\":1,\"method\":\"m\",\"id\":2}\n{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"x\":1}\n",
         ];
         for input in inputs {
             super::line_reader(input);

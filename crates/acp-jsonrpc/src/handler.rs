@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::json::{CarriedMessage, UncheckedJson};
 use crate::message::{decode_params, encode_error, encode_result, encode_typed_result};
 use crate::shared::{RequestState, Shared};
 use crate::{ConnectionHandle, Notification, Problem, Request, RequestId, ResponseError};
@@ -82,13 +83,24 @@ pub trait Handler: Send + Sync + 'static {
         async move { notification.report_unhandled("no handler for notifications") }
     }
 
-    /// The forwarding path, for routers (a conductor, a proxy): offered every notification
-    /// (but `$/cancel_request`) as it is read, borrowed from the line, before it becomes an
-    /// [`IncomingNotification`]. Return `true` when it was taken care of, typically queued
-    /// on another connection with [`ConnectionHandle::try_notify_raw`] or
-    /// [`ConnectionHandle::try_notify_wrapped`]: it is then never decoded or copied, and
+    /// Whether [`forward_notification`](Self::forward_notification) may take notifications:
+    /// set it to `true` where that method is implemented. The connection then reads each
+    /// notification's envelope without validating its params (a router copies them unread,
+    /// and the peer that decodes them answers what is wrong with them) and offers it to
+    /// `forward_notification` first. `false` (the default): every line is validated whole
+    /// and `forward_notification` is never called.
+    const FORWARDS: bool = false;
+
+    /// The forwarding path, for routers (a conductor, a proxy) that set
+    /// [`FORWARDS`](Self::FORWARDS): offered every notification (but `$/cancel_request`) as
+    /// it is read, borrowed from the line, before it is validated or becomes an
+    /// [`IncomingNotification`]; its params are [`UncheckedJson`], found but not read.
+    /// Return `true` when it was taken care of, typically queued on another connection with
+    /// [`ConnectionHandle::try_notify_raw`] or [`ConnectionHandle::try_notify_wrapped`]: it
+    /// is then never validated, decoded or copied, and
     /// [`notification`](Self::notification) is not called for it. Return `false` to have it
-    /// handled as usual: it must then not have been acted on. The default returns `false`.
+    /// handled as usual (validated, and answered if malformed): it must then not have been
+    /// acted on. The default returns `false`.
     ///
     /// It runs inside the connection's driver and must not block. It runs after every
     /// earlier request's handler started (was polled once) and before any later message is
@@ -118,6 +130,9 @@ pub trait LocalHandler: 'static {
         async move { notification.report_unhandled("no handler for notifications") }
     }
 
+    /// Whether the forwarding path is on; see [`Handler::FORWARDS`].
+    const FORWARDS: bool = false;
+
     /// The forwarding path; see [`Handler::forward_notification`].
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
         let _ = notification;
@@ -126,6 +141,8 @@ pub trait LocalHandler: 'static {
 }
 
 impl<H: Handler> LocalHandler for H {
+    const FORWARDS: bool = H::FORWARDS;
+
     fn request(&self, request: IncomingRequest, responder: Responder) -> impl Future<Output = ()> {
         Handler::request(self, request, responder)
     }
@@ -200,12 +217,14 @@ impl fmt::Debug for IncomingRequest {
 }
 
 /// A notification from the peer as the forwarding path sees it
-/// ([`Handler::forward_notification`]): its method and params borrowed from the line just read,
-/// which the connection's scan validated, so they can be passed on without reading them again.
+/// ([`Handler::forward_notification`]): its method read, its params found but not read
+/// ([`UncheckedJson`]: possibly not even valid JSON, which the peer that decodes them answers),
+/// all borrowed from the line just read.
 #[derive(Debug, Clone, Copy)]
 pub struct RawNotification<'a> {
     pub(crate) method: &'a str,
-    pub(crate) params: Option<&'a RawValue>,
+    pub(crate) params: Option<UncheckedJson<'a>>,
+    pub(crate) carried: Option<CarriedMessage<'a>>,
     pub(crate) connection: &'a ConnectionHandle,
 }
 
@@ -215,9 +234,18 @@ impl<'a> RawNotification<'a> {
         self.method
     }
 
-    /// The params as raw JSON (`null` included); `None` when absent.
-    pub fn raw_params(&self) -> Option<&'a RawValue> {
+    /// The params, unread (`null` included); `None` when absent.
+    pub fn params(&self) -> Option<UncheckedJson<'a>> {
         self.params
+    }
+
+    /// The message the params carry, found in the same pass as the envelope, when they are
+    /// an object with a `method` string without escapes and neither `method` nor `params`
+    /// twice (`{"method":…,"params":…}`, as ACP's `proxy/successor` carries one); its params
+    /// unread. `None` otherwise: a router that needs it then declines, and the notification
+    /// is validated and handled as usual.
+    pub fn carried(&self) -> Option<CarriedMessage<'a>> {
+        self.carried
     }
 
     /// The connection the notification came from.

@@ -26,6 +26,11 @@
 //! `{"method":…,"params":…}` around raw params without reading them again, as acp-runtime's
 //! conductor and pass-through proxy do for `proxy/successor`.
 //!
+//! For the forwarding path: [`UncheckedJson`], JSON text a router copies without reading it,
+//! as a non-validating scan (`forward`) found it in a notification it forwards; and
+//! [`carried_message`], the same walk over a `proxy/successor` request's params, which the
+//! line's decode already validated (so they are not read a second time).
+//!
 //! Inside the crate: the compact writer for outgoing messages (`write`: byte for byte what
 //! `serde_json::to_writer` writes), the one-pass scan of an incoming message's envelope
 //! (`scan`), and the serde helpers that keep a present `null` member apart from an absent one.
@@ -34,12 +39,15 @@
 //! skip whitespace with the same loop.
 
 mod envelope;
+mod forward;
 mod raw;
 mod read;
 mod scan;
 mod write;
 
 pub use envelope::{Envelope, envelope};
+pub(crate) use forward::notification as forwardable_notification;
+pub use forward::{CarriedMessage, UncheckedJson, carried_message};
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;
 pub(crate) use raw::write_inner_message;

@@ -6,14 +6,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::json;
+use crate::json::{self, UncheckedJson};
 use crate::{RequestId, ResponseError};
 
 mod decode;
 
 use decode::decode;
 pub use decode::{DecodeError, DecodeErrorKind};
-pub(crate) use decode::{Lent, decode_lent};
 
 /// One JSON-RPC 2.0 message.
 ///
@@ -201,9 +200,11 @@ impl Message {
             Message::Request(request) => {
                 encode_raw_request(out, &request.id, &request.method, request.params.as_deref())
             }
-            Message::Notification(notification) => {
-                encode_raw_notification(out, &notification.method, notification.params.as_deref())
-            }
+            Message::Notification(notification) => encode_raw_notification(
+                out,
+                &notification.method,
+                notification.params.as_deref().map(UncheckedJson::from),
+            ),
             Message::Response(response) => match &response.result {
                 Ok(result) => encode_result(out, &response.id, result.get().as_bytes()),
                 Err(error) => encode_error(out, &response.id, error),
@@ -248,10 +249,10 @@ fn write_notification_head(out: &mut Vec<u8>, method: &str) {
     json::write_str(out, method);
 }
 
-fn write_raw_params(out: &mut Vec<u8>, params: Option<&RawValue>) {
+fn write_raw_params(out: &mut Vec<u8>, params: Option<UncheckedJson<'_>>) {
     if let Some(params) = params {
         out.extend_from_slice(br#","params":"#);
-        out.extend_from_slice(params.get().as_bytes());
+        out.extend_from_slice(params.as_bytes());
     }
 }
 
@@ -312,7 +313,7 @@ pub(crate) fn encode_raw_request(
 ) {
     let start = out.len();
     write_request_head(out, id, method);
-    write_raw_params(out, params);
+    write_raw_params(out, params.map(UncheckedJson::from));
     end_line(out, start);
 }
 
@@ -332,11 +333,25 @@ pub(crate) fn encode_notification<P: Serialize + ?Sized>(
     Ok(())
 }
 
-pub(crate) fn encode_raw_notification(out: &mut Vec<u8>, method: &str, params: Option<&RawValue>) {
+pub(crate) fn encode_raw_notification(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: Option<UncheckedJson<'_>>,
+) {
     let start = out.len();
     write_notification_head(out, method);
     write_raw_params(out, params);
-    end_line(out, start);
+    end_line_around(out, start, params);
+}
+
+/// [`end_line`], without its search for newlines when the only text not written here (the
+/// method is escaped) is params found on one line.
+fn end_line_around(out: &mut Vec<u8>, start: usize, params: Option<UncheckedJson<'_>>) {
+    if params.is_none_or(|params| params.is_one_line()) {
+        out.extend_from_slice(b"}\n");
+    } else {
+        end_line(out, start);
+    }
 }
 
 /// Appends the notification `outer` whose params carry the message `inner` with `params`
@@ -347,13 +362,13 @@ pub(crate) fn encode_wrapped_notification(
     out: &mut Vec<u8>,
     outer: &str,
     inner: &str,
-    params: Option<&RawValue>,
+    params: Option<UncheckedJson<'_>>,
 ) {
     let start = out.len();
     write_notification_head(out, outer);
     out.extend_from_slice(br#","params":"#);
     json::write_inner_message(out, inner, params);
-    end_line(out, start);
+    end_line_around(out, start, params);
 }
 
 /// Appends a success response; on error `out` is left as it was.

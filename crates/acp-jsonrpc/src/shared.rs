@@ -312,6 +312,62 @@ impl Shared {
         self.push(bytes, Budget::Metered(cost))
     }
 
+    /// Queues a request or notification that `encode` appends, without waiting: straight to
+    /// the end of the queue's last chunk, under the queue's lock, when there is one to append
+    /// to (the usual case while messages stream), instead of into a pooled buffer that is then
+    /// copied there; otherwise as [`try_enqueue_metered`](Self::try_enqueue_metered) does.
+    /// `at_least` is a lower bound of the line's length: from [`LARGE_MESSAGE`] on, the line
+    /// gets a chunk of its own. Returns the line's length, or `None`, having queued nothing,
+    /// when the queue is full or closed.
+    pub(crate) fn try_enqueue_encoded(
+        &self,
+        at_least: usize,
+        encode: impl Fn(&mut Vec<u8>),
+    ) -> Option<usize> {
+        if at_least < LARGE_MESSAGE {
+            let budget = self.budget();
+            let mut queue = lock(&self.outgoing);
+            let queued_cost = queue.metered_cost;
+            if queue.closed {
+                return None;
+            }
+            if let Some(chunk) = queue.chunks.back_mut().filter(|chunk| !chunk.large) {
+                let start = chunk.bytes.len();
+                encode(&mut chunk.bytes);
+                let length = chunk.bytes.len() - start;
+                let cost = frame_cost(length);
+                let full = queued_cost != 0 && queued_cost + cost > budget;
+                if full || length >= LARGE_MESSAGE {
+                    chunk.bytes.truncate(start);
+                    if full {
+                        return None;
+                    }
+                } else {
+                    chunk.metered_cost += cost;
+                    chunk.metered_messages += 1;
+                    queue.metered_cost += cost;
+                    queue.metered_messages += 1;
+                    let writer = queue.writer.take();
+                    drop(queue);
+                    if let Some(writer) = writer {
+                        writer.wake();
+                    }
+                    return Some(length);
+                }
+            }
+        }
+        let mut bytes = self.take_buffer();
+        encode(&mut bytes);
+        let length = bytes.len();
+        match self.try_enqueue_metered(bytes) {
+            Ok(()) => Some(length),
+            Err(TryEnqueue::Full(bytes) | TryEnqueue::Closed(bytes)) => {
+                self.recycle(bytes);
+                None
+            }
+        }
+    }
+
     /// Queues a request or notification, waiting while the queue is full.
     pub(crate) async fn enqueue_metered(&self, mut bytes: Vec<u8>) -> Result<(), RequestError> {
         loop {

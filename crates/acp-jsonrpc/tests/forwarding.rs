@@ -46,8 +46,10 @@ impl Handler for Router {
         sent.unwrap();
     }
 
+    const FORWARDS: bool = true;
+
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
-        let (method, params) = (notification.method(), notification.raw_params());
+        let (method, params) = (notification.method(), notification.params());
         let queued = if self.wrap {
             self.next.try_notify_wrapped(ENVELOPE, method, params)
         } else {
@@ -287,4 +289,100 @@ fn big_lines_near_the_limit_go_through_whole() {
         assert!(lines == cases.iter().map(|c| c.expected.clone()).collect::<Vec<_>>());
         assert_eq!(as_bytes + handled, 3);
     }
+}
+
+/// The forwarding path reads a notification's envelope, not its params: params that are not
+/// valid JSON go on byte-identical, for the peer that decodes them to answer, while a line
+/// whose envelope is malformed is still decoded here and answered exactly as before (the
+/// error the decode prescribes), and nothing of it is forwarded.
+#[test]
+fn malformed_params_go_on_unread_and_malformed_envelopes_are_answered_here() {
+    let forwarded = [
+        r#"{"jsonrpc":"2.0","method":"m","params":{"a":tru,"b":"\x"}}"#,
+        "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[\"\u{1}\",01]}",
+    ];
+    let answered = [
+        r#"{"jsonrpc":"2.0","method":"m","params":{"a":1}"#,
+        r#"{"jsonrpc":"2.0","method":"m","params":{"a":1}}}"#,
+        r#"{"jsonrpc":"2.0","method":"m","id":3,"params":{"a":tru}}"#,
+        r#"{"jsonrpc":"2.0","method":7,"id":"x"}"#,
+        r#"[{"jsonrpc":"2.0","method":"m"}]"#,
+    ];
+    let (source, router_in) = memory::pair(4096);
+    let (router_out, sink) = memory::pair(4096);
+    let options = ConnectionOptions::default();
+    let (next, next_driver) =
+        Connection::new(router_out.reader, router_out.writer, (), options.clone());
+    let as_bytes = Arc::new(AtomicUsize::new(0));
+    let router = Router {
+        next: next.clone(),
+        wrap: false,
+        as_bytes: as_bytes.clone(),
+        handled: Arc::new(AtomicUsize::new(0)),
+    };
+    let (_router, router_driver) =
+        Connection::new(router_in.reader, router_in.writer, router, options);
+    let mut input = Vec::new();
+    for line in answered.iter().chain(&forwarded) {
+        input.extend_from_slice(line.as_bytes());
+        input.push(b'\n');
+    }
+    // Invalid UTF-8 inside the params: forwarded too.
+    let not_utf8 = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":\"\xff\"}";
+    input.extend_from_slice(not_utf8);
+    input.push(b'\n');
+    let mut writer = source.writer;
+    let send = async move {
+        writer.write_all(&input).await.unwrap();
+        drop(writer);
+    };
+    let (lines, answers) = common::run(async {
+        let routing = async {
+            let (routed, ()) = futures_lite::future::zip(router_driver, send).await;
+            routed.unwrap();
+            next.close();
+        };
+        let receive = async {
+            let mut reader = LineReader::new(sink.reader);
+            let mut lines = Vec::new();
+            while let Some(LineEvent::Line(line)) = reader.read_line().await.unwrap() {
+                lines.push(line.to_vec());
+            }
+            lines
+        };
+        let answers = async {
+            let mut reader = LineReader::new(source.reader);
+            let mut lines = Vec::new();
+            while let Some(LineEvent::Line(line)) = reader.read_line().await.unwrap() {
+                lines.push(String::from_utf8(line.to_vec()).unwrap());
+            }
+            lines
+        };
+        let (((lines, answers), ()), written) = futures_lite::future::zip(
+            futures_lite::future::zip(futures_lite::future::zip(receive, answers), routing),
+            next_driver,
+        )
+        .await;
+        written.unwrap();
+        (lines, answers)
+    });
+    let mut expected_lines: Vec<Vec<u8>> =
+        forwarded.iter().map(|l| l.as_bytes().to_vec()).collect();
+    expected_lines.push(not_utf8.to_vec());
+    assert_eq!(lines, expected_lines);
+    assert_eq!(as_bytes.load(Ordering::Relaxed), 3);
+    // The answers are the ones the decode prescribes for those lines, in order.
+    let expected_answers: Vec<String> = answered
+        .iter()
+        .filter_map(|line| {
+            let error = acp_jsonrpc::Message::from_slice(line.as_bytes()).unwrap_err();
+            let reply = acp_jsonrpc::Message::Response(error.reply()?.clone());
+            let mut out = Vec::new();
+            reply.encode(&mut out);
+            out.pop();
+            Some(String::from_utf8(out).unwrap())
+        })
+        .collect();
+    assert_eq!(expected_answers.len(), answered.len());
+    assert_eq!(answers, expected_answers);
 }

@@ -22,7 +22,9 @@
 //! its answer (result or error) comes back verbatim under the old one. The envelope's
 //! `_meta` stays on its hop. `$/cancel_request` is per hop: it drops the handler that
 //! forwarded the request, whose own request to the next hop is then cancelled with that
-//! hop's id. Messages are forwarded in the order they arrived on each connection.
+//! hop's id. Messages are forwarded in the order they arrived on each connection. A
+//! notification's params pass unread (only its envelope is read): malformed params are
+//! reported by the peer that decodes them, a malformed envelope here (docs/limits.md).
 //!
 //! The chain starts with the client's first `initialize` (requests before it get `-32600`,
 //! notifications are dropped). The conductor selects the version as an agent would (the

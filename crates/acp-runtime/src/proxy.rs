@@ -21,6 +21,9 @@
 //!   an envelope inside an envelope are `-32600`.
 //! - Memory is bounded as on any connection (docs/limits.md): forwarded answers reserve room
 //!   in the reply budget, forwarded messages wait for room in the outgoing queue.
+//! - A notification no hook takes is forwarded byte for byte with its params unread (only its
+//!   envelope is read): malformed params are reported by the peer that decodes them, a
+//!   malformed envelope by the proxy.
 //!
 //! A proxy served with [`serve`] forwards whatever protocol version its chain speaks; its hooks
 //! decode the messages of one version. With protocol v2 (feature `unstable-protocol-v2`),

@@ -479,3 +479,66 @@ fn a_hooked_notification_keeps_its_place_among_forwarded_ones() {
         assert_eq!(*hooked.lock().unwrap(), 14);
     }));
 }
+
+/// The chain forwards a notification's params unread: params that are not valid JSON reach
+/// the agent byte-identical through the conductor and a pass-through proxy (wrapped in
+/// `proxy/successor` on the way and unwrapped after), for the agent, which decodes them, to
+/// refuse. A line whose envelope is malformed is still answered by the conductor, with the
+/// error it always gave, and goes no further; what follows it keeps its order.
+#[test]
+fn malformed_params_go_through_unread_and_malformed_envelopes_are_answered_at_once() {
+    smol::block_on(within("malformed notifications", async {
+        let (mut client, mut agent) = raw_chain(1).await;
+        initialize_raw(&mut client, &mut agent, 1).await;
+        let bad_params =
+            r#"{"jsonrpc":"2.0","method":"_note","params":{"a":tru,"b":"\x","c":[01,]}}"#;
+        client.send_text(&format!("{bad_params}\n")).await;
+        assert_eq!(agent.recv_line().await, bad_params);
+        // A truncated line: its envelope does not close.
+        client
+            .send_text("{\"jsonrpc\":\"2.0\",\"method\":\"_note\",\"params\":{\"a\":1}\n")
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+        assert_eq!(answer["id"], Value::Null);
+        let after = r#"{"jsonrpc":"2.0","method":"_note","params":{"n":2}}"#;
+        client.send_text(&format!("{after}\n")).await;
+        assert_eq!(agent.recv_line().await, after);
+    }));
+}
+
+/// Requests are still validated whole at the hop that reads them: one with params that are not
+/// valid JSON gets exactly one answer, the conductor's `-32700` (with a `null` id: its id
+/// cannot be read from a line that does not parse), and nothing of it reaches the proxy or the
+/// agent; a valid request after it is routed and answered as usual.
+#[test]
+fn a_request_with_malformed_params_is_answered_once_by_the_hop_that_read_it() {
+    smol::block_on(within("malformed request", async {
+        let (mut client, mut agent) = raw_chain(1).await;
+        initialize_raw(&mut client, &mut agent, 1).await;
+        client
+            .send_text("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_x\",\"params\":{\"a\":tru}}\n")
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+        assert_eq!(answer["id"], Value::Null);
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 6, "method": "_echo", "params": {"n": 6}}))
+            .await;
+        // The first thing the agent sees is the valid request.
+        let request = agent.recv().await;
+        assert_eq!(
+            (&request["method"], &request["params"]["n"]),
+            (&json!("_echo"), &json!(6))
+        );
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 6}}))
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["result"]["n"]),
+            (&json!(6), &json!(6)),
+            "{answer}"
+        );
+    }));
+}

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde::de::value::{BorrowedStrDeserializer, Error, MapDeserializer, StringDeserializer};
 use serde_json::value::RawValue;
 
+use super::forward::UncheckedJson;
 use super::write::write_str;
 
 /// serde_json hands a raw value over as a one-member map under this key.
@@ -51,7 +52,7 @@ fn spliced(method: &str, params: Option<&RawValue>) -> String {
     // `RawValue` then keeps without shrinking: `{"method":"…"` + `,"params":…` + `}`.
     let exact = 12 + method.len() + params.map_or(0, |params| 10 + params.get().len()) + 1;
     let mut text = Vec::with_capacity(exact);
-    write_inner_message(&mut text, method, params);
+    write_inner_message(&mut text, method, params.map(UncheckedJson::from));
     // ASCII punctuation around a string the writer escaped from a `&str` and params that are
     // a `&str`: always UTF-8.
     String::from_utf8(text)
@@ -62,12 +63,16 @@ fn spliced(method: &str, params: Option<&RawValue>) -> String {
 /// place that spells a message carried inside another's params, for [`inner_message`] and
 /// for the connection's wrapped notifications, which splice it straight into the outgoing
 /// line.
-pub(crate) fn write_inner_message(out: &mut Vec<u8>, method: &str, params: Option<&RawValue>) {
+pub(crate) fn write_inner_message(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: Option<UncheckedJson<'_>>,
+) {
     out.extend_from_slice(br#"{"method":"#);
     write_str(out, method);
     if let Some(params) = params {
         out.extend_from_slice(br#","params":"#);
-        out.extend_from_slice(params.get().as_bytes());
+        out.extend_from_slice(params.as_bytes());
     }
     out.push(b'}');
 }

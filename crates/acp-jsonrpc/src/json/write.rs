@@ -57,7 +57,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 /// written are this short (member names, tags, ids); two overlapping words (or half-words)
 /// test them without the byte loop that [`next_escape`] ends with.
 #[inline]
-fn short_and_plain(bytes: &[u8]) -> bool {
+pub(crate) fn short_and_plain(bytes: &[u8]) -> bool {
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
     let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes"));
     match bytes.len() {

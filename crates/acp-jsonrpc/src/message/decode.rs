@@ -224,34 +224,6 @@ fn is_valid_json(text: &str) -> bool {
 }
 
 pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
-    decode_lent(line).map(Lent::into_message)
-}
-
-/// A line decoded as far as the connection's driver needs before a handler sees it: a
-/// notification the scan read whole stays borrowed from the line (a router forwards it
-/// without copying its params), anything else is a whole [`Message`].
-pub(crate) enum Lent<'a> {
-    /// A valid notification: its method (unescaped) and raw params, borrowed.
-    Notification(&'a str, Option<&'a RawValue>),
-    Message(Message),
-}
-
-impl Lent<'_> {
-    /// The message a handler owns: what [`decode`] returns for the same line.
-    pub(crate) fn into_message(self) -> Message {
-        match self {
-            Lent::Notification(method, params) => Message::Notification(Notification {
-                method: method.to_owned(),
-                params: params.map(ToOwned::to_owned),
-            }),
-            Lent::Message(message) => message,
-        }
-    }
-}
-
-/// Decodes one line, lending a notification instead of copying it (see [`Lent`]): one scan
-/// of the line either way.
-pub(crate) fn decode_lent(line: &[u8]) -> Result<Lent<'_>, DecodeError> {
     use DecodeErrorKind as Kind;
 
     let first = line.get(json::skip_ws(line, 0)).copied();
@@ -284,10 +256,7 @@ pub(crate) fn decode_lent(line: &[u8]) -> Result<Lent<'_>, DecodeError> {
     }
 
     if let Some(envelope) = json::members(text).and_then(scanned) {
-        if let Some((method, params)) = lent_notification(&envelope) {
-            return Ok(Lent::Notification(method, params));
-        }
-        return classify(envelope).map(Lent::Message);
+        return classify(envelope);
     }
     let envelope: Envelope<'_> = match serde_json::from_str(text) {
         Ok(envelope) => envelope,
@@ -297,21 +266,7 @@ pub(crate) fn decode_lent(line: &[u8]) -> Result<Lent<'_>, DecodeError> {
         }
         Err(error) => return Err(DecodeError::new(Kind::InvalidJson, error.to_string())),
     };
-    classify(envelope).map(Lent::Message)
-}
-
-/// The method and params of a scanned notification that `classify` would accept as it is
-/// (`"jsonrpc":"2.0"`, a plain string method, no id, result or error), borrowed.
-fn lent_notification<'a>(envelope: &Envelope<'a>) -> Option<(&'a str, Option<&'a RawValue>)> {
-    let version_ok =
-        matches!(&envelope.jsonrpc, Some(StrMember::Str(Cow::Borrowed(v))) if *v == "2.0");
-    let plain = envelope.id.is_none() && envelope.result.is_none() && envelope.error.is_none();
-    match &envelope.method {
-        Some(StrMember::Str(Cow::Borrowed(method))) if version_ok && plain => {
-            Some((method, envelope.params))
-        }
-        _ => None,
-    }
+    classify(envelope)
 }
 
 /// The envelope serde_json would read, from the scan's members; `None` where the scan's

@@ -16,7 +16,9 @@ use serde_json::value::RawValue;
 
 use crate::conductor::chain::{Chain, Shared, describe};
 use crate::conductor::handshake::Holdup;
-use crate::proxy::envelope::{INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, wrap};
+use crate::proxy::envelope::{
+    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, wrap,
+};
 use crate::proxy::order::Order;
 use crate::rules;
 
@@ -423,20 +425,15 @@ impl HopDispatch {
             return false;
         };
         let method = notification.method();
-        let envelope = match method {
-            PROXY_SUCCESSOR if self.opens_envelopes() => match open(notification.raw_params()) {
-                Ok(envelope) => Some(envelope),
-                Err(_) => return false,
+        let (inner, params) = match method {
+            PROXY_SUCCESSOR if self.opens_envelopes() => match open_forwarded(notification) {
+                Some((inner, params)) => (Some(inner), params),
+                None => return false,
             },
-            _ => None,
+            _ => (None, notification.params()),
         };
-        let inner = envelope.as_ref().map(|envelope| &*envelope.method);
         let Ok(to) = destination(self.hop, method, inner, &chain.is_proxy) else {
             return false;
-        };
-        let params = match &envelope {
-            Some(envelope) => envelope.params,
-            None => notification.raw_params(),
         };
         let Some(rpc) = self.connection(chain, to.hop) else {
             return false;
@@ -468,6 +465,8 @@ impl Handler for HopDispatch {
     async fn notification(&self, notification: IncomingNotification) {
         self.forward_notification(notification).await;
     }
+
+    const FORWARDS: bool = true;
 
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
         self.forward_now(notification)

@@ -11,7 +11,9 @@ use acp_jsonrpc::{
 use serde_json::value::RawValue;
 
 use crate::proxy::context::{ProxyContext, ProxyState, answered_version};
-use crate::proxy::envelope::{INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, wrap};
+use crate::proxy::envelope::{
+    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, wrap,
+};
 use crate::proxy::hooks::{From, Proxy};
 use crate::proxy::order::{Order, Ticket};
 use crate::rules;
@@ -30,9 +32,31 @@ struct Routed<'a> {
     params: Option<&'a RawValue>,
 }
 
-fn route<'a>(method: &'a str, params: Option<&'a RawValue>) -> Result<Routed<'a>, ResponseError> {
+/// What a message's own method says of it: the one rule both the handler's way (`route`) and
+/// the forwarding path route by.
+enum Arrival {
+    /// `proxy/successor`: from the agent's side, the message it carries to be opened.
+    Successor,
+    /// `proxy/initialize`: the client's `initialize`.
+    ProxyInitialize,
+    /// `initialize`, which a proxy is never sent.
+    Initialize,
+    /// Anything else: from the client's side, as it is.
+    Plain,
+}
+
+fn arrival(method: &str) -> Arrival {
     match method {
-        PROXY_SUCCESSOR => {
+        PROXY_SUCCESSOR => Arrival::Successor,
+        PROXY_INITIALIZE => Arrival::ProxyInitialize,
+        INITIALIZE => Arrival::Initialize,
+        _ => Arrival::Plain,
+    }
+}
+
+fn route<'a>(method: &'a str, params: Option<&'a RawValue>) -> Result<Routed<'a>, ResponseError> {
+    match arrival(method) {
+        Arrival::Successor => {
             let envelope = open(params)?;
             Ok(Routed {
                 from: From::Agent,
@@ -40,13 +64,13 @@ fn route<'a>(method: &'a str, params: Option<&'a RawValue>) -> Result<Routed<'a>
                 params: envelope.params,
             })
         }
-        PROXY_INITIALIZE => Ok(Routed {
+        Arrival::ProxyInitialize => Ok(Routed {
             from: From::Client,
             method: Cow::Borrowed(INITIALIZE),
             params,
         }),
-        INITIALIZE => Err(rules::proxy_initialized_as_agent()),
-        _ => Ok(Routed {
+        Arrival::Initialize => Err(rules::proxy_initialized_as_agent()),
+        Arrival::Plain => Ok(Routed {
             from: From::Client,
             method: Cow::Borrowed(method),
             params,
@@ -157,27 +181,31 @@ impl Handler for ProxyDispatch {
         }
     }
 
+    const FORWARDS: bool = true;
+
     /// The forwarding path: a notification no hook takes goes on to its neighbour at once,
-    /// as bytes, when nothing earlier waits to be forwarded and there is room; anything else
-    /// (a hook, an error to report, a full queue) goes the way of `notification`.
+    /// as bytes and unread, when nothing earlier waits to be forwarded and there is room;
+    /// anything else (a hook, an envelope the scan could not open, a full queue) goes the way
+    /// of `notification`, which validates it and reports what is wrong.
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
         if !self.order.is_idle() {
             return false;
         }
-        let Ok(routed) = route(notification.method(), notification.raw_params()) else {
-            return false;
+        let (from, method, params) = match arrival(notification.method()) {
+            Arrival::Successor => match open_forwarded(notification) {
+                Some((method, params)) => (From::Agent, method, params),
+                None => return false,
+            },
+            Arrival::Plain => (From::Client, notification.method(), notification.params()),
+            Arrival::ProxyInitialize | Arrival::Initialize => return false,
         };
-        let hooked = self
-            .proxy
-            .notifications
-            .contains_key(&(routed.from, &*routed.method));
-        if hooked {
+        if self.proxy.notifications.contains_key(&(from, method)) {
             return false;
         }
         let rpc = notification.connection();
-        match routed.from {
-            From::Client => rpc.try_notify_wrapped(PROXY_SUCCESSOR, &routed.method, routed.params),
-            From::Agent => rpc.try_notify_raw(&routed.method, routed.params),
+        match from {
+            From::Client => rpc.try_notify_wrapped(PROXY_SUCCESSOR, method, params),
+            From::Agent => rpc.try_notify_raw(method, params),
         }
     }
 }

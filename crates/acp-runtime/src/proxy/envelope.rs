@@ -1,10 +1,12 @@
 //! The `proxy/successor` envelope on the wire: reading one without copying its params (the
-//! message scan of acp-jsonrpc, serde_json only for what the scan leaves to it), and splicing
-//! one around a message. Shared by the proxy role and the conductor.
+//! message scan of acp-jsonrpc, serde_json only for what the scan leaves to it; on the
+//! forwarding path, what acp-jsonrpc's forwarding scan found, unread), and splicing one around
+//! a message. Shared by the proxy role and the conductor.
 
 use std::borrow::Cow;
 
-use acp_jsonrpc::ResponseError;
+use acp_jsonrpc::json::UncheckedJson;
+use acp_jsonrpc::{RawNotification, ResponseError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -30,24 +32,37 @@ pub(crate) struct Envelope<'a> {
 /// ([`crate::rules::nested_envelope`]).
 pub(crate) fn open(params: Option<&RawValue>) -> Result<Envelope<'_>, ResponseError> {
     let raw = params.map_or("null", RawValue::get);
-    let envelope = match acp_jsonrpc::json::envelope(raw) {
+    // Already validated with the line: found by the forwarding path's walk, not read again.
+    let envelope = match params.and_then(acp_jsonrpc::json::carried_message) {
         // What serde_json reads too: a present `null` is no params, other members are ignored.
-        Some(scanned) if scanned.method.is_some() && scanned.params.is_none() => Envelope {
-            method: Cow::Borrowed(scanned.method.unwrap_or_default()),
-            params: None,
-        },
-        Some(scanned) if scanned.method.is_some() && scanned.raw_params().is_some() => Envelope {
-            method: Cow::Borrowed(scanned.method.unwrap_or_default()),
-            params: scanned.raw_params().filter(|params| params.get() != "null"),
+        Some((method, params)) => Envelope {
+            method: Cow::Borrowed(method),
+            params: params.filter(|params| params.get() != "null"),
         },
         // Missing or escaped `method`, repeated members, not an object: serde_json reads it
         // and words the error.
-        _ => read_with_serde(raw)?,
+        None => read_with_serde(raw)?,
     };
     if envelope.method == PROXY_SUCCESSOR {
         return Err(crate::rules::nested_envelope());
     }
     Ok(envelope)
+}
+
+/// The message a `proxy/successor` notification carries, as the forwarding path found it
+/// (its params unread): the method, and the params (`null` ones are none, as [`open`] reads
+/// them). `None` wherever [`open`] must decide (no carried message the scan could read, a
+/// nested envelope): the notification then goes the handler's way, which opens it and reports
+/// what is wrong.
+pub(crate) fn open_forwarded<'a>(
+    notification: &RawNotification<'a>,
+) -> Option<(&'a str, Option<UncheckedJson<'a>>)> {
+    let carried = notification.carried()?;
+    if carried.method() == PROXY_SUCCESSOR {
+        return None;
+    }
+    let params = carried.params().filter(|params| !params.is_null());
+    Some((carried.method(), params))
 }
 
 fn read_with_serde(raw: &str) -> Result<Envelope<'_>, ResponseError> {

@@ -70,6 +70,17 @@ impl RawPeer {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}"))
     }
 
+    /// Receives one line as it is, without its `\n`.
+    pub async fn recv_line(&mut self) -> String {
+        let mut line = String::new();
+        let n = within("a line from the peer", self.reader.read_line(&mut line))
+            .await
+            .unwrap();
+        assert!(n > 0, "the peer closed the connection");
+        line.pop();
+        line
+    }
+
     /// Receives until the response to `id`, returning everything seen, in order.
     pub async fn recv_until_response(&mut self, id: i64) -> Vec<Value> {
         let mut seen = Vec::new();

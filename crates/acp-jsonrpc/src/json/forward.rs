@@ -1,0 +1,372 @@
+//! The envelope of a notification a router forwards, found without validating what it only
+//! copies: the members it routes on (`jsonrpc`, `method`, and the `method` and `params` of a
+//! message carried in the params, as `proxy/successor` carries one) are read exactly, every
+//! other value is only skipped (a string to its closing quote past its escapes; a container
+//! to its matching bracket), and no byte it only copies is checked for UTF-8 or JSON. A hop
+//! that forwards such a line unread leaves malformed params to the peer that finally decodes
+//! them (docs/limits.md, "What a router forwards unread").
+//!
+//! It accepts only what the validating scan would read as a plain notification if the params
+//! were valid: one object, whitespace around it, the members `jsonrpc` (exactly `"2.0"`),
+//! `method` (a string without escapes) and `params`, each once, and no other. Anything else
+//! (an `id`, `result` or `error`, another member, an escape in a key) is `None`, and the line
+//! is decoded (and answered) as before: a malformed envelope is never forwarded.
+
+use serde_json::value::RawValue;
+
+use super::raw::borrowed_raw;
+use super::read::skip_ws;
+use super::write::short_and_plain;
+
+/// JSON text that a non-validating scan delimited: a router copies it as it is and never
+/// reads it, so it may be anything the sender wrote between the brackets, valid or not
+/// (the peer that decodes it answers what is wrong with it). Made from a [`RawValue`] too, for
+/// text that is known to be valid.
+///
+/// ```
+/// use acp_jsonrpc::json::UncheckedJson;
+/// use serde_json::value::RawValue;
+///
+/// let params = RawValue::from_string(r#"{"n":1}"#.to_owned()).unwrap();
+/// let unchecked = UncheckedJson::from(&*params);
+/// assert_eq!(unchecked.as_bytes(), br#"{"n":1}"#);
+/// assert!(!unchecked.is_null());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UncheckedJson<'a> {
+    text: &'a [u8],
+    /// Found on one line, so without a newline: a line written around it needs no search for
+    /// one (a `RawValue` may hold one as whitespace).
+    one_line: bool,
+}
+
+impl<'a> UncheckedJson<'a> {
+    /// Text found on one line (so without a newline).
+    fn on_line(text: &'a [u8]) -> Self {
+        UncheckedJson {
+            text,
+            one_line: true,
+        }
+    }
+
+    /// The text's bytes, exactly as they were on the line.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.text
+    }
+
+    /// Whether the text is `null`.
+    pub fn is_null(&self) -> bool {
+        self.text == b"null"
+    }
+
+    /// Whether the text is known to hold no newline (it was found on one line).
+    pub(crate) fn is_one_line(&self) -> bool {
+        self.one_line
+    }
+}
+
+impl<'a> From<&'a RawValue> for UncheckedJson<'a> {
+    fn from(raw: &'a RawValue) -> Self {
+        UncheckedJson {
+            text: raw.get().as_bytes(),
+            one_line: false,
+        }
+    }
+}
+
+/// What a router needs of a notification line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForwardScan<'a> {
+    pub(crate) method: &'a str,
+    /// `None` when absent; `null` kept.
+    pub(crate) params: Option<UncheckedJson<'a>>,
+    /// When the params are an object with a `method` string without escapes and neither
+    /// member twice: that method and those params (the message a `proxy/successor` carries),
+    /// found in the same pass.
+    pub(crate) inner: Option<CarriedMessage<'a>>,
+}
+
+/// A message carried in a notification's params (`{"method":…,"params":…}`, as ACP's
+/// `proxy/successor` carries one), as the forwarding path finds it: its method read, its
+/// params unread ([`RawNotification::carried`](crate::RawNotification::carried)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CarriedMessage<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) params: Option<UncheckedJson<'a>>,
+}
+
+impl<'a> CarriedMessage<'a> {
+    /// The carried message's method.
+    pub fn method(&self) -> &'a str {
+        self.method
+    }
+
+    /// The carried message's params, unread; `None` when absent (`null` is kept).
+    pub fn params(&self) -> Option<UncheckedJson<'a>> {
+        self.params
+    }
+}
+
+/// Reads `line` as a notification a router may forward unread (see the module docs), or
+/// `None` when it is anything else or unusual.
+pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+    // A request or a response as this crate (and most writers) spell one, `id` second: not a
+    // notification, known without walking the line (the validating decode reads it next).
+    if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
+        return None;
+    }
+    let mut jsonrpc = None;
+    let mut method = None;
+    let mut params = None;
+    let mut inner = None;
+    let start = skip_ws(line, 0);
+    let end = object(line, start, |key, at| {
+        let slot = match key {
+            b"jsonrpc" => &mut jsonrpc,
+            b"method" => &mut method,
+            b"params" => {
+                let (end, carried) = match line.get(at) {
+                    Some(b'{') => carried(line, at)?,
+                    _ => (skip_value(line, at)?, None),
+                };
+                if params.replace(&line[at..end]).is_some() {
+                    return None;
+                }
+                inner = carried;
+                return Some(end);
+            }
+            // Not a notification (`id`, `result`, `error`), or a member no message of ours
+            // has, whose key would go unchecked: the validating decode reads it.
+            _ => return None,
+        };
+        let end = skip_value(line, at)?;
+        slot.replace(&line[at..end]).is_none().then_some(end)
+    })?;
+    if skip_ws(line, end) != line.len() || jsonrpc != Some(br#""2.0""#.as_slice()) {
+        return None;
+    }
+    Some(ForwardScan {
+        method: plain_string(method?)?,
+        params: params.map(UncheckedJson::on_line),
+        inner,
+    })
+}
+
+/// The message carried in `params` (`{"method":…,"params":…}`, as ACP's `proxy/successor`
+/// carries one): its method and its params (`None` when absent; `null` is kept), found by the
+/// forwarding path's non-validating walk, which is exact here because a `RawValue` is valid
+/// JSON already (the line's decode validated it; it is not read a second time).
+///
+/// `None` wherever serde_json could read the object otherwise than this walk or must word an
+/// error: not an object, no `method`, a `method` with an escape or not a string, a member
+/// twice, an escaped key. Its other members are skipped, as serde_json ignores them.
+///
+/// ```
+/// use acp_jsonrpc::json::carried_message;
+/// use serde_json::value::RawValue;
+///
+/// let params = RawValue::from_string(
+///     r#"{"method":"session/prompt","params":{"prompt":[]},"_meta":{}}"#.to_owned(),
+/// )
+/// .unwrap();
+/// let (method, inner) = carried_message(&params).unwrap();
+/// assert_eq!((method, inner.unwrap().get()), ("session/prompt", r#"{"prompt":[]}"#));
+/// ```
+pub fn carried_message(params: &RawValue) -> Option<(&str, Option<&RawValue>)> {
+    let text = params.get();
+    let bytes = text.as_bytes();
+    let start = skip_ws(bytes, 0);
+    let (end, carried) = carried(bytes, start)?;
+    if skip_ws(bytes, end) != bytes.len() {
+        return None;
+    }
+    let carried = carried?;
+    let inner = match carried.params {
+        Some(inner) => {
+            // A slice of `text` whose ends are ASCII delimiters of a value inside valid JSON:
+            // valid JSON itself, taken as `str` without checking its UTF-8 again.
+            let at = inner.as_bytes().as_ptr() as usize - bytes.as_ptr() as usize;
+            Some(borrowed_raw(text.get(at..at + inner.as_bytes().len())?)?)
+        }
+        None => None,
+    };
+    Some((carried.method, inner))
+}
+
+/// The object at `at` read as a carried message: past its end, and its method and params
+/// when it has a plain `method`, neither member twice and no escaped key.
+fn carried(bytes: &[u8], at: usize) -> Option<(usize, Option<CarriedMessage<'_>>)> {
+    let mut method = None;
+    let mut params = None;
+    // A member twice, or a key with an escape (which may spell `method`): serde_json would
+    // read the carried message otherwise than this scan, so it is not offered.
+    let mut unsure = false;
+    let end = object(bytes, at, |key, at| {
+        let end = skip_value(bytes, at)?;
+        let slot = match key {
+            b"method" => &mut method,
+            b"params" => &mut params,
+            _ => {
+                // Inline: keys are short, and `contains` calls `memchr`, which costs more here
+                // (measured: 10 % of the conductor's scan).
+                #[expect(clippy::manual_contains)]
+                let escaped = key.iter().any(|&byte| byte == b'\\');
+                unsure |= escaped;
+                return Some(end);
+            }
+        };
+        unsure |= slot.replace(&bytes[at..end]).is_some();
+        Some(end)
+    })?;
+    let carried = match method {
+        Some(method) if !unsure => plain_string(method).map(|method| CarriedMessage {
+            method,
+            params: params.map(UncheckedJson::on_line),
+        }),
+        _ => None,
+    };
+    Some((end, carried))
+}
+
+/// Walks the object at `at` (its `{`): for each member, `value` gets the key's bytes as
+/// written (escapes not decoded) and where the value starts, and returns where it ends.
+/// Returns past the closing `}`.
+#[inline(always)]
+fn object(
+    bytes: &[u8],
+    at: usize,
+    mut value: impl FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut i = skip_ws(bytes, at + 1);
+    if bytes.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(bytes, i)?;
+        let key = &bytes[i + 1..key_end - 1];
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(bytes, value(key, skip_ws(bytes, i + 1))?);
+        match bytes.get(i) {
+            Some(b',') => i = skip_ws(bytes, i + 1),
+            Some(b'}') => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// The text of a JSON string without escapes or control characters, as UTF-8.
+fn plain_string(raw: &[u8]) -> Option<&str> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    // Most methods are short: the writer's word-at-a-time test, else a byte loop.
+    let plain = short_and_plain(inner)
+        || inner.len() > 16 && !inner.iter().any(|&byte| byte < 0x20 || byte == b'\\');
+    if !plain {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
+}
+
+/// Past the string whose opening quote is at `i`: the next quote not escaped.
+#[inline(always)]
+fn skip_string(bytes: &[u8], i: usize) -> Option<usize> {
+    let mut i = i + 1;
+    loop {
+        i = next_quote_or_backslash(bytes, i)?;
+        if bytes[i] == b'"' {
+            return Some(i + 1);
+        }
+        // The escaped byte, whatever it is: `\"` does not end the string.
+        i += 2;
+    }
+}
+
+/// The first `"` or `\` at or after `i`, eight bytes per step, inlined: most strings of a
+/// message are short (keys, tags, ids), and a call to a general search (`memchr`) or to the
+/// writer's, which also stops at control characters, costs more than the search itself.
+#[inline(always)]
+fn next_quote_or_backslash(bytes: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    while let Some(word) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        // A zero byte in either: the has-zero-byte test, exact for the lowest one, which is
+        // the one taken.
+        let found =
+            (quote.wrapping_sub(ONES) & !quote | backslash.wrapping_sub(ONES) & !backslash) & HIGHS;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let at = bytes
+        .get(i..)?
+        .iter()
+        .position(|&byte| byte == b'"' || byte == b'\\')?;
+    Some(i + at)
+}
+
+/// Past the value at `i`, unread: a string past its closing quote, an object or array past
+/// its matching bracket (brackets matched by kind, up to 64 deep), anything else up to the
+/// next `,`, `}`, `]` or whitespace.
+fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
+    match bytes.get(i)? {
+        b'"' => return skip_string(bytes, i),
+        b'{' | b'[' => {}
+        b',' | b'}' | b']' | b':' => return None,
+        _ => {
+            let start = i;
+            while let Some(byte) = bytes.get(i) {
+                if matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n') {
+                    break;
+                }
+                i += 1;
+            }
+            return (i > start).then_some(i);
+        }
+    }
+    // One bit per open container, set for an object.
+    let mut stack: u64 = 0;
+    let mut depth = 0u32;
+    loop {
+        match *bytes.get(i)? {
+            b'"' => {
+                i = skip_string(bytes, i)?;
+                continue;
+            }
+            open @ (b'{' | b'[') => {
+                if depth == 64 {
+                    return None;
+                }
+                stack = stack << 1 | u64::from(open == b'{');
+                depth += 1;
+            }
+            close @ (b'}' | b']') => {
+                if (stack & 1 == 1) != (close == b'}') {
+                    return None;
+                }
+                stack >>= 1;
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+#[path = "forward/tests.rs"]
+mod tests;
