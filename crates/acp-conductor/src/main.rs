@@ -203,7 +203,5 @@ fn serve(proxy: Proxy, speaks_v2: bool, options: ConnectionOptions) -> Result<()
 
 #[cfg(not(feature = "unstable-protocol-v2"))]
 fn serve(proxy: Proxy, _speaks_v2: bool, options: ConnectionOptions) -> Result<(), String> {
-    let (reader, writer) = acp_runtime::stdio::stdio().map_err(|error| error.to_string())?;
-    let (_cx, driver) = acp_runtime::proxy::serve(proxy, reader, writer, options);
-    smol::block_on(driver).map_err(|error| error.to_string())
+    acp_runtime::proxy::serve_stdio_with(proxy, options).map_err(|error| error.to_string())
 }

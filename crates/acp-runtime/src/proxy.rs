@@ -110,7 +110,33 @@ where
 /// Serves `proxy` on this process's stdin and stdout until the conductor closes stdin. Runs
 /// the connection on the calling thread.
 pub fn serve_stdio(proxy: Proxy) -> std::io::Result<()> {
+    serve_stdio_with(proxy, ConnectionOptions::default())
+}
+
+/// [`serve_stdio`] with options.
+///
+/// ```no_run
+/// use acp_runtime::acp_jsonrpc::ConnectionOptions;
+/// use acp_runtime::proxy::{self, Proxy};
+///
+/// fn main() -> std::io::Result<()> {
+///     // A pass-through that reads lines of at most 1 MiB.
+///     let options = ConnectionOptions::default().with_max_line_length(1 << 20);
+///     proxy::serve_stdio_with(Proxy::pass_through(), options)
+/// }
+/// ```
+pub fn serve_stdio_with(proxy: Proxy, options: ConnectionOptions) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
+        // How a conductor runs a proxy: both ends are pipes. A hop's every message is a
+        // wake-up, so the proxy waits on exactly these two, as an agent does (see `pipe_loop`):
+        // smol's reactor re-registered the pipes and read them empty on every wait.
+        let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
+        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+        let (_cx, driver) = serve(proxy, reader, writer, options);
+        return crate::stdio::ended(acp_host::pipe_loop::block_on(&pipes, driver)?);
+    }
     let (reader, writer) = crate::stdio::stdio()?;
-    let (_cx, driver) = serve(proxy, reader, writer, ConnectionOptions::default());
+    let (_cx, driver) = serve(proxy, reader, writer, options);
     crate::stdio::ended(smol::block_on(driver))
 }
