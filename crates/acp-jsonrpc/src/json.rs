@@ -43,15 +43,17 @@ mod forward;
 mod raw;
 mod read;
 mod scan;
+mod unchecked;
 mod write;
 
 pub use envelope::{Envelope, envelope};
 pub(crate) use forward::notification as forwardable_notification;
-pub use forward::{CarriedMessage, UncheckedJson, carried_message};
+pub use forward::{CarriedMessage, carried_message};
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;
 pub(crate) use raw::write_inner_message;
 pub(crate) use read::{present_borrowed, present_owned, skip_ws};
 pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};
+pub use unchecked::UncheckedJson;
 pub(crate) use write::{write, write_str};

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde::de::value::{BorrowedStrDeserializer, Error, MapDeserializer, StringDeserializer};
 use serde_json::value::RawValue;
 
-use super::forward::UncheckedJson;
+use super::unchecked::UncheckedJson;
 use super::write::write_str;
 
 /// serde_json hands a raw value over as a one-member map under this key.
