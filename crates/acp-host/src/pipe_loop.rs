@@ -11,8 +11,11 @@
 //!
 //! When the future waits for the read end alone, the loop sleeps in `read(2)` on the pipe
 //! itself instead, one system call per wake-up where `epoll_wait` and the read after it are two;
-//! another thread's wake-up then reaches it as a signal ([`wake_signal`], which says how the
-//! signal is claimed and how to turn it off).
+//! another thread's wake-up then reaches it as a signal sent to the loop's thread. The signal
+//! is `SIGURG`, claimed only while its disposition is the default (an application with its own
+//! handler keeps it, and its loops wait in `epoll_wait`); `ACP_PIPE_LOOP_SIGNAL=off` in the
+//! environment turns the claim off, `ACP_PIPE_LOOP_SIGNAL=N` claims signal `N` instead. An
+//! application must not install its own handler for that signal while a loop runs.
 
 mod wake_signal;
 
