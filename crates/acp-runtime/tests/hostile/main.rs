@@ -169,6 +169,19 @@ fn text_of(update: &SessionUpdate) -> Option<&str> {
     }
 }
 
+/// One `go` turn on a new session: the text of its updates, which is how a hostile agent
+/// reports what it saw.
+async fn report_of_one_turn(agent: &AgentHandle) -> Result<String> {
+    let session = agent.new_session("/tmp").await?;
+    let mut turn = session.prompt(vec!["go".into()]).await?;
+    let mut report = String::new();
+    while let Some(update) = turn.next().await {
+        report.push_str(text_of(&update?).unwrap_or_default());
+    }
+    turn.end().await?;
+    Ok(report)
+}
+
 /// `end()` after 1000 streamed updates nobody read: the turn still ends (it once waited for
 /// ever once 128 were buffered).
 fn many_updates() -> Result<()> {
@@ -215,14 +228,7 @@ fn undrained_session() -> Result<()> {
 fn in_flight_limit() -> Result<()> {
     let options = ClientOptions::default().with_terminals(TerminalHost::new());
     let (report, _) = against("in-flight-limit", options, |agent| async move {
-        let session = agent.new_session("/tmp").await?;
-        let mut turn = session.prompt(vec!["go".into()]).await?;
-        let mut report = String::new();
-        while let Some(update) = turn.next().await {
-            report.push_str(text_of(&update?).unwrap_or_default());
-        }
-        turn.end().await?;
-        Ok::<_, Error>(report)
+        report_of_one_turn(&agent).await
     })?;
     check(
         report == "refused:44 kill1:-32603 cancelled:1 kill2:ok exited:255 other:0",
@@ -460,13 +466,7 @@ fn in_flight_bytes() -> Result<()> {
         .with_terminals(TerminalHost::new())
         .with_in_flight_budget(16 << 20);
     let (report, _) = against("in-flight-bytes", options, |agent| async move {
-        let session = agent.new_session("/tmp").await?;
-        let mut turn = session.prompt(vec!["go".into()]).await?;
-        let mut report = String::new();
-        while let Some(update) = turn.next().await {
-            report.push_str(text_of(&update?).unwrap_or_default());
-        }
-        turn.end().await?;
+        let report = report_of_one_turn(&agent).await?;
         let held = agent.connection().in_flight_request_bytes();
         check(held == 0, || format!("{held} bytes still held"))?;
         Ok::<_, Error>(report)
