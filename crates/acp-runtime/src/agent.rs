@@ -132,13 +132,9 @@ pub fn serve_stdio<A: Agent>(agent: A) -> std::io::Result<()> {
 /// [`serve_stdio`] with options.
 pub fn serve_stdio_with<A: Agent>(agent: A, options: AgentOptions) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
-        // How editors run agents: both ends are pipes. Waiting on exactly these two in an
-        // epoll loop keeps every wake-up on this thread (see `pipe_loop`).
-        let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
-        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+    if let Some((pipes, reader, writer)) = crate::stdio::pipes()? {
         let (_client, driver) = serve(agent, reader, writer, options);
-        return crate::stdio::ended(acp_host::pipe_loop::block_on(&pipes, driver)?);
+        return crate::stdio::run_on_pipes(&pipes, driver);
     }
     let (reader, writer) = crate::stdio::stdio()?;
     let (_client, driver) = serve(agent, reader, writer, options);

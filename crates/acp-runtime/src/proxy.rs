@@ -127,14 +127,9 @@ pub fn serve_stdio(proxy: Proxy) -> std::io::Result<()> {
 /// ```
 pub fn serve_stdio_with(proxy: Proxy, options: ConnectionOptions) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
-        // How a conductor runs a proxy: both ends are pipes. A hop's every message is a
-        // wake-up, so the proxy waits on exactly these two, as an agent does (see `pipe_loop`):
-        // smol's reactor re-registered the pipes and read them empty on every wait.
-        let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
-        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+    if let Some((pipes, reader, writer)) = crate::stdio::pipes()? {
         let (_cx, driver) = serve(proxy, reader, writer, options);
-        return crate::stdio::ended(acp_host::pipe_loop::block_on(&pipes, driver)?);
+        return crate::stdio::run_on_pipes(&pipes, driver);
     }
     let (reader, writer) = crate::stdio::stdio()?;
     let (_cx, driver) = serve(proxy, reader, writer, options);

@@ -160,14 +160,8 @@ impl<V1: ServesVersion<1>, V2: ServesVersion<2>> Router<V1, V2> {
     /// path, so that the two cost the same but for the router), until the client closes stdin.
     pub fn serve_stdio(self) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
-        if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
-            let (pipes, reader, writer) = acp_host::pipe_loop::pipes(reader, writer)?;
-            let reader =
-                futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
-            return crate::stdio::ended(acp_host::pipe_loop::block_on(
-                &pipes,
-                self.serve(reader, writer),
-            )?);
+        if let Some((pipes, reader, writer)) = crate::stdio::pipes()? {
+            return crate::stdio::run_on_pipes(&pipes, self.serve(reader, writer));
         }
         let (reader, writer) = crate::stdio::stdio()?;
         crate::stdio::ended(smol::block_on(self.serve(reader, writer)))

@@ -80,14 +80,40 @@ fn stdout() -> io::Result<Writer> {
     Ok(Box::new(smol::Unblock::new(io::stdout())))
 }
 
-/// Duplicates of stdin and stdout when both are pipes or sockets, for
-/// [`acp_host::pipe_loop`]; `None` otherwise.
+/// Stdin (buffered) and stdout on [`acp_host::pipe_loop`] when both are pipes or sockets (how
+/// an editor runs an agent and a conductor runs a proxy), `None` otherwise: every message is a
+/// wake-up, and the loop waits on exactly these two on the calling thread. Run the connection
+/// with [`run_on_pipes`].
 #[cfg(target_os = "linux")]
-pub(crate) fn pipe_fds() -> io::Result<Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
+pub(crate) fn pipes() -> io::Result<
+    Option<(
+        acp_host::pipe_loop::Pipes,
+        BufReader<acp_host::pipe_loop::PipeReader>,
+        acp_host::pipe_loop::PipeWriter,
+    )>,
+> {
     use std::os::fd::AsFd;
     let stdin = io::stdin().as_fd().try_clone_to_owned()?;
     let stdout = io::stdout().as_fd().try_clone_to_owned()?;
     let both = is_pipe_or_socket(&std::fs::File::from(stdin.try_clone()?))
         && is_pipe_or_socket(&std::fs::File::from(stdout.try_clone()?));
-    Ok(both.then_some((stdin, stdout)))
+    if !both {
+        return Ok(None);
+    }
+    let (pipes, reader, writer) = acp_host::pipe_loop::pipes(stdin, stdout)?;
+    Ok(Some((
+        pipes,
+        BufReader::with_capacity(READ_BUFFER, reader),
+        writer,
+    )))
+}
+
+/// Runs a connection's `driver` over [`pipes`] on the calling thread; how it ended, as
+/// [`ended`] reports it.
+#[cfg(target_os = "linux")]
+pub(crate) fn run_on_pipes(
+    pipes: &acp_host::pipe_loop::Pipes,
+    driver: impl std::future::Future<Output = Result<(), acp_jsonrpc::ConnectionError>>,
+) -> io::Result<()> {
+    ended(acp_host::pipe_loop::block_on(pipes, driver)?)
 }
