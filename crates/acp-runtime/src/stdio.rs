@@ -1,8 +1,10 @@
 //! This process's stdin and stdout as async streams.
 //!
-//! Pipes and sockets (how an editor runs an agent) are registered with smol's reactor and read
-//! on the calling thread, without a hand-off to a helper thread per read; anything else (a
-//! terminal, a file) goes through smol's blocking thread pool.
+//! The `serve_stdio` functions (agents, proxies, the router) run on acp-host's pipe loop when
+//! both are pipes or sockets (Linux; `pipes`, `run_on_pipes`). [`stdio`], for any executor,
+//! registers pipes and sockets with smol's reactor and reads them on the calling thread, without
+//! a hand-off to a helper thread per read; anything else (a terminal, a file) goes through
+//! smol's blocking thread pool.
 
 use futures_lite::io::BufReader;
 use futures_lite::{AsyncBufRead, AsyncRead, AsyncWrite};
