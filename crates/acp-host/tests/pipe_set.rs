@@ -302,3 +302,34 @@ fn a_set_runs_one_loop_at_a_time() {
     // Once the first loop returned, the set runs again.
     assert_eq!(set.block_on(async { 7 }).unwrap(), 7);
 }
+
+#[test]
+fn end_of_input_reported_before_the_last_short_read_is_still_read() {
+    watchdog(60, "end of input");
+    let set = PipeSet::new().unwrap();
+    let (ours_read, theirs_write) = std::io::pipe().unwrap();
+    let (_theirs_read, ours_write) = std::io::pipe().unwrap();
+    let (mut reader, _writer) = set
+        .add(OwnedFd::from(ours_read), OwnedFd::from(ours_write))
+        .unwrap();
+    let got = set
+        .block_on(async {
+            let mut buf = [0u8; 4096];
+            // The reader finds the pipe empty and waits; only then the peer writes a little
+            // more than one read takes, and closes: the loop's one report says both (data and
+            // hang-up), so the second read is short with no edge to come after it.
+            assert!(future::poll_once(reader.read(&mut buf)).await.is_none());
+            let mut peer = theirs_write;
+            std::io::Write::write_all(&mut peer, &[9u8; 5000]).unwrap();
+            drop(peer);
+            let mut all = Vec::new();
+            loop {
+                match reader.read(&mut buf).await.unwrap() {
+                    0 => return all,
+                    n => all.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .unwrap();
+    assert_eq!(got, vec![9u8; 5000]);
+}

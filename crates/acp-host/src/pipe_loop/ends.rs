@@ -29,6 +29,19 @@ pub(super) struct Interest {
     /// per request/response round trip. A reader that does not write (a
     /// stream of notifications) keeps reading eagerly.
     pub(super) drained: bool,
+    /// The read end is a pipe or socket watched by an edge-triggered epoll for as long as it
+    /// lives (a pipe set's pair). A read that returns less than asked for emptied it, so any
+    /// later data is a new edge: the reader waits for that edge instead of trying a read that
+    /// would return `EAGAIN`, whatever it writes meanwhile and to whichever pipe (a conductor
+    /// reads one pipe and writes another).
+    pub(super) read_edges: bool,
+    /// How many times the loop reported the read end readable: a short read clears `may_read`
+    /// only if no report came since the read began (a report after it is for later data).
+    pub(super) read_reports: u64,
+    /// The loop reported the other end closed (`EPOLLHUP`). No edge comes after that, so a
+    /// short read no longer clears `may_read`: the next read returns what is left, then the
+    /// end of input.
+    pub(super) read_hung_up: bool,
     /// How the reader tries the read end without waiting.
     pub(super) read_mode: ReadMode,
     /// What the loop read while it slept in `read` (`SLEEP_READ_BYTES` once allocated), given
@@ -61,6 +74,9 @@ impl Default for Interest {
             may_read: true,
             may_write: true,
             drained: false,
+            read_edges: false,
+            read_reports: 0,
+            read_hung_up: false,
             read_mode: ReadMode::NonBlocking,
             parked: Vec::new(),
             parked_at: 0,
@@ -120,10 +136,20 @@ pub(super) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
 }
 
 pub(super) fn is_pipe(fd: &OwnedFd) -> bool {
+    file_type(fd) == Some(libc::S_IFIFO)
+}
+
+/// Whether a read from `fd` that returns less than asked for leaves it empty, as a pipe's or
+/// a socket's does (a terminal's returns one line at a time).
+pub(super) fn short_read_empties(fd: &OwnedFd) -> bool {
+    matches!(file_type(fd), Some(libc::S_IFIFO | libc::S_IFSOCK))
+}
+
+fn file_type(fd: &OwnedFd) -> Option<libc::mode_t> {
     // SAFETY: fstat fills a struct we own.
     unsafe {
         let mut stat: libc::stat = std::mem::zeroed();
-        libc::fstat(fd.as_raw_fd(), &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFIFO
+        (libc::fstat(fd.as_raw_fd(), &mut stat) == 0).then_some(stat.st_mode & libc::S_IFMT)
     }
 }
 
@@ -154,7 +180,7 @@ impl AsyncRead for PipeReader {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        let mut mode = {
+        let (mut mode, reports) = {
             let mut interest = self.interest.lock().unwrap();
             if interest.parked_at < interest.parked_end {
                 let Interest {
@@ -172,13 +198,24 @@ impl AsyncRead for PipeReader {
                 interest.readable = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-            interest.read_mode
+            (interest.read_mode, interest.read_reports)
         };
         loop {
             let n = read_now(self.fd.as_raw_fd(), mode, buf);
             if n >= 0 {
                 let drained = (n as usize) < buf.len();
-                self.interest.lock().unwrap().drained = drained;
+                let mut interest = self.interest.lock().unwrap();
+                // End of input (0) is no edge to wait for: the next read returns it again.
+                if interest.read_edges
+                    && drained
+                    && n > 0
+                    && interest.read_reports == reports
+                    && !interest.read_hung_up
+                {
+                    interest.may_read = false;
+                } else {
+                    interest.drained = drained;
+                }
                 return Poll::Ready(Ok(n as usize));
             }
             let error = io::Error::last_os_error();

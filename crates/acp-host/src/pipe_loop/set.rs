@@ -11,13 +11,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 
-use super::ends::{Interest, PipeReader, PipeWriter, set_nonblocking};
+use super::ends::{Interest, PipeReader, PipeWriter, set_nonblocking, short_read_empties};
 use super::epoll::{Epoll, Registration};
 use super::waker::{AWAKE, IN_EPOLL, LoopWaker};
 
 /// The eventfd's token. A pair numbered `n` (from 1) has the tokens `2n` (read end) and
 /// `2n + 1` (write end), never reused.
 const EVENTFD: u64 = 0;
+
+/// What epoll reports for a read end whose other end is gone for good (always reported,
+/// whatever was asked for).
+const HUNG_UP: u32 = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
 /// How many events one `epoll_wait` takes at most; more wait for the next.
 const EVENTS_PER_WAIT: usize = 64;
@@ -126,7 +130,10 @@ impl PipeSet {
     pub fn add(&self, reader: OwnedFd, writer: OwnedFd) -> io::Result<(PipeReader, PipeWriter)> {
         set_nonblocking(reader.as_raw_fd())?;
         set_nonblocking(writer.as_raw_fd())?;
-        let interest = Arc::new(Mutex::new(Interest::default()));
+        let interest = Arc::new(Mutex::new(Interest {
+            read_edges: short_read_empties(&reader),
+            ..Interest::default()
+        }));
         let pair = self.shared.next_pair.fetch_add(1, Ordering::Relaxed);
         let (read_token, write_token) = (2 * pair, 2 * pair + 1);
         {
@@ -232,6 +239,8 @@ impl SetShared {
                 // the reader wait for another edge, which may never come.
                 interest.drained = false;
                 interest.may_read = true;
+                interest.read_reports += 1;
+                interest.read_hung_up |= event.events & HUNG_UP != 0;
                 ready.extend(interest.readable.take());
             } else {
                 interest.may_write = true;
