@@ -67,7 +67,9 @@ const EVENTS_PER_WAIT: usize = 64;
 ///     std::io::Result::Ok(answers)
 /// })??;
 /// assert_eq!(answers, ["hello 0\n", "hello 1\n"]);
-/// drop(ends); // the peers see end of input
+/// // Closing the write ends, the peers see end of input and stop.
+/// let (_readers, writers): (Vec<_>, Vec<_>) = ends.into_iter().unzip();
+/// drop(writers);
 /// for echo in echoes {
 ///     echo.join().unwrap();
 /// }
