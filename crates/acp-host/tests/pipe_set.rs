@@ -309,7 +309,7 @@ fn end_of_input_reported_before_the_last_short_read_is_still_read() {
     let set = PipeSet::new().unwrap();
     let (ours_read, theirs_write) = std::io::pipe().unwrap();
     let (_theirs_read, ours_write) = std::io::pipe().unwrap();
-    let (mut reader, _writer) = set
+    let (mut reader, mut writer) = set
         .add(OwnedFd::from(ours_read), OwnedFd::from(ours_write))
         .unwrap();
     let got = set
@@ -317,7 +317,9 @@ fn end_of_input_reported_before_the_last_short_read_is_still_read() {
             let mut buf = [0u8; 4096];
             // The reader finds the pipe empty and waits; only then the peer writes a little
             // more than one read takes, and closes: the loop's one report says both (data and
-            // hang-up), so the second read is short with no edge to come after it.
+            // hang-up), so the second read is short with no edge to come after it. A write on
+            // the same pair after each read (the peer still reads) must not make the reader
+            // wait for one either.
             assert!(future::poll_once(reader.read(&mut buf)).await.is_none());
             let mut peer = theirs_write;
             std::io::Write::write_all(&mut peer, &[9u8; 5000]).unwrap();
@@ -328,6 +330,7 @@ fn end_of_input_reported_before_the_last_short_read_is_still_read() {
                     0 => return all,
                     n => all.extend_from_slice(&buf[..n]),
                 }
+                writer.write_all(b"ack\n").await.unwrap();
             }
         })
         .unwrap();

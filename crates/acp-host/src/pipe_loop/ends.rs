@@ -205,16 +205,15 @@ impl AsyncRead for PipeReader {
             if n >= 0 {
                 let drained = (n as usize) < buf.len();
                 let mut interest = self.interest.lock().unwrap();
-                // End of input (0) is no edge to wait for: the next read returns it again.
-                if interest.read_edges
-                    && drained
+                if !interest.read_edges {
+                    interest.drained = drained;
+                } else if drained
+                    // End of input (0) is no edge to wait for: the next read returns it again.
                     && n > 0
                     && interest.read_reports == reports
                     && !interest.read_hung_up
                 {
                     interest.may_read = false;
-                } else {
-                    interest.drained = drained;
                 }
                 return Poll::Ready(Ok(n as usize));
             }
