@@ -32,7 +32,7 @@ pub use join::join_woken;
 pub use set::PipeSet;
 
 use ends::{Interest, ReadMode, is_pipe, set_nonblocking};
-use epoll::Epoll;
+use epoll::{Epoll, HUNG_UP};
 use wake_signal::Slept;
 use waker::{AWAKE, IN_EPOLL, IN_READ, LoopWaker};
 
@@ -142,7 +142,7 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
             reader_sleep.sleep(sleep, pipes, &state);
             continue;
         }
-        let (mut read_ready, mut write_ready) = (false, false);
+        let (mut read_ready, mut write_ready, mut read_hung_up) = (false, false, false);
         if want_read && !read_watched {
             read_watched = true;
             read_ready = epoll
@@ -171,7 +171,10 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
             for event in &events[..ready?] {
                 match event.u64 {
                     EVENTFD => state.drain_eventfd(),
-                    READ_END => read_ready = true,
+                    READ_END => {
+                        read_ready = true;
+                        read_hung_up |= event.events & HUNG_UP != 0;
+                    }
                     _ => write_ready = true,
                 }
             }
@@ -184,6 +187,7 @@ pub fn block_on<F: Future>(pipes: &Pipes, future: F) -> io::Result<F::Output> {
                 interest.drained = false;
                 interest.may_read = true;
             }
+            interest.read_hung_up |= read_hung_up;
             interest.may_write |= write_ready;
             [
                 if read_ready {

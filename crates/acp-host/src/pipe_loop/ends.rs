@@ -38,9 +38,9 @@ pub(super) struct Interest {
     /// How many times the loop reported the read end readable: a short read clears `may_read`
     /// only if no report came since the read began (a report after it is for later data).
     pub(super) read_reports: u64,
-    /// The loop reported the other end closed (`EPOLLHUP`). No edge comes after that, so a
-    /// short read no longer clears `may_read`: the next read returns what is left, then the
-    /// end of input.
+    /// The loop reported the other end closed (`EPOLLHUP`). No edge comes after that, so
+    /// neither a short read nor a write after one (`drained`) clears `may_read`: the next read
+    /// returns what is left, then the end of input.
     pub(super) read_hung_up: bool,
     /// How the reader tries the read end without waiting.
     pub(super) read_mode: ReadMode,
@@ -276,7 +276,7 @@ impl AsyncWrite for PipeWriter {
             let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
             if n >= 0 {
                 let mut interest = self.interest.lock().unwrap();
-                if interest.drained {
+                if interest.drained && !interest.read_hung_up {
                     interest.drained = false;
                     interest.may_read = false;
                 }

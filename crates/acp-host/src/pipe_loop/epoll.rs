@@ -10,6 +10,10 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
+/// What epoll reports for a read end whose other end is gone for good (always reported,
+/// whatever was asked for).
+pub(super) const HUNG_UP: u32 = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
+
 /// An epoll instance watching a loop's descriptors.
 pub(super) struct Epoll {
     fd: OwnedFd,

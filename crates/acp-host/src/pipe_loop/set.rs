@@ -12,16 +12,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 
 use super::ends::{Interest, PipeReader, PipeWriter, set_nonblocking, short_read_empties};
-use super::epoll::{Epoll, Registration};
+use super::epoll::{Epoll, HUNG_UP, Registration};
 use super::waker::{AWAKE, IN_EPOLL, LoopWaker};
 
 /// The eventfd's token. A pair numbered `n` (from 1) has the tokens `2n` (read end) and
 /// `2n + 1` (write end), never reused.
 const EVENTFD: u64 = 0;
-
-/// What epoll reports for a read end whose other end is gone for good (always reported,
-/// whatever was asked for).
-const HUNG_UP: u32 = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
 /// How many events one `epoll_wait` takes at most; more wait for the next.
 const EVENTS_PER_WAIT: usize = 64;
