@@ -18,9 +18,10 @@
 //! - [`process`] (Unix): [`process::AgentCommand`] starts an agent, [`process::AgentProcess`]
 //!   supervises it and shuts it down in steps; [`process::start_supervisor`] starts the helper
 //!   process that kills what is left when this process dies.
-//! - [`pipe_loop`] (Linux): runs a connection over two pipes on the calling thread, waiting in
+//! - [`pipe_loop`] (Linux): runs connections over pipes on the calling thread, waiting in
 //!   `read(2)` on the pipe itself or in `epoll_wait(2)` on exactly those pipes instead of in a
-//!   shared reactor.
+//!   shared reactor: [`pipe_loop::block_on`] over one pair, [`pipe_loop::PipeSet`] over any
+//!   number of pairs added while it runs.
 //!
 //! Everything takes and returns plain Rust values (paths, strings, [`process::ExitStatus`]);
 //! nothing here knows the protocol's messages. Mapping them to and from requests and error

@@ -309,3 +309,43 @@ fn a_read_end_made_non_blocking_by_someone_else_costs_no_busy_loop() {
         "the loop used {cpu:?} of CPU"
     );
 }
+
+/// The end of input reported by the same wake-up as the last data: the reader gets every byte,
+/// then end of input, even though it writes after each read (a write after a short read
+/// usually means the next read would find the pipe empty, but after a hang-up no edge comes).
+/// In a thread that blocks the signal, so that the loop waits in `epoll_wait`.
+#[test]
+fn end_of_input_after_the_last_short_read_is_read_even_between_writes() {
+    watchdog(60, "end of input between writes");
+    std::thread::spawn(|| {
+        // SAFETY: blocks SIGURG in this thread's mask, a set we build.
+        unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut mask);
+            libc::sigaddset(&mut mask, libc::SIGURG);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
+        }
+        let (ours_read, theirs_write) = pipe();
+        let (_theirs_read, ours_write) = pipe();
+        let (pipes, mut reader, mut writer) = pipes(ours_read, ours_write).unwrap();
+        let got = block_on(&pipes, async {
+            let mut buf = [0u8; 4096];
+            assert!(future::poll_once(reader.read(&mut buf)).await.is_none());
+            let mut peer = std::fs::File::from(theirs_write);
+            std::io::Write::write_all(&mut peer, &[9u8; 5000]).unwrap();
+            drop(peer);
+            let mut all = Vec::new();
+            loop {
+                match reader.read(&mut buf).await.unwrap() {
+                    0 => return all,
+                    n => all.extend_from_slice(&buf[..n]),
+                }
+                writer.write_all(b"ack\n").await.unwrap();
+            }
+        })
+        .unwrap();
+        assert_eq!(got, vec![9u8; 5000]);
+    })
+    .join()
+    .unwrap();
+}

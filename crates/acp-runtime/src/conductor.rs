@@ -80,7 +80,7 @@ mod lifetime;
 mod route;
 
 pub use chain::Component;
-use chain::Shared;
+use chain::{ComponentPipes, Shared};
 use lifetime::WatchedInput;
 use route::HopDispatch;
 
@@ -237,11 +237,26 @@ impl Conductor {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        self.run_with(reader, writer, ComponentPipes::default())
+    }
+
+    /// [`run`](Self::run), the components' pipes waited on as `component_pipes` says.
+    fn run_with<R, W>(
+        self,
+        reader: R,
+        writer: W,
+        component_pipes: ComponentPipes,
+    ) -> impl Future<Output = Result<(), ChainError>> + Send + use<R, W>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let shared = Arc::new(Shared::new(
             self.components,
             self.options.clone(),
             self.proxy_mode,
             self.initialize_timeout,
+            component_pipes,
         ));
         let input_ended = Latch::new();
         let (client, driver) = Connection::new(
@@ -306,7 +321,23 @@ impl Conductor {
     }
 
     /// Serves the client on this process's stdin and stdout; blocks the calling thread.
+    ///
+    /// On Linux, when stdin and stdout are pipes (or sockets), the conductor waits on them and
+    /// on every component's pipes with acp-host's pipe loop (`acp_host::pipe_loop::PipeSet`):
+    /// one `epoll_wait` for all of them on this thread, each pipe registered once, where smol's
+    /// reactor re-armed every pipe on each wait, tried every read before waiting and handed
+    /// wake-ups to its helper thread (docs/performance-chains.md). Timers and the components'
+    /// exit watching keep running on async-io's helper thread, which wakes the loop.
     pub fn serve_stdio(self) -> Result<(), ChainError> {
+        #[cfg(target_os = "linux")]
+        if let Some((reader, writer)) = crate::stdio::pipe_fds()? {
+            let set = acp_host::pipe_loop::PipeSet::new()?;
+            let (reader, writer) = set.add(reader, writer)?;
+            let reader =
+                futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+            let pipes = ComponentPipes::in_set(set.clone());
+            return set.block_on(self.run_with(reader, writer, pipes))?;
+        }
         let (reader, writer) = crate::stdio::stdio()?;
         smol::block_on(self.run(reader, writer))
     }

@@ -83,6 +83,46 @@ impl Component {
     }
 }
 
+/// Where the components' pipes are waited on: smol's reactor, or the pipe set of acp-host's
+/// pipe loop that the conductor runs on (Linux, when its own stdio are pipes:
+/// `Conductor::serve_stdio`), which then waits on the client's pipes and every component's
+/// with one `epoll_wait` and no helper thread.
+#[derive(Default)]
+pub(crate) struct ComponentPipes {
+    #[cfg(target_os = "linux")]
+    set: Option<acp_host::pipe_loop::PipeSet>,
+}
+
+impl ComponentPipes {
+    /// The components' pipes go into `set`, whose loop runs the conductor.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn in_set(set: acp_host::pipe_loop::PipeSet) -> Self {
+        ComponentPipes { set: Some(set) }
+    }
+
+    /// The protocol pipes of a component just started, reader first.
+    #[cfg(unix)]
+    fn take(&self, process: &mut AgentProcess) -> Result<(BoxReader, BoxWriter), String> {
+        #[cfg(target_os = "linux")]
+        if let Some(set) = &self.set {
+            // The connection closes its writer when the hop is closed, so the component still
+            // sees end of input before its staged shutdown (which no longer holds its stdin).
+            let (stdout, stdin) = process
+                .take_pipe_fds()
+                .ok_or("its pipes were taken")?
+                .map_err(|error| format!("its pipes: {error}"))?;
+            let (reader, writer) = set
+                .add(stdout, stdin)
+                .map_err(|error| format!("its pipes: {error}"))?;
+            let reader =
+                futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
+            return Ok((Box::new(reader), Box::new(writer)));
+        }
+        let (stdout, stdin) = process.take_stdio().ok_or("its pipes were taken")?;
+        Ok((Box::new(stdout), Box::new(stdin)))
+    }
+}
+
 /// A started component: the conductor's connection to it (the conductor is its client).
 pub(crate) struct Hop {
     pub(crate) name: String,
@@ -119,6 +159,8 @@ pub(crate) struct Shared {
     failed: Event,
     /// Where component drivers and watchers run: polled by `Conductor::run`.
     pub(crate) executor: Arc<smol::Executor<'static>>,
+    /// Where the components' pipes are waited on.
+    component_pipes: ComponentPipes,
     /// Set once the conductor is shutting down: a component's end is expected from then on.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Messages being forwarded, and the event of that count reaching zero.
@@ -148,6 +190,7 @@ impl Shared {
         options: ConnectionOptions,
         proxy_mode: bool,
         initialize_timeout: Duration,
+        component_pipes: ComponentPipes,
     ) -> Self {
         Shared {
             components: Mutex::new(Some(components)),
@@ -159,6 +202,7 @@ impl Shared {
             failure: OnceLock::new(),
             failed: Event::new(),
             executor: Arc::new(smol::Executor::new()),
+            component_pipes,
             stopping: std::sync::atomic::AtomicBool::new(false),
             forwarding: AtomicUsize::new(0),
             forwarding_done: Event::new(),
@@ -248,10 +292,11 @@ impl Shared {
                     let mut process = command
                         .spawn()
                         .map_err(|error| describe(index, &name, &error.to_string()))?;
-                    let (stdout, stdin) = process
-                        .take_stdio()
-                        .ok_or_else(|| describe(index, &name, "its pipes were taken"))?;
-                    (Box::new(stdout), Box::new(stdin), Some(process))
+                    let (reader, writer) = self
+                        .component_pipes
+                        .take(&mut process)
+                        .map_err(|reason| describe(index, &name, &reason))?;
+                    (reader, writer, Some(process))
                 }
                 Kind::Streams(reader, writer) => (reader, writer, None),
             };
