@@ -20,14 +20,20 @@ fn pipe() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
 }
 
-/// Aborts the test process if `seconds` pass first: a lost wake-up is a hang, and a hang must
-/// fail the run instead of stalling it.
-fn watchdog(seconds: u64, what: &'static str) {
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(seconds));
-        eprintln!("{what}: still running after {seconds} s (a lost wake-up?)");
-        std::process::abort();
-    });
+#[path = "common/loops.rs"]
+mod loops;
+use loops::{jittered_wake_ups, read_to_end_answering, watchdog};
+
+/// Blocks `SIGURG` (the loop's wake-up signal) in the calling thread, whose loops then wait in
+/// `epoll_wait` instead of in `read`.
+fn block_the_wake_up_signal_in_this_thread() {
+    // SAFETY: blocks SIGURG in this thread's mask, a set we build.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        libc::sigaddset(&mut mask, libc::SIGURG);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
+    }
 }
 
 /// The loop reads a pipe nobody writes to, while another thread sends `rounds` messages on a
@@ -38,20 +44,7 @@ fn wake_rounds(rounds: usize) {
     let (quiet_read, _quiet_write) = pipe();
     let (_unused_read, out_write) = pipe();
     let (pipes, mut reader, _writer) = pipes(quiet_read, out_write).unwrap();
-    let (sender, receiver) = async_channel::bounded::<usize>(1);
-    let (ack, acks) = mpsc::channel::<usize>();
-    let waker = std::thread::spawn(move || {
-        for round in 0..rounds {
-            for _ in 0..(round % 13) * 50 {
-                std::hint::spin_loop();
-            }
-            if round % 5 == 0 {
-                std::thread::yield_now();
-            }
-            sender.send_blocking(round).unwrap();
-            assert_eq!(acks.recv().unwrap(), round);
-        }
-    });
+    let (receiver, ack, waker) = jittered_wake_ups(rounds);
     let received = block_on(&pipes, async {
         let mut buf = [0u8; 16];
         for round in 0..rounds {
@@ -82,13 +75,7 @@ fn another_threads_wake_up_reaches_a_loop_sleeping_on_a_quiet_pipe() {
 fn a_thread_that_blocks_the_signal_waits_in_epoll_and_is_woken_all_the_same() {
     watchdog(120, "blocked signal");
     std::thread::spawn(|| {
-        // SAFETY: blocks SIGURG in this thread's mask, a set we build.
-        unsafe {
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut mask);
-            libc::sigaddset(&mut mask, libc::SIGURG);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
-        }
+        block_the_wake_up_signal_in_this_thread();
         wake_rounds(500);
     })
     .join()
@@ -318,13 +305,7 @@ fn a_read_end_made_non_blocking_by_someone_else_costs_no_busy_loop() {
 fn end_of_input_after_the_last_short_read_is_read_even_between_writes() {
     watchdog(60, "end of input between writes");
     std::thread::spawn(|| {
-        // SAFETY: blocks SIGURG in this thread's mask, a set we build.
-        unsafe {
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut mask);
-            libc::sigaddset(&mut mask, libc::SIGURG);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
-        }
+        block_the_wake_up_signal_in_this_thread();
         let (ours_read, theirs_write) = pipe();
         let (_theirs_read, ours_write) = pipe();
         let (pipes, mut reader, mut writer) = pipes(ours_read, ours_write).unwrap();
@@ -334,14 +315,7 @@ fn end_of_input_after_the_last_short_read_is_read_even_between_writes() {
             let mut peer = std::fs::File::from(theirs_write);
             std::io::Write::write_all(&mut peer, &[9u8; 5000]).unwrap();
             drop(peer);
-            let mut all = Vec::new();
-            loop {
-                match reader.read(&mut buf).await.unwrap() {
-                    0 => return all,
-                    n => all.extend_from_slice(&buf[..n]),
-                }
-                writer.write_all(b"ack\n").await.unwrap();
-            }
+            read_to_end_answering(&mut reader, &mut writer).await
         })
         .unwrap();
         assert_eq!(got, vec![9u8; 5000]);

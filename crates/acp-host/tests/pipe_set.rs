@@ -13,15 +13,9 @@ use acp_host::pipe_loop::{PipeReader, PipeSet, PipeWriter};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
 use proptest::prelude::*;
 
-/// Aborts the test process if `seconds` pass first: a lost wake-up is a hang, and a hang must
-/// fail the run instead of stalling it.
-fn watchdog(seconds: u64, what: &'static str) {
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(seconds));
-        eprintln!("{what}: still running after {seconds} s (a lost wake-up?)");
-        std::process::abort();
-    });
-}
+#[path = "common/loops.rs"]
+mod loops;
+use loops::{jittered_wake_ups, read_to_end_answering, watchdog};
 
 /// A pair added to `set` whose other ends a thread connects, echoing everything it reads back
 /// until end of input: what a child process with stdin and stdout would be.
@@ -187,20 +181,7 @@ fn another_threads_wake_up_reaches_a_loop_waiting_on_quiet_pipes() {
     // Three pairs whose peers never write: the loop waits on them and its eventfd.
     let quiet: Vec<_> = (0..3).map(|_| echo_pair(&set)).collect();
     let rounds = 5_000;
-    let (sender, receiver) = async_channel::bounded::<usize>(1);
-    let (ack, acks) = mpsc::channel::<usize>();
-    let waker = std::thread::spawn(move || {
-        for round in 0..rounds {
-            for _ in 0..(round % 13) * 50 {
-                std::hint::spin_loop();
-            }
-            if round % 5 == 0 {
-                std::thread::yield_now();
-            }
-            sender.send_blocking(round).unwrap();
-            assert_eq!(acks.recv().unwrap(), round);
-        }
-    });
+    let (receiver, ack, waker) = jittered_wake_ups(rounds);
     let (mut readers, mut echoes) = (Vec::new(), Vec::new());
     for (reader, writer, echo) in quiet {
         readers.push(reader);
@@ -324,14 +305,7 @@ fn end_of_input_reported_before_the_last_short_read_is_still_read() {
             let mut peer = theirs_write;
             std::io::Write::write_all(&mut peer, &[9u8; 5000]).unwrap();
             drop(peer);
-            let mut all = Vec::new();
-            loop {
-                match reader.read(&mut buf).await.unwrap() {
-                    0 => return all,
-                    n => all.extend_from_slice(&buf[..n]),
-                }
-                writer.write_all(b"ack\n").await.unwrap();
-            }
+            read_to_end_answering(&mut reader, &mut writer).await
         })
         .unwrap();
     assert_eq!(got, vec![9u8; 5000]);
