@@ -30,7 +30,7 @@ mod set;
 mod wake_signal;
 mod waker;
 
-pub use ends::{PipeReader, PipeWriter};
+pub use ends::{BUFFER_BYTES, BufPipeReader, PipeReader, PipeWriter};
 pub use join::join_woken;
 pub use set::PipeSet;
 
@@ -97,9 +97,6 @@ pub fn pipes(reader: OwnedFd, writer: OwnedFd) -> io::Result<(Pipes, PipeReader,
         },
     ))
 }
-
-/// What one sleep in `read` takes at most, as the raw pair's reads do.
-const SLEEP_READ_BYTES: usize = 64 * 1024;
 
 /// What an epoll event of [`block_on`] is about.
 const EVENTFD: u64 = 0;
@@ -286,8 +283,8 @@ impl ReadSleep {
             }
         };
         let mut buffer = std::mem::take(&mut interest.parked);
-        if buffer.len() < SLEEP_READ_BYTES {
-            buffer = vec![0; SLEEP_READ_BYTES];
+        if buffer.len() < BUFFER_BYTES {
+            buffer = vec![0; BUFFER_BYTES];
         }
         interest.reading = Some((self.thread, signal));
         Some(Sleep { fd, flags, buffer })

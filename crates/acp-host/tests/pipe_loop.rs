@@ -1,14 +1,15 @@
 //! The pipe loop (`pipe_loop::block_on`) over real pipes and threads: wake-ups from other
 //! threads while it sleeps in `read` on a quiet pipe, bytes in order through its parked buffer,
-//! end of input, stray signals, and the `epoll_wait` fallback (signal blocked, or turned off).
+//! end of input, stray signals, and the `epoll_wait` fallback (signal blocked, or turned off);
+//! the buffered reader (`BufPipeReader`) that takes the parked buffer whole.
 #![cfg(target_os = "linux")]
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use acp_host::pipe_loop::{PipeReader, PipeWriter, block_on, pipes};
-use futures_lite::{AsyncReadExt, AsyncWriteExt, future};
+use acp_host::pipe_loop::{BUFFER_BYTES, PipeReader, PipeWriter, block_on, pipes};
+use futures_lite::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, future};
 use proptest::prelude::*;
 
 /// A pipe: (read end, write end), both blocking.
@@ -160,6 +161,120 @@ proptest! {
         prop_assert_eq!(got.len(), expected.len());
         prop_assert!(got == expected);
     }
+}
+
+/// Reads everything until end of input through the loop's buffered reader: by `fill_buf` and
+/// `consume` of at most `step` bytes when `step` is odd, by `read` into a `step`-byte buffer
+/// otherwise (a buffer of at least [`BUFFER_BYTES`] bypasses the reader's own).
+fn read_all_buffered(read: OwnedFd, step: usize) -> Vec<u8> {
+    let (_unused_read, out_write) = pipe();
+    let (pipes, reader, _writer) = pipes(read, out_write).unwrap();
+    let mut reader = reader.buffered();
+    block_on(&pipes, async {
+        let mut all = Vec::new();
+        let mut buf = vec![0u8; step];
+        loop {
+            if step % 2 == 1 {
+                let held = reader.fill_buf().await.unwrap();
+                if held.is_empty() {
+                    return all;
+                }
+                let n = held.len().min(step);
+                all.extend_from_slice(&held[..n]);
+                AsyncBufReadExt::consume(&mut reader, n);
+            } else {
+                match reader.read(&mut buf).await.unwrap() {
+                    0 => return all,
+                    n => all.extend_from_slice(&buf[..n]),
+                }
+            }
+        }
+    })
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Through the buffered reader, which takes the loop's parked buffer in exchange for its
+    /// own: every byte in order, whatever the chunks and however it is read, then end of input.
+    #[test]
+    fn the_buffered_reader_gets_every_byte_in_order_then_end_of_input(
+        sizes in prop::collection::vec(1usize..100_000, 1..12),
+        step in prop_oneof![1usize..2_000, 60_000usize..70_000, Just(BUFFER_BYTES)],
+    ) {
+        let mut next = 0u8;
+        let chunks: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&size| {
+                (0..size)
+                    .map(|_| {
+                        next = next.wrapping_add(11);
+                        next
+                    })
+                    .collect()
+            })
+            .collect();
+        let expected: Vec<u8> = chunks.concat();
+        let (read, write) = pipe();
+        let writer = write_chunks(write, chunks);
+        let got = read_all_buffered(read, step);
+        writer.join().unwrap();
+        prop_assert_eq!(got.len(), expected.len());
+        prop_assert!(got == expected);
+    }
+}
+
+/// Lines back and forth between two loops, each reading through its buffered reader, as the
+/// stdio pair's connections do: every answer is read out of a buffer the loop filled while it
+/// slept in `read`, taken by exchange.
+#[test]
+fn two_buffered_loops_play_lines() {
+    watchdog(120, "buffered lines");
+    const ROUNDS: u64 = 3000;
+    let (request_read, request_write) = pipe();
+    let (answer_read, answer_write) = pipe();
+    let agent = std::thread::spawn(move || {
+        let (pipes, reader, mut writer) = pipes(request_read, answer_write).unwrap();
+        let mut reader = reader.buffered();
+        block_on(&pipes, async move {
+            let mut line = String::new();
+            let mut answered = 0u64;
+            while reader.read_line(&mut line).await.unwrap() > 0 {
+                let number: u64 = line.trim_end().parse().unwrap();
+                // Longer than one read of the other side's buffer would need to be copied.
+                let answer = format!("{}{}\n", "x".repeat(1000), number + 1);
+                writer.write_all(answer.as_bytes()).await.unwrap();
+                answered += 1;
+                line.clear();
+            }
+            answered
+        })
+        .unwrap()
+    });
+    let (pipes, reader, mut writer) = pipes(answer_read, request_write).unwrap();
+    let mut reader = reader.buffered();
+    block_on(&pipes, async {
+        let mut line = String::new();
+        for round in 0..ROUNDS {
+            writer
+                .write_all(format!("{round}\n").as_bytes())
+                .await
+                .unwrap();
+            line.clear();
+            reader.read_line(&mut line).await.unwrap();
+            assert_eq!(
+                line.trim_start_matches('x').trim_end(),
+                (round + 1).to_string()
+            );
+            assert_eq!(line.len(), 1000 + (round + 1).to_string().len() + 1);
+        }
+        writer.close().await.unwrap();
+        line.clear();
+        assert_eq!(reader.read_line(&mut line).await.unwrap(), 0);
+    })
+    .unwrap();
+    assert_eq!(agent.join().unwrap(), ROUNDS);
 }
 
 /// Request and answer between two loops on two threads, as the stdio pair plays `rpc`: each

@@ -82,7 +82,8 @@ fn stdout() -> io::Result<Writer> {
     Ok(Box::new(smol::Unblock::new(io::stdout())))
 }
 
-/// Stdin (buffered) and stdout on [`acp_host::pipe_loop`] when both are pipes or sockets (how
+/// Stdin (buffered in the loop's exchanged buffers, `BufPipeReader`) and stdout on
+/// [`acp_host::pipe_loop`] when both are pipes or sockets (how
 /// an editor runs an agent and a conductor runs a proxy), `None` otherwise: every message is a
 /// wake-up, and the loop waits on exactly these two on the calling thread. Run the connection
 /// with [`run_on_pipes`].
@@ -90,7 +91,7 @@ fn stdout() -> io::Result<Writer> {
 pub(crate) fn pipes() -> io::Result<
     Option<(
         acp_host::pipe_loop::Pipes,
-        BufReader<acp_host::pipe_loop::PipeReader>,
+        acp_host::pipe_loop::BufPipeReader,
         acp_host::pipe_loop::PipeWriter,
     )>,
 > {
@@ -98,11 +99,7 @@ pub(crate) fn pipes() -> io::Result<
         return Ok(None);
     };
     let (pipes, reader, writer) = acp_host::pipe_loop::pipes(stdin, stdout)?;
-    Ok(Some((
-        pipes,
-        BufReader::with_capacity(READ_BUFFER, reader),
-        writer,
-    )))
+    Ok(Some((pipes, reader.buffered(), writer)))
 }
 
 /// Duplicates of stdin and stdout when both are pipes or sockets, for a loop of

@@ -4,14 +4,19 @@
 //! pipes (`block_on`) and the one over a set of pairs (`PipeSet`).
 
 use std::io;
+use std::ops::Range;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use futures_lite::{AsyncRead, AsyncWrite};
+use futures_lite::{AsyncBufRead, AsyncRead, AsyncWrite};
 
 use super::epoll::Registration;
+
+/// What the two-pipe loop reads at most while it sleeps in `read`, as the raw pair's reads do,
+/// and the size of a [`BufPipeReader`]'s buffer: the two exchange buffers of this size.
+pub const BUFFER_BYTES: usize = 64 * 1024;
 
 /// The wakers waiting for the pipes, shared by the pipe ends and the loop.
 pub(super) struct Interest {
@@ -44,8 +49,10 @@ pub(super) struct Interest {
     pub(super) read_hung_up: bool,
     /// How the reader tries the read end without waiting.
     pub(super) read_mode: ReadMode,
-    /// What the loop read while it slept in `read` (`SLEEP_READ_BYTES` once allocated), given
-    /// to the reader from `parked_at` to `parked_end` before it reads the pipe again.
+    /// What the loop read while it slept in `read` ([`BUFFER_BYTES`] once allocated), given
+    /// to the reader from `parked_at` to `parked_end` before it reads the pipe again: copied
+    /// by a [`PipeReader`], taken whole (in exchange for its consumed buffer) by a
+    /// [`BufPipeReader`].
     pub(super) parked: Vec<u8>,
     pub(super) parked_at: usize,
     pub(super) parked_end: usize,
@@ -102,6 +109,68 @@ pub struct PipeWriter {
     pub(super) registration: Option<Registration>,
     pub(super) fd: Option<OwnedFd>,
     pub(super) interest: Arc<Mutex<Interest>>,
+}
+
+/// The read end as an [`AsyncBufRead`] (from [`PipeReader::buffered`]): its buffer is the one
+/// the two-pipe loop reads into while it sleeps in `read`, taken by exchanging the two buffers
+/// under the lock the reader takes anyway, so the bytes are not copied from one to the other
+/// (the read end's [`AsyncRead`] copies them). What it keeps: two buffers of [`BUFFER_BYTES`],
+/// its own and the loop's, which it exchanges (docs/limits.md).
+pub struct BufPipeReader {
+    reader: PipeReader,
+    /// Holds the bytes from `held_at` to `held_end` not yet consumed; empty until the first
+    /// read or exchange, then [`BUFFER_BYTES`] long.
+    held: Vec<u8>,
+    held_at: usize,
+    held_end: usize,
+}
+
+impl std::fmt::Debug for BufPipeReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufPipeReader")
+            .field("reader", &self.reader)
+            .field("buffered", &(self.held_end - self.held_at))
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsyncBufRead for BufPipeReader {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.held_at == this.held_end {
+            let read =
+                std::task::ready!(this.reader.read_into(cx, Target::Exchange(&mut this.held)))?;
+            (this.held_at, this.held_end) = (read.start, read.end);
+        }
+        Poll::Ready(Ok(&this.held[this.held_at..this.held_end]))
+    }
+
+    fn consume(self: Pin<&mut Self>, amount: usize) {
+        let this = self.get_mut();
+        this.held_at = (this.held_at + amount).min(this.held_end);
+    }
+}
+
+impl AsyncRead for BufPipeReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        // A read at least as large as the buffer, with nothing buffered, bypasses it, as
+        // `BufReader`'s does.
+        if self.held_at == self.held_end && buf.len() >= BUFFER_BYTES {
+            return self
+                .reader
+                .read_into(cx, Target::Copy(buf))
+                .map_ok(|read| read.len());
+        }
+        let held = std::task::ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = held.len().min(buf.len());
+        buf[..n].copy_from_slice(&held[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
 }
 
 impl std::fmt::Debug for PipeReader {
@@ -180,6 +249,39 @@ impl AsyncRead for PipeReader {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
+        self.get_mut()
+            .read_into(cx, Target::Copy(buf))
+            .map_ok(|read| read.len())
+    }
+}
+
+/// Where [`PipeReader::read_into`] puts what it reads: what the loop read while it slept is
+/// copied into a plain buffer, and exchanged with a [`BufPipeReader`]'s.
+enum Target<'a> {
+    Copy(&'a mut [u8]),
+    Exchange(&'a mut Vec<u8>),
+}
+
+impl PipeReader {
+    /// This reader with a buffer of [`BUFFER_BYTES`] in front of it, which takes what the
+    /// loop read while it slept in `read` by exchanging buffers with it instead of copying.
+    pub fn buffered(self) -> BufPipeReader {
+        BufPipeReader {
+            reader: self,
+            held: Vec::new(),
+            held_at: 0,
+            held_end: 0,
+        }
+    }
+
+    /// What the loop read while it slept, else a read of the pipe without waiting (into the
+    /// target's buffer), else `Pending` with the waker registered; where in the target's buffer
+    /// the bytes are. One lock of the shared state when the reader has to wait.
+    fn read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        target: Target<'_>,
+    ) -> Poll<io::Result<Range<usize>>> {
         let (mut mode, reports) = {
             let mut interest = self.interest.lock().unwrap();
             if interest.parked_at < interest.parked_end {
@@ -189,16 +291,37 @@ impl AsyncRead for PipeReader {
                     parked_end,
                     ..
                 } = &mut *interest;
-                let n = buf.len().min(*parked_end - *parked_at);
-                buf[..n].copy_from_slice(&parked[*parked_at..*parked_at + n]);
-                *parked_at += n;
-                return Poll::Ready(Ok(n));
+                return Poll::Ready(Ok(match target {
+                    Target::Copy(buf) => {
+                        let n = buf.len().min(*parked_end - *parked_at);
+                        buf[..n].copy_from_slice(&parked[*parked_at..*parked_at + n]);
+                        *parked_at += n;
+                        0..n
+                    }
+                    // The loop's buffer becomes the reader's, and the reader's (consumed) the
+                    // one the loop reads into next time.
+                    Target::Exchange(held) => {
+                        std::mem::swap(held, parked);
+                        let taken = *parked_at..*parked_end;
+                        (*parked_at, *parked_end) = (0, 0);
+                        taken
+                    }
+                }));
             }
             if !interest.may_read {
                 interest.readable = Some(cx.waker().clone());
                 return Poll::Pending;
             }
             (interest.read_mode, interest.read_reports)
+        };
+        let buf = match target {
+            Target::Copy(buf) => buf,
+            Target::Exchange(held) => {
+                if held.len() < BUFFER_BYTES {
+                    *held = vec![0; BUFFER_BYTES];
+                }
+                &mut held[..]
+            }
         };
         loop {
             let n = read_now(self.fd.as_raw_fd(), mode, buf);
@@ -215,7 +338,7 @@ impl AsyncRead for PipeReader {
                 {
                     interest.may_read = false;
                 }
-                return Poll::Ready(Ok(n as usize));
+                return Poll::Ready(Ok(0..n as usize));
             }
             let error = io::Error::last_os_error();
             if error.kind() == io::ErrorKind::Interrupted {

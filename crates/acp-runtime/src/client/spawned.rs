@@ -87,7 +87,7 @@ pub fn run_spawned<C: Client, T, F: Future<Output = Result<T>>>(
 /// The reading end of an agent's stdout as [`run_process`] hands it to its `connect`: on Linux
 /// a pipe of [`acp_host::pipe_loop`], elsewhere the process's own reader.
 #[cfg(target_os = "linux")]
-pub(super) type AgentReader = futures_lite::io::BufReader<acp_host::pipe_loop::PipeReader>;
+pub(super) type AgentReader = acp_host::pipe_loop::BufPipeReader;
 /// The writing end of an agent's stdin as [`run_process`] hands it to its `connect`.
 #[cfg(target_os = "linux")]
 pub(super) type AgentWriter = acp_host::pipe_loop::PipeWriter;
@@ -124,8 +124,7 @@ where
             .map_err(|e| Error::Internal(format!("the agent's pipes: {e}")))?;
         let (pipes, reader, writer) = acp_host::pipe_loop::pipes(stdout, stdin)
             .map_err(|e| Error::Internal(e.to_string()))?;
-        let reader = futures_lite::io::BufReader::with_capacity(crate::stdio::READ_BUFFER, reader);
-        let (handle, driver) = connect(reader, writer, &process);
+        let (handle, driver) = connect(reader.buffered(), writer, &process);
         let run = async {
             let closed = WorkDone::default();
             let work = async {
