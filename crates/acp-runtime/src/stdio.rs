@@ -83,10 +83,9 @@ fn stdout() -> io::Result<Writer> {
 }
 
 /// Stdin (buffered in the loop's exchanged buffers, `BufPipeReader`) and stdout on
-/// [`acp_host::pipe_loop`] when both are pipes or sockets (how
-/// an editor runs an agent and a conductor runs a proxy), `None` otherwise: every message is a
-/// wake-up, and the loop waits on exactly these two on the calling thread. Run the connection
-/// with [`run_on_pipes`].
+/// [`acp_host::pipe_loop`] when both are pipes or sockets (how an editor runs an agent and a
+/// conductor runs a proxy), `None` otherwise: every message is a wake-up, and the loop waits on
+/// exactly these two on the calling thread. Run the connection with [`run_on_pipes`].
 #[cfg(target_os = "linux")]
 pub(crate) fn pipes() -> io::Result<
     Option<(
