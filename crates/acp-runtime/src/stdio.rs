@@ -94,20 +94,27 @@ pub(crate) fn pipes() -> io::Result<
         acp_host::pipe_loop::PipeWriter,
     )>,
 > {
-    use std::os::fd::AsFd;
-    let stdin = io::stdin().as_fd().try_clone_to_owned()?;
-    let stdout = io::stdout().as_fd().try_clone_to_owned()?;
-    let both = is_pipe_or_socket(&std::fs::File::from(stdin.try_clone()?))
-        && is_pipe_or_socket(&std::fs::File::from(stdout.try_clone()?));
-    if !both {
+    let Some((stdin, stdout)) = pipe_fds()? else {
         return Ok(None);
-    }
+    };
     let (pipes, reader, writer) = acp_host::pipe_loop::pipes(stdin, stdout)?;
     Ok(Some((
         pipes,
         BufReader::with_capacity(READ_BUFFER, reader),
         writer,
     )))
+}
+
+/// Stdin and stdout, duplicated, when both are pipes or sockets; `None` otherwise. [`pipes`]
+/// puts them on the two-pipe loop, the conductor on its `PipeSet`.
+#[cfg(target_os = "linux")]
+pub(crate) fn pipe_fds() -> io::Result<Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
+    use std::os::fd::AsFd;
+    let stdin = io::stdin().as_fd().try_clone_to_owned()?;
+    let stdout = io::stdout().as_fd().try_clone_to_owned()?;
+    let both = is_pipe_or_socket(&std::fs::File::from(stdin.try_clone()?))
+        && is_pipe_or_socket(&std::fs::File::from(stdout.try_clone()?));
+    Ok(both.then_some((stdin, stdout)))
 }
 
 /// Runs a connection's `driver` over [`pipes`] on the calling thread; how it ended, as
