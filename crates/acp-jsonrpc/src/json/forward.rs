@@ -100,15 +100,22 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
 #[inline(always)]
 fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     let (method, params_at) = usual_string_then_params(line, USUAL_HEAD)?;
-    let (end, inner) = match usual_carried(line, params_at) {
-        Some((end, inner)) => (end, Some(inner)),
-        None => (skip_value(line, params_at)?, None),
+    let (end, method, inner) = match usual_carried(line, params_at) {
+        Some((end, carried_method, params)) => {
+            let (method, carried_method) = plain_strings(line, method, carried_method)?;
+            let carried = CarriedMessage {
+                method: carried_method,
+                params: Some(params),
+            };
+            (end, method, Some(carried))
+        }
+        None => (skip_value(line, params_at)?, plain_string(method)?, None),
     };
     if line.get(end..)? != b"}" {
         return None;
     }
     Some(ForwardScan {
-        method: plain_string(method)?,
+        method,
         params: Some(UncheckedJson::on_line(&line[params_at..end])),
         inner,
     })
@@ -128,21 +135,19 @@ fn usual_string_then_params<'a>(bytes: &'a [u8], head: &[u8]) -> Option<(&'a [u8
     Some((&bytes[head.len() - 1..close + 1], close + 1 + PARAMS.len()))
 }
 
-/// The params at `at` spelled `{"method":"…","params":…}`: past them, and the message they
-/// carry, as [`carried`] reads it.
+/// The params at `at` spelled `{"method":"…","params":…}`: past them, the carried method as
+/// written (quotes included, read by the caller) and the carried params, as [`carried`] finds
+/// them.
 #[inline(always)]
-fn usual_carried(line: &[u8], at: usize) -> Option<(usize, CarriedMessage<'_>)> {
+fn usual_carried(line: &[u8], at: usize) -> Option<(usize, &[u8], UncheckedJson<'_>)> {
     let object = line.get(at..)?;
     let (method, params_at) = usual_string_then_params(object, br#"{"method":""#)?;
     let end = skip_value(object, params_at)?;
     if object.get(end) != Some(&b'}') {
         return None;
     }
-    let carried = CarriedMessage {
-        method: plain_string(method)?,
-        params: Some(UncheckedJson::on_line(&object[params_at..end])),
-    };
-    Some((at + end + 1, carried))
+    let params = UncheckedJson::on_line(&object[params_at..end]);
+    Some((at + end + 1, method, params))
 }
 
 /// The message carried in a forwarded notification's params, found when asked
@@ -267,14 +272,34 @@ fn object(
 
 /// The text of a JSON string without escapes or control characters, as UTF-8.
 fn plain_string(raw: &[u8]) -> Option<&str> {
+    std::str::from_utf8(plain_bytes(raw)?).ok()
+}
+
+/// The bytes of a JSON string without escapes or control characters, its quotes removed.
+#[inline(always)]
+fn plain_bytes(raw: &[u8]) -> Option<&[u8]> {
     let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
     // Most methods are short: the writer's word-at-a-time test, else a byte loop.
     let plain = short_and_plain(inner)
         || inner.len() > 16 && !inner.iter().any(|&byte| byte < 0x20 || byte == b'\\');
-    if !plain {
-        return None;
-    }
-    std::str::from_utf8(inner).ok()
+    plain.then_some(inner)
+}
+
+/// Two plain strings of `line` (`first` before `second`, each with its quotes) as UTF-8 with
+/// one check of the text from one to the other, where [`plain_string`] would check each: the
+/// check's cost is mostly per call, and what lies between them is a few ASCII delimiters.
+fn plain_strings<'a>(
+    line: &'a [u8],
+    first: &'a [u8],
+    second: &'a [u8],
+) -> Option<(&'a str, &'a str)> {
+    let (first, second) = (plain_bytes(first)?, plain_bytes(second)?);
+    let offset = |part: &[u8]| part.as_ptr() as usize - line.as_ptr() as usize;
+    let (start, end) = (offset(first), offset(second) + second.len());
+    let text = std::str::from_utf8(line.get(start..end)?).ok()?;
+    let first = text.get(..first.len())?;
+    let second = text.get(offset(second) - start..)?;
+    Some((first, second))
 }
 
 /// Past the string whose opening quote is at `i`: the next quote not escaped.
