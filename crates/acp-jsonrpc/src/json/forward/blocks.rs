@@ -90,7 +90,8 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
                     match byte {
                         b'"' => open = true,
                         b'{' | b'[' | b'}' | b']' => {
-                            if stack.bracket(byte).ok()? {
+                            let closed_outermost = stack.bracket(byte).ok()?;
+                            if closed_outermost {
                                 return Some(base + lane + 1);
                             }
                         }
