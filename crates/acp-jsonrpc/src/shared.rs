@@ -164,6 +164,20 @@ fn frame_cost(len: usize) -> usize {
 /// being copied into the chunk of small messages.
 const LARGE_MESSAGE: usize = 64 * 1024;
 
+/// How far a chunk of small messages grows: one pipe's worth, which one `write` takes at
+/// most anyway. A message that would take it past this (and past what the chunk already has
+/// room for) starts the next chunk instead: a peer that reads slower than we queue would
+/// otherwise have one chunk grow by reallocation, copying everything queued each time it
+/// doubles.
+const CHUNK_CAPACITY: usize = 64 * 1024;
+
+impl Chunk {
+    /// Whether `length` more bytes go into this chunk rather than a new one.
+    fn takes(&self, length: usize) -> bool {
+        !self.large && self.bytes.len() + length <= self.bytes.capacity().max(CHUNK_CAPACITY)
+    }
+}
+
 impl Shared {
     pub(crate) fn new(
         outgoing_capacity: usize,
@@ -272,7 +286,7 @@ impl Shared {
         }
         let large = bytes.len() >= LARGE_MESSAGE;
         let spare = match queue.chunks.back_mut() {
-            Some(chunk) if !large && !chunk.large => {
+            Some(chunk) if !large && chunk.takes(bytes.len()) => {
                 chunk.bytes.extend_from_slice(&bytes);
                 chunk.metered_cost += cost;
                 chunk.metered_messages += messages;
@@ -331,7 +345,11 @@ impl Shared {
             if queue.closed {
                 return None;
             }
-            if let Some(chunk) = queue.chunks.back_mut().filter(|chunk| !chunk.large) {
+            if let Some(chunk) = queue
+                .chunks
+                .back_mut()
+                .filter(|chunk| chunk.takes(at_least))
+            {
                 let start = chunk.bytes.len();
                 encode(&mut chunk.bytes);
                 let length = chunk.bytes.len() - start;
@@ -357,6 +375,12 @@ impl Shared {
             }
         }
         let mut bytes = self.take_buffer();
+        if at_least < LARGE_MESSAGE {
+            // This line starts a chunk that the lines forwarded after it will be appended to
+            // (a stream, usually): room for a chunk's worth at once, rather than growing from
+            // an idle connection's small buffer by reallocation.
+            bytes.reserve(CHUNK_CAPACITY);
+        }
         encode(&mut bytes);
         let length = bytes.len();
         match self.try_enqueue_metered(bytes) {
