@@ -18,6 +18,7 @@ use crate::wakeup::Wakeup;
 use crate::{Problem, RequestError, RequestId, Response, ResponseError, oneshot};
 
 pub(crate) use buffers::IDLE_BUFFER_MAX_CAPACITY;
+use chunk::{CHUNK_CAPACITY, Chunk, LARGE_MESSAGE, MIN_FRAME_COST, frame_cost};
 
 /// The notification either side sends to cancel one of its requests.
 pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
@@ -75,16 +76,6 @@ struct OutgoingQueue {
     closed: bool,
     /// The driver, when it found the queue empty.
     writer: Option<Waker>,
-}
-
-/// Lines the writer takes in one go, and what they count against.
-struct Chunk {
-    bytes: Vec<u8>,
-    /// One large message, which nothing is appended to.
-    large: bool,
-    metered_cost: usize,
-    metered_messages: usize,
-    reply_bytes: usize,
 }
 
 /// What the writer found in the queue.
@@ -149,33 +140,6 @@ pub(crate) struct Shared {
     buffers: Mutex<Vec<Vec<u8>>>,
     pub(crate) observer: SharedObserver,
     pub(crate) trace: ConnectionTrace,
-}
-
-/// What a queued frame costs at least, in bytes: the outgoing capacity counts
-/// messages of about this size, and larger ones cost their length.
-const MIN_FRAME_COST: usize = 256;
-
-/// A frame's share of the outgoing queue's budget.
-fn frame_cost(len: usize) -> usize {
-    len.max(MIN_FRAME_COST)
-}
-
-/// A message at least this large is queued as a chunk of its own instead of
-/// being copied into the chunk of small messages.
-const LARGE_MESSAGE: usize = 64 * 1024;
-
-/// How far a chunk of small messages grows: one pipe's worth, which one `write` takes at
-/// most anyway. A message that would take it past this (and past what the chunk already has
-/// room for) starts the next chunk instead: a peer that reads slower than we queue would
-/// otherwise have one chunk grow by reallocation, copying everything queued each time it
-/// doubles.
-const CHUNK_CAPACITY: usize = 64 * 1024;
-
-impl Chunk {
-    /// Whether `length` more bytes go into this chunk rather than a new one.
-    fn takes(&self, length: usize) -> bool {
-        !self.large && self.bytes.len() + length <= self.bytes.capacity().max(CHUNK_CAPACITY)
-    }
 }
 
 impl Shared {
@@ -816,3 +780,4 @@ pub(crate) enum TryEnqueue {
 }
 
 mod buffers;
+mod chunk;
