@@ -185,9 +185,9 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
     notification_method: String,
     write_buffer: Vec<u8>,
     written: usize,
-    /// Bytes written since the outgoing queue last ran dry: past half of
+    /// Bytes written since the buffers were last cut back: past half of
     /// [`IDLE_BUFFER_MAX_CAPACITY`], a buffer may have grown beyond it, and the next time the
-    /// queue runs dry the buffers are cut back ([`Shared::release_idle`]).
+    /// driver sleeps with nothing left to write they are ([`Shared::release_idle`]).
     written_since_idle: usize,
     unflushed: bool,
     /// Bytes read since this poll began (see [`READ_BYTES_PER_POLL`]).
@@ -310,12 +310,6 @@ where
                     Poll::Pending => return Ok(progress),
                 }
             }
-            // Everything queued is written and flushed: a burst is over. A buffer can only
-            // have grown past the idle size if more than half of it was written since.
-            if self.written_since_idle > IDLE_BUFFER_MAX_CAPACITY / 2 {
-                self.shared.release_idle(&mut self.write_buffer);
-            }
-            self.written_since_idle = 0;
             if closed {
                 // Only `Shared::close` closes the queue, and it has been
                 // drained: the connection is over.
@@ -329,6 +323,18 @@ where
                 }
             }
             return Ok(progress);
+        }
+    }
+
+    /// The driver is going to sleep with everything queued written: a burst is over, and the
+    /// buffers are cut back to what an idle connection keeps. Not each time the queue runs dry
+    /// in the middle of a burst (a stream through a router drains it between most reads): the
+    /// next chunk would then start small and grow by reallocation, line after line. A buffer
+    /// can only have grown past the idle size if more than half of it was written since.
+    fn release_idle(&mut self) {
+        if self.write_buffer.is_empty() && self.written_since_idle > IDLE_BUFFER_MAX_CAPACITY / 2 {
+            self.shared.release_idle(&mut self.write_buffer);
+            self.written_since_idle = 0;
         }
     }
 
@@ -644,6 +650,7 @@ where
                 progress = true;
             }
             if !progress {
+                self.release_idle();
                 return Poll::Pending;
             }
             if self.read_this_poll >= READ_BYTES_PER_POLL {

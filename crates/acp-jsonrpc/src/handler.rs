@@ -224,6 +224,7 @@ impl fmt::Debug for IncomingRequest {
 pub struct RawNotification<'a> {
     pub(crate) method: &'a str,
     pub(crate) params: Option<UncheckedJson<'a>>,
+    /// Found on the way by the usual spelling's scan; else walked when asked.
     pub(crate) carried: Option<CarriedMessage<'a>>,
     pub(crate) connection: &'a ConnectionHandle,
 }
@@ -239,13 +240,16 @@ impl<'a> RawNotification<'a> {
         self.params
     }
 
-    /// The message the params carry, found in the same pass as the envelope, when they are
-    /// an object with a `method` string without escapes and neither `method` nor `params`
-    /// twice (`{"method":…,"params":…}`, as ACP's `proxy/successor` carries one); its params
-    /// unread. `None` otherwise: a router that needs it then declines, and the notification
-    /// is validated and handled as usual.
+    /// The message the params carry, when they are an object with a `method` string without
+    /// escapes and neither `method` nor `params` twice (`{"method":…,"params":…}`, as ACP's
+    /// `proxy/successor` carries one); its params unread. `None` otherwise: a router that
+    /// needs it then declines, and the notification is validated and handled as usual. Found
+    /// in the same pass as the envelope when spelled `{"method":"…","params":…}`, else when
+    /// called, by a walk of the params' members (the envelope's scan skipped them whole): call
+    /// it once, and only for a notification that may carry one.
     pub fn carried(&self) -> Option<CarriedMessage<'a>> {
         self.carried
+            .or_else(|| self.params.and_then(crate::json::carried_in))
     }
 
     /// The connection the notification came from.

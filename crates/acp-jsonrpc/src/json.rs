@@ -47,8 +47,8 @@ mod unchecked;
 mod write;
 
 pub use envelope::{Envelope, envelope};
-pub(crate) use forward::notification as forwardable_notification;
 pub use forward::{CarriedMessage, carried_message};
+pub(crate) use forward::{carried_in, notification as forwardable_notification};
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;
 pub(crate) use raw::write_inner_message;

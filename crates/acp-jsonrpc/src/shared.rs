@@ -18,6 +18,7 @@ use crate::wakeup::Wakeup;
 use crate::{Problem, RequestError, RequestId, Response, ResponseError, oneshot};
 
 pub(crate) use buffers::IDLE_BUFFER_MAX_CAPACITY;
+use chunk::{CHUNK_CAPACITY, Chunk, LARGE_MESSAGE, MIN_FRAME_COST, frame_cost};
 
 /// The notification either side sends to cancel one of its requests.
 pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
@@ -75,16 +76,6 @@ struct OutgoingQueue {
     closed: bool,
     /// The driver, when it found the queue empty.
     writer: Option<Waker>,
-}
-
-/// Lines the writer takes in one go, and what they count against.
-struct Chunk {
-    bytes: Vec<u8>,
-    /// One large message, which nothing is appended to.
-    large: bool,
-    metered_cost: usize,
-    metered_messages: usize,
-    reply_bytes: usize,
 }
 
 /// What the writer found in the queue.
@@ -150,19 +141,6 @@ pub(crate) struct Shared {
     pub(crate) observer: SharedObserver,
     pub(crate) trace: ConnectionTrace,
 }
-
-/// What a queued frame costs at least, in bytes: the outgoing capacity counts
-/// messages of about this size, and larger ones cost their length.
-const MIN_FRAME_COST: usize = 256;
-
-/// A frame's share of the outgoing queue's budget.
-fn frame_cost(len: usize) -> usize {
-    len.max(MIN_FRAME_COST)
-}
-
-/// A message at least this large is queued as a chunk of its own instead of
-/// being copied into the chunk of small messages.
-const LARGE_MESSAGE: usize = 64 * 1024;
 
 impl Shared {
     pub(crate) fn new(
@@ -272,7 +250,7 @@ impl Shared {
         }
         let large = bytes.len() >= LARGE_MESSAGE;
         let spare = match queue.chunks.back_mut() {
-            Some(chunk) if !large && !chunk.large => {
+            Some(chunk) if !large && chunk.takes(bytes.len()) => {
                 chunk.bytes.extend_from_slice(&bytes);
                 chunk.metered_cost += cost;
                 chunk.metered_messages += messages;
@@ -331,7 +309,11 @@ impl Shared {
             if queue.closed {
                 return None;
             }
-            if let Some(chunk) = queue.chunks.back_mut().filter(|chunk| !chunk.large) {
+            if let Some(chunk) = queue
+                .chunks
+                .back_mut()
+                .filter(|chunk| chunk.takes(at_least))
+            {
                 let start = chunk.bytes.len();
                 encode(&mut chunk.bytes);
                 let length = chunk.bytes.len() - start;
@@ -357,6 +339,12 @@ impl Shared {
             }
         }
         let mut bytes = self.take_buffer();
+        if at_least < LARGE_MESSAGE {
+            // This line starts a chunk that the lines forwarded after it will be appended to
+            // (a stream, usually): room for a chunk's worth at once, rather than growing from
+            // an idle connection's small buffer by reallocation.
+            bytes.reserve(CHUNK_CAPACITY);
+        }
         encode(&mut bytes);
         let length = bytes.len();
         match self.try_enqueue_metered(bytes) {
@@ -792,3 +780,4 @@ pub(crate) enum TryEnqueue {
 }
 
 mod buffers;
+mod chunk;

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use acp_jsonrpc::json::inner_message;
+use acp_jsonrpc::json::{carried_message, inner_message};
 use acp_jsonrpc::memory::{self, PipeReader};
 use acp_jsonrpc::{
     Connection, ConnectionHandle, ConnectionOptions, Handler, IncomingNotification, LineEvent,
@@ -50,6 +50,22 @@ impl Handler for Router {
 
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
         let (method, params) = (notification.method(), notification.params());
+        // The carried message, whether the scan found it on the way (params spelled
+        // `{"method":…,"params":…}`) or walks the params when asked, is the one the validating
+        // side reads.
+        if let Some(text) = params.and_then(|p| std::str::from_utf8(p.as_bytes()).ok())
+            && let Ok(raw) = RawValue::from_string(text.to_owned())
+        {
+            let found = notification.carried().map(|c| {
+                (
+                    c.method().to_owned(),
+                    c.params().map(|p| p.as_bytes().to_vec()),
+                )
+            });
+            let read = carried_message(&raw)
+                .map(|(m, p)| (m.to_owned(), p.map(|p| p.get().as_bytes().to_vec())));
+            assert_eq!(found, read, "{text}");
+        }
         let queued = if self.wrap {
             self.next.try_notify_wrapped(ENVELOPE, method, params)
         } else {
@@ -99,9 +115,15 @@ fn case(wrap: bool) -> impl Strategy<Value = Case> {
         "\\PC{0,8}",
         Just("quote\"back\\slash\u{7}".to_owned()),
     ];
-    // How the peer spells it: compact, spaced params, the members in another order, or an
-    // escaped solidus in the method (which only the full decode reads).
-    (method, prop::option::of(json_value()), 0..4u8).prop_map(move |(method, params, spelling)| {
+    // How the peer spells it: compact, spaced params, the members in another order, an
+    // escaped solidus in the method (which only the full decode reads), or params carrying a
+    // message (`{"method":…,"params":…}`, which the scan reads on the way).
+    let params = prop_oneof![
+        3 => prop::option::of(json_value()),
+        1 => ("[a-z/_]{1,12}", json_value())
+            .prop_map(|(method, params)| Some(serde_json::json!({"method": method, "params": params}))),
+    ];
+    (method, params, 0..4u8).prop_map(move |(method, params, spelling)| {
         let quoted = serde_json::to_string(&method).unwrap();
         let compact = params.as_ref().map(|p| serde_json::to_string(p).unwrap());
         let raw = match (spelling, &params) {

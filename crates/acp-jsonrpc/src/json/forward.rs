@@ -12,6 +12,8 @@
 //! (an `id`, `result` or `error`, another member, an escape in a key) is `None`, and the line
 //! is decoded (and answered) as before: a malformed envelope is never forwarded.
 
+mod blocks;
+
 use serde_json::value::RawValue;
 
 use super::raw::borrowed_raw;
@@ -25,9 +27,8 @@ pub(crate) struct ForwardScan<'a> {
     pub(crate) method: &'a str,
     /// `None` when absent; `null` kept.
     pub(crate) params: Option<UncheckedJson<'a>>,
-    /// When the params are an object with a `method` string without escapes and neither
-    /// member twice: that method and those params (the message a `proxy/successor` carries),
-    /// found in the same pass.
+    /// The message the params carry, when the usual spelling found it on the way (`None`
+    /// says nothing: [`carried_in`] walks the params when asked).
     pub(crate) inner: Option<CarriedMessage<'a>>,
 }
 
@@ -52,6 +53,9 @@ impl<'a> CarriedMessage<'a> {
     }
 }
 
+/// The start of a notification as this crate (and most writers) spell one.
+const USUAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
+
 /// Reads `line` as a notification a router may forward unread (see the module docs), or
 /// `None` when it is anything else or unusual.
 pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
@@ -60,26 +64,18 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
         return None;
     }
+    if let Some(found) = usual_notification(line) {
+        return Some(found);
+    }
     let mut jsonrpc = None;
     let mut method = None;
     let mut params = None;
-    let mut inner = None;
     let start = skip_ws(line, 0);
     let end = object(line, start, |key, at| {
         let slot = match key {
             b"jsonrpc" => &mut jsonrpc,
             b"method" => &mut method,
-            b"params" => {
-                let (end, carried) = match line.get(at) {
-                    Some(b'{') => carried(line, at)?,
-                    _ => (skip_value(line, at)?, None),
-                };
-                if params.replace(&line[at..end]).is_some() {
-                    return None;
-                }
-                inner = carried;
-                return Some(end);
-            }
+            b"params" => &mut params,
             // Not a notification (`id`, `result`, `error`), or a member no message of ours
             // has, whose key would go unchecked: the validating decode reads it.
             _ => return None,
@@ -93,8 +89,74 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     Some(ForwardScan {
         method: plain_string(method?)?,
         params: params.map(UncheckedJson::on_line),
+        inner: None,
+    })
+}
+
+/// The usual spelling, `{"jsonrpc":"2.0","method":"…","params":…}` with no space, read
+/// without walking its members one by one: what the general walk reads of it, or `None` (the
+/// walk then decides) for any other spelling. Params spelled `{"method":"…","params":…}` give
+/// their carried message in the same pass.
+#[inline(always)]
+fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+    let (method, params_at) = usual_string_then_params(line, USUAL_HEAD)?;
+    let (end, method, inner) = match usual_carried(line, params_at) {
+        Some((end, carried_method, params)) => {
+            let (method, carried_method) = plain_strings(line, method, carried_method)?;
+            let carried = CarriedMessage {
+                method: carried_method,
+                params: Some(params),
+            };
+            (end, method, Some(carried))
+        }
+        None => (skip_value(line, params_at)?, plain_string(method)?, None),
+    };
+    if line.get(end..)? != b"}" {
+        return None;
+    }
+    Some(ForwardScan {
+        method,
+        params: Some(UncheckedJson::on_line(&line[params_at..end])),
         inner,
     })
+}
+
+/// After `head` (which ends with a string's opening quote) at the start of `bytes`: that
+/// string, quotes included, when no backslash comes before its closing quote and
+/// `,"params":` follows it, and where the params start.
+#[inline(always)]
+fn usual_string_then_params<'a>(bytes: &'a [u8], head: &[u8]) -> Option<(&'a [u8], usize)> {
+    const PARAMS: &[u8] = br#","params":"#;
+    let rest = bytes.strip_prefix(head)?;
+    let close = head.len() + next_quote_or_backslash(rest, 0)?;
+    if bytes[close] != b'"' || bytes.get(close + 1..close + 1 + PARAMS.len())? != PARAMS {
+        return None;
+    }
+    Some((&bytes[head.len() - 1..close + 1], close + 1 + PARAMS.len()))
+}
+
+/// The params at `at` spelled `{"method":"…","params":…}`: past them, the carried method as
+/// written (quotes included, read by the caller) and the carried params, as [`carried`] finds
+/// them.
+#[inline(always)]
+fn usual_carried(line: &[u8], at: usize) -> Option<(usize, &[u8], UncheckedJson<'_>)> {
+    let object = line.get(at..)?;
+    let (method, params_at) = usual_string_then_params(object, br#"{"method":""#)?;
+    let end = skip_value(object, params_at)?;
+    if object.get(end) != Some(&b'}') {
+        return None;
+    }
+    let params = UncheckedJson::on_line(&object[params_at..end]);
+    Some((at + end + 1, method, params))
+}
+
+/// The message carried in a forwarded notification's params, found when asked
+/// ([`RawNotification::carried`](crate::RawNotification::carried)): only a router that opens
+/// envelopes walks the params' members, any other notification is skipped whole.
+pub(crate) fn carried_in(params: UncheckedJson<'_>) -> Option<CarriedMessage<'_>> {
+    let bytes = params.as_bytes();
+    let (end, carried) = carried(bytes, 0)?;
+    (end == bytes.len()).then_some(carried?)
 }
 
 /// The message carried in `params` (`{"method":…,"params":…}`, as ACP's `proxy/successor`
@@ -210,14 +272,34 @@ fn object(
 
 /// The text of a JSON string without escapes or control characters, as UTF-8.
 fn plain_string(raw: &[u8]) -> Option<&str> {
+    std::str::from_utf8(plain_bytes(raw)?).ok()
+}
+
+/// The bytes of a JSON string without escapes or control characters, its quotes removed.
+#[inline(always)]
+fn plain_bytes(raw: &[u8]) -> Option<&[u8]> {
     let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
     // Most methods are short: the writer's word-at-a-time test, else a byte loop.
     let plain = short_and_plain(inner)
         || inner.len() > 16 && !inner.iter().any(|&byte| byte < 0x20 || byte == b'\\');
-    if !plain {
-        return None;
-    }
-    std::str::from_utf8(inner).ok()
+    plain.then_some(inner)
+}
+
+/// Two plain strings of `line` (`first` before `second`, each with its quotes) as UTF-8 with
+/// one check of the text from one to the other, where [`plain_string`] would check each: the
+/// check's cost is mostly per call, and what lies between them is a few ASCII delimiters.
+fn plain_strings<'a>(
+    line: &'a [u8],
+    first: &'a [u8],
+    second: &'a [u8],
+) -> Option<(&'a str, &'a str)> {
+    let (first, second) = (plain_bytes(first)?, plain_bytes(second)?);
+    let offset = |part: &[u8]| part.as_ptr() as usize - line.as_ptr() as usize;
+    let (start, end) = (offset(first), offset(second) + second.len());
+    let text = std::str::from_utf8(line.get(start..end)?).ok()?;
+    let first = text.get(..first.len())?;
+    let second = text.get(offset(second) - start..)?;
+    Some((first, second))
 }
 
 /// Past the string whose opening quote is at `i`: the next quote not escaped.
@@ -262,13 +344,13 @@ fn next_quote_or_backslash(bytes: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Past the value at `i`, unread: a string past its closing quote, an object or array past
-/// its matching bracket (brackets matched by kind, up to 64 deep), anything else up to the
-/// next `,`, `}`, `]` or whitespace.
+/// its matching bracket (brackets matched by kind, up to 64 deep; [`blocks`]), anything else
+/// up to the next `,`, `}`, `]` or whitespace.
 fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
     match bytes.get(i)? {
-        b'"' => return skip_string(bytes, i),
-        b'{' | b'[' => {}
-        b',' | b'}' | b']' | b':' => return None,
+        b'"' => skip_string(bytes, i),
+        b'{' | b'[' => blocks::skip_container(bytes, i),
+        b',' | b'}' | b']' | b':' => None,
         _ => {
             let start = i;
             while let Some(byte) = bytes.get(i) {
@@ -277,38 +359,8 @@ fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
                 }
                 i += 1;
             }
-            return (i > start).then_some(i);
+            (i > start).then_some(i)
         }
-    }
-    // One bit per open container, set for an object.
-    let mut stack: u64 = 0;
-    let mut depth = 0u32;
-    loop {
-        match *bytes.get(i)? {
-            b'"' => {
-                i = skip_string(bytes, i)?;
-                continue;
-            }
-            open @ (b'{' | b'[') => {
-                if depth == 64 {
-                    return None;
-                }
-                stack = stack << 1 | u64::from(open == b'{');
-                depth += 1;
-            }
-            close @ (b'}' | b']') => {
-                if (stack & 1 == 1) != (close == b'}') {
-                    return None;
-                }
-                stack >>= 1;
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
     }
 }
 

@@ -12,7 +12,7 @@ const POOLED_LARGE_BUFFER_MAX_CAPACITY: usize = 256 * 1024;
 const POOLED_LARGE_BUFFERS: usize = 4;
 const NEW_BUFFER_CAPACITY: usize = 256;
 /// What an idle connection keeps (the bounds above are a busy one's): buffers up to this
-/// size, at most [`IDLE_POOLED_BUFFERS`] of them, once its queue runs dry after a burst.
+/// size, at most [`IDLE_POOLED_BUFFERS`] of them, once its driver sleeps after a burst.
 pub(crate) const IDLE_BUFFER_MAX_CAPACITY: usize = 4 * 1024;
 pub(super) const IDLE_POOLED_BUFFERS: usize = 4;
 
@@ -35,7 +35,7 @@ impl Shared {
         }
     }
 
-    /// The queue ran dry after a burst, all written: the writer's (empty) `buffer` and the
+    /// The driver sleeps after a burst, all written: the writer's (empty) `buffer` and the
     /// pool are cut back to what an idle connection keeps ([`IDLE_BUFFER_MAX_CAPACITY`]).
     pub(crate) fn release_idle(&self, buffer: &mut Vec<u8>) {
         debug_assert!(buffer.is_empty());

@@ -26,7 +26,7 @@ fn reads_what_it_routes_on_and_skips_the_rest() {
     let line = br#" {"jsonrpc" : "2.0", "method":"proxy/successor","params":{"method":"session/update","_meta":{"k":"}\""},"params":{"t":"a\"]}"}} } "#;
     let found = notification(line).unwrap();
     assert_eq!(found.method, "proxy/successor");
-    let carried = found.inner.unwrap();
+    let carried = found.params.and_then(carried_in).unwrap();
     assert_eq!(carried.method(), "session/update");
     assert_eq!(carried.params().unwrap().as_bytes(), br#"{"t":"a\"]}"}"#);
     // Params that are not valid JSON (a bad escape, a control character, invalid UTF-8,
@@ -36,7 +36,7 @@ fn reads_what_it_routes_on_and_skips_the_rest() {
     let found = notification(line).unwrap();
     assert_eq!(found.params.unwrap().as_bytes(), &line[39..line.len() - 1]);
     assert!(decoded(line).is_none());
-    assert_eq!(found.inner, None);
+    assert_eq!(found.params.and_then(carried_in), None);
 }
 
 #[test]
@@ -159,8 +159,12 @@ proptest! {
             },
             _ => None,
         };
-        prop_assert_eq!(found.inner.map(|c| c.method().to_owned()), carried.clone());
-        if let (Some(inner), Some(Value::Object(map))) = (found.inner, &params) {
+        prop_assert_eq!(found.params.and_then(carried_in).map(|c| c.method().to_owned()), carried.clone());
+        // What the usual spelling finds on the way is what the walk finds.
+        if found.inner.is_some() {
+            prop_assert_eq!(found.inner, found.params.and_then(carried_in));
+        }
+        if let (Some(inner), Some(Value::Object(map))) = (found.params.and_then(carried_in), &params) {
             let inner_params = inner.params().map(|p| serde_json::from_slice::<Value>(p.as_bytes()).unwrap());
             // Both read back the same way (floats need not survive a round trip exactly).
             let written = map.get("params").map(|p| serde_json::from_str::<Value>(&p.to_string()).unwrap());
@@ -256,5 +260,117 @@ proptest! {
         prop_assert_eq!(method, &*read.method);
         let params = params.filter(|params| params.get() != "null");
         prop_assert_eq!(params.map(RawValue::get), read.params.map(RawValue::get));
+    }
+}
+
+/// The container skip as a byte walk, the way the scan did it before its 64-byte blocks: the
+/// reference `blocks::skip_container` must agree with on any bytes.
+fn skip_container_bytewise(bytes: &[u8], mut i: usize) -> Option<usize> {
+    let mut stack: u64 = 0;
+    let mut depth = 0u32;
+    loop {
+        match *bytes.get(i)? {
+            b'"' => {
+                i = skip_string(bytes, i)?;
+                continue;
+            }
+            open @ (b'{' | b'[') => {
+                if depth == 64 {
+                    return None;
+                }
+                stack = stack << 1 | u64::from(open == b'{');
+                depth += 1;
+            }
+            close @ (b'}' | b']') => {
+                if (stack & 1 == 1) != (close == b'}') {
+                    return None;
+                }
+                stack >>= 1;
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+#[test]
+fn blocks_agree_with_the_byte_walk_at_block_edges() {
+    // A string, an escape and a bracket on either side of each 64-byte edge.
+    for pad in 0..140 {
+        for tail in [
+            r#""a\"}" ]}"#,
+            r#""\\" ]}"#,
+            r#""\\\"]" ]}"#,
+            r#"] }"#,
+            r#""}""#,
+            r#"\"]}"#,
+        ] {
+            let text = format!(r#"{{"k":["{}",{tail}"#, "x".repeat(pad));
+            for cut in [text.len(), text.len().saturating_sub(1)] {
+                let bytes = &text.as_bytes()[..cut];
+                assert_eq!(
+                    blocks::skip_container(bytes, 0),
+                    skip_container_bytewise(bytes, 0),
+                    "{text:?} cut at {cut}"
+                );
+            }
+        }
+    }
+    let deep = format!("{}{}", "[".repeat(64), "]".repeat(64));
+    assert_eq!(blocks::skip_container(deep.as_bytes(), 0), Some(128));
+    let deeper = format!("{}{}", "[".repeat(65), "]".repeat(65));
+    assert_eq!(blocks::skip_container(deeper.as_bytes(), 0), None);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// On any bytes (mostly the ones the scan looks at, across block edges), the 64-byte
+    /// blocks end a container where the byte walk does, or refuse it as it does.
+    #[test]
+    fn blocks_agree_with_the_byte_walk(
+        body in prop::collection::vec(
+            prop_oneof![
+                8 => Just(b'x'),
+                2 => Just(b'"'),
+                2 => Just(b'\\'),
+                1 => Just(b'{'),
+                1 => Just(b'}'),
+                1 => Just(b'['),
+                1 => Just(b']'),
+                1 => any::<u8>(),
+            ],
+            0..300,
+        ),
+        open in prop_oneof![Just(b'{'), Just(b'[')],
+        lead in 0..80usize,
+    ) {
+        // What precedes the container is not looked at: it may be anything.
+        let mut bytes = vec![b'"'; lead];
+        bytes.push(open);
+        bytes.extend_from_slice(&body);
+        prop_assert_eq!(
+            blocks::skip_container(&bytes, lead),
+            skip_container_bytewise(&bytes, lead)
+        );
+    }
+
+    /// Valid JSON (escaped strings, unicode, nesting) of any size, followed by more: the
+    /// blocks end each container exactly where serde_json's text of it ends.
+    #[test]
+    fn blocks_end_valid_containers_where_they_end(
+        items in prop::collection::vec(json_value(), 0..8),
+        pad in 0..70usize,
+    ) {
+        let value = Value::Array(
+            std::iter::once(Value::from("y".repeat(pad))).chain(items).collect(),
+        );
+        let text = serde_json::to_string(&value).unwrap();
+        let line = format!("{text},\"id\":1}}");
+        prop_assert_eq!(blocks::skip_container(line.as_bytes(), 0), Some(text.len()));
     }
 }

@@ -1,5 +1,6 @@
 //! What a connection keeps of its outgoing buffers once a burst is written: buffers grow for
-//! a large message or a run of small ones and are given back when the queue runs dry.
+//! a large message or a run of small ones and are given back when the driver sleeps with the
+//! queue dry.
 
 use futures_lite::{AsyncBufReadExt, StreamExt};
 

@@ -1,0 +1,205 @@
+//! The forwarding scan's container skip, 64 bytes at a time: each block is classified once
+//! into bit masks (quotes, backslashes, opening and closing brackets; SSE2 on x86-64 through
+//! `safe_arch`, a byte loop elsewhere), strings are found by a prefix XOR of the quote mask,
+//! and only the brackets outside strings are visited one by one. A block holding a backslash
+//! is walked byte by byte instead, so the result is exactly the byte walk's (the tests compare
+//! the two): a string ends at the next quote no backslash escapes, brackets are matched by kind
+//! up to 64 deep, and nothing is validated.
+
+/// Bytes classified at once: one bit per byte in a `u64` mask.
+const BLOCK: usize = 64;
+
+/// Most containers open at once, as the byte walk allows.
+const MAX_DEPTH: u32 = 64;
+
+/// Where one block's bytes of interest are, one bit per byte (bit `i` is byte `i`).
+struct Masks {
+    quotes: u64,
+    backslashes: u64,
+    /// `{` and `[`.
+    opening: u64,
+    /// `}` and `]`.
+    closing: u64,
+}
+
+/// Open containers: one bit per level, set for an object.
+struct Stack {
+    kinds: u64,
+    depth: u32,
+}
+
+impl Stack {
+    /// Takes the bracket `byte`; `Err(())` on a mismatch or too deep, `Ok(true)` when it closed
+    /// the outermost container.
+    #[inline(always)]
+    fn bracket(&mut self, byte: u8) -> Result<bool, ()> {
+        if byte == b'{' || byte == b'[' {
+            if self.depth == MAX_DEPTH {
+                return Err(());
+            }
+            self.kinds = self.kinds << 1 | u64::from(byte == b'{');
+            self.depth += 1;
+            return Ok(false);
+        }
+        if (self.kinds & 1 == 1) != (byte == b'}') {
+            return Err(());
+        }
+        self.kinds >>= 1;
+        self.depth -= 1;
+        Ok(self.depth == 0)
+    }
+}
+
+/// Past the container whose opening bracket is at `at` (`{` or `[`, which the caller checked):
+/// past its matching bracket, or `None` when it does not end in `bytes`, a bracket closes one
+/// of the other kind, or it nests deeper than 64.
+pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut stack = Stack { kinds: 0, depth: 0 };
+    // All ones while a string is open at the end of the previous block.
+    let mut in_string = 0u64;
+    // The previous block's last byte was a backslash inside a string.
+    let mut escaped = false;
+    let mut base = at;
+    while base < bytes.len() {
+        let (masks, block) = masks_at(bytes, base);
+        if masks.backslashes == 0 && !escaped {
+            let strings = prefix_xor(masks.quotes) ^ in_string;
+            // The quote that opens a string is inside it and the one that closes it is not, so
+            // no quote is a bracket either way.
+            let mut brackets = (masks.opening | masks.closing) & !strings;
+            while brackets != 0 {
+                let lane = brackets.trailing_zeros() as usize;
+                brackets &= brackets - 1;
+                if stack.bracket(block[lane]).ok()? {
+                    return Some(base + lane + 1);
+                }
+            }
+            in_string = ((strings as i64) >> 63) as u64;
+        } else {
+            let mut open = in_string != 0;
+            for (lane, &byte) in block.iter().enumerate() {
+                if escaped {
+                    escaped = false;
+                } else if open {
+                    match byte {
+                        b'"' => open = false,
+                        b'\\' => escaped = true,
+                        _ => {}
+                    }
+                } else {
+                    match byte {
+                        b'"' => open = true,
+                        b'{' | b'[' | b'}' | b']' => {
+                            let closed_outermost = stack.bracket(byte).ok()?;
+                            if closed_outermost {
+                                return Some(base + lane + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            in_string = if open { u64::MAX } else { 0 };
+        }
+        base += BLOCK;
+    }
+    None
+}
+
+/// The masks of the (up to) 64 bytes at `base`, and those bytes. The last block is classified
+/// as the last 64 bytes of `bytes` with the masks shifted down, so that nothing is copied;
+/// only a container on a line shorter than a block is copied, padded with spaces.
+#[inline(always)]
+fn masks_at(bytes: &[u8], base: usize) -> (Masks, &[u8]) {
+    if let Some(block) = bytes.get(base..base + BLOCK) {
+        return (classify(block.try_into().expect("a block")), block);
+    }
+    let block = &bytes[base..];
+    match bytes.len().checked_sub(BLOCK) {
+        Some(start) => {
+            let shift = base - start;
+            let masks = classify(bytes[start..].try_into().expect("a block"));
+            let masks = Masks {
+                quotes: masks.quotes >> shift,
+                backslashes: masks.backslashes >> shift,
+                opening: masks.opening >> shift,
+                closing: masks.closing >> shift,
+            };
+            (masks, block)
+        }
+        None => {
+            let mut padded = [b' '; BLOCK];
+            padded[..block.len()].copy_from_slice(block);
+            (classify(&padded), block)
+        }
+    }
+}
+
+/// Bit `i` set when an odd number of bits `0..=i` of `bits` are: with quotes in, the bytes from
+/// each opening quote up to its closing one.
+#[inline(always)]
+fn prefix_xor(mut bits: u64) -> u64 {
+    bits ^= bits << 1;
+    bits ^= bits << 2;
+    bits ^= bits << 4;
+    bits ^= bits << 8;
+    bits ^= bits << 16;
+    bits ^= bits << 32;
+    bits
+}
+
+/// SSE2 (every x86-64 has it), sixteen bytes per comparison: `x | 0x20` turns `[` and `]` into
+/// `{` and `}` and nothing else into either.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn classify(block: &[u8; BLOCK]) -> Masks {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let mut masks = Masks {
+        quotes: 0,
+        backslashes: 0,
+        opening: 0,
+        closing: 0,
+    };
+    let quote = set_splat_i8_m128i(b'"' as i8);
+    let backslash = set_splat_i8_m128i(b'\\' as i8);
+    let case = set_splat_i8_m128i(0x20);
+    let open = set_splat_i8_m128i(b'{' as i8);
+    let close = set_splat_i8_m128i(b'}' as i8);
+    for (n, chunk) in block.chunks_exact(16).enumerate() {
+        let bytes = load_unaligned_m128i(chunk.try_into().expect("sixteen bytes"));
+        let folded = bitor_m128i(bytes, case);
+        let mask =
+            |wanted, of| u64::from(move_mask_i8_m128i(cmp_eq_mask_i8_m128i(of, wanted)) as u16);
+        let shift = n * 16;
+        masks.quotes |= mask(quote, bytes) << shift;
+        masks.backslashes |= mask(backslash, bytes) << shift;
+        masks.opening |= mask(open, folded) << shift;
+        masks.closing |= mask(close, folded) << shift;
+    }
+    masks
+}
+
+/// Elsewhere: the same masks, a byte at a time.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn classify(block: &[u8; BLOCK]) -> Masks {
+    let mut masks = Masks {
+        quotes: 0,
+        backslashes: 0,
+        opening: 0,
+        closing: 0,
+    };
+    for (lane, &byte) in block.iter().enumerate() {
+        let bit = 1u64 << lane;
+        match byte {
+            b'"' => masks.quotes |= bit,
+            b'\\' => masks.backslashes |= bit,
+            b'{' | b'[' => masks.opening |= bit,
+            b'}' | b']' => masks.closing |= bit,
+            _ => {}
+        }
+    }
+    masks
+}
