@@ -217,7 +217,7 @@ struct ReadSleep {
     thread: libc::pid_t,
     fd: Option<OwnedFd>,
     /// Sleeps left in `epoll_wait` after another thread woke a sleep in `read`: a signal costs
-    /// more than the eventfd (about 3 µs of CPU more per wake-up, docs/performance.md), so a
+    /// more than the eventfd (about 3 µs of CPU more per wake-up, docs/performance-stdio.md), so a
     /// loop that other threads wake often (files read on the blocking pool, say) waits in
     /// `epoll_wait` and tries `read` again only after [`EPOLL_TURNS_AFTER_SIGNAL`] sleeps.
     epoll_turns: u32,

@@ -1,7 +1,7 @@
 //! Sleeping in `read(2)` on the pipe itself, interruptible by a signal from another thread.
 //!
 //! Waiting for a pipe with `epoll_wait(2)` and then reading costs one system call more per
-//! wake-up than a blocking `read` (measured in docs/performance.md, "One system call per
+//! wake-up than a blocking `read` (measured in docs/performance-stdio.md, "One system call per
 //! wake-up"). A blocking `read` cannot also wait for the loop's eventfd, so a wake-up from
 //! another thread (async-io's helper, a blocking pool, a channel) reaches a loop sleeping in
 //! `read` as a signal sent to its thread ([`interrupt`]). The handler makes the pipe's open file

@@ -51,7 +51,7 @@ pub fn spawn<C: Client>(
 /// Unlike [`spawn`], this owns the thread for the whole run: on Linux the connection waits in
 /// `epoll_wait(2)` on the agent's two pipes instead of in smol's reactor, so that a request/response
 /// round trip costs a handful of system calls rather than a hand-off between threads (see
-/// docs/performance.md). Elsewhere it runs on `smol::block_on`. Do not call it from inside an
+/// docs/performance-stdio.md). Elsewhere it runs on `smol::block_on`. Do not call it from inside an
 /// async executor.
 ///
 /// ```no_run
