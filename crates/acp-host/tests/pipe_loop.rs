@@ -23,7 +23,7 @@ fn pipe() -> (OwnedFd, OwnedFd) {
 
 #[path = "common/loops.rs"]
 mod loops;
-use loops::{jittered_wake_ups, read_to_end_answering, watchdog};
+use loops::{jittered_wake_ups, read_to_end_answering, read_to_end_by, watchdog};
 
 /// Blocks `SIGURG` (the loop's wake-up signal) in the calling thread, whose loops then wait in
 /// `epoll_wait` instead of in `read`.
@@ -118,17 +118,26 @@ fn write_chunks(write: OwnedFd, chunks: Vec<Vec<u8>>) -> std::thread::JoinHandle
 fn read_all_through_the_loop(read: OwnedFd, buffer: usize) -> Vec<u8> {
     let (_unused_read, out_write) = pipe();
     let (pipes, mut reader, _writer) = pipes(read, out_write).unwrap();
-    block_on(&pipes, async {
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; buffer];
-        loop {
-            match reader.read(&mut buf).await.unwrap() {
-                0 => return all,
-                n => all.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .unwrap()
+    block_on(&pipes, read_to_end_by(&mut reader, buffer)).unwrap()
+}
+
+/// Chunks of the given sizes whose bytes count up by `stride` (wrapping), and all of them in
+/// one: a stream in which a byte out of place or lost shows.
+fn counting_chunks(sizes: &[usize], stride: u8) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let mut next = 0u8;
+    let chunks: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&size| {
+            (0..size)
+                .map(|_| {
+                    next = next.wrapping_add(stride);
+                    next
+                })
+                .collect()
+        })
+        .collect();
+    let all = chunks.concat();
+    (chunks, all)
 }
 
 proptest! {
@@ -141,19 +150,7 @@ proptest! {
         sizes in prop::collection::vec(1usize..100_000, 1..12),
         buffer in 1usize..70_000,
     ) {
-        let mut next = 0u8;
-        let chunks: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&size| {
-                (0..size)
-                    .map(|_| {
-                        next = next.wrapping_add(7);
-                        next
-                    })
-                    .collect()
-            })
-            .collect();
-        let expected: Vec<u8> = chunks.concat();
+        let (chunks, expected) = counting_chunks(&sizes, 7);
         let (read, write) = pipe();
         let writer = write_chunks(write, chunks);
         let got = read_all_through_the_loop(read, buffer);
@@ -203,19 +200,7 @@ proptest! {
         sizes in prop::collection::vec(1usize..100_000, 1..12),
         step in prop_oneof![1usize..2_000, 60_000usize..70_000, Just(BUFFER_BYTES)],
     ) {
-        let mut next = 0u8;
-        let chunks: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&size| {
-                (0..size)
-                    .map(|_| {
-                        next = next.wrapping_add(11);
-                        next
-                    })
-                    .collect()
-            })
-            .collect();
-        let expected: Vec<u8> = chunks.concat();
+        let (chunks, expected) = counting_chunks(&sizes, 11);
         let (read, write) = pipe();
         let writer = write_chunks(write, chunks);
         let got = read_all_buffered(read, step);

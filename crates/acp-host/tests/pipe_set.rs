@@ -15,7 +15,7 @@ use proptest::prelude::*;
 
 #[path = "common/loops.rs"]
 mod loops;
-use loops::{jittered_wake_ups, read_to_end_answering, watchdog};
+use loops::{jittered_wake_ups, read_to_end_answering, read_to_end_by, watchdog};
 
 /// A pair added to `set` whose other ends a thread connects, echoing everything it reads back
 /// until end of input: what a child process with stdin and stdout would be.
@@ -47,16 +47,7 @@ async fn round_trip(
         }
         writer.close().await.unwrap();
     };
-    let read = async move {
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; buffer];
-        loop {
-            match reader.read(&mut buf).await.unwrap() {
-                0 => return all,
-                n => all.extend_from_slice(&buf[..n]),
-            }
-        }
-    };
+    let read = async move { read_to_end_by(&mut reader, buffer).await };
     future::zip(write, read).await.1
 }
 

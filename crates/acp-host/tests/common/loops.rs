@@ -63,3 +63,15 @@ pub async fn read_to_end_answering(
         writer.write_all(b"ack\n").await.unwrap();
     }
 }
+
+/// Reads `reader` to its end, `buffer` bytes at a time at most; everything read.
+pub async fn read_to_end_by(reader: &mut (impl AsyncRead + Unpin), buffer: usize) -> Vec<u8> {
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; buffer];
+    loop {
+        match reader.read(&mut buf).await.unwrap() {
+            0 => return all,
+            n => all.extend_from_slice(&buf[..n]),
+        }
+    }
+}
