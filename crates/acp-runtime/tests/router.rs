@@ -100,15 +100,12 @@ where
     without_feature_only_capabilities(out)
 }
 
-/// The output with what only some feature sets write taken out, so that one snapshot serves
-/// every feature set the suite runs with: with `unstable-proxy-chains` the v1 types carry the
-/// MCP-over-ACP capability, and a v1 agent's answer says `"acp":false` beside `http` and `sse`.
+/// The output with what only some builds write taken out, so that one snapshot serves them
+/// all: the v1 MCP-over-ACP capability, which a v1 agent's answer carries as `"acp":false`
+/// beside `http` and `sse` when the v1 types have it (with `unstable-proxy-chains`, or a
+/// schema in which it became stable).
 fn without_feature_only_capabilities(out: String) -> String {
-    if cfg!(feature = "unstable-proxy-chains") {
-        out.replace(r#""sse":false,"acp":false}"#, r#""sse":false}"#)
-    } else {
-        out
-    }
+    out.replace(r#""sse":false,"acp":false}"#, r#""sse":false}"#)
 }
 
 /// The same through the typed lines of a `LineReader`, for a check that wants them one by one.
