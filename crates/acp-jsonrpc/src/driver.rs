@@ -330,9 +330,16 @@ where
     /// buffers are cut back to what an idle connection keeps. Not each time the queue runs dry
     /// in the middle of a burst (a stream through a router drains it between most reads): the
     /// next chunk would then start small and grow by reallocation, line after line. A buffer
-    /// can only have grown past the idle size if more than half of it was written since.
+    /// can only have grown past the idle size if more than half of it was written since, or
+    /// if a forwarded line reserved a chunk's worth of room (`Shared::chunk_reserved`).
     fn release_idle(&mut self) {
-        if self.write_buffer.is_empty() && self.written_since_idle > IDLE_BUFFER_MAX_CAPACITY / 2 {
+        if !self.write_buffer.is_empty() {
+            return;
+        }
+        let grown = self.written_since_idle > IDLE_BUFFER_MAX_CAPACITY / 2
+            || self.shared.chunk_reserved.load(Ordering::Relaxed);
+        if grown {
+            self.shared.chunk_reserved.store(false, Ordering::Relaxed);
             self.shared.release_idle(&mut self.write_buffer);
             self.written_since_idle = 0;
         }

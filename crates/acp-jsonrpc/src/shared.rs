@@ -138,6 +138,10 @@ pub(crate) struct Shared {
     shared_in_flight: Option<ByteBudget>,
     closed: AtomicBool,
     buffers: Mutex<Vec<Vec<u8>>>,
+    /// Set when a forwarded line started a chunk with a chunk's worth of room
+    /// ([`CHUNK_CAPACITY`]): a buffer then outgrew the idle size without that much being
+    /// written, so the driver's next sleep cuts the buffers back whatever it wrote.
+    pub(crate) chunk_reserved: AtomicBool,
     pub(crate) observer: SharedObserver,
     pub(crate) trace: ConnectionTrace,
 }
@@ -180,6 +184,7 @@ impl Shared {
             shared_in_flight,
             closed: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),
+            chunk_reserved: AtomicBool::new(false),
             observer,
             trace: ConnectionTrace::new(),
         })
@@ -344,6 +349,7 @@ impl Shared {
             // (a stream, usually): room for a chunk's worth at once, rather than growing from
             // an idle connection's small buffer by reallocation.
             bytes.reserve(CHUNK_CAPACITY);
+            self.chunk_reserved.store(true, Ordering::Relaxed);
         }
         encode(&mut bytes);
         let length = bytes.len();

@@ -68,3 +68,30 @@ fn a_large_message_s_buffer_is_given_back_once_written() {
         }
     }));
 }
+
+/// A forwarded line that starts a chunk reserves a chunk's worth of room (64 KiB) though it
+/// is short: once it is written and the driver sleeps, that buffer is given back all the same,
+/// so a connection that forwards now and then keeps an idle connection's buffers.
+#[test]
+fn a_reserved_chunk_is_given_back_after_a_short_burst() {
+    let executor = smol::LocalExecutor::new();
+    smol::block_on(executor.run(async {
+        let (ours, theirs) = memory::pair(memory::DEFAULT_PIPE_CAPACITY);
+        let (handle, driver) =
+            Connection::new(ours.reader, ours.writer, (), ConnectionOptions::default());
+        let _driver = executor.spawn(driver);
+        let mut lines = theirs.reader.lines();
+        let params = serde_json::value::RawValue::from_string(r#"{"n":1}"#.to_owned()).unwrap();
+        for round in 0..3 {
+            assert!(handle.try_notify_raw("tick", Some((&*params).into())));
+            let line = lines.next().await.unwrap().unwrap();
+            assert!(line.contains("tick"), "round {round}: {line}");
+            futures_lite::future::yield_now().await;
+            let (count, capacity) = pooled(&handle.shared);
+            assert!(
+                capacity <= IDLE_POOLED_BUFFERS * IDLE_BUFFER_MAX_CAPACITY,
+                "round {round}: {count} buffers of {capacity} bytes pooled"
+            );
+        }
+    }));
+}
