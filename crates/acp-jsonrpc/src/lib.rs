@@ -215,6 +215,7 @@ mod connect;
 mod connection;
 mod driver;
 mod error;
+mod forwarded;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
@@ -240,6 +241,7 @@ pub use connection::{
     ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture, RequestFuture,
 };
 pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, ResponseError, excerpt};
+pub use forwarded::ForwardedResult;
 pub use handler::{
     Handler, IncomingNotification, IncomingRequest, LocalHandler, RawNotification, Responder,
 };

@@ -73,7 +73,7 @@ fn declines_every_envelope_it_does_not_route_as_it_is() {
     assert_eq!(notification(deep.as_bytes()), None);
 }
 
-fn json_value() -> impl Strategy<Value = Value> {
+pub(super) fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
