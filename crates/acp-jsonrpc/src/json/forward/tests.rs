@@ -326,6 +326,28 @@ fn blocks_agree_with_the_byte_walk_at_block_edges() {
     assert_eq!(blocks::skip_container(deeper.as_bytes(), 0), None);
 }
 
+#[test]
+fn backslash_runs_inside_strings_agree_with_the_byte_walk_across_block_edges() {
+    // Runs of 1 to 5 backslashes inside a string, then a quote (escaped or closing) or a
+    // bracket, at every offset around the first two block edges; after a closing quote the
+    // next bracket ends the container.
+    for pad in 0..140 {
+        for run in 1..=5 {
+            for after in [r#"" ]"#, r#"] "]"#, r#"x" ]"#, r#""]" ]"#] {
+                let text = format!(r#"["{}{}{after}"#, "x".repeat(pad), "\\".repeat(run));
+                for cut in [text.len(), text.len() - 1] {
+                    let bytes = &text.as_bytes()[..cut];
+                    assert_eq!(
+                        blocks::skip_container(bytes, 0),
+                        skip_container_bytewise(bytes, 0),
+                        "{text:?} cut at {cut}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1024))]
 
