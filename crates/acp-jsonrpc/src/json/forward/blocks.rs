@@ -64,54 +64,75 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
     let mut base = at;
     while base < bytes.len() {
         let (masks, block) = masks_at(bytes, base);
-        let carried = escaped;
-        let escaped_bytes = escaped_by_backslashes(masks.backslashes, &mut escaped);
-        let strings = prefix_xor(masks.quotes & !escaped_bytes) ^ in_string;
-        // Every backslash inside a string, as in valid JSON: the masks read the block as the
-        // byte walk does. (A backslash outside a string escapes nothing in the byte walk:
-        // such a block is walked byte by byte.)
-        if masks.backslashes & !strings == 0 {
-            // The quote that opens a string is inside it and the one that closes it is not, so
-            // no quote is a bracket either way; an escaped byte is inside its string.
-            let mut brackets = (masks.opening | masks.closing) & !strings;
-            while brackets != 0 {
-                let lane = brackets.trailing_zeros() as usize;
-                brackets &= brackets - 1;
-                if stack.bracket(block[lane]).ok()? {
+        let strings = if masks.backslashes == 0 && !escaped {
+            // The common block: no escape, so every quote opens or closes a string.
+            prefix_xor(masks.quotes) ^ in_string
+        } else {
+            let carried = escaped;
+            let escaped_bytes = escaped_by_backslashes(masks.backslashes, &mut escaped);
+            let strings = prefix_xor(masks.quotes & !escaped_bytes) ^ in_string;
+            // A backslash outside a string (never in valid JSON) escapes nothing in the byte
+            // walk, unlike in the masks: such a block is walked byte by byte.
+            if masks.backslashes & !strings != 0 {
+                let ((open, escapes_next), end) =
+                    walk_block(&mut stack, block, in_string != 0, carried)?;
+                if let Some(lane) = end {
                     return Some(base + lane + 1);
                 }
+                in_string = if open { u64::MAX } else { 0 };
+                escaped = escapes_next;
+                base += BLOCK;
+                continue;
             }
-            in_string = ((strings as i64) >> 63) as u64;
-        } else {
-            let mut open = in_string != 0;
-            escaped = carried;
-            for (lane, &byte) in block.iter().enumerate() {
-                if escaped {
-                    escaped = false;
-                } else if open {
-                    match byte {
-                        b'"' => open = false,
-                        b'\\' => escaped = true,
-                        _ => {}
-                    }
-                } else {
-                    match byte {
-                        b'"' => open = true,
-                        b'{' | b'[' | b'}' | b']' => {
-                            let closed_outermost = stack.bracket(byte).ok()?;
-                            if closed_outermost {
-                                return Some(base + lane + 1);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
+            strings
+        };
+        // The quote that opens a string is inside it and the one that closes it is not, so no
+        // quote is a bracket either way; an escaped byte is inside its string.
+        let mut brackets = (masks.opening | masks.closing) & !strings;
+        while brackets != 0 {
+            let lane = brackets.trailing_zeros() as usize;
+            brackets &= brackets - 1;
+            if stack.bracket(block[lane]).ok()? {
+                return Some(base + lane + 1);
             }
-            in_string = if open { u64::MAX } else { 0 };
         }
+        in_string = ((strings as i64) >> 63) as u64;
         base += BLOCK;
     }
     None
+}
+
+/// One block walked byte by byte from `open` (a string is open) and `escaped` (its first byte
+/// is escaped): whether a string is open and the next byte escaped after it, and the lane of
+/// the bracket that closed the outermost container, if one did; `None` on a mismatch.
+fn walk_block(
+    stack: &mut Stack,
+    block: &[u8],
+    mut open: bool,
+    mut escaped: bool,
+) -> Option<((bool, bool), Option<usize>)> {
+    for (lane, &byte) in block.iter().enumerate() {
+        if escaped {
+            escaped = false;
+        } else if open {
+            match byte {
+                b'"' => open = false,
+                b'\\' => escaped = true,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => open = true,
+                b'{' | b'[' | b'}' | b']' => {
+                    if stack.bracket(byte).ok()? {
+                        return Some(((open, escaped), Some(lane)));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(((open, escaped), None))
 }
 
 /// The bytes a backslash escapes, one bit per byte: the byte after each run of backslashes of
