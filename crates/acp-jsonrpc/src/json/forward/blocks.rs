@@ -123,10 +123,10 @@ fn walk_block(
         } else {
             match byte {
                 b'"' => open = true,
-                b'{' | b'[' | b'}' | b']' => {
-                    if stack.bracket(byte).ok()? {
-                        return Some(((open, escaped), Some(lane)));
-                    }
+                // The guard takes the bracket (a mismatch ends the walk); only the one that
+                // closes the outermost container takes the arm.
+                b'{' | b'[' | b'}' | b']' if stack.bracket(byte).ok()? => {
+                    return Some(((open, escaped), Some(lane)));
                 }
                 _ => {}
             }
