@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::budget::{ByteBudget, DEFAULT_IN_FLIGHT_BUDGET};
+use crate::forwarded::Answer;
 use crate::json::UncheckedJson;
 use crate::line_reader::DEFAULT_MAX_LINE_LENGTH;
 use crate::message::{
@@ -22,7 +23,7 @@ use crate::message::{
 };
 use crate::observer::SharedObserver;
 use crate::shared::{ResponseResult, Shared, TryEnqueue};
-use crate::{Observer, Problem, RequestError, RequestId};
+use crate::{ForwardedResult, Observer, Problem, RequestError, RequestId};
 
 /// How a [`Connection`](crate::Connection) behaves. `ConnectionOptions::default()` is a good
 /// start.
@@ -272,6 +273,7 @@ impl ConnectionHandle {
     ) -> RequestFuture<Box<RawValue>> {
         let id = self.shared.next_request_id();
         let mut bytes = self.shared.take_buffer();
+        let params = params.map(UncheckedJson::from);
         encode_raw_request(&mut bytes, &RequestId::from(id), method, params);
         self.start_request(id, method, bytes, Ok)
     }
@@ -295,10 +297,48 @@ impl ConnectionHandle {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<RequestFuture<Box<RawValue>>, RequestError> {
+        let params = params.map(UncheckedJson::from);
+        self.send_request_now(method, params, false, Decode::Checked(Ok))
+            .await
+    }
+
+    /// Like [`send_request_raw`](Self::send_request_raw), for a router that forwards the
+    /// answer without reading it ([`Responder::respond_forwarded`](crate::Responder::respond_forwarded)):
+    /// params are written as they are, unread, and on a connection whose handler forwards
+    /// ([`Handler::FORWARDS`](crate::Handler::FORWARDS)) a response in the usual spelling
+    /// (`{"jsonrpc":"2.0","id":…,"result":…}`) reaches it with its result unread
+    /// (docs/limits.md, "What a router forwards unread"). An `error` answer is decoded and
+    /// comes as [`RequestError::Response`], as for any request.
+    ///
+    /// ```
+    /// # use acp_jsonrpc::{ConnectionHandle, RequestError, Responder};
+    /// async fn forward(to: &ConnectionHandle, responder: Responder) -> Result<(), RequestError> {
+    ///     let result = to.send_request_forwarded("ping", None).await?.await?;
+    ///     responder.respond_forwarded(&result);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn send_request_forwarded(
+        &self,
+        method: &str,
+        params: Option<UncheckedJson<'_>>,
+    ) -> Result<RequestFuture<ForwardedResult>, RequestError> {
+        self.send_request_now(method, params, true, Decode::Forwarded(Ok))
+            .await
+    }
+
+    /// Queues a request (waiting for room) and returns the future for its response.
+    async fn send_request_now<R>(
+        &self,
+        method: &str,
+        params: Option<UncheckedJson<'_>>,
+        forwarded: bool,
+        decode: Decode<R>,
+    ) -> Result<RequestFuture<R>, RequestError> {
         let id = self.shared.next_request_id();
         let mut bytes = self.shared.take_buffer();
         encode_raw_request(&mut bytes, &RequestId::from(id), method, params);
-        let Some(response) = self.shared.register_waiter(id) else {
+        let Some(response) = self.shared.register_waiter(id, forwarded) else {
             self.shared.recycle(bytes);
             return Err(RequestError::ConnectionClosed);
         };
@@ -320,7 +360,7 @@ impl ConnectionHandle {
         Ok(RequestFuture {
             id: RequestId::from(id),
             exchange: Box::pin(exchange),
-            decode: Ok,
+            decode,
             _result: PhantomData,
         })
     }
@@ -332,7 +372,7 @@ impl ConnectionHandle {
         bytes: Vec<u8>,
         decode: fn(Box<RawValue>) -> Result<R, RequestError>,
     ) -> RequestFuture<R> {
-        let Some(response) = self.shared.register_waiter(id) else {
+        let Some(response) = self.shared.register_waiter(id, false) else {
             self.shared.recycle(bytes);
             return RequestFuture::failed(id, RequestError::ConnectionClosed, decode);
         };
@@ -354,7 +394,7 @@ impl ConnectionHandle {
         RequestFuture {
             id: RequestId::from(id),
             exchange: Box::pin(exchange),
-            decode,
+            decode: Decode::Checked(decode),
             _result: PhantomData,
         }
     }
@@ -571,8 +611,32 @@ impl Drop for OutgoingRequest {
 pub struct RequestFuture<R> {
     id: RequestId,
     exchange: Pin<Box<dyn Future<Output = ResponseResult> + Send>>,
-    decode: fn(Box<RawValue>) -> Result<R, RequestError>,
+    decode: Decode<R>,
     _result: PhantomData<fn() -> R>,
+}
+
+/// How a [`RequestFuture`] turns the answer into its output: from a result read as JSON, or
+/// from one forwarded unread.
+enum Decode<R> {
+    Checked(fn(Box<RawValue>) -> Result<R, RequestError>),
+    Forwarded(fn(ForwardedResult) -> Result<R, RequestError>),
+}
+
+impl<R> Clone for Decode<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Decode<R> {}
+
+impl<R> Decode<R> {
+    fn apply(self, answer: Answer) -> Result<R, RequestError> {
+        match self {
+            Decode::Checked(decode) => decode(answer.into_checked()?),
+            Decode::Forwarded(decode) => decode(ForwardedResult(answer)),
+        }
+    }
 }
 
 impl<R> RequestFuture<R> {
@@ -584,7 +648,7 @@ impl<R> RequestFuture<R> {
         RequestFuture {
             id: RequestId::from(id),
             exchange: Box::pin(std::future::ready(Err(error))),
-            decode,
+            decode: Decode::Checked(decode),
             _result: PhantomData,
         }
     }
@@ -615,7 +679,10 @@ impl<R> Future for RequestFuture<R> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.exchange.as_mut().poll(cx) {
-            Poll::Ready(result) => Poll::Ready(result.and_then(self.decode)),
+            Poll::Ready(result) => {
+                let decode = self.decode;
+                Poll::Ready(result.and_then(|answer| decode.apply(answer)))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

@@ -416,6 +416,22 @@ where
                             rest
                         }
                     };
+                    // A response to a request whose result is forwarded: handed over unread.
+                    if self.forwards
+                        && let Some(found) = json::forwardable_response(line)
+                        && self.shared.complete_forwarded(found.id, found.result)
+                    {
+                        let id = RequestId::from(found.id);
+                        self.shared.trace.response_received(&id, length, None);
+                        self.reader.release_line();
+                        progress = true;
+                        // As for a decoded response (below): its answer is likely written next.
+                        if self.reader.input_exhausted() || self.shared.shared_replies_nearly_full()
+                        {
+                            break;
+                        }
+                        continue;
+                    }
                     if self.forwards
                         && let Some(found) = json::forwardable_notification(line)
                         && found.method != CANCEL_REQUEST_METHOD

@@ -26,7 +26,9 @@ use crate::{LineEvent, LineReader, Message, strip_byte_order_mark};
 /// - whatever the forwarding scan (a router's, which leaves the params unread)
 ///   accepts has an envelope the decode accepts: with its params replaced by
 ///   `null` the line decodes to a notification of the same method, and when
-///   the whole line decodes, to the same params.
+///   the whole line decodes, to the same params; and the same of the response
+///   scan (a response to the same id, the same result), whose lines the decode
+///   refuses whole only as a response to that id, unanswered.
 #[doc(hidden)]
 pub fn line_reader(data: &[u8]) {
     let Some((&control, input)) = data.split_first() else {
@@ -73,6 +75,7 @@ fn check_line(line: &[u8]) {
         check_line(rest);
     }
     check_forwarding_scan(line);
+    check_response_scan(line);
     match Message::from_slice(line) {
         Ok(message) => {
             let mut encoded = Vec::new();
@@ -119,6 +122,33 @@ fn check_forwarding_scan(line: &[u8]) {
             .as_deref()
             .map(|params| params.get().as_bytes());
         assert_eq!(params, found.params.map(|params| params.as_bytes()));
+    }
+}
+
+fn check_response_scan(line: &[u8]) {
+    let Some(found) = crate::json::forwardable_response(line) else {
+        return;
+    };
+    let id = crate::RequestId::from(found.id);
+    let result = found.result.as_bytes();
+    let start = result.as_ptr() as usize - line.as_ptr() as usize;
+    let mut stripped = line.to_vec();
+    stripped.splice(start..start + result.len(), *b"null");
+    match Message::from_slice(&stripped) {
+        Ok(Message::Response(response)) => assert_eq!(response.id, id),
+        other => panic!("the response scan accepted a malformed envelope: {other:?}"),
+    }
+    match Message::from_slice(line) {
+        Ok(Message::Response(whole)) => {
+            assert_eq!(whole.id, id);
+            let whole = whole.result.expect("a result");
+            assert_eq!(whole.get().as_bytes(), result);
+        }
+        Ok(other) => panic!("the response scan accepted {other:?}"),
+        Err(error) => {
+            assert_eq!(error.reply(), None);
+            assert_eq!(error.response_id(), Some(&id));
+        }
     }
 }
 

@@ -13,7 +13,9 @@ use serde_json::value::RawValue;
 use crate::json::{CarriedMessage, UncheckedJson};
 use crate::message::{decode_params, encode_error, encode_result, encode_typed_result};
 use crate::shared::{RequestState, Shared};
-use crate::{ConnectionHandle, Notification, Problem, Request, RequestId, ResponseError};
+use crate::{
+    ConnectionHandle, ForwardedResult, Notification, Problem, Request, RequestId, ResponseError,
+};
 
 /// Answers the peer's requests and notifications. For handlers whose
 /// futures are `Send`; see [`LocalHandler`] for the others.
@@ -422,7 +424,7 @@ impl Responder {
         let mut bytes = self.shared.take_buffer();
         match result {
             Ok(raw) => {
-                encode_result(&mut bytes, &self.id, raw.get().as_bytes());
+                encode_result(&mut bytes, &self.id, raw.into());
                 self.send(bytes, None);
             }
             Err(error) => {
@@ -430,6 +432,16 @@ impl Responder {
                 self.send(bytes, Some(&error));
             }
         }
+    }
+
+    /// Answers with the result of the request this one was forwarded as, spliced in unread
+    /// (the forwarding path's counterpart of [`respond_raw`](Self::respond_raw)): a result the
+    /// next hop wrote malformed reaches the peer as it was written, and that peer's decode
+    /// answers for it.
+    pub fn respond_forwarded(mut self, result: &ForwardedResult) {
+        let mut bytes = self.shared.take_buffer();
+        encode_result(&mut bytes, &self.id, result.as_unchecked());
+        self.send(bytes, None);
     }
 
     /// Queues the encoded answer; `error` is what it answers with, if not a

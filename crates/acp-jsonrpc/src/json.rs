@@ -48,7 +48,10 @@ mod write;
 
 pub use envelope::{Envelope, envelope};
 pub use forward::{CarriedMessage, carried_message};
-pub(crate) use forward::{carried_in, notification as forwardable_notification};
+pub(crate) use forward::{
+    carried_in, malformed_response_id, notification as forwardable_notification,
+    response as forwardable_response,
+};
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;
 pub(crate) use raw::write_inner_message;

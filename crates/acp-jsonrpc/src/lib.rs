@@ -82,13 +82,15 @@
 //! order its message arrived (a request's before a later notification's),
 //! so what a router does before its first await happens in arrival order;
 //! [`ConnectionHandle::send_request_raw`] lets it queue a request before
-//! the next message is handled.
+//! the next message is handled, and [`ConnectionHandle::send_request_forwarded`]
+//! does the same for a request whose answer it forwards unread
+//! ([`ForwardedResult`], [`Responder::respond_forwarded`]).
 //!
 //! What the connection answers by itself:
 //!
 //! | situation | answer |
 //! |---|---|
-//! | line is not valid JSON (but starts with `{`), or not UTF-8 | `-32700`, id `null` |
+//! | line is not valid JSON (but starts with `{`), or not UTF-8 | `-32700`, id `null`; but a line that starts `{"jsonrpc":"2.0","id":N,"result":` (or `"error":`) is a malformed response: nothing, and our request `N` fails with [`RequestError::MalformedResponse`] |
 //! | a batch (array), a non-object, a malformed request | `-32600`, with the request's id when it could be read |
 //! | a request whose id is already in flight | `-32600` |
 //! | a request beyond the in-flight limit | `-32603` [`ResponseError::too_many_requests`], data `{"maxInFlightRequests": N}` |
@@ -215,6 +217,7 @@ mod connect;
 mod connection;
 mod driver;
 mod error;
+mod forwarded;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
@@ -240,6 +243,7 @@ pub use connection::{
     ConnectionHandle, ConnectionOptions, DEFAULT_REPLY_BUDGET, NotifyFuture, RequestFuture,
 };
 pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, ResponseError, excerpt};
+pub use forwarded::ForwardedResult;
 pub use handler::{
     Handler, IncomingNotification, IncomingRequest, LocalHandler, RawNotification, Responder,
 };

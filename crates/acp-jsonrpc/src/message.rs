@@ -197,16 +197,19 @@ impl Message {
     /// Appends the message as one line of JSON, `\n` included, to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
-            Message::Request(request) => {
-                encode_raw_request(out, &request.id, &request.method, request.params.as_deref())
-            }
+            Message::Request(request) => encode_raw_request(
+                out,
+                &request.id,
+                &request.method,
+                request.params.as_deref().map(UncheckedJson::from),
+            ),
             Message::Notification(notification) => encode_raw_notification(
                 out,
                 &notification.method,
                 notification.params.as_deref().map(UncheckedJson::from),
             ),
             Message::Response(response) => match &response.result {
-                Ok(result) => encode_result(out, &response.id, result.get().as_bytes()),
+                Ok(result) => encode_result(out, &response.id, (&**result).into()),
                 Err(error) => encode_error(out, &response.id, error),
             },
         }
@@ -309,12 +312,12 @@ pub(crate) fn encode_raw_request(
     out: &mut Vec<u8>,
     id: &RequestId,
     method: &str,
-    params: Option<&RawValue>,
+    params: Option<UncheckedJson<'_>>,
 ) {
     let start = out.len();
     write_request_head(out, id, method);
-    write_raw_params(out, params.map(UncheckedJson::from));
-    end_line(out, start);
+    write_raw_params(out, params);
+    end_line_around(out, start, params);
 }
 
 /// Appends a notification line; on error `out` is left as it was.
@@ -389,13 +392,14 @@ pub(crate) fn encode_typed_result<T: Serialize + ?Sized>(
     Ok(())
 }
 
-pub(crate) fn encode_result(out: &mut Vec<u8>, id: &RequestId, result_json: &[u8]) {
+pub(crate) fn encode_result(out: &mut Vec<u8>, id: &RequestId, result: UncheckedJson<'_>) {
     let start = out.len();
     out.extend_from_slice(REQUEST_HEAD);
     id.write_json(out);
     out.extend_from_slice(br#","result":"#);
-    out.extend_from_slice(result_json);
-    end_line(out, start);
+    out.extend_from_slice(result.as_bytes());
+    // An id is written without a newline, so only the result may hold one.
+    end_line_around(out, start, Some(result));
 }
 
 pub(crate) fn encode_error(out: &mut Vec<u8>, id: &RequestId, error: &ResponseError) {

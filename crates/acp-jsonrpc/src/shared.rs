@@ -3,14 +3,15 @@
 //! budgets, and the maps of requests in flight both ways.
 
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
 
-use serde_json::value::RawValue;
-
 use crate::budget::{BudgetScope, ByteBudget, Charge};
+use crate::forwarded::Answer;
 use crate::id_map::IdMap;
+use crate::json::UncheckedJson;
 use crate::message::{encode_error, encode_notification};
 use crate::observer::SharedObserver;
 use crate::trace::{ConnectionTrace, IncomingTrace};
@@ -88,10 +89,17 @@ pub(crate) enum Taken {
     Closed,
 }
 
-pub(crate) type ResponseResult = Result<Box<RawValue>, RequestError>;
+pub(crate) type ResponseResult = Result<Answer, RequestError>;
+
+/// A request of ours waiting for its response.
+struct PendingRequest {
+    sender: oneshot::Sender<ResponseResult>,
+    /// Its result is forwarded, not read: the forwarding scan may hand it over unread.
+    forwarded: bool,
+}
 
 struct PendingRequests {
-    waiters: IdMap<i64, oneshot::Sender<ResponseResult>>,
+    waiters: IdMap<i64, PendingRequest>,
     /// Set once no response can arrive any more (end of input, close).
     refused: bool,
 }
@@ -612,15 +620,21 @@ impl Shared {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Registers a waiter for the response to `id`; `None` when the
-    /// connection can no longer receive responses.
-    pub(crate) fn register_waiter(&self, id: i64) -> Option<oneshot::Receiver<ResponseResult>> {
+    /// Registers a waiter for the response to `id` (whose result is `forwarded` unread, or
+    /// read); `None` when the connection can no longer receive responses.
+    pub(crate) fn register_waiter(
+        &self,
+        id: i64,
+        forwarded: bool,
+    ) -> Option<oneshot::Receiver<ResponseResult>> {
         let mut pending = lock(&self.pending);
         if pending.refused {
             return None;
         }
         let (sender, receiver) = oneshot::channel();
-        pending.waiters.insert(id, sender);
+        pending
+            .waiters
+            .insert(id, PendingRequest { sender, forwarded });
         Some(receiver)
     }
 
@@ -631,15 +645,34 @@ impl Shared {
 
     fn take_waiter(&self, id: &RequestId) -> Option<oneshot::Sender<ResponseResult>> {
         let id = id.as_i64()?;
-        lock(&self.pending).waiters.remove(&id)
+        let waiter = lock(&self.pending).waiters.remove(&id)?;
+        Some(waiter.sender)
     }
 
     /// Hands a response to the request waiting for it.
     pub(crate) fn complete(&self, response: Response) {
         match self.take_waiter(&response.id) {
-            Some(waiter) => waiter.send(response.result.map_err(RequestError::Response)),
+            Some(waiter) => waiter.send(
+                response
+                    .result
+                    .map(Answer::Checked)
+                    .map_err(RequestError::Response),
+            ),
             None => self.report(Problem::UnknownResponse(response)),
         }
+    }
+
+    /// Hands `result`, unread, to the request `id` if it waits for a result it forwards;
+    /// returns whether it did (else the line is decoded as any other).
+    pub(crate) fn complete_forwarded(&self, id: i64, result: UncheckedJson<'_>) -> bool {
+        let waiter = match lock(&self.pending).waiters.entry(id) {
+            Entry::Occupied(waiter) if waiter.get().forwarded => waiter.remove(),
+            _ => return false,
+        };
+        waiter
+            .sender
+            .send(Ok(Answer::Unread(result.as_bytes().into())));
+        true
     }
 
     /// Fails the request waiting for `id` (its response was malformed).

@@ -90,6 +90,23 @@ mod on {
 
         /// A message was read (`bytes`: the line without its `\n`). For a
         /// request, returns its span, which its handler runs in.
+        /// A response read, decoded (with its `error`, if any) or with its result unread.
+        pub(crate) fn response_received(
+            &self,
+            id: &RequestId,
+            bytes: usize,
+            error: Option<&ResponseError>,
+        ) {
+            let waiting = id.as_i64().and_then(|id| lock(&self.waiting).remove(&id));
+            let span = waiting.as_ref().map_or(&self.span, |w| &w.span);
+            let method = waiting.as_ref().map(|w| &*w.method);
+            let duration_us = waiting.as_ref().map(|w| micros(w.sent.elapsed()));
+            message_event!(error.is_some(), parent: span, direction = "in",
+                kind = "response", method, id = %id, bytes, duration_us,
+                error_code = error.map(|e| e.code.0),
+                error_message = error.map(|e| e.message.as_str()), "received");
+        }
+
         /// A notification read (whether forwarded as it is or handled).
         pub(crate) fn notification_received(&self, method: &str, bytes: usize) {
             tracing::debug!(target: TARGET, parent: &self.span, direction = "in",
@@ -115,18 +132,8 @@ mod on {
                     IncomingTrace::default()
                 }
                 Message::Response(response) => {
-                    let waiting = response
-                        .id
-                        .as_i64()
-                        .and_then(|id| lock(&self.waiting).remove(&id));
-                    let span = waiting.as_ref().map_or(&self.span, |w| &w.span);
-                    let method = waiting.as_ref().map(|w| &*w.method);
-                    let duration_us = waiting.as_ref().map(|w| micros(w.sent.elapsed()));
                     let error = response.result.as_ref().err();
-                    message_event!(error.is_some(), parent: span, direction = "in",
-                        kind = "response", method, id = %response.id, bytes, duration_us,
-                        error_code = error.map(|e| e.code.0),
-                        error_message = error.map(|e| e.message.as_str()), "received");
+                    self.response_received(&response.id, bytes, error);
                     IncomingTrace::default()
                 }
             }
@@ -281,6 +288,10 @@ mod off {
         #[inline(always)]
         pub(crate) fn received(&self, _: &Message, _: usize) -> IncomingTrace {
             IncomingTrace
+        }
+
+        #[inline(always)]
+        pub(crate) fn response_received(&self, _: &RequestId, _: usize, _: Option<&ResponseError>) {
         }
 
         #[inline(always)]

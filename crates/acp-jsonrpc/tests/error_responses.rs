@@ -547,3 +547,25 @@ fn null_request_ids_are_refused_only_when_switched_on() {
         }
     });
 }
+
+/// A response whose result is not valid JSON (as a router may forward one unread) fails our
+/// request with `MalformedResponse` and is not answered: responses never are, and the id is
+/// read from the usual start of a response (`{"jsonrpc":"2.0","id":N,"result":`).
+#[test]
+fn a_result_that_is_not_json_fails_our_request_and_is_not_answered() {
+    run(async {
+        let (handle, mut peer, _driver) = connect(TestHandler::default(), Default::default());
+        for result in [&b"{\"a\":tru}"[..], b"\"\xff\"", b"[01]"] {
+            let call = smol::spawn(handle.request::<serde_json::Value, _>("x", &()));
+            let id = peer.recv_json().await["id"].clone();
+            let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes();
+            line.extend_from_slice(result);
+            line.push(b'}');
+            assert!(peer.replies_to(&line).await.is_empty());
+            assert!(matches!(
+                call.await,
+                Err(RequestError::MalformedResponse(_))
+            ));
+        }
+    });
+}

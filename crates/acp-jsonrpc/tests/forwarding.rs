@@ -408,3 +408,61 @@ fn malformed_params_go_on_unread_and_malformed_envelopes_are_answered_here() {
     assert_eq!(expected_answers.len(), answered.len());
     assert_eq!(answers, expected_answers);
 }
+
+/// A router's end that forwards answers: `ping` answered, nothing else handled.
+struct ForwardingEnd;
+
+impl Handler for ForwardingEnd {
+    async fn request(
+        &self,
+        request: acp_jsonrpc::IncomingRequest,
+        responder: acp_jsonrpc::Responder,
+    ) {
+        let _ = request;
+        responder.respond_ok(&());
+    }
+
+    const FORWARDS: bool = true;
+
+    fn forward_notification(&self, _: &RawNotification<'_>) -> bool {
+        false
+    }
+}
+
+/// On a connection whose handler forwards, the answer to `send_request_forwarded` comes with
+/// its result unread, byte-identical whatever it holds (invalid JSON, invalid UTF-8); a
+/// request the router reads itself on the same connection still gets its result checked.
+/// (Splicing it into the router's own answer: acp-runtime's `proxy_chain` tests.)
+#[test]
+fn forwarded_results_come_unread_and_read_ones_checked() {
+    common::run(async {
+        let (handle, mut peer, _driver) = common::connect(ForwardingEnd, Default::default());
+        let results: [&[u8]; 4] = [
+            b"{\"a\":tru,\"b\":\"\\x\"}",
+            b"\"\xff\"",
+            b"[01,]",
+            br#"{"content":"line\nnext","n":[1,{}]}"#,
+        ];
+        for result in results {
+            let pending = handle.send_request_forwarded("x", None).await.unwrap();
+            let id = peer.recv_json().await["id"].clone();
+            let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes();
+            line.extend_from_slice(result);
+            line.extend_from_slice(b"}\n");
+            peer.send_bytes(&line).await;
+            let forwarded = pending.await.unwrap();
+            assert_eq!(forwarded.as_unchecked().as_bytes(), result);
+            assert_eq!(forwarded.len(), result.len());
+        }
+        let read = smol::spawn(handle.request_raw("y", None));
+        let id = peer.recv_json().await["id"].clone();
+        peer.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"a":tru}}}}"#
+        ))
+        .await;
+        assert!(matches!(
+            read.await,
+            Err(acp_jsonrpc::RequestError::MalformedResponse(_))
+        ));
+    });
+}

@@ -542,3 +542,95 @@ fn a_request_with_malformed_params_is_answered_once_by_the_hop_that_read_it() {
         );
     }));
 }
+
+/// The chain forwards a response's result unread, both ways: a result that is not valid JSON
+/// reaches the end that asked byte-identical under its own id (through the conductor and a
+/// pass-through, four hops with an id of their own each), for that end's decode to refuse;
+/// a well-formed answer after it is routed as usual.
+#[test]
+fn malformed_results_go_through_unread_to_the_peer_that_asked() {
+    smol::block_on(within("malformed results", async {
+        let (mut client, mut agent) = raw_chain(1).await;
+        initialize_raw(&mut client, &mut agent, 1).await;
+        let bad_result = r#"{"content":tru,"b":"\x","c":[01,]}"#;
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 7, "method": "_x", "params": {}}))
+            .await;
+        let request = agent.recv().await;
+        agent
+            .send_text(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{bad_result}}}\n",
+                request["id"]
+            ))
+            .await;
+        let expected = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{bad_result}}}"#);
+        assert_eq!(client.recv_line().await, expected);
+        // The other way: the agent asks the client (as `fs/read_text_file` does).
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": "a", "method": "fs/read_text_file", "params": {"path": "/f"}}))
+            .await;
+        let request = client.recv().await;
+        assert_eq!(request["method"], "fs/read_text_file");
+        client
+            .send_text(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{bad_result}}}\n",
+                request["id"]
+            ))
+            .await;
+        let expected = format!(r#"{{"jsonrpc":"2.0","id":"a","result":{bad_result}}}"#);
+        assert_eq!(agent.recv_line().await, expected);
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 8, "method": "_y", "params": {}}))
+            .await;
+        let request = agent.recv().await;
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32001, "message": "no"}}))
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&json!(8), &json!(-32001))
+        );
+    }));
+}
+
+/// A response whose envelope is malformed (a member twice) is still read by the hop that
+/// reads it first, the conductor, which answers the request it forwarded with its own error,
+/// once; nothing else reaches the client for it.
+#[test]
+fn a_response_with_a_malformed_envelope_fails_its_request_at_the_hop_that_read_it() {
+    smol::block_on(within("malformed response envelope", async {
+        let (mut client, mut agent) = raw_chain(0).await;
+        initialize_raw(&mut client, &mut agent, 1).await;
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 7, "method": "_x", "params": {}}))
+            .await;
+        let request = agent.recv().await;
+        agent
+            .send_text(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":1,\"result\":2}}\n",
+                request["id"]
+            ))
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&json!(7), &json!(-32603)),
+            "{answer}"
+        );
+        // The next request is the next thing the client sees answered.
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 8, "method": "_y", "params": {}}))
+            .await;
+        let request = agent.recv().await;
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 8}}))
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["result"]["n"]),
+            (&json!(8), &json!(8)),
+            "{answer}"
+        );
+    }));
+}

@@ -1,5 +1,5 @@
-//! The envelope of a notification a router forwards, found without validating what it only
-//! copies: the members it routes on (`jsonrpc`, `method`, and the `method` and `params` of a
+//! The envelope of a notification or a response a router forwards, found without validating
+//! what it only copies: the members it routes on (`jsonrpc`, `method`, and the `method` and `params` of a
 //! message carried in the params, as `proxy/successor` carries one) are read exactly, every
 //! other value is only skipped (a string to its closing quote past its escapes; a container
 //! to its matching bracket), and no byte it only copies is checked for UTF-8 or JSON. A hop
@@ -11,6 +11,9 @@
 //! `method` (a string without escapes) and `params`, each once, and no other. Anything else
 //! (an `id`, `result` or `error`, another member, an escape in a key) is `None`, and the line
 //! is decoded (and answered) as before: a malformed envelope is never forwarded.
+//!
+//! A response is read the same way ([`response`]): `{"jsonrpc":"2.0","id":N,"result":…}` in
+//! that spelling, with `N` a request id of ours (a non-negative integer), its result skipped.
 
 mod blocks;
 
@@ -364,6 +367,73 @@ fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
+/// What a router needs of a response line: the id of the request it answers, and the result,
+/// unread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForwardResponse<'a> {
+    pub(crate) id: i64,
+    pub(crate) result: UncheckedJson<'a>,
+}
+
+/// The start of a response (and of a request) as this crate and most writers spell one.
+const RESPONSE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+
+/// Reads `line` as a response to one of our requests whose result a router may forward unread:
+/// `{"jsonrpc":"2.0","id":N,"result":…}` with nothing between the tokens, `N` an integer the
+/// validating decode reads as the same id (digits, no sign, no leading zero, within `i64`),
+/// the result skipped as [`skip_value`] does, whitespace only after the closing `}`. Anything
+/// else (an `error`, another member, another order or spelling) is `None`, and the line is
+/// decoded as before.
+pub(crate) fn response(line: &[u8]) -> Option<ForwardResponse<'_>> {
+    const RESULT: &[u8] = br#","result":"#;
+    let (id, after_id) = response_id(line)?;
+    let at = after_id + RESULT.len();
+    if line.get(after_id..at)? != RESULT {
+        return None;
+    }
+    let end = skip_value(line, at)?;
+    if line.get(end) != Some(&b'}') || skip_ws(line, end + 1) != line.len() {
+        return None;
+    }
+    Some(ForwardResponse {
+        id,
+        result: UncheckedJson::on_line(&line[at..end]),
+    })
+}
+
+/// The id of a line that starts as a response to one of our requests does
+/// (`{"jsonrpc":"2.0","id":N,"result":` or `…,"error":`), whatever follows: for a response
+/// the validating decode refuses as a whole (its result is not valid JSON), so that the
+/// request waiting for it fails instead of waiting forever.
+pub(crate) fn malformed_response_id(line: &[u8]) -> Option<i64> {
+    let (id, after_id) = response_id(line)?;
+    let rest = line.get(after_id..)?;
+    (rest.starts_with(br#","result":"#) || rest.starts_with(br#","error":"#)).then_some(id)
+}
+
+/// After [`RESPONSE_HEAD`]: an id as this crate writes its own (a non-negative integer, as
+/// serde_json reads it: no leading zero, within `i64`), and where it ends.
+#[inline(always)]
+fn response_id(line: &[u8]) -> Option<(i64, usize)> {
+    let digits = line.strip_prefix(RESPONSE_HEAD)?;
+    let length = digits
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count();
+    if length == 0 || length > 1 && digits[0] == b'0' {
+        return None;
+    }
+    let mut id: i64 = 0;
+    for &digit in &digits[..length] {
+        id = id.checked_mul(10)?.checked_add(i64::from(digit - b'0'))?;
+    }
+    Some((id, RESPONSE_HEAD.len() + length))
+}
+
 #[cfg(test)]
 #[path = "forward/tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "forward/response_tests.rs"]
+mod response_tests;

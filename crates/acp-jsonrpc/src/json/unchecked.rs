@@ -28,7 +28,7 @@ pub struct UncheckedJson<'a> {
 
 impl<'a> UncheckedJson<'a> {
     /// Text found on one line (so without a newline).
-    pub(super) fn on_line(text: &'a [u8]) -> Self {
+    pub(crate) fn on_line(text: &'a [u8]) -> Self {
         UncheckedJson {
             text,
             one_line: true,

@@ -121,6 +121,22 @@ impl DecodeError {
         self.0.response_id = Some(id);
         self
     }
+
+    /// A line that is not valid JSON is answered with `-32700`, unless it starts as a
+    /// response to one of our requests (`{"jsonrpc":"2.0","id":N,"result":` or `"error":`):
+    /// a result a router forwarded unread reaches the peer that decodes it this way, and
+    /// responses are never answered; the request waiting for `N` fails instead of waiting
+    /// forever (docs/limits.md, "What a router forwards unread").
+    fn unless_a_response(self, line: &[u8]) -> Self {
+        match json::malformed_response_id(line) {
+            Some(id) => {
+                let mut error = self.for_response(RequestId::from(id));
+                error.0.reply = None;
+                error
+            }
+            None => self,
+        }
+    }
 }
 
 impl fmt::Display for DecodeError {
@@ -232,7 +248,8 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(error) if first == Some(b'{') => {
-            return Err(DecodeError::new(Kind::InvalidUtf8, error.to_string()));
+            let error = DecodeError::new(Kind::InvalidUtf8, error.to_string());
+            return Err(error.unless_a_response(line));
         }
         Err(_) => return Err(DecodeError::new(Kind::NotJson, "not valid UTF-8")),
     };
@@ -264,7 +281,10 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
             // Valid JSON, but a member appears twice.
             return Err(classify_repeated(text, error.to_string()));
         }
-        Err(error) => return Err(DecodeError::new(Kind::InvalidJson, error.to_string())),
+        Err(error) => {
+            let error = DecodeError::new(Kind::InvalidJson, error.to_string());
+            return Err(error.unless_a_response(line));
+        }
     };
     classify(envelope)
 }

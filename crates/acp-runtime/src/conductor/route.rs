@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use acp_jsonrpc::{
-    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RawNotification,
-    RequestError, Responder, ResponseError,
+    ConnectionHandle, ForwardedResult, Handler, IncomingNotification, IncomingRequest,
+    RawNotification, RequestError, Responder, ResponseError,
 };
 use acp_types::ProtocolVersion;
 use futures_lite::FutureExt;
@@ -240,7 +240,7 @@ impl HopDispatch {
     async fn forward_request(
         &self,
         request: IncomingRequest,
-    ) -> Result<Box<RawValue>, ResponseError> {
+    ) -> Result<ForwardedResult, ResponseError> {
         let ticket = self.order.ticket();
         let _forwarding = self.shared.forwarding();
         let method = request.method();
@@ -277,11 +277,15 @@ impl HopDispatch {
         if let Some(slot) = slot {
             chain.handshake.sent(slot);
         }
+        // The answer comes back unread (`ForwardedResult`): the peer that decodes it answers
+        // for a malformed result (docs/limits.md, "What a router forwards unread").
         let sent = if to.wrapped {
             let envelope = wrap(to.method, params);
-            rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
+            rpc.send_request_forwarded(PROXY_SUCCESSOR, Some((&*envelope).into()))
+                .await
         } else {
-            rpc.send_request_raw(to.method, params).await
+            rpc.send_request_forwarded(to.method, params.map(Into::into))
+                .await
         };
         let next_hop = to.hop;
         drop(ticket);
@@ -302,7 +306,8 @@ impl HopDispatch {
                 // `initialize` changes nothing.
                 #[cfg(feature = "unstable-protocol-v2")]
                 if starts_chain {
-                    let answered = crate::proxy::context::answered_version(&result);
+                    let answered = result.as_unchecked().as_bytes();
+                    let answered = crate::proxy::context::answered_version(answered);
                     let v2 = answered.is_some_and(|version| version.0 >= 2);
                     self.shared.speaks_v2.store(v2, Ordering::Release);
                 }
@@ -317,8 +322,8 @@ impl HopDispatch {
     async fn within_initialize_timeout(
         &self,
         chain: &Chain,
-        pending: acp_jsonrpc::RequestFuture<Box<RawValue>>,
-    ) -> Result<Result<Box<RawValue>, RequestError>, ResponseError> {
+        pending: acp_jsonrpc::RequestFuture<ForwardedResult>,
+    ) -> Result<Result<ForwardedResult, RequestError>, ResponseError> {
         let timeout = self.shared.initialize_timeout;
         let answer = async { Some(pending.await) }
             .or(async {
@@ -455,8 +460,8 @@ impl Handler for HopDispatch {
         match self.forward_request(request).await {
             Ok(result) => {
                 // Answers pass through whole: wait for room in the reply budget first.
-                responder.reserve(result.get().len()).await;
-                responder.respond_raw(Ok(&result));
+                responder.reserve(result.len()).await;
+                responder.respond_forwarded(&result);
             }
             Err(error) => responder.respond_error(error),
         }

@@ -97,7 +97,9 @@ impl Successor<'_> {
             .request_raw(PROXY_SUCCESSOR, Some(&envelope))
             .await?;
         if method == INITIALIZE {
-            self.0.state.note_successor_initialized(&result);
+            self.0
+                .state
+                .note_successor_initialized(result.get().as_bytes());
         }
         Ok(result)
     }
@@ -154,19 +156,21 @@ impl Predecessor<'_> {
 }
 
 /// The `protocolVersion` member of an `initialize` answer, if it reads as one.
-pub(crate) fn answered_version(result: &RawValue) -> Option<ProtocolVersion> {
+pub(crate) fn answered_version(result: &[u8]) -> Option<ProtocolVersion> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Answer {
         protocol_version: ProtocolVersion,
     }
-    serde_json::from_str::<Answer>(result.get())
+    serde_json::from_slice::<Answer>(result)
         .ok()
         .map(|answer| answer.protocol_version)
 }
 
 impl ProxyState {
-    pub(crate) fn note_successor_initialized(&self, result: &RawValue) {
+    /// Notes the version the successor answered `initialize` with (`result` as it was
+    /// written: forwarded answers are not read before this).
+    pub(crate) fn note_successor_initialized(&self, result: &[u8]) {
         let version = answered_version(result);
         *self
             .successor_version

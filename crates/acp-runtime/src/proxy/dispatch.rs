@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use acp_jsonrpc::{
-    ConnectionHandle, Handler, IncomingNotification, IncomingRequest, RawNotification,
-    RequestError, Responder, ResponseError,
+    ConnectionHandle, ForwardedResult, Handler, IncomingNotification, IncomingRequest,
+    RawNotification, RequestError, Responder, ResponseError,
 };
 use serde_json::value::RawValue;
 
@@ -93,31 +93,38 @@ impl ProxyDispatch {
         }
     }
 
-    /// The answer to a request: its hook's, or the neighbour's it was forwarded to.
+    /// The answer to a request: its hook's, or the neighbour's it was forwarded to (its result
+    /// unread: the peer that decodes it answers for it).
     async fn answer(
         &self,
         ticket: Ticket,
         rpc: &ConnectionHandle,
         routed: Routed<'_>,
-    ) -> Result<Box<RawValue>, ResponseError> {
+    ) -> Result<ForwardedResult, ResponseError> {
         ticket.turn().await;
         if let Some(hook) = self.proxy.requests.get(&(routed.from, &*routed.method)) {
             drop(ticket);
             return hook(self.context(rpc), routed.params.map(ToOwned::to_owned))
                 .await
+                .map(ForwardedResult::from)
                 .map_err(|error| error.to_response());
         }
         let pending = match routed.from {
             From::Client => {
                 let envelope = wrap(&routed.method, routed.params);
-                rpc.send_request_raw(PROXY_SUCCESSOR, Some(&envelope)).await
+                rpc.send_request_forwarded(PROXY_SUCCESSOR, Some((&*envelope).into()))
+                    .await
             }
-            From::Agent => rpc.send_request_raw(&routed.method, routed.params).await,
+            From::Agent => {
+                let params = routed.params.map(Into::into);
+                rpc.send_request_forwarded(&routed.method, params).await
+            }
         };
         drop(ticket);
         let result = pending.map_err(to_response)?.await.map_err(to_response)?;
         if routed.from == From::Client && routed.method == INITIALIZE {
-            self.state.note_successor_initialized(&result);
+            let answered = result.as_unchecked();
+            self.state.note_successor_initialized(answered.as_bytes());
         }
         Ok(result)
     }
@@ -135,8 +142,8 @@ impl Handler for ProxyDispatch {
         let mut answer = self.answer(ticket, &rpc, routed).await;
         if initialize && let Ok(result) = &answer {
             let successor = self.state.successor_version();
-            if let Err(error) = rules::proxy_initialize_answer(successor, answered_version(result))
-            {
+            let answered = answered_version(result.as_unchecked().as_bytes());
+            if let Err(error) = rules::proxy_initialize_answer(successor, answered) {
                 answer = Err(error);
             }
         }
@@ -144,8 +151,8 @@ impl Handler for ProxyDispatch {
             Ok(result) => {
                 // Forwarded answers can be large: wait for room in the reply budget, as
                 // the connection asks of handlers that may answer megabytes.
-                responder.reserve(result.get().len()).await;
-                responder.respond_raw(Ok(&result));
+                responder.reserve(result.len()).await;
+                responder.respond_forwarded(&result);
             }
             Err(error) => responder.respond_error(error),
         }

@@ -1,10 +1,11 @@
 //! The forwarding scan's container skip, 64 bytes at a time: each block is classified once
 //! into bit masks (quotes, backslashes, opening and closing brackets; SSE2 on x86-64 through
 //! `safe_arch`, a byte loop elsewhere), strings are found by a prefix XOR of the quote mask,
-//! and only the brackets outside strings are visited one by one. A block holding a backslash
-//! is walked byte by byte instead, so the result is exactly the byte walk's (the tests compare
-//! the two): a string ends at the next quote no backslash escapes, brackets are matched by kind
-//! up to 64 deep, and nothing is validated.
+//! and only the brackets outside strings are visited one by one. Escaped quotes are found by
+//! the parity of backslash runs, also on the masks; a block where a backslash falls outside a
+//! string (never in valid JSON) is walked byte by byte instead, so the result is exactly the
+//! byte walk's (the tests compare the two): a string ends at the next quote no backslash
+//! escapes, brackets are matched by kind up to 64 deep, and nothing is validated.
 
 /// Bytes classified at once: one bit per byte in a `u64` mask.
 const BLOCK: usize = 64;
@@ -57,53 +58,109 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
     let mut stack = Stack { kinds: 0, depth: 0 };
     // All ones while a string is open at the end of the previous block.
     let mut in_string = 0u64;
-    // The previous block's last byte was a backslash inside a string.
+    // The previous block ended in a run of backslashes of odd length inside a string: its
+    // first byte is escaped.
     let mut escaped = false;
     let mut base = at;
     while base < bytes.len() {
         let (masks, block) = masks_at(bytes, base);
-        if masks.backslashes == 0 && !escaped {
-            let strings = prefix_xor(masks.quotes) ^ in_string;
-            // The quote that opens a string is inside it and the one that closes it is not, so
-            // no quote is a bracket either way.
-            let mut brackets = (masks.opening | masks.closing) & !strings;
-            while brackets != 0 {
-                let lane = brackets.trailing_zeros() as usize;
-                brackets &= brackets - 1;
-                if stack.bracket(block[lane]).ok()? {
+        let strings = if masks.backslashes == 0 && !escaped {
+            // The common block: no escape, so every quote opens or closes a string.
+            prefix_xor(masks.quotes) ^ in_string
+        } else {
+            let carried = escaped;
+            let escaped_bytes = escaped_by_backslashes(masks.backslashes, &mut escaped);
+            let strings = prefix_xor(masks.quotes & !escaped_bytes) ^ in_string;
+            // A backslash outside a string (never in valid JSON) escapes nothing in the byte
+            // walk, unlike in the masks: such a block is walked byte by byte.
+            if masks.backslashes & !strings != 0 {
+                let ((open, escapes_next), end) =
+                    walk_block(&mut stack, block, in_string != 0, carried)?;
+                if let Some(lane) = end {
                     return Some(base + lane + 1);
                 }
+                in_string = if open { u64::MAX } else { 0 };
+                escaped = escapes_next;
+                base += BLOCK;
+                continue;
             }
-            in_string = ((strings as i64) >> 63) as u64;
-        } else {
-            let mut open = in_string != 0;
-            for (lane, &byte) in block.iter().enumerate() {
-                if escaped {
-                    escaped = false;
-                } else if open {
-                    match byte {
-                        b'"' => open = false,
-                        b'\\' => escaped = true,
-                        _ => {}
-                    }
-                } else {
-                    match byte {
-                        b'"' => open = true,
-                        b'{' | b'[' | b'}' | b']' => {
-                            let closed_outermost = stack.bracket(byte).ok()?;
-                            if closed_outermost {
-                                return Some(base + lane + 1);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
+            strings
+        };
+        // The quote that opens a string is inside it and the one that closes it is not, so no
+        // quote is a bracket either way; an escaped byte is inside its string.
+        let mut brackets = (masks.opening | masks.closing) & !strings;
+        while brackets != 0 {
+            let lane = brackets.trailing_zeros() as usize;
+            brackets &= brackets - 1;
+            if stack.bracket(block[lane]).ok()? {
+                return Some(base + lane + 1);
             }
-            in_string = if open { u64::MAX } else { 0 };
         }
+        in_string = ((strings as i64) >> 63) as u64;
         base += BLOCK;
     }
     None
+}
+
+/// One block walked byte by byte from `open` (a string is open) and `escaped` (its first byte
+/// is escaped): whether a string is open and the next byte escaped after it, and the lane of
+/// the bracket that closed the outermost container, if one did; `None` on a mismatch.
+fn walk_block(
+    stack: &mut Stack,
+    block: &[u8],
+    mut open: bool,
+    mut escaped: bool,
+) -> Option<((bool, bool), Option<usize>)> {
+    for (lane, &byte) in block.iter().enumerate() {
+        if escaped {
+            escaped = false;
+        } else if open {
+            match byte {
+                b'"' => open = false,
+                b'\\' => escaped = true,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => open = true,
+                // The guard takes the bracket (a mismatch ends the walk); only the one that
+                // closes the outermost container takes the arm.
+                b'{' | b'[' | b'}' | b']' if stack.bracket(byte).ok()? => {
+                    return Some(((open, escaped), Some(lane)));
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(((open, escaped), None))
+}
+
+/// The bytes a backslash escapes, one bit per byte: the byte after each run of backslashes of
+/// odd length (simdjson's odd-backslash-sequence arithmetic). `carry` says on entry whether
+/// the previous block ended in such a run (so that this block's first byte is escaped), and on
+/// return whether this one does.
+#[inline(always)]
+fn escaped_by_backslashes(backslashes: u64, carry: &mut bool) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    const ODD: u64 = !EVEN;
+    let carried = u64::from(*carry);
+    if backslashes == 0 {
+        *carry = false;
+        return carried;
+    }
+    let starts = backslashes & !(backslashes << 1);
+    // A run at bit 0 after an odd run of the previous block starts one byte later, at an
+    // odd position.
+    let even_start_mask = EVEN ^ carried;
+    let even_starts = starts & even_start_mask;
+    let odd_starts = starts & !even_start_mask;
+    let even_carries = backslashes.wrapping_add(even_starts);
+    let (odd_carries, overflowed) = backslashes.overflowing_add(odd_starts);
+    let odd_carries = odd_carries | carried;
+    *carry = overflowed;
+    let even_start_odd_end = even_carries & !backslashes & ODD;
+    let odd_start_even_end = odd_carries & !backslashes & EVEN;
+    even_start_odd_end | odd_start_even_end
 }
 
 /// The masks of the (up to) 64 bytes at `base`, and those bytes. The last block is classified

@@ -73,7 +73,7 @@ fn declines_every_envelope_it_does_not_route_as_it_is() {
     assert_eq!(notification(deep.as_bytes()), None);
 }
 
-fn json_value() -> impl Strategy<Value = Value> {
+pub(super) fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
@@ -324,6 +324,28 @@ fn blocks_agree_with_the_byte_walk_at_block_edges() {
     assert_eq!(blocks::skip_container(deep.as_bytes(), 0), Some(128));
     let deeper = format!("{}{}", "[".repeat(65), "]".repeat(65));
     assert_eq!(blocks::skip_container(deeper.as_bytes(), 0), None);
+}
+
+#[test]
+fn backslash_runs_inside_strings_agree_with_the_byte_walk_across_block_edges() {
+    // Runs of 1 to 5 backslashes inside a string, then a quote (escaped or closing) or a
+    // bracket, at every offset around the first two block edges; after a closing quote the
+    // next bracket ends the container.
+    for pad in 0..140 {
+        for run in 1..=5 {
+            for after in [r#"" ]"#, r#"] "]"#, r#"x" ]"#, r#""]" ]"#] {
+                let text = format!(r#"["{}{}{after}"#, "x".repeat(pad), "\\".repeat(run));
+                for cut in [text.len(), text.len() - 1] {
+                    let bytes = &text.as_bytes()[..cut];
+                    assert_eq!(
+                        blocks::skip_container(bytes, 0),
+                        skip_container_bytewise(bytes, 0),
+                        "{text:?} cut at {cut}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 proptest! {
