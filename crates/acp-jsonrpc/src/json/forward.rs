@@ -103,6 +103,14 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
 #[inline(always)]
 fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     let (method, params_at) = usual_string_then_params(line, USUAL_HEAD)?;
+    usual_params(line, method, params_at)
+}
+
+/// The rest of a message in the usual spelling once its method (quotes included, not yet
+/// read) and where its params start are known: the params up to the closing `}` that ends
+/// the line, and a message they carry when spelled `{"method":"…","params":…}`.
+#[inline(always)]
+fn usual_params<'a>(line: &'a [u8], method: &'a [u8], params_at: usize) -> Option<ForwardScan<'a>> {
     let (end, method, inner) = match usual_carried(line, params_at) {
         Some((end, carried_method, params)) => {
             let (method, carried_method) = plain_strings(line, method, carried_method)?;
@@ -375,6 +383,38 @@ pub(crate) struct ForwardResponse<'a> {
     pub(crate) result: UncheckedJson<'a>,
 }
 
+/// What a router needs of a request line: its id, and the rest as of a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForwardRequest<'a> {
+    pub(crate) id: i64,
+    pub(crate) scan: ForwardScan<'a>,
+}
+
+/// Reads `line` as a request whose params a router may forward unread:
+/// `{"jsonrpc":"2.0","id":N,"method":"…","params":…}` with nothing between the tokens and
+/// nothing after the `}`, `N` read as [`response`] reads it, the method plain (no escape or
+/// control character, valid UTF-8) and the params skipped as a notification's are. Anything
+/// else (no params, another member, another order or spelling, a string id) is `None`, and the
+/// line is decoded (and answered) as before.
+pub(crate) fn request(line: &[u8]) -> Option<ForwardRequest<'_>> {
+    let (id, after_id) = response_id(line)?;
+    let (method, params_at) = usual_string_then_params(&line[after_id..], METHOD_HEAD)?;
+    let scan = usual_params(line, method, after_id + params_at)?;
+    Some(ForwardRequest { id, scan })
+}
+
+/// A request's method after its id, up to the method's opening quote.
+const METHOD_HEAD: &[u8] = br#","method":""#;
+
+/// The id of a line that starts as a request does (`{"jsonrpc":"2.0","id":N,"method":"`),
+/// whatever follows: for a request the validating decode refuses as a whole (its params are
+/// not valid JSON or UTF-8), so that its `-32700` answers that id, and the router that
+/// forwarded it unread can hand the answer back to whoever asked.
+pub(crate) fn malformed_request_id(line: &[u8]) -> Option<i64> {
+    let (id, after_id) = response_id(line)?;
+    line.get(after_id..)?.starts_with(METHOD_HEAD).then_some(id)
+}
+
 /// The start of a response (and of a request) as this crate and most writers spell one.
 const RESPONSE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 
@@ -437,3 +477,7 @@ mod tests;
 #[cfg(test)]
 #[path = "forward/response_tests.rs"]
 mod response_tests;
+
+#[cfg(test)]
+#[path = "forward/request_tests.rs"]
+mod request_tests;
