@@ -131,7 +131,7 @@ impl DecodeError {
     /// One that starts as a request (`{"jsonrpc":"2.0","id":N,"method":"`) is answered under
     /// `N` rather than `null`: params a router forwarded unread reach the peer that decodes them
     /// this way, and the router hands the answer back to whoever asked.
-    fn as_its_head_says(self, line: &[u8]) -> Self {
+    fn answered_as_its_head_says(self, line: &[u8]) -> Self {
         if let Some(id) = json::malformed_request_id(line) {
             return self.replying_to(RequestId::from(id));
         }
@@ -256,7 +256,7 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         Ok(text) => text,
         Err(error) if first == Some(b'{') => {
             let error = DecodeError::new(Kind::InvalidUtf8, error.to_string());
-            return Err(error.as_its_head_says(line));
+            return Err(error.answered_as_its_head_says(line));
         }
         Err(_) => return Err(DecodeError::new(Kind::NotJson, "not valid UTF-8")),
     };
@@ -290,7 +290,7 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         }
         Err(error) => {
             let error = DecodeError::new(Kind::InvalidJson, error.to_string());
-            return Err(error.as_its_head_says(line));
+            return Err(error.answered_as_its_head_says(line));
         }
     };
     classify(envelope)
