@@ -450,8 +450,11 @@ where
                             rest
                         }
                     };
+                    // A response or a request as most writers spell one (`id` second): one
+                    // test of the line's head, so that a notification pays for one scan only.
+                    let with_id = self.forwards && json::starts_with_id(line);
                     // A response to a request whose result is forwarded: handed over unread.
-                    if self.forwards
+                    if with_id
                         && let Some(found) = json::forwardable_response(line)
                         && self.shared.complete_forwarded(found.id, found.result)
                     {
@@ -468,7 +471,7 @@ where
                     }
                     // A request the handler takes with its params unread: its envelope read
                     // exactly, its params copied as they are.
-                    if self.forwards
+                    if with_id
                         && let Some(found) = json::forwardable_request(line)
                         && let Some((request, unread)) =
                             offer_unread(found, &self.handle, &self.takes_unread)
@@ -484,6 +487,7 @@ where
                         continue;
                     }
                     if self.forwards
+                        && !with_id
                         && let Some(found) = json::forwardable_notification(line)
                         && found.method != CANCEL_REQUEST_METHOD
                     {

@@ -51,7 +51,7 @@ pub use forward::{CarriedMessage, carried_message};
 pub(crate) use forward::{
     ForwardRequest, carried_in, malformed_request_id, malformed_response_id,
     notification as forwardable_notification, request as forwardable_request,
-    response as forwardable_response,
+    response as forwardable_response, starts_with_id,
 };
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;

@@ -64,7 +64,7 @@ const USUAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
 pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     // A request or a response as this crate (and most writers) spell one, `id` second: not a
     // notification, known without walking the line (the validating decode reads it next).
-    if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
+    if starts_with_id(line) {
         return None;
     }
     if let Some(found) = usual_notification(line) {
@@ -449,6 +449,13 @@ pub(crate) fn malformed_response_id(line: &[u8]) -> Option<i64> {
     let (id, after_id) = response_id(line)?;
     let rest = line.get(after_id..)?;
     (rest.starts_with(br#","result":"#) || rest.starts_with(br#","error":"#)).then_some(id)
+}
+
+/// Whether `line` starts as a response or a request does in the usual spelling (`id`
+/// second), which [`response`] and [`request`] read and [`notification`] declines.
+#[inline(always)]
+pub(crate) fn starts_with_id(line: &[u8]) -> bool {
+    line.starts_with(RESPONSE_HEAD)
 }
 
 /// After [`RESPONSE_HEAD`]: an id as this crate writes its own (a non-negative integer, as
