@@ -1,4 +1,4 @@
-//! The envelope of a notification or a response a router forwards, found without validating
+//! The envelope of a notification, a request or a response a router forwards, found without validating
 //! what it only copies: the members it routes on (`jsonrpc`, `method`, and the `method` and `params` of a
 //! message carried in the params, as `proxy/successor` carries one) are read exactly, every
 //! other value is only skipped (a string to its closing quote past its escapes; a container
@@ -13,7 +13,9 @@
 //! is decoded (and answered) as before: a malformed envelope is never forwarded.
 //!
 //! A response is read the same way ([`response`]): `{"jsonrpc":"2.0","id":N,"result":…}` in
-//! that spelling, with `N` a request id of ours (a non-negative integer), its result skipped.
+//! that spelling, with `N` a request id of ours (a non-negative integer), its result skipped;
+//! and a request ([`request`]): `{"jsonrpc":"2.0","id":N,"method":"…","params":…}`, its id and
+//! method read exactly, its params skipped as a notification's are.
 
 mod blocks;
 
