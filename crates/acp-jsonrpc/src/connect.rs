@@ -11,7 +11,7 @@ use futures_io::{AsyncBufRead, AsyncWrite};
 use crate::ConnectionError;
 use crate::connection::{ConnectionHandle, ConnectionOptions};
 use crate::driver::Driver;
-use crate::handler::{Handler, LocalHandler, RawNotification};
+use crate::handler::{Handler, LocalHandler, RawNotification, RawRequest};
 
 /// Creates connections. See the [crate documentation](crate) for the whole
 /// picture, including what closing and dropping do.
@@ -52,6 +52,7 @@ impl Connection {
         let handler = Arc::new(handler);
         let for_notifications = handler.clone();
         let for_forwarding = handler.clone();
+        let for_requests = handler.clone();
         Driver::start(
             reader,
             writer,
@@ -64,9 +65,12 @@ impl Connection {
                 let handler = for_notifications.clone();
                 async move { Handler::notification(&*handler, notification).await }
             },
-            move |notification: &RawNotification<'_>| {
-                Handler::forward_notification(&*for_forwarding, notification)
-            },
+            (
+                move |notification: &RawNotification<'_>| {
+                    Handler::forward_notification(&*for_forwarding, notification)
+                },
+                move |request: &RawRequest<'_>| Handler::takes_unread(&*for_requests, request),
+            ),
             H::FORWARDS,
         )
     }
@@ -91,6 +95,7 @@ impl Connection {
         let handler = Rc::new(handler);
         let for_notifications = handler.clone();
         let for_forwarding = handler.clone();
+        let for_requests = handler.clone();
         Driver::start(
             reader,
             writer,
@@ -103,9 +108,12 @@ impl Connection {
                 let handler = for_notifications.clone();
                 async move { LocalHandler::notification(&*handler, notification).await }
             },
-            move |notification: &RawNotification<'_>| {
-                LocalHandler::forward_notification(&*for_forwarding, notification)
-            },
+            (
+                move |notification: &RawNotification<'_>| {
+                    LocalHandler::forward_notification(&*for_forwarding, notification)
+                },
+                move |request: &RawRequest<'_>| LocalHandler::takes_unread(&*for_requests, request),
+            ),
             <H as LocalHandler>::FORWARDS,
         )
     }

@@ -19,7 +19,7 @@ use crate::json::UncheckedJson;
 use crate::line_reader::DEFAULT_MAX_LINE_LENGTH;
 use crate::message::{
     encode_notification, encode_raw_notification, encode_raw_request, encode_request,
-    encode_wrapped_notification,
+    encode_wrapped_notification, encode_wrapped_request,
 };
 use crate::observer::SharedObserver;
 use crate::shared::{ResponseResult, Shared, TryEnqueue};
@@ -298,7 +298,9 @@ impl ConnectionHandle {
         params: Option<&RawValue>,
     ) -> Result<RequestFuture<Box<RawValue>>, RequestError> {
         let params = params.map(UncheckedJson::from);
-        self.send_request_now(method, params, false, Decode::Checked(Ok))
+        let encode =
+            |out: &mut Vec<u8>, id: &RequestId| encode_raw_request(out, id, method, params);
+        self.send_request_now(method, encode, false, Decode::Checked(Ok))
             .await
     }
 
@@ -323,7 +325,34 @@ impl ConnectionHandle {
         method: &str,
         params: Option<UncheckedJson<'_>>,
     ) -> Result<RequestFuture<ForwardedResult>, RequestError> {
-        self.send_request_now(method, params, true, Decode::Forwarded(Ok))
+        let encode =
+            |out: &mut Vec<u8>, id: &RequestId| encode_raw_request(out, id, method, params);
+        self.send_request_now(method, encode, true, Decode::Forwarded(Ok))
+            .await
+    }
+
+    /// Like [`send_request_forwarded`](Self::send_request_forwarded), for a request `outer`
+    /// whose params carry the message `inner` with `params` (`{"method":inner,"params":…}`,
+    /// as ACP's `proxy/successor` carries one), spliced into the line unread.
+    ///
+    /// ```
+    /// # use acp_jsonrpc::{ConnectionHandle, RequestError, Responder};
+    /// async fn forward(to: &ConnectionHandle, responder: Responder) -> Result<(), RequestError> {
+    ///     let pending = to.send_request_forwarded_wrapped("proxy/successor", "ping", None);
+    ///     responder.respond_forwarded(&pending.await?.await?);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn send_request_forwarded_wrapped(
+        &self,
+        outer: &str,
+        inner: &str,
+        params: Option<UncheckedJson<'_>>,
+    ) -> Result<RequestFuture<ForwardedResult>, RequestError> {
+        let encode = |out: &mut Vec<u8>, id: &RequestId| {
+            encode_wrapped_request(out, id, outer, inner, params)
+        };
+        self.send_request_now(outer, encode, true, Decode::Forwarded(Ok))
             .await
     }
 
@@ -331,13 +360,13 @@ impl ConnectionHandle {
     async fn send_request_now<R>(
         &self,
         method: &str,
-        params: Option<UncheckedJson<'_>>,
+        encode: impl FnOnce(&mut Vec<u8>, &RequestId),
         forwarded: bool,
         decode: Decode<R>,
     ) -> Result<RequestFuture<R>, RequestError> {
         let id = self.shared.next_request_id();
         let mut bytes = self.shared.take_buffer();
-        encode_raw_request(&mut bytes, &RequestId::from(id), method, params);
+        encode(&mut bytes, &RequestId::from(id));
         let Some(response) = self.shared.register_waiter(id, forwarded) else {
             self.shared.recycle(bytes);
             return Err(RequestError::ConnectionClosed);

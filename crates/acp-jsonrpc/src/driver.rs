@@ -14,7 +14,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_io::{AsyncBufRead, AsyncWrite};
 
 use crate::connection::{ConnectionHandle, ConnectionOptions};
-use crate::handler::{IncomingNotification, IncomingRequest, RawNotification, Responder};
+use crate::handler::{
+    IncomingNotification, IncomingRequest, RawNotification, RawRequest, Responder,
+};
 use crate::json;
 use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
 use crate::shared::{
@@ -26,6 +28,34 @@ use crate::{
     ConnectionError, Message, Notification, Problem, Request, RequestError, RequestId,
     ResponseError,
 };
+
+/// Offers a request read by the forwarding scan to the handler's `takes_unread`: if taken, the
+/// request with its params left out and the params' bytes as they were on the line, copied.
+fn offer_unread(
+    found: json::ForwardRequest<'_>,
+    handle: &ConnectionHandle,
+    takes_unread: &impl Fn(&RawRequest<'_>) -> bool,
+) -> Option<(Request, Option<Box<[u8]>>)> {
+    let offered = RawRequest {
+        id: found.id,
+        message: RawNotification {
+            method: found.scan.method,
+            params: found.scan.params,
+            carried: found.scan.inner,
+            connection: handle,
+        },
+    };
+    if !takes_unread(&offered) {
+        return None;
+    }
+    let request = Request {
+        id: RequestId::from(found.id),
+        method: found.scan.method.to_owned(),
+        params: None,
+    };
+    let unread = found.scan.params.map(|params| Box::from(params.as_bytes()));
+    Some((request, unread))
+}
 
 /// Turns a panicking request handler into a report and a `-32603`.
 pub(crate) struct PanicGuard {
@@ -165,12 +195,14 @@ enum Phase {
 /// The driver, generic over the handler's futures (`Q` for requests, `N` for
 /// notifications) and the functions that make them, so that they are stored
 /// unboxed and their allocations reused.
-pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
+pub(crate) struct Driver<R, W, MQ, MN, MF, MU, Q, N> {
     shared: Arc<Shared>,
     make_request: MQ,
     make_notification: MN,
     /// The handler's forwarding path (`Handler::forward_notification`).
     forward_notification: MF,
+    /// `Handler::takes_unread`: which requests the handler takes with their params unread.
+    takes_unread: MU,
     /// The handle the forwarding path lends, made once.
     handle: ConnectionHandle,
     /// `Handler::FORWARDS`: notifications are offered to the forwarding path, unvalidated.
@@ -204,13 +236,14 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
     waker: Waker,
 }
 
-impl<R, W, MQ, MN, MF, Q, N> Driver<R, W, MQ, MN, MF, Q, N>
+impl<R, W, MQ, MN, MF, MU, Q, N> Driver<R, W, MQ, MN, MF, MU, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
     MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
     MN: Fn(IncomingNotification) -> N + Unpin,
     MF: Fn(&RawNotification<'_>) -> bool + Unpin,
+    MU: Fn(&RawRequest<'_>) -> bool + Unpin,
     Q: Future<Output = ()>,
     N: Future<Output = ()>,
 {
@@ -220,7 +253,7 @@ where
         options: ConnectionOptions,
         make_request: MQ,
         make_notification: MN,
-        forward_notification: MF,
+        (forward_notification, takes_unread): (MF, MU),
         forwards: bool,
     ) -> (ConnectionHandle, Self) {
         let shared = Shared::new(
@@ -239,6 +272,7 @@ where
             make_request,
             make_notification,
             forward_notification,
+            takes_unread,
             handle: ConnectionHandle {
                 shared: shared.clone(),
             },
@@ -416,8 +450,11 @@ where
                             rest
                         }
                     };
+                    // A response or a request as most writers spell one (`id` second): one
+                    // test of the line's head, so that a notification pays for one scan only.
+                    let with_id = self.forwards && json::starts_with_id(line);
                     // A response to a request whose result is forwarded: handed over unread.
-                    if self.forwards
+                    if with_id
                         && let Some(found) = json::forwardable_response(line)
                         && self.shared.complete_forwarded(found.id, found.result)
                     {
@@ -432,7 +469,25 @@ where
                         }
                         continue;
                     }
+                    // A request the handler takes with its params unread: its envelope read
+                    // exactly, its params copied as they are.
+                    if with_id
+                        && let Some(found) = json::forwardable_request(line)
+                        && let Some((request, unread)) =
+                            offer_unread(found, &self.handle, &self.takes_unread)
+                    {
+                        let trace = self.shared.trace.request_received(&request, length);
+                        self.reader.release_line();
+                        self.accept_request(request, unread, length, trace);
+                        progress = true;
+                        if self.reader.input_exhausted() || self.shared.shared_replies_nearly_full()
+                        {
+                            break;
+                        }
+                        continue;
+                    }
                     if self.forwards
+                        && !with_id
                         && let Some(found) = json::forwardable_notification(line)
                         && found.method != CANCEL_REQUEST_METHOD
                     {
@@ -512,7 +567,7 @@ where
         cx: &mut Context<'_>,
     ) {
         match message {
-            Message::Request(request) => self.accept_request(request, length, trace),
+            Message::Request(request) => self.accept_request(request, None, length, trace),
             Message::Notification(notification) if notification.method == CANCEL_REQUEST_METHOD => {
                 self.cancel_incoming(&notification)
             }
@@ -540,7 +595,13 @@ where
         }
     }
 
-    fn accept_request(&mut self, request: Request, length: usize, trace: IncomingTrace) {
+    fn accept_request(
+        &mut self,
+        request: Request,
+        unread: Option<Box<[u8]>>,
+        length: usize,
+        trace: IncomingTrace,
+    ) {
         if self.refuse_null_ids && request.id.is_null() {
             let error = ResponseError::null_request_id();
             self.shared.reply_error(&request.id, &error);
@@ -598,6 +659,7 @@ where
         };
         let request = IncomingRequest {
             request,
+            unread,
             connection: self.handle(),
         };
         let task = (self.make_request)(request, responder, guard);
@@ -686,13 +748,14 @@ where
     }
 }
 
-impl<R, W, MQ, MN, MF, Q, N> Future for Driver<R, W, MQ, MN, MF, Q, N>
+impl<R, W, MQ, MN, MF, MU, Q, N> Future for Driver<R, W, MQ, MN, MF, MU, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
     MQ: Fn(IncomingRequest, Responder, PanicGuard) -> Q + Unpin,
     MN: Fn(IncomingNotification) -> N + Unpin,
     MF: Fn(&RawNotification<'_>) -> bool + Unpin,
+    MU: Fn(&RawRequest<'_>) -> bool + Unpin,
     Q: Future<Output = ()>,
     N: Future<Output = ()>,
 {
@@ -723,7 +786,7 @@ where
 
 /// Dropping the driver ends the connection at once: nothing more is read
 /// or written, and handles and waiting requests see it closed.
-impl<R, W, MQ, MN, MF, Q, N> Drop for Driver<R, W, MQ, MN, MF, Q, N> {
+impl<R, W, MQ, MN, MF, MU, Q, N> Drop for Driver<R, W, MQ, MN, MF, MU, Q, N> {
     fn drop(&mut self) {
         self.shared.close();
     }

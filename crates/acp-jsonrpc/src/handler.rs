@@ -112,6 +112,25 @@ pub trait Handler: Send + Sync + 'static {
         let _ = notification;
         false
     }
+
+    /// For routers that set [`FORWARDS`](Self::FORWARDS): offered every request read in the
+    /// usual spelling (`{"jsonrpc":"2.0","id":N,"method":"…","params":…}`, `N` a non-negative
+    /// integer), borrowed from the line before it is validated. Return `true` to have it handed
+    /// to [`request`](Self::request) with its params unread
+    /// ([`IncomingRequest::is_unread`]: only [`IncomingRequest::unchecked_params`] and
+    /// [`IncomingRequest::carried`] see them; [`IncomingRequest::raw_params`] is `None`),
+    /// typically to forward them with
+    /// [`ConnectionHandle::send_request_forwarded`]: params that are not valid JSON are then
+    /// answered by the peer that decodes them (docs/limits.md, "What a router forwards
+    /// unread"). Return `false` (the default) for a request the handler reads itself: it is
+    /// validated whole, as any other. The connection's checks (duplicate ids, the in-flight
+    /// limits, `$/cancel_request`, one answer per request) apply either way.
+    ///
+    /// It runs inside the connection's driver and must not block.
+    fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
+        let _ = request;
+        false
+    }
 }
 
 /// [`Handler`] for single-threaded code: the same contract, but neither
@@ -140,6 +159,12 @@ pub trait LocalHandler: 'static {
         let _ = notification;
         false
     }
+
+    /// Whether a request is taken with its params unread; see [`Handler::takes_unread`].
+    fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
+        let _ = request;
+        false
+    }
 }
 
 impl<H: Handler> LocalHandler for H {
@@ -156,6 +181,10 @@ impl<H: Handler> LocalHandler for H {
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
         Handler::forward_notification(self, notification)
     }
+
+    fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
+        Handler::takes_unread(self, request)
+    }
 }
 
 /// The unit handler answers every request with `-32601` and reports every
@@ -164,7 +193,11 @@ impl Handler for () {}
 
 /// A request from the peer.
 pub struct IncomingRequest {
+    /// Its params `None` when they came unread.
     pub(crate) request: Request,
+    /// The params as they were on the line, unread, for a request the handler took unread
+    /// ([`Handler::takes_unread`]); `None` otherwise.
+    pub(crate) unread: Option<Box<[u8]>>,
     pub(crate) connection: ConnectionHandle,
 }
 
@@ -179,17 +212,44 @@ impl IncomingRequest {
         &self.request.method
     }
 
-    /// The params as raw JSON; `None` when absent.
+    /// The params as raw JSON; `None` when absent, and for a request taken unread
+    /// ([`is_unread`](Self::is_unread)), whose params were never checked: see
+    /// [`unchecked_params`](Self::unchecked_params).
     pub fn raw_params(&self) -> Option<&RawValue> {
         self.request.params.as_deref()
     }
 
-    /// Decodes the params (absent params decode as `null`).
+    /// Whether the handler took this request with its params unread
+    /// ([`Handler::takes_unread`]).
+    pub fn is_unread(&self) -> bool {
+        self.unread.is_some()
+    }
+
+    /// The params as the peer wrote them, read or not; `None` when absent.
+    pub fn unchecked_params(&self) -> Option<UncheckedJson<'_>> {
+        match &self.unread {
+            Some(bytes) => Some(UncheckedJson::on_line(bytes)),
+            None => self.raw_params().map(UncheckedJson::from),
+        }
+    }
+
+    /// The message the params carry (`{"method":…,"params":…}`, as ACP's `proxy/successor`
+    /// carries one), read as [`RawNotification::carried`] reads it; `None` when the params
+    /// carry none that walk can read.
+    pub fn carried(&self) -> Option<CarriedMessage<'_>> {
+        crate::json::carried_in(self.unchecked_params()?)
+    }
+
+    /// Decodes the params (absent params decode as `null`); unread ones are validated here.
     ///
     /// The error is the ready-made answer: `-32602 Invalid params` with the
     /// decode error's text as data.
     pub fn params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ResponseError> {
-        decode_params(self.raw_params()).map_err(ResponseError::invalid_params)
+        match &self.unread {
+            Some(bytes) => serde_json::from_slice(bytes),
+            None => decode_params(self.raw_params()),
+        }
+        .map_err(ResponseError::invalid_params)
     }
 
     /// `-32601 Method not found` for this request's method.
@@ -202,9 +262,16 @@ impl IncomingRequest {
         &self.connection
     }
 
-    /// The request as a plain message.
+    /// The request as a plain message; the params of a request taken unread are checked
+    /// here, and are `None` if they are not valid JSON.
     pub fn into_request(self) -> Request {
-        self.request
+        let mut request = self.request;
+        if let Some(bytes) = self.unread {
+            request.params = String::from_utf8(bytes.into_vec())
+                .ok()
+                .and_then(|text| RawValue::from_string(text).ok());
+        }
+        request
     }
 }
 
@@ -213,8 +280,43 @@ impl fmt::Debug for IncomingRequest {
         f.debug_struct("IncomingRequest")
             .field("id", &self.request.id)
             .field("method", &self.request.method)
-            .field("params", &self.request.params)
+            .field("params", &self.unchecked_params())
             .finish_non_exhaustive()
+    }
+}
+
+/// A request from the peer as [`Handler::takes_unread`] sees it: its id and method read, its
+/// params found but not read ([`UncheckedJson`]), all borrowed from the line just read.
+#[derive(Debug, Clone, Copy)]
+pub struct RawRequest<'a> {
+    pub(crate) id: i64,
+    pub(crate) message: RawNotification<'a>,
+}
+
+impl<'a> RawRequest<'a> {
+    /// The request's id (the usual spelling's ids are non-negative integers).
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The method called.
+    pub fn method(&self) -> &'a str {
+        self.message.method
+    }
+
+    /// The params, unread (`null` included).
+    pub fn params(&self) -> Option<UncheckedJson<'a>> {
+        self.message.params
+    }
+
+    /// The message the params carry; see [`RawNotification::carried`].
+    pub fn carried(&self) -> Option<CarriedMessage<'a>> {
+        self.message.carried()
+    }
+
+    /// The connection the request came from.
+    pub fn connection(&self) -> &'a ConnectionHandle {
+        self.message.connection
     }
 }
 

@@ -49,8 +49,9 @@ mod write;
 pub use envelope::{Envelope, envelope};
 pub use forward::{CarriedMessage, carried_message};
 pub(crate) use forward::{
-    carried_in, malformed_response_id, notification as forwardable_notification,
-    response as forwardable_response,
+    ForwardRequest, carried_in, malformed_request_id, malformed_response_id,
+    notification as forwardable_notification, request as forwardable_request,
+    response as forwardable_response, starts_with_id,
 };
 pub(crate) use raw::borrowed_raw;
 pub use raw::inner_message;

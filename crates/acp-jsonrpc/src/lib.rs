@@ -245,7 +245,8 @@ pub use connection::{
 pub use error::{ConnectionError, EXCERPT_CHARS, ErrorCode, RequestError, ResponseError, excerpt};
 pub use forwarded::ForwardedResult;
 pub use handler::{
-    Handler, IncomingNotification, IncomingRequest, LocalHandler, RawNotification, Responder,
+    Handler, IncomingNotification, IncomingRequest, LocalHandler, RawNotification, RawRequest,
+    Responder,
 };
 pub use handoff::Handoff;
 pub use id::RequestId;

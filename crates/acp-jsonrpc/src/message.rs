@@ -320,6 +320,23 @@ pub(crate) fn encode_raw_request(
     end_line_around(out, start, params);
 }
 
+/// Appends the request `outer` whose params carry the message `inner` with `params`
+/// (`{"method":inner,"params":…}`), spliced in one pass: the request counterpart of
+/// [`encode_wrapped_notification`].
+pub(crate) fn encode_wrapped_request(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    outer: &str,
+    inner: &str,
+    params: Option<UncheckedJson<'_>>,
+) {
+    let start = out.len();
+    write_request_head(out, id, outer);
+    out.extend_from_slice(br#","params":"#);
+    json::write_inner_message(out, inner, params);
+    end_line_around(out, start, params);
+}
+
 /// Appends a notification line; on error `out` is left as it was.
 pub(crate) fn encode_notification<P: Serialize + ?Sized>(
     out: &mut Vec<u8>,

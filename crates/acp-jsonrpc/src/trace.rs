@@ -23,7 +23,7 @@ mod on {
 
     use tracing::Span;
 
-    use crate::{ConnectionError, Message, Problem, RequestId, ResponseError};
+    use crate::{ConnectionError, Message, Problem, Request, RequestId, ResponseError};
 
     /// Every span and event has this target, whatever module emits it, so
     /// that one filter directive (`acp_jsonrpc=debug`) selects them all.
@@ -113,20 +113,23 @@ mod on {
                 kind = "notification", method, bytes, "received");
         }
 
+        /// A request read, decoded or with its params unread; returns its span.
+        pub(crate) fn request_received(&self, request: &Request, bytes: usize) -> IncomingTrace {
+            let (method, id) = (request.method.as_str(), &request.id);
+            let span = tracing::debug_span!(target: TARGET, parent: &self.span, "request",
+                direction = "in", method, id = %id);
+            tracing::debug!(target: TARGET, parent: &span, direction = "in",
+                kind = "request", method, id = %id, bytes, "received");
+            IncomingTrace {
+                span,
+                method: method.into(),
+                received: Some(Instant::now()),
+            }
+        }
+
         pub(crate) fn received(&self, message: &Message, bytes: usize) -> IncomingTrace {
             match message {
-                Message::Request(request) => {
-                    let (method, id) = (request.method.as_str(), &request.id);
-                    let span = tracing::debug_span!(target: TARGET, parent: &self.span, "request",
-                        direction = "in", method, id = %id);
-                    tracing::debug!(target: TARGET, parent: &span, direction = "in",
-                        kind = "request", method, id = %id, bytes, "received");
-                    IncomingTrace {
-                        span,
-                        method: method.into(),
-                        received: Some(Instant::now()),
-                    }
-                }
+                Message::Request(request) => self.request_received(request, bytes),
                 Message::Notification(notification) => {
                     self.notification_received(&notification.method, bytes);
                     IncomingTrace::default()
@@ -266,7 +269,7 @@ mod on {
 
 #[cfg(not(feature = "tracing"))]
 mod off {
-    use crate::{ConnectionError, Message, Problem, RequestId, ResponseError};
+    use crate::{ConnectionError, Message, Problem, Request, RequestId, ResponseError};
 
     pub(crate) struct ConnectionTrace;
 
@@ -287,6 +290,11 @@ mod off {
 
         #[inline(always)]
         pub(crate) fn received(&self, _: &Message, _: usize) -> IncomingTrace {
+            IncomingTrace
+        }
+
+        #[inline(always)]
+        pub(crate) fn request_received(&self, _: &Request, _: usize) -> IncomingTrace {
             IncomingTrace
         }
 

@@ -49,11 +49,23 @@ fn malformed_kind(problems: &[Problem]) -> DecodeErrorKind {
 }
 
 #[test]
+fn params_that_are_not_json_are_a_parse_error_under_the_request_id() {
+    let (_, problems) = answers(
+        "invalid_params_json",
+        br#"{"jsonrpc":"2.0","id":4,"method":"m","params":{"a":tru}}"#,
+    );
+    assert_eq!(malformed_kind(&problems), DecodeErrorKind::InvalidJson);
+}
+
+#[test]
 fn invalid_json_is_a_parse_error_with_null_id() {
     let (_, problems) = answers("invalid_json", br#"{"jsonrpc":"2.0","id":1,"method":"#);
     assert_eq!(malformed_kind(&problems), DecodeErrorKind::InvalidJson);
 }
 
+/// A line that starts as a request (`{"jsonrpc":"2.0","id":N,"method":"`) is answered under
+/// its id: params a router forwarded unread reach the end peer this way, and its answer must
+/// find its way back (docs/limits.md, "What a router forwards unread").
 #[test]
 fn invalid_utf8_is_a_parse_error() {
     let (_, problems) = answers(

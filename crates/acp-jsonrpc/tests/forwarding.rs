@@ -1,7 +1,8 @@
 //! The forwarding path (`Handler::forward_notification`): a router connection that passes
 //! every notification on to a second connection delivers byte-identical lines, in order,
 //! whichever way each one went (forwarded as bytes, or through the handler when the next
-//! hop's queue was full or the line was one only the full decode reads).
+//! hop's queue was full or the line was one only the full decode reads); and requests taken
+//! with their params unread (`Handler::takes_unread`), their answers forwarded unread.
 
 mod common;
 
@@ -464,5 +465,115 @@ fn forwarded_results_come_unread_and_read_ones_checked() {
             read.await,
             Err(acp_jsonrpc::RequestError::MalformedResponse(_))
         ));
+    });
+}
+
+/// A router's end that takes every request but `read` unread, and answers with what it got:
+/// whether the params came unread, their bytes, and whether `raw_params` saw them.
+struct UnreadEnd;
+
+impl Handler for UnreadEnd {
+    async fn request(
+        &self,
+        request: acp_jsonrpc::IncomingRequest,
+        responder: acp_jsonrpc::Responder,
+    ) {
+        let bytes = request
+            .unchecked_params()
+            .map(|params| params.as_bytes().to_vec());
+        let carried = request.carried().map(|carried| carried.method().to_owned());
+        responder.respond_ok(&serde_json::json!({
+            "unread": request.is_unread(),
+            "bytes": bytes,
+            "raw": request.raw_params().is_some(),
+            "carried": carried,
+        }));
+    }
+
+    const FORWARDS: bool = true;
+
+    fn takes_unread(&self, request: &acp_jsonrpc::RawRequest<'_>) -> bool {
+        request.method() != "read"
+    }
+}
+
+/// On a connection whose handler takes requests unread, a request in the usual spelling
+/// reaches it with its params byte-identical and unread, whatever they hold (invalid JSON,
+/// invalid UTF-8), and gets one answer; one it declines, or in another spelling, is
+/// validated whole as on any connection, and answered `-32700` under its id if its params
+/// are not JSON.
+#[test]
+fn requests_taken_unread_keep_their_params_unread_and_declined_ones_are_checked() {
+    common::run(async {
+        let (_handle, mut peer, _driver) = common::connect(UnreadEnd, Default::default());
+        let params: [&[u8]; 3] = [
+            b"{\"a\":tru,\"b\":\"\\x\"}",
+            b"\"\xff\"",
+            br#"{"method":"inner","params":{"n":[1,{}]}}"#,
+        ];
+        for (id, params) in params.into_iter().enumerate() {
+            let mut line =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"x","params":"#).into_bytes();
+            line.extend_from_slice(params);
+            line.extend_from_slice(b"}\n");
+            peer.send_bytes(&line).await;
+            let answer = peer.recv_json().await;
+            assert_eq!(answer["id"], id, "{answer}");
+            assert_eq!(answer["result"]["unread"], true, "{answer}");
+            assert_eq!(answer["result"]["raw"], false, "{answer}");
+            assert_eq!(
+                answer["result"]["bytes"],
+                serde_json::json!(params),
+                "{answer}"
+            );
+        }
+        // The last one carried a message, found without reading its params.
+        peer.send(
+            r#"{"jsonrpc":"2.0","id":3,"method":"x","params":{"method":"inner","params":tru}}"#,
+        )
+        .await;
+        let answer = peer.recv_json().await;
+        assert_eq!(answer["result"]["carried"], "inner", "{answer}");
+        // Declined: validated, and answered by the decode under its id.
+        peer.send(r#"{"jsonrpc":"2.0","id":7,"method":"read","params":{"a":tru}}"#)
+            .await;
+        let answer = peer.recv_json().await;
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&7.into(), &(-32700).into())
+        );
+        // Another spelling: read whole, `raw_params` sees the params.
+        peer.send(r#"{"jsonrpc":"2.0","id":"s","method":"x","params":{"method":"inner"}}"#)
+            .await;
+        let answer = peer.recv_json().await;
+        assert_eq!(answer["result"]["unread"], false, "{answer}");
+        assert_eq!(answer["result"]["raw"], true, "{answer}");
+        assert_eq!(answer["result"]["carried"], "inner", "{answer}");
+    });
+}
+
+/// A request forwarded wrapped goes out as one spliced line: the params as they were, inside
+/// `{"method":…,"params":…}`.
+#[test]
+fn a_wrapped_forwarded_request_is_spliced() {
+    common::run(async {
+        let (handle, mut peer, _driver) = common::connect(ForwardingEnd, Default::default());
+        let pending = smol::spawn(async move {
+            let params = RawValue::from_string(r#"{"n": [1, {}]}"#.to_owned()).unwrap();
+            let params = Some((&*params).into());
+            let sent = handle.send_request_forwarded_wrapped(ENVELOPE, "inner", params);
+            sent.await.unwrap().await
+        });
+        let line = peer.recv().await.unwrap();
+        let id = serde_json::from_str::<serde_json::Value>(&line).unwrap()["id"].clone();
+        assert_eq!(
+            line,
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"proxy/successor","params":{{"method":"inner","params":{{"n": [1, {{}}]}}}}}}"#
+            )
+        );
+        peer.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":[]}}"#))
+            .await;
+        assert_eq!(pending.await.unwrap().as_unchecked().as_bytes(), b"[]");
     });
 }

@@ -507,38 +507,117 @@ fn malformed_params_go_through_unread_and_malformed_envelopes_are_answered_at_on
     }));
 }
 
-/// Requests are still validated whole at the hop that reads them: one with params that are not
-/// valid JSON gets exactly one answer, the conductor's `-32700` (with a `null` id: its id
-/// cannot be read from a line that does not parse), and nothing of it reaches the proxy or the
-/// agent; a valid request after it is routed and answered as usual.
+/// The chain forwards a request's params unread: params that are not valid JSON reach the
+/// agent byte-identical through the conductor and a pass-through proxy (wrapped in
+/// `proxy/successor` on the way and unwrapped after, under each hop's own id), and the
+/// agent's decode answers them: its `-32700`, under the id it was sent, comes back to the
+/// client under the client's id, once. A request whose envelope is malformed (a member twice)
+/// is answered by the conductor, which read it, and reaches no one; a valid request after both
+/// is routed and answered as usual.
 #[test]
-fn a_request_with_malformed_params_is_answered_once_by_the_hop_that_read_it() {
+fn a_request_with_malformed_params_is_answered_by_the_agent_through_the_chain() {
     smol::block_on(within("malformed request", async {
         let (mut client, mut agent) = raw_chain(1).await;
         initialize_raw(&mut client, &mut agent, 1).await;
+        let bad_params = "{\"a\":tru,\"b\":\"\\x\",\"c\":[01,]}";
         client
-            .send_text("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_x\",\"params\":{\"a\":tru}}\n")
+            .send_text(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_x\",\"params\":{bad_params}}}\n"
+            ))
+            .await;
+        let line = agent.recv_line().await;
+        let head = "{\"jsonrpc\":\"2.0\",\"id\":";
+        let tail = format!(",\"method\":\"_x\",\"params\":{bad_params}}}");
+        assert!(line.starts_with(head) && line.ends_with(&tail), "{line}");
+        let agent_id = &line[head.len()..line.len() - tail.len()];
+        // What an acp-jsonrpc agent answers for that line.
+        let error = acp_jsonrpc::Message::from_slice(line.as_bytes()).unwrap_err();
+        let reply = error.reply().unwrap().clone();
+        assert_eq!(reply.id.to_string(), agent_id);
+        agent
+            .send_text(&format!("{}\n", acp_jsonrpc::Message::Response(reply)))
             .await;
         let answer = client.recv().await;
-        assert_eq!(answer["error"]["code"], -32700, "{answer}");
-        assert_eq!(answer["id"], Value::Null);
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&json!(5), &json!(-32700)),
+            "{answer}"
+        );
+        // A malformed envelope: answered by the conductor under the id it could read.
         client
-            .send(json!({"jsonrpc": "2.0", "id": 6, "method": "_echo", "params": {"n": 6}}))
+            .send_text(
+                "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"_x\",\"params\":{},\"params\":{}}\n",
+            )
             .await;
-        // The first thing the agent sees is the valid request.
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&json!(6), &json!(-32600)),
+            "{answer}"
+        );
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 7, "method": "_echo", "params": {"n": 7}}))
+            .await;
+        // The next thing the agent sees is the valid request.
         let request = agent.recv().await;
         assert_eq!(
             (&request["method"], &request["params"]["n"]),
-            (&json!("_echo"), &json!(6))
+            (&json!("_echo"), &json!(7))
         );
         agent
-            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 6}}))
+            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 7}}))
             .await;
         let answer = client.recv().await;
         assert_eq!(
             (&answer["id"], &answer["result"]["n"]),
-            (&json!(6), &json!(6)),
+            (&json!(7), &json!(7)),
             "{answer}"
+        );
+    }));
+}
+
+/// A request forwarded unread (an integer id in the usual spelling, at every hop) is still
+/// cancelled hop by hop: the client's `$/cancel_request` reaches the agent under the agent's id
+/// for it, and the client gets one answer, `-32800`.
+#[test]
+fn a_request_forwarded_unread_is_cancelled_at_the_agent() {
+    smol::block_on(within("cancel unread", async {
+        let (mut client, mut agent) = raw_chain(1).await;
+        initialize_raw(&mut client, &mut agent, 1).await;
+        client
+            .send_text(
+                "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"_slow\",\"params\":{\"n\":11}}\n",
+            )
+            .await;
+        let request = agent.recv().await;
+        assert_eq!(request["method"], "_slow");
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 11}}))
+            .await;
+        let cancel = agent.recv().await;
+        assert_eq!(cancel["method"], "$/cancel_request");
+        assert_eq!(cancel["params"]["requestId"], request["id"]);
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&json!(11), &json!(-32800)),
+            "{answer}"
+        );
+        // The agent's late answer goes nowhere; the next request is the next answer.
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32800, "message": "cancelled"}}))
+            .await;
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 12, "method": "_echo", "params": {}}))
+            .await;
+        let request = agent.recv().await;
+        agent
+            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 12}}))
+            .await;
+        let answer = client.recv().await;
+        assert_eq!(
+            (&answer["id"], &answer["result"]["n"]),
+            (&json!(12), &json!(12))
         );
     }));
 }

@@ -1,4 +1,4 @@
-//! The envelope of a notification or a response a router forwards, found without validating
+//! The envelope of a notification, a request or a response a router forwards, found without validating
 //! what it only copies: the members it routes on (`jsonrpc`, `method`, and the `method` and `params` of a
 //! message carried in the params, as `proxy/successor` carries one) are read exactly, every
 //! other value is only skipped (a string to its closing quote past its escapes; a container
@@ -13,7 +13,9 @@
 //! is decoded (and answered) as before: a malformed envelope is never forwarded.
 //!
 //! A response is read the same way ([`response`]): `{"jsonrpc":"2.0","id":N,"result":…}` in
-//! that spelling, with `N` a request id of ours (a non-negative integer), its result skipped.
+//! that spelling, with `N` a request id of ours (a non-negative integer), its result skipped;
+//! and a request ([`request`]): `{"jsonrpc":"2.0","id":N,"method":"…","params":…}`, its id and
+//! method read exactly, its params skipped as a notification's are.
 
 mod blocks;
 
@@ -64,7 +66,7 @@ const USUAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
 pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     // A request or a response as this crate (and most writers) spell one, `id` second: not a
     // notification, known without walking the line (the validating decode reads it next).
-    if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
+    if starts_with_id(line) {
         return None;
     }
     if let Some(found) = usual_notification(line) {
@@ -103,6 +105,14 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
 #[inline(always)]
 fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     let (method, params_at) = usual_string_then_params(line, USUAL_HEAD)?;
+    usual_params(line, method, params_at)
+}
+
+/// The rest of a message in the usual spelling once its method (quotes included, not yet
+/// read) and where its params start are known: the params up to the closing `}` that ends
+/// the line, and a message they carry when spelled `{"method":"…","params":…}`.
+#[inline(always)]
+fn usual_params<'a>(line: &'a [u8], method: &'a [u8], params_at: usize) -> Option<ForwardScan<'a>> {
     let (end, method, inner) = match usual_carried(line, params_at) {
         Some((end, carried_method, params)) => {
             let (method, carried_method) = plain_strings(line, method, carried_method)?;
@@ -375,6 +385,38 @@ pub(crate) struct ForwardResponse<'a> {
     pub(crate) result: UncheckedJson<'a>,
 }
 
+/// What a router needs of a request line: its id, and the rest as of a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForwardRequest<'a> {
+    pub(crate) id: i64,
+    pub(crate) scan: ForwardScan<'a>,
+}
+
+/// Reads `line` as a request whose params a router may forward unread:
+/// `{"jsonrpc":"2.0","id":N,"method":"…","params":…}` with nothing between the tokens and
+/// nothing after the `}`, `N` read as [`response`] reads it, the method plain (no escape or
+/// control character, valid UTF-8) and the params skipped as a notification's are. Anything
+/// else (no params, another member, another order or spelling, a string id) is `None`, and the
+/// line is decoded (and answered) as before.
+pub(crate) fn request(line: &[u8]) -> Option<ForwardRequest<'_>> {
+    let (id, after_id) = response_id(line)?;
+    let (method, params_at) = usual_string_then_params(&line[after_id..], METHOD_HEAD)?;
+    let scan = usual_params(line, method, after_id + params_at)?;
+    Some(ForwardRequest { id, scan })
+}
+
+/// A request's method after its id, up to the method's opening quote.
+const METHOD_HEAD: &[u8] = br#","method":""#;
+
+/// The id of a line that starts as a request does (`{"jsonrpc":"2.0","id":N,"method":"`),
+/// whatever follows: for a request the validating decode refuses as a whole (its params are
+/// not valid JSON or UTF-8), so that its `-32700` answers that id, and the router that
+/// forwarded it unread can hand the answer back to whoever asked.
+pub(crate) fn malformed_request_id(line: &[u8]) -> Option<i64> {
+    let (id, after_id) = response_id(line)?;
+    line.get(after_id..)?.starts_with(METHOD_HEAD).then_some(id)
+}
+
 /// The start of a response (and of a request) as this crate and most writers spell one.
 const RESPONSE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 
@@ -411,6 +453,13 @@ pub(crate) fn malformed_response_id(line: &[u8]) -> Option<i64> {
     (rest.starts_with(br#","result":"#) || rest.starts_with(br#","error":"#)).then_some(id)
 }
 
+/// Whether `line` starts as a response or a request does in the usual spelling (`id`
+/// second), which [`response`] and [`request`] read and [`notification`] declines.
+#[inline(always)]
+pub(crate) fn starts_with_id(line: &[u8]) -> bool {
+    line.starts_with(RESPONSE_HEAD)
+}
+
 /// After [`RESPONSE_HEAD`]: an id as this crate writes its own (a non-negative integer, as
 /// serde_json reads it: no leading zero, within `i64`), and where it ends.
 #[inline(always)]
@@ -437,3 +486,7 @@ mod tests;
 #[cfg(test)]
 #[path = "forward/response_tests.rs"]
 mod response_tests;
+
+#[cfg(test)]
+#[path = "forward/request_tests.rs"]
+mod request_tests;

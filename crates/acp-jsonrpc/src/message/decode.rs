@@ -127,7 +127,14 @@ impl DecodeError {
     /// a result a router forwarded unread reaches the peer that decodes it this way, and
     /// responses are never answered; the request waiting for `N` fails instead of waiting
     /// forever (docs/limits.md, "What a router forwards unread").
-    fn unless_a_response(self, line: &[u8]) -> Self {
+    ///
+    /// One that starts as a request (`{"jsonrpc":"2.0","id":N,"method":"`) is answered under
+    /// `N` rather than `null`: params a router forwarded unread reach the peer that decodes them
+    /// this way, and the router hands the answer back to whoever asked.
+    fn answered_as_its_head_says(self, line: &[u8]) -> Self {
+        if let Some(id) = json::malformed_request_id(line) {
+            return self.replying_to(RequestId::from(id));
+        }
         match json::malformed_response_id(line) {
             Some(id) => {
                 let mut error = self.for_response(RequestId::from(id));
@@ -249,7 +256,7 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         Ok(text) => text,
         Err(error) if first == Some(b'{') => {
             let error = DecodeError::new(Kind::InvalidUtf8, error.to_string());
-            return Err(error.unless_a_response(line));
+            return Err(error.answered_as_its_head_says(line));
         }
         Err(_) => return Err(DecodeError::new(Kind::NotJson, "not valid UTF-8")),
     };
@@ -283,7 +290,7 @@ pub(super) fn decode(line: &[u8]) -> Result<Message, DecodeError> {
         }
         Err(error) => {
             let error = DecodeError::new(Kind::InvalidJson, error.to_string());
-            return Err(error.unless_a_response(line));
+            return Err(error.answered_as_its_head_says(line));
         }
     };
     classify(envelope)

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use acp_jsonrpc::{
     ConnectionHandle, ForwardedResult, Handler, IncomingNotification, IncomingRequest,
-    RawNotification, RequestError, Responder, ResponseError,
+    RawNotification, RawRequest, RequestError, Responder, ResponseError,
 };
 use acp_types::ProtocolVersion;
 use futures_lite::FutureExt;
@@ -17,7 +17,8 @@ use serde_json::value::RawValue;
 use crate::conductor::chain::{Chain, Shared, describe};
 use crate::conductor::handshake::Holdup;
 use crate::proxy::envelope::{
-    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, wrap,
+    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, open_request,
+    opens_unread, wrap,
 };
 use crate::proxy::order::Order;
 use crate::rules;
@@ -247,20 +248,21 @@ impl HopDispatch {
         let starts_chain = self.hop.is_none() && method == self.entry();
         let chain = self.chain_for(method).await?;
         let envelope = match method {
-            PROXY_SUCCESSOR if self.opens_envelopes() => Some(open(request.raw_params())?),
+            PROXY_SUCCESSOR if self.opens_envelopes() => Some(open_request(&request)?),
             _ => None,
         };
-        let inner = envelope.as_ref().map(|envelope| &*envelope.method);
+        let inner = envelope.as_ref().map(|(inner, _)| &**inner);
         let to = destination(self.hop, method, inner, &chain.is_proxy)?;
+        // Unread unless the request starts the chain (`takes_unread`).
         let mut params = match &envelope {
-            Some(envelope) => envelope.params,
-            None => request.raw_params(),
+            Some((_, params)) => *params,
+            None => request.unchecked_params(),
         };
         let selected;
         if starts_chain {
             let version;
-            (version, selected) = negotiated(params)?;
-            params = selected.as_deref();
+            (version, selected) = negotiated(request.raw_params())?;
+            params = selected.as_deref().map(Into::into);
             // A v2 `initialize` is a v2 request: its id is not `null`.
             #[cfg(feature = "unstable-protocol-v2")]
             if version.0 >= 2 && request.id().is_null() {
@@ -280,12 +282,10 @@ impl HopDispatch {
         // The answer comes back unread (`ForwardedResult`): the peer that decodes it answers
         // for a malformed result (docs/limits.md, "What a router forwards unread").
         let sent = if to.wrapped {
-            let envelope = wrap(to.method, params);
-            rpc.send_request_forwarded(PROXY_SUCCESSOR, Some((&*envelope).into()))
+            rpc.send_request_forwarded_wrapped(PROXY_SUCCESSOR, to.method, params)
                 .await
         } else {
-            rpc.send_request_forwarded(to.method, params.map(Into::into))
-                .await
+            rpc.send_request_forwarded(to.method, params).await
         };
         let next_hop = to.hop;
         drop(ticket);
@@ -475,6 +475,19 @@ impl Handler for HopDispatch {
 
     fn forward_notification(&self, notification: &RawNotification<'_>) -> bool {
         self.forward_now(notification)
+    }
+
+    /// Every request is forwarded with its params unread (the peer that decodes them answers
+    /// for them), but those the conductor reads: the client's `initialize` (its version is
+    /// negotiated) and any `initialize` or `proxy/initialize` on its way to a component.
+    fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
+        let handshake = |method: &str| method == INITIALIZE || method == PROXY_INITIALIZE;
+        match request.method() {
+            PROXY_SUCCESSOR if self.opens_envelopes() => {
+                opens_unread(request).is_some_and(|inner| !handshake(inner))
+            }
+            method => !handshake(method),
+        }
     }
 }
 

@@ -4,15 +4,17 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use acp_jsonrpc::json::UncheckedJson;
 use acp_jsonrpc::{
     ConnectionHandle, ForwardedResult, Handler, IncomingNotification, IncomingRequest,
-    RawNotification, RequestError, Responder, ResponseError,
+    RawNotification, RawRequest, RequestError, Responder, ResponseError,
 };
 use serde_json::value::RawValue;
 
 use crate::proxy::context::{ProxyContext, ProxyState, answered_version};
 use crate::proxy::envelope::{
-    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, wrap,
+    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, open_request,
+    opens_unread, wrap,
 };
 use crate::proxy::hooks::{From, Proxy};
 use crate::proxy::order::{Order, Ticket};
@@ -25,11 +27,12 @@ pub(crate) struct ProxyDispatch {
 }
 
 /// A message's method, params and sender once any envelope is opened, borrowed from the
-/// message: only a hook, which takes its params, gets a copy.
-struct Routed<'a> {
+/// message: only a hook, which takes its params, gets a copy. The params are a notification's
+/// `RawValue`, a request's `UncheckedJson` (read or not).
+struct Routed<'a, P> {
     from: From,
     method: Cow<'a, str>,
-    params: Option<&'a RawValue>,
+    params: Option<P>,
 }
 
 /// What a message's own method says of it: the one rule both the handler's way (`route`) and
@@ -54,14 +57,19 @@ fn arrival(method: &str) -> Arrival {
     }
 }
 
-fn route<'a>(method: &'a str, params: Option<&'a RawValue>) -> Result<Routed<'a>, ResponseError> {
+/// Where a message goes: `open` opens a `proxy/successor` envelope in its params.
+fn route<'a, P>(
+    method: &'a str,
+    params: Option<P>,
+    open: impl FnOnce() -> Result<(Cow<'a, str>, Option<P>), ResponseError>,
+) -> Result<Routed<'a, P>, ResponseError> {
     match arrival(method) {
         Arrival::Successor => {
-            let envelope = open(params)?;
+            let (method, params) = open()?;
             Ok(Routed {
                 from: From::Agent,
-                method: envelope.method,
-                params: envelope.params,
+                method,
+                params,
             })
         }
         Arrival::ProxyInitialize => Ok(Routed {
@@ -99,25 +107,33 @@ impl ProxyDispatch {
         &self,
         ticket: Ticket,
         rpc: &ConnectionHandle,
-        routed: Routed<'_>,
+        routed: Routed<'_, UncheckedJson<'_>>,
     ) -> Result<ForwardedResult, ResponseError> {
         ticket.turn().await;
         if let Some(hook) = self.proxy.requests.get(&(routed.from, &*routed.method)) {
             drop(ticket);
-            return hook(self.context(rpc), routed.params.map(ToOwned::to_owned))
+            // A hooked request was validated with its line (`takes_unread` declines it): its
+            // params are valid JSON, read once more here, on the hook's path only.
+            let params = match routed.params {
+                Some(params) => Some(
+                    serde_json::from_slice::<Box<RawValue>>(params.as_bytes())
+                        .map_err(ResponseError::invalid_params)?,
+                ),
+                None => None,
+            };
+            return hook(self.context(rpc), params)
                 .await
                 .map(ForwardedResult::from)
                 .map_err(|error| error.to_response());
         }
         let pending = match routed.from {
             From::Client => {
-                let envelope = wrap(&routed.method, routed.params);
-                rpc.send_request_forwarded(PROXY_SUCCESSOR, Some((&*envelope).into()))
+                rpc.send_request_forwarded_wrapped(PROXY_SUCCESSOR, &routed.method, routed.params)
                     .await
             }
             From::Agent => {
-                let params = routed.params.map(Into::into);
-                rpc.send_request_forwarded(&routed.method, params).await
+                rpc.send_request_forwarded(&routed.method, routed.params)
+                    .await
             }
         };
         drop(ticket);
@@ -133,7 +149,10 @@ impl ProxyDispatch {
 impl Handler for ProxyDispatch {
     async fn request(&self, request: IncomingRequest, mut responder: Responder) {
         let ticket = self.order.ticket();
-        let routed = match route(request.method(), request.raw_params()) {
+        let routed = route(request.method(), request.unchecked_params(), || {
+            open_request(&request)
+        });
+        let routed = match routed {
             Ok(routed) => routed,
             Err(error) => return responder.respond_error(error),
         };
@@ -160,7 +179,11 @@ impl Handler for ProxyDispatch {
 
     async fn notification(&self, notification: IncomingNotification) {
         let ticket = self.order.ticket();
-        let routed = match route(notification.method(), notification.raw_params()) {
+        let params = notification.raw_params();
+        let routed = route(notification.method(), params, || {
+            open(params).map(|envelope| (envelope.method, envelope.params))
+        });
+        let routed = match routed {
             Ok(routed) => routed,
             Err(error) => return notification.report_unhandled(error.message),
         };
@@ -189,6 +212,20 @@ impl Handler for ProxyDispatch {
     }
 
     const FORWARDS: bool = true;
+
+    /// Every request no hook takes, but `proxy/initialize`, is forwarded with its params
+    /// unread (the peer that decodes them answers for them); a hooked one is validated.
+    fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
+        let (from, method) = match arrival(request.method()) {
+            Arrival::Successor => match opens_unread(request) {
+                Some(method) => (From::Agent, method),
+                None => return false,
+            },
+            Arrival::Plain => (From::Client, request.method()),
+            Arrival::ProxyInitialize | Arrival::Initialize => return false,
+        };
+        !self.proxy.requests.contains_key(&(from, method))
+    }
 
     /// The forwarding path: a notification no hook takes goes on to its neighbour at once,
     /// as bytes and unread, when nothing earlier waits to be forwarded and there is room;

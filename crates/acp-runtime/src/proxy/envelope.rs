@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use acp_jsonrpc::json::UncheckedJson;
-use acp_jsonrpc::{RawNotification, ResponseError};
+use acp_jsonrpc::{IncomingRequest, RawNotification, RawRequest, ResponseError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -63,6 +63,35 @@ pub(crate) fn open_forwarded<'a>(
     }
     let params = carried.params().filter(|params| !params.is_null());
     Some((carried.method(), params))
+}
+
+/// The message a `proxy/successor` request carries, as the connection handed it over: for a
+/// request taken unread ([`IncomingRequest::is_unread`]), as [`open_forwarded`] finds it
+/// (the router took it only if found); otherwise as [`open`] reads it. Its params unread
+/// either way, `null` ones none.
+pub(crate) fn open_request(
+    request: &IncomingRequest,
+) -> Result<(Cow<'_, str>, Option<UncheckedJson<'_>>), ResponseError> {
+    if !request.is_unread() {
+        let envelope = open(request.raw_params())?;
+        return Ok((envelope.method, envelope.params.map(Into::into)));
+    }
+    let carried = request.carried().ok_or_else(|| {
+        ResponseError::invalid_params(format_args!("a `{PROXY_SUCCESSOR}` envelope"))
+    })?;
+    if carried.method() == PROXY_SUCCESSOR {
+        return Err(crate::rules::nested_envelope());
+    }
+    let params = carried.params().filter(|params| !params.is_null());
+    Ok((Cow::Borrowed(carried.method()), params))
+}
+
+/// Whether a `proxy/successor` request may be taken unread: its carried message found by the
+/// forwarding scan and not itself an envelope ([`open_request`] then reads it as [`open`]
+/// would; anything else is validated and [`open`] words the error).
+pub(crate) fn opens_unread<'a>(request: &RawRequest<'a>) -> Option<&'a str> {
+    let carried = request.carried()?;
+    (carried.method() != PROXY_SUCCESSOR).then_some(carried.method())
 }
 
 fn read_with_serde(raw: &str) -> Result<Envelope<'_>, ResponseError> {

@@ -101,10 +101,10 @@ fn a_response_whose_result_is_not_json_is_not_answered_and_fails_its_request() {
         assert_eq!(error.reply(), None);
         assert_eq!(error.response_id(), Some(&RequestId::from(7)));
     }
-    // A request is still answered with -32700, with a null id.
+    // A request is still answered with -32700, under its id (request_tests.rs).
     let error =
         Message::from_slice(br#"{"jsonrpc":"2.0","id":7,"method":"m","params":tru}"#).unwrap_err();
-    assert_eq!(error.reply().unwrap().id, RequestId::null());
+    assert_eq!(error.reply().unwrap().id, RequestId::from(7));
     assert_eq!(error.response_id(), None);
 }
 
