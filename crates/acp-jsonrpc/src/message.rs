@@ -341,6 +341,15 @@ pub(crate) fn encode_raw_notification(
     method: &str,
     params: Option<UncheckedJson<'_>>,
 ) {
+    if let Some(span) = params.and_then(|params| params.after_method(method)) {
+        // The method and params as the line they came from spelled them, one copy.
+        out.reserve(NOTIFICATION_HEAD.len() + span.len() + 3);
+        out.extend_from_slice(NOTIFICATION_HEAD);
+        out.push(b'"');
+        out.extend_from_slice(span);
+        out.extend_from_slice(b"}\n");
+        return;
+    }
     let start = out.len();
     write_notification_head(out, method);
     write_raw_params(out, params);
@@ -369,6 +378,15 @@ pub(crate) fn encode_wrapped_notification(
 ) {
     let start = out.len();
     write_notification_head(out, outer);
+    if let Some(span) = params.and_then(|params| params.after_method(inner)) {
+        // The inner method and its params as the line they came from spelled them.
+        const INNER_HEAD: &[u8] = br#","params":{"method":""#;
+        out.reserve(INNER_HEAD.len() + span.len() + 3);
+        out.extend_from_slice(INNER_HEAD);
+        out.extend_from_slice(span);
+        out.extend_from_slice(b"}}\n");
+        return;
+    }
     out.extend_from_slice(br#","params":"#);
     json::write_inner_message(out, inner, params);
     end_line_around(out, start, params);

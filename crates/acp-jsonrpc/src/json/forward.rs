@@ -119,7 +119,10 @@ fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
     }
     Some(ForwardScan {
         method,
-        params: Some(UncheckedJson::on_line(&line[params_at..end])),
+        params: Some(UncheckedJson::on_line_after_method(
+            &line[USUAL_HEAD.len()..end],
+            method.len(),
+        )),
         inner,
     })
 }
@@ -143,13 +146,16 @@ fn usual_string_then_params<'a>(bytes: &'a [u8], head: &[u8]) -> Option<(&'a [u8
 /// them.
 #[inline(always)]
 fn usual_carried(line: &[u8], at: usize) -> Option<(usize, &[u8], UncheckedJson<'_>)> {
+    const HEAD: &[u8] = br#"{"method":""#;
     let object = line.get(at..)?;
-    let (method, params_at) = usual_string_then_params(object, br#"{"method":""#)?;
+    let (method, params_at) = usual_string_then_params(object, HEAD)?;
     let end = skip_value(object, params_at)?;
     if object.get(end) != Some(&b'}') {
         return None;
     }
-    let params = UncheckedJson::on_line(&object[params_at..end]);
+    // The method between its quotes, then the params: read as plain by the caller, or the
+    // whole line is declined.
+    let params = UncheckedJson::on_line_after_method(&object[HEAD.len()..end], method.len() - 2);
     Some((at + end + 1, method, params))
 }
 
