@@ -175,6 +175,8 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, Q, N> {
     handle: ConnectionHandle,
     /// `Handler::FORWARDS`: notifications are offered to the forwarding path, unvalidated.
     forwards: bool,
+    /// The methods the forwarding scan has checked as UTF-8 on this connection.
+    known_methods: json::KnownMethods,
     reader: LineReader<R>,
     writer: W,
     requests: TaskSet<Q, Arc<RequestState>>,
@@ -243,6 +245,7 @@ where
                 shared: shared.clone(),
             },
             forwards,
+            known_methods: json::KnownMethods::default(),
             reader: LineReader::with_max_line_length(reader, options.max_line_length),
             writer,
             requests: TaskSet::new(),
@@ -433,7 +436,8 @@ where
                         continue;
                     }
                     if self.forwards
-                        && let Some(found) = json::forwardable_notification(line)
+                        && let Some(found) =
+                            json::forwardable_notification(line, &self.known_methods)
                         && found.method != CANCEL_REQUEST_METHOD
                     {
                         // Requests read before it start first (see `route`), so that

@@ -49,7 +49,7 @@ mod write;
 pub use envelope::{Envelope, envelope};
 pub use forward::{CarriedMessage, carried_message};
 pub(crate) use forward::{
-    carried_in, malformed_response_id, notification as forwardable_notification,
+    KnownMethods, carried_in, malformed_response_id, notification as forwardable_notification,
     response as forwardable_response,
 };
 pub(crate) use raw::borrowed_raw;

@@ -16,6 +16,7 @@
 //! that spelling, with `N` a request id of ours (a non-negative integer), its result skipped.
 
 mod blocks;
+mod known;
 
 use serde_json::value::RawValue;
 
@@ -23,6 +24,8 @@ use super::raw::borrowed_raw;
 use super::read::skip_ws;
 use super::unchecked::UncheckedJson;
 use super::write::short_and_plain;
+
+pub(crate) use known::KnownMethods;
 
 /// What a router needs of a notification line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,14 +63,15 @@ impl<'a> CarriedMessage<'a> {
 const USUAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
 
 /// Reads `line` as a notification a router may forward unread (see the module docs), or
-/// `None` when it is anything else or unusual.
-pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+/// `None` when it is anything else or unusual. Its method (and, in the usual spelling, the
+/// carried one) is taken as text from the methods `known` remembers when it is one of them.
+pub(crate) fn notification<'a>(line: &'a [u8], known: &'a KnownMethods) -> Option<ForwardScan<'a>> {
     // A request or a response as this crate (and most writers) spell one, `id` second: not a
     // notification, known without walking the line (the validating decode reads it next).
     if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
         return None;
     }
-    if let Some(found) = usual_notification(line) {
+    if let Some(found) = usual_notification(line, known) {
         return Some(found);
     }
     let mut jsonrpc = None;
@@ -90,7 +94,7 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
         return None;
     }
     Some(ForwardScan {
-        method: plain_string(method?)?,
+        method: known.text(plain_bytes(method?)?)?,
         params: params.map(UncheckedJson::on_line),
         inner: None,
     })
@@ -101,19 +105,20 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
 /// walk then decides) for any other spelling. Params spelled `{"method":"…","params":…}` give
 /// their carried message in the same pass.
 #[inline(always)]
-fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+fn usual_notification<'a>(line: &'a [u8], known: &'a KnownMethods) -> Option<ForwardScan<'a>> {
     let (method, params_at) = usual_string_then_params(line, USUAL_HEAD)?;
-    let (end, method, inner) = match usual_carried(line, params_at) {
+    let method = plain_bytes(method)?;
+    let (end, inner) = match usual_carried(line, params_at) {
         Some((end, carried_method, params)) => {
-            let (method, carried_method) = plain_strings(line, method, carried_method)?;
             let carried = CarriedMessage {
-                method: carried_method,
+                method: known.text(plain_bytes(carried_method)?)?,
                 params: Some(params),
             };
-            (end, method, Some(carried))
+            (end, Some(carried))
         }
-        None => (skip_value(line, params_at)?, plain_string(method)?, None),
+        None => (skip_value(line, params_at)?, None),
     };
+    let method = known.text(method)?;
     if line.get(end..)? != b"}" {
         return None;
     }
@@ -292,23 +297,6 @@ fn plain_bytes(raw: &[u8]) -> Option<&[u8]> {
     let plain = short_and_plain(inner)
         || inner.len() > 16 && !inner.iter().any(|&byte| byte < 0x20 || byte == b'\\');
     plain.then_some(inner)
-}
-
-/// Two plain strings of `line` (`first` before `second`, each with its quotes) as UTF-8 with
-/// one check of the text from one to the other, where [`plain_string`] would check each: the
-/// check's cost is mostly per call, and what lies between them is a few ASCII delimiters.
-fn plain_strings<'a>(
-    line: &'a [u8],
-    first: &'a [u8],
-    second: &'a [u8],
-) -> Option<(&'a str, &'a str)> {
-    let (first, second) = (plain_bytes(first)?, plain_bytes(second)?);
-    let offset = |part: &[u8]| part.as_ptr() as usize - line.as_ptr() as usize;
-    let (start, end) = (offset(first), offset(second) + second.len());
-    let text = std::str::from_utf8(line.get(start..end)?).ok()?;
-    let first = text.get(..first.len())?;
-    let second = text.get(offset(second) - start..)?;
-    Some((first, second))
 }
 
 /// Past the string whose opening quote is at `i`: the next quote not escaped.
