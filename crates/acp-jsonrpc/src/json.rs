@@ -59,4 +59,4 @@ pub(crate) use read::{present_borrowed, present_owned, skip_ws};
 pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};
 pub use unchecked::UncheckedJson;
-pub(crate) use write::{write, write_str};
+pub(crate) use write::{short_and_plain, write, write_str};

@@ -84,7 +84,8 @@ impl<'a> UncheckedJson<'a> {
             .checked_sub(METHOD_TO_PARAMS.len())
             .map(|length| &self.span[..length])?;
         // The same bytes of the same line, or a copy of them (a method a hop remembered).
-        (std::ptr::eq(found, method.as_bytes()) || found == method.as_bytes()).then_some(self.span)
+        (std::ptr::eq(found, method.as_bytes()) || same(found, method.as_bytes()))
+            .then_some(self.span)
     }
 }
 
@@ -104,5 +105,28 @@ impl<'a> From<&'a RawValue> for UncheckedJson<'a> {
             text_at: 0,
             one_line: false,
         }
+    }
+}
+
+/// Whether two byte strings are equal: short ones (every method remembered) compared as two
+/// overlapping words, inline, where the slice comparison calls `memcmp`.
+#[inline(always)]
+pub(super) fn same(known: &[u8], bytes: &[u8]) -> bool {
+    if known.len() != bytes.len() {
+        return false;
+    }
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("eight"));
+    let half = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("four"));
+    match bytes.len() {
+        0..4 => known == bytes,
+        4..8 => {
+            let last = bytes.len() - 4;
+            half(known, 0) == half(bytes, 0) && half(known, last) == half(bytes, last)
+        }
+        8..=16 => {
+            let last = bytes.len() - 8;
+            word(known, 0) == word(bytes, 0) && word(known, last) == word(bytes, last)
+        }
+        _ => known == bytes,
     }
 }

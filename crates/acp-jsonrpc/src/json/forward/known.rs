@@ -5,6 +5,8 @@
 
 use std::cell::OnceCell;
 
+use super::super::unchecked::same;
+
 /// How many methods a connection remembers: the first this many distinct ones it forwards.
 const SLOTS: usize = 8;
 
@@ -46,29 +48,6 @@ impl KnownMethods {
             return Some(text);
         }
         Some(slot.get_or_init(|| text.into()))
-    }
-}
-
-/// Whether two byte strings are equal: short ones (every method remembered) compared as two
-/// overlapping words, inline, where the slice comparison calls `memcmp`.
-#[inline(always)]
-fn same(known: &[u8], bytes: &[u8]) -> bool {
-    if known.len() != bytes.len() {
-        return false;
-    }
-    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("eight"));
-    let half = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("four"));
-    match bytes.len() {
-        0..4 => known == bytes,
-        4..8 => {
-            let last = bytes.len() - 4;
-            half(known, 0) == half(bytes, 0) && half(known, last) == half(bytes, last)
-        }
-        8..=16 => {
-            let last = bytes.len() - 8;
-            word(known, 0) == word(bytes, 0) && word(known, last) == word(bytes, last)
-        }
-        _ => known == bytes,
     }
 }
 
