@@ -66,13 +66,15 @@ const USUAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
 /// `None` when it is anything else or unusual. Its method (and, in the usual spelling, the
 /// carried one) is taken as text from the methods `known` remembers when it is one of them.
 pub(crate) fn notification<'a>(line: &'a [u8], known: &'a KnownMethods) -> Option<ForwardScan<'a>> {
+    // The usual spelling first: most lines a router forwards are in it, and no request or
+    // response is.
+    if let Some(found) = usual_notification(line, known) {
+        return Some(found);
+    }
     // A request or a response as this crate (and most writers) spell one, `id` second: not a
     // notification, known without walking the line (the validating decode reads it next).
     if line.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
         return None;
-    }
-    if let Some(found) = usual_notification(line, known) {
-        return Some(found);
     }
     let mut jsonrpc = None;
     let mut method = None;
