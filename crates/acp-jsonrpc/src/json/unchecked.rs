@@ -60,11 +60,13 @@ impl<'a> UncheckedJson<'a> {
     }
 
     /// The text's bytes, exactly as they were on the line.
+    #[inline]
     pub fn as_bytes(&self) -> &'a [u8] {
         &self.span[self.text_at..]
     }
 
     /// Whether the text is `null`.
+    #[inline]
     pub fn is_null(&self) -> bool {
         self.as_bytes() == b"null"
     }
@@ -78,6 +80,7 @@ impl<'a> UncheckedJson<'a> {
     /// text right after that method (which then needs no escape): what a writer forwarding
     /// the same method writes after the opening quote, with one copy instead of an escape
     /// check and two. `None` for any other method (one a router renamed) or text.
+    #[inline]
     pub(crate) fn after_method(&self, method: &str) -> Option<&'a [u8]> {
         let found = self
             .text_at
