@@ -207,6 +207,8 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, MU, Q, N> {
     handle: ConnectionHandle,
     /// `Handler::FORWARDS`: notifications are offered to the forwarding path, unvalidated.
     forwards: bool,
+    /// The methods the forwarding scan has checked as UTF-8 on this connection.
+    known_methods: json::KnownMethods,
     reader: LineReader<R>,
     writer: W,
     requests: TaskSet<Q, Arc<RequestState>>,
@@ -277,6 +279,7 @@ where
                 shared: shared.clone(),
             },
             forwards,
+            known_methods: json::KnownMethods::default(),
             reader: LineReader::with_max_line_length(reader, options.max_line_length),
             writer,
             requests: TaskSet::new(),
@@ -472,7 +475,7 @@ where
                     // A request the handler takes with its params unread: its envelope read
                     // exactly, its params copied as they are.
                     if with_id
-                        && let Some(found) = json::forwardable_request(line)
+                        && let Some(found) = json::forwardable_request(line, &self.known_methods)
                         && let Some((request, unread)) =
                             offer_unread(found, &self.handle, &self.takes_unread)
                     {
@@ -488,7 +491,8 @@ where
                     }
                     if self.forwards
                         && !with_id
-                        && let Some(found) = json::forwardable_notification(line)
+                        && let Some(found) =
+                            json::forwardable_notification(line, &self.known_methods)
                         && found.method != CANCEL_REQUEST_METHOD
                     {
                         // Requests read before it start first (see `route`), so that

@@ -112,7 +112,8 @@ fn check_line(line: &[u8]) {
 }
 
 fn check_forwarding_scan(line: &[u8]) {
-    let Some(found) = crate::json::forwardable_notification(line) else {
+    let known = crate::json::KnownMethods::default();
+    let Some(found) = crate::json::forwardable_notification(line, &known) else {
         return;
     };
     let mut stripped = line.to_vec();
@@ -161,7 +162,8 @@ fn check_response_scan(line: &[u8]) {
 }
 
 fn check_request_scan(line: &[u8]) {
-    let Some(found) = crate::json::forwardable_request(line) else {
+    let known = crate::json::KnownMethods::default();
+    let Some(found) = crate::json::forwardable_request(line, &known) else {
         return;
     };
     let id = crate::RequestId::from(found.id);

@@ -49,7 +49,7 @@ mod write;
 pub use envelope::{Envelope, envelope};
 pub use forward::{CarriedMessage, carried_message};
 pub(crate) use forward::{
-    ForwardRequest, carried_in, malformed_request_id, malformed_response_id,
+    ForwardRequest, KnownMethods, carried_in, malformed_request_id, malformed_response_id,
     notification as forwardable_notification, request as forwardable_request,
     response as forwardable_response, starts_with_id,
 };
@@ -60,4 +60,4 @@ pub(crate) use read::{present_borrowed, present_owned, skip_ws};
 pub use read::{skip_whitespace, string_at};
 pub(crate) use scan::{Members, members, plain_string};
 pub use unchecked::UncheckedJson;
-pub(crate) use write::{write, write_str};
+pub(crate) use write::{short_and_plain, write, write_str};

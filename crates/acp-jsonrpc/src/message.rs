@@ -358,6 +358,15 @@ pub(crate) fn encode_raw_notification(
     method: &str,
     params: Option<UncheckedJson<'_>>,
 ) {
+    if let Some(span) = params.and_then(|params| params.after_method(method)) {
+        // The method and params as the line they came from spelled them, one copy.
+        out.reserve(NOTIFICATION_HEAD.len() + span.len() + 3);
+        out.extend_from_slice(NOTIFICATION_HEAD);
+        out.push(b'"');
+        out.extend_from_slice(span);
+        out.extend_from_slice(b"}\n");
+        return;
+    }
     let start = out.len();
     write_notification_head(out, method);
     write_raw_params(out, params);
@@ -384,6 +393,22 @@ pub(crate) fn encode_wrapped_notification(
     inner: &str,
     params: Option<UncheckedJson<'_>>,
 ) {
+    if let Some(span) = params.and_then(|params| params.after_method(inner))
+        && json::short_and_plain(outer.as_bytes())
+    {
+        // The inner method and its params as the line they came from spelled them, after an
+        // outer method (a router's constant) that needs no escape: five copies in one
+        // reservation, where the writer would reserve for each.
+        const INNER_HEAD: &[u8] = br#"","params":{"method":""#;
+        out.reserve(NOTIFICATION_HEAD.len() + outer.len() + INNER_HEAD.len() + span.len() + 4);
+        out.extend_from_slice(NOTIFICATION_HEAD);
+        out.push(b'"');
+        out.extend_from_slice(outer.as_bytes());
+        out.extend_from_slice(INNER_HEAD);
+        out.extend_from_slice(span);
+        out.extend_from_slice(b"}}\n");
+        return;
+    }
     let start = out.len();
     write_notification_head(out, outer);
     out.extend_from_slice(br#","params":"#);
@@ -433,6 +458,30 @@ pub(crate) fn encode_error(out: &mut Vec<u8>, id: &RequestId, error: &ResponseEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A forwarded notification's method and params written as one span of the line they came
+    /// from: the same line as the method escaped and the params copied apart, wrapped or not,
+    /// for any outer method; a method the span does not start with is written as asked.
+    #[test]
+    fn spliced_spans_write_what_the_writer_writes() {
+        let line = br#"session/update","params":{"t":"a\"]}"}"#;
+        let params = UncheckedJson::on_line_after_method(line, "session/update".len());
+        let raw = RawValue::from_string(r#"{"t":"a\"]}"}"#.to_owned()).unwrap();
+        let copy = String::from("session/update");
+        for method in ["session/update", copy.as_str(), "session/other", "é\"x"] {
+            let (mut spliced, mut written) = (Vec::new(), Vec::new());
+            encode_raw_notification(&mut spliced, method, Some(params));
+            encode_raw_notification(&mut written, method, Some(UncheckedJson::from(&*raw)));
+            assert_eq!(spliced, written, "{method}");
+            for outer in ["proxy/successor", "a\"b", "é", ""] {
+                let (mut spliced, mut written) = (Vec::new(), Vec::new());
+                encode_wrapped_notification(&mut spliced, outer, method, Some(params));
+                let inner = json::inner_message(method, Some(&raw));
+                encode_raw_notification(&mut written, outer, Some(UncheckedJson::from(&*inner)));
+                assert_eq!(spliced, written, "{outer} {method}");
+            }
+        }
+    }
 
     fn decoded(line: &str) -> Message {
         Message::from_slice(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"))

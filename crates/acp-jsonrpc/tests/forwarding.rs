@@ -25,11 +25,34 @@ const LINE_LIMIT: usize = 1 << 20;
 /// The envelope a wrapping router puts around what it forwards.
 const ENVELOPE: &str = "proxy/successor";
 
-/// Forwards every notification to `next`, wrapped in [`ENVELOPE`] or as it is, counting
-/// which path each took.
+/// What a router does with each notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Sends it on as it is.
+    Plain,
+    /// Wraps it in [`ENVELOPE`], as a conductor sends a proxy what comes from its successor.
+    Wrap,
+    /// Sends on the message its params carry, when they carry one (as a pass-through proxy
+    /// does with what comes from its successor), else the notification as it is.
+    Unwrap,
+    /// Sends it on under [`renamed`]'s method: the same text in a string of its own for
+    /// `session/update`, another method for the rest.
+    Rename,
+}
+
+/// The method [`Mode::Rename`] sends `method` under.
+fn renamed(method: &str) -> String {
+    if method == "session/update" {
+        method.to_owned()
+    } else {
+        "renamed/é".to_owned()
+    }
+}
+
+/// Forwards every notification to `next` as its [`Mode`] says, counting which path each took.
 struct Router {
     next: ConnectionHandle,
-    wrap: bool,
+    mode: Mode,
     as_bytes: Arc<AtomicUsize>,
     handled: Arc<AtomicUsize>,
 }
@@ -38,11 +61,17 @@ impl Handler for Router {
     async fn notification(&self, notification: IncomingNotification) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         let (method, params) = (notification.method(), notification.raw_params());
-        let sent = if self.wrap {
-            let inner = inner_message(method, params);
-            self.next.notify_raw(ENVELOPE, Some(&inner)).await
-        } else {
-            self.next.notify_raw(method, params).await
+        let sent = match self.mode {
+            Mode::Plain => self.next.notify_raw(method, params).await,
+            Mode::Wrap => {
+                let inner = inner_message(method, params);
+                self.next.notify_raw(ENVELOPE, Some(&inner)).await
+            }
+            Mode::Unwrap => match params.and_then(carried_message) {
+                Some((method, params)) => self.next.notify_raw(method, params).await,
+                None => self.next.notify_raw(method, params).await,
+            },
+            Mode::Rename => self.next.notify_raw(&renamed(method), params).await,
         };
         sent.unwrap();
     }
@@ -67,10 +96,14 @@ impl Handler for Router {
                 .map(|(m, p)| (m.to_owned(), p.map(|p| p.get().as_bytes().to_vec())));
             assert_eq!(found, read, "{text}");
         }
-        let queued = if self.wrap {
-            self.next.try_notify_wrapped(ENVELOPE, method, params)
-        } else {
-            self.next.try_notify_raw(method, params)
+        let queued = match self.mode {
+            Mode::Plain => self.next.try_notify_raw(method, params),
+            Mode::Wrap => self.next.try_notify_wrapped(ENVELOPE, method, params),
+            Mode::Unwrap => match notification.carried() {
+                Some(carried) => self.next.try_notify_raw(carried.method(), carried.params()),
+                None => self.next.try_notify_raw(method, params),
+            },
+            Mode::Rename => self.next.try_notify_raw(&renamed(method), params),
         };
         if queued {
             self.as_bytes.fetch_add(1, Ordering::Relaxed);
@@ -109,7 +142,7 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     })
 }
 
-fn case(wrap: bool) -> impl Strategy<Value = Case> {
+fn case() -> impl Strategy<Value = Case> {
     let method = prop_oneof![
         Just("session/update".to_owned()),
         "[a-z/_]{1,12}",
@@ -121,7 +154,7 @@ fn case(wrap: bool) -> impl Strategy<Value = Case> {
     // message (`{"method":…,"params":…}`, which the scan reads on the way).
     let params = prop_oneof![
         3 => prop::option::of(json_value()),
-        1 => ("[a-z/_]{1,12}", json_value())
+        1 => (prop_oneof![3 => "[a-z/_]{1,12}", 1 => "\\PC{0,8}"], json_value())
             .prop_map(|(method, params)| Some(serde_json::json!({"method": method, "params": params}))),
     ];
     (method, params, 0..4u8).prop_map(move |(method, params, spelling)| {
@@ -148,28 +181,26 @@ fn case(wrap: bool) -> impl Strategy<Value = Case> {
             _ => format!(r#"{{"jsonrpc":"2.0",{}}}"#, members(&quoted)),
         };
         let params = raw.map(|raw| RawValue::from_string(raw).unwrap());
-        let expected = if wrap {
-            let inner = inner_message(&method, params.as_deref());
-            format!(
-                r#"{{"jsonrpc":"2.0","method":"{ENVELOPE}","params":{}}}"#,
-                inner.get()
-            )
-        } else {
-            match &params {
-                Some(params) => format!(
-                    r#"{{"jsonrpc":"2.0","method":{quoted},"params":{}}}"#,
-                    params.get()
-                ),
-                None => format!(r#"{{"jsonrpc":"2.0","method":{quoted}}}"#),
-            }
-        };
+        let expected = plain_line(&method, params.as_deref());
         Case { input, expected }
     })
 }
 
+/// The line this crate writes for `method` with `params`.
+fn plain_line(method: &str, params: Option<&RawValue>) -> String {
+    let quoted = serde_json::to_string(method).unwrap();
+    match params {
+        Some(params) => format!(
+            r#"{{"jsonrpc":"2.0","method":{quoted},"params":{}}}"#,
+            params.get()
+        ),
+        None => format!(r#"{{"jsonrpc":"2.0","method":{quoted}}}"#),
+    }
+}
+
 /// Sends `cases` through a router (its next hop's queue `capacity` messages deep) and
 /// returns the lines that came out, and how many went each way.
-fn route(cases: &[Case], wrap: bool, capacity: usize) -> (Vec<String>, usize, usize) {
+fn route(cases: &[Case], mode: Mode, capacity: usize) -> (Vec<String>, usize, usize) {
     let (source, router_in) = memory::pair(4096);
     let (router_out, sink) = memory::pair(4096);
     let options = ConnectionOptions::default()
@@ -181,7 +212,7 @@ fn route(cases: &[Case], wrap: bool, capacity: usize) -> (Vec<String>, usize, us
     let handled = Arc::new(AtomicUsize::new(0));
     let router = Router {
         next: next.clone(),
-        wrap,
+        mode,
         as_bytes: as_bytes.clone(),
         handled: handled.clone(),
     };
@@ -236,26 +267,21 @@ proptest! {
 
     #[test]
     fn forwarded_lines_are_byte_identical_and_in_order(
-        wrap in any::<bool>(),
-        cases in prop::collection::vec(any::<bool>(), 1..60)
-            .prop_flat_map(|wraps| wraps.into_iter().map(|_| case(false)).collect::<Vec<_>>()),
+        mode in prop_oneof![Just(Mode::Plain), Just(Mode::Wrap), Just(Mode::Unwrap), Just(Mode::Rename)],
+        cases in prop::collection::vec(case(), 1..60),
         capacity in prop_oneof![Just(1usize), Just(4), Just(1024)],
     ) {
-        let cases: Vec<Case> = if wrap {
-            // The same inputs, expected wrapped.
-            cases.into_iter().map(rewrap).collect()
-        } else {
-            cases
-        };
-        let (lines, as_bytes, handled) = route(&cases, wrap, capacity);
+        let cases: Vec<Case> = cases.into_iter().map(|case| expect(case, mode)).collect();
+        let (lines, as_bytes, handled) = route(&cases, mode, capacity);
         let expected: Vec<&str> = cases.iter().map(|case| case.expected.as_str()).collect();
         prop_assert_eq!(lines, expected);
         prop_assert_eq!(as_bytes + handled, cases.len());
     }
 }
 
-/// A case's expected line when the router wraps it.
-fn rewrap(case: Case) -> Case {
+/// A case whose expected line is the one sent as it is: the line expected when the router
+/// forwards it in `mode`.
+fn expect(case: Case, mode: Mode) -> Case {
     let unwrapped: serde_json::Value = serde_json::from_str(&case.expected).unwrap();
     let method = unwrapped["method"].as_str().unwrap();
     let at = case.expected.find(r#","params":"#);
@@ -263,13 +289,24 @@ fn rewrap(case: Case) -> Case {
         let raw = &case.expected[at + r#","params":"#.len()..case.expected.len() - 1];
         RawValue::from_string(raw.to_owned()).unwrap()
     });
-    let inner = inner_message(method, params.as_deref());
+    let expected = match mode {
+        Mode::Plain => return case,
+        Mode::Wrap => {
+            let inner = inner_message(method, params.as_deref());
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"{ENVELOPE}","params":{}}}"#,
+                inner.get()
+            )
+        }
+        Mode::Unwrap => match params.as_deref().and_then(carried_message) {
+            Some((method, params)) => plain_line(method, params),
+            None => return case,
+        },
+        Mode::Rename => plain_line(&renamed(method), params.as_deref()),
+    };
     Case {
         input: case.input,
-        expected: format!(
-            r#"{{"jsonrpc":"2.0","method":"{ENVELOPE}","params":{}}}"#,
-            inner.get()
-        ),
+        expected,
     }
 }
 
@@ -286,7 +323,7 @@ fn plain_notifications_go_as_bytes() {
             }
         })
         .collect();
-    let (lines, as_bytes, handled) = route(&cases, false, 1024);
+    let (lines, as_bytes, handled) = route(&cases, Mode::Plain, 1024);
     assert_eq!(lines.len(), 200);
     assert_eq!((as_bytes, handled), (200, 0));
 }
@@ -308,7 +345,7 @@ fn big_lines_near_the_limit_go_through_whole() {
         })
         .collect();
     for capacity in [1, 1024] {
-        let (lines, as_bytes, handled) = route(&cases, false, capacity);
+        let (lines, as_bytes, handled) = route(&cases, Mode::Plain, capacity);
         assert!(lines == cases.iter().map(|c| c.expected.clone()).collect::<Vec<_>>());
         assert_eq!(as_bytes + handled, 3);
     }
@@ -339,7 +376,7 @@ fn malformed_params_go_on_unread_and_malformed_envelopes_are_answered_here() {
     let as_bytes = Arc::new(AtomicUsize::new(0));
     let router = Router {
         next: next.clone(),
-        wrap: false,
+        mode: Mode::Plain,
         as_bytes: as_bytes.clone(),
         handled: Arc::new(AtomicUsize::new(0)),
     };

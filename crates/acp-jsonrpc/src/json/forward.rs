@@ -18,6 +18,7 @@
 //! method read exactly, its params skipped as a notification's are.
 
 mod blocks;
+mod known;
 
 use serde_json::value::RawValue;
 
@@ -25,6 +26,8 @@ use super::raw::borrowed_raw;
 use super::read::skip_ws;
 use super::unchecked::UncheckedJson;
 use super::write::short_and_plain;
+
+pub(crate) use known::KnownMethods;
 
 /// What a router needs of a notification line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,15 +65,18 @@ impl<'a> CarriedMessage<'a> {
 const USUAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
 
 /// Reads `line` as a notification a router may forward unread (see the module docs), or
-/// `None` when it is anything else or unusual.
-pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+/// `None` when it is anything else or unusual. Its method (and, in the usual spelling, the
+/// carried one) is taken as text from the methods `known` remembers when it is one of them.
+pub(crate) fn notification<'a>(line: &'a [u8], known: &'a KnownMethods) -> Option<ForwardScan<'a>> {
+    // The usual spelling first: most lines a router forwards are in it, and no request or
+    // response is.
+    if let Some(found) = usual_notification(line, known) {
+        return Some(found);
+    }
     // A request or a response as this crate (and most writers) spell one, `id` second: not a
     // notification, known without walking the line (the validating decode reads it next).
     if starts_with_id(line) {
         return None;
-    }
-    if let Some(found) = usual_notification(line) {
-        return Some(found);
     }
     let mut jsonrpc = None;
     let mut method = None;
@@ -92,7 +98,7 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
         return None;
     }
     Some(ForwardScan {
-        method: plain_string(method?)?,
+        method: known.text(plain_bytes(method?)?)?,
         params: params.map(UncheckedJson::on_line),
         inner: None,
     })
@@ -103,33 +109,45 @@ pub(crate) fn notification(line: &[u8]) -> Option<ForwardScan<'_>> {
 /// walk then decides) for any other spelling. Params spelled `{"method":"…","params":…}` give
 /// their carried message in the same pass.
 #[inline(always)]
-fn usual_notification(line: &[u8]) -> Option<ForwardScan<'_>> {
+fn usual_notification<'a>(line: &'a [u8], known: &'a KnownMethods) -> Option<ForwardScan<'a>> {
     let (method, params_at) = usual_string_then_params(line, USUAL_HEAD)?;
-    usual_params(line, method, params_at)
+    usual_params(line, USUAL_HEAD.len(), method, params_at, known)
 }
 
 /// The rest of a message in the usual spelling once its method (quotes included, not yet
-/// read) and where its params start are known: the params up to the closing `}` that ends
-/// the line, and a message they carry when spelled `{"method":"…","params":…}`.
+/// read, its text starting at `method_at`) and where its params start are known: the params
+/// up to the closing `}` that ends the line, and a message they carry when spelled
+/// `{"method":"…","params":…}`. The params keep the line's span from the method on, so that
+/// a hop forwarding them under the same method copies that span whole.
 #[inline(always)]
-fn usual_params<'a>(line: &'a [u8], method: &'a [u8], params_at: usize) -> Option<ForwardScan<'a>> {
-    let (end, method, inner) = match usual_carried(line, params_at) {
+fn usual_params<'a>(
+    line: &'a [u8],
+    method_at: usize,
+    method: &'a [u8],
+    params_at: usize,
+    known: &'a KnownMethods,
+) -> Option<ForwardScan<'a>> {
+    let method = plain_bytes(method)?;
+    let (end, inner) = match usual_carried(line, params_at) {
         Some((end, carried_method, params)) => {
-            let (method, carried_method) = plain_strings(line, method, carried_method)?;
             let carried = CarriedMessage {
-                method: carried_method,
+                method: known.text(plain_bytes(carried_method)?)?,
                 params: Some(params),
             };
-            (end, method, Some(carried))
+            (end, Some(carried))
         }
-        None => (skip_value(line, params_at)?, plain_string(method)?, None),
+        None => (skip_value(line, params_at)?, None),
     };
+    let method = known.text(method)?;
     if line.get(end..)? != b"}" {
         return None;
     }
     Some(ForwardScan {
         method,
-        params: Some(UncheckedJson::on_line(&line[params_at..end])),
+        params: Some(UncheckedJson::on_line_after_method(
+            &line[method_at..end],
+            method.len(),
+        )),
         inner,
     })
 }
@@ -153,13 +171,16 @@ fn usual_string_then_params<'a>(bytes: &'a [u8], head: &[u8]) -> Option<(&'a [u8
 /// them.
 #[inline(always)]
 fn usual_carried(line: &[u8], at: usize) -> Option<(usize, &[u8], UncheckedJson<'_>)> {
+    const HEAD: &[u8] = br#"{"method":""#;
     let object = line.get(at..)?;
-    let (method, params_at) = usual_string_then_params(object, br#"{"method":""#)?;
+    let (method, params_at) = usual_string_then_params(object, HEAD)?;
     let end = skip_value(object, params_at)?;
     if object.get(end) != Some(&b'}') {
         return None;
     }
-    let params = UncheckedJson::on_line(&object[params_at..end]);
+    // The method between its quotes, then the params: read as plain by the caller, or the
+    // whole line is declined.
+    let params = UncheckedJson::on_line_after_method(&object[HEAD.len()..end], method.len() - 2);
     Some((at + end + 1, method, params))
 }
 
@@ -298,23 +319,6 @@ fn plain_bytes(raw: &[u8]) -> Option<&[u8]> {
     plain.then_some(inner)
 }
 
-/// Two plain strings of `line` (`first` before `second`, each with its quotes) as UTF-8 with
-/// one check of the text from one to the other, where [`plain_string`] would check each: the
-/// check's cost is mostly per call, and what lies between them is a few ASCII delimiters.
-fn plain_strings<'a>(
-    line: &'a [u8],
-    first: &'a [u8],
-    second: &'a [u8],
-) -> Option<(&'a str, &'a str)> {
-    let (first, second) = (plain_bytes(first)?, plain_bytes(second)?);
-    let offset = |part: &[u8]| part.as_ptr() as usize - line.as_ptr() as usize;
-    let (start, end) = (offset(first), offset(second) + second.len());
-    let text = std::str::from_utf8(line.get(start..end)?).ok()?;
-    let first = text.get(..first.len())?;
-    let second = text.get(offset(second) - start..)?;
-    Some((first, second))
-}
-
 /// Past the string whose opening quote is at `i`: the next quote not escaped.
 #[inline(always)]
 fn skip_string(bytes: &[u8], i: usize) -> Option<usize> {
@@ -398,10 +402,11 @@ pub(crate) struct ForwardRequest<'a> {
 /// control character, valid UTF-8) and the params skipped as a notification's are. Anything
 /// else (no params, another member, another order or spelling, a string id) is `None`, and the
 /// line is decoded (and answered) as before.
-pub(crate) fn request(line: &[u8]) -> Option<ForwardRequest<'_>> {
+pub(crate) fn request<'a>(line: &'a [u8], known: &'a KnownMethods) -> Option<ForwardRequest<'a>> {
     let (id, after_id) = response_id(line)?;
     let (method, params_at) = usual_string_then_params(&line[after_id..], METHOD_HEAD)?;
-    let scan = usual_params(line, method, after_id + params_at)?;
+    let method_at = after_id + METHOD_HEAD.len();
+    let scan = usual_params(line, method_at, method, after_id + params_at, known)?;
     Some(ForwardRequest { id, scan })
 }
 

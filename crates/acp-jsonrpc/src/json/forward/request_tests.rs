@@ -9,6 +9,13 @@ use super::tests::json_value;
 use super::*;
 use crate::{DecodeErrorKind, Message, Request, RequestId};
 
+/// The request scan with methods remembered across calls, as a connection's driver keeps them
+/// (one set per test thread, leaked: the remembered path is exercised as well as the first).
+fn request(line: &[u8]) -> Option<ForwardRequest<'_>> {
+    thread_local!(static KNOWN: &'static KnownMethods = Box::leak(Box::default()));
+    KNOWN.with(|known| super::request(line, known))
+}
+
 fn decoded(line: &[u8]) -> Option<Request> {
     match Message::from_slice(line) {
         Ok(Message::Request(request)) => Some(request),

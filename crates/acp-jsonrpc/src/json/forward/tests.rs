@@ -24,7 +24,8 @@ fn params_text<'a>(found: &ForwardScan<'a>) -> Option<&'a str> {
 #[test]
 fn reads_what_it_routes_on_and_skips_the_rest() {
     let line = br#" {"jsonrpc" : "2.0", "method":"proxy/successor","params":{"method":"session/update","_meta":{"k":"}\""},"params":{"t":"a\"]}"}} } "#;
-    let found = notification(line).unwrap();
+    let known = KnownMethods::default();
+    let found = notification(line, &known).unwrap();
     assert_eq!(found.method, "proxy/successor");
     let carried = found.params.and_then(carried_in).unwrap();
     assert_eq!(carried.method(), "session/update");
@@ -33,7 +34,7 @@ fn reads_what_it_routes_on_and_skips_the_rest() {
     // a bare word) are found and left unread.
     let line =
         b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"a\":\"\\x\x01\xff\",\"b\":tru}}";
-    let found = notification(line).unwrap();
+    let found = notification(line, &known).unwrap();
     assert_eq!(found.params.unwrap().as_bytes(), &line[39..line.len() - 1]);
     assert!(decoded(line).is_none());
     assert_eq!(found.params.and_then(carried_in), None);
@@ -41,6 +42,7 @@ fn reads_what_it_routes_on_and_skips_the_rest() {
 
 #[test]
 fn declines_every_envelope_it_does_not_route_as_it_is() {
+    let known = KnownMethods::default();
     for line in [
         r#"{"jsonrpc":"2.0","method":"m","id":1}"#,
         r#"{"jsonrpc":"2.0","method":"m","result":1}"#,
@@ -63,14 +65,14 @@ fn declines_every_envelope_it_does_not_route_as_it_is() {
         r#"[{"jsonrpc":"2.0","method":"m"}]"#,
         "{\"jsonrpc\":\"2.0\",\"method\":\"m\u{1}\"}",
     ] {
-        assert_eq!(notification(line.as_bytes()), None, "{line}");
+        assert_eq!(notification(line.as_bytes(), &known), None, "{line}");
     }
     let deep = format!(
         r#"{{"jsonrpc":"2.0","method":"m","params":{}{}}}"#,
         "[".repeat(65),
         "]".repeat(65)
     );
-    assert_eq!(notification(deep.as_bytes()), None);
+    assert_eq!(notification(deep.as_bytes(), &known), None);
 }
 
 pub(super) fn json_value() -> impl Strategy<Value = Value> {
@@ -140,7 +142,10 @@ proptest! {
     #[test]
     fn agrees_with_the_decode_on_valid_notifications((line, method, params) in line()) {
         let expected = decoded(line.as_bytes()).unwrap();
-        let found = notification(line.as_bytes());
+        let known = KnownMethods::default();
+        let found = notification(line.as_bytes(), &known);
+        // The second time, its methods are remembered: the same result.
+        prop_assert_eq!(notification(line.as_bytes(), &known), found);
         if method.contains(['"', '\\']) || method.chars().any(|c| c < ' ') {
             // Escaped in the line: left to the decode.
             prop_assert_eq!(found, None);
@@ -190,7 +195,8 @@ proptest! {
                 _ => line.truncate(at),
             }
         }
-        let Some(found) = notification(&line) else {
+        let known = KnownMethods::default();
+        let Some(found) = notification(&line, &known) else {
             return Ok(());
         };
         let stripped = match found.params {
