@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 
-use super::tests::json_value;
+use super::tests::{edits, json_value, mangled, with_null_for};
 use super::*;
 use crate::{DecodeErrorKind, Message, Request, RequestId};
 
@@ -165,26 +165,14 @@ proptest! {
     #[test]
     fn accepts_no_malformed_envelope(
         (line, _, _, _) in line(),
-        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..4),
+        edits in edits(),
     ) {
-        let mut line = line.into_bytes();
-        for (at, byte, how) in edits {
-            let at = at.index(line.len() + 1);
-            match how {
-                0 => line.insert(at, byte),
-                1 if at < line.len() => { line.remove(at); }
-                _ => line.truncate(at),
-            }
-        }
+        let line = mangled(line, edits);
         let Some(found) = request(&line) else {
             return Ok(());
         };
         let params = params_text(&found);
-        let start = params.as_ptr() as usize - line.as_ptr() as usize;
-        let mut stripped = line[..start].to_vec();
-        stripped.extend_from_slice(b"null");
-        stripped.extend_from_slice(&line[start + params.len()..]);
-        let envelope = decoded(&stripped);
+        let envelope = decoded(&with_null_for(&line, params));
         prop_assert!(envelope.is_some(), "{}", String::from_utf8_lossy(&line));
         let envelope = envelope.unwrap();
         prop_assert_eq!(&envelope.id, &RequestId::from(found.id));

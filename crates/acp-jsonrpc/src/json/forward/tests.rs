@@ -75,6 +75,38 @@ fn declines_every_envelope_it_does_not_route_as_it_is() {
     assert_eq!(notification(deep.as_bytes(), &known), None);
 }
 
+/// Edits for a mangling proptest: each inserts a byte, removes one or cuts the line, at an
+/// index.
+pub(super) fn edits() -> impl Strategy<Value = Vec<(prop::sample::Index, u8, u8)>> {
+    prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..4)
+}
+
+/// `line` with `edits` made in order.
+pub(super) fn mangled(line: String, edits: Vec<(prop::sample::Index, u8, u8)>) -> Vec<u8> {
+    let mut line = line.into_bytes();
+    for (at, byte, how) in edits {
+        let at = at.index(line.len() + 1);
+        match how {
+            0 => line.insert(at, byte),
+            1 if at < line.len() => {
+                line.remove(at);
+            }
+            _ => line.truncate(at),
+        }
+    }
+    line
+}
+
+/// `line` with `span`, a slice of it (the one a scan leaves unread), replaced by `null`: what
+/// the validating decode must accept as an envelope.
+pub(super) fn with_null_for(line: &[u8], span: &[u8]) -> Vec<u8> {
+    let start = span.as_ptr() as usize - line.as_ptr() as usize;
+    let mut stripped = line[..start].to_vec();
+    stripped.extend_from_slice(b"null");
+    stripped.extend_from_slice(&line[start + span.len()..]);
+    stripped
+}
+
 pub(super) fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -184,29 +216,15 @@ proptest! {
     #[test]
     fn accepts_no_malformed_envelope(
         (line, _, _) in line(),
-        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..4),
+        edits in edits(),
     ) {
-        let mut line = line.into_bytes();
-        for (at, byte, how) in edits {
-            let at = at.index(line.len() + 1);
-            match how {
-                0 => line.insert(at, byte),
-                1 if at < line.len() => { line.remove(at); }
-                _ => line.truncate(at),
-            }
-        }
+        let line = mangled(line, edits);
         let known = KnownMethods::default();
         let Some(found) = notification(&line, &known) else {
             return Ok(());
         };
         let stripped = match found.params {
-            Some(params) => {
-                let start = params.as_bytes().as_ptr() as usize - line.as_ptr() as usize;
-                let mut stripped = line[..start].to_vec();
-                stripped.extend_from_slice(b"null");
-                stripped.extend_from_slice(&line[start + params.as_bytes().len()..]);
-                stripped
-            }
+            Some(params) => with_null_for(&line, params.as_bytes()),
             None => line.clone(),
         };
         let envelope = decoded(&stripped);
