@@ -507,6 +507,29 @@ fn malformed_params_go_through_unread_and_malformed_envelopes_are_answered_at_on
     }));
 }
 
+/// A valid request after whatever a test sent: the next thing the agent sees is it, and the
+/// next thing the client sees is its answer.
+async fn the_next_request_is_answered(client: &mut RawPeer, agent: &mut RawPeer, id: u64) {
+    client
+        .send(json!({"jsonrpc": "2.0", "id": id, "method": "_echo", "params": {"n": id}}))
+        .await;
+    let request = agent.recv().await;
+    assert_eq!(
+        (&request["method"], &request["params"]["n"]),
+        (&json!("_echo"), &json!(id)),
+        "{request}"
+    );
+    agent
+        .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": id}}))
+        .await;
+    let answer = client.recv().await;
+    assert_eq!(
+        (&answer["id"], &answer["result"]["n"]),
+        (&json!(id), &json!(id)),
+        "{answer}"
+    );
+}
+
 /// The chain forwards a request's params unread: params that are not valid JSON reach the
 /// agent byte-identical through the conductor and a pass-through proxy (wrapped in
 /// `proxy/successor` on the way and unwrapped after, under each hop's own id), and the
@@ -555,24 +578,7 @@ fn a_request_with_malformed_params_is_answered_by_the_agent_through_the_chain() 
             (&json!(6), &json!(-32600)),
             "{answer}"
         );
-        client
-            .send(json!({"jsonrpc": "2.0", "id": 7, "method": "_echo", "params": {"n": 7}}))
-            .await;
-        // The next thing the agent sees is the valid request.
-        let request = agent.recv().await;
-        assert_eq!(
-            (&request["method"], &request["params"]["n"]),
-            (&json!("_echo"), &json!(7))
-        );
-        agent
-            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 7}}))
-            .await;
-        let answer = client.recv().await;
-        assert_eq!(
-            (&answer["id"], &answer["result"]["n"]),
-            (&json!(7), &json!(7)),
-            "{answer}"
-        );
+        the_next_request_is_answered(&mut client, &mut agent, 7).await;
     }));
 }
 
@@ -607,18 +613,7 @@ fn a_request_forwarded_unread_is_cancelled_at_the_agent() {
         agent
             .send(json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32800, "message": "cancelled"}}))
             .await;
-        client
-            .send(json!({"jsonrpc": "2.0", "id": 12, "method": "_echo", "params": {}}))
-            .await;
-        let request = agent.recv().await;
-        agent
-            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 12}}))
-            .await;
-        let answer = client.recv().await;
-        assert_eq!(
-            (&answer["id"], &answer["result"]["n"]),
-            (&json!(12), &json!(12))
-        );
+        the_next_request_is_answered(&mut client, &mut agent, 12).await;
     }));
 }
 
@@ -698,18 +693,6 @@ fn a_response_with_a_malformed_envelope_fails_its_request_at_the_hop_that_read_i
             "{answer}"
         );
         // The next request is the next thing the client sees answered.
-        client
-            .send(json!({"jsonrpc": "2.0", "id": 8, "method": "_y", "params": {}}))
-            .await;
-        let request = agent.recv().await;
-        agent
-            .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 8}}))
-            .await;
-        let answer = client.recv().await;
-        assert_eq!(
-            (&answer["id"], &answer["result"]["n"]),
-            (&json!(8), &json!(8)),
-            "{answer}"
-        );
+        the_next_request_is_answered(&mut client, &mut agent, 8).await;
     }));
 }
