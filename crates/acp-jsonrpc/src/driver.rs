@@ -2,7 +2,6 @@
 //! polls every handler future inside itself. The in-flight limit and the reply budget decide
 //! when it reads (docs/limits.md).
 
-use std::any::Any;
 use std::future::Future;
 use std::io;
 use std::panic::AssertUnwindSafe;
@@ -24,6 +23,10 @@ use crate::shared::{
 };
 use crate::task_set::TaskSet;
 use crate::trace::IncomingTrace;
+mod panic_guard;
+pub(crate) use panic_guard::PanicGuard;
+use panic_guard::panic_message;
+
 use crate::{
     ConnectionError, Message, Notification, Problem, Request, RequestError, RequestId,
     ResponseError,
@@ -55,66 +58,6 @@ fn offer_unread(
     };
     let unread = found.scan.params.map(|params| Box::from(params.as_bytes()));
     Some((request, unread))
-}
-
-/// Turns a panicking request handler into a report and a `-32603`.
-pub(crate) struct PanicGuard {
-    id: RequestId,
-    state: Arc<RequestState>,
-    shared: Arc<Shared>,
-}
-
-impl PanicGuard {
-    pub(crate) fn run<F: Future<Output = ()>>(self, handler: F) -> Guarded<F> {
-        Guarded {
-            handler,
-            guard: self,
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A request handler future under a [`PanicGuard`]. A combinator rather
-    /// than an `async fn`, which would store the handler future twice (as
-    /// its argument and as the pinned local it polls).
-    pub(crate) struct Guarded<F> {
-        #[pin]
-        handler: F,
-        guard: PanicGuard,
-    }
-}
-
-impl<F: Future<Output = ()>> Future for Guarded<F> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.project();
-        let handler = this.handler;
-        let _entered = this.guard.state.trace.enter();
-        match std::panic::catch_unwind(AssertUnwindSafe(|| handler.poll(cx))) {
-            Ok(poll) => poll,
-            Err(payload) => {
-                // Recorded before the handler future (and any responder in
-                // it) is dropped, so that the responder answers -32603.
-                this.guard.state.panicked.store(true, Ordering::Release);
-                this.guard.shared.report(Problem::RequestHandlerPanicked {
-                    id: this.guard.id.clone(),
-                    message: panic_message(payload.as_ref()),
-                });
-                Poll::Ready(())
-            }
-        }
-    }
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(message) = payload.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "(a panic payload that is not a string)".to_owned()
-    }
 }
 
 /// The waker the driver gives to everything it polls (the writer's queue, the request tasks,
