@@ -262,16 +262,16 @@ impl IncomingRequest {
         &self.connection
     }
 
-    /// The request as a plain message; the params of a request taken unread are checked
-    /// here, and are `None` if they are not valid JSON.
-    pub fn into_request(self) -> Request {
+    /// The request as a plain message. The params of a request taken unread are checked here:
+    /// if they are not valid JSON (or not UTF-8), the error is the ready-made answer, `-32700`
+    /// naming what is wrong, as the validating decode answers such a line under its id.
+    pub fn into_request(self) -> Result<Request, ResponseError> {
         let mut request = self.request;
         if let Some(bytes) = self.unread {
-            request.params = String::from_utf8(bytes.into_vec())
-                .ok()
-                .and_then(|text| RawValue::from_string(text).ok());
+            let text = String::from_utf8(bytes.into_vec()).map_err(ResponseError::parse_error)?;
+            request.params = Some(RawValue::from_string(text).map_err(ResponseError::parse_error)?);
         }
-        request
+        Ok(request)
     }
 }
 

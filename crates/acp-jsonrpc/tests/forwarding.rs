@@ -506,7 +506,8 @@ fn forwarded_results_come_unread_and_read_ones_checked() {
 }
 
 /// A router's end that takes every request but `read` unread, and answers with what it got:
-/// whether the params came unread, their bytes, and whether `raw_params` saw them.
+/// whether the params came unread, their bytes, whether `raw_params` saw them, and the
+/// request as a plain message (`into_request`: its params, or the error code they get).
 struct UnreadEnd;
 
 impl Handler for UnreadEnd {
@@ -519,11 +520,18 @@ impl Handler for UnreadEnd {
             .unchecked_params()
             .map(|params| params.as_bytes().to_vec());
         let carried = request.carried().map(|carried| carried.method().to_owned());
+        let (unread, raw) = (request.is_unread(), request.raw_params().is_some());
+        // What a plain message of it holds: the params, or the error they are answered with.
+        let plain = match request.into_request() {
+            Ok(plain) => serde_json::json!(plain.params.map(|params| params.get().to_owned())),
+            Err(error) => serde_json::json!(error.code.0),
+        };
         responder.respond_ok(&serde_json::json!({
-            "unread": request.is_unread(),
+            "unread": unread,
             "bytes": bytes,
-            "raw": request.raw_params().is_some(),
+            "raw": raw,
             "carried": carried,
+            "plain": plain,
         }));
     }
 
@@ -563,6 +571,15 @@ fn requests_taken_unread_keep_their_params_unread_and_declined_ones_are_checked(
                 serde_json::json!(params),
                 "{answer}"
             );
+            // As a plain message: invalid params are the parse error they are answered with,
+            // never dropped; valid ones are the same text.
+            let plain = match std::str::from_utf8(params) {
+                Ok(text) if serde_json::from_str::<serde_json::Value>(text).is_ok() => {
+                    serde_json::json!(text)
+                }
+                _ => serde_json::json!(-32700),
+            };
+            assert_eq!(answer["result"]["plain"], plain, "{answer}");
         }
         // The last one carried a message, found without reading its params.
         peer.send(
