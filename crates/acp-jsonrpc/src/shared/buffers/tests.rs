@@ -13,6 +13,15 @@ fn pooled(shared: &Shared) -> (usize, usize) {
     (buffers.len(), buffers.iter().map(Vec::capacity).sum())
 }
 
+/// After `round`, once the driver slept: the pool holds no more than an idle connection's.
+fn assert_idle_pool(shared: &Shared, round: usize) {
+    let (count, capacity) = pooled(shared);
+    assert!(
+        capacity <= IDLE_POOLED_BUFFERS * IDLE_BUFFER_MAX_CAPACITY,
+        "round {round}: {count} buffers of {capacity} bytes pooled"
+    );
+}
+
 #[test]
 fn an_idle_connection_keeps_only_small_buffers() {
     let shared = Shared::new(1024, (1 << 20, None), (1 << 20, None), None);
@@ -60,11 +69,7 @@ fn a_large_message_s_buffer_is_given_back_once_written() {
                 line.len()
             );
             futures_lite::future::yield_now().await;
-            let (count, capacity) = pooled(&handle.shared);
-            assert!(
-                capacity <= IDLE_POOLED_BUFFERS * IDLE_BUFFER_MAX_CAPACITY,
-                "round {round}: {count} buffers of {capacity} bytes pooled"
-            );
+            assert_idle_pool(&handle.shared, round);
         }
     }));
 }
@@ -87,11 +92,7 @@ fn a_reserved_chunk_is_given_back_after_a_short_burst() {
             let line = lines.next().await.unwrap().unwrap();
             assert!(line.contains("tick"), "round {round}: {line}");
             futures_lite::future::yield_now().await;
-            let (count, capacity) = pooled(&handle.shared);
-            assert!(
-                capacity <= IDLE_POOLED_BUFFERS * IDLE_BUFFER_MAX_CAPACITY,
-                "round {round}: {count} buffers of {capacity} bytes pooled"
-            );
+            assert_idle_pool(&handle.shared, round);
         }
     }));
 }
