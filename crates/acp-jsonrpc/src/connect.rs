@@ -53,6 +53,7 @@ impl Connection {
         let for_notifications = handler.clone();
         let for_forwarding = handler.clone();
         let for_requests = handler.clone();
+        let for_relays = handler.clone();
         Driver::start(
             reader,
             writer,
@@ -70,6 +71,9 @@ impl Connection {
                     Handler::forward_notification(&*for_forwarding, notification)
                 },
                 move |request: &RawRequest<'_>| Handler::takes_unread(&*for_requests, request),
+                move |request: &RawRequest<'_>, responder| {
+                    Handler::relay_request(&*for_relays, request, responder)
+                },
             ),
             H::FORWARDS,
         )
@@ -96,6 +100,7 @@ impl Connection {
         let for_notifications = handler.clone();
         let for_forwarding = handler.clone();
         let for_requests = handler.clone();
+        let for_relays = handler.clone();
         Driver::start(
             reader,
             writer,
@@ -113,6 +118,9 @@ impl Connection {
                     LocalHandler::forward_notification(&*for_forwarding, notification)
                 },
                 move |request: &RawRequest<'_>| LocalHandler::takes_unread(&*for_requests, request),
+                move |request: &RawRequest<'_>, responder| {
+                    LocalHandler::relay_request(&*for_relays, request, responder)
+                },
             ),
             <H as LocalHandler>::FORWARDS,
         )

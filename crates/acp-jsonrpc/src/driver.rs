@@ -18,9 +18,7 @@ use crate::handler::{
 };
 use crate::json;
 use crate::line_reader::{LineEvent, LineReader, strip_byte_order_mark};
-use crate::shared::{
-    CANCEL_REQUEST_METHOD, IDLE_BUFFER_MAX_CAPACITY, Refusal, RequestState, Shared, Taken,
-};
+use crate::shared::{CANCEL_REQUEST_METHOD, IDLE_BUFFER_MAX_CAPACITY, RequestState, Shared, Taken};
 use crate::task_set::TaskSet;
 use crate::trace::IncomingTrace;
 mod panic_guard;
@@ -32,14 +30,9 @@ use crate::{
     ResponseError,
 };
 
-/// Offers a request read by the forwarding scan to the handler's `takes_unread`: if taken, the
-/// request with its params left out and the params' bytes as they were on the line, copied.
-fn offer_unread(
-    found: json::ForwardRequest<'_>,
-    handle: &ConnectionHandle,
-    takes_unread: &impl Fn(&RawRequest<'_>) -> bool,
-) -> Option<(Request, Option<Box<[u8]>>)> {
-    let offered = RawRequest {
+/// A request read by the forwarding scan, as the handler's forwarding path sees it.
+fn offered<'a>(found: &json::ForwardRequest<'a>, handle: &'a ConnectionHandle) -> RawRequest<'a> {
+    RawRequest {
         id: found.id,
         message: RawNotification {
             method: found.scan.method,
@@ -47,17 +40,7 @@ fn offer_unread(
             carried: found.scan.inner,
             connection: handle,
         },
-    };
-    if !takes_unread(&offered) {
-        return None;
     }
-    let request = Request {
-        id: RequestId::from(found.id),
-        method: found.scan.method.to_owned(),
-        params: None,
-    };
-    let unread = found.scan.params.map(|params| Box::from(params.as_bytes()));
-    Some((request, unread))
 }
 
 /// The waker the driver gives to everything it polls (the writer's queue, the request tasks,
@@ -138,7 +121,7 @@ enum Phase {
 /// The driver, generic over the handler's futures (`Q` for requests, `N` for
 /// notifications) and the functions that make them, so that they are stored
 /// unboxed and their allocations reused.
-pub(crate) struct Driver<R, W, MQ, MN, MF, MU, Q, N> {
+pub(crate) struct Driver<R, W, MQ, MN, MF, MU, MR, Q, N> {
     shared: Arc<Shared>,
     make_request: MQ,
     make_notification: MN,
@@ -146,6 +129,8 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, MU, Q, N> {
     forward_notification: MF,
     /// `Handler::takes_unread`: which requests the handler takes with their params unread.
     takes_unread: MU,
+    /// `Handler::relay_request`: relays a request taken unread with no task, or declines.
+    relay_request: MR,
     /// The handle the forwarding path lends, made once.
     handle: ConnectionHandle,
     /// `Handler::FORWARDS`: notifications are offered to the forwarding path, unvalidated.
@@ -181,7 +166,7 @@ pub(crate) struct Driver<R, W, MQ, MN, MF, MU, Q, N> {
     waker: Waker,
 }
 
-impl<R, W, MQ, MN, MF, MU, Q, N> Driver<R, W, MQ, MN, MF, MU, Q, N>
+impl<R, W, MQ, MN, MF, MU, MR, Q, N> Driver<R, W, MQ, MN, MF, MU, MR, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -189,6 +174,7 @@ where
     MN: Fn(IncomingNotification) -> N + Unpin,
     MF: Fn(&RawNotification<'_>) -> bool + Unpin,
     MU: Fn(&RawRequest<'_>) -> bool + Unpin,
+    MR: Fn(&RawRequest<'_>, Responder) -> Result<(), Responder> + Unpin,
     Q: Future<Output = ()>,
     N: Future<Output = ()>,
 {
@@ -198,7 +184,7 @@ where
         options: ConnectionOptions,
         make_request: MQ,
         make_notification: MN,
-        (forward_notification, takes_unread): (MF, MU),
+        (forward_notification, takes_unread, relay_request): (MF, MU, MR),
         forwards: bool,
     ) -> (ConnectionHandle, Self) {
         let shared = Shared::new(
@@ -218,6 +204,7 @@ where
             make_notification,
             forward_notification,
             takes_unread,
+            relay_request,
             handle: ConnectionHandle {
                 shared: shared.clone(),
             },
@@ -416,15 +403,42 @@ where
                         continue;
                     }
                     // A request the handler takes with its params unread: its envelope read
-                    // exactly, its params copied as they are.
+                    // exactly, then relayed with no task, or handled with its params copied as
+                    // they are.
                     if with_id
                         && let Some(found) = json::forwardable_request(line, &self.known_methods)
-                        && let Some((request, unread)) =
-                            offer_unread(found, &self.handle, &self.takes_unread)
+                        && (self.takes_unread)(&offered(&found, &self.handle))
                     {
-                        let trace = self.shared.trace.request_received(&request, length);
+                        // Requests read before it start first (see `route`), so that the relay
+                        // sees every earlier message under way.
+                        if self.fresh_requests {
+                            self.fresh_requests = false;
+                            self.requests.poll(cx);
+                        }
+                        let id = RequestId::from(found.id);
+                        let method = found.scan.method;
+                        let trace = self.shared.trace.request_received_as(&id, method, length);
+                        let running = self.requests.len();
+                        let admitted =
+                            self.shared
+                                .admit(&id, (self.max_in_flight, running), length, trace);
+                        if let Some(state) = admitted {
+                            let responder =
+                                Responder::new(id.clone(), self.shared.clone(), state.clone());
+                            let relayed =
+                                (self.relay_request)(&offered(&found, &self.handle), responder);
+                            if let Err(responder) = relayed {
+                                let request = Request {
+                                    id,
+                                    method: method.to_owned(),
+                                    params: None,
+                                };
+                                let unread =
+                                    found.scan.params.map(|params| Box::from(params.as_bytes()));
+                                self.start_request(request, unread, responder, state);
+                            }
+                        }
                         self.reader.release_line();
-                        self.accept_request(request, unread, length, trace);
                         progress = true;
                         if self.reader.input_exhausted() || self.shared.shared_replies_nearly_full()
                         {
@@ -557,48 +571,23 @@ where
             });
             return;
         }
-        let limit = self.max_in_flight;
         let running = self.requests.len();
-        let state = match self
-            .shared
-            .begin_incoming(&request.id, (limit, running), length, trace)
-        {
-            Ok(state) => state,
-            Err(Refusal::DuplicateId) => {
-                let error = ResponseError::invalid_request(format_args!(
-                    "a request with id {} is already in flight",
-                    request.id
-                ));
-                self.shared.reply_error(&request.id, &error);
-                self.shared.report(Problem::DuplicateRequestId(request.id));
-                return;
-            }
-            Err(Refusal::TooMany) => {
-                // Answered rather than left unread: reading must go on, for
-                // the responses and cancellations that free the handlers.
-                let error = ResponseError::too_many_requests(limit);
-                self.shared.reply_error(&request.id, &error);
-                self.shared.report(Problem::TooManyRequests {
-                    id: request.id,
-                    limit,
-                });
-                return;
-            }
-            Err(Refusal::TooLarge { scope, limit }) => {
-                // Answered at once like the count limit: what frees the budget (responses,
-                // cancellations) must still be read.
-                let error = ResponseError::too_many_request_bytes(limit, length, scope);
-                self.shared.reply_error(&request.id, &error);
-                self.shared.report(Problem::InFlightBudgetExceeded {
-                    id: request.id,
-                    bytes: length,
-                    limit,
-                    scope,
-                });
-                return;
-            }
+        let limits = (self.max_in_flight, running);
+        let Some(state) = self.shared.admit(&request.id, limits, length, trace) else {
+            return;
         };
         let responder = Responder::new(request.id.clone(), self.shared.clone(), state.clone());
+        self.start_request(request, unread, responder, state);
+    }
+
+    /// Makes the task that handles an admitted request.
+    fn start_request(
+        &mut self,
+        request: Request,
+        unread: Option<Box<[u8]>>,
+        responder: Responder,
+        state: Arc<RequestState>,
+    ) {
         let guard = PanicGuard {
             id: request.id.clone(),
             state: state.clone(),
@@ -631,8 +620,14 @@ where
         // Unknown ids are normal: the request may have just been answered.
         if let Some(state) = self.shared.incoming_state(&id) {
             state.cancelled.store(true, Ordering::Release);
-            // Dropping the handler drops its responder, which answers -32800.
+            // Dropping the handler drops its responder, which answers -32800; a relayed
+            // request's responder waits on the next hop, where it is cancelled too.
             self.requests.remove_where(|task| Arc::ptr_eq(task, &state));
+            if let Some(link) = state.relay.get()
+                && let Some(next) = link.next.upgrade()
+            {
+                next.cancel_relay(link.id);
+            }
         }
     }
 
@@ -695,7 +690,7 @@ where
     }
 }
 
-impl<R, W, MQ, MN, MF, MU, Q, N> Future for Driver<R, W, MQ, MN, MF, MU, Q, N>
+impl<R, W, MQ, MN, MF, MU, MR, Q, N> Future for Driver<R, W, MQ, MN, MF, MU, MR, Q, N>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -703,6 +698,7 @@ where
     MN: Fn(IncomingNotification) -> N + Unpin,
     MF: Fn(&RawNotification<'_>) -> bool + Unpin,
     MU: Fn(&RawRequest<'_>) -> bool + Unpin,
+    MR: Fn(&RawRequest<'_>, Responder) -> Result<(), Responder> + Unpin,
     Q: Future<Output = ()>,
     N: Future<Output = ()>,
 {
@@ -733,7 +729,7 @@ where
 
 /// Dropping the driver ends the connection at once: nothing more is read
 /// or written, and handles and waiting requests see it closed.
-impl<R, W, MQ, MN, MF, MU, Q, N> Drop for Driver<R, W, MQ, MN, MF, MU, Q, N> {
+impl<R, W, MQ, MN, MF, MU, MR, Q, N> Drop for Driver<R, W, MQ, MN, MF, MU, MR, Q, N> {
     fn drop(&mut self) {
         self.shared.close();
     }

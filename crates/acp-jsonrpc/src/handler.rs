@@ -131,6 +131,26 @@ pub trait Handler: Send + Sync + 'static {
         let _ = request;
         false
     }
+
+    /// For routers that set [`FORWARDS`](Self::FORWARDS): offered each request
+    /// [`takes_unread`](Self::takes_unread) took, once the connection accepted it, before a
+    /// task is made for it. Relay it with [`ConnectionHandle::try_relay_request`] (or
+    /// [`try_relay_request_wrapped`](ConnectionHandle::try_relay_request_wrapped)) and return
+    /// `Ok(())`: no task runs for it, and its answer goes back from the driver that reads it.
+    /// Return `Err(responder)` (the default) to have it handled by
+    /// [`request`](Self::request), unread, as usual.
+    ///
+    /// It runs inside the connection's driver and must not block. Every earlier request's
+    /// handler has started (was polled once) when it runs, so a router keeps arrival order by
+    /// relaying here only when nothing earlier waits to be forwarded.
+    fn relay_request(
+        &self,
+        request: &RawRequest<'_>,
+        responder: Responder,
+    ) -> Result<(), Responder> {
+        let _ = request;
+        Err(responder)
+    }
 }
 
 /// [`Handler`] for single-threaded code: the same contract, but neither
@@ -165,6 +185,16 @@ pub trait LocalHandler: 'static {
         let _ = request;
         false
     }
+
+    /// Relays a request without a task; see [`Handler::relay_request`].
+    fn relay_request(
+        &self,
+        request: &RawRequest<'_>,
+        responder: Responder,
+    ) -> Result<(), Responder> {
+        let _ = request;
+        Err(responder)
+    }
 }
 
 impl<H: Handler> LocalHandler for H {
@@ -184,6 +214,14 @@ impl<H: Handler> LocalHandler for H {
 
     fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
         Handler::takes_unread(self, request)
+    }
+
+    fn relay_request(
+        &self,
+        request: &RawRequest<'_>,
+        responder: Responder,
+    ) -> Result<(), Responder> {
+        Handler::relay_request(self, request, responder)
     }
 }
 
@@ -540,10 +578,30 @@ impl Responder {
     /// (the forwarding path's counterpart of [`respond_raw`](Self::respond_raw)): a result the
     /// next hop wrote malformed reaches the peer as it was written, and that peer's decode
     /// answers for it.
-    pub fn respond_forwarded(mut self, result: &ForwardedResult) {
+    pub fn respond_forwarded(self, result: &ForwardedResult) {
+        self.respond_unread(result.as_unchecked());
+    }
+
+    /// Answers with `result` spliced in unread.
+    pub(crate) fn respond_unread(mut self, result: UncheckedJson<'_>) {
         let mut bytes = self.shared.take_buffer();
-        encode_result(&mut bytes, &self.id, result.as_unchecked());
+        encode_result(&mut bytes, &self.id, result);
         self.send(bytes, None);
+    }
+
+    /// Takes `bytes` of the reply budget if they are free now (see
+    /// [`reserve`](Self::reserve)); returns whether it did.
+    pub(crate) fn try_reserve_now(&mut self, bytes: usize) -> bool {
+        let granted = bytes == 0 || self.shared.try_reserve_reply_room_now(bytes, self.reserved);
+        if granted {
+            self.reserved += bytes;
+        }
+        granted
+    }
+
+    /// What the connection knows of the request this answers.
+    pub(crate) fn state(&self) -> &Arc<RequestState> {
+        &self.state
     }
 
     /// Queues the encoded answer; `error` is what it answers with, if not a

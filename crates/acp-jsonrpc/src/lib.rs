@@ -231,6 +231,7 @@ pub mod memory;
 mod message;
 mod observer;
 mod oneshot;
+mod relay;
 mod shared;
 mod task_set;
 mod trace;
@@ -256,6 +257,7 @@ pub use line_reader::{
 };
 pub use message::{DecodeError, DecodeErrorKind, Message, Notification, Request, Response};
 pub use observer::{Observer, Problem};
+pub use relay::RelayHooks;
 pub use shared::CANCEL_REQUEST_METHOD;
 
 /// The README's examples, compiled as doctests so that they keep up with the API.

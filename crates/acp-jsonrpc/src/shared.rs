@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Waker};
 
 use crate::budget::{BudgetScope, ByteBudget, Charge};
@@ -19,6 +19,7 @@ use crate::{Problem, RequestError, RequestId, ResponseError, oneshot};
 
 pub(crate) use buffers::IDLE_BUFFER_MAX_CAPACITY;
 use chunk::{CHUNK_CAPACITY, Chunk, LARGE_MESSAGE, MIN_FRAME_COST, frame_cost};
+pub(crate) use relayed::{Delivered, RelayLink, Relayed};
 
 /// The notification either side sends to cancel one of its requests.
 pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
@@ -91,10 +92,16 @@ pub(crate) enum Taken {
 pub(crate) type ResponseResult = Result<Answer, RequestError>;
 
 /// A request of ours waiting for its response.
-struct PendingRequest {
-    sender: oneshot::Sender<ResponseResult>,
-    /// Its result is forwarded, not read: the forwarding scan may hand it over unread.
-    forwarded: bool,
+enum PendingRequest {
+    /// A task awaits it.
+    Waiting {
+        sender: oneshot::Sender<ResponseResult>,
+        /// Its result is forwarded, not read: the forwarding scan may hand it over unread.
+        forwarded: bool,
+    },
+    /// It relays a request of the peer of another connection, whose answer it becomes
+    /// (`relay.rs`); no task awaits it.
+    Relayed(Box<dyn Relayed>),
 }
 
 struct PendingRequests {
@@ -113,6 +120,8 @@ pub(crate) struct RequestState {
     pub(crate) cancelled: AtomicBool,
     pub(crate) panicked: AtomicBool,
     pub(crate) trace: IncomingTrace,
+    /// Where the request was relayed to, when it was (`relay.rs`): what cancels it there.
+    pub(crate) relay: OnceLock<RelayLink>,
 }
 
 pub(crate) struct Shared {
@@ -507,16 +516,22 @@ impl Shared {
             ticket: None,
         };
         loop {
-            if self.try_reserve_reply_room(bytes, held, &mut place.ticket) {
+            if self.try_reserve_reply_room(bytes, held, &mut place.ticket, true) {
                 return;
             }
             // Listen first, then retry: a wake-up between the two is not lost.
             let listener = self.reply_room.listen();
-            if self.try_reserve_reply_room(bytes, held, &mut place.ticket) {
+            if self.try_reserve_reply_room(bytes, held, &mut place.ticket, true) {
                 return;
             }
             listener.await;
         }
+    }
+
+    /// Takes `bytes` of reply room if they are free now and nobody waits for room, without
+    /// taking a place in line; returns whether it did (for the relays, which cannot wait).
+    pub(crate) fn try_reserve_reply_room_now(&self, bytes: usize, held: usize) -> bool {
+        self.try_reserve_reply_room(bytes, held, &mut None, false)
     }
 
     /// Grants `bytes` when they fit in the budget, or when nothing but the
@@ -525,8 +540,14 @@ impl Shared {
     /// in order, except that one already holding room may add to it: it
     /// gives its room back only when it answers, so making it wait behind
     /// others that wait for that room would deadlock. Otherwise takes a place
-    /// in line, once, in `ticket`.
-    fn try_reserve_reply_room(&self, bytes: usize, held: usize, ticket: &mut Option<u64>) -> bool {
+    /// in line, once, in `ticket`, if it is to `queue_up`.
+    fn try_reserve_reply_room(
+        &self,
+        bytes: usize,
+        held: usize,
+        ticket: &mut Option<u64>,
+        queue_up: bool,
+    ) -> bool {
         let mut queue = lock(&self.outgoing);
         let first = held != 0
             || match ticket {
@@ -550,7 +571,7 @@ impl Shared {
             }
             return true;
         }
-        if ticket.is_none() && held == 0 {
+        if queue_up && ticket.is_none() && held == 0 {
             let next = queue.next_reserver;
             queue.next_reserver += 1;
             queue.reservers.push_back(next);
@@ -634,6 +655,7 @@ impl Shared {
         self.space.notify_all();
         self.reply_room.notify_all();
         self.refuse_requests();
+        self.abandon_relays();
     }
 }
 
@@ -696,3 +718,4 @@ pub(crate) enum TryEnqueue {
 mod buffers;
 mod chunk;
 mod in_flight;
+mod relayed;

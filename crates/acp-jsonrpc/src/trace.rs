@@ -115,7 +115,15 @@ mod on {
 
         /// A request read, decoded or with its params unread; returns its span.
         pub(crate) fn request_received(&self, request: &Request, bytes: usize) -> IncomingTrace {
-            let (method, id) = (request.method.as_str(), &request.id);
+            self.request_received_as(&request.id, &request.method, bytes)
+        }
+
+        pub(crate) fn request_received_as(
+            &self,
+            id: &RequestId,
+            method: &str,
+            bytes: usize,
+        ) -> IncomingTrace {
             let span = tracing::debug_span!(target: TARGET, parent: &self.span, "request",
                 direction = "in", method, id = %id);
             tracing::debug!(target: TARGET, parent: &span, direction = "in",
@@ -269,7 +277,7 @@ mod on {
 
 #[cfg(not(feature = "tracing"))]
 mod off {
-    use crate::{ConnectionError, Message, Problem, Request, RequestId, ResponseError};
+    use crate::{ConnectionError, Message, Problem, RequestId, ResponseError};
 
     pub(crate) struct ConnectionTrace;
 
@@ -294,7 +302,12 @@ mod off {
         }
 
         #[inline(always)]
-        pub(crate) fn request_received(&self, _: &Request, _: usize) -> IncomingTrace {
+        pub(crate) fn request_received_as(
+            &self,
+            _: &RequestId,
+            _: &str,
+            _: usize,
+        ) -> IncomingTrace {
             IncomingTrace
         }
 

@@ -102,6 +102,7 @@ where
         proxy,
         state: state.clone(),
         order: Arc::default(),
+        relays: Arc::new(dispatch::RelayBack),
     };
     let (rpc, driver) = Connection::new(reader, writer, dispatch, options);
     (ProxyContext { rpc, state }, driver)

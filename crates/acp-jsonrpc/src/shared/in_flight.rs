@@ -6,12 +6,29 @@ use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{PendingRequest, Refusal, RequestState, ResponseResult, Shared, lock};
+use super::{Delivered, PendingRequest, Refusal, RequestState, ResponseResult, Shared, lock};
 use crate::budget::Charge;
 use crate::forwarded::Answer;
 use crate::json::UncheckedJson;
 use crate::trace::IncomingTrace;
-use crate::{Problem, RequestError, RequestId, Response, oneshot};
+use crate::{Problem, RequestError, RequestId, Response, ResponseError, oneshot};
+
+impl PendingRequest {
+    fn is_forwarded(&self) -> bool {
+        match self {
+            PendingRequest::Waiting { forwarded, .. } => *forwarded,
+            PendingRequest::Relayed(_) => true,
+        }
+    }
+
+    /// Hands `answer` to whoever waits.
+    fn finish(self, answer: ResponseResult) {
+        match self {
+            PendingRequest::Waiting { sender, .. } => sender.send(answer),
+            PendingRequest::Relayed(relay) => relay.deliver(Delivered::Answer(answer)),
+        }
+    }
+}
 
 impl Shared {
     // --- requests we sent ------------------------------------------------------
@@ -34,7 +51,7 @@ impl Shared {
         let (sender, receiver) = oneshot::channel();
         pending
             .waiters
-            .insert(id, PendingRequest { sender, forwarded });
+            .insert(id, PendingRequest::Waiting { sender, forwarded });
         Some(receiver)
     }
 
@@ -43,42 +60,43 @@ impl Shared {
         lock(&self.pending).waiters.remove(&id).is_some()
     }
 
-    fn take_waiter(&self, id: &RequestId) -> Option<oneshot::Sender<ResponseResult>> {
+    fn take_waiter(&self, id: &RequestId) -> Option<PendingRequest> {
         let id = id.as_i64()?;
-        let waiter = lock(&self.pending).waiters.remove(&id)?;
-        Some(waiter.sender)
+        lock(&self.pending).waiters.remove(&id)
     }
 
     /// Hands a response to the request waiting for it.
     pub(crate) fn complete(&self, response: Response) {
-        match self.take_waiter(&response.id) {
-            Some(waiter) => waiter.send(
-                response
-                    .result
-                    .map(Answer::Checked)
-                    .map_err(RequestError::Response),
-            ),
-            None => self.report(Problem::UnknownResponse(response)),
-        }
+        let Some(waiter) = self.take_waiter(&response.id) else {
+            return self.report(Problem::UnknownResponse(response));
+        };
+        let answer = response
+            .result
+            .map(Answer::Checked)
+            .map_err(RequestError::Response);
+        waiter.finish(answer);
     }
 
     /// Hands `result`, unread, to the request `id` if it waits for a result it forwards;
     /// returns whether it did (else the line is decoded as any other).
     pub(crate) fn complete_forwarded(&self, id: i64, result: UncheckedJson<'_>) -> bool {
         let waiter = match lock(&self.pending).waiters.entry(id) {
-            Entry::Occupied(waiter) if waiter.get().forwarded => waiter.remove(),
+            Entry::Occupied(waiter) if waiter.get().is_forwarded() => waiter.remove(),
             _ => return false,
         };
-        waiter
-            .sender
-            .send(Ok(Answer::Unread(result.as_bytes().into())));
+        match waiter {
+            PendingRequest::Waiting { sender, .. } => {
+                sender.send(Ok(Answer::Unread(result.as_bytes().into())))
+            }
+            PendingRequest::Relayed(relay) => relay.deliver(Delivered::Unread(result)),
+        }
         true
     }
 
     /// Fails the request waiting for `id` (its response was malformed).
     pub(crate) fn fail_waiter(&self, id: &RequestId, error: RequestError) {
         if let Some(waiter) = self.take_waiter(id) {
-            waiter.send(Err(error));
+            waiter.finish(Err(error));
         }
     }
 
@@ -90,8 +108,15 @@ impl Shared {
             pending.refused = true;
             std::mem::take(&mut pending.waiters)
         };
-        // Dropping the senders wakes the waiters with "connection closed".
-        drop(waiters);
+        for (_, waiter) in waiters {
+            match waiter {
+                // Dropping the sender wakes the waiter with "connection closed".
+                PendingRequest::Waiting { .. } => {}
+                PendingRequest::Relayed(relay) => {
+                    relay.deliver(Delivered::Answer(Err(RequestError::ConnectionClosed)))
+                }
+            }
+        }
     }
 
     // --- requests the peer sent --------------------------------------------------
@@ -123,6 +148,52 @@ impl Shared {
         });
         incoming.insert(id.clone(), state.clone());
         Ok(state)
+    }
+
+    /// Admits an incoming request of `bytes` on the wire ([`begin_incoming`](Self::begin_incoming)),
+    /// or answers and reports why not: `None` then.
+    pub(crate) fn admit(
+        &self,
+        id: &RequestId,
+        (limit, running): (usize, usize),
+        bytes: usize,
+        trace: IncomingTrace,
+    ) -> Option<Arc<RequestState>> {
+        let refusal = match self.begin_incoming(id, (limit, running), bytes, trace) {
+            Ok(state) => return Some(state),
+            Err(refusal) => refusal,
+        };
+        let (error, problem) = match refusal {
+            Refusal::DuplicateId => (
+                ResponseError::invalid_request(format_args!(
+                    "a request with id {id} is already in flight"
+                )),
+                Problem::DuplicateRequestId(id.clone()),
+            ),
+            // Answered rather than left unread: reading must go on, for the responses and
+            // cancellations that free the handlers.
+            Refusal::TooMany => (
+                ResponseError::too_many_requests(limit),
+                Problem::TooManyRequests {
+                    id: id.clone(),
+                    limit,
+                },
+            ),
+            // Answered at once like the count limit: what frees the budget (responses,
+            // cancellations) must still be read.
+            Refusal::TooLarge { scope, limit } => (
+                ResponseError::too_many_request_bytes(limit, bytes, scope),
+                Problem::InFlightBudgetExceeded {
+                    id: id.clone(),
+                    bytes,
+                    limit,
+                    scope,
+                },
+            ),
+        };
+        self.reply_error(id, &error);
+        self.report(problem);
+        None
     }
 
     pub(crate) fn incoming_state(&self, id: &RequestId) -> Option<Arc<RequestState>> {

@@ -178,9 +178,7 @@ pub(crate) struct Forwarding<'a>(&'a Shared);
 
 impl Drop for Forwarding<'_> {
     fn drop(&mut self) {
-        if self.0.forwarding.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.forwarding_done.notify(usize::MAX);
-        }
+        self.0.forwarded();
     }
 }
 
@@ -215,6 +213,19 @@ impl Shared {
     pub(crate) fn forwarding(&self) -> Forwarding<'_> {
         self.forwarding.fetch_add(1, Ordering::AcqRel);
         Forwarding(self)
+    }
+
+    /// Counts a relayed request as being forwarded, until [`forwarded`](Self::forwarded).
+    pub(crate) fn relaying(&self) {
+        self.forwarding.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A message counted by [`forwarding`](Self::forwarding) or
+    /// [`relaying`](Self::relaying) is no longer under way.
+    pub(crate) fn forwarded(&self) {
+        if self.forwarding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.forwarding_done.notify(usize::MAX);
+        }
     }
 
     /// Resolves once no message is being forwarded: after the client left, once every

@@ -17,8 +17,8 @@ use serde_json::value::RawValue;
 use crate::conductor::chain::{Chain, Shared, describe};
 use crate::conductor::handshake::Holdup;
 use crate::proxy::envelope::{
-    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, open_request,
-    opens_unread, wrap,
+    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, open_request, open_unread,
+    wrap,
 };
 use crate::proxy::order::Order;
 use crate::rules;
@@ -29,7 +29,11 @@ pub(crate) struct HopDispatch {
     shared: Arc<Shared>,
     hop: Option<usize>,
     order: Arc<Order>,
+    /// The hooks of the requests it relays, by destination (`relay.rs`).
+    relays: relay::RelayHooksByHop,
 }
+
+mod relay;
 
 /// Where a message goes, and as what (its method borrowed from the message: routing
 /// allocates nothing).
@@ -106,6 +110,7 @@ impl HopDispatch {
             shared,
             hop: None,
             order: Arc::default(),
+            relays: Default::default(),
         }
     }
 
@@ -114,6 +119,7 @@ impl HopDispatch {
             shared,
             hop: Some(hop),
             order: Arc::default(),
+            relays: Default::default(),
         }
     }
 
@@ -125,30 +131,6 @@ impl HopDispatch {
         match hop {
             None => self.shared.client.get(),
             Some(hop) => chain.hops.get(hop).map(|hop| &hop.rpc),
-        }
-    }
-
-    /// The error for a request whose next hop went away: the component's failure.
-    async fn gone(&self, chain: &Chain, hop: Option<usize>, error: RequestError) -> ResponseError {
-        match (error, hop) {
-            (RequestError::Response(error), _) => error,
-            (RequestError::ConnectionClosed, Some(hop)) => {
-                let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
-                let description = match self.shared.failure() {
-                    Some(failure) => failure.to_owned(),
-                    None => {
-                        self.shared
-                            .describe_end(hop, name, "closed its output".to_owned())
-                            .await
-                    }
-                };
-                failure(description)
-            }
-            (other, Some(hop)) => {
-                let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
-                failure(describe(hop, name, &other.to_string()))
-            }
-            (other, None) => ResponseError::internal_error(format_args!("the client: {other}")),
         }
     }
 
@@ -188,6 +170,35 @@ impl HopDispatch {
                 self.entry()
             ))),
         }
+    }
+}
+
+/// The error for a request whose next hop went away: the component's failure.
+async fn gone(
+    shared: &Shared,
+    chain: &Chain,
+    hop: Option<usize>,
+    error: RequestError,
+) -> ResponseError {
+    match (error, hop) {
+        (RequestError::Response(error), _) => error,
+        (RequestError::ConnectionClosed, Some(hop)) => {
+            let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
+            let description = match shared.failure() {
+                Some(failure) => failure.to_owned(),
+                None => {
+                    shared
+                        .describe_end(hop, name, "closed its output".to_owned())
+                        .await
+                }
+            };
+            failure(description)
+        }
+        (other, Some(hop)) => {
+            let name = chain.hops.get(hop).map_or("", |hop| hop.name.as_str());
+            failure(describe(hop, name, &other.to_string()))
+        }
+        (other, None) => ResponseError::internal_error(format_args!("the client: {other}")),
     }
 }
 
@@ -313,7 +324,7 @@ impl HopDispatch {
                 }
                 Ok(result)
             }
-            Err(error) => Err(self.gone(&chain, next_hop, error).await),
+            Err(error) => Err(gone(&self.shared, &chain, next_hop, error).await),
         }
     }
 
@@ -484,10 +495,20 @@ impl Handler for HopDispatch {
         let handshake = |method: &str| method == INITIALIZE || method == PROXY_INITIALIZE;
         match request.method() {
             PROXY_SUCCESSOR if self.opens_envelopes() => {
-                opens_unread(request).is_some_and(|inner| !handshake(inner))
+                open_unread(request).is_some_and(|(inner, _)| !handshake(inner))
             }
             method => !handshake(method),
         }
+    }
+
+    /// Relays every request it takes unread at once, with no task, when nothing earlier
+    /// waits to be forwarded (`relay.rs`).
+    fn relay_request(
+        &self,
+        request: &RawRequest<'_>,
+        responder: Responder,
+    ) -> Result<(), Responder> {
+        self.relay_now(request, responder)
     }
 }
 

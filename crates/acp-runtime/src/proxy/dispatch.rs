@@ -7,14 +7,14 @@ use std::sync::Arc;
 use acp_jsonrpc::json::UncheckedJson;
 use acp_jsonrpc::{
     ConnectionHandle, ForwardedResult, Handler, IncomingNotification, IncomingRequest,
-    RawNotification, RawRequest, RequestError, Responder, ResponseError,
+    RawNotification, RawRequest, RelayHooks, RequestError, Responder, ResponseError,
 };
 use serde_json::value::RawValue;
 
 use crate::proxy::context::{ProxyContext, ProxyState, answered_version};
 use crate::proxy::envelope::{
-    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, open_request,
-    opens_unread, wrap,
+    INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR, open, open_forwarded, open_request, open_unread,
+    wrap,
 };
 use crate::proxy::hooks::{From, Proxy};
 use crate::proxy::order::{Order, Ticket};
@@ -24,6 +24,26 @@ pub(crate) struct ProxyDispatch {
     pub(crate) proxy: Proxy,
     pub(crate) state: Arc<ProxyState>,
     pub(crate) order: Arc<Order>,
+    /// The hooks of the requests it relays ([`RelayBack`]).
+    pub(crate) relays: Arc<dyn RelayHooks>,
+}
+
+/// Finishes what a relayed request's answer could not do by itself, as the forwarding task
+/// would have: an answer the reply budget has no room for waits for room on a task of smol's
+/// global executor (the proxy's own may be anyone's); a failure is answered at once.
+pub(crate) struct RelayBack;
+
+impl RelayHooks for RelayBack {
+    fn finish(&self, mut responder: Responder, answer: Result<ForwardedResult, RequestError>) {
+        match answer {
+            Ok(result) => smol::spawn(async move {
+                responder.reserve(result.len()).await;
+                responder.respond_forwarded(&result);
+            })
+            .detach(),
+            Err(error) => responder.respond_error(to_response(error)),
+        }
+    }
 }
 
 /// A message's method, params and sender once any envelope is opened, borrowed from the
@@ -217,14 +237,47 @@ impl Handler for ProxyDispatch {
     /// unread (the peer that decodes them answers for them); a hooked one is validated.
     fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
         let (from, method) = match arrival(request.method()) {
-            Arrival::Successor => match opens_unread(request) {
-                Some(method) => (From::Agent, method),
+            Arrival::Successor => match open_unread(request) {
+                Some((method, _)) => (From::Agent, method),
                 None => return false,
             },
             Arrival::Plain => (From::Client, request.method()),
             Arrival::ProxyInitialize | Arrival::Initialize => return false,
         };
         !self.proxy.requests.contains_key(&(from, method))
+    }
+
+    /// A request no hook takes is relayed with no task when nothing earlier waits to be
+    /// forwarded and there is room (its answer comes back from the driver); anything else goes
+    /// the way of `request`.
+    fn relay_request(
+        &self,
+        request: &RawRequest<'_>,
+        responder: Responder,
+    ) -> Result<(), Responder> {
+        if !self.order.is_idle() {
+            return Err(responder);
+        }
+        let (from, method, params) = match arrival(request.method()) {
+            Arrival::Successor => match open_unread(request) {
+                Some((method, params)) => (From::Agent, method, params),
+                None => return Err(responder),
+            },
+            Arrival::Plain => (From::Client, request.method(), request.params()),
+            Arrival::ProxyInitialize | Arrival::Initialize => return Err(responder),
+        };
+        // No hook takes it: `takes_unread` took it.
+        let rpc = request.connection();
+        match from {
+            From::Client => rpc.try_relay_request_wrapped(
+                PROXY_SUCCESSOR,
+                method,
+                params,
+                responder,
+                &self.relays,
+            ),
+            From::Agent => rpc.try_relay_request(method, params, responder, &self.relays),
+        }
     }
 
     /// The forwarding path: a notification no hook takes goes on to its neighbour at once,

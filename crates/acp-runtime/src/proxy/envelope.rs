@@ -86,12 +86,19 @@ pub(crate) fn open_request(
     Ok((Cow::Borrowed(carried.method()), params))
 }
 
-/// Whether a `proxy/successor` request may be taken unread: its carried message found by the
-/// forwarding scan and not itself an envelope ([`open_request`] then reads it as [`open`]
-/// would; anything else is validated and [`open`] words the error).
-pub(crate) fn opens_unread<'a>(request: &RawRequest<'a>) -> Option<&'a str> {
+/// The message a `proxy/successor` request taken unread carries: its carried message as the
+/// forwarding scan found it, unless it is itself an envelope; `None` otherwise, and the request
+/// is not taken unread ([`open_request`] then reads it as [`open`] would, and [`open`] words
+/// the error). Its params `null` ones none, as [`open_request`] has them.
+pub(crate) fn open_unread<'a>(
+    request: &RawRequest<'a>,
+) -> Option<(&'a str, Option<UncheckedJson<'a>>)> {
     let carried = request.carried()?;
-    (carried.method() != PROXY_SUCCESSOR).then_some(carried.method())
+    if carried.method() == PROXY_SUCCESSOR {
+        return None;
+    }
+    let params = carried.params().filter(|params| !params.is_null());
+    Some((carried.method(), params))
 }
 
 fn read_with_serde(raw: &str) -> Result<Envelope<'_>, ResponseError> {
