@@ -75,12 +75,14 @@ use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
 
 mod chain;
 pub mod command_line;
+mod drivers;
 mod handshake;
 mod lifetime;
 mod route;
 
 pub use chain::Component;
 use chain::{ComponentPipes, Shared};
+use drivers::RunDrivers;
 use lifetime::WatchedInput;
 use route::HopDispatch;
 
@@ -270,8 +272,11 @@ impl Conductor {
         let grace = self.failure_grace;
         async move {
             let mut driver = std::pin::pin!(driver);
+            // The components' drivers, polled beside whatever runs, in every phase.
+            let mut drivers = shared.drivers.run();
             let stop = executor
-                .run(
+                .run(beside(
+                    &mut drivers,
                     async { Stop::Served((&mut driver).await) }
                         .or(async {
                             shared.failed().await;
@@ -281,7 +286,7 @@ impl Conductor {
                             input_ended.wait().await;
                             Stop::ClientGone
                         }),
-                )
+                ))
                 .await;
             let result = match stop {
                 Stop::Served(served) => served.map_err(ChainError::from),
@@ -294,9 +299,8 @@ impl Conductor {
                     client.close();
                     let cancelled = at_most(grace, shared.nothing_forwarded());
                     let flushed = at_most(grace, &mut driver);
-                    executor
-                        .run(futures_lite::future::zip(cancelled, flushed))
-                        .await;
+                    let both = futures_lite::future::zip(cancelled, flushed);
+                    executor.run(beside(&mut drivers, both)).await;
                     Ok(())
                 }
                 Stop::Failed => {
@@ -307,15 +311,17 @@ impl Conductor {
                             hop.rpc.close();
                         }
                     }
-                    executor.run(at_most(grace, &mut driver)).await;
+                    let flushed = at_most(grace, &mut driver);
+                    executor.run(beside(&mut drivers, flushed)).await;
                     client.close();
-                    executor.run(at_most(grace, &mut driver)).await;
+                    let flushed = at_most(grace, &mut driver);
+                    executor.run(beside(&mut drivers, flushed)).await;
                     Err(ChainError::Component(
                         shared.failure().unwrap_or_default().to_owned(),
                     ))
                 }
             };
-            executor.run(shared.shut_down()).await;
+            executor.run(beside(&mut drivers, shared.shut_down())).await;
             result
         }
     }
@@ -341,6 +347,16 @@ impl Conductor {
         let (reader, writer) = crate::stdio::stdio()?;
         smol::block_on(self.run(reader, writer))
     }
+}
+
+/// Runs `future` with the components' `drivers` polled beside it (they never end first).
+async fn beside<T>(drivers: &mut RunDrivers, future: impl Future<Output = T>) -> T {
+    future
+        .or(async {
+            drivers.await;
+            std::future::pending().await
+        })
+        .await
 }
 
 /// Runs `future` for at most `grace`: `None` when the grace ran out first.

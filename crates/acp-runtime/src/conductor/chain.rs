@@ -4,8 +4,6 @@
 //! parameter, so that the routing rules can depend on the chain and not the reverse.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -14,6 +12,7 @@ use acp_jsonrpc::{Connection, ConnectionHandle, ConnectionOptions, Handler};
 use event_listener::Event;
 use futures_lite::{AsyncBufRead, AsyncWrite, FutureExt};
 
+use crate::conductor::drivers::{Driver, Drivers};
 use crate::conductor::handshake::Handshake;
 #[cfg(unix)]
 use crate::process::{AgentCommand, AgentProcess};
@@ -141,8 +140,6 @@ pub(crate) struct Chain {
     pub(crate) handshake: Handshake,
 }
 
-pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
-
 /// What the whole conductor shares: the chain (once started), the client's connection, and
 /// the first failure.
 pub(crate) struct Shared {
@@ -159,6 +156,9 @@ pub(crate) struct Shared {
     failed: Event,
     /// Where component drivers and watchers run: polled by `Conductor::run`.
     pub(crate) executor: Arc<smol::Executor<'static>>,
+    /// The components' drivers and exit watchers, polled with the client's driver
+    /// (`drivers.rs`).
+    pub(crate) drivers: Drivers,
     /// Where the components' pipes are waited on.
     component_pipes: ComponentPipes,
     /// Set once the conductor is shutting down: a component's end is expected from then on.
@@ -200,6 +200,7 @@ impl Shared {
             failure: OnceLock::new(),
             failed: Event::new(),
             executor: Arc::new(smol::Executor::new()),
+            drivers: Drivers::default(),
             component_pipes,
             stopping: std::sync::atomic::AtomicBool::new(false),
             forwarding: AtomicUsize::new(0),
@@ -351,7 +352,7 @@ impl Shared {
             });
         }
         for driver in drivers {
-            self.executor.spawn(driver).detach();
+            self.drivers.add(driver);
         }
         let handshake = Handshake::new(hops.len());
         let is_proxy = hops.iter().map(|hop| hop.is_proxy).collect();
