@@ -1,5 +1,5 @@
 //! The forwarding scan's container skip, 64 bytes at a time: each block is classified once
-//! into bit masks (quotes, backslashes, opening and closing brackets; SSE2 on x86-64 through
+//! into bit masks (quotes, backslashes, brackets; SSE2 on x86-64 through
 //! `safe_arch`, a byte loop elsewhere), strings are found by a prefix XOR of the quote mask,
 //! and only the brackets outside strings are visited one by one. Escaped quotes are found by
 //! the parity of backslash runs, also on the masks; a block where a backslash falls outside a
@@ -17,10 +17,9 @@ const MAX_DEPTH: u32 = 64;
 struct Masks {
     quotes: u64,
     backslashes: u64,
-    /// `{` and `[`.
-    opening: u64,
-    /// `}` and `]`.
-    closing: u64,
+    /// `{`, `[`, `}` and `]`, in one mask: which of them a bracket is, the stack reads from its
+    /// byte, so the two comparisons are ORed in the register and moved out once.
+    brackets: u64,
 }
 
 /// Open containers: one bit per level, set for an object.
@@ -103,7 +102,7 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
         };
         // The quote that opens a string is inside it and the one that closes it is not, so no
         // quote is a bracket either way; an escaped byte is inside its string.
-        let mut brackets = (masks.opening | masks.closing) & !strings;
+        let mut brackets = masks.brackets & !strings;
         while brackets != 0 {
             let lane = brackets.trailing_zeros() as usize;
             brackets &= brackets - 1;
@@ -194,8 +193,7 @@ fn masks_at(bytes: &[u8], base: usize) -> (Masks, &[u8]) {
             let masks = Masks {
                 quotes: masks.quotes >> shift,
                 backslashes: masks.backslashes >> shift,
-                opening: masks.opening >> shift,
-                closing: masks.closing >> shift,
+                brackets: masks.brackets >> shift,
             };
             (masks, block)
         }
@@ -232,8 +230,7 @@ fn classify(block: &[u8; BLOCK]) -> Masks {
     let mut masks = Masks {
         quotes: 0,
         backslashes: 0,
-        opening: 0,
-        closing: 0,
+        brackets: 0,
     };
     let quote = set_splat_i8_m128i(b'"' as i8);
     let backslash = set_splat_i8_m128i(b'\\' as i8);
@@ -248,8 +245,11 @@ fn classify(block: &[u8; BLOCK]) -> Masks {
         let shift = n * 16;
         masks.quotes |= mask(quote, bytes) << shift;
         masks.backslashes |= mask(backslash, bytes) << shift;
-        masks.opening |= mask(open, folded) << shift;
-        masks.closing |= mask(close, folded) << shift;
+        let brackets = bitor_m128i(
+            cmp_eq_mask_i8_m128i(folded, open),
+            cmp_eq_mask_i8_m128i(folded, close),
+        );
+        masks.brackets |= u64::from(move_mask_i8_m128i(brackets) as u16) << shift;
     }
     masks
 }
@@ -286,16 +286,14 @@ fn classify(block: &[u8; BLOCK]) -> Masks {
     let mut masks = Masks {
         quotes: 0,
         backslashes: 0,
-        opening: 0,
-        closing: 0,
+        brackets: 0,
     };
     for (lane, &byte) in block.iter().enumerate() {
         let bit = 1u64 << lane;
         match byte {
             b'"' => masks.quotes |= bit,
             b'\\' => masks.backslashes |= bit,
-            b'{' | b'[' => masks.opening |= bit,
-            b'}' | b']' => masks.closing |= bit,
+            b'{' | b'[' | b'}' | b']' => masks.brackets |= bit,
             _ => {}
         }
     }
