@@ -237,19 +237,27 @@ fn classify(block: &[u8; BLOCK]) -> Masks {
     let case = set_splat_i8_m128i(0x20);
     let open = set_splat_i8_m128i(b'{' as i8);
     let close = set_splat_i8_m128i(b'}' as i8);
+    let bits = |found| u64::from(move_mask_i8_m128i(found) as u16);
+    // Most blocks have no backslash: their four comparisons are ORed and moved out once.
+    let mut backslashes = [set_splat_i8_m128i(0); 4];
+    let mut any_backslash = set_splat_i8_m128i(0);
     for (n, chunk) in block.chunks_exact(16).enumerate() {
         let bytes = load_unaligned_m128i(chunk.try_into().expect("sixteen bytes"));
         let folded = bitor_m128i(bytes, case);
-        let mask =
-            |wanted, of| u64::from(move_mask_i8_m128i(cmp_eq_mask_i8_m128i(of, wanted)) as u16);
         let shift = n * 16;
-        masks.quotes |= mask(quote, bytes) << shift;
-        masks.backslashes |= mask(backslash, bytes) << shift;
+        masks.quotes |= bits(cmp_eq_mask_i8_m128i(bytes, quote)) << shift;
+        backslashes[n] = cmp_eq_mask_i8_m128i(bytes, backslash);
+        any_backslash = bitor_m128i(any_backslash, backslashes[n]);
         let brackets = bitor_m128i(
             cmp_eq_mask_i8_m128i(folded, open),
             cmp_eq_mask_i8_m128i(folded, close),
         );
-        masks.brackets |= u64::from(move_mask_i8_m128i(brackets) as u16) << shift;
+        masks.brackets |= bits(brackets) << shift;
+    }
+    if move_mask_i8_m128i(any_backslash) != 0 {
+        for (n, &found) in backslashes.iter().enumerate() {
+            masks.backslashes |= bits(found) << (n * 16);
+        }
     }
     masks
 }
