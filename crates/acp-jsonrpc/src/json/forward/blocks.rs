@@ -67,14 +67,18 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
         // no masks and no escapes worked out, where the masks cost some 150 instructions. Its
         // brackets are text, and as it does not end in a backslash the next block's first byte
         // is not escaped; a block that ends in one takes the masks, which count the run.
+        // A loop of its own, as a long string is many such blocks in a row.
         if in_string != 0 {
-            if let Some(block) = bytes.get(base..base + BLOCK) {
+            while let Some(block) = bytes.get(base..base + BLOCK) {
                 let block: &[u8; BLOCK] = block.try_into().expect("a block");
-                if block[BLOCK - 1] != b'\\' && quote_free(block) {
-                    escaped = false;
-                    base += BLOCK;
-                    continue;
+                if block[BLOCK - 1] == b'\\' || !quote_free(block) {
+                    break;
                 }
+                escaped = false;
+                base += BLOCK;
+            }
+            if base == bytes.len() {
+                break;
             }
         }
         let (masks, block) = masks_at(bytes, base);
