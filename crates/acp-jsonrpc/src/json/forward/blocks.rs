@@ -1,11 +1,12 @@
 //! The forwarding scan's container skip, 64 bytes at a time: each block is classified once
-//! into bit masks (quotes, backslashes, opening and closing brackets; SSE2 on x86-64 through
-//! `safe_arch`, a byte loop elsewhere), strings are found by a prefix XOR of the quote mask,
-//! and only the brackets outside strings are visited one by one. Escaped quotes are found by
-//! the parity of backslash runs, also on the masks; a block where a backslash falls outside a
-//! string (never in valid JSON) is walked byte by byte instead, so the result is exactly the
-//! byte walk's (the tests compare the two): a string ends at the next quote no backslash
-//! escapes, brackets are matched by kind up to 64 deep, and nothing is validated.
+//! into bit masks (quotes, backslashes, brackets; SSE2 on x86-64 through `safe_arch`, a byte
+//! loop elsewhere), strings are found by a prefix XOR of the quote mask, and only the brackets
+//! outside strings are visited one by one. A block inside a long string without a quote takes
+//! one test for quotes instead of the masks. Escaped quotes are found by the parity of
+//! backslash runs, also on the masks; a block where a backslash falls outside a string (never
+//! in valid JSON) is walked byte by byte instead, so the result is exactly the byte walk's
+//! (the tests compare the two): a string ends at the next quote no backslash escapes, brackets
+//! are matched by kind up to 64 deep, and nothing is validated.
 
 /// Bytes classified at once: one bit per byte in a `u64` mask.
 const BLOCK: usize = 64;
@@ -17,10 +18,9 @@ const MAX_DEPTH: u32 = 64;
 struct Masks {
     quotes: u64,
     backslashes: u64,
-    /// `{` and `[`.
-    opening: u64,
-    /// `}` and `]`.
-    closing: u64,
+    /// `{`, `[`, `}` and `]`, in one mask: which of them a bracket is, the stack reads from its
+    /// byte, so the two comparisons are ORed in the register and moved out once.
+    brackets: u64,
 }
 
 /// Open containers: one bit per level, set for an object.
@@ -63,6 +63,25 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
     let mut escaped = false;
     let mut base = at;
     while base < bytes.len() {
+        // A whole block that begins inside a string and holds no quote is string to its end
+        // (a long text's lines, its `\n` escapes and all): one test for quotes skips it, about
+        // 20 instructions where the masks and escapes cost some 150. Its brackets are text,
+        // and as it does not end in a backslash the next block's first byte is not escaped; a
+        // block that ends in one takes the masks, which count the run. A loop of its own, as
+        // a long string is many such blocks in a row.
+        if in_string != 0 {
+            while let Some(block) = bytes.get(base..base + BLOCK) {
+                let block: &[u8; BLOCK] = block.try_into().expect("a block");
+                if block[BLOCK - 1] == b'\\' || !quote_free(block) {
+                    break;
+                }
+                escaped = false;
+                base += BLOCK;
+            }
+            if base == bytes.len() {
+                break;
+            }
+        }
         let (masks, block) = masks_at(bytes, base);
         let strings = if masks.backslashes == 0 && !escaped {
             // The common block: no escape, so every quote opens or closes a string.
@@ -88,7 +107,7 @@ pub(super) fn skip_container(bytes: &[u8], at: usize) -> Option<usize> {
         };
         // The quote that opens a string is inside it and the one that closes it is not, so no
         // quote is a bracket either way; an escaped byte is inside its string.
-        let mut brackets = (masks.opening | masks.closing) & !strings;
+        let mut brackets = masks.brackets & !strings;
         while brackets != 0 {
             let lane = brackets.trailing_zeros() as usize;
             brackets &= brackets - 1;
@@ -179,8 +198,7 @@ fn masks_at(bytes: &[u8], base: usize) -> (Masks, &[u8]) {
             let masks = Masks {
                 quotes: masks.quotes >> shift,
                 backslashes: masks.backslashes >> shift,
-                opening: masks.opening >> shift,
-                closing: masks.closing >> shift,
+                brackets: masks.brackets >> shift,
             };
             (masks, block)
         }
@@ -217,26 +235,62 @@ fn classify(block: &[u8; BLOCK]) -> Masks {
     let mut masks = Masks {
         quotes: 0,
         backslashes: 0,
-        opening: 0,
-        closing: 0,
+        brackets: 0,
     };
     let quote = set_splat_i8_m128i(b'"' as i8);
     let backslash = set_splat_i8_m128i(b'\\' as i8);
     let case = set_splat_i8_m128i(0x20);
     let open = set_splat_i8_m128i(b'{' as i8);
     let close = set_splat_i8_m128i(b'}' as i8);
+    let bits = |found| u64::from(move_mask_i8_m128i(found) as u16);
+    // Most blocks have no backslash: their four comparisons are ORed and moved out once.
+    let mut backslashes = [set_splat_i8_m128i(0); 4];
+    let mut any_backslash = set_splat_i8_m128i(0);
     for (n, chunk) in block.chunks_exact(16).enumerate() {
         let bytes = load_unaligned_m128i(chunk.try_into().expect("sixteen bytes"));
         let folded = bitor_m128i(bytes, case);
-        let mask =
-            |wanted, of| u64::from(move_mask_i8_m128i(cmp_eq_mask_i8_m128i(of, wanted)) as u16);
         let shift = n * 16;
-        masks.quotes |= mask(quote, bytes) << shift;
-        masks.backslashes |= mask(backslash, bytes) << shift;
-        masks.opening |= mask(open, folded) << shift;
-        masks.closing |= mask(close, folded) << shift;
+        masks.quotes |= bits(cmp_eq_mask_i8_m128i(bytes, quote)) << shift;
+        backslashes[n] = cmp_eq_mask_i8_m128i(bytes, backslash);
+        any_backslash = bitor_m128i(any_backslash, backslashes[n]);
+        let brackets = bitor_m128i(
+            cmp_eq_mask_i8_m128i(folded, open),
+            cmp_eq_mask_i8_m128i(folded, close),
+        );
+        masks.brackets |= bits(brackets) << shift;
+    }
+    if move_mask_i8_m128i(any_backslash) != 0 {
+        for (n, &found) in backslashes.iter().enumerate() {
+            masks.backslashes |= bits(found) << (n * 16);
+        }
     }
     masks
+}
+
+/// Whether no byte of `block` is a quote: four comparisons folded into one mask.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn quote_free(block: &[u8; BLOCK]) -> bool {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let quote = set_splat_i8_m128i(b'"' as i8);
+    let found = |at: usize| {
+        let chunk = block[at..at + 16].try_into().expect("sixteen bytes");
+        cmp_eq_mask_i8_m128i(load_unaligned_m128i(chunk), quote)
+    };
+    let any = bitor_m128i(
+        bitor_m128i(found(0), found(16)),
+        bitor_m128i(found(32), found(48)),
+    );
+    move_mask_i8_m128i(any) == 0
+}
+
+/// Elsewhere: a byte search.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn quote_free(block: &[u8; BLOCK]) -> bool {
+    !block.contains(&b'"')
 }
 
 /// Elsewhere: the same masks, a byte at a time.
@@ -245,16 +299,14 @@ fn classify(block: &[u8; BLOCK]) -> Masks {
     let mut masks = Masks {
         quotes: 0,
         backslashes: 0,
-        opening: 0,
-        closing: 0,
+        brackets: 0,
     };
     for (lane, &byte) in block.iter().enumerate() {
         let bit = 1u64 << lane;
         match byte {
             b'"' => masks.quotes |= bit,
             b'\\' => masks.backslashes |= bit,
-            b'{' | b'[' => masks.opening |= bit,
-            b'}' | b']' => masks.closing |= bit,
+            b'{' | b'[' | b'}' | b']' => masks.brackets |= bit,
             _ => {}
         }
     }

@@ -372,8 +372,64 @@ fn backslash_runs_inside_strings_agree_with_the_byte_walk_across_block_edges() {
     }
 }
 
+#[test]
+fn long_strings_agree_with_the_byte_walk() {
+    // A string over many blocks (the whole blocks of it without a quote are skipped by a test
+    // for quotes alone) of lines that end in a run of 1 to 4 backslashes and `n`; a run and a
+    // quote, a bracket, an `n` or a backslash at every offset of its first blocks, so that the
+    // runs cross block edges at every lane; the container ending in a whole or a partial last
+    // block, or cut inside the string.
+    for run in 1..=4 {
+        let body = format!("{}{}n", "x".repeat(64), "\\".repeat(run)).repeat(16);
+        for pad in 0..200 {
+            for after in ["\"", "}", "n", "\\"] {
+                let text = format!(
+                    r#"{{"k":"{}{}{after}{body}"}},"id":1}}"#,
+                    "x".repeat(pad),
+                    "\\".repeat(run)
+                );
+                let end = text.len() - ",\"id\":1}".len();
+                for cut in [text.len(), end, end - 1, end - 3] {
+                    let bytes = &text.as_bytes()[..cut];
+                    assert_eq!(
+                        blocks::skip_container(bytes, 0),
+                        skip_container_bytewise(bytes, 0),
+                        "{text:?} cut at {cut}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Long strings, mostly text with backslashes and a rare quote or bracket, across many
+    /// blocks: the blocks end the container where the byte walk does.
+    #[test]
+    fn blocks_agree_with_the_byte_walk_on_long_strings(
+        text in prop::collection::vec(
+            prop_oneof![
+                64 => Just(b'x'),
+                8 => Just(b'\\'),
+                1 => Just(b'"'),
+                1 => Just(b'}'),
+                1 => any::<u8>(),
+            ],
+            0..1200,
+        ),
+        lead in 0..80usize,
+    ) {
+        let mut bytes = vec![b'x'; lead];
+        bytes.extend_from_slice(br#"{"k":""#);
+        bytes.extend_from_slice(&text);
+        bytes.extend_from_slice(br#""},"id":1}"#);
+        prop_assert_eq!(
+            blocks::skip_container(&bytes, lead),
+            skip_container_bytewise(&bytes, lead)
+        );
+    }
 
     /// On any bytes (mostly the ones the scan looks at, across block edges), the 64-byte
     /// blocks end a container where the byte walk does, or refuse it as it does.
