@@ -62,9 +62,17 @@ impl Wake for SlotWake {
         if self.queued.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.inner.note(|state| state.ready.push(self.index));
+    }
+}
+
+impl Inner {
+    /// Changes the state with `change`, then wakes whoever polls the set unless it is polling
+    /// (it looks at the state again before it sleeps).
+    fn note(&self, change: impl FnOnce(&mut State)) {
         let outer = {
-            let mut state = lock(&self.inner.state);
-            state.ready.push(self.index);
+            let mut state = lock(&self.state);
+            change(&mut state);
             if state.polling {
                 None
             } else {
@@ -80,18 +88,7 @@ impl Wake for SlotWake {
 impl Drivers {
     /// Adds `driver`; it is first polled on the set's next poll.
     pub(crate) fn add(&self, driver: Driver) {
-        let outer = {
-            let mut state = lock(&self.inner.state);
-            state.added.push(driver);
-            if state.polling {
-                None
-            } else {
-                state.outer.take()
-            }
-        };
-        if let Some(outer) = outer {
-            outer.wake();
-        }
+        self.inner.note(|state| state.added.push(driver));
     }
 
     /// The future that polls the drivers; it never resolves. Dropping it drops them.
@@ -175,5 +172,55 @@ impl Future for RunDrivers {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use futures_lite::FutureExt;
+
+    use super::*;
+
+    /// Drivers added before and while the set runs are polled, woken from another thread
+    /// (each wake-up is served, none lost), and let go of once finished.
+    #[test]
+    fn drivers_added_any_time_and_woken_from_anywhere_all_finish() {
+        let drivers = Drivers::default();
+        let finished = Arc::new(AtomicUsize::new(0));
+        let (sender, receiver) = smol::channel::unbounded::<()>();
+        let driver = |rounds: usize| -> Driver {
+            let receiver = receiver.clone();
+            let finished = finished.clone();
+            Box::pin(async move {
+                for _ in 0..rounds {
+                    receiver.recv().await.expect("a message");
+                }
+                finished.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        drivers.add(driver(500));
+        let mut run = drivers.run();
+        let rounds = std::thread::spawn(move || {
+            for _ in 0..1000 {
+                sender.send_blocking(()).expect("sent");
+            }
+        });
+        smol::block_on(
+            async {
+                drivers.add(driver(500));
+                while finished.load(Ordering::SeqCst) < 2 {
+                    smol::Timer::after(Duration::from_millis(1)).await;
+                }
+            }
+            .or(async {
+                (&mut run).await;
+            }),
+        );
+        rounds.join().expect("the sender");
+        assert_eq!(finished.load(Ordering::SeqCst), 2);
+        assert!(run.slots.iter().all(|slot| slot.driver.is_none()));
     }
 }
