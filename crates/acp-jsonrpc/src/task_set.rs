@@ -142,6 +142,11 @@ impl<F: Future<Output = ()>, D> TaskSet<F, D> {
 
     /// Polls the tasks that were woken; returns whether any was polled.
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> bool {
+        // No task, nothing to poll or be woken for (a stale wake-up of a finished task stays
+        // queued: at most one per slot, and harmless, as above).
+        if self.len == 0 {
+            return false;
+        }
         {
             let mut parent = lock(&self.ready.parent);
             if !parent.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
