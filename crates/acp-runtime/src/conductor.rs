@@ -272,22 +272,26 @@ impl Conductor {
         let grace = self.failure_grace;
         async move {
             let mut driver = std::pin::pin!(driver);
-            // The components' drivers, polled beside whatever runs, in every phase.
+            // The components' drivers, polled beside whatever runs, in every phase, and the
+            // executor's runner among them: polled when a task of its own was woken, not on
+            // every wake-up of the chain.
+            shared.drivers.add(Box::pin(async move {
+                executor.run(std::future::pending::<()>()).await;
+            }));
             let mut drivers = shared.drivers.run();
-            let stop = executor
-                .run(beside(
-                    &mut drivers,
-                    async { Stop::Served((&mut driver).await) }
-                        .or(async {
-                            shared.failed().await;
-                            Stop::Failed
-                        })
-                        .or(async {
-                            input_ended.wait().await;
-                            Stop::ClientGone
-                        }),
-                ))
-                .await;
+            let stop = beside(
+                &mut drivers,
+                async { Stop::Served((&mut driver).await) }
+                    .or(async {
+                        shared.failed().await;
+                        Stop::Failed
+                    })
+                    .or(async {
+                        input_ended.wait().await;
+                        Stop::ClientGone
+                    }),
+            )
+            .await;
             let result = match stop {
                 Stop::Served(served) => served.map_err(ChainError::from),
                 Stop::ClientGone => {
@@ -300,7 +304,7 @@ impl Conductor {
                     let cancelled = at_most(grace, shared.nothing_forwarded());
                     let flushed = at_most(grace, &mut driver);
                     let both = futures_lite::future::zip(cancelled, flushed);
-                    executor.run(beside(&mut drivers, both)).await;
+                    beside(&mut drivers, both).await;
                     Ok(())
                 }
                 Stop::Failed => {
@@ -312,16 +316,16 @@ impl Conductor {
                         }
                     }
                     let flushed = at_most(grace, &mut driver);
-                    executor.run(beside(&mut drivers, flushed)).await;
+                    beside(&mut drivers, flushed).await;
                     client.close();
                     let flushed = at_most(grace, &mut driver);
-                    executor.run(beside(&mut drivers, flushed)).await;
+                    beside(&mut drivers, flushed).await;
                     Err(ChainError::Component(
                         shared.failure().unwrap_or_default().to_owned(),
                     ))
                 }
             };
-            executor.run(beside(&mut drivers, shared.shut_down())).await;
+            beside(&mut drivers, shared.shut_down()).await;
             result
         }
     }
