@@ -75,29 +75,38 @@ impl Drop for Relay {
     }
 }
 
+impl Relay {
+    /// Answers with a result read into `result`, or hands it to the hooks when the reply
+    /// budget has no room for it now.
+    fn answer(&self, mut responder: Responder, result: ForwardedResult) {
+        if responder.try_reserve_now(result.len()) {
+            return responder.respond_forwarded(&result);
+        }
+        self.hooks.finish(responder, Ok(result));
+    }
+}
+
 impl Relayed for Relay {
     fn deliver(mut self: Box<Self>, answer: Delivered<'_>) {
         let Some(mut responder) = self.responder.take() else {
             return;
         };
-        let hooks = &self.hooks;
         let result = match answer {
-            Delivered::Unread(result) => {
-                if responder.try_reserve_now(result.as_bytes().len()) {
-                    return responder.respond_unread(result);
-                }
-                ForwardedResult(Answer::Unread(result.as_bytes().into()))
+            Delivered::Unread(result) => result,
+            Delivered::Answer(Ok(answer)) => {
+                return self.answer(responder, ForwardedResult(answer));
             }
-            Delivered::Answer(Ok(answer)) => ForwardedResult(answer),
             Delivered::Answer(Err(RequestError::Response(error))) => {
                 return responder.respond_error(error);
             }
-            Delivered::Answer(Err(error)) => return hooks.finish(responder, Err(error)),
+            Delivered::Answer(Err(error)) => return self.hooks.finish(responder, Err(error)),
         };
-        if responder.try_reserve_now(result.len()) {
-            return responder.respond_forwarded(&result);
+        if responder.try_reserve_now(result.as_bytes().len()) {
+            return responder.respond_unread(result);
         }
-        hooks.finish(responder, Ok(result));
+        // Copied only now: it outlives the line it was read from.
+        let result = ForwardedResult(Answer::Unread(result.as_bytes().into()));
+        self.hooks.finish(responder, Ok(result));
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {

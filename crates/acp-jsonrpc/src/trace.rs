@@ -113,11 +113,12 @@ mod on {
                 kind = "notification", method, bytes, "received");
         }
 
-        /// A request read, decoded or with its params unread; returns its span.
+        /// A request read and decoded; returns its span.
         pub(crate) fn request_received(&self, request: &Request, bytes: usize) -> IncomingTrace {
             self.request_received_as(&request.id, &request.method, bytes)
         }
 
+        /// A request read with its params unread, by its id and method; returns its span.
         pub(crate) fn request_received_as(
             &self,
             id: &RequestId,

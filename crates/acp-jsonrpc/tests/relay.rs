@@ -115,13 +115,32 @@ fn router(client_options: ConnectionOptions) -> Router {
     }
 }
 
-/// The id the server peer got `line` under (its params may not be JSON), and `line` with that
-/// id put back to `N`.
-fn server_id(line: &str) -> (i64, String) {
-    let start = line.find(r#""id":"#).expect("an id") + r#""id":"#.len();
-    let digits = line[start..].find(',').expect("a member after the id");
-    let id = line[start..start + digits].parse().expect("an integer id");
-    (id, line.replacen(&format!("\"id\":{id},"), "\"id\":N,", 1))
+impl Router {
+    /// Sends `line` from the client; the id the server got it under and the line it got, with
+    /// that id put back to `N` (its params may not be JSON).
+    async fn relay(&mut self, line: &str) -> (i64, String) {
+        self.client.send(line).await;
+        let relayed = self.server.recv().await.expect("the relayed request");
+        let start = relayed.find(r#""id":"#).expect("an id") + r#""id":"#.len();
+        let digits = relayed[start..].find(',').expect("a member after the id");
+        let id = relayed[start..start + digits]
+            .parse()
+            .expect("an integer id");
+        let line = relayed.replacen(&format!("\"id\":{id},"), "\"id\":N,", 1);
+        (id, line)
+    }
+
+    /// The server gets `$/cancel_request` for its request `id`.
+    async fn server_gets_cancel_for(&mut self, id: i64) {
+        let cancel = self.server.recv_json().await;
+        assert_eq!(cancel["method"], "$/cancel_request", "{cancel}");
+        assert_eq!(cancel["params"]["requestId"], id, "{cancel}");
+    }
+
+    /// How many relays ended.
+    fn ended(&self) -> usize {
+        self.seen.ended.load(Ordering::SeqCst)
+    }
 }
 
 /// A request and its answer go through unread and byte for byte: the params (malformed ones
@@ -131,11 +150,9 @@ fn server_id(line: &str) -> (i64, String) {
 fn relayed_requests_and_their_answers_go_through_byte_for_byte() {
     common::run(async {
         let mut router = router(Default::default());
-        router
-            .client
-            .send(r#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"a":tru,"b":"\u00e9"}}"#)
+        let (id, line) = router
+            .relay(r#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"a":tru,"b":"\u00e9"}}"#)
             .await;
-        let (id, line) = server_id(&router.server.recv().await.expect("the relayed request"));
         assert_eq!(
             line,
             r#"{"jsonrpc":"2.0","id":N,"method":"m","params":{"a":tru,"b":"\u00e9"}}"#
@@ -152,11 +169,9 @@ fn relayed_requests_and_their_answers_go_through_byte_for_byte() {
         );
 
         // Wrapped, and answered with an error, which goes back as it came.
-        router
-            .client
-            .send(r#"{"jsonrpc":"2.0","id":8,"method":"wrap:inner","params":[1]}"#)
+        let (id, line) = router
+            .relay(r#"{"jsonrpc":"2.0","id":8,"method":"wrap:inner","params":[1]}"#)
             .await;
-        let (id, line) = server_id(&router.server.recv().await.expect("the relayed request"));
         assert_eq!(
             line,
             r#"{"jsonrpc":"2.0","id":N,"method":"outer","params":{"method":"inner","params":[1]}}"#
@@ -181,7 +196,7 @@ fn relayed_requests_and_their_answers_go_through_byte_for_byte() {
         assert_eq!(answer["result"], "task task", "{answer}");
 
         assert!(router.seen.finished.lock().unwrap().is_empty());
-        assert_eq!(router.seen.ended.load(Ordering::SeqCst), 2);
+        assert_eq!(router.ended(), 2);
     });
 }
 
@@ -191,11 +206,9 @@ fn relayed_requests_and_their_answers_go_through_byte_for_byte() {
 fn a_cancelled_relay_is_answered_and_cancelled_on_the_next_hop() {
     common::run(async {
         let mut router = router(Default::default());
-        router
-            .client
-            .send(r#"{"jsonrpc":"2.0","id":1,"method":"slow","params":{}}"#)
+        let (id, _) = router
+            .relay(r#"{"jsonrpc":"2.0","id":1,"method":"slow","params":{}}"#)
             .await;
-        let (id, _) = server_id(&router.server.recv().await.expect("the relayed request"));
         router
             .client
             .send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}"#)
@@ -206,19 +219,15 @@ fn a_cancelled_relay_is_answered_and_cancelled_on_the_next_hop() {
             (&1.into(), &(-32800).into()),
             "{answer}"
         );
-        let cancel = router.server.recv_json().await;
-        assert_eq!(cancel["method"], "$/cancel_request", "{cancel}");
-        assert_eq!(cancel["params"]["requestId"], id, "{cancel}");
+        router.server_gets_cancel_for(id).await;
         // Answered late: dropped (reported as unknown), and the next relay is unaffected.
         router
             .server
             .send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"late"}}"#))
             .await;
-        router
-            .client
-            .send(r#"{"jsonrpc":"2.0","id":2,"method":"m","params":null}"#)
+        let (id, _) = router
+            .relay(r#"{"jsonrpc":"2.0","id":2,"method":"m","params":null}"#)
             .await;
-        let (id, _) = server_id(&router.server.recv().await.expect("the relayed request"));
         router
             .server
             .send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"next"}}"#))
@@ -228,7 +237,7 @@ fn a_cancelled_relay_is_answered_and_cancelled_on_the_next_hop() {
             (&answer["id"], &answer["result"]),
             (&2.into(), &"next".into())
         );
-        assert_eq!(router.seen.ended.load(Ordering::SeqCst), 2);
+        assert_eq!(router.ended(), 2);
     });
 }
 
@@ -238,10 +247,8 @@ fn a_relay_whose_next_hop_closes_is_finished_by_the_hooks() {
     common::run(async {
         let mut router = router(Default::default());
         router
-            .client
-            .send(r#"{"jsonrpc":"2.0","id":3,"method":"m","params":{}}"#)
+            .relay(r#"{"jsonrpc":"2.0","id":3,"method":"m","params":{}}"#)
             .await;
-        router.server.recv().await.expect("the relayed request");
         router.server.close();
         let answer = router.client.recv_json().await;
         assert_eq!(
@@ -252,7 +259,7 @@ fn a_relay_whose_next_hop_closes_is_finished_by_the_hooks() {
         let finished = router.seen.finished.lock().unwrap().clone();
         assert_eq!(finished.len(), 1, "{finished:?}");
         assert!(finished[0].is_err(), "{finished:?}");
-        assert_eq!(router.seen.ended.load(Ordering::SeqCst), 1);
+        assert_eq!(router.ended(), 1);
     });
 }
 
@@ -262,16 +269,12 @@ fn a_relay_whose_next_hop_closes_is_finished_by_the_hooks() {
 fn an_answer_with_no_room_in_the_reply_budget_is_finished_by_the_hooks() {
     common::run(async {
         let mut router = router(ConnectionOptions::default().with_reply_budget(1024));
-        for id in [1, 2] {
-            router
-                .client
-                .send(&format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"method":"m","params":{{}}}}"#
-                ))
-                .await;
-        }
-        let (first, _) = server_id(&router.server.recv().await.expect("the first request"));
-        let (second, _) = server_id(&router.server.recv().await.expect("the second request"));
+        let (first, _) = router
+            .relay(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{}}"#)
+            .await;
+        let (second, _) = router
+            .relay(r#"{"jsonrpc":"2.0","id":2,"method":"m","params":{}}"#)
+            .await;
         // Larger than the client's pipe: most of it stays queued until the client reads.
         let big = "x".repeat(200 * 1024);
         router
@@ -300,7 +303,7 @@ fn an_answer_with_no_room_in_the_reply_budget_is_finished_by_the_hooks() {
         );
         let finished = router.seen.finished.lock().unwrap().clone();
         assert_eq!(finished, vec![Ok("\"small\"".len())]);
-        assert_eq!(router.seen.ended.load(Ordering::SeqCst), 2);
+        assert_eq!(router.ended(), 2);
     });
 }
 
@@ -311,15 +314,11 @@ fn an_answer_with_no_room_in_the_reply_budget_is_finished_by_the_hooks() {
 fn a_relay_whose_caller_leaves_is_cancelled_on_the_next_hop() {
     common::run(async {
         let mut router = router(Default::default());
-        router
-            .client
-            .send(r#"{"jsonrpc":"2.0","id":4,"method":"m","params":{}}"#)
+        let (id, _) = router
+            .relay(r#"{"jsonrpc":"2.0","id":4,"method":"m","params":{}}"#)
             .await;
-        let (id, _) = server_id(&router.server.recv().await.expect("the relayed request"));
         router.to_client.close();
-        let cancel = router.server.recv_json().await;
-        assert_eq!(cancel["method"], "$/cancel_request", "{cancel}");
-        assert_eq!(cancel["params"]["requestId"], id, "{cancel}");
-        assert_eq!(router.seen.ended.load(Ordering::SeqCst), 1);
+        router.server_gets_cancel_for(id).await;
+        assert_eq!(router.ended(), 1);
     });
 }

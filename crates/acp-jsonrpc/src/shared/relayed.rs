@@ -4,6 +4,7 @@
 //! through [`Relayed`], so that the shared state does not depend on the handler module.
 
 use std::any::Any;
+use std::collections::hash_map::Entry;
 use std::sync::{Arc, Weak};
 
 use super::{PendingRequest, Shared, lock};
@@ -54,15 +55,16 @@ impl Shared {
 
     /// Takes back the relay waiting for `id`, if it still waits.
     pub(crate) fn take_relay(&self, id: i64) -> Option<Box<dyn Relayed>> {
-        let mut pending = lock(&self.pending);
-        match pending.waiters.remove(&id) {
-            Some(PendingRequest::Relayed(relay)) => Some(relay),
-            Some(other) => {
-                pending.waiters.insert(id, other);
-                None
+        let waiter = match lock(&self.pending).waiters.entry(id) {
+            Entry::Occupied(waiter) if matches!(waiter.get(), PendingRequest::Relayed(_)) => {
+                waiter.remove()
             }
-            None => None,
-        }
+            _ => return None,
+        };
+        let PendingRequest::Relayed(relay) = waiter else {
+            return None;
+        };
+        Some(relay)
     }
 
     /// The request the relay `id` answers was cancelled, or its connection closed: the relay

@@ -154,7 +154,8 @@ pub(crate) struct Shared {
     pub(crate) initialize_timeout: Duration,
     failure: OnceLock<String>,
     failed: Event,
-    /// Where component drivers and watchers run: polled by `Conductor::run`.
+    /// Where the tasks that wait run (a relayed request's finishing, a process's shutdown):
+    /// its runner is one of `drivers`.
     pub(crate) executor: Arc<smol::Executor<'static>>,
     /// The components' drivers and exit watchers, polled with the client's driver
     /// (`drivers.rs`).

@@ -177,7 +177,6 @@ impl Future for RunDrivers {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
 
     use futures_lite::FutureExt;
@@ -185,20 +184,21 @@ mod tests {
     use super::*;
 
     /// Drivers added before and while the set runs are polled, woken from another thread
-    /// (each wake-up is served, none lost), and let go of once finished.
+    /// (each wake-up is served, none lost: only the drivers' own wake-ups move them on), and
+    /// let go of once finished.
     #[test]
     fn drivers_added_any_time_and_woken_from_anywhere_all_finish() {
         let drivers = Drivers::default();
-        let finished = Arc::new(AtomicUsize::new(0));
         let (sender, receiver) = smol::channel::unbounded::<()>();
+        let (done, finished) = smol::channel::unbounded::<()>();
         let driver = |rounds: usize| -> Driver {
             let receiver = receiver.clone();
-            let finished = finished.clone();
+            let done = done.clone();
             Box::pin(async move {
                 for _ in 0..rounds {
                     receiver.recv().await.expect("a message");
                 }
-                finished.fetch_add(1, Ordering::SeqCst);
+                done.send(()).await.expect("the test waits");
             })
         };
         drivers.add(driver(500));
@@ -211,16 +211,19 @@ mod tests {
         smol::block_on(
             async {
                 drivers.add(driver(500));
-                while finished.load(Ordering::SeqCst) < 2 {
-                    smol::Timer::after(Duration::from_millis(1)).await;
+                for _ in 0..2 {
+                    finished.recv().await.expect("a driver finished");
                 }
             }
             .or(async {
                 (&mut run).await;
+            })
+            .or(async {
+                smol::Timer::after(Duration::from_secs(10)).await;
+                panic!("a wake-up was lost: the drivers did not finish within 10 s");
             }),
         );
         rounds.join().expect("the sender");
-        assert_eq!(finished.load(Ordering::SeqCst), 2);
         assert!(run.slots.iter().all(|slot| slot.driver.is_none()));
     }
 }

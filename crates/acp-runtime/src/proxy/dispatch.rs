@@ -28,6 +28,21 @@ pub(crate) struct ProxyDispatch {
     pub(crate) relays: Arc<dyn RelayHooks>,
 }
 
+/// Where a request read unread comes from and what it calls, with its params: the
+/// `proxy/successor` envelope opened as the forwarding scan found it; `None` for
+/// `initialize`, `proxy/initialize` and an envelope the scan did not open (validated whole).
+fn routed_unread<'a>(
+    request: &RawRequest<'a>,
+) -> Option<(From, &'a str, Option<UncheckedJson<'a>>)> {
+    match arrival(request.method()) {
+        Arrival::Successor => {
+            open_unread(request).map(|(method, params)| (From::Agent, method, params))
+        }
+        Arrival::Plain => Some((From::Client, request.method(), request.params())),
+        Arrival::ProxyInitialize | Arrival::Initialize => None,
+    }
+}
+
 /// Finishes what a relayed request's answer could not do by itself, as the forwarding task
 /// would have: an answer the reply budget has no room for waits for room on a task of smol's
 /// global executor (the proxy's own may be anyone's); a failure is answered at once.
@@ -236,15 +251,8 @@ impl Handler for ProxyDispatch {
     /// Every request no hook takes, but `proxy/initialize`, is forwarded with its params
     /// unread (the peer that decodes them answers for them); a hooked one is validated.
     fn takes_unread(&self, request: &RawRequest<'_>) -> bool {
-        let (from, method) = match arrival(request.method()) {
-            Arrival::Successor => match open_unread(request) {
-                Some((method, _)) => (From::Agent, method),
-                None => return false,
-            },
-            Arrival::Plain => (From::Client, request.method()),
-            Arrival::ProxyInitialize | Arrival::Initialize => return false,
-        };
-        !self.proxy.requests.contains_key(&(from, method))
+        routed_unread(request)
+            .is_some_and(|(from, method, _)| !self.proxy.requests.contains_key(&(from, method)))
     }
 
     /// A request no hook takes is relayed with no task when nothing earlier waits to be
@@ -258,13 +266,8 @@ impl Handler for ProxyDispatch {
         if !self.order.is_idle() {
             return Err(responder);
         }
-        let (from, method, params) = match arrival(request.method()) {
-            Arrival::Successor => match open_unread(request) {
-                Some((method, params)) => (From::Agent, method, params),
-                None => return Err(responder),
-            },
-            Arrival::Plain => (From::Client, request.method(), request.params()),
-            Arrival::ProxyInitialize | Arrival::Initialize => return Err(responder),
+        let Some((from, method, params)) = routed_unread(request) else {
+            return Err(responder);
         };
         // No hook takes it: `takes_unread` took it.
         let rpc = request.connection();
