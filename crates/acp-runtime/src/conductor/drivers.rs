@@ -1,10 +1,11 @@
-//! The chain's component drivers (and the watchers of their processes), polled by one future
-//! instead of one executor task each. A message the conductor moves from one connection to
-//! another wakes the other connection's driver; as an executor task, each such wake-up went
-//! through the executor's queues (about 3.5 k instructions per `rpc` round trip through one
-//! proxy, docs/performance-chains.md). Here a wake-up notes the driver in a list and, unless
-//! the set is being polled, wakes whoever polls the set: the woken drivers are polled in a loop
-//! until none is left, as acp-jsonrpc's driver polls its request handlers.
+//! The chain's component drivers (with the watchers of their processes and the executor's
+//! runner), polled by one future instead of one executor task each. A message the conductor
+//! moves from one connection to another wakes the other connection's driver; as an executor
+//! task, each such wake-up went through the executor's queues (3.2 k instructions per `rpc`
+//! round trip through one proxy, docs/performance-chains.md). Here a wake-up notes the driver
+//! in a list and, unless the set is being polled, wakes whoever polls the set: the woken
+//! drivers are polled in a loop until none is left, as acp-jsonrpc's driver polls its request
+//! handlers.
 
 use std::future::Future;
 use std::pin::Pin;
