@@ -55,16 +55,16 @@ impl Shared {
 
     /// Takes back the relay waiting for `id`, if it still waits.
     pub(crate) fn take_relay(&self, id: i64) -> Option<Box<dyn Relayed>> {
-        let waiter = match lock(&self.pending).waiters.entry(id) {
+        match lock(&self.pending).waiters.entry(id) {
             Entry::Occupied(waiter) if matches!(waiter.get(), PendingRequest::Relayed(_)) => {
-                waiter.remove()
+                let PendingRequest::Relayed(relay) = waiter.remove() else {
+                    unreachable!("matched as a relay")
+                };
+                Some(relay)
             }
-            _ => return None,
-        };
-        let PendingRequest::Relayed(relay) = waiter else {
-            return None;
-        };
-        Some(relay)
+            // Answered or abandoned already (a relay's id is never reused).
+            _ => None,
+        }
     }
 
     /// The request the relay `id` answers was cancelled, or its connection closed: the relay
